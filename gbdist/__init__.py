@@ -1,0 +1,30 @@
+"""gbdist: sparse semiring products and distances written as algebra.
+
+    import gbdist as gb
+    A, B = gb.matrices("A B")
+    manhattan = gb.mxm(A, B.T, gb.semiring(gb.ops.absdiff, gb.ops.plus))
+    print(gb.explain(manhattan))
+    D = gb.pairwise_distances(X, metric="manhattan")
+"""
+from . import ops
+from .algebra import UNSET, Semiring, semirings
+from .api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm,
+                  mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
+from .errors import (AnalysisError, ArityError, BackendError, DefinitionError, DomainError,
+                     DSLSyntaxError, GbdistError, InputError, RedefinitionError, TypeCheckError,
+                     UnknownNameError)
+from .explain import Explanation
+from .metrics import define_metric
+from .metrics import names as metric_names
+from .pairwise import explain, pairwise_distances
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",
+    "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
+    "power", "compile", "Program", "define_metric", "metric_names", "pairwise_distances",
+    "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
+    "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
+    "InputError", "DomainError", "BackendError",
+]

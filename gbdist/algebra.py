@@ -1,0 +1,326 @@
+"""Semirings and the analysis that decides how a sparse product is iterated.
+
+For a product ``C[i, j] = ⊕_k f(a_ik, b_jk)`` with ⊗ = f, ⊕ a monoid with
+identity e, and fill values za, zb (the value of an entry that is not stored):
+
+    L(x) = f(x, zb)     R(y) = f(za, y)     C = f(za, zb)
+
+1. L ≡ e and R ≡ e                   → ``intersection``: only shared columns count.
+2. else ⊕ invertible (plus)          → ``union-correction``: with
+   g(x, y) = f(x, y) − L(x) − R(y) + C,
+   Σ_{A∪B} f = Σ_{A∩B} g + Σ_A (L − C) + Σ_B (R − C) + k·C.
+3. else ⊕ idempotent (max, min)      → ``two-pass-union``.
+4. else                              → AnalysisError naming the op.
+
+When ⊕ is plus, the intersection term is tried as a finite sum of separable
+products g(x, y) = Σ_r φ_r(x)·ψ_r(y) (the *expansion*), which turns it into r
+stacked dot products. Every step of the decision is a checked
+:class:`~gbdist.proofs.Proof`.
+
+A semiring with a declared ``annihilator`` value uses *structural* (GraphBLAS)
+semantics: absent entries do not take part, and pairs with no shared stored
+column hold the identity. ``annihilator=None`` forbids the intersection
+shortcut.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from . import ops as _ops
+from .errors import AnalysisError, DefinitionError
+from .ops import X, Y, Monoid, Op, as_monoid
+from .proofs import Proof, check, is_nonnegative, simplify
+
+
+class _Unset:
+    def __repr__(self):
+        return "UNSET"
+
+
+UNSET = _Unset()
+
+STRATEGIES = ("intersection", "union-correction", "two-pass-union")
+
+
+@dataclass(frozen=True, eq=False)
+class Semiring:
+    """⊗ (``mul``, a binary op) and ⊕ (``add``, a monoid), mul first as in the paper."""
+
+    mul: Op
+    add: Monoid
+    annihilator: object = UNSET  # UNSET: derive; None: forbid the shortcut; value: structural
+    name: str = ""
+
+    @property
+    def key(self) -> tuple:
+        ann = self.annihilator
+        ann_key = "unset" if ann is UNSET else "none" if ann is None else sp.srepr(sp.sympify(ann))
+        return ("semiring", self.mul.key, self.add.key, ann_key)
+
+    @property
+    def structural(self) -> bool:
+        return self.annihilator is not UNSET and self.annihilator is not None
+
+    def __eq__(self, other):
+        return isinstance(other, Semiring) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        ann = "" if self.annihilator is UNSET else f", annihilator={self.annihilator}"
+        label = f"{self.name}: " if self.name else ""
+        return f"{label}semiring({self.mul.name}, {self.add.name}{ann})"
+
+
+def semiring(mul: Op, add, annihilator=UNSET, name: str = "") -> Semiring:
+    """``semiring(mul, add, annihilator=...)``: ⊗ first, then ⊕ (a monoid)."""
+    if not isinstance(mul, Op) or mul.arity != 2:
+        raise DefinitionError("a semiring's mul (⊗) must be a binary op",
+                              got=repr(mul), hint="e.g. gb.ops.times, gb.ops.absdiff")
+    if isinstance(add, Op):
+        add = as_monoid(add)
+    if not isinstance(add, Monoid):
+        raise DefinitionError("a semiring's add (⊕) must be a monoid", got=repr(add),
+                              hint="plus, times, min, max, lor, land or any")
+    if annihilator is not UNSET and annihilator is not None:
+        annihilator = _ops._expr(annihilator)
+    return Semiring(mul, add, annihilator, name)
+
+
+# ---------------------------------------------------------------------------
+# The decision
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the compiler decided for one product, and why."""
+
+    semiring: Semiring
+    strategy: str
+    fill_left: sp.Expr
+    fill_right: sp.Expr
+    L: sp.Expr  # f(x, zb)
+    R: sp.Expr  # f(za, y)
+    C: sp.Expr  # f(za, zb)
+    g: sp.Expr  # the function summed over the intersection
+    expansion: tuple[tuple[sp.Expr, sp.Expr], ...] | None  # ((φ_r(x), ψ_r(y)), ...)
+    proofs: tuple[Proof, ...]
+    structural: bool
+    override: str = ""  # a declared property that the analysis could not confirm
+    nonnegative: bool = False  # f >= 0 proven: the rewritten sum is clamped at 0
+    corner_absorbed: bool = False  # two-pass union: ⊕(C, f) == f for every f value
+    reason: str = ""
+
+    @property
+    def expansion_rank(self) -> int | None:
+        return None if self.expansion is None else len(self.expansion)
+
+    @property
+    def identity(self) -> sp.Expr:
+        return self.semiring.add.identity
+
+
+def _fmt(e) -> str:
+    return sp.sstr(e)
+
+
+def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
+    """Split g(x, y) into Σ_r φ_r(x)·ψ_r(y) with as few terms as grouping allows.
+
+    Returns None when some term couples x and y inseparably (|x − y|, x/(x+y) ...).
+    """
+    xd, yd = _ops.domain_symbols(domain)
+    e = _ops.on_domain(g, domain)
+    e = sp.expand(sp.piecewise_fold(e), power_base=True, force=False)
+    if e.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
+        e2 = sp.expand(simplify(g, domain).xreplace({X: xd, Y: yd}), power_base=True)
+        if e2.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
+            return None
+        e = e2
+    if e == 0:
+        return ()
+    table: dict[tuple[sp.Expr, sp.Expr], sp.Expr] = {}
+    for term in sp.Add.make_args(e):
+        coeff, xf, yf = sp.Integer(1), sp.Integer(1), sp.Integer(1)
+        for factor in sp.Mul.make_args(term):
+            fs = factor.free_symbols
+            if not fs:
+                coeff *= factor
+            elif fs <= {xd}:
+                xf *= factor
+            elif fs <= {yd}:
+                yf *= factor
+            else:
+                return None
+        table[(xf, yf)] = table.get((xf, yf), 0) + coeff
+    xs = list(dict.fromkeys(k[0] for k in table))
+    ys = list(dict.fromkeys(k[1] for k in table))
+    if len(xs) <= len(ys):
+        pairs = [(xf, sum(c * yf for (xk, yf), c in table.items() if xk == xf)) for xf in xs]
+    else:
+        pairs = [(sum(c * xf for (xf, yk), c in table.items() if yk == yf), yf) for yf in ys]
+    pairs = [(sp.factor_terms(a), sp.factor_terms(b)) for a, b in pairs]
+    return tuple((_ops.off_domain(a), _ops.off_domain(b)) for a, b in pairs
+                 if a != 0 and b != 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
+    """Decide the iteration strategy for ``⊕_k mul(a_ik, b_jk)``.
+
+    ``fill_left``/``fill_right`` are the implicit values of entries that are not
+    stored (0 for data matrices; after ``apply(op, A)`` the fill is op(0)).
+    Results are cached by the semiring's structural key and the fills.
+    """
+    f = sr.mul.formula
+    dom = sr.mul.domain
+    e = sr.add.identity
+    proofs: list[Proof] = []
+    structural = sr.structural
+    if structural:
+        za = zb = sr.annihilator
+    else:
+        za, zb = fill_left, fill_right
+    L = simplify(f.subs(Y, zb), dom)
+    R = simplify(f.subs(X, za), dom)
+    C = simplify(f.subs({X: za, Y: zb}), dom)
+    pl = check(f"f(x, {_fmt(zb)}) = identity of {sr.add.name}: A's entries without a partner vanish",
+               L, e, dom)
+    pr = check(f"f({_fmt(za)}, y) = identity of {sr.add.name}: B's entries without a partner vanish",
+               R, e, dom)
+    proofs += [pl, pr]
+    base = dict(semiring=sr, fill_left=za, fill_right=zb, L=L, R=R, C=C, structural=structural)
+
+    if structural:
+        override = "" if (pl.holds and pr.holds) else (
+            f"annihilator={sr.annihilator} was declared but f(x, {_fmt(zb)}) = {_fmt(L)} and "
+            f"f({_fmt(za)}, y) = {_fmt(R)} are not both the identity {e}; structural semantics "
+            "are used as declared: only entries stored in both operands take part")
+        reason = (f"annihilator {sr.annihilator} declared: structural semantics, absent entries "
+                  f"take no part and a pair with no shared entry holds the identity {e}")
+        exp, eproofs = _expansion(f, sr, dom)
+        return Analysis(strategy="intersection", g=f, expansion=exp, proofs=tuple(proofs + eproofs),
+                        override=override, reason=reason, **base)
+
+    if sr.annihilator is UNSET and pl.holds and pr.holds:
+        exp, eproofs = _expansion(f, sr, dom)
+        reason = (f"f(x, {_fmt(zb)}) = {_fmt(L)} and f({_fmt(za)}, y) = {_fmt(R)} are the identity "
+                  f"of {sr.add.name}: columns stored on one side only contribute nothing")
+        return Analysis(strategy="intersection", g=f, expansion=exp, proofs=tuple(proofs + eproofs),
+                        reason=reason, **base)
+
+    forbidden = " (annihilator=None forbids the intersection shortcut)" if sr.annihilator is None else ""
+    if sr.add.invertible:
+        g = _smaller(simplify(f - L - R + C, dom), f - L - R + C)
+        p1 = check(f"g(x, {_fmt(zb)}) = 0: the correction term annihilates at B's fill",
+                   g.subs(Y, zb), 0, dom)
+        p2 = check(f"g({_fmt(za)}, y) = 0: the correction term annihilates at A's fill",
+                   g.subs(X, za), 0, dom)
+        p3 = check("f(x, y) = g(x, y) + L(x) + R(y) - C (the union-by-correction identity)",
+                   f, g + L + R - C, dom)
+        proofs += [p1, p2, p3]
+        if not (p1.holds and p2.holds and p3.holds):
+            raise AnalysisError(
+                f"the union-by-correction rewrite for {sr!r} failed its proof",
+                got="; ".join(str(p) for p in (p1, p2, p3) if not p.holds),
+                hint="this is a bug in the analysis or an op whose formula sympy mis-simplifies")
+        exp, eproofs = _expansion(g, sr, dom)
+        reason = (f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e}{forbidden}; "
+                  f"{sr.add.name} is invertible, so the union is one intersection pass over "
+                  f"g = {_fmt(g)} plus row reductions of L - C and R - C"
+                  + (f" and k·C = k·{_fmt(C)}" if C != 0 else ""))
+        nonneg = is_nonnegative(f, dom)
+        return Analysis(strategy="union-correction", g=g, expansion=exp, proofs=tuple(proofs + eproofs),
+                        nonnegative=nonneg, reason=reason, **base)
+
+    if sr.add.idempotent:
+        absorbed = _corner_absorbed(f, C, sr.add, dom, proofs)
+        reason = (f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e}{forbidden}; "
+                  f"{sr.add.name} is idempotent, so the union is walked in two passes "
+                  "(B's stored columns, then A's); a column seen twice does not change the result")
+        return Analysis(strategy="two-pass-union", g=f, expansion=None, proofs=tuple(proofs),
+                        corner_absorbed=absorbed, reason=reason, **base)
+
+    raise AnalysisError(
+        f"{sr!r} cannot be evaluated sparsely",
+        got=f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e} of {sr.add.name}, and "
+            f"{sr.add.name} is neither invertible (plus) nor idempotent (max, min)",
+        hint="declare annihilator=<fill> for structural semantics, or choose another ⊕")
+
+
+def _smaller(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """The shorter of two equal formulas (simplify can blow Piecewise up)."""
+    return a if sp.count_ops(a) <= sp.count_ops(b) else b
+
+
+def _corner_absorbed(f, C, add: Monoid, dom: str, proofs: list) -> bool:
+    """For a two-pass union: does ⊕(C, f(x, y)) = f(x, y) hold everywhere?
+
+    If so, starting every output at C is exact and the union size is not needed.
+    """
+    combined = add.op.formula.xreplace({X: C, Y: f})  # simultaneous: x -> C, y -> f(x, y)
+    p = check(f"{add.name}(C, f(x, y)) = f(x, y): the corner value C = {_fmt(C)} never changes a result",
+              combined, f, dom)
+    proofs.append(p)
+    return p.holds
+
+
+def _expansion(g: sp.Expr, sr: Semiring, dom: str):
+    """The separable decomposition of g, with its proof, when ⊕ is plus."""
+    if not sr.add.invertible:
+        return None, []
+    pairs = separable(g, dom)
+    if pairs is None or len(pairs) == 0:
+        return None, []
+    rhs = sum(a * b for a, b in pairs)
+    p = check(f"g(x, y) = Σ_r φ_r(x)·ψ_r(y) with rank {len(pairs)} (the norm + dot-product expansion)",
+              g, rhs, dom)
+    if not p.holds:
+        return None, [p]
+    return pairs, [p]
+
+
+# ---------------------------------------------------------------------------
+# Built-in semirings
+# ---------------------------------------------------------------------------
+
+
+class _Namespace:
+    def __init__(self, **items):
+        self.__dict__.update(items)
+
+    def __iter__(self):
+        return iter(self.__dict__.values())
+
+    def __getitem__(self, name):
+        return self.__dict__[name]
+
+    def __contains__(self, name):
+        return name in self.__dict__
+
+
+def _builtin_semirings() -> _Namespace:
+    o = _ops
+    return _Namespace(
+        plus_times=semiring(o.times, o.plus, name="plus_times"),
+        plus_pair=semiring(o.pair, o.plus, annihilator=0, name="plus_pair"),
+        min_plus=semiring(o.plus, o.min, annihilator=sp.oo, name="min_plus"),
+        max_plus=semiring(o.plus, o.max, annihilator=-sp.oo, name="max_plus"),
+        max_times=semiring(o.times, o.max, annihilator=0, name="max_times"),
+        min_times=semiring(o.times, o.min, annihilator=0, name="min_times"),
+        max_min=semiring(o.min, o.max, annihilator=0, name="max_min"),
+        lor_land=semiring(o.land, o.lor, annihilator=0, name="lor_land"),
+        any_pair=semiring(o.pair, o.any, annihilator=0, name="any_pair"),
+        plus_absdiff=semiring(o.absdiff, o.plus, name="plus_absdiff"),
+        plus_sqdiff=semiring(o.sqdiff, o.plus, name="plus_sqdiff"),
+        max_absdiff=semiring(o.absdiff, o.max, name="max_absdiff"),
+        plus_ne=semiring(o.ne, o.plus, name="plus_ne"),
+    )
+
+
+semirings = _builtin_semirings()

@@ -1,0 +1,191 @@
+"""The Python front end: build IR from Python, compile it, run it.
+
+The same functions serve three purposes, decided by their arguments:
+
+* on formula arguments (inside ``gb.op(name, lambda x, y: ...)``) they build
+  scalar sympy formulas: ``gb.sqrt(x)``, ``gb.where(x + y == 0, 0, ...)``;
+* on symbolic operands (``A, B = gb.matrices("A B")``) they build IR;
+* on concrete matrices (SciPy/NumPy/CuPy) ``mxm``, ``mxv``, ``reduce`` and
+  ``apply`` evaluate eagerly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from . import ir, ops as _ops
+from .algebra import UNSET, Semiring, semiring as _semiring
+from .errors import InputError, TypeCheckError
+from .ops import Monoid, Op, Sym, as_monoid, make_op
+from .plan import Plan, cached_plan
+from .runtime import is_cupy, run
+
+__all__ = [
+    "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
+    "where", "maximum", "minimum", "ncols", "eq", "op", "semiring", "compile", "Program",
+]
+
+
+def matrices(names: str) -> tuple[ir.Matrix, ...] | ir.Matrix:
+    """Symbolic matrix operands: ``A, B = gb.matrices("A B")``."""
+    out = tuple(ir.Matrix(n) for n in names.replace(",", " ").split())
+    return out[0] if len(out) == 1 else out
+
+
+def vectors(names: str) -> tuple[ir.Vector, ...] | ir.Vector:
+    """Symbolic vector operands for mxv: ``x = gb.vectors("x")``."""
+    out = tuple(ir.Vector(n) for n in names.replace(",", " ").split())
+    return out[0] if len(out) == 1 else out
+
+
+def _concrete(x) -> bool:
+    return isinstance(x, np.ndarray) or sps.issparse(x) or is_cupy(x)
+
+
+def _as_monoid(m) -> Monoid:
+    if isinstance(m, Monoid):
+        return m
+    if isinstance(m, Op):
+        return as_monoid(m)
+    raise TypeCheckError("expected a monoid (plus, times, min, max, lor, land, any)", got=repr(m))
+
+
+def _as_semiring(sr) -> Semiring:
+    if isinstance(sr, Semiring):
+        return sr
+    raise TypeCheckError("expected a semiring", got=repr(sr),
+                         hint="gb.semiring(mul, add) or gb.semirings.plus_times")
+
+
+def semiring(mul: Op, add, annihilator=UNSET, name: str = "") -> Semiring:
+    """``gb.semiring(mul, add, annihilator=...)``; see :mod:`gbdist.algebra`."""
+    return _semiring(mul, add, annihilator, name)
+
+
+def op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
+    """A user op from a formula: ``gb.op("chi2", lambda x, y: ...)``."""
+    return make_op(name, formula, domain, doc)
+
+
+# --- products -------------------------------------------------------------
+
+
+def mxm(left, right, sr, *, backend: str = "auto", **run_kw):
+    """``C[i, j] = ⊕_k left[i, k] ⊗ right[k, j]``; eager on concrete matrices."""
+    sr = _as_semiring(sr)
+    if _concrete(left) or _concrete(right):
+        A, B = ir.Matrix("A"), ir.Matrix("B")
+        return compile(ir.MxM(A, B, sr))(A=left, B=right, backend=backend, **run_kw)
+    return ir.MxM(left, right, sr)
+
+
+def mxv(matrix, vector, sr, *, backend: str = "auto", **run_kw):
+    """``y[i] = ⊕_k A[i, k] ⊗ x[k]``; eager on concrete inputs."""
+    sr = _as_semiring(sr)
+    if _concrete(matrix) or _concrete(vector):
+        A, x = ir.Matrix("A"), ir.Vector("x")
+        return compile(ir.MxV(A, x, sr))(A=matrix, x=vector, backend=backend, **run_kw)
+    return ir.MxV(matrix, vector, sr)
+
+
+def reduce(m, monoid, *, backend: str = "auto"):
+    """Row-wise reduction over all columns (unstored entries hold the fill)."""
+    monoid = _as_monoid(monoid)
+    if _concrete(m):
+        A = ir.Matrix("A")
+        return compile(ir.RowReduce(A, monoid))(A=m, backend=backend)
+    return ir.RowReduce(m, monoid)
+
+
+def apply(op_: Op, m):
+    """A unary op on every stored value (and on the fill); eager on a concrete matrix."""
+    if not isinstance(op_, Op) or op_.arity != 1:
+        raise TypeCheckError("apply needs a unary op", got=repr(op_))
+    if _concrete(m):
+        from .runtime import to_csr
+        from .ops import apply_unary
+        csr = to_csr(m, "A")
+        fill = float(apply_unary(op_, np.zeros(1))[0])
+        if fill != 0:
+            raise InputError(f"apply({op_.name}, ·) maps the unstored zeros to {fill:g}",
+                             hint="use it inside an expression, where the fill is tracked")
+        return sps.csr_matrix((apply_unary(op_, csr.data), csr.indices, csr.indptr), shape=csr.shape)
+    return ir.Apply(op_, m)
+
+
+def ncols(m) -> ir.NCols:
+    """The number of columns k of a matrix operand (a scalar)."""
+    return ir.NCols(m)
+
+
+# --- pointwise functions: scalars (op formulas) or IR (metric expressions) ---
+
+
+def _any_ir(args) -> bool:
+    return any(isinstance(a, ir.Node) for a in args)
+
+
+def _dual(fn_name: str, scalar_fn):
+    def fn(*args):
+        if _any_ir(args):
+            return ir.Pointwise(fn_name, tuple(ir.lift(a) for a in args))
+        return scalar_fn(*args)
+    fn.__name__ = fn_name
+    fn.__doc__ = f"{fn_name}(...) over formulas (in gb.op) or over the output grid (in metrics)."
+    return fn
+
+
+sqrt = _dual("sqrt", _ops.s_sqrt)
+log = _dual("log", _ops.s_log)
+exp = _dual("exp", _ops.s_exp)
+abs = _dual("abs", _ops.s_abs)  # noqa: A001
+maximum = _dual("maximum", _ops.s_max)
+minimum = _dual("minimum", _ops.s_min)
+where = _dual("where", _ops.s_where)
+
+
+def eq(a, b):
+    """``a == b`` as a value (1 or 0): IR nodes do not overload ``==``."""
+    if _any_ir((a, b)):
+        return ir.Pointwise("eq", (ir.lift(a), ir.lift(b)))
+    return Sym(a) == b
+
+
+def power(a, b):
+    if _any_ir((a, b)):
+        return ir.Pointwise("pow", (ir.lift(a), ir.lift(b)))
+    return Sym(a) ** b
+
+
+# --- programs -----------------------------------------------------------------
+
+
+class Program:
+    """A compiled expression: its plan, ready to run on data."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    @property
+    def inputs(self) -> list[str]:
+        return [s.name for s in ir.symbols(self.plan.expr)]
+
+    def __call__(self, backend: str = "auto", working_memory: int | None = None,
+                 dtype=None, drop_zeros: bool = False, **inputs):
+        return run(self.plan, inputs, backend=backend, working_memory=working_memory,
+                   drop_zeros=drop_zeros, dtype=dtype)
+
+    def explain(self):
+        from .explain import Explanation
+        return Explanation.from_plan(self.plan)
+
+    def __repr__(self):
+        return f"Program({ir.to_text(self.plan.expr)})"
+
+
+def compile(expr: ir.Node, roles: dict | None = None) -> Program:  # noqa: A001
+    """Type-check, analyse and plan ``expr``; plans are cached by structural key."""
+    if not isinstance(expr, ir.Node):
+        raise TypeCheckError("compile() needs a gbdist expression", got=type(expr).__name__,
+                             hint="build one with gb.mxm, gb.reduce, ... on gb.matrices(...)")
+    return Program(cached_plan(expr, tuple(sorted((roles or {}).items()))))

@@ -1,0 +1,260 @@
+"""The NumPy/SciPy backend: the reference semantics of every plan.
+
+Each primitive is vectorised (no Python loop per row pair) and chunked so that
+temporaries stay within ``budget`` bytes:
+
+* ``Intersect`` with an expansion: stacked SciPy sparse products
+  Σ_r φ_r(A) · ψ_r(B)ᵀ.
+* ``Intersect`` otherwise: triplet expansion over shared columns (A in CSR,
+  B in CSC), then a ⊕-scatter into the output block.
+* ``TwoPassUnion``: pass one gathers A's (dense, fill-valued) block at B's
+  stored columns; pass two gathers B's dense block at A's stored columns;
+  segment reductions by row, combined with the idempotent ⊕.
+* ``RowReduce``: a segment reduction plus the fill's contribution for the
+  unstored entries of each row.
+
+All arithmetic is float64; the runtime casts the final result.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from .. import ir
+from ..errors import BackendError
+from ..ops import apply_binary, apply_unary
+from ..typecheck import row_operand
+
+DEFAULT_BUDGET = 256 * 2**20  # bytes of temporaries per chunk
+
+
+class Operand:
+    """A row operand bound to data: CSR rows (float64 values) and the fill value."""
+
+    __slots__ = ("csr", "fill")
+
+    def __init__(self, csr: sps.csr_matrix, fill: float):
+        self.csr = csr
+        self.fill = fill
+
+    @property
+    def shape(self):
+        return self.csr.shape
+
+
+def bind_operand(node: ir.Node, data: dict) -> Operand:
+    """Evaluate an apply-chain operand on bound data: values transformed, fill too."""
+    name, flipped, chain = row_operand(node)
+    base = data[(name, flipped)]
+    values = base.data
+    fill = 0.0
+    for op in chain:
+        values = apply_unary(op, values)
+        fill = float(apply_unary(op, np.array([fill]))[0])
+    csr = sps.csr_matrix((np.asarray(values, dtype=np.float64), base.indices, base.indptr),
+                         shape=base.shape)
+    return Operand(csr, fill)
+
+
+def _segment_reduce(ufunc, values: np.ndarray, indptr: np.ndarray, identity: float, axis: int):
+    """⊕-reduce ``values`` along ``axis`` in the segments given by ``indptr``."""
+    nseg = len(indptr) - 1
+    shape = list(values.shape)
+    shape[axis] = nseg
+    out = np.full(shape, identity, dtype=np.float64)
+    counts = np.diff(indptr)
+    nonempty = np.flatnonzero(counts)
+    if nonempty.size == 0:
+        return out
+    first = indptr[:-1][nonempty]
+    red = ufunc.reduceat(values, first, axis=axis)
+    idx = [slice(None)] * values.ndim
+    idx[axis] = nonempty
+    out[tuple(idx)] = red
+    return out
+
+
+class CPUBackend:
+    """Executes plan steps with NumPy/SciPy."""
+
+    name = "cpu"
+
+    def __init__(self, budget: int | None = None):
+        self.budget = int(budget or DEFAULT_BUDGET)
+
+    # -- steps ---------------------------------------------------------------
+
+    def run_step(self, step, left_data: dict, right_data: dict, ncols: int) -> np.ndarray:
+        """Run one step; ``left_data`` holds the current row block of the left operands."""
+        node = step.node
+        if isinstance(node, ir.RowReduce):
+            data = left_data if step.kind == "col" else right_data
+            r = self.row_reduce(bind_operand(node.arg, data), node.monoid, ncols)
+            return r[:, None] if step.kind == "col" else r[None, :]
+        left, right = bind_operand(node.left, left_data), bind_operand(node.right, right_data)
+        if isinstance(node, ir.Intersect):
+            return self.intersect(left, right, node)
+        if isinstance(node, ir.TwoPassUnion):
+            return self.union2(left, right, node, ncols)
+        raise BackendError(f"the CPU backend has no kernel for {type(node).__name__}")
+
+    def row_reduce(self, x: Operand, monoid, ncols: int) -> np.ndarray:
+        m = x.shape[0]
+        ufunc, e = monoid.ufunc, monoid.identity_value
+        counts = np.diff(x.csr.indptr)
+        out = _segment_reduce(ufunc, x.csr.data, x.csr.indptr, e, axis=0)
+        missing = ncols - counts
+        has = missing > 0
+        if x.fill == e or not has.any() or m == 0:
+            return out
+        if ufunc is np.add:
+            out[has] += missing[has] * x.fill
+        elif ufunc is np.multiply:
+            out[has] *= np.power(x.fill, missing[has])
+        else:  # idempotent: the fill counts once
+            out[has] = ufunc(out[has], x.fill)
+        return out
+
+    def intersect(self, a: Operand, b: Operand, node: ir.Intersect) -> np.ndarray:
+        m, n = a.shape[0], b.shape[0]
+        if node.expansion and node.add.ufunc is np.add:
+            left = sps.hstack([_map_values(a.csr, phi) for phi, _ in node.expansion], format="csr")
+            right = sps.hstack([_map_values(b.csr, psi) for _, psi in node.expansion], format="csr")
+            return np.asarray((left @ right.T).toarray(), dtype=np.float64)
+        ufunc, e = node.add.ufunc, node.add.identity_value
+        out = np.full(m * n, e, dtype=np.float64)
+        bc = b.csr.tocsc() if n else b.csr
+        for i, j, va, vb in _triplets(a.csr, bc, self.budget):
+            vals = apply_binary(node.mul, va, vb)
+            flat = i * n + j
+            if ufunc is np.add:
+                out += np.bincount(flat, weights=vals, minlength=m * n)
+            else:
+                ufunc.at(out, flat, vals)
+        return out.reshape(m, n)
+
+    def union2(self, a: Operand, b: Operand, node: ir.TwoPassUnion, ncols: int) -> np.ndarray:
+        m, n = a.shape[0], b.shape[0]
+        ufunc, e = node.add.ufunc, node.add.identity_value
+        out = np.full((m, n), node.corner if node.corner_absorbed else e, dtype=np.float64)
+        a_dense = _dense(a)
+        # Pass 1: B's stored columns against A's (dense) rows.
+        for j0, j1 in _row_chunks(b.csr, per_nnz_bytes=8 * 3 * max(m, 1), budget=self.budget):
+            s, t = b.csr.indptr[j0], b.csr.indptr[j1]
+            vals = apply_binary(node.mul, a_dense[:, b.csr.indices[s:t]], b.csr.data[s:t][None, :])
+            ptr = b.csr.indptr[j0:j1 + 1] - s
+            out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, ptr, e, axis=1))
+        # Pass 2: A's stored columns against B's (dense) rows; columns stored
+        # in both are seen twice, which an idempotent ⊕ absorbs.
+        per_row = 8 * (ncols + 3 * max(a.csr.nnz, 1))
+        for j0, j1 in _even_chunks(n, max(1, self.budget // per_row)):
+            b_dense = _dense(Operand(b.csr[j0:j1], b.fill))
+            vals = apply_binary(node.mul, a.csr.data[:, None], b_dense[:, a.csr.indices].T)
+            out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, a.csr.indptr, e, axis=0))
+        if not node.corner_absorbed and node.corner != e:
+            # Columns stored in neither row hold f(za, zb) = corner.
+            pa, pb = _pattern(a.csr), _pattern(b.csr)
+            inter = (pa @ pb.T).toarray()
+            union = np.diff(a.csr.indptr)[:, None] + np.diff(b.csr.indptr)[None, :] - inter
+            gap = union < ncols
+            out[gap] = ufunc(out[gap], node.corner)
+        return out
+
+    # -- epilogue --------------------------------------------------------------
+
+    def epilogue(self, expr: ir.Node, results: dict, ncols: int) -> np.ndarray:
+        values: dict = {}
+        with np.errstate(all="ignore"):
+            for node in ir.walk(expr):
+                values[node.key] = self._eval(node, values, results, ncols)
+        return values[expr.key]
+
+    def _eval(self, node, values, results, ncols):
+        if isinstance(node, ir.Ref):
+            return results[node.name]
+        if isinstance(node, ir.Const):
+            return np.float64(node.value)
+        if isinstance(node, ir.NCols):
+            return np.float64(ncols)
+        if isinstance(node, ir.Pointwise):
+            return POINTWISE_NUMPY[node.fn](*(values[a.key] for a in node.args))
+        return None  # operands below NCols: not values
+
+
+POINTWISE_NUMPY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "pow": np.power, "neg": np.negative, "sqrt": np.sqrt, "abs": np.abs, "log": np.log,
+    "exp": np.exp, "maximum": np.maximum, "minimum": np.minimum,
+    "where": lambda c, a, b: np.where(np.asarray(c) != 0, a, b),
+    "eq": lambda a, b: np.equal(a, b).astype(np.float64),
+    "ne": lambda a, b: np.not_equal(a, b).astype(np.float64),
+    "lt": lambda a, b: np.less(a, b).astype(np.float64),
+    "le": lambda a, b: np.less_equal(a, b).astype(np.float64),
+    "gt": lambda a, b: np.greater(a, b).astype(np.float64),
+    "ge": lambda a, b: np.greater_equal(a, b).astype(np.float64),
+}
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+def _map_values(csr: sps.csr_matrix, op) -> sps.csr_matrix:
+    return sps.csr_matrix((apply_unary(op, csr.data), csr.indices, csr.indptr), shape=csr.shape)
+
+
+def _pattern(csr: sps.csr_matrix) -> sps.csr_matrix:
+    return sps.csr_matrix((np.ones(csr.nnz), csr.indices, csr.indptr), shape=csr.shape)
+
+
+def _dense(x: Operand) -> np.ndarray:
+    """Dense copy of the rows, unstored entries holding the fill value."""
+    d = np.full(x.shape, x.fill, dtype=np.float64)
+    rows = np.repeat(np.arange(x.shape[0]), np.diff(x.csr.indptr))
+    d[rows, x.csr.indices] = x.csr.data
+    return d
+
+
+def _even_chunks(n: int, size: int):
+    for s in range(0, n, size):
+        yield s, min(n, s + size)
+
+
+def _row_chunks(csr: sps.csr_matrix, per_nnz_bytes: int, budget: int):
+    """Row ranges whose stored entries, times ``per_nnz_bytes``, fit the budget."""
+    n = csr.shape[0]
+    limit = max(1, budget // max(per_nnz_bytes, 1))
+    j = 0
+    while j < n:
+        start = csr.indptr[j]
+        end = np.searchsorted(csr.indptr, start + limit, side="right") - 1
+        k = max(j + 1, min(n, int(end)))
+        yield j, k
+        j = k
+
+
+def _triplets(a: sps.csr_matrix, bc: sps.csc_matrix, budget: int):
+    """(i, j, a_ik, b_jk) for every column k stored in row i of A and row j of B.
+
+    ``bc`` is B in CSC form (columns = k, row indices = j). Chunks by rows of A
+    so that no chunk holds more than ``budget`` bytes of triplets.
+    """
+    if a.nnz == 0 or bc.nnz == 0:
+        return
+    per_nz = np.diff(bc.indptr)[a.indices].astype(np.int64)
+    row_of = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    cum = np.concatenate([[0], np.cumsum(per_nz)])
+    limit = max(1, budget // 48)  # ~6 arrays of 8 bytes per triplet
+    p = 0
+    while p < a.nnz:
+        q = int(np.searchsorted(cum, cum[p] + limit, side="right")) - 1
+        q = min(a.nnz, max(q, p + 1))
+        cnt = per_nz[p:q]
+        total = int(cnt.sum())
+        if total:
+            src = np.repeat(np.arange(p, q), cnt)
+            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            bpos = np.repeat(bc.indptr[a.indices[p:q]].astype(np.int64), cnt) + within
+            yield row_of[src], bc.indices[bpos].astype(np.int64), a.data[src], bc.data[bpos]
+        p = q

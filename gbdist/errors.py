@@ -1,0 +1,107 @@
+"""The exceptions gbdist raises for anything a user can cause.
+
+One root, :class:`GbdistError`; every message speaks about the user's input and
+reads "what went wrong / Expected / Got / Hint". Errors that come from a metric
+text carry a :class:`Span` and print the offending line with a caret.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A position in a source text: where a definition or node came from."""
+
+    source: str  # file name, or "<text>"
+    text: str  # the whole source text
+    line: int  # 1-based
+    column: int  # 1-based
+    end_column: int | None = None
+
+    def excerpt(self) -> str:
+        lines = self.text.splitlines() or [""]
+        line = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
+        width = max(1, (self.end_column or self.column + 1) - self.column)
+        return f"    {line}\n    {' ' * (self.column - 1)}{'^' * width}"
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+class GbdistError(Exception):
+    """Root of every error gbdist raises about its input."""
+
+    def __init__(self, message: str, *, expected: str | None = None, got: str | None = None,
+                 hint: str | None = None, span: Span | None = None):
+        self.message = message
+        self.expected = expected
+        self.got = got
+        self.hint = hint
+        self.span = span
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.span is not None:
+            parts.append(f"{self.span}: {self.message}")
+            parts.append(self.span.excerpt())
+        else:
+            parts.append(self.message)
+        if self.expected is not None:
+            parts.append(f"Expected: {self.expected}")
+        if self.got is not None:
+            parts.append(f"Got: {self.got}")
+        if self.hint is not None:
+            parts.append(f"Hint: {self.hint}")
+        return "\n".join(parts)
+
+    def with_span(self, span: Span | None) -> "GbdistError":
+        """The same error, located at ``span`` (if it has no location yet)."""
+        if span is None or self.span is not None:
+            return self
+        return type(self)(self.message, expected=self.expected, got=self.got,
+                          hint=self.hint, span=span)
+
+
+class DefinitionError(GbdistError):
+    """An op, monoid, semiring or metric definition is malformed."""
+
+
+class DSLSyntaxError(GbdistError):
+    """A metric text does not follow the grammar."""
+
+
+class UnknownNameError(GbdistError, KeyError):
+    """A name (metric, op, semiring, matrix) is not defined."""
+
+    def __str__(self):  # KeyError would quote the message
+        return self._render()
+
+
+class RedefinitionError(GbdistError):
+    """A name is defined twice."""
+
+
+class ArityError(GbdistError):
+    """A function or op is called with the wrong number of arguments."""
+
+
+class TypeCheckError(GbdistError):
+    """An expression mixes kinds (scalar, vector, matrix) in a way that has no meaning."""
+
+
+class AnalysisError(GbdistError):
+    """A product cannot be evaluated sparsely (no strategy applies)."""
+
+
+class InputError(GbdistError, ValueError):
+    """A concrete input (matrix, vector, parameter) is unusable: wrong shape, dtype, ..."""
+
+
+class DomainError(InputError):
+    """An input lies outside an op's domain (e.g. negative values for hellinger)."""
+
+
+class BackendError(GbdistError):
+    """A backend is not available or cannot run the plan."""

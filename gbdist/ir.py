@@ -1,0 +1,336 @@
+"""The intermediate representation: frozen dataclass nodes, one walk, one key.
+
+Both front ends (the Python API and the text DSL) build these nodes. The
+planner rewrites products (:class:`MxM`, :class:`MxV`) into the primitive
+nodes at the bottom of this file (:class:`Intersect`, :class:`TwoPassUnion`,
+:class:`RowReduce`), which the backends execute.
+
+Each node has a structural :attr:`Node.key` (a nested tuple of the node type,
+its parameters' keys and its children's keys); the same key caches analyses,
+plans and compiled kernels. A node may carry a source :class:`~gbdist.errors.Span`
+for error messages; spans are not part of the key.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Iterator
+
+import sympy as sp
+
+from .algebra import Semiring
+from .errors import Span
+from .ops import Monoid, Op
+
+# Pointwise functions over the (i, j) grid, with their arity.
+POINTWISE = {
+    "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "neg": 1,
+    "sqrt": 1, "abs": 1, "log": 1, "exp": 1, "where": 3, "maximum": 2, "minimum": 2,
+    "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+}
+
+
+def _param_key(v):
+    if isinstance(v, (Op, Monoid, Semiring)):
+        return v.key
+    if isinstance(v, Node):
+        return v.key
+    if isinstance(v, tuple):
+        return tuple(_param_key(x) for x in v)
+    if isinstance(v, sp.Basic):
+        return sp.srepr(v)
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return v
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """Base class: children are the fields holding Nodes (or tuples of Nodes)."""
+
+    @property
+    def children(self) -> tuple["Node", ...]:
+        out = []
+        for f in fields(self):
+            if f.name == "span":
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, Node):
+                out.append(v)
+            elif isinstance(v, tuple):
+                out.extend(x for x in v if isinstance(x, Node))
+        return tuple(out)
+
+    @property
+    def key(self) -> tuple:
+        k = self.__dict__.get("_key")
+        if k is None:
+            k = (type(self).__name__,) + tuple(
+                _param_key(getattr(self, f.name)) for f in fields(self) if f.name != "span")
+            object.__setattr__(self, "_key", k)
+        return k
+
+    def same(self, other: "Node") -> bool:
+        """Structural equality (what ``==`` would mean; ``==`` is not overloaded)."""
+        return isinstance(other, Node) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and self.key == other.key
+
+    def replace(self, **changes) -> "Node":
+        args = {f.name: getattr(self, f.name) for f in fields(self)}
+        args.update(changes)
+        return type(self)(**args)
+
+    # Arithmetic over the (i, j) grid builds Pointwise nodes.
+    def __add__(self, o): return Pointwise("add", (self, lift(o)))
+    def __radd__(self, o): return Pointwise("add", (lift(o), self))
+    def __sub__(self, o): return Pointwise("sub", (self, lift(o)))
+    def __rsub__(self, o): return Pointwise("sub", (lift(o), self))
+    def __mul__(self, o): return Pointwise("mul", (self, lift(o)))
+    def __rmul__(self, o): return Pointwise("mul", (lift(o), self))
+    def __truediv__(self, o): return Pointwise("div", (self, lift(o)))
+    def __rtruediv__(self, o): return Pointwise("div", (lift(o), self))
+    def __pow__(self, o): return Pointwise("pow", (self, lift(o)))
+    def __rpow__(self, o): return Pointwise("pow", (lift(o), self))
+    def __neg__(self): return Pointwise("neg", (self,))
+    def __abs__(self): return Pointwise("abs", (self,))
+    def __lt__(self, o): return Pointwise("lt", (self, lift(o)))
+    def __le__(self, o): return Pointwise("le", (self, lift(o)))
+    def __gt__(self, o): return Pointwise("gt", (self, lift(o)))
+    def __ge__(self, o): return Pointwise("ge", (self, lift(o)))
+
+    @property
+    def T(self) -> "Node":
+        return Transpose(self)
+
+
+def lift(v) -> Node:
+    """Numbers become Const nodes; nodes pass through."""
+    if isinstance(v, Node):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return Const(float(v))
+    try:
+        import numpy as np
+        if isinstance(v, (np.integer, np.floating)):
+            return Const(float(v))
+    except ImportError:  # pragma: no cover
+        pass
+    from .errors import TypeCheckError
+    raise TypeCheckError("a metric expression can only combine gbdist expressions and numbers",
+                         got=f"{type(v).__name__} {v!r}")
+
+
+# --- operands ---------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Matrix(Node):
+    """A symbolic sparse matrix operand, bound to data when the program runs."""
+    name: str
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Vector(Node):
+    """A symbolic vector operand (the x of mxv)."""
+    name: str
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Transpose(Node):
+    arg: Node
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Apply(Node):
+    """A unary op applied to every stored value; the fill becomes op(fill)."""
+    op: Op
+    arg: Node
+    span: Span | None = field(default=None, repr=False)
+
+
+# --- products and reductions --------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class MxM(Node):
+    """C[i, j] = ⊕_k left[i, k] ⊗ right[k, j]; right is usually B.T."""
+    left: Node
+    right: Node
+    semiring: Semiring
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class MxV(Node):
+    """y[i] = ⊕_k A[i, k] ⊗ x[k]."""
+    matrix: Node
+    vector: Node
+    semiring: Semiring
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class RowReduce(Node):
+    """r[i] = ⊕_k A[i, k] over all k columns (unstored entries hold the fill)."""
+    arg: Node
+    monoid: Monoid
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class NCols(Node):
+    """k, the number of columns of a matrix operand (a scalar)."""
+    arg: Node
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Node):
+    value: float
+    span: Span | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Pointwise(Node):
+    """An elementwise function over the (i, j) grid; vectors and scalars broadcast."""
+    fn: str
+    args: tuple
+    span: Span | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        from .errors import ArityError, UnknownNameError
+        if self.fn not in POINTWISE:
+            raise UnknownNameError(f"unknown pointwise function {self.fn!r}", span=self.span)
+        if len(self.args) != POINTWISE[self.fn]:
+            raise ArityError(f"{self.fn}() takes {POINTWISE[self.fn]} argument(s)",
+                             got=f"{len(self.args)}", span=self.span)
+
+
+# --- primitives produced by the planner ---------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Intersect(Node):
+    """⊕ over the columns stored in both rows of ``mul`` (or of the expansion).
+
+    ``left`` indexes output rows, ``right`` output columns; both are row
+    operands (their rows are the vectors being combined).
+    """
+    left: Node
+    right: Node
+    mul: Op
+    add: Monoid
+    expansion: tuple | None  # ((φ_r, ψ_r) unary Ops, ...) or None
+    structural: bool
+
+
+@dataclass(frozen=True, eq=False)
+class TwoPassUnion(Node):
+    """⊕ over the union of stored columns, for idempotent ⊕ (plus the corner value)."""
+    left: Node
+    right: Node
+    mul: Op
+    add: Monoid
+    corner: float  # f(za, zb): the value of a column stored in neither row
+    corner_absorbed: bool  # ⊕(corner, f) == f always: start every output at corner
+
+
+@dataclass(frozen=True, eq=False)
+class Ref(Node):
+    """A step's result, referenced from the plan's epilogue."""
+    name: str
+    kind: str  # "matrix", "col", "row", "scalar"
+
+
+def walk(root: Node) -> Iterator[Node]:
+    """Every distinct node (by key) below ``root``, children before parents."""
+    seen: set = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node.key in seen:
+            continue
+        if expanded:
+            seen.add(node.key)
+            yield node
+            continue
+        stack.append((node, True))
+        for child in reversed(node.children):
+            if child.key not in seen:
+                stack.append((child, False))
+
+
+def rewrite(root: Node, fn) -> Node:
+    """Rebuild ``root`` bottom-up; ``fn(node)`` returns a replacement or None."""
+    memo: dict = {}
+    for node in walk(root):
+        changes = {}
+        for f in fields(node):
+            v = getattr(node, f.name)
+            if isinstance(v, Node):
+                changes[f.name] = memo[v.key]
+            elif isinstance(v, tuple) and any(isinstance(x, Node) for x in v):
+                changes[f.name] = tuple(memo[x.key] if isinstance(x, Node) else x for x in v)
+        new = node.replace(**changes) if any(
+            changes[k] is not getattr(node, k) for k in changes) else node
+        out = fn(new)
+        memo[node.key] = new if out is None else out
+    return memo[root.key]
+
+
+def symbols(root: Node) -> list[Node]:
+    """The Matrix and Vector operands of an expression, in first-seen order."""
+    return [n for n in walk(root) if isinstance(n, (Matrix, Vector))]
+
+
+def base_operand(node: Node) -> Node | None:
+    """The Matrix/Vector under a chain of Apply/Transpose, or None."""
+    while isinstance(node, (Apply, Transpose)):
+        node = node.arg
+    return node if isinstance(node, (Matrix, Vector)) else None
+
+
+def to_text(node: Node) -> str:
+    """A readable, DSL-like rendering of an expression."""
+    return _TEXT[type(node)](node)
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "^",
+          "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _pw_text(n: Pointwise) -> str:
+    if n.fn in _INFIX:
+        return f"({to_text(n.args[0])} {_INFIX[n.fn]} {to_text(n.args[1])})"
+    if n.fn == "neg":
+        return f"-{to_text(n.args[0])}"
+    name = {"maximum": "max", "minimum": "min"}.get(n.fn, n.fn)
+    return f"{name}({', '.join(to_text(a) for a in n.args)})"
+
+
+def _sr_text(sr: Semiring) -> str:
+    return sr.name or repr(sr)
+
+
+_TEXT = {
+    Matrix: lambda n: n.name,
+    Vector: lambda n: n.name,
+    Transpose: lambda n: f"{to_text(n.arg)}.T",
+    Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",
+    MxM: lambda n: f"mxm({to_text(n.left)}, {to_text(n.right)}, {_sr_text(n.semiring)})",
+    MxV: lambda n: f"mxv({to_text(n.matrix)}, {to_text(n.vector)}, {_sr_text(n.semiring)})",
+    RowReduce: lambda n: f"reduce({to_text(n.arg)}, {n.monoid.name})",
+    NCols: lambda n: f"ncols({to_text(n.arg)})",
+    Const: lambda n: f"{n.value:g}",
+    Pointwise: _pw_text,
+    Intersect: lambda n: (f"intersect({to_text(n.left)}, {to_text(n.right)}, "
+                          f"{n.mul.name}, {n.add.name}"
+                          + (f", rank {len(n.expansion)}" if n.expansion else "") + ")"),
+    TwoPassUnion: lambda n: f"union2({to_text(n.left)}, {to_text(n.right)}, {n.mul.name}, {n.add.name})",
+    Ref: lambda n: n.name,
+}

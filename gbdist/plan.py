@@ -1,0 +1,204 @@
+"""Planning: turn a typed expression into a Plan of primitive steps.
+
+Every product is analysed (``algebra.analyze``) and rewritten into the
+primitives the backends execute:
+
+* ``intersection``     → ``Intersect(left, right, f, ⊕, expansion)``
+* ``union-correction`` → ``Intersect(g) + RowReduce(L − C on A) + RowReduce(R − C on B) + k·C``
+                          (clamped at 0 when f ≥ 0 is proven)
+* ``two-pass-union``   → ``TwoPassUnion(left, right, f, ⊕, C)``
+
+The rewritten expression is then split into *steps* (the primitives, each run
+by a backend kernel) and an *epilogue* (the pointwise expression over the step
+results, which the CUDA backend fuses into the kernel that finishes a tile).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import ir
+from .algebra import Analysis, analyze
+from .ops import X, Y, Op, as_monoid, plus, constant_value
+from .proofs import Proof
+from .typecheck import Typing, infer, row_operand
+
+PRIMITIVES = (ir.Intersect, ir.TwoPassUnion, ir.RowReduce)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One primitive to execute: its result is named and referenced by the epilogue."""
+
+    name: str
+    node: ir.Node
+    kind: str  # "matrix" (i, j), "col" (i), "row" (j)
+
+    @property
+    def operands(self) -> tuple:
+        """The (name, transposed) operands this step reads."""
+        nodes = (self.node.left, self.node.right) if hasattr(self.node, "left") else (self.node.arg,)
+        return tuple(row_operand(n)[:2] for n in nodes)
+
+
+@dataclass(frozen=True)
+class ProductDecision:
+    """A product of the source expression and what the analysis decided for it."""
+
+    node: ir.Node  # the MxM / MxV
+    analysis: Analysis
+
+    @property
+    def strategy(self) -> str:
+        return self.analysis.strategy
+
+    @property
+    def expansion_rank(self) -> int | None:
+        return self.analysis.expansion_rank
+
+
+@dataclass(frozen=True)
+class Plan:
+    expr: ir.Node
+    typing: Typing
+    lowered: ir.Node
+    steps: tuple[Step, ...]
+    epilogue: ir.Node
+    products: tuple[ProductDecision, ...]
+
+    @property
+    def output_kind(self) -> str:
+        return self.typing.output
+
+    @property
+    def roles(self) -> dict:
+        return self.typing.roles
+
+    @property
+    def proofs(self) -> tuple[Proof, ...]:
+        out = []
+        for p in self.products:
+            out.extend(p.analysis.proofs)
+        return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+
+
+def operand_fill(node: ir.Node) -> sp.Expr:
+    """The implicit value of unstored entries: 0, transformed by each apply()."""
+    _, _, chain = row_operand(node)
+    z = sp.Integer(0)
+    for op in chain:
+        z = sp.simplify(op.formula.subs(X, z))
+    return z
+
+
+def _canonical(node: ir.Node, transpose: bool = False) -> ir.Node:
+    """Rows-of form: apply chain over Matrix or Transpose(Matrix)."""
+    name, flipped, chain = row_operand(node, transpose)
+    base = _find_base(node)
+    out: ir.Node = ir.Transpose(base) if flipped else base
+    for op in chain:
+        out = ir.Apply(op, out)
+    return out
+
+
+def _find_base(node):
+    while isinstance(node, (ir.Apply, ir.Transpose)):
+        node = node.arg
+    return node
+
+
+def _unary(name: str, expr: sp.Expr, domain: str) -> Op:
+    """A unary op from a formula in x (or in y, renamed to x)."""
+    return Op(name, sp.sympify(expr).xreplace({Y: X}), 1, domain)
+
+
+def _binary(name: str, expr: sp.Expr, domain: str) -> Op:
+    return Op(name, sp.sympify(expr), 2, domain)
+
+
+def _expansion_ops(a: Analysis, domain: str):
+    if a.expansion is None:
+        return None
+    name = a.semiring.mul.name
+    return tuple((_unary(f"{name}_phi{r}", phi, domain), _unary(f"{name}_psi{r}", psi, domain))
+                 for r, (phi, psi) in enumerate(a.expansion))
+
+
+def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis) -> ir.Node:
+    """The primitive expression computing one analysed product."""
+    dom = sr.mul.domain
+    if a.strategy == "intersection":
+        return ir.Intersect(left, right_rows, sr.mul, sr.add, _expansion_ops(a, dom), a.structural)
+    if a.strategy == "two-pass-union":
+        return ir.TwoPassUnion(left, right_rows, sr.mul, sr.add, constant_value(a.C), a.corner_absorbed)
+    # union-correction
+    plus_m = as_monoid(plus)
+    terms: list[ir.Node] = []
+    if a.g != 0:
+        terms.append(ir.Intersect(left, right_rows, _binary(f"{sr.mul.name}_g", a.g, dom), plus_m,
+                                  _expansion_ops(a, dom), False))
+    lc, rc = sp.simplify(a.L - a.C), sp.simplify(a.R - a.C)
+    if lc != 0:
+        terms.append(ir.RowReduce(ir.Apply(_unary(f"{sr.mul.name}_L", lc, dom), left), plus_m))
+    if rc != 0:
+        terms.append(ir.RowReduce(ir.Apply(_unary(f"{sr.mul.name}_R", rc, dom), right_rows), plus_m))
+    if a.C != 0:
+        terms.append(ir.NCols(left) * constant_value(a.C))
+    out = terms[0] if terms else ir.Const(0.0)
+    for t in terms[1:]:
+        out = out + t
+    if a.nonnegative:
+        out = ir.Pointwise("maximum", (out, ir.Const(0.0)))
+    return out
+
+
+def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
+    """Type-check, analyse every product, lower, and split into steps + epilogue."""
+    typing = infer(expr, default_roles)
+    products: list[ProductDecision] = []
+
+    def lower(node):
+        if isinstance(node, ir.MxM):
+            left, right = _canonical(node.left), _canonical(node.right, transpose=True)
+            a = analyze(node.semiring, operand_fill(node.left), operand_fill(right))
+            products.append(ProductDecision(node, a))
+            return lower_product(left, right, node.semiring, a)
+        if isinstance(node, ir.MxV):
+            left, right = _canonical(node.matrix), _canonical(node.vector)
+            a = analyze(node.semiring, operand_fill(node.matrix), operand_fill(node.vector))
+            products.append(ProductDecision(node, a))
+            return lower_product(left, right, node.semiring, a)
+        if isinstance(node, ir.RowReduce):
+            return ir.RowReduce(_canonical(node.arg), node.monoid)
+        return None
+
+    lowered = ir.rewrite(expr, lower)
+    steps: list[Step] = []
+    names: dict = {}
+    for node in ir.walk(lowered):
+        if isinstance(node, PRIMITIVES):
+            kind = _step_kind(node, typing)
+            names[node.key] = ir.Ref(f"t{len(steps)}", kind)
+            steps.append(Step(f"t{len(steps)}", node, kind))
+    epilogue = ir.rewrite(lowered, lambda n: names.get(n.key))
+    return Plan(expr, typing, lowered, tuple(steps), epilogue, tuple(products))
+
+
+def _step_kind(node, typing: Typing) -> str:
+    if isinstance(node, ir.RowReduce):
+        name, flipped, _ = row_operand(node.arg)
+        role = typing.roles.get((name, flipped))
+        return {"i": "col", "j": "row", "v": "row"}.get(role, "col")
+    name, flipped, _ = row_operand(node.right)
+    return "col" if typing.roles.get((name, flipped)) == "v" else "matrix"
+
+
+@functools.lru_cache(maxsize=256)
+def cached_plan(expr: ir.Node, roles_items: tuple = ()) -> Plan:
+    """Plans cached by the expression's structural key (and default roles)."""
+    return make_plan(expr, dict(roles_items) or None)

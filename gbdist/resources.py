@@ -1,0 +1,26 @@
+"""Where the shipped source files live: grammar/*.lark, kernels/*.cuh, *.gbd.
+
+In a wheel, ``grammar/`` and ``kernels/`` are installed as the packages
+``gbdist.grammar`` and ``gbdist.kernels``; in a source checkout (editable
+install, tests) they are the top-level folders beside ``gbdist/``.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent
+
+
+def folder(name: str) -> Path:
+    """The directory holding ``grammar`` or ``kernels`` files."""
+    spec = importlib.util.find_spec(f"gbdist.{name}")
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            if Path(loc).is_dir():
+                return Path(loc)
+    return _ROOT.parent / name
+
+
+def read(name: str, filename: str) -> str:
+    return (folder(name) / filename).read_text(encoding="utf-8")
