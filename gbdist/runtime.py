@@ -32,15 +32,19 @@ def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
     """A canonical float64 CSR copy: sorted indices, duplicates summed."""
     if is_cupy(x):
         x = x.get()
+    index_dtype = None
     if sps.issparse(x):
         if x.ndim != 2:
             raise InputError(f"{name} must be a 2-D matrix", got=f"{x.ndim}-D sparse")
+        _check_real(x.dtype, name)
+        index_dtype = _index_dtype(x)
         csr = sps.csr_matrix(x, dtype=np.float64, copy=True)
     else:
         arr = np.asarray(x)
         if arr.dtype == object:
             raise InputError(f"{name} must be numeric", got="an object array",
                              hint="pass a NumPy array or a SciPy sparse matrix")
+        _check_real(arr.dtype, name)
         if arr.ndim != 2:
             raise InputError(f"{name} must be a 2-D matrix", got=f"shape {arr.shape}",
                              hint="reshape a single sample with x.reshape(1, -1)")
@@ -50,7 +54,27 @@ def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
     csr.sum_duplicates()  # also sorts the indices
     if drop_zeros:
         csr.eliminate_zeros()
+    if index_dtype == np.int64 and csr.indices.dtype != np.int64:
+        # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
+        csr.indices = csr.indices.astype(np.int64)
+        csr.indptr = csr.indptr.astype(np.int64)
     return csr
+
+
+def _check_real(dtype, name: str) -> None:
+    """Only booleans, integers and real floats are data; complex or text is refused."""
+    if np.dtype(dtype).kind not in "biuf":
+        raise InputError(f"{name} must hold real numbers", expected="bool, int or float values",
+                         got=f"dtype {np.dtype(dtype)}",
+                         hint="convert the data first, e.g. X.real or X.astype(np.float64)")
+
+
+def _index_dtype(x):
+    for attr in ("indices", "row", "col"):
+        v = getattr(x, attr, None)
+        if v is not None:
+            return np.dtype(v.dtype)
+    return None
 
 
 def vector_to_row(x, name: str) -> sps.csr_matrix:
@@ -172,6 +196,8 @@ def _check_domains(plan: Plan, data: dict) -> None:
 def _block_rows(b: Bound, budget: int) -> int:
     nmat = sum(1 for s in b.plan.steps if s.kind == "matrix") + 3
     per_row = 8 * max(b.n, 1) * nmat
+    # A two-pass union densifies its block of left rows over all k columns.
+    per_row += 8 * b.ncols * sum(1 for s in b.plan.steps if isinstance(s.node, ir.TwoPassUnion))
     return int(max(1, min(b.m, budget // per_row)))
 
 
