@@ -5,6 +5,8 @@
     manhattan = gb.mxm(A, B.T, gb.semiring(gb.ops.absdiff, gb.ops.plus))
     print(gb.explain(manhattan))
     D = gb.pairwise_distances(X, metric="manhattan")
+
+    gb.define("metric l1_text(A, B) = mxm(A, B.T, semiring(absdiff, plus))")
 """
 from . import ops
 from .algebra import UNSET, Semiring, semirings
@@ -15,6 +17,7 @@ from .errors import (AnalysisError, ArityError, BackendError, DefinitionError, D
                      UnknownNameError)
 from .explain import Explanation
 from .metrics import define_metric
+from .parse import Definitions, define, load
 from .metrics import names as metric_names
 from .pairwise import explain, pairwise_distances
 
@@ -23,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",
     "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
-    "power", "compile", "Program", "define_metric", "metric_names", "pairwise_distances",
+    "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError",

@@ -29,6 +29,11 @@ class Metric:
     aliases: tuple = ()
 
     def expression(self, **params) -> ir.Node:
+        """The metric's IR over the operands ``A`` and ``B``, with ``params`` substituted."""
+        return self.call(ir.Matrix("A"), ir.Matrix("B"), **params)
+
+    def call(self, A: ir.Node, B: ir.Node, **params) -> ir.Node:
+        """The metric's IR over the given operands (a metric used inside another)."""
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             raise InputError(f"metric {self.name!r} has no parameter {unknown[0]!r}",
@@ -39,7 +44,6 @@ class Metric:
                 raise InputError(f"metric {self.name!r} needs the parameter {k!r}")
             if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
                 raise InputError(f"parameter {k!r} of {self.name!r} must be a number", got=repr(v))
-        A, B = ir.Matrix("A"), ir.Matrix("B")
         out = self.build(A, B, **values)
         if not isinstance(out, ir.Node):
             raise DefinitionError(f"metric {self.name!r} did not build an expression",
@@ -83,17 +87,32 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
     return register(m, replace=replace)
 
 
+def find(name: str) -> Metric | None:
+    """The metric called ``name`` (or an alias of it), or None; names are case-insensitive."""
+    if not isinstance(name, str):
+        return None
+    for key in (name, name.lower()):
+        key = _ALIASES.get(key, key)
+        if key in _REGISTRY:
+            return _REGISTRY[key]
+    return None
+
+
+def all_names() -> list[str]:
+    """Metric names and aliases (for close-match suggestions)."""
+    return list(_REGISTRY) + list(_ALIASES)
+
+
 def get(name: str) -> Metric:
     _ensure_builtins()
-    key = name.lower() if isinstance(name, str) else name
-    key = _ALIASES.get(key, key)
-    if key not in _REGISTRY:
+    found = find(name)
+    if found is None:
         import difflib
         close = difflib.get_close_matches(str(name), list(_REGISTRY) + list(_ALIASES), n=1)
         raise UnknownNameError(f"unknown metric {name!r}",
                                hint=f"did you mean {close[0]!r}?" if close else
                                "gb.metric_names() lists the known metrics")
-    return _REGISTRY[key]
+    return found
 
 
 def names() -> list[str]:
@@ -102,6 +121,11 @@ def names() -> list[str]:
 
 
 _LOADED = False
+
+
+def ensure_builtins() -> None:
+    """Load the built-in metrics (the library file ``gbdist/metrics.gbd``) once."""
+    _ensure_builtins()
 
 
 def _ensure_builtins() -> None:

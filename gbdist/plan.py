@@ -21,6 +21,7 @@ import sympy as sp
 
 from . import ir
 from .algebra import Analysis, analyze
+from .errors import GbdistError
 from .ops import X, Y, Op, as_monoid, plus, constant_value
 from .proofs import Proof
 from .typecheck import Typing, infer, row_operand
@@ -163,6 +164,12 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     products: list[ProductDecision] = []
 
     def lower(node):
+        try:
+            return _lower(node)
+        except GbdistError as e:  # point at the product in the user's text
+            raise e.with_span(getattr(node, "span", None)) from None
+
+    def _lower(node):
         if isinstance(node, ir.MxM):
             left, right = _canonical(node.left), _canonical(node.right, transpose=True)
             a = analyze(node.semiring, operand_fill(node.left), operand_fill(right))
