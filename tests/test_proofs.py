@@ -1,0 +1,144 @@
+"""Proofs: sympy verdicts, the seeded numeric fallback, refutations, and that a
+rewrite whose check fails is never applied."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from numpy.testing import assert_allclose
+
+import gbdist as gb
+from gbdist import algebra, proofs
+from gbdist.proofs import X, Y
+from datagen import random_dense
+
+A, B = gb.matrices("A B")
+
+
+def test_sympy_proves_an_identity():
+    p = proofs.check("square of a difference", (X - Y) ** 2, X**2 - 2 * X * Y + Y**2)
+    assert p.holds and p.method == "sympy" and p.detail == ""
+    assert "holds" in str(p) and "sympy" in str(p)
+
+
+def test_domain_assumptions_matter():
+    assert proofs.check("", sp.sqrt(X**2), X, "nonnegative").holds
+    p = proofs.check("", sp.sqrt(X**2), X, "real")
+    assert not p.holds and "counterexample" in p.detail
+
+
+def test_boolean_identities_are_checked_exhaustively():
+    lor = gb.ops.lor.formula
+    p = proofs.check("lor is idempotent", lor.xreplace({Y: X}), sp.Piecewise((1, sp.Ne(X, 0)), (0, True)),
+                     "boolean")
+    assert p.holds and p.method.startswith("exhaustive")
+
+
+@pytest.mark.parametrize("lhs,rhs", [
+    (sp.Max(X, Y) + sp.Min(X, Y), X + Y),
+    (sp.Abs(X - Y), sp.Max(X, Y) - sp.Min(X, Y)),
+    (sp.Piecewise((X - Y, X > Y), (Y - X, True)), sp.Abs(X - Y)),
+])
+def test_numeric_fallback_is_recorded_as_such(lhs, rhs):
+    p = proofs.check("", lhs, rhs)
+    assert p.holds
+    assert p.method.startswith("numeric (seeded") and str(proofs.NUMERIC_POINTS) in p.method
+    assert "numeric" in str(p)
+
+
+def test_numeric_fallback_inside_an_analysis():
+    """max(x, y)·min(x, y) is x·y, but sympy cannot decide that f(x, 0) = 0."""
+    op = gb.op("maxmin", lambda x, y: gb.maximum(x, y) * gb.minimum(x, y))
+    ex = gb.explain(gb.mxm(A, B.T, gb.semiring(op, gb.ops.plus)))
+    assert ex.products[0].strategy == "intersection"
+    methods = {p.method for p in ex.proofs}
+    assert any(m.startswith("numeric (seeded") for m in methods)
+    assert "numeric (seeded" in str(ex)
+    rng = np.random.default_rng(0)
+    Xd, Yd = random_dense(rng, 10, 12), random_dense(rng, 8, 12)
+    assert_allclose(gb.mxm(Xd, Yd.T, gb.semiring(op, gb.ops.plus)), Xd @ Yd.T, atol=1e-12)
+
+
+@pytest.mark.parametrize("lhs,rhs", [
+    ((X + Y) ** 2, X**2 + Y**2),
+    (sp.Abs(X + Y), sp.Abs(X) + sp.Abs(Y)),
+    (sp.Max(X, Y), X),
+])
+def test_false_identity_is_refuted(lhs, rhs):
+    p = proofs.check("a false claim", lhs, rhs)
+    assert not p.holds
+    assert "counterexample" in p.method and "x=" in p.detail and "y=" in p.detail
+    assert "FAILS" in str(p)
+    # the counterexample really is one
+    xs = float(p.detail.split("x=")[1].split(",")[0])
+    ys = float(p.detail.split("y=")[1].split(":")[0])
+    sub = {X: xs, Y: ys}
+    assert abs(float(lhs.subs(sub)) - float(rhs.subs(sub))) > 1e-9 * (1 + abs(float(lhs.subs(sub))))
+
+
+def test_numeric_check_is_reproducible():
+    lhs, rhs = sp.Max(X, Y) + sp.Min(X, Y), X + Y
+    assert proofs._numeric(lhs, rhs, "real") == proofs._numeric(lhs, rhs, "real")
+
+
+def test_is_nonnegative_only_when_proven():
+    assert proofs.is_nonnegative(sp.Abs(X - Y))
+    assert proofs.is_nonnegative((X - Y) ** 2)
+    assert proofs.is_nonnegative((sp.sqrt(X) - sp.sqrt(Y)) ** 2, "nonnegative")
+    assert not proofs.is_nonnegative(X - Y)
+    assert not proofs.is_nonnegative(X * Y)
+
+
+@pytest.mark.parametrize("name,params", [
+    ("manhattan", {}), ("euclidean", {}), ("minkowski", {"p": 4}), ("hellinger", {}),
+    ("canberra", {}), ("jensenshannon", {}), ("cosine", {}), ("chebyshev", {}),
+])
+def test_builtin_rewrites_are_proven_by_sympy(name, params):
+    ex = gb.explain(name, **params)
+    rewrites = [p for p in ex.proofs if "vanish" not in p.claim]
+    assert rewrites or ex.products[0].strategy == "two-pass-union"
+    for p in rewrites:
+        assert p.holds and p.method == "sympy", str(p)
+    # the decision's inputs: f(x, 0) = 0 is refuted for a union metric
+    if ex.products[0].strategy != "intersection":
+        assert any(not p.holds and "vanish" in p.claim for p in ex.proofs)
+    assert all(str(p) in str(ex) for p in ex.proofs)
+
+
+def test_expansion_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):
+    """A (deliberately) wrong decomposition is refuted and the plan runs without it."""
+    monkeypatch.setattr(algebra, "separable", lambda g, dom: ((X, -3 * Y),))
+    ex = gb.explain(gb.mxm(A, B.T, gb.semirings.plus_sqdiff))
+    p = ex.products[0]
+    assert p.strategy == "union-correction" and p.expansion_rank is None
+    failed = [q for q in ex.proofs if "expansion" in q.claim]
+    assert len(failed) == 1 and not failed[0].holds
+    rng = np.random.default_rng(1)
+    Xd, Yd = random_dense(rng, 12, 15), random_dense(rng, 9, 15)
+    D = gb.mxm(Xd, Yd.T, gb.semirings.plus_sqdiff)
+    R = ((Xd[:, None, :] - Yd[None, :, :]) ** 2).sum(-1)
+    assert_allclose(D, R, rtol=1e-10, atol=1e-10)
+
+
+def test_union_correction_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):
+    real_check = algebra.check
+
+    def broken(claim, lhs, rhs, domain="real"):
+        p = real_check(claim, lhs, rhs, domain)
+        if "union-by-correction identity" in claim:
+            return proofs.Proof(p.claim, p.lhs, p.rhs, p.domain, "numeric counterexample",
+                                False, "injected by the test")
+        return p
+
+    monkeypatch.setattr(algebra, "check", broken)
+    with pytest.raises(gb.AnalysisError) as e:
+        gb.compile(gb.mxm(A, B.T, gb.semirings.plus_absdiff))
+    assert "failed its proof" in str(e.value) and "injected by the test" in str(e.value)
+
+
+def test_proofs_are_cached():
+    proofs._check.cache_clear()
+    proofs.check("", (X - Y) ** 2, X**2 - 2 * X * Y + Y**2)
+    before = proofs._check.cache_info().hits
+    proofs.check("other words", (X - Y) ** 2, X**2 - 2 * X * Y + Y**2)
+    assert proofs._check.cache_info().hits == before + 1
