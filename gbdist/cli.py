@@ -1,4 +1,9 @@
-"""The ``gbdist`` command: ``demo``, ``explain``, and more subcommands.
+"""The ``gbdist`` command: ``demo``, ``explain``, ``check``.
+
+    gbdist explain manhattan
+    gbdist explain "mxm(A, B.T, semiring(absdiff, plus))"
+    gbdist explain chi2_dist --file my_metrics.gbd --cuda
+    gbdist check my_metrics.gbd
 
 Each subcommand is a (name, help, add_arguments, run) entry in COMMANDS, so a
 new one is a new entry, not a branch in a dispatch function.
@@ -21,9 +26,16 @@ def _demo(args) -> int:
 
 
 def _explain_args(p):
-    p.add_argument("target", help="a metric name (or, with the DSL, an expression)")
+    p.add_argument("target", metavar="EXPR_OR_NAME",
+                   help='a metric name (manhattan, or one defined with --file) or an expression '
+                        'such as "mxm(A, B.T, semiring(absdiff, plus))"')
+    p.add_argument("--file", "-f", action="append", default=[], metavar="F",
+                   help="a metric file whose definitions are loaded first (may be repeated)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="a metric parameter, e.g. -p p=4 for minkowski")
+    p.add_argument("--cuda", action="store_true", help="also print the generated CUDA source")
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                   help="the dtype of the generated CUDA (default float32)")
 
 
 def _params(items):
@@ -37,15 +49,75 @@ def _params(items):
     return out
 
 
-def _explain(args) -> int:
+def _explanation(args):
+    """The Explanation of a metric name or of an expression (after loading --file)."""
+    from . import metrics
+    from .parse import Definitions, load, parse_expression
     from .pairwise import explain
-    print(explain(args.target, **_params(args.param)))
+    loaded = Definitions("<command line>")
+    for f in args.file:
+        d = load(f)
+        loaded.ops.update(d.ops)
+        loaded.semirings.update(d.semirings)
+        loaded.metrics.update(d.metrics)
+        loaded.helpers.update(d.helpers)
+    params = _params(args.param)
+    metrics.ensure_builtins()
+    if metrics.find(args.target) is not None or args.target.isidentifier():
+        return explain(args.target, **params)  # an unknown name says "unknown metric"
+    if params:
+        raise GbdistError(f"{args.target!r} is not a metric name, so it takes no parameters",
+                          hint="parameters (-p) go with a named metric such as minkowski")
+    return explain(parse_expression(args.target, loaded))
+
+
+def _cuda_source(explanation, dtype: str) -> str:
+    try:
+        from .backends.cuda import generate_source
+    except ImportError as e:  # the code generator is not part of this installation
+        return f"(the CUDA code generator is unavailable: {e})"
+    import numpy as np
+    try:
+        return generate_source(explanation.plan, np.dtype(dtype))
+    except GbdistError:
+        raise
+    except Exception as e:  # a bug in the generator: say so, keep the explanation
+        return f"(the CUDA code generator failed: {type(e).__name__}: {e})"
+
+
+def _explain(args) -> int:
+    explanation = _explanation(args)
+    if args.cuda:
+        explanation = explanation.with_cuda(_cuda_source(explanation, args.dtype))
+    print(explanation)
     return 0
+
+
+def _check_args(p):
+    p.add_argument("file", metavar="FILE", help="a metric file (.gbd)")
+
+
+def _check(args) -> int:
+    from pathlib import Path
+
+    from .parse import check
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise GbdistError(f"cannot read {args.file!r}", got=e.strerror) from None
+    reports = check(text, args.file)
+    for r in reports:
+        print(r)
+    bad = sum(not r.ok for r in reports)
+    print(f"{len(reports)} definition(s), {bad} with errors")
+    return 1 if bad else 0
 
 
 COMMANDS = [
     ("demo", "run the main job on a generated power-law matrix", _demo_args, _demo),
-    ("explain", "show how the compiler evaluates a metric, with proofs and plan", _explain_args, _explain),
+    ("explain", "show how the compiler evaluates a metric or expression: strategy, proofs, plan",
+     _explain_args, _explain),
+    ("check", "parse, type-check and prove every definition of a metric file", _check_args, _check),
 ]
 
 

@@ -62,14 +62,16 @@ def _expected_text(terminals) -> str:
     words = []
     if terminals & _STARTS:
         words.append("a definition (op, semiring, def, metric or alias)")
-    for t in sorted(terminals - _OPERATORS - _STARTS):
+    named = []
+    for t in terminals - _OPERATORS - _STARTS:
         if t in _TERMINAL_WORDS:
-            words.append(_TERMINAL_WORDS[t])
+            named.append(_TERMINAL_WORDS[t])
             continue
         try:
-            words.append(repr(parser().get_terminal(t).pattern.value))
+            named.append(repr(parser().get_terminal(t).pattern.value))
         except KeyError:
-            words.append(t)
+            named.append(t)
+    words += sorted(named)
     if terminals & _OPERATORS:
         words.append("an operator")
     return ", ".join(words) if len(words) < 2 else "one of " + ", ".join(words)
@@ -92,7 +94,7 @@ def _syntax_error(e: UnexpectedInput, text: str, source: str) -> DSLSyntaxError:
     tok = e.token
     end = tok.end_column if tok.end_line == tok.line else None
     hint = None
-    if tok.type == "NAME" and "LPAR" not in e.expected and e.expected & {"ADD_OP", "MUL_OP"}:
+    if tok.type in ("NAME", "NUMBER") and e.expected & {"ADD_OP", "MUL_OP"}:
         hint = "two expressions side by side need an operator or a comma between them"
     return DSLSyntaxError(f"unexpected {_token_word(tok)}", expected=_expected_text(e.expected),
                           hint=hint, span=Span(source, text, tok.line, tok.column, end))
@@ -425,9 +427,14 @@ class FormulaBuilder(_Builder):
             return _formula_function(name, args)
         thing = lookup(name, self.scope)
         if isinstance(thing, ParamOp):
-            values = _bind_params(thing, [_number_of(self.visit(p, env), thing) for p in params], {})
-            thing = thing.instantiate(values)
-        elif params:
+            if len(args) != len(thing.args):
+                raise ArityError(f"op {name!r} takes {len(thing.args)} argument(s)",
+                                 got=f"{len(args)} argument(s)")
+            values = _bind_params(thing, [self.visit(p, env) for p in params], {})
+            inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
+            formula = inner.build(thing.body).expr
+            return Sym(formula.xreplace(dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
+        if params:
             raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
         if isinstance(thing, Op):
             if len(args) != thing.arity:
@@ -674,7 +681,9 @@ class ExprBuilder(_Builder):
     def _matrix(self, t, env, what: str) -> ir.Node:
         v = self.visit(t, env)
         if isinstance(v, float):
-            return ir.Const(v, span=self.src.span(t))  # the type checker reports "a scalar"
+            raise TypeCheckError(f"{what} needs a matrix operand, not a scalar",
+                                 got=f"the number {v:g}", span=self.src.span(t),
+                                 hint="e.g. A, B.T or apply(square, A)")
         if not isinstance(v, ir.Node):
             raise TypeCheckError(f"{what} needs a matrix", got=_describe(v), span=self.src.span(t),
                                  hint="e.g. A, B.T or apply(square, A)")
@@ -851,7 +860,7 @@ class Loader:
         if _builtin(name) is not None:
             raise RedefinitionError(f"{name!r} is a built-in {_describe(_builtin(name)).split()[1]}",
                                     span=span, hint="choose another name")
-        other = _GLOBAL.get(name)
+        other = None if metric else _GLOBAL.get(name)
         if other is not None and other[1] != self.src.name:
             raise RedefinitionError(f"{name!r} is already defined", span=span,
                                     got=f"defined in {other[1]}", hint="choose another name")
@@ -1121,6 +1130,12 @@ def check(text: str, source: str = "<text>") -> list[CheckReport]:
     return reports
 
 
+def _proof_summary(a) -> str:
+    refuted = sum(not p.holds for p in a.proofs)
+    return (f"checks: {len(a.proofs) - refuted} proven"
+            + (f", {refuted} refuted (those shortcuts are not taken)" if refuted else ""))
+
+
 def _verify(kind: str, obj) -> list[str]:
     """Analyse and prove a definition; lines describing what was found."""
     from .algebra import analyze
@@ -1136,11 +1151,9 @@ def _verify(kind: str, obj) -> list[str]:
         return lines
     if kind == "semiring":
         a = analyze(obj)
-        bad = [p for p in a.proofs if not p.holds]
         return [f"{obj!r}: {a.strategy}"
                 + (f", expansion rank {a.expansion_rank}" if a.expansion_rank else ""),
-                f"{len(a.proofs) - len(bad)}/{len(a.proofs)} proof obligations hold"
-                + (" (a failed check only means that shortcut is not taken)" if bad else "")]
+                _proof_summary(a)]
     if kind == "metric":
         if any(v is None for v in obj.params.values()):
             return ["has parameters without defaults: analysed when they are given"]
@@ -1151,9 +1164,7 @@ def _verify(kind: str, obj) -> list[str]:
             a = d.analysis
             lines.append(f"{ir.to_text(d.node)}: {a.strategy}"
                          + (f", expansion rank {a.expansion_rank}" if a.expansion_rank else ""))
-            failed = [p for p in a.proofs if not p.holds]
-            lines.append(f"  {len(a.proofs) - len(failed)}/{len(a.proofs)} proof obligations hold"
-                         + (f"; OVERRIDE: {a.override}" if a.override else ""))
+            lines.append("  " + _proof_summary(a) + (f"; OVERRIDE: {a.override}" if a.override else ""))
         lines.append(f"plan: {len(program.plan.steps)} step(s), output {program.plan.output_kind}")
         return lines
     if kind == "def":

@@ -1,0 +1,104 @@
+"""The gbdist command: explain (names, expressions, --file, -p, --cuda) and check."""
+import pytest
+
+from gbdist.cli import main
+from gbdist import library
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_explain_a_named_metric_shows_decision_rewrite_proofs_plan(capsys):
+    rc, out, _ = run(capsys, "explain", "manhattan")
+    assert rc == 0
+    assert "f(x, 0) = Abs(x)    f(0, y) = Abs(y)    f(0, 0) = 0" in out
+    assert "strategy   union-correction" in out
+    assert "rewrite    Σ_(A∪B) f" in out
+    assert "[holds; sympy" in out
+    assert "\nplan\n" in out and "result = " in out
+
+
+def test_explain_with_a_parameter(capsys):
+    rc, out, _ = run(capsys, "explain", "minkowski", "-p", "p=4")
+    assert rc == 0 and "expansion  rank 3" in out
+    rc, out, _ = run(capsys, "explain", "minkowski", "-p", "p=3")
+    assert rc == 0 and "expansion  none" in out
+
+
+def test_explain_an_expression(capsys):
+    rc, out, _ = run(capsys, "explain", "sqrt(mxm(A, B.T, semiring(sqdiff, plus)))")
+    assert rc == 0
+    assert "expression  sqrt(mxm(A, B.T, semiring(sqdiff, plus)))" in out
+    assert "expansion  rank 1" in out
+
+
+def test_explain_with_a_file(capsys, tmp_path):
+    f = tmp_path / "mine.gbd"
+    f.write_text("op cli_chi2(x, y) = where(x + y == 0, 0, (x - y)^2 / (x + y))\n"
+                 "metric cli_chi2_dist(A, B) = mxm(A, B.T, semiring(cli_chi2, plus))\n")
+    rc, out, _ = run(capsys, "explain", "cli_chi2_dist", "--file", str(f))
+    assert rc == 0 and "== cli_chi2_dist" in out and "union-correction" in out
+    rc, out, _ = run(capsys, "explain", "mxm(A, B.T, semiring(cli_chi2, max))", "--file", str(f))
+    assert rc == 0 and "two-pass-union" in out
+
+
+def test_explain_cuda_prints_source_or_says_why_not(capsys):
+    rc, out, _ = run(capsys, "explain", "manhattan", "--cuda")
+    assert rc == 0
+    tail = out.split("generated CUDA", 1)[1]
+    assert "__global__" in tail or "CUDA code generator is unavailable" in tail \
+        or "CUDA code generator failed" in tail
+
+
+def test_explain_errors_have_a_caret_and_exit_2(capsys):
+    rc, _, err = run(capsys, "explain", "mxm(A, B.T, semiring(absdif, plus))")
+    assert rc == 2
+    assert err.splitlines() == [
+        "gbdist: error: <expression>:1:22: unknown name 'absdif'",
+        "    mxm(A, B.T, semiring(absdif, plus))",
+        "                         ^^^^^^",
+        "Hint: did you mean 'absdiff'?",
+    ]
+    rc, _, err = run(capsys, "explain", "cosine", "-p", "p=x")
+    assert rc == 2 and "needs a number" in err
+
+
+def test_check_reports_per_definition(capsys, tmp_path):
+    f = tmp_path / "mixed.gbd"
+    f.write_text("op ck_chi2(x, y) = where(x + y == 0, 0, (x - y)^2 / (x + y))\n"
+                 "metric ck_dist(A, B) = mxm(A, B.T, semiring(ck_chi2, plus))\n"
+                 "semiring ck_bad = semiring(absdiff, minus)\n"
+                 "metric ck_uses_bad(A, B) = mxm(A, B.T, ck_bad)\n")
+    rc, out, _ = run(capsys, "check", str(f))
+    assert rc == 1
+    assert f"{f}:1:4: ok    op ck_chi2" in out
+    assert f"{f}:2:8: ok    metric ck_dist" in out
+    # (plans are cached by structure, so the op's label may come from an equal earlier op)
+    assert "plus)): union-correction" in out and "plan: 3 step(s), output matrix" in out
+    assert f"{f}:3:37: ERROR semiring ck_bad" in out and "'minus' is not a monoid" in out
+    assert f"{f}:4:40: ERROR metric ck_uses_bad" in out and "unknown name 'ck_bad'" in out
+    assert out.rstrip().endswith("4 definition(s), 2 with errors")
+    # check registers nothing
+    rc, _, err = run(capsys, "explain", "ck_dist")
+    assert rc == 2 and "unknown metric" in err
+
+
+def test_check_syntax_error_and_the_library(capsys, tmp_path):
+    f = tmp_path / "broken.gbd"
+    f.write_text("metric m(A, B) = mxm(A, B.T plus_times)\n")
+    rc, out, _ = run(capsys, "check", str(f))
+    assert rc == 1 and f"{f}:1:29: ERROR syntax" in out and "^" in out
+    rc, out, _ = run(capsys, "check", str(library.LIBRARY))
+    assert rc == 0 and ", 0 with errors" in out, out
+    rc, _, err = run(capsys, "check", str(tmp_path / "missing.gbd"))
+    assert rc == 2 and "cannot read" in err
+
+
+def test_demo_and_explain_are_listed(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "explain" in out and "check" in out and "demo" in out
