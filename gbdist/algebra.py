@@ -214,7 +214,16 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
         return Analysis(strategy="intersection", g=f, expansion=exp, proofs=tuple(proofs + eproofs),
                         reason=reason, **base)
 
-    forbidden = " (annihilator=None forbids the intersection shortcut)" if sr.annihilator is None else ""
+    # Why the shortcut does not apply: name the side(s) that do not vanish, or the declaration.
+    failing = [f"f(x, {_fmt(zb)}) = {_fmt(L)}"] if not pl.holds else []
+    failing += [f"f({_fmt(za)}, y) = {_fmt(R)}"] if not pr.holds else []
+    if failing:
+        why_not = f"{' and '.join(failing)} {'is' if len(failing) == 1 else 'are'} not the identity {e}"
+        if sr.annihilator is None:
+            why_not += " (and annihilator=None forbids the intersection shortcut)"
+    else:
+        why_not = (f"f(x, {_fmt(zb)}) and f({_fmt(za)}, y) are the identity {e}, but "
+                   "annihilator=None forbids the intersection shortcut")
     if sr.add.invertible:
         g = _smaller(simplify(f - L - R + C, dom), f - L - R + C)
         p1 = check(f"g(x, {_fmt(zb)}) = 0: the correction term annihilates at B's fill",
@@ -230,7 +239,7 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
                 got="; ".join(str(p) for p in (p1, p2, p3) if not p.holds),
                 hint="this is a bug in the analysis or an op whose formula sympy mis-simplifies")
         exp, eproofs = _expansion(g, sr, dom)
-        reason = (f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e}{forbidden}; "
+        reason = (f"{why_not}; "
                   f"{sr.add.name} is invertible, so the union is one intersection pass over "
                   f"g = {_fmt(g)} plus row reductions of L - C and R - C"
                   + (f" and k·C = k·{_fmt(C)}" if C != 0 else ""))
@@ -240,7 +249,7 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
 
     if sr.add.idempotent:
         absorbed = _corner_absorbed(f, C, sr.add, dom, proofs)
-        reason = (f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e}{forbidden}; "
+        reason = (f"{why_not}; "
                   f"{sr.add.name} is idempotent, so the union is walked in two passes "
                   "(B's stored columns, then A's); a column seen twice does not change the result")
         return Analysis(strategy="two-pass-union", g=f, expansion=None, proofs=tuple(proofs),

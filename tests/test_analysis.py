@@ -156,9 +156,18 @@ def test_annihilator_none_forbids_the_intersection_shortcut():
     forced = gb.semiring(gb.ops.times, gb.ops.plus, annihilator=None)
     p = product(gb.mxm(A, B.T, forced))
     assert p.strategy == "union-correction"
-    assert "annihilator=None" in p.reason
+    assert "annihilator=None" in p.reason and "not the identity" not in p.reason
     assert product(gb.mxm(A, B.T, gb.semirings.plus_times)).strategy == "intersection"
     assert_allclose(gb.mxm(Xd, Yd.T, forced), Xd @ Yd.T, atol=1e-12)
+
+
+def test_reason_names_the_side_that_does_not_vanish():
+    one_sided = gb.op("one_sided", lambda x, y: x * y + y)  # f(x, 0) = 0 but f(0, y) = y
+    p = product(gb.mxm(A, B.T, gb.semiring(one_sided, gb.ops.plus)))
+    assert p.strategy == "union-correction"
+    assert "f(0, y) = y is not the identity 0" in p.reason and "f(x, 0)" not in p.reason
+    both = product(gb.mxm(A, B.T, gb.semirings.plus_absdiff))
+    assert "f(x, 0) = Abs(x) and f(0, y) = Abs(y) are not the identity 0" in both.reason
 
 
 def test_declared_annihilator_that_does_not_hold_is_an_override():
