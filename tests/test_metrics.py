@@ -195,6 +195,14 @@ def test_nan_where_scipy_gives_nan():
     assert gb.pairwise_distances(X, metric="jaccard")[1, 2] == 0.0
 
 
+@pytest.mark.xfail(strict=True, reason="correlation's expanded spread Σa² − (Σa)²/k rounds to a "
+                   "tiny positive number for a constant row; SciPy gives NaN (reported)")
+def test_correlation_of_a_constant_row_is_nan():
+    X = np.array([[0.1] * 7, [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0]])
+    D = gb.pairwise_distances(X, metric="correlation", backend="cpu")
+    assert np.isnan(D[0, 1]) and np.isnan(D[1, 0])
+
+
 def test_jensenshannon_is_the_formula_on_unnormalised_rows():
     """SciPy normalises each row; gbdist applies the formula to the values as given."""
     rng = np.random.default_rng(5)
