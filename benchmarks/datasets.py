@@ -13,17 +13,17 @@ Every loader returns ``(matrix, meta)``: a CSR matrix with sorted indices, no
 duplicate entries, ``float32`` data and ``int32`` indices, and a small dict
 ``{"name", "shape", "nnz", "source", ...}``.
 
-The real datasets follow the shapes stated in each folder's PROVENANCE.md:
+The real datasets follow the shapes stated in each folder's PROVENANCE.md
+(rows x cols, nnz):
 
-=============  =======================================  ========  =========
-name           matrix                                   shape     nnz
-=============  =======================================  ========  =========
-movielens      users x movies, rating values            610 x 9,724        100,836
-tabula_muris   cells x genes, UMI counts (3 channels)   1,067 x 23,433   1,913,799
-kos            docs x words, TF-IDF                     3,430 x 6,906      353,160
-newsgroups     docs x tokens, TF-IDF                    18,846 x 173,753 2,952,558
-sec_names      names x char 3-grams, TF-IDF             100,000 x 22,506 1,852,358
-=============  =======================================  ========  =========
+* ``movielens``: users x movies, rating values -- 610 x 9,724, 100,836
+* ``tabula_muris``: cells x genes, UMI counts, 3 channels stacked --
+  1,067 x 23,433, 1,913,799
+* ``kos``: docs x words, TF-IDF -- 3,430 x 6,906, 353,160
+* ``newsgroups``: docs x tokens, TF-IDF -- 18,846 x 173,753, 2,952,558
+* ``sec_names``: names x character 3-grams, TF-IDF -- 100,000 x 22,506, 1,852,358
+
+TF-IDF is scikit-learn's default (raw counts x smooth idf, rows l2-normalised).
 
 ``powerlaw`` is generated (no files): a Zipf-like matrix shaped like MovieLens
 Large (283,228 x 193,886, ~27.7M nonzeros) by default.
@@ -292,6 +292,11 @@ def _log_bisect(fn, goal, lo, hi, steps=45):
     return np.exp(0.5 * (lo + hi))
 
 
+def _expected_fill(scale, rates, sizes):
+    """``sum_k sizes_k * (1 - exp(-scale_m * rates_k))`` for each ``scale_m``."""
+    return (sizes * -np.expm1(-np.outer(scale, rates))).sum(axis=1)
+
+
 def _fit_column_probs(row_deg, col_target, n_bins=384, n_iter=6):
     """Column draw probabilities giving each column about ``col_target`` rows.
 
@@ -320,17 +325,10 @@ def _fit_column_probs(row_deg, col_target, n_bins=384, n_iter=6):
 
     p = col_rep / (col_size * col_rep).sum()  # start: probability ~ target
     for _ in range(n_iter):
-        # t for each row group: sum_j size_j (1 - exp(-t p_j)) = d
-        def row_fill(t):
-            return (col_size * -np.expm1(-np.outer(t, p))).sum(axis=1)
-
-        t = _log_bisect(row_fill, row_rep, 1e-3, 1e12)
-
-        # p for each column bin: sum_i size_i (1 - exp(-t_i p)) = c
-        def col_fill(q):
-            return (row_size * -np.expm1(-np.outer(q, t))).sum(axis=1)
-
-        p = _log_bisect(col_fill, col_rep, 1e-16, 1e3)
+        # t per row group: sum_j size_j (1 - exp(-t p_j)) = d
+        t = _log_bisect(lambda t_try: _expected_fill(t_try, p, col_size), row_rep, 1e-3, 1e12)
+        # p per column bin: sum_i size_i (1 - exp(-t_i p)) = c
+        p = _log_bisect(lambda p_try: _expected_fill(p_try, t, row_size), col_rep, 1e-16, 1e3)
         p = p / (col_size * p).sum()  # (t, p) -> (k t, p / k) is the same model
     # Interpolate in log-log over the rank, then normalise over all columns.
     mid_rank = np.sqrt((edges[:-1] + 1.0) * edges[1:])

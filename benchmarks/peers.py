@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -143,14 +144,20 @@ def to_torch_dense(a, device="cuda"):
     if _is_cupy_sparse(a):
         return torch.from_dlpack(a.toarray().astype("float32", copy=False)).to(device)
     m = _scipy_csr(a)
-    t = torch.sparse_csr_tensor(
-        torch.from_numpy(m.indptr.astype(np.int64)),
-        torch.from_numpy(m.indices.astype(np.int64)),
-        torch.from_numpy(m.data),
-        size=m.shape,
-        device=device,
-    )
-    return t.to_dense()
+    with warnings.catch_warnings():
+        # torch notes that sparse CSR is beta and that invariant checks are off:
+        # the CSR here is canonical, so both notes are noise.
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", message="Sparse invariant checks")
+        t = torch.sparse_csr_tensor(
+            torch.from_numpy(m.indptr.astype(np.int64)),
+            torch.from_numpy(m.indices.astype(np.int64)),
+            torch.from_numpy(m.data),
+            size=m.shape,
+            device=device,
+            check_invariants=False,
+        )
+        return t.to_dense()
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,358 @@
+"""The CUDA backend: generated, fused kernels compiled by NVRTC through CuPy.
+
+A plan becomes one generated source (``codegen.generate``): row reductions
+run as ``gb_row_reduce`` (a warp per row); every product step of the plan is
+fused into one ``gb_gather`` kernel (two launches for a two-pass union) whose
+epilogue writes the final value of each output entry, so the m×n result is
+written once and no intermediate m×n matrix exists (except partial sums when
+the columns do not fit shared memory in one chunk, or between a union's two
+passes).
+
+Inputs: CuPy (cupyx sparse or dense) inputs give CuPy outputs; SciPy/NumPy
+inputs are moved to the device and the result comes back as NumPy.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import ir
+from ...errors import BackendError, InputError
+from ...plan import Plan
+from ...runtime import is_cupy, result_dtype, to_csr, vector_to_row
+from ...typecheck import row_operand
+from .codegen import Generated, generate
+
+_LOCK = threading.Lock()
+THREADS = 512
+ROWS_CHOICES = (8, 4, 2, 1)
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # ImportError, CUDARuntimeError: no usable GPU
+        return False
+
+
+def generate_source(plan: Plan, dtype=np.float32) -> str:
+    """The CUDA source the backend compiles for ``plan`` (for ``gbdist explain --cuda``)."""
+    return _generated(plan, np.dtype(dtype).name).source
+
+
+_GENERATED: dict = {}
+
+
+def _generated(plan: Plan, dtype_name: str) -> Generated:
+    """Generated source, cached by the plan's structural key and the dtype."""
+    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name)
+    gen = _GENERATED.get(key)
+    if gen is None:
+        gen = _GENERATED[key] = generate(plan, np.dtype(dtype_name))
+    return gen
+
+
+# --- compile cache ----------------------------------------------------------------
+
+_MODULES: dict = {}
+COMPILE_LOG: list = []  # (key, seconds) of each compilation in this process
+
+
+def _cache_dir() -> str | None:
+    return os.environ.get("GBDIST_CACHE_DIR")
+
+
+def _module(gen: Generated, names: tuple[str, ...]):
+    """Compile (once per process and device) and return the RawModule."""
+    import cupy
+    dev = cupy.cuda.Device().id
+    key = (gen.key, names, dev)
+    with _LOCK:
+        mod = _MODULES.get(key)
+        if mod is None:
+            if _cache_dir():
+                os.environ.setdefault("CUPY_CACHE_DIR", _cache_dir())
+            t0 = time.perf_counter()
+            mod = cupy.RawModule(code=gen.source, options=("-std=c++17",), name_expressions=names)
+            for n in names:
+                mod.get_function(n)  # compile now, not inside a timed launch
+            COMPILE_LOG.append((gen.key, time.perf_counter() - t0))
+            _MODULES[key] = mod
+    return mod
+
+
+# --- device operands ----------------------------------------------------------------
+
+
+@dataclass
+class DevCSR:
+    indptr: object
+    indices: object
+    data: object
+    shape: tuple
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.shape[0])
+
+
+def _device_csr(x, name: str, dtype, drop_zeros: bool, transpose: bool) -> DevCSR:
+    """Canonical CSR on the device (sorted indices, no duplicates), in ``dtype``.
+
+    Device inputs already in canonical form are used as they are (no copy).
+    Explicit zeros are dropped only when ``drop_zeros`` (structural products,
+    where a stored 0 is an entry); for data semantics a stored 0 equals the
+    fill, which the analysis has shown to be harmless.
+    """
+    import cupy
+    import cupyx.scipy.sparse as cps
+    if is_cupy(x):
+        if cps.issparse(x):
+            m = x if x.format == "csr" else x.tocsr()
+        else:
+            if x.ndim != 2:
+                raise InputError(f"{name} must be a 2-D matrix", got=f"shape {x.shape}")
+            m = cps.csr_matrix(x)
+        if transpose:
+            m = m.T.tocsr()
+        if m.dtype != dtype:
+            m = m.astype(dtype)
+        if not m.has_canonical_format:
+            m = m.copy() if m is x else m
+            m.sum_duplicates()
+        dev = DevCSR(m.indptr, m.indices, m.data, m.shape)
+        return _drop_zeros_device(dev) if drop_zeros else dev
+    host = to_csr(x, name, drop_zeros)
+    if transpose:
+        host = host.T.tocsr()
+        host.sort_indices()
+    return DevCSR(cupy.asarray(host.indptr), cupy.asarray(host.indices),
+                  cupy.asarray(host.data.astype(dtype)), host.shape)
+
+
+def _drop_zeros_device(d: DevCSR) -> DevCSR:
+    """Remove explicitly stored zeros (a new CSR; the input is not modified)."""
+    import cupy
+    keep = d.data != 0
+    if bool(keep.all()):
+        return d
+    counts = cupy.diff(d.indptr)
+    rows = cupy.repeat(cupy.arange(d.shape[0]), counts.get().tolist()) if d.shape[0] else counts
+    kept = cupy.bincount(rows[keep], minlength=d.shape[0])
+    indptr = cupy.concatenate([cupy.zeros(1, dtype=d.indptr.dtype),
+                               cupy.cumsum(kept).astype(d.indptr.dtype)])
+    return DevCSR(indptr, d.indices[keep], d.data[keep], d.shape)
+
+
+def _device_vector(x, name: str, dtype) -> DevCSR:
+    import cupy
+    host = vector_to_row(x.get() if is_cupy(x) else x, name)
+    return DevCSR(cupy.asarray(host.indptr), cupy.asarray(host.indices),
+                  cupy.asarray(host.data.astype(dtype)), host.shape)
+
+
+def _index_type(ops: list[DevCSR]) -> tuple[str, object]:
+    import cupy
+    big = any(o.nnz >= 2**31 - 1 or o.shape[1] >= 2**31 - 1 for o in ops)
+    return ("long long", cupy.int64) if big else ("int", cupy.int32)
+
+
+class CUDABackend:
+    name = "cuda"
+
+    def __init__(self, working_memory: int | None = None):
+        self.working_memory = working_memory
+
+    def run(self, plan: Plan, inputs: dict, working_memory=None, drop_zeros=False, dtype=None,
+            rows_per_block: int | None = None):
+        import cupy
+        on_device = any(is_cupy(v) for v in inputs.values())
+        dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()}, dtype)
+        gen = _generated(plan, dt.name)
+        syms = {s.name: s for s in ir.symbols(plan.expr)}
+        missing = sorted(set(syms) - set(inputs))
+        if missing or set(inputs) - set(syms):
+            raise InputError("the program's inputs do not match", expected=", ".join(sorted(syms)),
+                             got=", ".join(sorted(inputs)))
+        # Bind every (name, transposed) operand the steps read, on the device.
+        data: dict = {}
+        sides: dict = {}
+        for step in plan.steps:
+            for side, key in _sides(step):
+                if key not in data:
+                    name, flipped = key
+                    if isinstance(syms[name], ir.Vector):
+                        data[key] = _device_vector(inputs[name], name, dt)
+                    else:
+                        data[key] = _device_csr(inputs[name], name, dt,
+                                                drop_zeros and gen.structural, flipped)
+                sides.setdefault(side, key)
+        _check_domains_device(plan, data)
+        widths = {d.shape[1] for d in data.values()}
+        if len(widths) > 1:
+            raise InputError("the operands of a product must have the same number of columns (k)",
+                             got=", ".join(f"{k[0]}: {d.shape[1]}" for k, d in data.items()))
+        K = widths.pop() if widths else 0
+        left = data.get(sides.get("left"))
+        right = data.get(sides.get("right"))
+        n_left = left.shape[0] if left is not None else 1
+        n_right = right.shape[0] if right is not None else 1
+        itype_c, itype = _index_type(list(data.values()))
+        for d in data.values():
+            d.indptr = d.indptr.astype(itype, copy=False)
+            d.indices = d.indices.astype(itype, copy=False)
+
+        names = tuple(f"gb_row_reduce<RSpec{r}, {itype_c}>" for r in range(len(gen.reductions)))
+        gather_plan = None
+        if gen.gather:
+            gather_plan = self._gather_config(gen, K, dt, rows_per_block)
+            R = gather_plan[0]
+            modes = (1, 2) if gen.union else (0,)
+            names += tuple(f"gb_gather<Spec, {R}, {m}, {itype_c}>" for m in modes)
+        mod = _module(gen, names)
+
+        # Row reductions.
+        colred = [], []
+        outs = {}
+        for r, red in enumerate(gen.reductions):
+            key = row_operand(red.step.node.arg)[:2]
+            d = data[key]
+            out = cupy.empty(d.shape[0], dtype=dt)
+            fn = mod.get_function(names[r])
+            blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+            fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
+            outs[red.step.name] = out
+        cols = [outs[r.step.name] for r in gen.reductions if r.kind == "col"]
+        rows = [outs[r.step.name] for r in gen.reductions if r.kind == "row"]
+        colbuf = cupy.concatenate(cols) if cols else cupy.zeros(1, dtype=dt)
+        rowbuf = cupy.concatenate(rows) if rows else cupy.zeros(1, dtype=dt)
+        del colred
+
+        if gen.gather:
+            result = self._launch_gather(mod, gen, gather_plan, left, right, n_left, n_right, K,
+                                         dt, colbuf, rowbuf, itype_c)
+        else:
+            result = _epilogue_arrays(plan, outs, K, n_left, n_right)
+        result = _shape(result, plan.output_kind, n_left, n_right)
+        return result if on_device else cupy.asnumpy(result)
+
+    # -- gather ------------------------------------------------------------------
+
+    def _gather_config(self, gen: Generated, K: int, dt, rows_per_block: int | None):
+        import cupy
+        dev = cupy.cuda.Device()
+        optin = int(dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+        budget = optin - 1024
+        per_col = dt.itemsize + (1 if gen.structural else 0)
+        choices = (rows_per_block,) if rows_per_block else ROWS_CHOICES
+        for R in choices:
+            if R * max(K, 1) * per_col <= budget:
+                return R, max(K, 1), budget
+        R = rows_per_block or 1
+        kchunk = max(32, budget // (R * per_col))
+        return R, kchunk, budget
+
+    def _launch_gather(self, mod, gen, cfg, left: DevCSR, right: DevCSR, n_left, n_right, K, dt,
+                       colbuf, rowbuf, itype_c):
+        import cupy
+        R, kchunk, _ = cfg
+        sm = cupy.cuda.Device().attributes["MultiProcessorCount"]
+        out = cupy.empty((n_left, n_right), dtype=dt)
+        need_tmp = gen.union or kchunk < K
+        nacc = len(gen.accumulators)
+        if need_tmp:
+            tmp = cupy.empty(nacc * n_left * n_right, dtype=dt)
+        else:
+            tmp = cupy.zeros(1, dtype=dt)
+        smem = R * kchunk * (dt.itemsize + (1 if gen.structural else 0))
+        modes = (1, 2) if gen.union else (0,)
+        for mode in modes:
+            dense, stream = (right, left) if mode == 2 else (left, right)
+            fn = mod.get_function(f"gb_gather<Spec, {R}, {mode}, {itype_c}>")
+            fn.max_dynamic_shared_size_bytes = smem
+            gx = (dense.shape[0] + R - 1) // R
+            gy = max(1, min(65535, (4 * sm + gx - 1) // max(gx, 1)))
+            gy = min(gy, max(1, stream.shape[0]))
+            fn((max(gx, 1), gy), (THREADS,),
+               (dense.indptr, dense.indices, dense.data, np.int64(dense.shape[0]),
+                stream.indptr, stream.indices, stream.data, np.int64(stream.shape[0]),
+                np.int64(K), np.int64(kchunk), out, tmp, np.int64(n_left), np.int64(n_right),
+                colbuf, rowbuf), shared_mem=smem)
+        return out
+
+
+def _sides(step):
+    node = step.node
+    if isinstance(node, ir.RowReduce):
+        return [("left" if step.kind == "col" else "right", row_operand(node.arg)[:2])]
+    return [("left", row_operand(node.left)[:2]), ("right", row_operand(node.right)[:2])]
+
+
+def _check_domains_device(plan: Plan, data: dict) -> None:
+    """Nonnegative-domain ops see no negative input (checked on the device)."""
+    import cupy
+    for p in plan.products:
+        op = p.analysis.semiring.mul
+        node = p.node
+        operands = (node.left, node.right) if isinstance(node, ir.MxM) else (node.matrix, node.vector)
+        flips = (False, True) if isinstance(node, ir.MxM) else (False, False)
+        for operand, flip in zip(operands, flips):
+            name, flipped, chain = row_operand(operand, flip)
+            d = data.get((name, flipped))
+            if d is None or d.nnz == 0:
+                continue
+            needs = [c for c in chain if c.domain == "nonnegative"] or (
+                [op] if op.domain == "nonnegative" else [])
+            if not needs:
+                continue
+            if chain:  # rare: check on the host through the reference evaluator
+                from ...runtime import _check_domains
+                import scipy.sparse as sps
+                host = {(name, flipped): sps.csr_matrix(
+                    (cupy.asnumpy(d.data).astype(np.float64), cupy.asnumpy(d.indices),
+                     cupy.asnumpy(d.indptr)), shape=d.shape)}
+                _check_domains(plan, host)
+                continue
+            lo = float(cupy.min(d.data))
+            if lo < 0:
+                op.check_domain(np.array([lo]), f"input {name}")
+
+
+def _epilogue_arrays(plan: Plan, outs: dict, K: int, n_left: int, n_right: int):
+    """Plans without products: the epilogue over reductions, with CuPy array math."""
+    import cupy
+    from ..cpu import POINTWISE_NUMPY
+    vals: dict = {}
+    for node in ir.walk(plan.epilogue):
+        if isinstance(node, ir.Ref):
+            v = outs[node.name]
+            vals[node.key] = v[:, None] if node.kind == "col" else v[None, :]
+        elif isinstance(node, ir.Const):
+            vals[node.key] = node.value
+        elif isinstance(node, ir.NCols):
+            vals[node.key] = float(K)
+        elif isinstance(node, ir.Pointwise):
+            args = [vals[a.key] for a in node.args]
+            fn = POINTWISE_NUMPY[node.fn]
+            vals[node.key] = fn(*[cupy.asarray(a) if not np.isscalar(a) else a for a in args])
+    return cupy.asarray(vals[plan.epilogue.key])
+
+
+def _shape(result, kind: str, n_left: int, n_right: int):
+    import cupy
+    if kind == "matrix":
+        return cupy.broadcast_to(result, (n_left, n_right)).copy() if result.shape != (n_left, n_right) else result
+    if kind == "col":
+        return cupy.broadcast_to(result.reshape(-1, 1) if result.ndim == 1 else result, (n_left, 1)).reshape(n_left).copy() \
+            if result.size != n_left else result.reshape(n_left)
+    if kind == "row":
+        return result.reshape(-1)
+    return result.reshape(())

@@ -1,0 +1,398 @@
+"""CUDA C code generation: ops' sympy formulas become device code.
+
+Two pieces:
+
+* :class:`CudaPrinter`, a sympy C99 printer subclass that picks float or
+  double math (``sqrtf``/``sqrt``), prints infinities portably, expands small
+  integer powers into products, and raises on anything it does not know
+  (``strict``) instead of emitting wrong code.
+* :func:`generate`, which turns a Plan into one CUDA source: a ``Spec``
+  struct per fused product kernel (the accumulators' ⊗ and ⊕ with the apply
+  chains folded in, and the plan's epilogue) and an ``RSpec`` per row
+  reduction, followed by the kernel templates from ``kernels/``. Kernels are
+  instantiated with ``name_expressions`` such as ``gb_gather<Spec0, 4, 0>``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from ... import ir
+from ...errors import BackendError
+from ...ops import X, Y, Op
+from ...plan import Plan, Step
+from ...resources import read
+from ...typecheck import row_operand
+
+_A = sp.Symbol("a", real=True)
+_B = sp.Symbol("b", real=True)
+
+
+class CudaPrinter(C99CodePrinter):
+    """C99 printer for CUDA device code in float or double."""
+
+    def __init__(self, dtype):
+        self.single = np.dtype(dtype) == np.float32
+        # No math macros (M_LN2, M_PI, ...): NVRTC has no <math.h> to define them.
+        settings = {"strict": True, "math_macros": {}}
+        if self.single:
+            from sympy.codegen.ast import float32, real
+            settings["type_aliases"] = {real: float32}
+        super().__init__(settings)
+
+    @property
+    def T(self) -> str:
+        return "float" if self.single else "double"
+
+    def _print_Infinity(self, expr):
+        return "GB_INF"
+
+    def _print_NegativeInfinity(self, expr):
+        return "(-GB_INF)"
+
+    def _print_ComplexInfinity(self, expr):
+        return "GB_INF"
+
+    def _print_NaN(self, expr):
+        return "GB_NAN"
+
+    def _print_Symbol(self, expr):
+        return {"x": "x", "y": "y", "a": "a", "b": "b"}.get(expr.name, super()._print_Symbol(expr))
+
+    def _print_Pow(self, expr):
+        base, ex = expr.base, expr.exp
+        if ex.is_Integer and 2 <= int(ex) <= 4:
+            b = self.parenthesize(base, 100)
+            return "*".join([f"({b})"] * int(ex))
+        if ex == -1:
+            return f"({self._one()}/({self._print(base)}))"
+        if ex == sp.Rational(1, 2):
+            return f"{'sqrtf' if self.single else 'sqrt'}({self._print(base)})"
+        if ex == -sp.Rational(1, 2):
+            return f"({self._one()}/{'sqrtf' if self.single else 'sqrt'}({self._print(base)}))"
+        fn = "powf" if self.single else "pow"
+        return f"{fn}({self._print(base)}, {self._print(sp.Float(ex) if ex.is_Rational else ex)})"
+
+    def _print_Max(self, expr):
+        out = self._print(expr.args[0])
+        for a in expr.args[1:]:
+            out = f"gb_max<{self.T}>({out}, {self._print(a)})"
+        return out
+
+    def _print_Min(self, expr):
+        out = self._print(expr.args[0])
+        for a in expr.args[1:]:
+            out = f"gb_min<{self.T}>({out}, {self._print(a)})"
+        return out
+
+    def _print_sign(self, expr):
+        return f"gb_sign<{self.T}>({self._print(expr.args[0])})"
+
+    def _one(self) -> str:
+        return "1.0F" if self.single else "1.0"
+
+    def literal(self, v: float) -> str:
+        if np.isposinf(v):
+            return "GB_INF"
+        if np.isneginf(v):
+            return "(-GB_INF)"
+        if np.isnan(v):
+            return "GB_NAN"
+        return self._print(sp.Float(float(v)))
+
+
+def fold_constants(e: sp.Basic) -> sp.Basic:
+    """Closed numeric subexpressions (log(2), sqrt(2), pi/4) become float literals.
+
+    Device code must not call math functions on integer literals (``log(2)``
+    resolves to a host-only overload) and NVRTC has no math macros.
+    """
+    def closed(s):
+        return (s.is_number and not s.is_Atom and not s.has(sp.oo, -sp.oo, sp.zoo, sp.nan)
+                and not isinstance(s, sp.logic.boolalg.Boolean))
+    return e.replace(closed, lambda s: sp.Float(s.evalf(20), 17))
+
+
+def scalar(expr: sp.Expr, printer: CudaPrinter, names: dict | None = None) -> str:
+    """A formula over x, y as a C expression (x, y renamed through ``names``)."""
+    e = fold_constants(sp.sympify(expr))
+    mapping = {}
+    for s in e.free_symbols:
+        if s.name in ("x", "y"):
+            target = (names or {}).get(s.name, s.name)
+            mapping[s] = sp.Symbol(target, real=True)
+    e = e.xreplace(mapping)
+    try:
+        return printer.doprint(e)
+    except Exception as exc:  # sympy raises PrintMethodNotImplementedError and friends
+        raise BackendError("the CUDA code generator cannot print this formula",
+                           got=f"{sp.sstr(expr)} ({exc})",
+                           hint="use backend='cpu', or write the op with +, -, *, /, ^, abs, sqrt, "
+                                "log, exp, min, max, where") from None
+
+
+def chain_formula(chain: tuple[Op, ...], var: sp.Symbol) -> sp.Expr:
+    """The composition of unary ops (inner to outer) applied to ``var``."""
+    e: sp.Expr = var
+    for op in chain:
+        e = op.formula.xreplace({X: e})
+    return e
+
+
+# ---------------------------------------------------------------------------
+# Kernel specs
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Accumulator:
+    step: Step
+    mul: sp.Expr  # over x (dense-side raw value of the LEFT operand) and y (RIGHT raw value)
+    add: Op
+    identity: float
+    union: bool
+    corner: float | None  # for an absorbed two-pass union: ⊕ the corner at the end
+
+
+@dataclass
+class Reduction:
+    step: Step
+    chain: tuple
+    add: Op
+    identity: float
+    fill: float
+    idempotent: bool
+    kind: str  # col / row
+
+
+@dataclass
+class Generated:
+    source: str
+    gather: str | None  # Spec struct name, or None when the plan has no product step
+    union: bool
+    structural: bool
+    accumulators: list
+    reductions: list
+    key: str = field(default="")
+
+
+def _monoid_kind(add) -> str:
+    if add.invertible:
+        return "plus"
+    f = add.op.formula
+    if f == X * Y:
+        return "times"
+    return "idempotent" if add.idempotent else "other"
+
+
+def plan_operands(plan: Plan) -> tuple:
+    """The (left, right) base operands shared by every product step, or raise."""
+    pairs = {(row_operand(s.node.left)[:2], row_operand(s.node.right)[:2])
+             for s in plan.steps if isinstance(s.node, (ir.Intersect, ir.TwoPassUnion))}
+    if len(pairs) > 1:
+        raise BackendError("the CUDA backend fuses products over one operand pair only",
+                           got=", ".join(f"{l[0]}·{r[0]}" for l, r in sorted(pairs)),
+                           hint="use backend='cpu' for this expression")
+    return next(iter(pairs)) if pairs else None
+
+
+def _structural_mismatch(steps) -> bool:
+    flags = {bool(getattr(s.node, "structural", False)) for s in steps}
+    return len(flags) > 1
+
+
+def generate(plan: Plan, dtype) -> Generated:
+    """Generate the CUDA source for ``plan`` at ``dtype`` (float32 or float64)."""
+    pr = CudaPrinter(dtype)
+    T = pr.T
+    acc_steps = [s for s in plan.steps if isinstance(s.node, (ir.Intersect, ir.TwoPassUnion))]
+    red_steps = [s for s in plan.steps if isinstance(s.node, ir.RowReduce)]
+    plan_operands(plan)
+    if _structural_mismatch(acc_steps):
+        raise BackendError("the CUDA backend cannot fuse structural and data products",
+                           hint="use backend='cpu'")
+    accs: list[Accumulator] = []
+    for s in acc_steps:
+        n = s.node
+        _, _, lchain = row_operand(n.left)
+        _, _, rchain = row_operand(n.right)
+        # Fold the apply chains in: f(chainL(x), chainR(y)) on raw stored values.
+        mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
+        union = isinstance(n, ir.TwoPassUnion)
+        if union and not n.corner_absorbed and n.corner != n.add.identity_value:
+            raise BackendError("the CUDA backend needs a two-pass union whose corner value is absorbed",
+                               got=f"corner f(0, 0) = {n.corner:g} may change results",
+                               hint="use backend='cpu'")
+        accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
+                                n.corner if union and n.corner_absorbed else None))
+    reds: list[Reduction] = []
+    for s in red_steps:
+        _, _, chain = row_operand(s.node.arg)
+        fill = float(_eval_const(chain_formula(chain, sp.Integer(0))))
+        m = s.node.monoid
+        reds.append(Reduction(s, chain, m.op, m.identity_value, fill, m.idempotent, s.kind))
+
+    parts = [read("kernels", "gbdist.cuh")]
+    parts.append(f"typedef {T} gb_real;\n")
+    structural = any(getattr(s.node, "structural", False) for s in acc_steps)
+    union = any(a.union for a in accs)
+    for r, red in enumerate(reds):
+        parts.append(_rspec(f"RSpec{r}", red, pr))
+    gather = None
+    if accs:
+        gather = "Spec"
+        parts.append(_spec(gather, accs, reds, plan, pr, structural))
+    parts.append(read("kernels", "row_reduce.cuh"))
+    parts.append(read("kernels", "gather.cuh"))
+    source = "\n".join(parts)
+    key = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return Generated(source, gather, union, structural, accs, reds, key)
+
+
+def _eval_const(e) -> float:
+    from ...ops import constant_value
+    return constant_value(sp.simplify(e))
+
+
+def _comb(add: Op, a: str, b: str, pr: CudaPrinter) -> str:
+    return scalar(add.formula, pr, {"x": a, "y": b})
+
+
+def _rspec(name: str, red: Reduction, pr: CudaPrinter) -> str:
+    T = pr.T
+    chain = scalar(chain_formula(red.chain, X), pr)
+    comb = _comb(red.add, "x", "y", pr)
+    ident = pr.literal(red.identity)
+    fill = pr.literal(red.fill)
+    if red.fill == red.identity:
+        finish = "acc"
+    elif _monoid_kind_op(red) == "plus":
+        finish = f"(missing > 0 ? acc + ({T})missing * {fill} : acc)"
+    elif _monoid_kind_op(red) == "times":
+        finish = f"(missing > 0 ? acc * {'powf' if pr.single else 'pow'}({fill}, ({T})missing) : acc)"
+    elif red.idempotent:
+        finish = f"(missing > 0 ? combine(acc, {fill}) : acc)"
+    else:
+        raise BackendError(f"the CUDA backend cannot reduce with {red.add.name} over a nonzero fill")
+    return f"""
+struct {name} {{
+  typedef {T} T;
+  __device__ static T identity() {{ return {ident}; }}
+  __device__ static T map(T x) {{ return {chain}; }}
+  __device__ static T combine(T x, T y) {{ return {comb}; }}
+  __device__ static T finish(T acc, long long missing) {{ return {finish}; }}
+}};
+"""
+
+
+def _monoid_kind_op(red: Reduction) -> str:
+    f = red.add.formula
+    if f == X + Y:
+        return "plus"
+    if f == X * Y:
+        return "times"
+    return "other"
+
+
+def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) -> str:
+    T = pr.T
+    nacc = len(accs)
+    lines = [f"struct {name} {{", f"  typedef {T} T;", f"  static constexpr int NACC = {nacc};",
+             f"  static constexpr bool STRUCTURAL = {'true' if structural else 'false'};"]
+    lines.append("  __device__ static void init(T* acc) {")
+    for s, a in enumerate(accs):
+        lines.append(f"    acc[{s}] = {pr.literal(a.identity)};")
+    lines.append("  }")
+    for swap in (False, True):
+        fn = "step_swapped" if swap else "step"
+        lines.append(f"  // {'pass 2: dense = right operand, streamed = left' if swap else 'dense = left operand, streamed = right'}")
+        lines.append(f"  __device__ static void {fn}(T* acc, T d, T s) {{")
+        lines.append(f"    const T x = {'s' if swap else 'd'};")
+        lines.append(f"    const T y = {'d' if swap else 's'};")
+        for k, a in enumerate(accs):
+            if swap and not a.union:
+                continue
+            lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', '(' + scalar(a.mul, pr) + ')', pr)};")
+        lines.append("    (void)x; (void)y;")
+        lines.append("  }")
+    lines.append("  __device__ static void combine(T* acc, const T* other) {")
+    for k, a in enumerate(accs):
+        lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', f'other[{k}]', pr)};")
+    lines.append("  }")
+    # Epilogue: step results -> final value.
+    lines.append("  __device__ static T epilogue(T* acc, long long i, long long j, long long n_left,"
+                 " long long n_right, const T* colred, const T* rowred, long long K) {")
+    for k, a in enumerate(accs):
+        if a.corner is not None:
+            lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', pr.literal(a.corner), pr)};")
+    refs = {}
+    for k, a in enumerate(accs):
+        refs[a.step.name] = f"acc[{k}]"
+    cols = [r for r in reds if r.kind == "col"]
+    rows = [r for r in reds if r.kind == "row"]
+    for c, r in enumerate(cols):
+        refs[r.step.name] = f"colred[{c} * n_left + i]"
+    for c, r in enumerate(rows):
+        refs[r.step.name] = f"rowred[{c} * n_right + j]"
+    lines.append(f"    return {epilogue_expr(plan.epilogue, refs, pr)};")
+    lines.append("  }")
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def epilogue_expr(node: ir.Node, refs: dict, pr: CudaPrinter) -> str:
+    """The plan's epilogue as one C expression over the step results."""
+    T = pr.T
+    f = "f" if pr.single else ""
+    if isinstance(node, ir.Ref):
+        return refs[node.name]
+    if isinstance(node, ir.Const):
+        return pr.literal(node.value)
+    if isinstance(node, ir.NCols):
+        return f"(({T})K)"
+    if not isinstance(node, ir.Pointwise):
+        raise BackendError(f"unexpected node in an epilogue: {type(node).__name__}")
+    a = [epilogue_expr(x, refs, pr) for x in node.args]
+    fn = node.fn
+    if fn in _INFIX:
+        return f"({a[0]} {_INFIX[fn]} {a[1]})"
+    if fn in _CMP:
+        return f"(({T})({a[0]} {_CMP[fn]} {a[1]}))"
+    table = {
+        "neg": f"(-{a[0]})",
+        "sqrt": f"sqrt{f}({a[0]})" if len(a) == 1 else None,
+        "abs": f"fabs{f}({a[0]})" if len(a) == 1 else None,
+        "log": f"log{f}({a[0]})" if len(a) == 1 else None,
+        "exp": f"exp{f}({a[0]})" if len(a) == 1 else None,
+        "pow": f"pow{f}({a[0]}, {a[1]})" if len(a) == 2 else None,
+        "maximum": f"gb_max<{T}>({a[0]}, {a[1]})" if len(a) == 2 else None,
+        "minimum": f"gb_min<{T}>({a[0]}, {a[1]})" if len(a) == 2 else None,
+        "where": f"(({a[0]}) != 0 ? ({a[1]}) : ({a[2]}))" if len(a) == 3 else None,
+    }
+    out = table.get(fn)
+    if out is None:
+        raise BackendError(f"the CUDA code generator has no rule for {fn}()")
+    return out
+
+
+def kernel_names(gen: Generated, rows: int = 4, itype: str = "int") -> tuple[str, ...]:
+    """The template instantiations a run of this plan uses (for name_expressions)."""
+    names = tuple(f"gb_row_reduce<RSpec{r}, {itype}>" for r in range(len(gen.reductions)))
+    if gen.gather:
+        modes = (1, 2) if gen.union else (0,)
+        names += tuple(f"gb_gather<Spec, {rows}, {m}, {itype}>" for m in modes)
+    return names
+
+
+def standalone_source(gen: Generated, rows: int = 4, itype: str = "int") -> str:
+    """The source plus explicit instantiations, so ``nvcc --ptx`` compiles every kernel."""
+    keep = ", ".join(f"(const void*)&{n}" for n in kernel_names(gen, rows, itype)) or "0"
+    return gen.source + f"\nconst void* gb_instantiate[] = {{ {keep} }};\n"

@@ -1,0 +1,125 @@
+// Gather: the semiring product of two CSR operands, fused with the epilogue.
+//
+// A block scatters R rows of the *dense side* into shared memory (raw stored
+// values; unstored entries read 0, which the spec's folded apply chain maps to
+// the fill value), one k-chunk of columns at a time. Its warps then walk rows
+// of the *streamed side*: each lane takes stored entries (k, v) of the row and
+// combines v with the R dense rows' values at k. A warp-wide ⊕ finishes the R
+// results, and lane r writes row r's value.
+//
+// Why this is correct for each strategy (the algebra decides; see plan.py):
+//  * intersection (data semantics): f(fill, y) is the ⊕ identity (proven), so
+//    streamed entries whose column the dense row lacks contribute nothing, and
+//    dense entries the streamed row lacks are never visited;
+//  * intersection (structural): the `stored` mask skips absent dense entries;
+//  * union correction: g(fill, y) = 0 (proven), as above;
+//  * two-pass union (idempotent ⊕): MODE 1 walks the right operand's entries
+//    against dense left rows; MODE 2 swaps roles (dense right rows, streamed
+//    left rows) and ⊕-combines with MODE 1's result. Columns stored on both
+//    sides are seen twice, which an idempotent ⊕ absorbs.
+//
+// MODE 0: single pass, epilogue -> out.   MODE 1: raw accumulators -> tmp.
+// MODE 2: combine with tmp, epilogue -> out.
+// When K does not fit in one chunk, partial accumulators live in tmp between
+// chunks and the epilogue runs after the last chunk.
+//
+// Layout: out is n_left x n_right (row-major); tmp is NACC x n_left x n_right;
+// colred is (#col reductions) x n_left; rowred is (#row reductions) x n_right.
+template <class Spec, int R, int MODE, typename I>
+__global__ void __launch_bounds__(512)
+gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
+          const typename Spec::T* __restrict__ dval, long long n_dense,
+          const I* __restrict__ sptr, const I* __restrict__ sidx,
+          const typename Spec::T* __restrict__ sval, long long n_stream,
+          long long K, long long kchunk,
+          typename Spec::T* __restrict__ out, typename Spec::T* __restrict__ tmp,
+          long long n_left, long long n_right,
+          const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
+  typedef typename Spec::T T;
+  extern __shared__ __align__(16) unsigned char gb_smem[];
+  T* dense = reinterpret_cast<T*>(gb_smem);
+  unsigned char* stored = gb_smem + sizeof(T) * R * kchunk;
+
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = blockDim.x >> 5;
+  const long long d0 = (long long)blockIdx.x * R;
+  const long long per = (n_stream + gridDim.y - 1) / gridDim.y;
+  const long long s0 = (long long)blockIdx.y * per;
+  const long long s1 = (s0 + per < n_stream) ? s0 + per : n_stream;
+  const bool chunked = kchunk < K;
+  const long long plane = n_left * n_right;
+
+  for (long long k0 = 0; k0 < K; k0 += kchunk) {
+    const long long kc = (kchunk < K - k0) ? kchunk : K - k0;
+    for (long long t = threadIdx.x; t < (long long)R * kchunk; t += blockDim.x) {
+      dense[t] = (T)0;
+      if (Spec::STRUCTURAL) stored[t] = 0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const long long d = d0 + r;
+      if (d < n_dense) {
+        I p0 = dptr[d], p1 = dptr[d + 1];
+        if (chunked) {
+          p0 = gb_lower_bound(didx, p0, p1, k0);
+          p1 = gb_lower_bound(didx, p0, p1, k0 + kc);
+        }
+        for (I p = p0 + (I)threadIdx.x; p < p1; p += (I)blockDim.x) {
+          const long long k = (long long)didx[p] - k0;
+          dense[r * kchunk + k] = dval[p];
+          if (Spec::STRUCTURAL) stored[r * kchunk + k] = 1;
+        }
+      }
+    }
+    __syncthreads();
+
+    const bool first = (k0 == 0);
+    const bool last = (k0 + kchunk >= K);
+    for (long long j = s0 + warp; j < s1; j += nwarps) {
+      T acc[R][Spec::NACC];
+#pragma unroll
+      for (int r = 0; r < R; ++r) Spec::init(acc[r]);
+      I p0 = sptr[j], p1 = sptr[j + 1];
+      if (chunked) {
+        p0 = gb_lower_bound(sidx, p0, p1, k0);
+        p1 = gb_lower_bound(sidx, p0, p1, k0 + kc);
+      }
+      for (I p = p0 + (I)lane; p < p1; p += 32) {
+        const long long k = (long long)sidx[p] - k0;
+        const T v = sval[p];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (Spec::STRUCTURAL && !stored[r * kchunk + k]) continue;
+          const T dv = dense[r * kchunk + k];
+          if (MODE == 2) Spec::step_swapped(acc[r], dv, v);
+          else Spec::step(acc[r], dv, v);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) gb_warp_reduce<Spec>(acc[r]);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const long long d = d0 + r;
+        if (lane != r || d >= n_dense) continue;
+        const long long i = (MODE == 2) ? j : d;
+        const long long jj = (MODE == 2) ? d : j;
+        const long long o = i * n_right + jj;
+        if (MODE == 2 || !first) {
+          T prev[Spec::NACC];
+#pragma unroll
+          for (int s = 0; s < Spec::NACC; ++s) prev[s] = tmp[s * plane + o];
+          Spec::combine(acc[r], prev);
+        }
+        if (MODE != 1 && last) {
+          out[o] = Spec::epilogue(acc[r], i, jj, n_left, n_right, colred, rowred, K);
+        } else {
+#pragma unroll
+          for (int s = 0; s < Spec::NACC; ++s) tmp[s * plane + o] = acc[r][s];
+        }
+      }
+    }
+    __syncthreads();
+  }
+}

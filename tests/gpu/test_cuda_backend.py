@@ -1,0 +1,152 @@
+"""The CUDA backend against the CPU backend (the reference semantics).
+
+Every named metric, both dtypes, the edge cases of the core's tests (empty
+rows, explicit zeros, duplicates, unsorted indices, negative values), device
+inputs and outputs, user-defined metrics, min-plus, mxv and k-chunking.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+import gbdist as gb
+
+cupy = pytest.importorskip("cupy")
+cps = pytest.importorskip("cupyx.scipy.sparse")
+
+NONNEG = {"hellinger", "jensenshannon", "kl_divergence"}
+BINARY = {"jaccard", "dice", "russellrao"}
+
+
+def _data(seed, m, n, k, density=0.15, nonneg=False, binary=False):
+    rng = np.random.default_rng(seed)
+    X = sps.random(m, k, density=density, random_state=rng, format="csr")
+    Y = sps.random(n, k, density=density * 1.5, random_state=rng, format="csr")
+    for M in (X, Y):
+        if binary:
+            M.data[:] = 1.0
+        elif not nonneg:
+            M.data = M.data * 4 - 1.5
+        M.data[::7] = 0.0  # explicit stored zeros
+    X = sps.csr_matrix(X)
+    X[3] = 0  # an empty row
+    X.eliminate_zeros()
+    X.data[::5] = 0.0
+    if nonneg and not binary:
+        X = sps.csr_matrix(X.multiply(1 / np.maximum(X.sum(1), 1e-12)))
+        Y = sps.csr_matrix(Y.multiply(1 / np.maximum(Y.sum(1), 1e-12)))
+    return X, Y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("metric", sorted(gb.metric_names()))
+def test_metric_matches_cpu(metric, dtype):
+    X, Y = _data(7, 37, 29, 61, nonneg=metric in NONNEG, binary=metric in BINARY)
+    X, Y = X.astype(dtype), Y.astype(dtype)
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", dtype=np.float64)
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda")
+    assert isinstance(got, np.ndarray) and got.dtype == dtype and got.shape == ref.shape
+    tol = 2e-4 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 10, equal_nan=True)
+
+
+@pytest.mark.parametrize("p", [1.0, 3.0, 4.0])
+def test_minkowski(p):
+    X, Y = _data(3, 20, 25, 40)
+    ref = gb.pairwise_distances(X, Y, metric="minkowski", p=p, backend="cpu")
+    got = gb.pairwise_distances(X, Y, metric="minkowski", p=p, backend="cuda")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_device_inputs_give_device_outputs():
+    X, Y = _data(11, 30, 30, 50)
+    convs = {"csr": cps.csr_matrix, "csc": lambda m: cps.csr_matrix(m).tocsc(),
+             "dense": lambda m: cupy.asarray(m.toarray())}
+    for metric in ("manhattan", "kl_divergence"):
+        a, b = (abs(X), abs(Y)) if metric == "kl_divergence" else (X, Y)
+        ref = gb.pairwise_distances(a, b, metric=metric, backend="cpu")
+        for kind, conv in convs.items():
+            got = gb.pairwise_distances(conv(a), conv(b), metric=metric, backend="cuda")
+            assert isinstance(got, cupy.ndarray)
+            np.testing.assert_allclose(cupy.asnumpy(got), ref, rtol=1e-9, atol=1e-9,
+                                       err_msg=f"{metric} from {kind}")
+
+
+def test_auto_picks_gpu():
+    from gbdist.runtime import get_backend
+    assert get_backend("auto").name == "cuda"
+
+
+def test_unsorted_duplicates_int64():
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, 20, 300)
+    cols = rng.integers(0, 45, 300)
+    vals = rng.normal(size=300)
+    X = sps.coo_matrix((vals, (rows, cols)), shape=(20, 45))  # duplicates kept
+    X64 = sps.csr_matrix((vals, (rows, cols)), shape=(20, 45))
+    X64.indices = X64.indices.astype(np.int64)
+    X64.indptr = X64.indptr.astype(np.int64)
+    for metric in ("euclidean", "chebyshev", "canberra"):
+        ref = gb.pairwise_distances(X.toarray(), metric=metric, backend="cpu")
+        # atol: a self-distance is sqrt of a cancelled sum, ~1e-7 on either side.
+        np.testing.assert_allclose(gb.pairwise_distances(X, metric=metric, backend="cuda"), ref,
+                                   rtol=1e-9, atol=1e-6)
+        np.testing.assert_allclose(gb.pairwise_distances(X64, metric=metric, backend="cuda"), ref,
+                                   rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "manhattan", "chebyshev", "jaccard"])
+def test_k_chunking_matches(metric):
+    """Force several k-chunks (tiny shared-memory budget) and compare with one chunk."""
+    from gbdist.backends.cuda import CUDABackend
+    from gbdist.pairwise import metric_program
+    X, Y = _data(13, 21, 17, 300, binary=metric == "jaccard")
+    plan = metric_program(metric).plan
+    be = CUDABackend()
+    cfg = be._gather_config
+    be._gather_config = lambda gen, K, dt, r: (2, 64, 0)
+    try:
+        got = be.run(plan, {"A": X, "B": Y}, drop_zeros=True)
+    finally:
+        be._gather_config = cfg
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+
+def test_user_defined_metric_runs_fused():
+    chi2 = gb.op("chi2_gpu", lambda x, y: gb.where(x + y == 0, 0, (x - y) ** 2 / (x + y)))
+    gb.define_metric("chi2_gpu", lambda A, B: gb.mxm(A, B.T, gb.semiring(chi2, gb.ops.plus)),
+                     replace=True)
+    X, Y = _data(17, 25, 19, 33, nonneg=True)
+    Xd, Yd = X.toarray(), Y.toarray()
+    s = Xd[:, None, :] + Yd[None, :, :]
+    d = (Xd[:, None, :] - Yd[None, :, :]) ** 2
+    ref = np.where(s == 0, 0, d / np.where(s == 0, 1, s)).sum(-1)
+    got = gb.pairwise_distances(X, Y, metric="chi2_gpu", backend="cuda")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_min_plus_two_hop_structural():
+    rng = np.random.default_rng(23)
+    n = 30
+    W = sps.random(n, n, density=0.1, random_state=rng, format="csr")
+    W.data[::4] = 0.0  # zero-weight edges are edges (structural semantics)
+    A = gb.matrices("A")
+    got = gb.compile(gb.mxm(A, A, gb.semirings.min_plus))(A=W, backend="cuda")
+    dense = np.full((n, n), np.inf)
+    coo = W.tocoo()
+    dense[coo.row, coo.col] = coo.data
+    ref = np.min(dense[:, :, None] + dense[None, :, :], axis=1)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_mxv():
+    X, _ = _data(29, 40, 1, 30)
+    x = np.random.default_rng(1).normal(size=30)
+    got = gb.mxv(X, x, gb.semirings.plus_times, backend="cuda")
+    np.testing.assert_allclose(got, X @ x, rtol=1e-9, atol=1e-9)
+
+
+def test_domain_error_on_gpu():
+    X, Y = _data(31, 10, 10, 20)
+    with pytest.raises(gb.DomainError):
+        gb.pairwise_distances(X, Y, metric="hellinger", backend="cuda")
