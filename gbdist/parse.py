@@ -1000,11 +1000,9 @@ class Loader:
         for table in (self.defs.ops, self.defs.semirings, self.defs.helpers):
             for name, obj in table.items():
                 _GLOBAL[name] = (obj, self.src.name)
-        replaced = False
         for m in self.defs.metrics.values():
-            replaced |= metrics.find(m.name) is not None
             metrics.register(m, replace=True)
-        if replaced:
+        if self.defs.metrics:  # programs are cached by metric name: forget stale ones
             from .pairwise import _metric_program
             _metric_program.cache_clear()
         return self.defs
