@@ -20,6 +20,7 @@ from .metrics import define_metric
 from .parse import Definitions, define, load
 from .metrics import names as metric_names
 from .pairwise import explain, pairwise_distances
+from .neighbors import NearestNeighbors, knn, pairwise_distances_chunked
 
 __version__ = "0.1.0"
 
@@ -30,4 +31,5 @@ __all__ = [
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError",
+    "knn", "NearestNeighbors", "pairwise_distances_chunked",
 ]

@@ -1,0 +1,205 @@
+"""The ``knn`` and ``pairwise`` subcommands of the ``gbdist`` command.
+
+    gbdist knn data.mtx.gz -k 10 --metric cosine -o neighbours.npz
+    gbdist knn queries.npz --index corpus.mtx -k 5 --metric minkowski -p 3 -o out.npz
+    gbdist pairwise data.npz --metric manhattan -o distances.npy
+
+COMMANDS holds (name, help, add_arguments, run) entries, the shape of
+``gbdist.cli.COMMANDS``, so the main command can take them in; ``python -m
+gbdist.cli_knn`` runs them on their own.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+
+import numpy as np
+
+from .errors import GbdistError, InputError
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
+          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """``"1048576"``, ``"512M"``, ``"2GiB"`` -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 268435456 or 256M)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a size must be positive: {text!r}")
+    return value
+
+
+def _common_args(p):
+    p.add_argument("input", metavar="INPUT", help="the queries: .mtx, .mtx.gz, .npz or .npy")
+    p.add_argument("--index", metavar="INDEX",
+                   help="the rows searched (default: INPUT itself, each point left out of "
+                        "its own neighbours)")
+    p.add_argument("--metric", default="euclidean", help="a gbdist metric name (default euclidean)")
+    p.add_argument("-p", type=float, default=None, metavar="P",
+                   help="the metric's p (minkowski)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--working-memory", type=parse_bytes, default=None, metavar="BYTES",
+                   help="memory budget for one block of distances (e.g. 256M; default 512M "
+                        "or half the free memory)")
+
+
+def _metric_params(args) -> dict:
+    if args.p is None:
+        return {}
+    from . import metrics
+    if "p" not in metrics.get(args.metric).params:
+        raise InputError(f"metric {args.metric!r} takes no parameter p",
+                         hint="-p goes with minkowski (or a metric defined with a p)")
+    return {"p": args.p}
+
+
+def _load(args):
+    from .io import read_matrix
+    X = read_matrix(args.input)
+    Y = read_matrix(args.index) if args.index else None
+    return X, Y
+
+
+# --- knn ----------------------------------------------------------------------
+
+
+def _knn_args(p):
+    _common_args(p)
+    p.add_argument("-k", type=int, default=10, help="neighbours per query (default 10)")
+    p.add_argument("--include-self", action="store_true",
+                   help="without --index, let a point be its own neighbour")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npz",
+                   help="where to write indices and distances (np.savez)")
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress bar even when stderr is not a terminal")
+
+
+class ProgressBar:
+    """A one-line text bar on a stream, redrawn per block (at most ~10 times a second)."""
+
+    def __init__(self, total: int, stream, enabled: bool, width: int = 30):
+        self.total, self.done, self.stream = max(int(total), 1), 0, stream
+        self.enabled, self.width, self._last = enabled, width, 0.0
+        self.started = time.perf_counter()
+
+    def update(self, pairs: int) -> None:
+        self.done += int(pairs)
+        now = time.perf_counter()
+        if self.enabled and (now - self._last > 0.1 or self.done >= self.total):
+            self._last = now
+            frac = min(1.0, self.done / self.total)
+            fill = int(round(frac * self.width))
+            rate = self.done / max(now - self.started, 1e-9)
+            self.stream.write(f"\r[{'#' * fill}{'.' * (self.width - fill)}] {frac:6.1%} "
+                              f"{self.done:.3g}/{self.total:.3g} pairs, {rate:.3g} pairs/s")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _strategy(metric: str, params: dict) -> str:
+    from .pairwise import explain
+    products = explain(metric, **params).products
+    if not products:
+        return "no products"
+    return "; ".join(p.strategy + (f" (expansion rank {p.expansion_rank})" if p.expansion_rank
+                                   else "") for p in products)
+
+
+def _knn(args) -> int:
+    from . import neighbors
+    from .io import write_knn
+    from .pairwise import metric_program
+    params = _metric_params(args)
+    X, Y = _load(args)
+    exclude_self = Y is None and not args.include_self
+    Yv = X if Y is None else Y
+    plan = metric_program(args.metric, **params).plan
+    budget = neighbors._budget(args.working_memory)
+    be = neighbors._backend(args.backend, budget)
+    total = X.shape[0] * Yv.shape[0]
+    bar = ProgressBar(total, sys.stderr, args.progress or sys.stderr.isatty())
+    start = time.perf_counter()
+    try:
+        d, i = neighbors._knn(plan, X, Yv, args.k, be, budget, exclude_self, on_block=bar.update)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - start
+    out = write_knn(args.output, i, d)
+    print(f"gbdist knn: {X.shape[0]} queries x {Yv.shape[0]} index rows, k={args.k}, "
+          f"metric {args.metric}: {total} pairs in {seconds:.3f} s "
+          f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
+          f"strategy {_strategy(args.metric, params)}; wrote {out}", file=sys.stderr)
+    return 0
+
+
+# --- pairwise -----------------------------------------------------------------
+
+DEFAULT_MAX_BYTES = 2 * 2**30
+
+
+def _pairwise_args(p):
+    _common_args(p)
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
+                   help="where to write the dense distance matrix (np.save)")
+    p.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="BYTES",
+                   help="refuse outputs larger than this (n_query * n_index * 8; default 2G)")
+
+
+def _pairwise(args) -> int:
+    from .pairwise import pairwise_distances
+    params = _metric_params(args)
+    X, Y = _load(args)
+    n_index = (X if Y is None else Y).shape[0]
+    need = X.shape[0] * n_index * 8
+    if need > args.max_bytes:
+        raise InputError("the dense distance matrix is too large to write",
+                         expected=f"at most --max-bytes = {args.max_bytes} bytes",
+                         got=f"{X.shape[0]} x {n_index} x 8 = {need} bytes",
+                         hint="use `gbdist knn` for nearest neighbours, or raise --max-bytes")
+    start = time.perf_counter()
+    D = pairwise_distances(X, Y, metric=args.metric, backend=args.backend,
+                           working_memory=args.working_memory, **params)
+    seconds = time.perf_counter() - start
+    try:
+        np.save(args.output, np.asarray(D))
+    except OSError as e:
+        raise InputError(f"cannot write {args.output!r}", got=e.strerror or str(e)) from None
+    print(f"gbdist pairwise: {D.shape[0]} x {D.shape[1]} distances, metric {args.metric}, "
+          f"in {seconds:.3f} s; wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = [
+    ("knn", "k nearest neighbours of the rows of a matrix file, written to .npz",
+     _knn_args, _knn),
+    ("pairwise", "the dense distance matrix of a matrix file, written to .npy (when it fits)",
+     _pairwise_args, _pairwise),
+]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="gbdist", description="nearest neighbours and distances")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_, add_args, run in COMMANDS:
+        p = sub.add_parser(name, help=help_)
+        add_args(p)
+        p.set_defaults(run=run)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except GbdistError as e:
+        print(f"gbdist: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

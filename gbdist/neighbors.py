@@ -1,0 +1,476 @@
+"""k-nearest neighbours and radius queries on top of the runtime's block iterator.
+
+The distance matrix between queries (rows of X) and the index (rows of Y) is
+never materialised. The output grid is cut into *column tiles* (slices of the
+index) and, inside each tile, into *row blocks* (slices of the queries), both
+sized from one ``working_memory`` budget in bytes:
+
+    for each column tile Y[c0:c1]            (outer: the index, bounded)
+        for each row block X[r0:r1]          (inner: runtime.iter_blocks)
+            D = distances of the block       (rows × tile width)
+            keep the k smallest of D         (np.partition, exact ties by index)
+            merge with the best k so far     (lexsort by (distance, index))
+
+Order is total and deterministic: by distance, then by the lower index; NaN
+distances sort after every number (NumPy's order). So the answer does not
+depend on how the grid was tiled.
+
+Any backend plugs in: one with ``run_step`` (the CPU reference) is driven
+through :func:`gbdist.runtime.bind` and :func:`gbdist.runtime.iter_blocks`;
+one that runs a whole plan (``run(plan, inputs, ...)``, the CUDA backend) is
+called once per (row block, column tile) on sliced inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+from typing import Callable, Iterator
+
+import numpy as np
+import scipy.sparse as sps
+
+from . import metrics, runtime
+from .errors import InputError
+from .pairwise import metric_program
+from .plan import Plan
+
+__all__ = ["knn", "NearestNeighbors", "pairwise_distances_chunked"]
+
+# Bytes of selection temporaries per distance cell: np.partition's copy (8),
+# the less / equal / NaN masks (3) and np.nonzero's indices (≈ 8 when dense).
+_SELECT_BYTES = 24
+
+
+# ---------------------------------------------------------------------------
+# budget and backend
+# ---------------------------------------------------------------------------
+
+
+def default_working_memory() -> int:
+    """``runtime.DEFAULT_WORKING_MEMORY``, or half the free memory when that is less."""
+    budget = runtime.DEFAULT_WORKING_MEMORY
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return budget
+    return int(max(64 * 2**20, min(budget, free // 2)))
+
+
+def _budget(working_memory) -> int:
+    if working_memory is None:
+        return default_working_memory()
+    if isinstance(working_memory, bool) or not isinstance(working_memory, numbers.Integral) \
+            or working_memory <= 0:
+        raise InputError("working_memory must be a positive number of bytes",
+                         got=repr(working_memory),
+                         hint="e.g. working_memory=256 * 2**20 (gbdist counts bytes, "
+                              "scikit-learn's working_memory counts MiB)")
+    return int(working_memory)
+
+
+def _backend(backend, budget: int):
+    """A backend name ("auto", "cpu", "cuda") or a backend object, resolved."""
+    if isinstance(backend, str):
+        return runtime.get_backend(backend, budget // 2)
+    if hasattr(backend, "run") or hasattr(backend, "run_step"):
+        return backend
+    raise InputError("unknown backend", expected="'auto', 'cpu', 'cuda' or a backend object",
+                     got=repr(backend))
+
+
+def _cell_bytes(plan: Plan) -> int:
+    """Bytes per output cell while a block is computed (as runtime's row sizing counts them)."""
+    nmat = sum(1 for s in plan.steps if s.kind == "matrix") + 3
+    return 8 * nmat + _SELECT_BYTES
+
+
+def tile_width(plan: Plan, n_index: int, budget: int) -> int:
+    """Columns (index rows) per tile: the whole index when one row of it fits half the budget."""
+    cells = max(1, (budget // 2) // _cell_bytes(plan))
+    return int(max(1, min(n_index, cells)))
+
+
+# ---------------------------------------------------------------------------
+# distance tiles: the one place that talks to backends
+# ---------------------------------------------------------------------------
+
+
+def _result_dtype(X, Y, dtype=None):
+    return runtime.result_dtype({"A": X, "B": Y}, dtype)
+
+
+def _as_grid(block: np.ndarray, kind: str, rows: int, cols: int) -> np.ndarray:
+    """A block of any output kind (matrix, col, row, scalar) as rows × cols."""
+    block = np.asarray(block, dtype=np.float64)
+    if kind == "col":
+        block = block.reshape(rows, 1)
+    elif kind == "row":
+        block = block.reshape(1, cols)
+    return np.broadcast_to(block, (rows, cols))
+
+
+def _slice_right(b: runtime.Bound, c0: int, c1: int) -> runtime.Bound:
+    """The bound plan restricted to index rows c0:c1 (every right-side operand sliced)."""
+    data = {key: (v if key in b.left_keys else v[c0:c1]) for key, v in b.data.items()}
+    return dataclasses.replace(b, data=data, n=c1 - c0)
+
+
+def _right_sliceable(b: runtime.Bound) -> bool:
+    return all(v.shape[0] == b.n for key, v in b.data.items() if key not in b.left_keys)
+
+
+def distance_tiles(plan: Plan, X, Y, be, budget: int, dtype=None, full_width: bool = False
+                   ) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+    """Yield ``(r0, r1, c0, c1, D)``: float64 distances of queries r0:r1 to index rows c0:c1.
+
+    Column tiles are the outer loop and run in increasing order, row blocks the
+    inner loop. ``full_width`` keeps the whole index in one tile (chunked
+    pairwise distances).
+    """
+    if hasattr(be, "run"):
+        yield from _run_tiles(plan, X, Y, be, budget, dtype, full_width)
+        return
+    b = runtime.bind(plan, {"A": X, "B": Y}, drop_zeros=True, dtype=dtype)
+    width = b.n if full_width or not _right_sliceable(b) else tile_width(plan, b.n, budget)
+    for c0 in range(0, b.n, max(width, 1)):
+        c1 = min(b.n, c0 + width)
+        tile = b if (c0, c1) == (0, b.n) else _slice_right(b, c0, c1)
+        for r0, r1, block in runtime.iter_blocks(tile, be, budget // 2):
+            yield r0, r1, c0, c1, _as_grid(block, plan.output_kind, r1 - r0, c1 - c0)
+
+
+def _run_tiles(plan, X, Y, be, budget, dtype, full_width):
+    """Tiles for a backend that runs whole plans: one call per (row block, column tile)."""
+    Xc = runtime.to_csr(X, "X", drop_zeros=True)
+    Yc = runtime.to_csr(Y, "Y", drop_zeros=True)
+    if Xc.shape[1] != Yc.shape[1]:
+        raise InputError("X and Y must have the same number of columns",
+                         got=f"X: {Xc.shape[1]}, Y: {Yc.shape[1]}")
+    dt = _result_dtype(X, Y, dtype)
+    m, n = Xc.shape[0], Yc.shape[0]
+    width = n if full_width else tile_width(plan, n, budget)
+    for c0 in range(0, n, max(width, 1)):
+        c1 = min(n, c0 + width)
+        rows = int(max(1, (budget // 2) // (_cell_bytes(plan) * (c1 - c0))))
+        for r0 in range(0, m, rows):
+            r1 = min(m, r0 + rows)
+            out = be.run(plan, {"A": Xc[r0:r1], "B": Yc[c0:c1]}, working_memory=budget // 2,
+                         drop_zeros=True, dtype=dt)
+            if runtime.is_cupy(out):
+                out = out.get()
+            yield r0, r1, c0, c1, _as_grid(out, plan.output_kind, r1 - r0, c1 - c0)
+
+
+# ---------------------------------------------------------------------------
+# top-k selection and merging
+# ---------------------------------------------------------------------------
+
+
+def select_k(D: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest entries of each row of D by (distance, column), NaN last.
+
+    Returns (distances, indices), both rows × min(k, width), sorted; indices are
+    int64 columns plus ``offset``. Ties at the k-th value keep the lowest
+    columns, so the choice never depends on the partition's internal order.
+    """
+    rows, width = D.shape
+    kk = min(k, width)
+    cols = np.arange(width, dtype=np.int64)
+    if kk == 0 or rows == 0:
+        return np.empty((rows, kk)), np.empty((rows, kk), dtype=np.int64)
+    if kk < width:
+        kth = np.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
+        kth_nan = np.isnan(kth)
+        d_nan = np.isnan(D)
+        less = (D < kth) | (kth_nan & ~d_nan)
+        equal = (D == kth) | (kth_nan & d_nan)
+        need = kk - less.sum(axis=1)
+        over = np.flatnonzero(equal.sum(axis=1) > need)
+        if over.size:  # more ties than places: keep the lowest columns
+            equal[over] &= np.cumsum(equal[over], axis=1) <= need[over, None]
+        _, picked = np.nonzero(less | equal)  # row-major: kk per row, columns ascending
+        cols = picked.reshape(rows, kk).astype(np.int64)
+        values = np.take_along_axis(D, cols, axis=1)
+    else:
+        cols = np.broadcast_to(cols, (rows, width))
+        values = D
+    order = np.argsort(values, axis=1, kind="stable")  # stable: equal values by column
+    return (np.take_along_axis(values, order, axis=1),
+            np.take_along_axis(cols, order, axis=1) + np.int64(offset))
+
+
+def merge_k(d1, i1, d2, i2, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Merge two candidate lists per row into the k best by (distance, index), NaN last."""
+    d = np.concatenate([d1, d2], axis=1)
+    i = np.concatenate([i1, i2], axis=1)
+    order = np.lexsort((i, d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, axis=1), np.take_along_axis(i, order, axis=1)
+
+
+def _drop_self(d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """From k + 1 candidates per query, drop the query's own index (else the last one).
+
+    As scikit-learn does: only index q is removed for query q, even when a
+    duplicate of q lies at distance 0 too.
+    """
+    rows = d.shape[0]
+    hit = i == np.arange(rows, dtype=np.int64)[:, None]
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), i.shape[1] - 1)
+    keep = np.ones(i.shape, dtype=bool)
+    keep[np.arange(rows), drop] = False
+    return d[keep].reshape(rows, k), i[keep].reshape(rows, k)
+
+
+# ---------------------------------------------------------------------------
+# the searches
+# ---------------------------------------------------------------------------
+
+
+def _check_k(k, n_index: int, exclude_self: bool) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise InputError("n_neighbors must be an integer", got=repr(k))
+    if k <= 0:
+        raise InputError(f"Expected n_neighbors > 0. Got {k}")
+    need = k + 1 if exclude_self else k
+    if need > n_index:
+        if exclude_self:
+            raise InputError(f"Expected n_neighbors < n_samples_fit when the query is the fitted "
+                             f"data (each point is left out of its own neighbours), but "
+                             f"n_neighbors = {k}, n_samples_fit = {n_index}",
+                             hint=f"use n_neighbors <= {n_index - 1}")
+        raise InputError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k}, "
+                         f"n_samples_fit = {n_index}",
+                         hint=f"use n_neighbors <= {n_index}")
+    return need
+
+
+def _nrows(x, name: str) -> int:
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.shape(x)
+    if len(shape) != 2:
+        raise InputError(f"{name} must be a 2-D matrix", got=f"shape {tuple(shape)}",
+                         hint="reshape a single sample with x.reshape(1, -1)")
+    return int(shape[0])
+
+
+def _knn(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=None,
+         on_block: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest index rows of every query; see :func:`knn`."""
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    kk = _check_k(k, n, exclude_self)
+    dt = _result_dtype(X, Y, dtype)
+    # Placeholders (NaN, largest index) sort after every real candidate, NaN ones too.
+    best_d = np.full((m, kk), np.nan)
+    best_i = np.full((m, kk), np.iinfo(np.int64).max, dtype=np.int64)
+    for r0, r1, c0, c1, D in distance_tiles(plan, X, Y, be, budget, dt):
+        d, i = select_k(D, kk, c0)
+        best_d[r0:r1], best_i[r0:r1] = merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)
+        if on_block is not None:
+            on_block((r1 - r0) * (c1 - c0))
+    if exclude_self:
+        best_d, best_i = _drop_self(best_d, best_i, k)
+    return best_d.astype(dt), best_i
+
+
+def _radius(plan: Plan, X, Y, radius, be, budget: int, exclude_self: bool, sort_results: bool,
+            dtype=None) -> sps.csr_matrix:
+    """Every (query, index) pair at distance <= radius, as a CSR of distances.
+
+    Column indices within a row are ascending, or sorted by (distance, index)
+    with ``sort_results``. Stored entries are the pairs found (a distance of 0
+    is stored too).
+    """
+    if isinstance(radius, bool) or not isinstance(radius, numbers.Real) or np.isnan(radius):
+        raise InputError("radius must be a number", got=repr(radius))
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    dt = _result_dtype(X, Y, dtype)
+    rows, cols, vals = [], [], []
+    for r0, r1, c0, c1, D in distance_tiles(plan, X, Y, be, budget, dt):
+        r, c = np.nonzero(D <= radius)
+        r = r.astype(np.int64) + r0
+        c = c.astype(np.int64) + c0
+        v = D[r - r0, c - c0]
+        if exclude_self:
+            keep = r != c
+            r, c, v = r[keep], c[keep], v[keep]
+        rows.append(r)
+        cols.append(c)
+        vals.append(v)
+    r = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.empty(0, dtype=np.int64)
+    v = np.concatenate(vals) if vals else np.empty(0)
+    order = np.lexsort((c, v, r) if sort_results else (c, r))
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+    out = sps.csr_matrix((v[order].astype(dt), c[order], indptr), shape=(m, n))
+    out.has_sorted_indices = not sort_results
+    return out
+
+
+def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memory=None,
+        exclude_self=None, **params) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of X, the k nearest rows of Y (of X when Y is None).
+
+    Returns ``(distances, indices)``, both shaped (n_X, k), each row sorted by
+    (distance, index): ties go to the lower index and NaN distances come last.
+    Indices are int64. Distances are float32 when every input is float32.
+
+    ``exclude_self`` (default: ``Y is None``) leaves index i out of query i's
+    neighbours, as scikit-learn's ``kneighbors(X=None)`` does — a duplicate of
+    row i at distance 0 is still returned. ``k`` larger than the index raises
+    :class:`gbdist.InputError` (scikit-learn's ValueError "Expected n_neighbors
+    <= n_samples_fit"). ``working_memory`` (bytes) sizes the tiles; results do
+    not depend on it. ``params`` go to the metric (``p`` for minkowski).
+    """
+    if exclude_self is None:
+        exclude_self = Y is None
+    plan = metric_program(metric, **params).plan
+    budget = _budget(working_memory)
+    be = _backend(backend, budget)
+    return _knn(plan, X, X if Y is None else Y, k, be, budget, bool(exclude_self))
+
+
+def pairwise_distances_chunked(X, Y=None, metric="euclidean", working_memory=None,
+                               reduce_func: Callable | None = None, backend="auto", dtype=None,
+                               **params):
+    """Yield the distance matrix in row blocks (a generator), like scikit-learn's.
+
+    Each block holds whole rows (all of Y) and is sized so that it and its
+    temporaries fit ``working_memory`` bytes. With ``reduce_func(D_chunk,
+    start)`` the generator yields its results instead of the blocks.
+    """
+    plan = metric_program(metric, **params).plan
+    budget = _budget(working_memory)
+    be = _backend(backend, budget)
+    Yv = X if Y is None else Y
+    dt = _result_dtype(X, Yv, dtype)
+    for r0, r1, c0, c1, D in distance_tiles(plan, X, Yv, be, budget, dt, full_width=True):
+        block = D.astype(dt)  # a writable copy
+        if reduce_func is None:
+            yield block
+        else:
+            reduced = reduce_func(block, r0)
+            if reduced is None:
+                raise InputError("reduce_func returned None",
+                                 hint="return the reduced chunk, e.g. a list or an array per row")
+            yield reduced
+
+
+# ---------------------------------------------------------------------------
+# the scikit-learn shaped estimator
+# ---------------------------------------------------------------------------
+
+
+def _object_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
+    out = np.empty(len(indptr) - 1, dtype=object)
+    out[:] = [values[indptr[q]:indptr[q + 1]] for q in range(len(indptr) - 1)]
+    return out
+
+
+class NearestNeighbors:
+    """Unsupervised neighbour search shaped like ``sklearn.neighbors.NearestNeighbors``.
+
+    ``metric`` is any gbdist metric name (built-in or registered with
+    ``gb.define_metric`` / the DSL), a callable ``(A, B) -> expression`` or an
+    expression. ``p`` is passed to metrics that take a ``p`` (minkowski) unless
+    ``metric_params`` sets it; ``metric_params`` go to the metric.
+    ``working_memory`` is in bytes (scikit-learn's is in MiB).
+    """
+
+    def __init__(self, n_neighbors: int = 5, radius: float = 1.0, metric="minkowski", p=2,
+                 metric_params: dict | None = None, backend="auto", working_memory=None):
+        self.n_neighbors = n_neighbors
+        self.radius = radius
+        self.metric = metric
+        self.p = p
+        self.metric_params = metric_params
+        self.backend = backend
+        self.working_memory = working_memory
+
+    # -- fitting ---------------------------------------------------------------
+
+    def _params(self) -> dict:
+        params = dict(self.metric_params or {})
+        if isinstance(self.metric, str) and "p" in metrics.get(self.metric).params \
+                and "p" not in params and self.p is not None:
+            params["p"] = self.p
+        return params
+
+    def fit(self, X, y=None) -> "NearestNeighbors":
+        """Store the index: X as canonical CSR (explicit zeros dropped)."""
+        self.effective_metric_params_ = self._params()
+        self.effective_metric_ = self.metric
+        self._plan = metric_program(self.metric, **self.effective_metric_params_).plan
+        self._fit_dtype = _result_dtype(X, X)
+        self._fit_X = runtime.to_csr(X, "X", drop_zeros=True)
+        self.n_samples_fit_, self.n_features_in_ = self._fit_X.shape
+        return self
+
+    def _query(self, X):
+        if not hasattr(self, "_fit_X"):
+            raise InputError("this NearestNeighbors is not fitted yet", hint="call fit(X) first")
+        budget = _budget(self.working_memory)
+        be = _backend(self.backend, budget)
+        if X is None:
+            return self._fit_X, True, budget, be, self._fit_dtype
+        both32 = self._fit_dtype == np.float32 and _result_dtype(X, X) == np.float32
+        return X, False, budget, be, np.dtype(np.float32 if both32 else np.float64)
+
+    # -- k nearest -------------------------------------------------------------
+
+    def kneighbors(self, X=None, n_neighbors=None, return_distance: bool = True):
+        """The n_neighbors nearest fitted rows of each row of X (of the fitted data when
+        X is None, each point then left out of its own neighbours)."""
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        Q, is_train, budget, be, dt = self._query(X)
+        d, i = _knn(self._plan, Q, self._fit_X, k, be, budget, is_train, dt)
+        return (d, i) if return_distance else i
+
+    def kneighbors_graph(self, X=None, n_neighbors=None, mode: str = "connectivity"):
+        """CSR of shape (n_queries, n_samples_fit): 1 (connectivity) or the distance
+        (distance) at each query's neighbours, in neighbour order within a row."""
+        if mode not in ("connectivity", "distance"):
+            raise InputError("unknown mode", expected="'connectivity' or 'distance'",
+                             got=repr(mode))
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        d, i = self.kneighbors(X, k, return_distance=True)
+        nq = i.shape[0]
+        data = np.ones(i.size) if mode == "connectivity" else d.ravel()
+        indptr = np.arange(0, nq * i.shape[1] + 1, i.shape[1], dtype=np.int64)
+        return sps.csr_matrix((data, i.ravel(), indptr), shape=(nq, self.n_samples_fit_))
+
+    # -- radius ------------------------------------------------------------------
+
+    def _radius_csr(self, X, radius, sort_results):
+        r = self.radius if radius is None else radius
+        Q, is_train, budget, be, dt = self._query(X)
+        return _radius(self._plan, Q, self._fit_X, r, be, budget, is_train, sort_results, dt)
+
+    def radius_neighbors(self, X=None, radius=None, return_distance: bool = True,
+                         sort_results: bool = False):
+        """For each query, the fitted rows at distance <= radius, as object arrays of
+        arrays (scikit-learn's shape); index order unless ``sort_results``."""
+        if sort_results and not return_distance:
+            raise InputError("return_distance must be True if sort_results is True")
+        g = self._radius_csr(X, radius, sort_results)
+        ind = _object_rows(g.indices.astype(np.int64), g.indptr)
+        if not return_distance:
+            return ind
+        return _object_rows(g.data, g.indptr), ind
+
+    def radius_neighbors_graph(self, X=None, radius=None, mode: str = "connectivity",
+                               sort_results: bool = False):
+        """CSR of shape (n_queries, n_samples_fit) of the pairs within radius."""
+        if mode not in ("connectivity", "distance"):
+            raise InputError("unknown mode", expected="'connectivity' or 'distance'",
+                             got=repr(mode))
+        g = self._radius_csr(X, radius, sort_results)
+        if mode == "connectivity":
+            g.data = np.ones_like(g.data, dtype=np.float64)
+        return g
+
+    def __repr__(self):
+        return (f"NearestNeighbors(n_neighbors={self.n_neighbors}, radius={self.radius}, "
+                f"metric={self.metric!r}, p={self.p}, backend={self.backend!r})")
