@@ -67,7 +67,7 @@ def _peer_times(name, metric, Q, X, Qg, Xg, repeats, args):
             out["cusparse"] = peers.timeit_cuda(lambda: peers.cusparse(Qg, Xg, metric), repeats, 2)
         except Exception as e:  # report, never hide
             out["cusparse"] = f"error: {type(e).__name__}: {e}"[:120]
-    if not args.skip_naive:
+    if not args.skip_naive and Q.shape[0] * X.shape[0] <= args.naive_max_pairs:
         try:
             out["naive"] = peers.timeit_cuda(lambda: peers.naive_merge(Qg, Xg, metric), max(3, repeats // 3), 1)
         except NotImplementedError:
@@ -171,6 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("--powerlaw-queries", type=int, default=2048)
     p.add_argument("--sklearn-rows", type=int, default=64)
     p.add_argument("--skip-naive", action="store_true")
+    p.add_argument("--naive-max-pairs", type=float, default=3e8,
+                   help="skip the naive merge kernel above this many output pairs (it takes minutes)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     args.metrics = [m for m in args.metrics.split(",") if m]
@@ -186,10 +188,10 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         X = datasets.powerlaw()[0].astype(np.float32)
         print(f"(generated power-law matrix in {time.perf_counter() - t0:.1f} s)", flush=True)
-        qa = args.queries
-        args.queries = args.powerlaw_queries
+        qa, sk = args.queries, args.sklearn_rows
+        args.queries, args.sklearn_rows = args.powerlaw_queries, min(sk, 8)
         bench_dataset("powerlaw-ML", X, args, results)
-        args.queries = qa
+        args.queries, args.sklearn_rows = qa, sk
     lines = summary(results)
     print("\n".join(lines))
     if args.json:

@@ -18,6 +18,10 @@
 //    left rows) and ⊕-combines with MODE 1's result. Columns stored on both
 //    sides are seen twice, which an idempotent ⊕ absorbs.
 //
+// G lanes work on one streamed row (G = 32, 16 or 8, chosen from the average
+// stored entries per row and chunk), so short rows do not leave lanes idle.
+// With k-chunks, dcp/scp hold each row's per-chunk offsets (gb_chunk_ptr).
+//
 // MODE 0: single pass, epilogue -> out.   MODE 1: raw accumulators -> tmp.
 // MODE 2: combine with tmp, epilogue -> out.
 // When K does not fit in one chunk, partial accumulators live in tmp between
@@ -25,13 +29,13 @@
 //
 // Layout: out is n_left x n_right (row-major); tmp is NACC x n_left x n_right;
 // colred is (#col reductions) x n_left; rowred is (#row reductions) x n_right.
-template <class Spec, int R, int MODE, typename I>
+template <class Spec, int R, int MODE, int G, typename I>
 __global__ void __launch_bounds__(512)
 gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
           const typename Spec::T* __restrict__ dval, long long n_dense,
           const I* __restrict__ sptr, const I* __restrict__ sidx,
           const typename Spec::T* __restrict__ sval, long long n_stream,
-          long long K, long long kchunk,
+          long long K, long long kchunk, const I* __restrict__ dcp, const I* __restrict__ scp,
           typename Spec::T* __restrict__ out, typename Spec::T* __restrict__ tmp,
           long long n_left, long long n_right,
           const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
@@ -41,8 +45,12 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
   unsigned char* stored = gb_smem + sizeof(T) * R * kchunk;
 
   const int lane = threadIdx.x & 31;
+  const int glane = lane % G;  // lane within its group
+  const int group = lane / G;  // group within the warp
   const int warp = threadIdx.x >> 5;
   const int nwarps = blockDim.x >> 5;
+  const int per_warp = 32 / G;
+  const int nch = (int)((K + kchunk - 1) / kchunk);
   const long long d0 = (long long)blockIdx.x * R;
   const long long per = (n_stream + gridDim.y - 1) / gridDim.y;
   const long long s0 = (long long)blockIdx.y * per;
@@ -51,7 +59,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
   const long long plane = n_left * n_right;
 
   for (long long k0 = 0; k0 < K; k0 += kchunk) {
-    const long long kc = (kchunk < K - k0) ? kchunk : K - k0;
+    const int c = (int)(k0 / kchunk);
     for (long long t = threadIdx.x; t < (long long)R * kchunk; t += blockDim.x) {
       dense[t] = (T)0;
       if (Spec::STRUCTURAL) stored[t] = 0;
@@ -61,11 +69,8 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
     for (int r = 0; r < R; ++r) {
       const long long d = d0 + r;
       if (d < n_dense) {
-        I p0 = dptr[d], p1 = dptr[d + 1];
-        if (chunked) {
-          p0 = gb_lower_bound(didx, p0, p1, k0);
-          p1 = gb_lower_bound(didx, p0, p1, k0 + kc);
-        }
+        const I p0 = chunked ? dcp[d * (nch + 1) + c] : dptr[d];
+        const I p1 = chunked ? dcp[d * (nch + 1) + c + 1] : dptr[d + 1];
         for (I p = p0 + (I)threadIdx.x; p < p1; p += (I)blockDim.x) {
           const long long k = (long long)didx[p] - k0;
           dense[r * kchunk + k] = dval[p];
@@ -77,16 +82,20 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
 
     const bool first = (k0 == 0);
     const bool last = (k0 + kchunk >= K);
-    for (long long j = s0 + warp; j < s1; j += nwarps) {
+    // Every lane of a warp runs the same iterations (the group reduction
+    // shuffles across the warp); a group past the end walks an empty row.
+    for (long long jb = s0 + (long long)warp * per_warp; jb < s1; jb += (long long)nwarps * per_warp) {
+      const long long j = jb + group;
+      const bool active = j < s1;
       T acc[R][Spec::NACC];
 #pragma unroll
       for (int r = 0; r < R; ++r) Spec::init(acc[r]);
-      I p0 = sptr[j], p1 = sptr[j + 1];
-      if (chunked) {
-        p0 = gb_lower_bound(sidx, p0, p1, k0);
-        p1 = gb_lower_bound(sidx, p0, p1, k0 + kc);
+      I p0 = 0, p1 = 0;
+      if (active) {
+        p0 = chunked ? scp[j * (nch + 1) + c] : sptr[j];
+        p1 = chunked ? scp[j * (nch + 1) + c + 1] : sptr[j + 1];
       }
-      for (I p = p0 + (I)lane; p < p1; p += 32) {
+      for (I p = p0 + (I)glane; p < p1; p += G) {
         const long long k = (long long)sidx[p] - k0;
         const T v = sval[p];
 #pragma unroll
@@ -98,11 +107,11 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
         }
       }
 #pragma unroll
-      for (int r = 0; r < R; ++r) gb_warp_reduce<Spec>(acc[r]);
+      for (int r = 0; r < R; ++r) gb_group_reduce<Spec, G>(acc[r]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const long long d = d0 + r;
-        if (lane != r || d >= n_dense) continue;
+        if (!active || glane != r || d >= n_dense) continue;
         const long long i = (MODE == 2) ? j : d;
         const long long jj = (MODE == 2) ? d : j;
         const long long o = i * n_right + jj;

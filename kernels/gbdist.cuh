@@ -14,12 +14,13 @@ template <typename T> __device__ __forceinline__ T gb_sign(T a) {
   return (T)((a > (T)0) - (a < (T)0));
 }
 
-// Warp-wide reduction of all NACC accumulators with the spec's combine.
-template <class Spec>
-__device__ __forceinline__ void gb_warp_reduce(typename Spec::T* acc) {
+// Reduction of all NACC accumulators across each aligned group of G lanes
+// (G = 32: the whole warp), with the spec's combine.
+template <class Spec, int G>
+__device__ __forceinline__ void gb_group_reduce(typename Spec::T* acc) {
   typedef typename Spec::T T;
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
+  for (int off = G / 2; off > 0; off >>= 1) {
     T other[Spec::NACC];
 #pragma unroll
     for (int s = 0; s < Spec::NACC; ++s) other[s] = __shfl_xor_sync(0xffffffffu, acc[s], off);
@@ -35,4 +36,18 @@ __device__ __forceinline__ I gb_lower_bound(const I* __restrict__ idx, I lo, I h
     if ((long long)idx[mid] < key) lo = mid + 1; else hi = mid;
   }
   return lo;
+}
+
+// Per-row offsets of each k-chunk: out[row * (nch + 1) + c] is the first stored
+// entry of `row` whose column is >= c * kchunk (c = nch: the row's end).
+template <typename I>
+__global__ void gb_chunk_ptr(const I* __restrict__ ptr, const I* __restrict__ idx, long long nrows,
+                             long long kchunk, int nch, I* __restrict__ out) {
+  const long long total = nrows * (nch + 1);
+  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+       t += (long long)gridDim.x * blockDim.x) {
+    const long long row = t / (nch + 1);
+    const int c = (int)(t % (nch + 1));
+    out[t] = (c == nch) ? ptr[row + 1] : gb_lower_bound(idx, ptr[row], ptr[row + 1], (long long)c * kchunk);
+  }
 }

@@ -212,11 +212,19 @@ class CUDABackend:
 
         names = tuple(f"gb_row_reduce<RSpec{r}, {itype_c}>" for r in range(len(gen.reductions)))
         gather_plan = None
+        launches = []
         if gen.gather:
             gather_plan = self._gather_config(gen, K, dt, rows_per_block)
-            R = gather_plan[0]
+            R, kchunk = gather_plan[0], gather_plan[1]
+            nch = -(-max(K, 1) // kchunk)
             modes = (1, 2) if gen.union else (0,)
-            names += tuple(f"gb_gather<Spec, {R}, {m}, {itype_c}>" for m in modes)
+            for mode in modes:
+                dense, stream = (right, left) if mode == 2 else (left, right)
+                G = _group_size(stream, nch, R)
+                launches.append((mode, dense, stream, G, f"gb_gather<Spec, {R}, {mode}, {G}, {itype_c}>"))
+            names += tuple(dict.fromkeys(n for *_, n in launches))
+            if nch > 1:
+                names += (f"gb_chunk_ptr<{itype_c}>",)
         mod = _module(gen, names)
 
         # Row reductions.
@@ -237,7 +245,7 @@ class CUDABackend:
         del colred
 
         if gen.gather:
-            result = self._launch_gather(mod, gen, gather_plan, left, right, n_left, n_right, K,
+            result = self._launch_gather(mod, gen, gather_plan, launches, n_left, n_right, K,
                                          dt, colbuf, rowbuf, itype_c)
         else:
             result = _epilogue_arrays(plan, outs, K, n_left, n_right)
@@ -247,6 +255,13 @@ class CUDABackend:
     # -- gather ------------------------------------------------------------------
 
     def _gather_config(self, gen: Generated, K: int, dt, rows_per_block: int | None):
+        """(R rows per block, k-chunk width, shared-memory budget) for this device.
+
+        R rows of the dense side share each load of a streamed entry, so the
+        largest R whose rows fit shared memory whole is taken; when even one
+        row does not fit, R = 8 with k-chunks (per-chunk row offsets are
+        precomputed, so chunking costs no searches in the kernel).
+        """
         import cupy
         dev = cupy.cuda.Device()
         optin = int(dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
@@ -256,27 +271,38 @@ class CUDABackend:
         for R in choices:
             if R * max(K, 1) * per_col <= budget:
                 return R, max(K, 1), budget
-        R = rows_per_block or 1
+        R = rows_per_block or ROWS_CHOICES[0]
         kchunk = max(32, budget // (R * per_col))
         return R, kchunk, budget
 
-    def _launch_gather(self, mod, gen, cfg, left: DevCSR, right: DevCSR, n_left, n_right, K, dt,
-                       colbuf, rowbuf, itype_c):
+    def _launch_gather(self, mod, gen, cfg, launches, n_left, n_right, K, dt, colbuf, rowbuf,
+                       itype_c):
         import cupy
         R, kchunk, _ = cfg
+        nch = -(-max(K, 1) // kchunk)
         sm = cupy.cuda.Device().attributes["MultiProcessorCount"]
         out = cupy.empty((n_left, n_right), dtype=dt)
-        need_tmp = gen.union or kchunk < K
+        need_tmp = gen.union or nch > 1
         nacc = len(gen.accumulators)
-        if need_tmp:
-            tmp = cupy.empty(nacc * n_left * n_right, dtype=dt)
-        else:
-            tmp = cupy.zeros(1, dtype=dt)
+        tmp = cupy.empty(nacc * n_left * n_right, dtype=dt) if need_tmp else cupy.zeros(1, dtype=dt)
         smem = R * kchunk * (dt.itemsize + (1 if gen.structural else 0))
-        modes = (1, 2) if gen.union else (0,)
-        for mode in modes:
-            dense, stream = (right, left) if mode == 2 else (left, right)
-            fn = mod.get_function(f"gb_gather<Spec, {R}, {mode}, {itype_c}>")
+        cps_cache: dict = {}
+
+        def chunk_ptrs(d: DevCSR):
+            if nch == 1:
+                return d.indptr  # unused by the kernel
+            key = id(d)
+            if key not in cps_cache:
+                out_ = cupy.empty(d.shape[0] * (nch + 1), dtype=d.indptr.dtype)
+                fn = mod.get_function(f"gb_chunk_ptr<{itype_c}>")
+                total = out_.size
+                fn((max(1, min(65535, (total + 255) // 256)),), (256,),
+                   (d.indptr, d.indices, np.int64(d.shape[0]), np.int64(kchunk), np.int32(nch), out_))
+                cps_cache[key] = out_
+            return cps_cache[key]
+
+        for mode, dense, stream, G, name in launches:
+            fn = mod.get_function(name)
             fn.max_dynamic_shared_size_bytes = smem
             gx = (dense.shape[0] + R - 1) // R
             gy = max(1, min(65535, (4 * sm + gx - 1) // max(gx, 1)))
@@ -284,9 +310,16 @@ class CUDABackend:
             fn((max(gx, 1), gy), (THREADS,),
                (dense.indptr, dense.indices, dense.data, np.int64(dense.shape[0]),
                 stream.indptr, stream.indices, stream.data, np.int64(stream.shape[0]),
-                np.int64(K), np.int64(kchunk), out, tmp, np.int64(n_left), np.int64(n_right),
-                colbuf, rowbuf), shared_mem=smem)
+                np.int64(K), np.int64(kchunk), chunk_ptrs(dense), chunk_ptrs(stream),
+                out, tmp, np.int64(n_left), np.int64(n_right), colbuf, rowbuf), shared_mem=smem)
         return out
+
+
+def _group_size(stream: DevCSR, nch: int, R: int) -> int:
+    """Lanes per streamed row: about the average stored entries per row and chunk."""
+    avg = stream.nnz / max(stream.shape[0], 1) / max(nch, 1)
+    G = 32 if avg > 24 else 16 if avg > 12 else 8
+    return max(G, R)
 
 
 def _sides(step):

@@ -383,12 +383,14 @@ def epilogue_expr(node: ir.Node, refs: dict, pr: CudaPrinter) -> str:
     return out
 
 
-def kernel_names(gen: Generated, rows: int = 4, itype: str = "int") -> tuple[str, ...]:
-    """The template instantiations a run of this plan uses (for name_expressions)."""
+def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
+                 groups: tuple[int, ...] = (8, 32)) -> tuple[str, ...]:
+    """Template instantiations of this plan's kernels (for name_expressions / nvcc)."""
     names = tuple(f"gb_row_reduce<RSpec{r}, {itype}>" for r in range(len(gen.reductions)))
     if gen.gather:
         modes = (1, 2) if gen.union else (0,)
-        names += tuple(f"gb_gather<Spec, {rows}, {m}, {itype}>" for m in modes)
+        names += tuple(f"gb_gather<Spec, {rows}, {m}, {g}, {itype}>" for m in modes for g in groups)
+        names += (f"gb_chunk_ptr<{itype}>",)
     return names
 
 
