@@ -120,6 +120,11 @@ COMMANDS = [
     ("check", "parse, type-check and prove every definition of a metric file", _check_args, _check),
 ]
 
+# knn and pairwise live in cli_knn (they own their I/O and progress reporting).
+from .cli_knn import COMMANDS as _KNN_COMMANDS  # noqa: E402
+
+COMMANDS += _KNN_COMMANDS
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="gbdist", description="sparse semiring distances")
