@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gbdist as gb  # noqa: E402
 from benchmarks import datasets, peers  # noqa: E402
+from benchmarks import knn as knn_bench  # noqa: E402
 
 METRICS = ("cosine", "euclidean", "manhattan", "chebyshev", "canberra", "jensenshannon")
 DOT_FAMILY = ("cosine", "euclidean")
@@ -117,12 +118,42 @@ def bench_dataset(name, X, args, results):
             else:
                 row["gbdist_ms"] = peers.timeit_cuda(
                     lambda: gb.pairwise_distances(Qg, Xg, metric=metric, backend="cuda"), args.repeats, 2)
+                from gbdist.backends.cuda import LAST_RUN
+                row["strategy"] = LAST_RUN["strategy"]
+                if args.all_strategies:
+                    _time_strategies(row, q, data, Qg, Xg, metric, args)
             row.update(_peer_times(name, metric, q, data, Qg, Xg, args.repeats, args))
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"[:300]
             traceback.print_exc()
         results.append(row)
         _print_row(row)
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _time_strategies(row, q, data, Qg, Xg, metric, args):
+    """Time every strategy the plan allows (each checked first), to fit the cost model."""
+    import cupy
+    from gbdist.backends.cuda import _generated
+    from gbdist.pairwise import metric_program
+    gen = _generated(metric_program(metric).plan, "float32")
+    ref = None
+    for strat in gen.strategies:
+        try:
+            D = gb.pairwise_distances(Qg, Xg, metric=metric, backend="cuda", strategy=strat)
+            if ref is None:
+                ref = gb.pairwise_distances(q[:CHECK_ROWS].astype(np.float64), data.astype(np.float64),
+                                            metric=metric, backend="cpu")
+            err = _rel_err(cupy.asnumpy(D[:CHECK_ROWS]).astype(np.float64), ref)
+            del D
+            if not err < 1e-3:
+                row[f"t_{strat}"] = f"check failed: {err:.1e}"
+                continue
+            row[f"t_{strat}"] = peers.timeit_cuda(
+                lambda: gb.pairwise_distances(Qg, Xg, metric=metric, backend="cuda", strategy=strat),
+                max(3, args.repeats // 2), 1)
+        except Exception as e:
+            row[f"t_{strat}"] = f"error: {type(e).__name__}: {e}"[:200]
         cupy.get_default_memory_pool().free_all_blocks()
 
 
@@ -139,6 +170,7 @@ def _print_row(r):
           f"  cusparse {_fmt(r.get('cusparse')):>9}  naive {_fmt(r.get('naive')):>9}"
           f"  torch {_fmt(r.get('torch')):>9}  sklearn {_fmt(r.get('sklearn')):>10}"
           f"  first {_fmt(r.get('first_call_ms')):>8}  err {r.get('rel_err', float('nan')):.1e}"
+          f"  [{r.get('strategy')}; " + " ".join(f"{k[2:]}={_fmt(v)}" for k, v in r.items() if k.startswith("t_")) + "]"
           + (f"  {r['error']}" if r.get("error") else ""), flush=True)
 
 
@@ -171,11 +203,19 @@ def main(argv=None) -> int:
     p.add_argument("--powerlaw-queries", type=int, default=2048)
     p.add_argument("--sklearn-rows", type=int, default=64)
     p.add_argument("--skip-naive", action="store_true")
+    p.add_argument("--all-strategies", action="store_true",
+                   help="also time every CUDA strategy the plan allows (to fit the cost model)")
     p.add_argument("--naive-max-pairs", type=float, default=3e8,
                    help="skip the naive merge kernel above this many output pairs (it takes minutes)")
     p.add_argument("--json", default=None)
+    knn_bench.add_arguments(p)
     args = p.parse_args(argv)
     args.metrics = [m for m in args.metrics.split(",") if m]
+    if args.knn:  # the kNN benchmark (benchmarks/knn.py), not the distance one
+        out = knn_bench.run_knn(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+        return 0
 
     import cupy
     dev = cupy.cuda.runtime.getDeviceProperties(0)

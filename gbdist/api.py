@@ -171,9 +171,9 @@ class Program:
         return [s.name for s in ir.symbols(self.plan.expr)]
 
     def __call__(self, backend: str = "auto", working_memory: int | None = None,
-                 dtype=None, drop_zeros: bool = False, **inputs):
+                 dtype=None, drop_zeros: bool = False, strategy: str = "auto", **inputs):
         return run(self.plan, inputs, backend=backend, working_memory=working_memory,
-                   drop_zeros=drop_zeros, dtype=dtype)
+                   drop_zeros=drop_zeros, dtype=dtype, strategy=strategy)
 
     def explain(self):
         from .explain import Explanation

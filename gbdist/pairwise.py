@@ -45,16 +45,19 @@ def metric_program(metric, **params) -> Program:
 
 
 def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", backend: str = "auto",
-                       working_memory: int | None = None, dtype=None, **params):
+                       working_memory: int | None = None, dtype=None, strategy: str = "auto",
+                       **params):
     """Distances between the rows of X and the rows of Y (or of X), shaped (n_X, n_Y).
 
     Inputs: SciPy sparse (csr/csc/coo, matrix or array classes), NumPy dense,
     or CuPy arrays (the result then stays on the GPU). Explicit zeros are data
-    (the value 0), so they are dropped before the run.
+    (the value 0), so they are dropped before the run. ``strategy`` forces a
+    CUDA kernel strategy ("gather", "scatter", "dense"; default: chosen from
+    cheap statistics of the inputs, see docs/cuda.md).
     """
     program = metric_program(metric, **params)
     return program(A=X, B=X if Y is None else Y, backend=backend, working_memory=working_memory,
-                   dtype=dtype, drop_zeros=True)
+                   dtype=dtype, drop_zeros=True, strategy=strategy)
 
 
 def explain(metric, **params) -> Explanation:

@@ -252,12 +252,25 @@ def get_backend(name: str, working_memory: int | None = None, inputs: dict | Non
     raise InputError("unknown backend", expected="'auto', 'cpu' or 'cuda'", got=repr(name))
 
 
+STRATEGIES = ("auto", "gather", "scatter", "dense")
+
+
 def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | None = None,
-        drop_zeros: bool = False, dtype=None):
-    """Execute ``plan`` on ``inputs`` and return the whole result."""
+        drop_zeros: bool = False, dtype=None, strategy: str = "auto"):
+    """Execute ``plan`` on ``inputs`` and return the whole result.
+
+    ``strategy`` forces a CUDA kernel strategy ("gather", "scatter", "dense");
+    the CPU backend has one implementation per primitive and accepts "auto" only.
+    """
+    if strategy not in STRATEGIES:
+        raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
     be = get_backend(backend, working_memory, inputs)
     if hasattr(be, "run"):
-        return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype)
+        return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype,
+                      strategy=strategy)
+    if strategy != "auto":
+        raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
+                         hint="use backend='cuda', or strategy='auto'")
     b = bind(plan, inputs, drop_zeros, dtype)
     if plan.output_kind == "matrix":
         out = np.empty((b.m, b.n), dtype=b.dtype)

@@ -51,3 +51,28 @@ __global__ void gb_chunk_ptr(const I* __restrict__ ptr, const I* __restrict__ id
     out[t] = (c == nch) ? ptr[row + 1] : gb_lower_bound(idx, ptr[row], ptr[row + 1], (long long)c * kchunk);
   }
 }
+
+// Atomic ⊕ into memory (shared or global): atomicAdd for plus, otherwise a
+// compare-and-swap loop with the monoid's combine (Comb::op).
+template <class Comb>
+__device__ __forceinline__ void gb_atomic_combine(float* addr, float v) {
+  unsigned int* a = reinterpret_cast<unsigned int*>(addr);
+  unsigned int old = *a, assumed;
+  do {
+    assumed = old;
+    const float next = Comb::op(__uint_as_float(assumed), v);
+    if (__float_as_uint(next) == assumed) return;
+    old = atomicCAS(a, assumed, __float_as_uint(next));
+  } while (assumed != old);
+}
+template <class Comb>
+__device__ __forceinline__ void gb_atomic_combine(double* addr, double v) {
+  unsigned long long* a = reinterpret_cast<unsigned long long*>(addr);
+  unsigned long long old = *a, assumed;
+  do {
+    assumed = old;
+    const double next = Comb::op(__longlong_as_double((long long)assumed), v);
+    if ((unsigned long long)__double_as_longlong(next) == assumed) return;
+    old = atomicCAS(a, assumed, (unsigned long long)__double_as_longlong(next));
+  } while (assumed != old);
+}

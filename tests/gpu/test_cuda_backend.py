@@ -49,6 +49,39 @@ def test_metric_matches_cpu(metric, dtype):
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 10, equal_nan=True)
 
 
+@pytest.mark.parametrize("strategy", ["gather", "scatter", "dense"])
+@pytest.mark.parametrize("metric", sorted(gb.metric_names()))
+def test_each_strategy_matches_cpu(metric, strategy):
+    from gbdist.backends.cuda import _generated
+    from gbdist.pairwise import metric_program
+    gen = _generated(metric_program(metric).plan, "float64")
+    if strategy not in gen.strategies:
+        with pytest.raises(gb.InputError):
+            gb.pairwise_distances(*_data(1, 5, 5, 9), metric=metric, backend="cuda", strategy=strategy)
+        return
+    X, Y = _data(19, 33, 41, 150, nonneg=metric in NONNEG, binary=metric in BINARY)
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-8, equal_nan=True)
+
+
+def test_scatter_tiles_the_output_columns():
+    """More output columns than one shared-memory tile holds (float64: ~28K)."""
+    rng = np.random.default_rng(2)
+    X = sps.random(6, 50, density=0.3, random_state=rng, format="csr")
+    Y = sps.random(40000, 50, density=0.05, random_state=rng, format="csr")
+    ref = gb.pairwise_distances(X, Y, metric="manhattan", backend="cpu")
+    got = gb.pairwise_distances(X, Y, metric="manhattan", backend="cuda", strategy="scatter")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_auto_strategy_is_recorded():
+    from gbdist.backends.cuda import LAST_RUN
+    X, Y = _data(4, 20, 20, 30)
+    gb.pairwise_distances(X, Y, metric="cosine", backend="cuda")
+    assert LAST_RUN["strategy"] in ("gather", "scatter", "dense")
+
+
 @pytest.mark.parametrize("p", [1.0, 3.0, 4.0])
 def test_minkowski(p):
     X, Y = _data(3, 20, 25, 40)

@@ -44,8 +44,23 @@ def available() -> bool:
 
 
 def generate_source(plan: Plan, dtype=np.float32) -> str:
-    """The CUDA source the backend compiles for ``plan`` (for ``gbdist explain --cuda``)."""
-    return _generated(plan, np.dtype(dtype).name).source
+    """The CUDA source the backend compiles for ``plan`` (for ``gbdist explain --cuda``),
+    headed by the strategies that can run it and how the runtime chooses."""
+    gen = _generated(plan, np.dtype(dtype).name)
+    if gen.strategies:
+        head = [
+            f"// strategies for this plan: {', '.join(gen.strategies)}",
+            "//   gather : R left rows dense in shared memory (k-chunked), right rows streamed",
+            "//   scatter: a block per left row walks B's columns for its stored k; atomics in shared memory",
+            "//   dense  : densified phi(A), psi(B) through cuBLAS GEMM, then gb_epilogue",
+            "// chosen per call from cheap statistics (rows, nonzeros, shared-column pairs, columns,",
+            "// shared memory per block, cost of the op); force one with strategy='gather'|'scatter'|'dense'",
+        ]
+        if "scatter" not in gen.strategies:
+            head.append("// (no scatter: a two-pass union needs both operands' columns walked)")
+    else:
+        head = ["// no product step: row reductions, then the epilogue on the reductions"]
+    return "\n".join(head) + "\n" + gen.source
 
 
 _GENERATED: dict = {}
@@ -172,7 +187,7 @@ class CUDABackend:
         self.working_memory = working_memory
 
     def run(self, plan: Plan, inputs: dict, working_memory=None, drop_zeros=False, dtype=None,
-            rows_per_block: int | None = None):
+            rows_per_block: int | None = None, strategy: str = "auto"):
         import cupy
         on_device = any(is_cupy(v) for v in inputs.values())
         dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()}, dtype)
@@ -213,7 +228,18 @@ class CUDABackend:
         names = tuple(f"gb_row_reduce<RSpec{r}, {itype_c}>" for r in range(len(gen.reductions)))
         gather_plan = None
         launches = []
+        strat = None
         if gen.gather:
+            strat = self.choose_strategy(gen, left, right, K, dt, strategy, itype_c)
+        LAST_RUN["strategy"] = strat
+        if strat == "scatter":
+            names += (f"gb_scatter<Spec, {itype_c}>", f"gb_chunk_ptr<{itype_c}>")
+        elif strat == "dense":
+            for terms in gen.dense_maps:
+                for (lname, _), (rname, _) in terms:
+                    names += (f"gb_densify<{lname}, {itype_c}>", f"gb_densify<{rname}, {itype_c}>")
+            names += ("gb_epilogue<Spec>",)
+        elif gen.gather:
             gather_plan = self._gather_config(gen, K, dt, rows_per_block)
             R, kchunk = gather_plan[0], gather_plan[1]
             nch = -(-max(K, 1) // kchunk)
@@ -244,7 +270,11 @@ class CUDABackend:
         rowbuf = cupy.concatenate(rows) if rows else cupy.zeros(1, dtype=dt)
         del colred
 
-        if gen.gather:
+        if strat == "scatter":
+            result = self._launch_scatter(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+        elif strat == "dense":
+            result = self._launch_dense(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+        elif gen.gather:
             result = self._launch_gather(mod, gen, gather_plan, launches, n_left, n_right, K,
                                          dt, colbuf, rowbuf, itype_c)
         else:
@@ -313,6 +343,120 @@ class CUDABackend:
                 np.int64(K), np.int64(kchunk), chunk_ptrs(dense), chunk_ptrs(stream),
                 out, tmp, np.int64(n_left), np.int64(n_right), colbuf, rowbuf), shared_mem=smem)
         return out
+
+
+    # -- strategy choice ---------------------------------------------------------
+
+    def estimate(self, gen: Generated, left: DevCSR, right: DevCSR, K: int, dt, itype_c: str) -> dict:
+        """Estimated seconds of each applicable strategy, from cheap statistics.
+
+        gather: every block of R left rows streams all of B's entries: pair work
+        m·nnz(B), weighted by the cost of ⊗, plus a cost per (block, streamed
+        row, k-chunk). scatter: work per pair of entries sharing a column
+        (Σ over A's entries of B's column degree; one bincount), plus writing
+        the m×n output, plus a fixed cost (Bᵀ is built per call). dense: the
+        GEMM's flops plus densifying. Rates fitted to H100 measurements of all
+        three strategies on the five real data sets (docs/cuda.md).
+        """
+        import cupy
+        import sympy as sp
+        m, n = left.shape[0], right.shape[0]
+        R, kchunk, _ = self._gather_config(gen, K, dt, None)
+        nch = -(-max(K, 1) // kchunk)
+        ops = [sp.count_ops(a.mul) for a in gen.accumulators]
+        w_gather = sum(1.0 + max(0, o - 6) / 3.0 for o in ops)
+        w_scatter = sum(1.0 + max(0, o - 6) / 20.0 for o in ops)
+        est = {"gather": RATES["gather_fixed"] + w_gather * m * right.nnz / RATES["gather_pairs"]
+               + (m / R) * n * nch / RATES["gather_rows"]}
+        if "scatter" in gen.strategies and itype_c == "int" and left.nnz and right.nnz:
+            deg = cupy.bincount(right.indices, minlength=K)
+            inter = float(deg[left.indices].sum())
+            est["scatter"] = (RATES["scatter_fixed"] + w_scatter * inter / RATES["scatter_pairs"]
+                              + m * n / RATES["scatter_cells"])
+        if "dense" in gen.strategies:
+            rk = sum(len(t) for t in gen.dense_maps) * K
+            dense_bytes = (m + n) * rk * dt.itemsize
+            free = cupy.cuda.runtime.memGetInfo()[0]
+            if dense_bytes < free // 4:
+                est["dense"] = (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]
+                                + (dense_bytes + m * n * dt.itemsize * 3) / RATES["bytes"])
+        return est
+
+    def choose_strategy(self, gen: Generated, left, right, K, dt, forced: str, itype_c: str) -> str:
+        allowed = gen.strategies
+        if forced not in ("auto",) + STRATEGIES:
+            raise InputError("unknown strategy", expected="auto, " + ", ".join(STRATEGIES), got=repr(forced))
+        if forced != "auto":
+            if forced not in allowed or (forced == "scatter" and itype_c != "int"):
+                raise InputError(f"strategy {forced!r} cannot run this plan",
+                                 expected=", ".join(allowed),
+                                 hint="scatter needs an intersection or union correction (no two-pass "
+                                      "union) and 32-bit indices; dense needs a rank expansion")
+            return forced
+        key = (gen.key, left.shape, right.shape, left.nnz, right.nnz, K, itype_c)
+        choice = _CHOICES.get(key)
+        if choice is None:  # a performance decision only: reused for same-shaped inputs
+            est = self.estimate(gen, left, right, K, dt, itype_c)
+            choice = _CHOICES[key] = min(est, key=est.get)
+        return choice
+
+    def _launch_scatter(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+        import cupy
+        import cupyx.scipy.sparse as cps
+        n_left, n_right = left.shape[0], right.shape[0]
+        bt = cps.csr_matrix((right.data, right.indices, right.indptr), shape=right.shape).T.tocsr()
+        bt.sort_indices()
+        nacc = len(gen.accumulators)
+        optin = int(cupy.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+        J = max(1, min(n_right, (optin - 1024) // (nacc * dt.itemsize)))
+        ntiles = -(-n_right // J)
+        tptr = cupy.empty(K * (ntiles + 1), dtype=left.indptr.dtype)
+        fn = mod.get_function(f"gb_chunk_ptr<{itype_c}>")
+        fn((max(1, min(65535, (tptr.size + 255) // 256)),), (256,),
+           (bt.indptr.astype(left.indptr.dtype), bt.indices.astype(left.indptr.dtype), np.int64(K),
+            np.int64(J), np.int32(ntiles), tptr))
+        out = cupy.empty((n_left, n_right), dtype=dt)
+        fn = mod.get_function(f"gb_scatter<Spec, {itype_c}>")
+        smem = nacc * J * dt.itemsize
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((n_left, ntiles), (THREADS,),
+           (left.indptr, left.indices, left.data, np.int64(n_left),
+            bt.indices.astype(left.indptr.dtype), bt.data, tptr, np.int32(ntiles), np.int64(J),
+            np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
+        return out
+
+    def _launch_dense(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+        import cupy
+        n_left, n_right = left.shape[0], right.shape[0]
+        accbuf = cupy.empty((len(gen.accumulators), n_left, n_right), dtype=dt)
+        for s, terms in enumerate(gen.dense_maps):
+            width = len(terms) * K
+            dl = cupy.empty((n_left, width), dtype=dt)
+            dr = cupy.empty((n_right, width), dtype=dt)
+            for r, ((lname, lfill), (rname, rfill)) in enumerate(terms):
+                for d, buf, name, fill in ((left, dl, lname, lfill), (right, dr, rname, rfill)):
+                    buf[:, r * K:(r + 1) * K] = fill
+                    fn = mod.get_function(f"gb_densify<{name}, {itype_c}>")
+                    blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+                    fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
+                                          np.int64(width), np.int64(r * K), buf))
+            cupy.matmul(dl, dr.T, out=accbuf[s])
+            del dl, dr
+        out = cupy.empty((n_left, n_right), dtype=dt)
+        fn = mod.get_function("gb_epilogue<Spec>")
+        total = n_left * n_right
+        fn((max(1, min(65535 * 4, (total + 255) // 256)),), (256,),
+           (accbuf, np.int64(n_left), np.int64(n_right), np.int64(K), out, colbuf, rowbuf))
+        return out
+
+
+STRATEGIES = ("gather", "scatter", "dense")
+LAST_RUN: dict = {"strategy": None}  # the strategy the latest run in this process used
+# Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md.
+RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
+         "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
+         "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12}
+_CHOICES: dict = {}
 
 
 def _group_size(stream: DevCSR, nch: int, R: int) -> int:

@@ -156,6 +156,7 @@ class Accumulator:
     identity: float
     union: bool
     corner: float | None  # for an absorbed two-pass union: ⊕ the corner at the end
+    expansion: tuple | None = None  # ((φ_r(chainL(x)), ψ_r(chainR(x))), ...) over x, for "dense"
 
 
 @dataclass
@@ -178,6 +179,20 @@ class Generated:
     accumulators: list
     reductions: list
     key: str = field(default="")
+    # "dense": per accumulator, ((left map struct, fill), (right map struct, fill)) per rank term
+    dense_maps: tuple | None = None
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """The CUDA strategies this plan can run with."""
+        if not self.gather:
+            return ()
+        out = ["gather"]
+        if not self.union:
+            out.append("scatter")
+        if self.dense_maps is not None:
+            out.append("dense")
+        return tuple(out)
 
 
 def _monoid_kind(add) -> str:
@@ -227,8 +242,13 @@ def generate(plan: Plan, dtype) -> Generated:
             raise BackendError("the CUDA backend needs a two-pass union whose corner value is absorbed",
                                got=f"corner f(0, 0) = {n.corner:g} may change results",
                                hint="use backend='cpu'")
+        expansion = None
+        if not union and n.expansion and n.add.invertible and not n.structural:
+            expansion = tuple((phi.formula.xreplace({X: chain_formula(lchain, X)}),
+                               psi.formula.xreplace({X: chain_formula(rchain, X)}))
+                              for phi, psi in n.expansion)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
-                                n.corner if union and n.corner_absorbed else None))
+                                n.corner if union and n.corner_absorbed else None, expansion))
     reds: list[Reduction] = []
     for s in red_steps:
         _, _, chain = row_operand(s.node.arg)
@@ -243,14 +263,36 @@ def generate(plan: Plan, dtype) -> Generated:
     for r, red in enumerate(reds):
         parts.append(_rspec(f"RSpec{r}", red, pr))
     gather = None
+    dense_maps = None
     if accs:
         gather = "Spec"
         parts.append(_spec(gather, accs, reds, plan, pr, structural))
-    parts.append(read("kernels", "row_reduce.cuh"))
-    parts.append(read("kernels", "gather.cuh"))
+        if all(a.expansion for a in accs):
+            dense_maps = []
+            for k, a in enumerate(accs):
+                terms = []
+                for r, (phi, psi) in enumerate(a.expansion):
+                    lname, rname = f"DMapL{k}_{r}", f"DMapR{k}_{r}"
+                    parts.append(_map_struct(lname, phi, pr))
+                    parts.append(_map_struct(rname, psi, pr))
+                    terms.append(((lname, _eval_const(phi.xreplace({X: 0}))),
+                                  (rname, _eval_const(psi.xreplace({X: 0})))))
+                dense_maps.append(tuple(terms))
+            dense_maps = tuple(dense_maps)
+    for name in ("row_reduce.cuh", "gather.cuh", "scatter.cuh", "dense.cuh"):
+        parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    return Generated(source, gather, union, structural, accs, reds, key)
+    return Generated(source, gather, union, structural, accs, reds, key, dense_maps)
+
+
+def _map_struct(name: str, expr, pr: CudaPrinter) -> str:
+    return f"""
+struct {name} {{
+  typedef {pr.T} T;
+  __device__ static T map(T x) {{ return {scalar(expr, pr)}; }}
+}};
+"""
 
 
 def _eval_const(e) -> float:
@@ -289,6 +331,10 @@ struct {name} {{
 """
 
 
+def _monoid_kind_op_add(op: Op) -> str:
+    return "plus" if op.formula == X + Y else "other"
+
+
 def _monoid_kind_op(red: Reduction) -> str:
     f = red.add.formula
     if f == X + Y:
@@ -319,6 +365,19 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
             lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', '(' + scalar(a.mul, pr) + ')', pr)};")
         lines.append("    (void)x; (void)y;")
         lines.append("  }")
+    for k, a in enumerate(accs):
+        lines.append(f"  struct Comb{k} {{ __device__ static T op(T x, T y) {{ return {_comb(a.add, 'x', 'y', pr)}; }} }};")
+    lines.append("  // scatter: atomically ⊕ f(x, y) into accumulator column j of each plane")
+    lines.append("  __device__ static void scatter_step(T* acc, long long J, long long j, T x, T y) {")
+    for k, a in enumerate(accs):
+        if a.union:
+            continue
+        value = "(" + scalar(a.mul, pr) + ")"
+        if _monoid_kind_op_add(a.add) == "plus":
+            lines.append(f"    atomicAdd(&acc[{k} * J + j], {value});")
+        else:
+            lines.append(f"    gb_atomic_combine<Comb{k}>(&acc[{k} * J + j], {value});")
+    lines.append("  }")
     lines.append("  __device__ static void combine(T* acc, const T* other) {")
     for k, a in enumerate(accs):
         lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', f'other[{k}]', pr)};")
@@ -391,6 +450,13 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
         modes = (1, 2) if gen.union else (0,)
         names += tuple(f"gb_gather<Spec, {rows}, {m}, {g}, {itype}>" for m in modes for g in groups)
         names += (f"gb_chunk_ptr<{itype}>",)
+        if "scatter" in gen.strategies:
+            names += (f"gb_scatter<Spec, {itype}>",)
+        if "dense" in gen.strategies:
+            for terms in gen.dense_maps:
+                for (lname, _), (rname, _) in terms:
+                    names += (f"gb_densify<{lname}, {itype}>", f"gb_densify<{rname}, {itype}>")
+            names += ("gb_epilogue<Spec>",)
     return names
 
 

@@ -1,0 +1,58 @@
+// Scatter: the intersection product driven by A's stored entries.
+//
+// Block (i, t) owns output row i, columns [t*J, (t+1)*J) in shared memory
+// (NACC accumulators, each starting at the ⊕ identity). Its warps take the
+// stored entries (k, a) of A's row i; the lanes of a warp walk column k of B
+// (Bt = Bᵀ in CSR: row k lists the j storing column k), restricted to the
+// tile by precomputed offsets (gb_chunk_ptr on Bt with chunk width J), and
+// ⊕-combine f(a, b) into acc[j] atomically. Work is proportional to the
+// pairs that actually share a column; the epilogue then writes the tile.
+//
+// Correct for intersection (data or structural semantics: only pairs stored
+// on both sides are visited) and for union correction's g (which is 0 where
+// either side is the fill); never used for a two-pass union.
+template <class Spec, typename I>
+__global__ void __launch_bounds__(512)
+gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,
+           const typename Spec::T* __restrict__ aval, long long n_left,
+           const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,
+           const I* __restrict__ tptr, int ntiles, long long J, long long n_right, long long K,
+           typename Spec::T* __restrict__ out,
+           const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
+  typedef typename Spec::T T;
+  extern __shared__ __align__(16) unsigned char gb_smem[];
+  T* acc = reinterpret_cast<T*>(gb_smem);  // NACC x J
+  const long long i = blockIdx.x;
+  const int t = blockIdx.y;
+  const long long j0 = (long long)t * J;
+  const long long width = (n_right - j0 < J) ? n_right - j0 : J;
+  if (i >= n_left || width <= 0) return;
+  {
+    T init[Spec::NACC];
+    Spec::init(init);
+    for (long long q = threadIdx.x; q < width; q += blockDim.x) {
+#pragma unroll
+      for (int s = 0; s < Spec::NACC; ++s) acc[s * J + q] = init[s];
+    }
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = blockDim.x >> 5;
+  for (I p = aptr[i] + (I)warp; p < aptr[i + 1]; p += (I)nwarps) {
+    const long long k = (long long)aidx[p];
+    const T a = aval[p];
+    const I q0 = tptr[k * (ntiles + 1) + t];
+    const I q1 = tptr[k * (ntiles + 1) + t + 1];
+    for (I q = q0 + (I)lane; q < q1; q += 32) {
+      Spec::scatter_step(acc, J, (long long)btidx[q] - j0, a, btval[q]);
+    }
+  }
+  __syncthreads();
+  for (long long q = threadIdx.x; q < width; q += blockDim.x) {
+    T v[Spec::NACC];
+#pragma unroll
+    for (int s = 0; s < Spec::NACC; ++s) v[s] = acc[s * J + q];
+    out[i * n_right + j0 + q] = Spec::epilogue(v, i, j0 + q, n_left, n_right, colred, rowred, K);
+  }
+}
