@@ -16,6 +16,11 @@ python3 -c "import cupy, numpy, scipy, sympy; print('cupy', cupy.__version__, 'n
 if [ "${SKIP_TESTS:-0}" != "1" ]; then
   python3 -m pytest -q -p no:cacheprovider tests/gpu ${TEST_ARGS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 fi
+if [ "${FIRST_CALL:-0}" = "1" ]; then
+  cache=$(mktemp -d)
+  echo "-- first call, cold kernel cache"; CUPY_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_cold.log"
+  echo "-- first call, warm kernel cache (new process)"; CUPY_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_warm.log"
+fi
 if [ "${SKIP_BENCH:-0}" != "1" ]; then
   python3 benchmarks/run.py --data-dir .bench_data ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
 fi

@@ -252,7 +252,7 @@ def get_backend(name: str, working_memory: int | None = None, inputs: dict | Non
     raise InputError("unknown backend", expected="'auto', 'cpu' or 'cuda'", got=repr(name))
 
 
-STRATEGIES = ("auto", "gather", "scatter", "dense")
+STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
 
 
 def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | None = None,

@@ -49,7 +49,7 @@ def test_metric_matches_cpu(metric, dtype):
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 10, equal_nan=True)
 
 
-@pytest.mark.parametrize("strategy", ["gather", "scatter", "dense"])
+@pytest.mark.parametrize("strategy", ["gather", "scatter", "dense", "sorted"])
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_each_strategy_matches_cpu(metric, strategy):
     from gbdist.backends.cuda import _generated
@@ -65,14 +65,39 @@ def test_each_strategy_matches_cpu(metric, strategy):
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-8, equal_nan=True)
 
 
+def test_sorted_union_min_monoid_and_ties():
+    """min ⊕ (ascending walks), shared columns with equal values, empty rows.
+
+    f = −|x − y| with min: the corner f(0, 0) = 0 is absorbed (f ≤ 0)."""
+    negabs = gb.op("negabsdiff", lambda x, y: -abs(x - y))
+    A, B = gb.matrices("A B")
+    prog = gb.compile(gb.mxm(A, B.T, gb.semiring(negabs, gb.ops.min)))
+    X, Y = _data(41, 30, 45, 60)
+    Y = sps.vstack([Y, X[:5]]).tocsr()  # identical rows: every shared column ties
+    ref = prog(A=X, B=Y, backend="cpu")
+    for strategy in ("gather", "sorted"):
+        np.testing.assert_allclose(prog(A=X, B=Y, backend="cuda", strategy=strategy), ref,
+                                   rtol=1e-9, atol=1e-9)
+
+
+def test_unabsorbed_corner_is_refused_not_wrong():
+    """|x − y| with min: f(0, 0) = 0 changes results where the union misses a column."""
+    A, B = gb.matrices("A B")
+    prog = gb.compile(gb.mxm(A, B.T, gb.semiring(gb.ops.absdiff, gb.ops.min)))
+    X, Y = _data(43, 10, 12, 20)
+    with pytest.raises(gb.BackendError):
+        prog(A=X, B=Y, backend="cuda")
+
+
 def test_scatter_tiles_the_output_columns():
     """More output columns than one shared-memory tile holds (float64: ~28K)."""
     rng = np.random.default_rng(2)
     X = sps.random(6, 50, density=0.3, random_state=rng, format="csr")
     Y = sps.random(40000, 50, density=0.05, random_state=rng, format="csr")
-    ref = gb.pairwise_distances(X, Y, metric="manhattan", backend="cpu")
-    got = gb.pairwise_distances(X, Y, metric="manhattan", backend="cuda", strategy="scatter")
-    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+    for metric, strategy in (("manhattan", "scatter"), ("chebyshev", "sorted")):
+        ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+        got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
 def test_auto_strategy_is_recorded():

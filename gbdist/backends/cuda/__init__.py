@@ -234,6 +234,9 @@ class CUDABackend:
         LAST_RUN["strategy"] = strat
         if strat == "scatter":
             names += (f"gb_scatter<Spec, {itype_c}>", f"gb_chunk_ptr<{itype_c}>")
+        elif strat == "sorted":
+            names += (f"gb_union_sorted<Spec, {itype_c}>", f"gb_chunk_ptr<{itype_c}>",
+                      "gb_map_values<UKeyL>", "gb_map_values<UKeyR>")
         elif strat == "dense":
             for terms in gen.dense_maps:
                 for (lname, _), (rname, _) in terms:
@@ -272,6 +275,8 @@ class CUDABackend:
 
         if strat == "scatter":
             result = self._launch_scatter(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+        elif strat == "sorted":
+            result = self._launch_sorted(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
         elif strat == "dense":
             result = self._launch_dense(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
         elif gen.gather:
@@ -373,6 +378,13 @@ class CUDABackend:
             inter = float(deg[left.indices].sum())
             est["scatter"] = (RATES["scatter_fixed"] + w_scatter * inter / RATES["scatter_pairs"]
                               + m * n / RATES["scatter_cells"])
+        if "sorted" in gen.strategies and itype_c == "int" and left.nnz and right.nnz:
+            deg = cupy.bincount(right.indices, minlength=K)
+            inter = float(deg[left.indices].sum())
+            logb = float(np.log2(max(2.0, right.nnz / max(n, 1))))
+            est["sorted"] = (RATES["sorted_fixed"] + (left.nnz + right.nnz) / RATES["sort"]
+                             + w_scatter * inter / RATES["sorted_pairs"]
+                             + m * n * (logb + 2) / RATES["sorted_cells"])
         if "dense" in gen.strategies:
             rk = sum(len(t) for t in gen.dense_maps) * K
             dense_bytes = (m + n) * rk * dt.itemsize
@@ -387,7 +399,7 @@ class CUDABackend:
         if forced not in ("auto",) + STRATEGIES:
             raise InputError("unknown strategy", expected="auto, " + ", ".join(STRATEGIES), got=repr(forced))
         if forced != "auto":
-            if forced not in allowed or (forced == "scatter" and itype_c != "int"):
+            if forced not in allowed or (forced in ("scatter", "sorted") and itype_c != "int"):
                 raise InputError(f"strategy {forced!r} cannot run this plan",
                                  expected=", ".join(allowed),
                                  hint="scatter needs an intersection or union correction (no two-pass "
@@ -425,6 +437,48 @@ class CUDABackend:
             np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
         return out
 
+    def _sorted_perm(self, mod, d: DevCSR, key_struct: str, order: str, dt):
+        """Per-row permutation of d's entries by key (L or R of the value), desc or asc."""
+        import cupy
+        import cupyx
+        keys = cupy.empty(d.nnz, dtype=dt)
+        fn = mod.get_function(f"gb_map_values<{key_struct}>")
+        fn((max(1, min(65535, (d.nnz + 255) // 256)),), (256,), (d.data, np.int64(d.nnz), keys))
+        marker = cupy.zeros(d.nnz + 1, dtype=cupy.int32)
+        if d.shape[0] > 1:
+            cupyx.scatter_add(marker, d.indptr[1:-1].astype(cupy.int64), 1)
+        rows = cupy.cumsum(marker[:-1])
+        perm = cupy.lexsort(cupy.stack([-keys if order == "desc" else keys, rows.astype(dt)]))
+        return perm.astype(d.indptr.dtype)
+
+    def _launch_sorted(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+        import cupy
+        import cupyx.scipy.sparse as cps
+        n_left, n_right = left.shape[0], right.shape[0]
+        aperm = self._sorted_perm(mod, left, "UKeyL", gen.sorted_order, dt)
+        bperm = self._sorted_perm(mod, right, "UKeyR", gen.sorted_order, dt)
+        bt = cps.csr_matrix((right.data, right.indices, right.indptr), shape=right.shape).T.tocsr()
+        bt.sort_indices()
+        words = (K + 31) // 32
+        optin = int(cupy.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+        J = max(1, min(n_right, (optin - 1024 - 4 * words) // dt.itemsize))
+        ntiles = -(-n_right // J)
+        tptr = cupy.empty(K * (ntiles + 1), dtype=left.indptr.dtype)
+        fn = mod.get_function(f"gb_chunk_ptr<{itype_c}>")
+        fn((max(1, min(65535, (tptr.size + 255) // 256)),), (256,),
+           (bt.indptr.astype(left.indptr.dtype), bt.indices.astype(left.indptr.dtype), np.int64(K),
+            np.int64(J), np.int32(ntiles), tptr))
+        out = cupy.empty((n_left, n_right), dtype=dt)
+        fn = mod.get_function(f"gb_union_sorted<Spec, {itype_c}>")
+        smem = J * dt.itemsize + 4 * words
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((n_left, ntiles), (THREADS,),
+           (left.indptr, left.indices, left.data, aperm, np.int64(n_left),
+            right.indptr, right.indices, right.data, bperm,
+            bt.indices.astype(left.indptr.dtype), bt.data, tptr, np.int32(ntiles), np.int64(J),
+            np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
+        return out
+
     def _launch_dense(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
         import cupy
         n_left, n_right = left.shape[0], right.shape[0]
@@ -450,12 +504,13 @@ class CUDABackend:
         return out
 
 
-STRATEGIES = ("gather", "scatter", "dense")
+STRATEGIES = ("gather", "scatter", "dense", "sorted")
 LAST_RUN: dict = {"strategy": None}  # the strategy the latest run in this process used
 # Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md.
 RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
          "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
-         "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12}
+         "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
+         "sorted_fixed": 1.5e-3, "sort": 2e9, "sorted_pairs": 6e10, "sorted_cells": 5e10}
 _CHOICES: dict = {}
 
 

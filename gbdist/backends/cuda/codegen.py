@@ -181,6 +181,8 @@ class Generated:
     key: str = field(default="")
     # "dense": per accumulator, ((left map struct, fill), (right map struct, fill)) per rank term
     dense_maps: tuple | None = None
+    # "sorted": "desc" (max) or "asc" (min) when the plan is one max/min two-pass union
+    sorted_order: str | None = None
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -192,6 +194,8 @@ class Generated:
             out.append("scatter")
         if self.dense_maps is not None:
             out.append("dense")
+        if self.sorted_order is not None:
+            out.append("sorted")
         return tuple(out)
 
 
@@ -279,11 +283,28 @@ def generate(plan: Plan, dtype) -> Generated:
                                   (rname, _eval_const(psi.xreplace({X: 0})))))
                 dense_maps.append(tuple(terms))
             dense_maps = tuple(dense_maps)
-    for name in ("row_reduce.cuh", "gather.cuh", "scatter.cuh", "dense.cuh"):
+    sorted_order = _sorted_order(accs)
+    if sorted_order:
+        a = accs[0]
+        parts.append(_map_struct("UKeyL", a.mul.xreplace({Y: sp.Integer(0)}), pr))
+        parts.append(_map_struct("UKeyR", a.mul.xreplace({X: sp.Integer(0)}).xreplace({Y: X}), pr))
+    for name in ("row_reduce.cuh", "gather.cuh", "scatter.cuh", "dense.cuh", "union_sorted.cuh"):
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    return Generated(source, gather, union, structural, accs, reds, key, dense_maps)
+    return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order)
+
+
+def _sorted_order(accs) -> str | None:
+    """"desc"/"asc" when the plan is a single two-pass union with ⊕ = max/min."""
+    if len(accs) != 1 or not accs[0].union:
+        return None
+    f = accs[0].add.formula
+    if f == sp.Max(X, Y):
+        return "desc"
+    if f == sp.Min(X, Y):
+        return "asc"
+    return None
 
 
 def _map_struct(name: str, expr, pr: CudaPrinter) -> str:
@@ -378,6 +399,15 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
         else:
             lines.append(f"    gb_atomic_combine<Comb{k}>(&acc[{k} * J + j], {value});")
     lines.append("  }")
+    if _sorted_order(accs):
+        a = accs[0]
+        lines.append(f"  __device__ static T union_identity() {{ return {pr.literal(a.identity)}; }}")
+        lines.append(f"  __device__ static T union_combine(T x, T y) {{ return {_comb(a.add, 'x', 'y', pr)}; }}")
+        lines.append(f"  __device__ static T union_L(T x) {{ return {scalar(a.mul.xreplace({Y: sp.Integer(0)}), pr)}; }}")
+        lines.append(f"  __device__ static T union_R(T y) {{ return {scalar(a.mul.xreplace({X: sp.Integer(0)}), pr)}; }}")
+        lines.append("  __device__ static void union_scatter(T* acc, long long j, T x, T y) {")
+        lines.append(f"    gb_atomic_combine<Comb0>(&acc[j], ({scalar(a.mul, pr)}));")
+        lines.append("  }")
     lines.append("  __device__ static void combine(T* acc, const T* other) {")
     for k, a in enumerate(accs):
         lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', f'other[{k}]', pr)};")
@@ -457,6 +487,8 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
                 for (lname, _), (rname, _) in terms:
                     names += (f"gb_densify<{lname}, {itype}>", f"gb_densify<{rname}, {itype}>")
             names += ("gb_epilogue<Spec>",)
+        if "sorted" in gen.strategies:
+            names += (f"gb_union_sorted<Spec, {itype}>", "gb_map_values<UKeyL>", "gb_map_values<UKeyR>")
     return names
 
 
