@@ -171,6 +171,57 @@ def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | 
 
 @functools.lru_cache(maxsize=1024)
 def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
+    """Decide the iteration strategy for ``⊕_k mul(a_ik, b_jk)`` (cached).
+
+    Cached in-process, and on disk by the semiring's structural key and the
+    fills (``gbdist/cache.py``), so sympy runs once per product, not once per
+    process.
+    """
+    from . import cache
+    key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)))
+    record = cache.load(key)
+    if record is not None:
+        try:
+            return _from_record(sr, record)
+        except (ValueError, TypeError, KeyError, IndexError):
+            pass  # unreadable entry: analyse again and overwrite it
+    result = _analyze(sr, fill_left, fill_right)
+    try:
+        cache.store(key, _to_record(result))
+    except cache.Unsupported:
+        pass
+    return result
+
+
+def _to_record(a: "Analysis") -> dict:
+    from .cache import encode
+    return {
+        "strategy": a.strategy, "fill_left": encode(sp.sympify(a.fill_left)),
+        "fill_right": encode(sp.sympify(a.fill_right)), "L": encode(a.L), "R": encode(a.R),
+        "C": encode(a.C), "g": encode(a.g),
+        "expansion": None if a.expansion is None else [[encode(p), encode(q)] for p, q in a.expansion],
+        "proofs": [[p.claim, encode(p.lhs), encode(p.rhs), p.domain, p.method, p.holds, p.detail]
+                   for p in a.proofs],
+        "structural": a.structural, "override": a.override, "nonnegative": a.nonnegative,
+        "corner_absorbed": a.corner_absorbed, "reason": a.reason,
+    }
+
+
+def _from_record(sr: Semiring, r: dict) -> "Analysis":
+    from .cache import decode
+    if r["strategy"] not in STRATEGIES:
+        raise ValueError("unknown strategy in cache entry")
+    expansion = None if r["expansion"] is None else tuple(
+        (decode(p), decode(q)) for p, q in r["expansion"])
+    proofs = tuple(Proof(str(c), decode(lhs), decode(rhs), str(dom), str(m), bool(h), str(d))
+                   for c, lhs, rhs, dom, m, h, d in r["proofs"])
+    return Analysis(sr, r["strategy"], decode(r["fill_left"]), decode(r["fill_right"]),
+                    decode(r["L"]), decode(r["R"]), decode(r["C"]), decode(r["g"]), expansion,
+                    proofs, bool(r["structural"]), str(r["override"]), bool(r["nonnegative"]),
+                    bool(r["corner_absorbed"]), str(r["reason"]))
+
+
+def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
     """Decide the iteration strategy for ``⊕_k mul(a_ik, b_jk)``.
 
     ``fill_left``/``fill_right`` are the implicit values of entries that are not

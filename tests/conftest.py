@@ -10,10 +10,28 @@ def rng():
     return np.random.default_rng(12345)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_analysis_cache(tmp_path_factory):
+    """The suite's on-disk analysis cache lives in a temporary directory."""
+    import os
+    old = os.environ.get("GBDIST_CACHE_DIR")
+    os.environ["GBDIST_CACHE_DIR"] = str(tmp_path_factory.mktemp("gbdist-cache"))
+    yield
+    if old is None:
+        os.environ.pop("GBDIST_CACHE_DIR", None)
+    else:
+        os.environ["GBDIST_CACHE_DIR"] = old
+
+
 @pytest.fixture
-def fresh_caches():
-    """Clear gbdist's analysis / plan caches around a test that monkeypatches the analysis."""
+def fresh_caches(monkeypatch):
+    """Clear gbdist's analysis / plan caches around a test that monkeypatches the analysis.
+
+    The on-disk analysis cache is switched off too: a patched analysis must
+    neither be served from it nor written into it.
+    """
     from gbdist import algebra, pairwise, plan, proofs
+    monkeypatch.setenv("GBDIST_CACHE_DIR", "off")
     caches = (algebra.analyze, plan.cached_plan, pairwise._metric_program, proofs._check)
     for c in caches:
         c.cache_clear()
