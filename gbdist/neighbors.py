@@ -57,9 +57,22 @@ def default_working_memory() -> int:
     return int(max(64 * 2**20, min(budget, free // 2)))
 
 
+class _DefaultBudget(int):
+    """The budget used when none was given: a device path may replace it by its own default."""
+
+
+def default_device_memory() -> int:
+    """The GPU's default budget: half its free memory (CuPy's cached free blocks counted),
+    at most 8 GiB, at least 64 MiB."""
+    import cupy
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    free += cupy.get_default_memory_pool().free_bytes()
+    return int(max(64 * 2**20, min(8 * 2**30, free // 2)))
+
+
 def _budget(working_memory) -> int:
     if working_memory is None:
-        return default_working_memory()
+        return _DefaultBudget(default_working_memory())
     if isinstance(working_memory, bool) or not isinstance(working_memory, numbers.Integral) \
             or working_memory <= 0:
         raise InputError("working_memory must be a positive number of bytes",
@@ -163,6 +176,184 @@ def _run_tiles(plan, X, Y, be, budget, dtype, full_width):
 
 
 # ---------------------------------------------------------------------------
+# device tiles: the CUDA backend, with every tile kept on the GPU
+# ---------------------------------------------------------------------------
+
+
+def _on_gpu(be) -> bool:
+    """True for the CUDA backend (tiles, selection and merging then stay on the device)."""
+    return getattr(be, "name", None) == "cuda" and hasattr(be, "run")
+
+
+def _device_cell_bytes(plan: Plan, dtype) -> int:
+    """Device bytes per cell of a tile: the output, one partial per product step (k-chunked
+    or two-pass products keep them), the broadcast copy of a non-matrix output, slack."""
+    nmat = sum(1 for s in plan.steps if s.kind == "matrix")
+    return int(np.dtype(dtype).itemsize * (3 + nmat))
+
+
+def device_tile_shape(plan: Plan, m: int, n: int, budget: int, dtype) -> tuple[int, int]:
+    """(rows, columns) of a device tile. Whole index rows when at least min(m, 512) query
+    rows of them fit the budget (the usual case: long rows keep the selection's warps
+    busy); else a near-square tile of the budget's cells."""
+    cells = max(1, int(budget) // _device_cell_bytes(plan, dtype))
+    if cells >= n * min(m, 512):
+        return int(max(1, min(m, cells // max(n, 1)))), int(max(n, 1))
+    rows = int(max(1, min(m, int(np.sqrt(cells)))))
+    return rows, int(max(1, min(n, cells // rows)))
+
+
+class _DeviceCSR:
+    """A canonical CuPy CSR (explicit zeros dropped) with host row pointers for slicing."""
+
+    def __init__(self, x, name: str, dtype):
+        import cupy
+        import cupyx.scipy.sparse as cps
+        if runtime.is_cupy(x):
+            if getattr(x, "ndim", 2) != 2:
+                raise InputError(f"{name} must be a 2-D matrix", got=f"shape {x.shape}")
+            runtime._check_real(x.dtype, name)
+            if cps.issparse(x):
+                m = x.tocsr(copy=True).astype(dtype)  # a copy: the caller's matrix stays as it is
+            else:
+                m = cps.csr_matrix(cupy.asarray(x, dtype=dtype))
+            m.sum_duplicates()
+            m = _drop_zeros_cupy(m)
+        else:
+            h = runtime.to_csr(x, name, drop_zeros=True)
+            m = cps.csr_matrix((cupy.asarray(h.data.astype(dtype)), cupy.asarray(h.indices),
+                                cupy.asarray(h.indptr)), shape=h.shape)
+        m.has_canonical_format = True
+        self.m = m
+        self.shape = m.shape
+        self.ptr = cupy.asnumpy(m.indptr).astype(np.int64)
+
+    def rows(self, r0: int, r1: int):
+        """Rows r0:r1 as a CuPy CSR sharing this one's data (marked canonical)."""
+        import cupyx.scipy.sparse as cps
+        if (r0, r1) == (0, self.shape[0]):
+            return self.m
+        p0, p1 = int(self.ptr[r0]), int(self.ptr[r1])
+        ip = self.m.indptr[r0:r1 + 1] - self.m.indptr.dtype.type(p0)
+        s = cps.csr_matrix((self.m.data[p0:p1], self.m.indices[p0:p1], ip),
+                           shape=(r1 - r0, self.shape[1]))
+        s.has_canonical_format = True
+        return s
+
+
+def _drop_zeros_cupy(m):
+    """A CuPy CSR without explicitly stored zeros (row ids by searchsorted, new indptr)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    keep = m.data != 0
+    if bool(keep.all()):
+        return m
+    rows = cupy.searchsorted(m.indptr, cupy.arange(m.data.shape[0]), side="right") - 1
+    kept = cupy.bincount(rows[keep], minlength=m.shape[0])
+    indptr = cupy.concatenate([cupy.zeros(1, dtype=m.indptr.dtype),
+                               cupy.cumsum(kept).astype(m.indptr.dtype)])
+    return cps.csr_matrix((m.data[keep], m.indices[keep], indptr), shape=m.shape)
+
+
+def _device_grid(D, kind: str, rows: int, cols: int):
+    import cupy
+    if kind == "col":
+        D = D.reshape(rows, 1)
+    elif kind == "row":
+        D = D.reshape(1, cols)
+    elif kind != "matrix":
+        D = D.reshape(1, 1)
+    return D if D.shape == (rows, cols) else cupy.ascontiguousarray(cupy.broadcast_to(D, (rows, cols)))
+
+
+def _device_budget(budget: int) -> int:
+    return default_device_memory() if isinstance(budget, _DefaultBudget) else int(budget)
+
+
+def device_tiles(plan: Plan, Xd: "_DeviceCSR", Yd: "_DeviceCSR", be, budget: int, dtype):
+    """Yield ``(r0, r1, c0, c1, D)`` with D a CuPy array of the tile's distances (in
+    ``dtype``); one tile exists at a time. Column tiles are the outer loop."""
+    m, n = Xd.shape[0], Yd.shape[0]
+    if Xd.shape[1] != Yd.shape[1]:
+        raise InputError("X and Y must have the same number of columns",
+                         got=f"X: {Xd.shape[1]}, Y: {Yd.shape[1]}")
+    rows, width = device_tile_shape(plan, m, n, budget, dtype)
+    for c0 in range(0, n, width):
+        c1 = min(n, c0 + width)
+        Yt = Yd.rows(c0, c1)
+        for r0 in range(0, m, rows):
+            r1 = min(m, r0 + rows)
+            D = be.run(plan, {"A": Xd.rows(r0, r1), "B": Yt}, working_memory=budget,
+                       drop_zeros=True, dtype=dtype)
+            yield r0, r1, c0, c1, _device_grid(D, plan.output_kind, r1 - r0, c1 - c0)
+            del D
+
+
+def _device_operands(X, Y, dt):
+    Xd = _DeviceCSR(X, "X", dt)
+    Yd = Xd if Y is X else _DeviceCSR(Y, "Y", dt)
+    return Xd, Yd
+
+
+def _knn_device(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=None,
+                on_block: Callable | None = None):
+    """:func:`_knn` on the GPU: distance tiles, per-tile top-k and the merge across column
+    tiles all run on the device; only the (m × k) result is copied back (not at all when
+    an input was a CuPy array: the result is then CuPy)."""
+    import cupy
+    from .backends.cuda import topk
+    on_device = runtime.is_cupy(X) or runtime.is_cupy(Y)
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    kk = _check_k(k, n, exclude_self)
+    dt = _result_dtype(X, Y, dtype)
+    Xd, Yd = _device_operands(X, Y, dt)
+    budget = _device_budget(budget)
+    best_d = cupy.full((m, kk), np.nan, dtype=dt)
+    best_i = cupy.full((m, kk), np.iinfo(np.int64).max, dtype=cupy.int64)
+    for r0, r1, c0, c1, D in device_tiles(plan, Xd, Yd, be, budget, dt):
+        d, i = topk.select_k(D, kk, c0)
+        del D
+        if c0 == 0 and d.shape[1] == kk:  # the first column tile: nothing to merge with
+            best_d[r0:r1], best_i[r0:r1] = d, i
+        else:
+            md, mi = topk.merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)
+            best_d[r0:r1], best_i[r0:r1] = md, mi
+        if on_block is not None:
+            on_block((r1 - r0) * (c1 - c0))
+    if exclude_self:
+        best_d, best_i = _drop_self_device(best_d, best_i, k)
+    return (best_d, best_i) if on_device else (cupy.asnumpy(best_d), cupy.asnumpy(best_i))
+
+
+def _drop_self_device(d, i, k: int):
+    """:func:`_drop_self` on CuPy arrays, without a synchronisation: column j of the
+    answer is candidate j, or j + 1 from the dropped position on."""
+    import cupy
+    rows, width = i.shape
+    hit = i == cupy.arange(rows, dtype=cupy.int64)[:, None]
+    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), width - 1)
+    j = cupy.arange(k, dtype=cupy.int64)[None, :]
+    src = j + (j >= drop[:, None])
+    return (cupy.ascontiguousarray(cupy.take_along_axis(d, src, axis=1)),
+            cupy.ascontiguousarray(cupy.take_along_axis(i, src, axis=1)))
+
+
+def _radius_device_pairs(plan: Plan, X, Y, radius, be, budget: int, dt):
+    """(rows, cols, values) on the host of every pair within radius, found tile by tile on
+    the device (comparisons in float64, as the host path makes them)."""
+    import cupy
+    Xd, Yd = _device_operands(X, Y, dt)
+    budget = _device_budget(budget)
+    rows, cols, vals = [], [], []
+    for r0, r1, c0, c1, D in device_tiles(plan, Xd, Yd, be, budget, dt):
+        r, c = cupy.nonzero(D.astype(cupy.float64, copy=False) <= radius)
+        vals.append(cupy.asnumpy(D[r, c]).astype(np.float64))
+        rows.append(cupy.asnumpy(r).astype(np.int64) + r0)
+        cols.append(cupy.asnumpy(c).astype(np.int64) + c0)
+    return rows, cols, vals
+
+
+# ---------------------------------------------------------------------------
 # top-k selection and merging
 # ---------------------------------------------------------------------------
 
@@ -258,6 +449,8 @@ def _nrows(x, name: str) -> int:
 def _knn(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=None,
          on_block: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest index rows of every query; see :func:`knn`."""
+    if _on_gpu(be):
+        return _knn_device(plan, X, Y, k, be, budget, exclude_self, dtype, on_block)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     kk = _check_k(k, n, exclude_self)
     dt = _result_dtype(X, Y, dtype)
@@ -274,6 +467,14 @@ def _knn(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=None,
     return best_d.astype(dt), best_i
 
 
+def _radius_host_pairs(plan: Plan, X, Y, radius, be, budget: int, dt):
+    for r0, r1, c0, c1, D in distance_tiles(plan, X, Y, be, budget, dt):
+        r, c = np.nonzero(D <= radius)
+        r = r.astype(np.int64) + r0
+        c = c.astype(np.int64) + c0
+        yield r, c, D[r - r0, c - c0]
+
+
 def _radius(plan: Plan, X, Y, radius, be, budget: int, exclude_self: bool, sort_results: bool,
             dtype=None) -> sps.csr_matrix:
     """Every (query, index) pair at distance <= radius, as a CSR of distances.
@@ -287,11 +488,11 @@ def _radius(plan: Plan, X, Y, radius, be, budget: int, exclude_self: bool, sort_
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     dt = _result_dtype(X, Y, dtype)
     rows, cols, vals = [], [], []
-    for r0, r1, c0, c1, D in distance_tiles(plan, X, Y, be, budget, dt):
-        r, c = np.nonzero(D <= radius)
-        r = r.astype(np.int64) + r0
-        c = c.astype(np.int64) + c0
-        v = D[r - r0, c - c0]
+    if _on_gpu(be):
+        tiles = zip(*_radius_device_pairs(plan, X, Y, radius, be, budget, dt))
+    else:
+        tiles = _radius_host_pairs(plan, X, Y, radius, be, budget, dt)
+    for r, c, v in tiles:
         if exclude_self:
             keep = r != c
             r, c, v = r[keep], c[keep], v[keep]

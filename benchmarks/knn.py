@@ -1,0 +1,220 @@
+"""The kNN benchmark (``benchmarks/run.py --knn``): all-pairs k nearest neighbours.
+
+Work: for each data set, the k = 10 nearest neighbours of every row among all
+rows (the self-join, ``gb.knn(X)``: each row left out of its own list), for
+cosine, euclidean, manhattan, chebyshev, canberra and jensenshannon (rows
+normalised to sum 1 for jensenshannon). Inputs are on the device (CuPy CSR)
+before timing; CuPy inputs give CuPy outputs, so the device work is timed (the
+n x k answer stays on the device).
+
+Reported per (data set, metric):
+
+* ``knn_ms``: gbdist kNN (distance tiles, device top-k, device merge), the
+  median of CUDA-event timings after a warm-up on a slice of the rows;
+* ``dist_ms``: the same distance tiles without selection (the sum over tiles
+  of the distance computation), so ``knn_ms / dist_ms`` is what selection and
+  merging add (target <= 1.25);
+* ``cusparse_topk_ms`` (cosine, euclidean): cuSPARSE product + norm expansion
+  (benchmarks/peers.py) then ``cupy.argpartition`` + sort of each row block,
+  timed on the first ``--knn-peer-rows`` queries and scaled to all;
+* ``sklearn_ms`` (cosine, euclidean, manhattan): scikit-learn
+  ``NearestNeighbors(algorithm='brute', n_jobs=-1)`` on ``--sklearn-rows``
+  queries, scaled;
+* ``recall``: recall@k of gbdist's answer against an exact float64 reference
+  (gbdist's CPU backend) on 64 sampled queries; a returned neighbour whose
+  exact distance equals the exact k-th distance counts as right (ties).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+
+import numpy as np
+import scipy.sparse as sps
+
+import gbdist as gb
+from benchmarks import datasets, peers
+
+KNN_METRICS = ("cosine", "euclidean", "manhattan", "chebyshev", "canberra", "jensenshannon")
+KNN_DATASETS = "movielens,tabula_muris,kos,newsgroups,sec_names"
+RECALL_QUERIES = 64
+
+
+def _normalise_rows(X: sps.csr_matrix) -> sps.csr_matrix:
+    s = np.asarray(X.sum(axis=1)).ravel()
+    s[s == 0] = 1.0
+    return sps.csr_matrix(sps.diags(1.0 / s) @ X, dtype=np.float32)
+
+
+def recall_at_k(data: sps.csr_matrix, metric: str, got_idx: np.ndarray, k: int,
+                seed: int = 0, queries: int = RECALL_QUERIES) -> float:
+    """Recall@k of a self-join answer on sampled queries against float64 exact distances."""
+    m = data.shape[0]
+    rng = np.random.default_rng(seed)
+    qs = np.sort(rng.choice(m, size=min(queries, m), replace=False))
+    D = gb.pairwise_distances(data[qs].astype(np.float64), data.astype(np.float64), metric=metric,
+                              backend="cpu")
+    D[np.arange(len(qs)), qs] = np.inf  # the query itself is not a neighbour
+    kth = np.sort(D, axis=1)[:, k - 1]
+    hits = 0
+    for j, q in enumerate(qs):
+        cand = got_idx[q]
+        hits += int(np.sum(D[j, cand] <= kth[j]))
+    return hits / (len(qs) * k)
+
+
+def _device_distance_only(Xg, metric, wm):
+    """Every distance tile gbdist's kNN computes, without selection."""
+    import cupy
+    from gbdist import neighbors
+    from gbdist.backends.cuda import CUDABackend
+    from gbdist.pairwise import metric_program
+    plan = metric_program(metric).plan
+    dt = np.dtype(np.float32)
+    Xd = neighbors._DeviceCSR(Xg, "X", dt)
+    last = None
+    for r0, r1, c0, c1, D in neighbors.device_tiles(plan, Xd, Xd, CUDABackend(), wm, dt):
+        last = D
+    cupy.cuda.runtime.deviceSynchronize()
+    return last
+
+
+def _cusparse_topk(Xg, metric, k, rows, wm):
+    """The peer: cuSPARSE distances of query blocks, then argpartition + sort per row."""
+    import cupy
+    n = Xg.shape[0]
+    block = int(max(1, min(rows, wm // (16 * max(n, 1)))))
+    out = []
+    for r0 in range(0, rows, block):
+        r1 = min(rows, r0 + block)
+        D = peers.cusparse(Xg[r0:r1], Xg, metric)
+        D[cupy.arange(r1 - r0), cupy.arange(r0, r1)] = cupy.inf  # self-exclusion
+        part = cupy.argpartition(D, k - 1, axis=1)[:, :k]
+        vals = cupy.take_along_axis(D, part, axis=1)
+        order = cupy.argsort(vals, axis=1)
+        out.append(cupy.take_along_axis(part, order, axis=1))
+        del D
+    return out
+
+
+def _sklearn_knn(X, metric, k, rows):
+    from sklearn.neighbors import NearestNeighbors
+    nn = NearestNeighbors(n_neighbors=k + 1, algorithm="brute", metric=metric, n_jobs=-1).fit(X)
+    return nn.kneighbors(X[:rows], n_neighbors=k + 1)
+
+
+def bench_knn_dataset(name, X, args, results):
+    import cupy
+    import cupyx.scipy.sparse as cps
+    from gbdist import neighbors
+    k = args.knn_k
+    m = X.shape[0]
+    pairs = float(m) * m
+    repeats = args.knn_repeats if pairs < 1e9 else max(1, min(args.knn_repeats, 2))
+    print(f"\n## kNN {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}; k = {k}, all pairs "
+          f"({pairs:.2e}), repeats {repeats}", flush=True)
+    for metric in args.metrics:
+        data = _normalise_rows(X) if metric == "jensenshannon" else X
+        row = {"dataset": name, "metric": metric, "shape": list(X.shape), "nnz": int(X.nnz), "k": k,
+               "pairs": pairs}
+        try:
+            Xg = cps.csr_matrix(data)
+            wm = neighbors.default_device_memory()
+            row["working_memory"] = wm
+            row["tile"] = list(neighbors.device_tile_shape(
+                __import__("gbdist.pairwise", fromlist=["x"]).metric_program(metric).plan,
+                m, m, wm, np.float32))
+            t0 = time.perf_counter()
+            gb.knn(Xg[: min(m, 256)], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            cupy.cuda.runtime.deviceSynchronize()
+            row["first_call_ms"] = (time.perf_counter() - t0) * 1e3
+            res = {}
+
+            def run_knn():
+                res["out"] = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+
+            row["knn_ms"], row["knn_times"] = peers.timeit_cuda(run_knn, repeats, 0, return_times=True)
+            idx = cupy.asnumpy(res.pop("out")[1])
+            row["dist_ms"], row["dist_times"] = peers.timeit_cuda(
+                lambda: _device_distance_only(Xg, metric, wm), repeats, 0, return_times=True)
+            row["knn_over_dist"] = row["knn_ms"] / row["dist_ms"]
+            cupy.get_default_memory_pool().free_all_blocks()
+            if metric in ("cosine", "euclidean"):
+                rows = min(m, args.knn_peer_rows)
+                try:
+                    _cusparse_topk(Xg, metric, k, min(rows, 256), wm)  # warm-up
+                    ms = peers.timeit_cuda(lambda: _cusparse_topk(Xg, metric, k, rows, wm),
+                                           max(1, min(repeats, 3)), 0)
+                    row["cusparse_topk_ms"] = ms * m / rows
+                    row["cusparse_topk_rows"] = rows
+                except Exception as e:
+                    row["cusparse_topk_ms"] = f"error: {type(e).__name__}: {e}"[:160]
+                cupy.get_default_memory_pool().free_all_blocks()
+            if metric in ("cosine", "euclidean", "manhattan") and args.sklearn_rows > 0:
+                rows = min(m, args.sklearn_rows)
+                ms = peers.timeit_cpu(lambda: _sklearn_knn(data, metric, k, rows), 1, 0)
+                row["sklearn_ms"] = ms * m / rows
+                row["sklearn_rows"] = rows
+            t0 = time.perf_counter()
+            row["recall"] = recall_at_k(data, metric, idx, k)
+            row["recall_s"] = time.perf_counter() - t0
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {e}"[:300]
+            traceback.print_exc()
+        results.append(row)
+        _print_knn_row(row)
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _fmt(v, nd=2):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return "ERR"
+    return f"{v:.{nd}f}"
+
+
+def _print_knn_row(r):
+    print(f"{r['dataset']:<13} {r['metric']:<14} knn {_fmt(r.get('knn_ms')):>10} ms"
+          f"  dist {_fmt(r.get('dist_ms')):>10}  ratio {_fmt(r.get('knn_over_dist')):>5}"
+          f"  cusparse+topk {_fmt(r.get('cusparse_topk_ms')):>10}  sklearn {_fmt(r.get('sklearn_ms')):>10}"
+          f"  recall {_fmt(r.get('recall'), 4)}  first {_fmt(r.get('first_call_ms')):>8}"
+          + (f"  {r['error']}" if r.get("error") else ""), flush=True)
+
+
+def knn_summary(results) -> list[str]:
+    def ratio(a, b):
+        return f"{a / b:.3g}x" if isinstance(a, float) and isinstance(b, float) and b > 0 else "-"
+
+    lines = ["", "| data set | metric | kNN ms | distances ms | kNN / distances | vs cuSPARSE+top-k "
+             "| vs sklearn | recall@10 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        g = r.get("knn_ms")
+        lines.append(f"| {r['dataset']} | {r['metric']} | {_fmt(g)} | {_fmt(r.get('dist_ms'))} | "
+                     f"{_fmt(r.get('knn_over_dist'))} | {ratio(g, r.get('cusparse_topk_ms'))} | "
+                     f"{ratio(g, r.get('sklearn_ms'))} | {_fmt(r.get('recall'), 4)} |")
+    return lines
+
+
+def add_arguments(p):
+    p.add_argument("--knn", action="store_true",
+                   help="run the kNN benchmark (all-pairs k nearest neighbours) instead")
+    p.add_argument("--knn-k", type=int, default=10)
+    p.add_argument("--knn-repeats", type=int, default=5)
+    p.add_argument("--knn-peer-rows", type=int, default=8192,
+                   help="queries the cuSPARSE + top-k peer runs on (scaled to all rows)")
+
+
+def run_knn(args) -> dict:
+    """Run the kNN benchmark for ``args`` (run.py's parsed arguments); print the table last."""
+    import cupy
+    dev = cupy.cuda.runtime.getDeviceProperties(0)
+    print(f"device: {dev['name'].decode()}; CuPy {cupy.__version__}; gbdist {gb.__version__}",
+          flush=True)
+    names = args.datasets if args.datasets != "" else KNN_DATASETS
+    results: list = []
+    for name in [d for d in names.split(",") if d]:
+        X = datasets.load(name, args.data_dir)[0].astype(np.float32)
+        bench_knn_dataset(name, sps.csr_matrix(X), args, results)
+    print("\n".join(knn_summary(results)))
+    return {"device": dev["name"].decode(), "mode": "knn", "k": args.knn_k, "results": results}

@@ -1,0 +1,157 @@
+"""Device top-k selection and merging for k-nearest neighbours (kernels/topk.cuh).
+
+:func:`select_k` keeps, per row of a device distance block, the k smallest
+entries by (distance, column), NaN last; :func:`merge_k` merges two sorted
+candidate lists per row. Both follow :func:`gbdist.neighbors.select_k` /
+:func:`gbdist.neighbors.merge_k` (the CPU reference) exactly: ties go to the
+lower index, -0.0 equals 0.0, NaN sorts after every number.
+
+k <= :data:`MAX_K` runs the warp-per-row kernel ``gb_topk``; larger k falls
+back to CuPy sorts (slower, same order). Kernels are compiled once per process
+and device (RawModule with name_expressions; NVRTC, no system headers).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ...errors import InputError
+from ...resources import read
+
+MAX_K = 256
+WARPS = 4
+_LIST_SIZES = (64, 128, 256)
+_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_LOCK = threading.Lock()
+_MODULES: dict = {}
+
+
+def _select_name(ctype: str, size: int) -> str:
+    return f"gb_topk<{ctype}, {size}, {WARPS}>"
+
+
+def _merge_name(ctype: str) -> str:
+    return f"gb_topk_merge<{ctype}>"
+
+
+def names() -> tuple[str, ...]:
+    """Every kernel instantiation the module holds (name_expressions)."""
+    out = []
+    for ctype in _TYPES.values():
+        out += [_select_name(ctype, s) for s in _LIST_SIZES]
+        out.append(_merge_name(ctype))
+    return tuple(out)
+
+
+def source() -> str:
+    return read("kernels", "topk.cuh")
+
+
+def _module():
+    import cupy
+    dev = cupy.cuda.Device().id
+    with _LOCK:
+        mod = _MODULES.get(dev)
+        if mod is None:
+            mod = cupy.RawModule(code=source(), options=("-std=c++17",), name_expressions=names())
+            for n in names():
+                mod.get_function(n)
+            _MODULES[dev] = mod
+    return mod
+
+
+def _list_size(k: int) -> int:
+    for s in _LIST_SIZES:
+        if k <= s:
+            return s
+    raise ValueError(k)
+
+
+def _check(D):
+    import cupy
+    if not isinstance(D, cupy.ndarray) or D.ndim != 2:
+        raise InputError("select_k needs a 2-D CuPy array", got=type(D).__name__)
+    if D.dtype not in _TYPES:
+        D = D.astype(np.float64)
+    return cupy.ascontiguousarray(D)
+
+
+def select_k(D, k: int, offset: int = 0):
+    """Per row of the device array D: the min(k, width) smallest (distance, column + offset)
+    pairs, sorted by (distance, column), NaN last. Returns CuPy (distances, int64 indices)."""
+    import cupy
+    D = _check(D)
+    rows, width = D.shape
+    kk = min(int(k), width)
+    if width >= 2**32 - 1:
+        raise InputError("a distance tile is too wide for top-k", got=f"{width} columns",
+                         hint="use a smaller working_memory")
+    out_d = cupy.empty((rows, kk), dtype=D.dtype)
+    out_i = cupy.empty((rows, kk), dtype=cupy.int64)
+    if rows == 0 or kk == 0:
+        return out_d, out_i
+    if kk > MAX_K:
+        return _select_sort(D, kk, offset)
+    fn = _module().get_function(_select_name(_TYPES[D.dtype], _list_size(kk)))
+    blocks = int(min(-(-rows // WARPS), 2**31 - 1))
+    fn((blocks,), (WARPS * 32,), (D, np.int64(rows), np.int64(width), np.int32(kk), np.int32(kk),
+                                  np.int64(offset), out_d, out_i))
+    return out_d, out_i
+
+
+def _order_key(D):
+    """An unsigned image of D whose integer order is (value order, NaN last, -0 == 0)."""
+    import cupy
+    if D.dtype == np.float32:
+        u = D.view(cupy.uint32).copy()
+        sign, top = np.uint32(0x80000000), np.uint32(0xFFFFFFFF)
+    else:
+        u = D.view(cupy.uint64).copy()
+        sign, top = np.uint64(0x8000000000000000), np.uint64(0xFFFFFFFFFFFFFFFF)
+    u[D == 0] = 0
+    neg = (u & sign) != 0
+    u = cupy.where(neg, ~u, u | sign)
+    u[cupy.isnan(D)] = top
+    return u
+
+
+def _select_sort(D, kk: int, offset: int):
+    """Large k: sort each row by value, then by column among equal values (CuPy sorts)."""
+    import cupy
+    rows, width = D.shape
+    key = _order_key(D)
+    order = cupy.argsort(key, axis=1)
+    sk = cupy.take_along_axis(key, order, axis=1)
+    # Group number of each sorted value; (group, column) is the total order.
+    grp = cupy.zeros((rows, width), dtype=cupy.int64)
+    if width > 1:
+        grp[:, 1:] = cupy.cumsum(sk[:, 1:] != sk[:, :-1], axis=1)
+    del sk
+    comb = grp * np.int64(width) + order.astype(cupy.int64)
+    del grp, order
+    comb = cupy.sort(comb, axis=1)[:, :kk]
+    cols = comb % np.int64(width)
+    return cupy.take_along_axis(D, cols, axis=1), cols + np.int64(offset)
+
+
+def merge_k(d1, i1, d2, i2, k: int):
+    """Merge two sorted candidate lists per row into the k best by (distance, index), NaN last."""
+    import cupy
+    rows = d1.shape[0]
+    k = min(int(k), d1.shape[1] + d2.shape[1])
+    dt = np.result_type(d1.dtype, d2.dtype)
+    if dt not in _TYPES:
+        dt = np.dtype(np.float64)
+    d1, d2 = (cupy.ascontiguousarray(d.astype(dt, copy=False)) for d in (d1, d2))
+    i1, i2 = (cupy.ascontiguousarray(i.astype(cupy.int64, copy=False)) for i in (i1, i2))
+    od = cupy.empty((rows, k), dtype=dt)
+    oi = cupy.empty((rows, k), dtype=cupy.int64)
+    if rows == 0 or k == 0:
+        return od, oi
+    fn = _module().get_function(_merge_name(_TYPES[dt]))
+    threads = 128
+    blocks = int(min(-(-rows // threads), 2**31 - 1))
+    fn((blocks,), (threads,), (d1, i1, np.int32(d1.shape[1]), d2, i2, np.int32(d2.shape[1]),
+                               np.int64(rows), np.int32(k), od, oi))
+    return od, oi
