@@ -412,28 +412,38 @@ class CUDABackend:
             choice = _CHOICES[key] = min(est, key=est.get)
         return choice
 
-    def _launch_scatter(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+    def _column_tiles(self, mod, right: DevCSR, K: int, bytes_per_column: int, reserved: int,
+                      itype_c: str):
+        """Bᵀ in CSR (row k lists the j storing column k) and, for output tiles of J
+        columns sized to shared memory, each k's offsets per tile (gb_chunk_ptr)."""
         import cupy
         import cupyx.scipy.sparse as cps
-        n_left, n_right = left.shape[0], right.shape[0]
+        n_right = right.shape[0]
         bt = cps.csr_matrix((right.data, right.indices, right.indptr), shape=right.shape).T.tocsr()
         bt.sort_indices()
-        nacc = len(gen.accumulators)
+        itype = right.indptr.dtype
         optin = int(cupy.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
-        J = max(1, min(n_right, (optin - 1024) // (nacc * dt.itemsize)))
+        J = max(1, min(n_right, (optin - 1024 - reserved) // bytes_per_column))
         ntiles = -(-n_right // J)
-        tptr = cupy.empty(K * (ntiles + 1), dtype=left.indptr.dtype)
+        tptr = cupy.empty(K * (ntiles + 1), dtype=itype)
+        bt_indices = bt.indices.astype(itype)
         fn = mod.get_function(f"gb_chunk_ptr<{itype_c}>")
         fn((max(1, min(65535, (tptr.size + 255) // 256)),), (256,),
-           (bt.indptr.astype(left.indptr.dtype), bt.indices.astype(left.indptr.dtype), np.int64(K),
-            np.int64(J), np.int32(ntiles), tptr))
+           (bt.indptr.astype(itype), bt_indices, np.int64(K), np.int64(J), np.int32(ntiles), tptr))
+        return bt_indices, bt.data, tptr, J, ntiles
+
+    def _launch_scatter(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+        import cupy
+        n_left, n_right = left.shape[0], right.shape[0]
+        nacc = len(gen.accumulators)
+        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, nacc * dt.itemsize, 0, itype_c)
         out = cupy.empty((n_left, n_right), dtype=dt)
         fn = mod.get_function(f"gb_scatter<Spec, {itype_c}>")
         smem = nacc * J * dt.itemsize
         fn.max_dynamic_shared_size_bytes = smem
         fn((n_left, ntiles), (THREADS,),
            (left.indptr, left.indices, left.data, np.int64(n_left),
-            bt.indices.astype(left.indptr.dtype), bt.data, tptr, np.int32(ntiles), np.int64(J),
+            bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
             np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
         return out
 
@@ -453,21 +463,11 @@ class CUDABackend:
 
     def _launch_sorted(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
         import cupy
-        import cupyx.scipy.sparse as cps
         n_left, n_right = left.shape[0], right.shape[0]
         aperm = self._sorted_perm(mod, left, "UKeyL", gen.sorted_order, dt)
         bperm = self._sorted_perm(mod, right, "UKeyR", gen.sorted_order, dt)
-        bt = cps.csr_matrix((right.data, right.indices, right.indptr), shape=right.shape).T.tocsr()
-        bt.sort_indices()
-        words = (K + 31) // 32
-        optin = int(cupy.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
-        J = max(1, min(n_right, (optin - 1024 - 4 * words) // dt.itemsize))
-        ntiles = -(-n_right // J)
-        tptr = cupy.empty(K * (ntiles + 1), dtype=left.indptr.dtype)
-        fn = mod.get_function(f"gb_chunk_ptr<{itype_c}>")
-        fn((max(1, min(65535, (tptr.size + 255) // 256)),), (256,),
-           (bt.indptr.astype(left.indptr.dtype), bt.indices.astype(left.indptr.dtype), np.int64(K),
-            np.int64(J), np.int32(ntiles), tptr))
+        words = (K + 31) // 32  # A_i's column bitmask
+        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, dt.itemsize, 4 * words, itype_c)
         out = cupy.empty((n_left, n_right), dtype=dt)
         fn = mod.get_function(f"gb_union_sorted<Spec, {itype_c}>")
         smem = J * dt.itemsize + 4 * words
@@ -475,7 +475,7 @@ class CUDABackend:
         fn((n_left, ntiles), (THREADS,),
            (left.indptr, left.indices, left.data, aperm, np.int64(n_left),
             right.indptr, right.indices, right.data, bperm,
-            bt.indices.astype(left.indptr.dtype), bt.data, tptr, np.int32(ntiles), np.int64(J),
+            bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
             np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
         return out
 
