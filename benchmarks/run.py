@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gbdist as gb  # noqa: E402
 from benchmarks import datasets, peers  # noqa: E402
 from benchmarks import knn as knn_bench  # noqa: E402
+from benchmarks.knn import _fmt  # noqa: E402  (one number formatter for both tables)
 
 METRICS = ("cosine", "euclidean", "manhattan", "chebyshev", "canberra", "jensenshannon")
 DOT_FAMILY = ("cosine", "euclidean")
@@ -155,14 +156,6 @@ def _time_strategies(row, q, data, Qg, Xg, metric, args):
         except Exception as e:
             row[f"t_{strat}"] = f"error: {type(e).__name__}: {e}"[:200]
         cupy.get_default_memory_pool().free_all_blocks()
-
-
-def _fmt(v):
-    if v is None:
-        return "-"
-    if isinstance(v, str):
-        return "ERR"
-    return f"{v:.2f}"
 
 
 def _print_row(r):

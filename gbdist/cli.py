@@ -126,10 +126,11 @@ from .cli_knn import COMMANDS as _KNN_COMMANDS  # noqa: E402
 COMMANDS += _KNN_COMMANDS
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="gbdist", description="sparse semiring distances")
+def run_commands(commands, argv=None, description: str = "sparse semiring distances") -> int:
+    """Parse ``argv`` against a COMMANDS table and run the chosen entry."""
+    parser = argparse.ArgumentParser(prog="gbdist", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_, add_args, run in COMMANDS:
+    for name, help_, add_args, run in commands:
         p = sub.add_parser(name, help=help_)
         add_args(p)
         p.set_defaults(run=run)
@@ -139,6 +140,10 @@ def main(argv=None) -> int:
     except GbdistError as e:
         print(f"gbdist: error: {e}", file=sys.stderr)
         return 2
+
+
+def main(argv=None) -> int:
+    return run_commands(COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from .errors import GbdistError, InputError
+from .errors import InputError
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
@@ -187,18 +187,8 @@ COMMANDS = [
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="gbdist", description="nearest neighbours and distances")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_, add_args, run in COMMANDS:
-        p = sub.add_parser(name, help=help_)
-        add_args(p)
-        p.set_defaults(run=run)
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except GbdistError as e:
-        print(f"gbdist: error: {e}", file=sys.stderr)
-        return 2
+    from .cli import run_commands  # imported here: cli imports this module's COMMANDS
+    return run_commands(COMMANDS, argv, "nearest neighbours and distances")
 
 
 if __name__ == "__main__":
