@@ -257,21 +257,22 @@ class CUDABackend:
         mod = _module(gen, names)
 
         # Row reductions.
-        colred = [], []
+        # Row reductions, each written into its slice of one buffer per side
+        # (colred: reductions indexed by the left rows, rowred: by the right rows).
+        cols = [r for r in gen.reductions if r.kind == "col"]
+        rows = [r for r in gen.reductions if r.kind == "row"]
+        colbuf = cupy.empty(max(1, len(cols) * n_left), dtype=dt)
+        rowbuf = cupy.empty(max(1, len(rows) * n_right), dtype=dt)
         outs = {}
         for r, red in enumerate(gen.reductions):
-            key = row_operand(red.step.node.arg)[:2]
-            d = data[key]
-            out = cupy.empty(d.shape[0], dtype=dt)
+            d = data[row_operand(red.step.node.arg)[:2]]
+            side, buf = (cols, colbuf) if red.kind == "col" else (rows, rowbuf)
+            at = side.index(red) * d.shape[0]
+            out = buf[at:at + d.shape[0]]
             fn = mod.get_function(names[r])
             blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
             fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
             outs[red.step.name] = out
-        cols = [outs[r.step.name] for r in gen.reductions if r.kind == "col"]
-        rows = [outs[r.step.name] for r in gen.reductions if r.kind == "row"]
-        colbuf = cupy.concatenate(cols) if cols else cupy.zeros(1, dtype=dt)
-        rowbuf = cupy.concatenate(rows) if rows else cupy.zeros(1, dtype=dt)
-        del colred
 
         if strat == "scatter":
             result = self._launch_scatter(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
@@ -579,12 +580,11 @@ def _epilogue_arrays(plan: Plan, outs: dict, K: int, n_left: int, n_right: int):
 
 
 def _shape(result, kind: str, n_left: int, n_right: int):
+    """The result in the output kind's shape (broadcasting a scalar or vector epilogue)."""
     import cupy
-    if kind == "matrix":
-        return cupy.broadcast_to(result, (n_left, n_right)).copy() if result.shape != (n_left, n_right) else result
-    if kind == "col":
-        return cupy.broadcast_to(result.reshape(-1, 1) if result.ndim == 1 else result, (n_left, 1)).reshape(n_left).copy() \
-            if result.size != n_left else result.reshape(n_left)
-    if kind == "row":
-        return result.reshape(-1)
-    return result.reshape(())
+    shape = {"matrix": (n_left, n_right), "col": (n_left,), "row": (n_right,)}.get(kind, ())
+    if kind == "col" and result.ndim == 2:
+        result = result.reshape(-1)
+    if result.shape == shape:
+        return result
+    return cupy.broadcast_to(result.reshape(-1) if kind == "row" else result, shape).copy()
