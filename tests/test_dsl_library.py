@@ -53,7 +53,9 @@ def _correlation(A, B):
     num = gb.mxm(A, B.T, semirings.plus_times) - sa * sb / k
     va = gb.maximum(qa - sa * sa / k, 0)
     vb = gb.maximum(qb - sb * sb / k, 0)
-    return 1 - num / gb.sqrt(va * vb)
+    const_a = gb.eq(gb.reduce(A, ops.max), gb.reduce(A, ops.min))
+    const_b = gb.eq(gb.reduce(B, ops.max), gb.reduce(B, ops.min))
+    return gb.where(const_a + const_b > 0, float("nan"), 1 - num / gb.sqrt(va * vb))
 
 
 def _jaccard(A, B):
