@@ -203,6 +203,14 @@ def add_arguments(p):
     p.add_argument("--knn-repeats", type=int, default=5)
     p.add_argument("--knn-peer-rows", type=int, default=8192,
                    help="queries the cuSPARSE + top-k peer runs on (scaled to all rows)")
+    p.add_argument("--knn-powerlaw", action="store_true",
+                   help="with --knn: the MovieLens-scale all-pairs kNN of datasets.powerlaw() "
+                        "(283,228 x 193,886, ~27.7M nonzeros), one run per metric")
+    p.add_argument("--knn-time-limit", type=float, default=1e9,
+                   help="--knn-powerlaw: seconds for the whole run; a run whose estimate "
+                        "(from a slice of the queries) does not fit what is left is skipped")
+    p.add_argument("--knn-powerlaw-metrics", default="",
+                   help="--knn-powerlaw: comma-separated metrics (default: the six)")
 
 
 def run_knn(args) -> dict:
@@ -211,6 +219,8 @@ def run_knn(args) -> dict:
     dev = cupy.cuda.runtime.getDeviceProperties(0)
     print(f"device: {dev['name'].decode()}; CuPy {cupy.__version__}; gbdist {gb.__version__}",
           flush=True)
+    if getattr(args, "knn_powerlaw", False):
+        return run_powerlaw(args, dev["name"].decode())
     names = args.datasets if args.datasets != "" else KNN_DATASETS
     results: list = []
     for name in [d for d in names.split(",") if d]:
@@ -218,3 +228,152 @@ def run_knn(args) -> dict:
         bench_knn_dataset(name, sps.csr_matrix(X), args, results)
     print("\n".join(knn_summary(results)))
     return {"device": dev["name"].decode(), "mode": "knn", "k": args.knn_k, "results": results}
+
+
+# ---------------------------------------------------------------------------
+# --knn-powerlaw: MovieLens-scale all-pairs kNN
+# ---------------------------------------------------------------------------
+
+POWERLAW_METRICS = ("cosine", "manhattan", "euclidean", "jensenshannon", "canberra", "chebyshev")
+POWERLAW_NONSYM = ("cosine", "manhattan")  # also timed without symmetry, if time allows
+POWERLAW_RECALL_QUERIES = 32
+ESTIMATE_ROWS = 2048
+
+
+def _sync():
+    import cupy
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def recall_device(Xg, metric, idx, k, seed=0, queries=POWERLAW_RECALL_QUERIES):
+    """Recall@k of a self-join answer (host indices) on sampled queries against exact
+    float64 distances computed on the GPU in float64 (ties at the k-th distance count as
+    right; the query itself is excluded)."""
+    import cupy
+    m = Xg.shape[0]
+    rng = np.random.default_rng(seed)
+    qs = np.sort(rng.choice(m, size=min(queries, m), replace=False))
+    X64 = Xg.astype(cupy.float64)
+    D = gb.pairwise_distances(X64[cupy.asarray(qs)], X64, metric=metric, backend="cuda")
+    D = cupy.asnumpy(D) if isinstance(D, cupy.ndarray) else np.asarray(D)
+    D = np.where(np.isnan(D), np.inf, D)
+    D[np.arange(len(qs)), qs] = np.inf
+    kth = np.sort(D, axis=1)[:, k - 1]
+    hits = sum(int(np.sum(D[j, idx[q]] <= kth[j] * (1 + 1e-6) + 1e-9)) for j, q in enumerate(qs))
+    return hits / (len(qs) * k), qs
+
+
+def _timed_knn(Xg, metric, k, symmetric, wm):
+    import cupy
+    cupy.get_default_memory_pool().free_all_blocks()
+    _sync()
+    t0 = time.perf_counter()
+    d, i = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm, symmetric=symmetric)
+    _sync()
+    return time.perf_counter() - t0, d, i
+
+
+def run_powerlaw(args, device: str) -> dict:
+    """All-pairs kNN (k = args.knn_k) of datasets.powerlaw() against itself, one timed run per
+    (metric, symmetric), each checked by recall@k on 32 queries against float64."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    from gbdist import neighbors
+    from gbdist.pairwise import metric_program
+    start = time.perf_counter()
+    deadline = start + args.knn_time_limit
+    k = args.knn_k
+    t0 = time.perf_counter()
+    X, meta = datasets.powerlaw()
+    X = sps.csr_matrix(X, dtype=np.float32)
+    gen_s = time.perf_counter() - t0
+    m = X.shape[0]
+    print(f"\n## kNN powerlaw: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz} (generated in "
+          f"{gen_s:.1f} s); k = {k}, all pairs ({float(m) * m:.2e})", flush=True)
+    out = {"device": device, "mode": "knn-powerlaw", "k": k, "dataset": "powerlaw",
+           "shape": list(X.shape), "nnz": int(X.nnz), "generate_s": gen_s, "results": []}
+    names = [x for x in (args.knn_powerlaw_metrics or ",".join(POWERLAW_METRICS)).split(",") if x]
+    runs = [(mt, True) for mt in names] + [(mt, False) for mt in names if mt in POWERLAW_NONSYM]
+    data_cache: dict = {}
+    answers: dict = {}
+
+    def save():
+        if args.json:
+            from pathlib import Path
+            Path(args.json).write_text(__import__("json").dumps(out, indent=1, default=str))
+
+    for metric, sym in runs:
+        row = {"metric": metric, "symmetric": sym, "k": k}
+        out["results"].append(row)
+        try:
+            key = metric == "jensenshannon"
+            if key not in data_cache:
+                data_cache.clear()
+                data_cache[key] = cps.csr_matrix(_normalise_rows(X) if key else X)
+            Xg = data_cache[key]
+            plan = metric_program(metric).plan
+            wm = neighbors.default_device_memory()
+            row["working_memory"] = wm
+            row["proven_symmetric"] = neighbors.is_symmetric(plan)
+            if sym:
+                s = neighbors.symmetric_tile_side(plan, m, wm, np.float32)
+                row["tile"] = [s, s]
+                row["tiles"] = (-(-m // s)) * (-(-m // s) + 1) // 2
+            else:
+                row["tile"] = list(neighbors.device_tile_shape(plan, m, m, wm, np.float32))
+            # estimate (and warm up: compilation) on a slice of the queries, non-symmetric
+            q = min(m, ESTIMATE_ROWS)
+            _sync()
+            t0 = time.perf_counter()
+            gb.knn(Xg[:q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            _sync()
+            t1 = time.perf_counter()
+            gb.knn(Xg[q:2 * q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            _sync()
+            est = (time.perf_counter() - t1) * m / q * (0.55 if sym else 1.0)
+            row["first_slice_s"] = t1 - t0
+            row["estimate_s"] = est
+            left = deadline - time.perf_counter()
+            if est > left - 25:  # the recall check and slack
+                row["skipped"] = f"estimated {est:.0f} s, {left:.0f} s left"
+                print(f"{metric:<14} sym={sym!s:<5} skipped: {row['skipped']}", flush=True)
+                save()
+                continue
+            secs, d, i = _timed_knn(Xg, metric, k, sym, wm)
+            times = [secs]
+            for _ in range(max(1, args.knn_repeats) - 1):
+                if time.perf_counter() + secs > deadline - 25:
+                    break
+                del d, i
+                t, d, i = _timed_knn(Xg, metric, k, sym, wm)
+                times.append(t)
+            secs = float(np.median(times))
+            row["times"] = times
+            row["seconds"] = secs
+            row["pairs_per_s"] = float(m) * m / secs
+            row["peak_pool_bytes"] = int(cupy.get_default_memory_pool().total_bytes())
+            idx = cupy.asnumpy(i)
+            del d, i
+            t0 = time.perf_counter()
+            row["recall"], _ = recall_device(Xg, metric, idx, k)
+            row["recall_s"] = time.perf_counter() - t0
+            if metric in answers:  # symmetric vs not: the same answer (every index)
+                row["index_agreement"] = float(np.mean(answers[metric] == idx))
+            answers[metric] = idx
+            print(f"{metric:<14} sym={sym!s:<5} {secs:8.2f} s median of {len(times)} "
+                  f"({row['pairs_per_s']:.2e} pairs/s) agree {row.get('index_agreement', '-')}"
+                  f"  estimate {est:6.1f} s  recall@{k} {row['recall']:.4f}  tile {row['tile']}",
+                  flush=True)
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {e}"[:300]
+            traceback.print_exc()
+        cupy.get_default_memory_pool().free_all_blocks()
+        save()
+    out["total_s"] = time.perf_counter() - start
+    print("\n| metric | symmetric | seconds | pairs/s | recall@10 |\n|---|---|---:|---:|---:|")
+    for r in out["results"]:
+        print(f"| {r['metric']} | {r['symmetric']} | {_fmt(r.get('seconds'))} | "
+              f"{r.get('pairs_per_s', 0):.3g} | {_fmt(r.get('recall'), 4)} |"
+              + (f" {r.get('skipped') or r.get('error')}" if r.get('skipped') or r.get('error')
+                 else ""))
+    return out

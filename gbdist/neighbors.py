@@ -105,6 +105,131 @@ def tile_width(plan: Plan, n_index: int, budget: int) -> int:
 
 
 # ---------------------------------------------------------------------------
+# symmetry: when d(a, b) == d(b, a) is proven from the algebra
+# ---------------------------------------------------------------------------
+
+_SYMMETRY: dict = {}
+
+
+def _sym_side(node, roles, transpose=False):
+    """(role, op keys of the apply chain) of a row operand, or None when it is not a plain
+    (untransposed) row operand of a known role."""
+    from .typecheck import row_operand
+    name, flipped, chain = row_operand(node, transpose)
+    role = roles.get((name, False))
+    if flipped or role not in ("i", "j"):
+        return None
+    return role, tuple(op.key for op in chain), chain
+
+
+def _commutes(mul) -> bool:
+    """f(x, y) == f(y, x) proven on f's domain (by sympy or exhaustively, never numerically)."""
+    from . import proofs
+    from .ops import X, Y
+    f = mul.formula
+    swapped = f.xreplace({X: Y, Y: X})
+    if swapped == f:
+        return True
+    p = proofs.check(f"{mul.name} commutes", f, swapped, mul.domain)
+    return bool(p.holds) and not p.method.startswith("numeric")
+
+
+def _sym_expr(node, roles, syms: dict):
+    """The metric as a sympy expression over one symbol per product, per row reduction (one
+    for each side) and k; products get one symbol for both orders of (A, B), so they must
+    commute. Raises ValueError for anything that cannot be shown symmetric."""
+    import sympy as sp
+    from . import ir
+
+    def sym(key):
+        if key not in syms:
+            syms[key] = sp.Symbol(f"s{len(syms)}", real=True)
+        return syms[key]
+
+    def go(n):
+        if isinstance(n, ir.MxM):
+            left = _sym_side(n.left, roles)
+            right = _sym_side(n.right, roles, transpose=True)
+            if left is None or right is None or left[0] != "i" or right[0] != "j":
+                raise ValueError("product operands")
+            if left[1] != right[1]:  # different transforms of the two sides
+                raise ValueError("asymmetric operand transforms")
+            if not n.semiring.add.commutative or not _commutes(n.semiring.mul):
+                raise ValueError(f"{n.semiring.mul.name} does not commute")
+            return sym(("mxm", left[1], n.semiring.key))
+        if isinstance(n, ir.RowReduce):
+            side = _sym_side(n.arg, roles)
+            if side is None:
+                raise ValueError("reduction operand")
+            return sym(("reduce", side[0], side[1], n.monoid.key))
+        if isinstance(n, ir.NCols):
+            return sym(("ncols",))
+        if isinstance(n, ir.Const):
+            v = float(n.value)
+            if np.isnan(v):
+                return sp.nan
+            if np.isinf(v):
+                return sp.oo if v > 0 else -sp.oo
+            return sp.nsimplify(v) if float(sp.nsimplify(v)) == v else sp.Float(v)
+        if isinstance(n, ir.Pointwise):
+            a = [go(x) for x in n.args]
+            fn = {"add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
+                  "div": lambda p, q: p / q, "pow": lambda p, q: p ** q, "neg": lambda p: -p,
+                  "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
+                  "maximum": sp.Max, "minimum": sp.Min,
+                  "where": lambda c, p, q: sp.Piecewise((p, sp.Ne(c, 0)), (q, True))}.get(n.fn)
+            rel = {"eq": sp.Eq, "ne": sp.Ne, "lt": sp.Lt, "le": sp.Le, "gt": sp.Gt,
+                   "ge": sp.Ge}.get(n.fn)
+            if rel is not None:  # a comparison is 1 or 0 in arithmetic
+                fn = lambda p, q, rel=rel: sp.Piecewise((1, rel(p, q)), (0, True))  # noqa: E731
+            if fn is None:
+                raise ValueError(n.fn)
+            return fn(*a)
+        raise ValueError(type(n).__name__)
+
+    return go(node)
+
+
+def is_symmetric(plan: Plan) -> bool:
+    """True only when the metric is *proven* symmetric, d(a, b) == d(b, a) for all rows.
+
+    The proof, from the algebra (no metric names): every product is mxm(φ(A), φ(B).T) with
+    the same apply chain φ on both sides, a commutative ⊕ and a ⊗ with f(x, y) == f(y, x)
+    (sympy on f's domain; a numeric verdict is not enough); swapping A and B then leaves
+    every product unchanged and exchanges each row reduction of A with the same reduction
+    of B. The epilogue, as a sympy expression over those symbols, must be unchanged by that
+    exchange (equal after sympy's canonical ordering, or its difference simplifies to 0).
+    Anything else (mxv, a transposed operand, kl_divergence's non-commuting ⊗, constructs
+    sympy cannot compare) counts as not symmetric. Cached per plan key.
+    """
+    import sympy as sp
+    key = plan.expr.key
+    hit = _SYMMETRY.get(key)
+    if hit is not None:
+        return hit
+    ok = False
+    try:
+        roles = plan.roles
+        if sorted(roles.values()) == ["i", "j"] and all(not t for _, t in roles):
+            syms: dict = {}
+            e = _sym_expr(plan.expr, roles, syms)
+            swap = {}
+            for k, s in list(syms.items()):
+                if k[0] == "reduce":
+                    other = ("reduce", "j" if k[1] == "i" else "i") + k[2:]
+                    if other not in syms:
+                        syms[other] = sp.Symbol(f"s{len(syms)}", real=True)
+                    swap[s] = syms[other]
+                    swap[syms[other]] = s
+            e2 = e.xreplace(swap)
+            ok = bool(e2 == e) or bool(sp.simplify(e - e2) == 0)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        ok = False
+    _SYMMETRY[key] = ok
+    return ok
+
+
+# ---------------------------------------------------------------------------
 # distance tiles: the one place that talks to backends
 # ---------------------------------------------------------------------------
 
@@ -325,6 +450,63 @@ def _knn_device(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=
     return (best_d, best_i) if on_device else (cupy.asnumpy(best_d), cupy.asnumpy(best_i))
 
 
+def symmetric_tile_side(plan: Plan, n: int, budget: int, dtype, device: bool = True) -> int:
+    """Side of the square tiles of a symmetric self-join: a tile, its transposed copy and
+    the backend's temporaries fit the budget (device bytes per cell as
+    :func:`device_tile_shape` counts them, plus the copy; on the host half the budget at
+    :func:`_cell_bytes` plus 8 per cell)."""
+    if device:
+        per = _device_cell_bytes(plan, dtype) + np.dtype(dtype).itemsize
+        cells = max(1, int(budget) // per)
+    else:
+        cells = max(1, (int(budget) // 2) // (_cell_bytes(plan) + 8))
+    return int(max(1, min(n, int(np.sqrt(cells)))))
+
+
+def _knn_device_symmetric(plan: Plan, X, k, be, budget: int, exclude_self: bool, dtype=None,
+                          on_block: Callable | None = None):
+    """:func:`_knn_device` for a self-join under a proven-symmetric metric: square tiles
+    (row block r, column block c) with c >= r only; a tile feeds block r's running top-k
+    and, transposed, block c's. Every unordered pair is computed once (the diagonal tiles
+    whole); each query still sees every candidate exactly once, so the answer (order and
+    ties included) is the non-symmetric one."""
+    import cupy
+    from .backends.cuda import topk
+    on_device = runtime.is_cupy(X)
+    n = _nrows(X, "X")
+    kk = _check_k(k, n, exclude_self)
+    dt = _result_dtype(X, X, dtype)
+    Xd = _DeviceCSR(X, "X", dt)
+    budget = _device_budget(budget)
+    s = symmetric_tile_side(plan, n, budget, dt)
+    best_d = cupy.full((n, kk), np.nan, dtype=dt)
+    best_i = cupy.full((n, kk), np.iinfo(np.int64).max, dtype=cupy.int64)
+    for r0 in range(0, n, s):
+        r1 = min(n, r0 + s)
+        Xr = Xd.rows(r0, r1)
+        for c0 in range(r0, n, s):
+            c1 = min(n, c0 + s)
+            D = be.run(plan, {"A": Xr, "B": Xd.rows(c0, c1)}, working_memory=budget,
+                       drop_zeros=True, dtype=dt)
+            D = _device_grid(D, plan.output_kind, r1 - r0, c1 - c0)
+            d, i = topk.select_k(D, kk, c0)
+            best_d[r0:r1], best_i[r0:r1] = topk.merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)
+            if c0 != r0:
+                DT = cupy.ascontiguousarray(D.T)
+                del D
+                d, i = topk.select_k(DT, kk, r0)
+                del DT
+                best_d[c0:c1], best_i[c0:c1] = topk.merge_k(best_d[c0:c1], best_i[c0:c1],
+                                                            d, i, kk)
+            else:
+                del D
+            if on_block is not None:  # pairs covered: both orders off the diagonal
+                on_block((r1 - r0) * (c1 - c0) * (1 if c0 == r0 else 2))
+    if exclude_self:
+        best_d, best_i = _drop_self_device(best_d, best_i, k)
+    return (best_d, best_i) if on_device else (cupy.asnumpy(best_d), cupy.asnumpy(best_i))
+
+
 def _drop_self_device(d, i, k: int):
     """:func:`_drop_self` on CuPy arrays, without a synchronisation: column j of the
     answer is candidate j, or j + 1 from the dropped position on."""
@@ -446,11 +628,73 @@ def _nrows(x, name: str) -> int:
     return int(shape[0])
 
 
+def _use_symmetric(plan: Plan, X, Y, symmetric) -> bool:
+    """Whether a search runs the symmetric self-join: ``symmetric`` None (auto) means when
+    Y is X and the metric is proven symmetric (:func:`is_symmetric`); True insists (an
+    error when it is not valid); False never."""
+    if symmetric is None:
+        return Y is X and is_symmetric(plan)
+    if not isinstance(symmetric, (bool, np.bool_)):
+        raise InputError("symmetric must be True, False or None", got=repr(symmetric))
+    if not symmetric:
+        return False
+    if Y is not X:
+        raise InputError("symmetric=True needs a self-join", got="an explicit index Y",
+                         hint="call knn(X) (Y=None), or leave symmetric=None")
+    if not is_symmetric(plan):
+        raise InputError("symmetric=True needs a metric proven symmetric (d(a, b) == d(b, a))",
+                         got=ir_text(plan),
+                         hint="leave symmetric=None: gbdist then uses it only where it is proven")
+    return True
+
+
+def ir_text(plan: Plan) -> str:
+    from . import ir
+    return ir.to_text(plan.expr)
+
+
+def _knn_host_symmetric(plan: Plan, X, k, be, budget: int, exclude_self: bool, dtype=None,
+                        on_block: Callable | None = None):
+    """The host path's symmetric self-join: square tiles (r, c), c >= r, each computed by
+    :func:`distance_tiles` in row blocks; a block feeds its rows' top-k and, transposed,
+    the column block's. Same answer as the non-symmetric path."""
+    Xc = runtime.to_csr(X, "X", drop_zeros=True)
+    n = Xc.shape[0]
+    kk = _check_k(k, n, exclude_self)
+    dt = _result_dtype(X, X, dtype)
+    s = symmetric_tile_side(plan, n, budget, dt, device=False)
+    best_d = np.full((n, kk), np.nan)
+    best_i = np.full((n, kk), np.iinfo(np.int64).max, dtype=np.int64)
+    for r0 in range(0, n, s):
+        r1 = min(n, r0 + s)
+        for c0 in range(r0, n, s):
+            c1 = min(n, c0 + s)
+            for a0, a1, _, _, D in distance_tiles(plan, Xc[r0:r1], Xc[c0:c1], be, budget, dt,
+                                                  full_width=True):
+                a0, a1 = r0 + a0, r0 + a1
+                d, i = select_k(D, kk, c0)
+                best_d[a0:a1], best_i[a0:a1] = merge_k(best_d[a0:a1], best_i[a0:a1], d, i, kk)
+                if c0 != r0:
+                    d, i = select_k(np.ascontiguousarray(D.T), kk, a0)
+                    best_d[c0:c1], best_i[c0:c1] = merge_k(best_d[c0:c1], best_i[c0:c1],
+                                                           d, i, kk)
+                if on_block is not None:  # pairs covered: both orders off the diagonal
+                    on_block((a1 - a0) * (c1 - c0) * (1 if c0 == r0 else 2))
+    if exclude_self:
+        best_d, best_i = _drop_self(best_d, best_i, k)
+    return best_d.astype(dt), best_i
+
+
 def _knn(plan: Plan, X, Y, k, be, budget: int, exclude_self: bool, dtype=None,
-         on_block: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+         on_block: Callable | None = None, symmetric=None) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest index rows of every query; see :func:`knn`."""
+    sym = _use_symmetric(plan, X, Y, symmetric)
     if _on_gpu(be):
+        if sym:
+            return _knn_device_symmetric(plan, X, k, be, budget, exclude_self, dtype, on_block)
         return _knn_device(plan, X, Y, k, be, budget, exclude_self, dtype, on_block)
+    if sym:
+        return _knn_host_symmetric(plan, X, k, be, budget, exclude_self, dtype, on_block)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     kk = _check_k(k, n, exclude_self)
     dt = _result_dtype(X, Y, dtype)
@@ -511,7 +755,8 @@ def _radius(plan: Plan, X, Y, radius, be, budget: int, exclude_self: bool, sort_
 
 
 def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memory=None,
-        exclude_self=None, **params) -> tuple[np.ndarray, np.ndarray]:
+        exclude_self=None, symmetric: bool | None = None, **params
+        ) -> tuple[np.ndarray, np.ndarray]:
     """For each row of X, the k nearest rows of Y (of X when Y is None).
 
     Returns ``(distances, indices)``, both shaped (n_X, k), each row sorted by
@@ -524,13 +769,20 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
     :class:`gbdist.InputError` (scikit-learn's ValueError "Expected n_neighbors
     <= n_samples_fit"). ``working_memory`` (bytes) sizes the tiles; results do
     not depend on it. ``params`` go to the metric (``p`` for minkowski).
+
+    ``symmetric``: in a self-join (Y None or Y is X) under a metric proven symmetric
+    (:func:`is_symmetric`), compute each unordered pair once (square tiles on and above
+    the diagonal, each feeding both blocks' top-k). None (default) does so whenever it is
+    valid; True insists (:class:`gbdist.InputError` when it is not valid); False never.
+    The answer is the same either way.
     """
     if exclude_self is None:
         exclude_self = Y is None
     plan = metric_program(metric, **params).plan
     budget = _budget(working_memory)
     be = _backend(backend, budget)
-    return _knn(plan, X, X if Y is None else Y, k, be, budget, bool(exclude_self))
+    return _knn(plan, X, X if Y is None else Y, k, be, budget, bool(exclude_self),
+                symmetric=symmetric)
 
 
 def pairwise_distances_chunked(X, Y=None, metric="euclidean", working_memory=None,

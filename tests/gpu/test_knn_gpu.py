@@ -161,14 +161,15 @@ def test_many_small_tiles(metric):
     wm = neighbors._device_cell_bytes(plan, np.float64) * 64  # one 8 x 8 tile
     assert neighbors.device_tile_shape(plan, 90, 90, wm, np.float64) == (8, 8)
     calls = []
-    got = neighbors._knn(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append)
+    got = neighbors._knn(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append,
+                         symmetric=False)  # the ordinary tiling (symmetric: further down)
     assert len(calls) == 12 * 12
     ref = gb.knn(X, k=10, metric=metric, backend="cpu")
     D = gb.pairwise_distances(X, metric=metric, backend="cpu")
     np.fill_diagonal(D, np.inf)
     _check_knn(got, ref, D, 1e-9)  # canberra's sums are not exact: near-ties may swap
     # the public API with the same budget; the same tiles in one piece give the same answer
-    got2 = gb.knn(X, k=10, metric=metric, backend="cuda", working_memory=wm)
+    got2 = gb.knn(X, k=10, metric=metric, backend="cuda", working_memory=wm, symmetric=False)
     np.testing.assert_array_equal(got2[1], got[1])
     whole = gb.knn(X, k=10, metric=metric, backend="cuda")
     _check_knn(whole, ref, D, 1e-9)
@@ -228,3 +229,62 @@ def test_default_budget_comes_from_the_device():
     free, _ = cupy.cuda.runtime.memGetInfo()
     b = neighbors.default_device_memory()
     assert 64 * 2**20 <= b <= 8 * 2**30
+
+
+# --- symmetric self-joins ---------------------------------------------------------
+
+SYM_METRICS = ["cosine", "euclidean", "manhattan", "chebyshev", "canberra", "jensenshannon",
+               "jaccard"]
+
+
+@pytest.mark.parametrize("metric", SYM_METRICS)
+@pytest.mark.parametrize("exclude", [True, False])
+def test_symmetric_self_join_matches_non_symmetric(metric, exclude):
+    """Integer data with duplicates, an empty row; tiles small enough for many blocks.
+    Exact metrics must give identical answers; the others identical up to rounding ties."""
+    X = _ints(7, 180, 30, dup=8)
+    if metric in NONNEG or metric in BINARY:
+        X = np.abs(X)
+    X[20] = 0
+    X = sps.csr_matrix(X)
+    be = CUDABackend()
+    kw = dict(k=7, metric=metric, backend=be, exclude_self=exclude)
+    d0, i0 = gb.knn(X, symmetric=False, **kw)
+    ref = gb.knn(X, backend="cpu", k=7, metric=metric, exclude_self=exclude, symmetric=False)
+    for wm in (20_000, 200_000):
+        d1, i1 = gb.knn(X, symmetric=True, working_memory=wm, **kw)
+        plan = metric_program(metric).plan
+        assert neighbors.symmetric_tile_side(plan, 180, wm, np.float64) < 180  # really tiled
+        if metric in ("canberra", "jensenshannon"):
+            np.testing.assert_allclose(d1, d0, rtol=1e-9, atol=1e-7, equal_nan=True)
+            D = gb.pairwise_distances(X, X, metric=metric, backend="cpu")
+            if exclude:
+                np.fill_diagonal(D, np.inf)
+            _check_knn((d1, i1), ref, D, 1e-7)
+        else:
+            np.testing.assert_array_equal(i1, i0)
+            np.testing.assert_array_equal(d1, d0)
+            np.testing.assert_array_equal(i1, ref[1])
+
+
+def test_symmetric_cupy_in_cupy_out_and_auto():
+    X = _ints(3, 150, 20, dup=5)
+    Xg = cps.csr_matrix(cupy.asarray(X))
+    d, i = gb.knn(Xg, k=5, metric="manhattan", backend="cuda", working_memory=30_000)  # auto
+    assert isinstance(d, cupy.ndarray) and isinstance(i, cupy.ndarray)
+    d0, i0 = gb.knn(X, k=5, metric="manhattan", backend="cpu", symmetric=False)
+    np.testing.assert_array_equal(cupy.asnumpy(i), i0)
+    np.testing.assert_array_equal(cupy.asnumpy(d), d0)
+    with pytest.raises(gb.InputError):
+        gb.knn(np.abs(X), k=3, metric="kl_divergence", backend="cuda", symmetric=True)
+
+
+def test_symmetric_float32_and_progress_counts():
+    X = _ints(5, 130, 16, dup=4).astype(np.float32)
+    seen = []
+    plan = metric_program("cosine").plan
+    d, i = neighbors._knn(plan, X, X, 4, CUDABackend(), 20_000, True, None, seen.append,
+                          symmetric=True)
+    assert sum(seen) == 130 * 130 and d.dtype == np.float32
+    d0, i0 = gb.knn(X, k=4, metric="cosine", backend="cuda", symmetric=False)
+    np.testing.assert_array_equal(i, i0)
