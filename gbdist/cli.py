@@ -17,12 +17,13 @@ from .errors import GbdistError
 
 
 def _demo_args(p):
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the demo")
+    from .demo import add_arguments
+    add_arguments(p)
 
 
 def _demo(args) -> int:
-    from .demo import main
-    return main(args.rest)
+    from .demo import run
+    return run(args)
 
 
 def _explain_args(p):

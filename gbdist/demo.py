@@ -26,15 +26,25 @@ def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent:
     return m
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="gbdist demo", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The demo's options (shared by `gbdist demo` and `python -m gbdist.demo`)."""
     p.add_argument("--rows", type=int, default=4000)
     p.add_argument("--cols", type=int, default=3000)
     p.add_argument("--nnz", type=int, default=60000)
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--backend", default="auto")
     p.add_argument("--metrics", default="cosine,euclidean,manhattan,chebyshev,canberra,jensenshannon")
-    args = p.parse_args(argv)
+    p.add_argument("-k", type=int, default=10, help="neighbours per row in the kNN stage")
+    p.add_argument("--knn-metrics", default="cosine,manhattan")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="gbdist demo", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def run(args) -> int:
 
     X = powerlaw_matrix(args.rows, args.cols, args.nnz)
     deg = np.diff(X.indptr)
@@ -54,8 +64,35 @@ def main(argv=None) -> int:
         dt = time.perf_counter() - t0
         D = np.asarray(D.get() if hasattr(D, "get") else D)
         print(f"{name:<15} {strat:<36} {ranks:>4} {dt:>9.3f} {np.nanmean(D):>10.4f}")
+    _knn_stage(X, args)
     print("\n`gbdist explain <metric>` shows each decision with its proofs.")
     return 0
+
+
+def _knn_stage(X, args) -> None:
+    """All-pairs kNN of the whole matrix against itself, checked on a few rows."""
+    from .neighbors import knn
+    n = X.shape[0]
+    print(f"\nkNN      all {n} rows against each other, k = {args.k} (self excluded), "
+          "checked against brute force on 20 rows")
+    print(f"{'metric':<15} {'time (s)':>9} {'pairs/s':>10} {'recall@k':>9}")
+    rng = np.random.default_rng(0)
+    sample = rng.choice(n, size=min(20, n), replace=False)
+    for name in args.knn_metrics.split(","):
+        t0 = time.perf_counter()
+        dist, idx = knn(X, k=args.k, metric=name, backend=args.backend)
+        dt = time.perf_counter() - t0
+        dist = np.asarray(dist.get() if hasattr(dist, "get") else dist)
+        idx = np.asarray(idx.get() if hasattr(idx, "get") else idx)
+        # brute force for the sampled rows: the exact k-th distance; ties count as correct
+        ref = np.asarray(pairwise_distances(X[sample], X, metric=name, backend="cpu"))
+        ref[np.arange(len(sample)), sample] = np.inf
+        hits = 0
+        for r, i in enumerate(sample):
+            kth = np.sort(ref[r])[args.k - 1]
+            hits += int(np.sum(ref[r, idx[i]] <= kth * (1 + 1e-6) + 1e-12))
+        recall = hits / (len(sample) * args.k)
+        print(f"{name:<15} {dt:>9.3f} {n * (n - 1) / dt:>10.3g} {recall:>9.3f}")
 
 
 if __name__ == "__main__":
