@@ -25,7 +25,7 @@ shortcut.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy as sp
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import ir
-from ...errors import BackendError, InputError
+from ...errors import InputError
 from ...plan import Plan
 from ...runtime import is_cupy, result_dtype, to_csr, vector_to_row
 from ...typecheck import row_operand
