@@ -278,6 +278,49 @@ def distance_tiles(plan: Plan, X, Y, be, budget: int, dtype=None, full_width: bo
             yield r0, r1, c0, c1, _as_grid(block, plan.output_kind, r1 - r0, c1 - c0)
 
 
+def _out_of_memory(e: BaseException) -> bool:
+    """CuPy's OutOfMemoryError (matched by name: CuPy is optional) or MemoryError."""
+    return isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+
+
+def _free_device_pool() -> None:
+    try:
+        import cupy
+    except ImportError:
+        return
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def run_rows_shrinking(be, plan: Plan, rows_of: Callable, B, r0: int, r1: int, concat: Callable,
+                       **run_kw):
+    """``be.run`` on rows r0:r1 of the left operand against B.
+
+    When the backend runs out of memory, the rows are split in two and run
+    separately, recursively down to a single row: the tile shrinks instead of
+    the run failing. Rows are independent, so the result is identical.
+    """
+    try:
+        return be.run(plan, {"A": rows_of(r0, r1), "B": B}, **run_kw)
+    except Exception as e:  # noqa: BLE001 — re-raised unless it is out-of-memory
+        if not _out_of_memory(e) or r1 - r0 <= 1:
+            raise
+    _free_device_pool()  # outside the except block: the failed tile's memory is released
+    mid = (r0 + r1) // 2
+    return concat([run_rows_shrinking(be, plan, rows_of, B, r0, mid, concat, **run_kw),
+                   run_rows_shrinking(be, plan, rows_of, B, mid, r1, concat, **run_kw)])
+
+
+def _concat_rows(parts):
+    if runtime.is_cupy(parts[0]):
+        return _concat_device_rows(parts)
+    return np.concatenate(parts, axis=0)
+
+
+def _concat_device_rows(parts):
+    import cupy
+    return cupy.concatenate(parts, axis=0)
+
+
 def _run_tiles(plan, X, Y, be, budget, dtype, full_width):
     """Tiles for a backend that runs whole plans: one call per (row block, column tile)."""
     Xc = runtime.to_csr(X, "X", drop_zeros=True)
@@ -293,8 +336,9 @@ def _run_tiles(plan, X, Y, be, budget, dtype, full_width):
         rows = int(max(1, (budget // 2) // (_cell_bytes(plan) * (c1 - c0))))
         for r0 in range(0, m, rows):
             r1 = min(m, r0 + rows)
-            out = be.run(plan, {"A": Xc[r0:r1], "B": Yc[c0:c1]}, working_memory=budget // 2,
-                         drop_zeros=True, dtype=dt)
+            out = run_rows_shrinking(be, plan, lambda a, b: Xc[a:b], Yc[c0:c1], r0, r1,
+                                     _concat_rows, working_memory=budget // 2, drop_zeros=True,
+                                     dtype=dt)
             if runtime.is_cupy(out):
                 out = out.get()
             yield r0, r1, c0, c1, _as_grid(out, plan.output_kind, r1 - r0, c1 - c0)
@@ -408,8 +452,8 @@ def device_tiles(plan: Plan, Xd: "_DeviceCSR", Yd: "_DeviceCSR", be, budget: int
         Yt = Yd.rows(c0, c1)
         for r0 in range(0, m, rows):
             r1 = min(m, r0 + rows)
-            D = be.run(plan, {"A": Xd.rows(r0, r1), "B": Yt}, working_memory=budget,
-                       drop_zeros=True, dtype=dtype)
+            D = run_rows_shrinking(be, plan, Xd.rows, Yt, r0, r1, _concat_device_rows,
+                                   working_memory=budget, drop_zeros=True, dtype=dtype)
             yield r0, r1, c0, c1, _device_grid(D, plan.output_kind, r1 - r0, c1 - c0)
             del D
 
@@ -484,10 +528,15 @@ def _knn_device_symmetric(plan: Plan, X, k, be, budget: int, exclude_self: bool,
     for r0 in range(0, n, s):
         r1 = min(n, r0 + s)
         Xr = Xd.rows(r0, r1)
+
+        def rows_of(a, b, Xr=Xr, block=(r0, r1)):  # the whole block unless a tile shrank
+            return Xr if (a, b) == block else Xd.rows(a, b)
+
         for c0 in range(r0, n, s):
             c1 = min(n, c0 + s)
-            D = be.run(plan, {"A": Xr, "B": Xd.rows(c0, c1)}, working_memory=budget,
-                       drop_zeros=True, dtype=dt)
+            D = run_rows_shrinking(be, plan, rows_of, Xd.rows(c0, c1), r0, r1,
+                                   _concat_device_rows, working_memory=budget, drop_zeros=True,
+                                   dtype=dt)
             D = _device_grid(D, plan.output_kind, r1 - r0, c1 - c0)
             d, i = topk.select_k(D, kk, c0)
             best_d[r0:r1], best_i[r0:r1] = topk.merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)

@@ -466,3 +466,38 @@ def test_symmetric_flag_errors():
     d, i = gb.knn(abs(X), k=3, metric="kl_divergence", backend="cpu")
     d2, i2 = gb.knn(abs(X), k=3, metric="kl_divergence", backend="cpu", symmetric=False)
     assert_array_equal(i, i2)
+
+
+def test_a_tile_that_runs_out_of_memory_shrinks_instead_of_failing():
+    """A backend raising OutOfMemoryError (as CuPy does) for tiles of more than 3 rows:
+    the rows are split until they fit, and the answer is the same as without limits."""
+    from gbdist import runtime
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    class Tight:
+        name = "tight"
+        sizes = []
+
+        def run(self, plan, inputs, working_memory=None, drop_zeros=False, dtype=None):
+            rows = inputs["A"].shape[0]
+            Tight.sizes.append(rows)
+            if rows > 3:
+                raise OutOfMemoryError("out of memory allocating a tile")
+            return runtime.run(plan, inputs, backend="cpu", drop_zeros=drop_zeros, dtype=dtype)
+
+    rng = np.random.default_rng(9)
+    X, Y = dyadic(rng, 23, 6), dyadic(rng, 40, 6)
+    ref = gb.knn(X, Y, k=5, metric="manhattan", backend="cpu")
+    got = gb.knn(X, Y, k=5, metric="manhattan", backend=Tight())
+    np.testing.assert_array_equal(got[1], ref[1])
+    np.testing.assert_array_equal(got[0], ref[0])
+    assert max(Tight.sizes) > 3 and 1 <= min(Tight.sizes) <= 3  # it tried, then shrank
+
+    class Broken(Tight):
+        def run(self, plan, inputs, **kw):
+            raise ValueError("not a memory problem")
+
+    with pytest.raises(ValueError):
+        gb.knn(X, Y, k=5, metric="manhattan", backend=Broken())

@@ -288,3 +288,27 @@ def test_symmetric_float32_and_progress_counts():
     assert sum(seen) == 130 * 130 and d.dtype == np.float32
     d0, i0 = gb.knn(X, k=4, metric="cosine", backend="cuda", symmetric=False)
     np.testing.assert_array_equal(i, i0)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_device_tiles_shrink_on_out_of_memory(symmetric):
+    """The CUDA backend running out of memory for tiles of more than 5 rows: the tile's
+    rows are split until they fit, and the neighbours are the same as without limits."""
+    class OutOfMemoryError(Exception):  # matched by name, as CuPy's is
+        pass
+
+    class Tight(CUDABackend):
+        sizes = []
+
+        def run(self, plan, inputs, **kw):
+            Tight.sizes.append(inputs["A"].shape[0])
+            if inputs["A"].shape[0] > 5:
+                raise OutOfMemoryError("out of memory")
+            return super().run(plan, inputs, **kw)
+
+    X = _ints(3, 30, 12)
+    ref = gb.knn(X, k=4, metric="manhattan", backend="cpu")
+    got = gb.knn(X, k=4, metric="manhattan", backend=Tight(), symmetric=symmetric)
+    np.testing.assert_array_equal(got[1], ref[1])
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=0)
+    assert max(Tight.sizes) > 5 and min(Tight.sizes) <= 5
