@@ -26,16 +26,19 @@ __all__ = [
 ]
 
 
+def _operands(cls, names: str):
+    out = tuple(cls(n) for n in names.replace(",", " ").split())
+    return out[0] if len(out) == 1 else out
+
+
 def matrices(names: str) -> tuple[ir.Matrix, ...] | ir.Matrix:
     """Symbolic matrix operands: ``A, B = gb.matrices("A B")``."""
-    out = tuple(ir.Matrix(n) for n in names.replace(",", " ").split())
-    return out[0] if len(out) == 1 else out
+    return _operands(ir.Matrix, names)
 
 
 def vectors(names: str) -> tuple[ir.Vector, ...] | ir.Vector:
     """Symbolic vector operands for mxv: ``x = gb.vectors("x")``."""
-    out = tuple(ir.Vector(n) for n in names.replace(",", " ").split())
-    return out[0] if len(out) == 1 else out
+    return _operands(ir.Vector, names)
 
 
 def _concrete(x) -> bool:
