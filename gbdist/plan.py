@@ -38,10 +38,13 @@ class Step:
     kind: str  # "matrix" (i, j), "col" (i), "row" (j)
 
     @property
-    def operands(self) -> tuple:
-        """The (name, transposed) operands this step reads."""
-        nodes = (self.node.left, self.node.right) if hasattr(self.node, "left") else (self.node.arg,)
-        return tuple(row_operand(n)[:2] for n in nodes)
+    def sides(self) -> list[tuple[str, tuple]]:
+        """(side, (name, transposed)) of each operand this step reads: "left" operands
+        index the output rows (they are sliced into row blocks), "right" the columns."""
+        node = self.node
+        if isinstance(node, ir.RowReduce):
+            return [("left" if self.kind == "col" else "right", row_operand(node.arg)[:2])]
+        return [("left", row_operand(node.left)[:2]), ("right", row_operand(node.right)[:2])]
 
 
 @dataclass(frozen=True)
@@ -100,17 +103,11 @@ def operand_fill(node: ir.Node) -> sp.Expr:
 def _canonical(node: ir.Node, transpose: bool = False) -> ir.Node:
     """Rows-of form: apply chain over Matrix or Transpose(Matrix)."""
     name, flipped, chain = row_operand(node, transpose)
-    base = _find_base(node)
+    base = ir.base_operand(node)
     out: ir.Node = ir.Transpose(base) if flipped else base
     for op in chain:
         out = ir.Apply(op, out)
     return out
-
-
-def _find_base(node):
-    while isinstance(node, (ir.Apply, ir.Transpose)):
-        node = node.arg
-    return node
 
 
 def _unary(name: str, expr: sp.Expr, domain: str) -> Op:

@@ -141,7 +141,7 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
     data = {}
     left_keys = set()
     for step in plan.steps:
-        for side, key in _step_sides(step):
+        for side, key in step.sides:
             name, flipped = key
             if key not in data:
                 data[key] = base[name].T.tocsr() if flipped else base[name]
@@ -157,19 +157,11 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
     ncols = next(iter(widths.values())) if widths else next(
         (v.shape[1] for v in base.values()), 0)
     m = max((data[k].shape[0] for k in left_keys), default=1)
-    right_rows = [data[key].shape[0] for step in plan.steps for side, key in _step_sides(step)
+    right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
                   if side == "right"]
     n = max(right_rows, default=1)
     _check_domains(plan, data)
     return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype))
-
-
-def _step_sides(step):
-    node = step.node
-    if isinstance(node, ir.RowReduce):
-        side = "left" if step.kind == "col" else "right"
-        return [(side, row_operand(node.arg)[:2])]
-    return [("left", row_operand(node.left)[:2]), ("right", row_operand(node.right)[:2])]
 
 
 def _check_domains(plan: Plan, data: dict) -> None:
@@ -207,7 +199,7 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
     plan = b.plan
     fixed = {}  # steps that read right-side operands only: computed once
     for step in plan.steps:
-        if all(side == "right" for side, _ in _step_sides(step)):
+        if all(side == "right" for side, _ in step.sides):
             fixed[step.name] = backend.run_step(step, {}, b.data, b.ncols)
     rows = _block_rows(b, budget)
     for r0 in range(0, b.m, rows):
@@ -232,7 +224,7 @@ def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
     return out.reshape(())
 
 
-def get_backend(name: str, working_memory: int | None = None, inputs: dict | None = None):
+def get_backend(name: str, working_memory: int | None = None):
     """Resolve ``backend=`` ("auto", "cpu", "cuda") to a backend object."""
     if name == "cpu":
         from .backends.cpu import CPUBackend
@@ -264,7 +256,7 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
-    be = get_backend(backend, working_memory, inputs)
+    be = get_backend(backend, working_memory)
     if hasattr(be, "run"):
         return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype,
                       strategy=strategy)

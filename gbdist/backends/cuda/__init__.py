@@ -201,7 +201,7 @@ class CUDABackend:
         data: dict = {}
         sides: dict = {}
         for step in plan.steps:
-            for side, key in _sides(step):
+            for side, key in step.sides:
                 if key not in data:
                     name, flipped = key
                     if isinstance(syms[name], ir.Vector):
@@ -520,13 +520,6 @@ def _group_size(stream: DevCSR, nch: int, R: int) -> int:
     avg = stream.nnz / max(stream.shape[0], 1) / max(nch, 1)
     G = 32 if avg > 24 else 16 if avg > 12 else 8
     return max(G, R)
-
-
-def _sides(step):
-    node = step.node
-    if isinstance(node, ir.RowReduce):
-        return [("left" if step.kind == "col" else "right", row_operand(node.arg)[:2])]
-    return [("left", row_operand(node.left)[:2]), ("right", row_operand(node.right)[:2])]
 
 
 def _check_domains_device(plan: Plan, data: dict) -> None:
