@@ -12,14 +12,7 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "language.md"
 BLOCK = re.compile(r"^```([\w-]+)\n(.*?)^```", re.S | re.M)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_definitions(monkeypatch):
-    """Definitions made by a test do not leak into other tests (names are global)."""
-    from gbdist import metrics, parse
-    metrics.ensure_builtins()
-    monkeypatch.setattr(parse, "_GLOBAL", dict(parse._GLOBAL))
-    monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))
-    monkeypatch.setattr(metrics, "_ALIASES", dict(metrics._ALIASES))
+pytestmark = pytest.mark.usefixtures("isolated_definitions")
 
 
 def blocks():

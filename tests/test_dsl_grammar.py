@@ -13,14 +13,7 @@ from gbdist.parse import ParamOp, parse_expression, parser
 A, B = ir.Matrix("A"), ir.Matrix("B")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_definitions(monkeypatch):
-    """Definitions made by a test do not leak into other tests (names are global)."""
-    from gbdist import metrics, parse
-    metrics.ensure_builtins()
-    monkeypatch.setattr(parse, "_GLOBAL", dict(parse._GLOBAL))
-    monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))
-    monkeypatch.setattr(metrics, "_ALIASES", dict(metrics._ALIASES))
+pytestmark = pytest.mark.usefixtures("isolated_definitions")
 
 
 def formula(text: str) -> sp.Expr:
