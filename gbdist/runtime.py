@@ -174,15 +174,17 @@ def _check_domains(plan: Plan, data: dict) -> None:
             ((node.matrix, False), (node.vector, False))
         for operand, flip in sides:
             name, flipped, chain = row_operand(operand, flip)
-            if (name, flipped) not in data:
+            key = (op.key, name, flipped, chain)
+            if (name, flipped) not in data or key in checked:
                 continue
+            checked.add(key)
+            if all(c.domain != "nonnegative" for c in chain + (op,)):
+                continue  # nothing to check: no need to evaluate the chain on the data
             values = data[(name, flipped)].data
             for c in chain:
                 c.check_domain(values, f"input {name} (before {c.name})")
                 values = apply_unary(c, values)
-            if (op.key, name, chain) not in checked:
-                op.check_domain(values, f"input {name}")
-                checked.add((op.key, name, chain))
+            op.check_domain(values, f"input {name}")
 
 
 def _block_rows(b: Bound, budget: int) -> int:

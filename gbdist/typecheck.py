@@ -66,7 +66,7 @@ def infer(root: ir.Node, default_roles: dict | None = None) -> Typing:
     def claim(operand, role, node):
         key = operand[:2]
         prev = roles.get(key)
-        if prev is None or (default_roles and key[0] in default_roles and prev == role):
+        if prev is None:
             roles[key] = role
         elif prev != role:
             roles[key] = "ij"  # used on both sides (self-product); reductions become ambiguous
