@@ -72,8 +72,12 @@ class DSLSyntaxError(GbdistError):
     """A metric text does not follow the grammar."""
 
 
-class UnknownNameError(GbdistError, KeyError):
-    """A name (metric, op, semiring, matrix) is not defined."""
+class UnknownNameError(GbdistError, KeyError, ValueError):
+    """A name (metric, op, semiring, matrix) is not defined.
+
+    Both a ``KeyError`` (a failed lookup in a registry) and a ``ValueError``
+    (what SciPy and scikit-learn raise for an unknown metric name).
+    """
 
     def __str__(self):  # KeyError would quote the message
         return self._render()
