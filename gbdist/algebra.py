@@ -179,16 +179,21 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
     """
     from . import cache
     key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)))
-    record = cache.load(key)
+    record = cache.load(key)  # bounded, digest-checked; None on any problem
     if record is not None:
         try:
-            return _from_record(sr, record)
-        except (ValueError, TypeError, KeyError, IndexError):
-            pass  # unreadable entry: analyse again and overwrite it
+            cached = _from_record(sr, record)
+            cache.verify(cached, sr, fill_left, fill_right)  # consistent with the op?
+            return cached
+        except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never a crash
+            cache.discard(key, e)
     result = _analyze(sr, fill_left, fill_right)
     try:
+        cache.verify(result, sr, fill_left, fill_right)
         cache.store(key, _to_record(result))
     except cache.Unsupported:
+        pass
+    except Exception:  # noqa: BLE001 - not checkable at the sample points: used, not cached
         pass
     return result
 

@@ -3,24 +3,85 @@ product it (or an earlier process) has already analysed.
 
 Sympy trees are stored as JSON: ``[node type, args...]`` for a whitelist of
 node types, rebuilt by calling those constructors. Nothing is parsed with
-``sympify``/``eval``, and nothing is unpickled: a tampered cache file can at
-worst fail to load (then the analysis simply runs again).
+``sympify``/``eval``, and nothing is unpickled.
 
 Location: ``$GBDIST_CACHE_DIR/analyses`` (default ``~/.cache/gbdist``);
 ``GBDIST_CACHE_DIR=off`` disables it. Files are written atomically (a
 temporary file renamed into place), so concurrent processes are safe.
+
+What the cache trusts (the threat model)
+----------------------------------------
+An entry is a *hint*, never an authority. The cache directory belongs to the
+user, so a person who can write it can also edit gbdist itself; the cache does
+not try to stop a determined attacker. It does guarantee that nothing in an
+entry can make gbdist run code, hang, exhaust memory or crash, and it catches
+corrupt, stale and naively or even carefully edited entries before they can
+change an answer:
+
+1. **Reading is bounded.** Only a regular file is read (opened with
+   ``O_NONBLOCK``/``O_NOFOLLOW``, checked with ``fstat``), at most
+   :data:`MAX_BYTES` bytes; a FIFO, a device such as ``/dev/zero`` or a
+   symlink is a miss. The JSON is then walked iteratively and refused if it
+   nests deeper than :data:`MAX_DEPTH`, holds more than :data:`MAX_NODES`
+   values, integers longer than :data:`MAX_DIGITS` digits, a numeric power
+   with an exponent over :data:`MAX_EXPONENT`, or a node type outside the
+   whitelist. Any exception at all while loading (``RecursionError``,
+   ``MemoryError``, ``UnicodeDecodeError``, ...) makes the entry a miss.
+2. **Integrity.** Each entry carries a SHA-256 digest over its key, the
+   gbdist and sympy versions (also part of the key) and its content. It catches
+   truncation, bit rot and entries copied under another key. A digest is no
+   defence against a person who recomputes it, hence 3.
+3. **Consistency with the op.** Before an entry is used, its claims are
+   re-checked against the semiring's formula ``f`` (which comes from the
+   caller, never from the cache), in float64 with the CPU backend's own
+   evaluator, at a grid of points: fixed points, the constants that appear
+   in ``f`` and the fills, and a few points drawn fresh in every process
+   (``random.SystemRandom``), so a crafted entry cannot aim at the seeds. The
+   checks: the fills are the requested ones; ``L = f(x, zb)``,
+   ``R = f(za, y)`` and ``C = f(za, zb)``; the strategy is one whose rewrite
+   is valid for this op (``intersection``: L and R are the identity of ⊕, or
+   the semiring is structural; ``union-correction``: ⊕ is plus and
+   ``g = f − L − R + C``; ``two-pass-union``: ⊕ is idempotent and ``g = f``);
+   the expansion sums to g and each factor reads one side only; a
+   ``nonnegative`` flag matches ``f ≥ 0``; a ``corner_absorbed`` flag matches
+   ``⊕(C, f) = f``. Points where the op's value is not finite are skipped
+   (sympy may legitimately rewrite a formula there). This is a cheap test,
+   not a proof: an entry that differs from the truth only on a set the grid
+   misses (say at one crafted point) can pass. The proofs stored in an entry
+   are shown by ``explain`` but never decide anything.
+
+A check that fails logs a warning on the ``gbdist.cache`` logger; the product
+is analysed again and the entry overwritten. If a fresh analysis itself fails
+check 3 (an op whose values sympy's simplification changes at the sample
+points), it is used but not cached.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
+import random
+import re
+import stat
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import sympy as sp
 
-FORMAT = 1
+FORMAT = 2
+
+MAX_BYTES = 1 << 20  # an analysis entry is a few KiB
+MAX_DEPTH = 64  # JSON nesting
+MAX_NODES = 20_000  # JSON values in one entry
+MAX_ARGS = 256  # arguments of one sympy node
+MAX_DIGITS = 100  # digits of one integer (numerator, denominator)
+MAX_EXPONENT = 64  # |n| in a power of a number to an integer n
+MAX_TEXT = 4_000  # characters of one string (claims, reasons)
+
+log = logging.getLogger("gbdist.cache")
 
 _CLASSES = {
     "Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Abs": sp.Abs, "log": sp.log, "exp": sp.exp,
@@ -29,15 +90,25 @@ _CLASSES = {
     "StrictGreaterThan": sp.StrictGreaterThan, "GreaterThan": sp.GreaterThan,
     "And": sp.And, "Or": sp.Or, "Not": sp.Not,
 }
+_ARITY = {"Pow": 2, "Abs": 1, "log": 1, "exp": 1, "sign": 1, "Not": 1, "Equality": 2,
+          "Unequality": 2, "StrictLessThan": 2, "LessThan": 2, "StrictGreaterThan": 2,
+          "GreaterThan": 2}
 _CONSTANTS = {
     "Infinity": sp.oo, "NegativeInfinity": -sp.oo, "ComplexInfinity": sp.zoo, "NaN": sp.nan,
     "BooleanTrue": sp.true, "BooleanFalse": sp.false, "Exp1": sp.E, "Pi": sp.pi,
     "Zero": sp.Integer(0), "One": sp.Integer(1), "NegativeOne": sp.Integer(-1), "Half": sp.Rational(1, 2),
 }
+_SYMBOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+_INTEGER = re.compile(r"-?[0-9]{1,%d}" % MAX_DIGITS)
+_FLOAT = re.compile(r"-?(inf|nan|[0-9.eE+-]{1,40})")
 
 
 class Unsupported(Exception):
     """A tree holds a node type the cache does not store (then it is not cached)."""
+
+
+class Invalid(ValueError):
+    """A cache entry is unreadable, over a limit, or inconsistent with the op."""
 
 
 def encode(e) -> list:
@@ -60,26 +131,79 @@ def encode(e) -> list:
     raise Unsupported(name)
 
 
+def _int(text) -> int:
+    if not isinstance(text, str) or not _INTEGER.fullmatch(text):
+        raise Invalid("an integer in the cache entry is malformed or too long")
+    return int(text)
+
+
 def decode(t: list):
-    """The inverse of :func:`encode`; raises ValueError on anything unexpected."""
+    """The inverse of :func:`encode`; raises ValueError on anything unexpected.
+
+    Recursive, so callers bound the depth first (:func:`check_shape` does).
+    """
     if not isinstance(t, list) or not t or not isinstance(t[0], str):
-        raise ValueError("malformed cache entry")
+        raise Invalid("malformed cache entry")
     name, args = t[0], t[1:]
+    if len(args) > MAX_ARGS:
+        raise Invalid(f"node {name!r} has too many arguments")
     if name in _CONSTANTS:
         return _CONSTANTS[name]
     if name == "Symbol":
-        return sp.Symbol(str(args[0]), nonnegative=True) if args[1] else sp.Symbol(str(args[0]), real=True)
+        if len(args) != 2 or not isinstance(args[0], str) or not _SYMBOL_NAME.fullmatch(args[0]):
+            raise Invalid("malformed symbol in cache entry")
+        return sp.Symbol(args[0], nonnegative=True) if args[1] else sp.Symbol(args[0], real=True)
     if name == "Integer":
-        return sp.Integer(int(args[0]))
+        return sp.Integer(_int(args[0]))
     if name == "Rational":
-        return sp.Rational(int(args[0]), int(args[1]))
+        return sp.Rational(_int(args[0]), _int(args[1]))
     if name == "Float":
+        if not isinstance(args[0], str) or not _FLOAT.fullmatch(args[0]):
+            raise Invalid("malformed float in cache entry")
         return sp.Float(float(args[0]))
     if name == "Piecewise":
-        return sp.Piecewise(*[(decode(a), decode(c)) for a, c in args])
+        pairs = []
+        for a in args:
+            if not isinstance(a, list) or len(a) != 2:
+                raise Invalid("malformed Piecewise in cache entry")
+            pairs.append((decode(a[0]), decode(a[1])))
+        return sp.Piecewise(*pairs)
     if name in _CLASSES:
+        if name in _ARITY and len(args) != _ARITY[name]:
+            raise Invalid(f"node {name!r} has the wrong number of arguments")
+        if name == "Pow" and _is_number_node(args[0]) and _is_number_node(args[1]):
+            exp = decode(args[1])
+            if exp.is_Integer and abs(int(exp)) > MAX_EXPONENT:
+                raise Invalid("a power of a number with a huge exponent in cache entry")
         return _CLASSES[name](*[decode(a) for a in args])
-    raise ValueError(f"node type {name!r} is not allowed in the cache")
+    raise Invalid(f"node type {name!r} is not allowed in the cache")
+
+
+def _is_number_node(t) -> bool:
+    return isinstance(t, list) and bool(t) and t[0] in ("Integer", "Rational", "Float", "Zero", "One",
+                                                      "NegativeOne", "Half", "Exp1", "Pi")
+
+
+def check_shape(value) -> None:
+    """Refuse JSON that nests deeper than MAX_DEPTH or holds more than MAX_NODES
+    values or over-long strings (walked iteratively: no recursion)."""
+    stack = [(value, 1)]
+    count = 0
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise Invalid("the cache entry is too large")
+        if depth > MAX_DEPTH:
+            raise Invalid("the cache entry nests too deeply")
+        if isinstance(v, list):
+            stack.extend((c, depth + 1) for c in v)
+        elif isinstance(v, dict):
+            stack.extend((c, depth + 1) for c in v.values())
+        elif isinstance(v, str) and len(v) > MAX_TEXT:
+            raise Invalid("a string in the cache entry is too long")
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > 10 ** 18:
+            raise Invalid("an integer in the cache entry is too large")
 
 
 def directory() -> Path | None:
@@ -90,31 +214,220 @@ def directory() -> Path | None:
     return base / "analyses"
 
 
-def key_of(*parts) -> str:
+def _versions() -> list:
     from . import __version__
-    text = json.dumps([FORMAT, __version__, sp.__version__] + [repr(p) for p in parts])
+    return [FORMAT, __version__, sp.__version__]
+
+
+def key_of(*parts) -> str:
+    text = json.dumps(_versions() + [repr(p) for p in parts])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def digest(key: str, record: dict) -> str:
+    """The integrity digest of an entry: its key, the versions and its content."""
+    body = {k: v for k, v in record.items() if k != "digest"}
+    text = json.dumps([key, _versions(), body], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_capped(path: Path) -> bytes:
+    """The bytes of a regular file, at most MAX_BYTES; raises Invalid/OSError otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Invalid("the cache entry is not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise Invalid("the cache entry is too large")
+        chunks, total = [], 0
+        while total <= MAX_BYTES:
+            chunk = os.read(fd, min(65536, MAX_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > MAX_BYTES:
+            raise Invalid("the cache entry is too large")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def load(key: str) -> dict | None:
+    """The entry stored under ``key``, shape- and digest-checked, or None (a miss).
+
+    Never raises: any failure is a miss (logged when a file was there but bad).
+    """
     d = directory()
     if d is None:
         return None
+    path = d / f"{key}.json"
     try:
-        return json.loads((d / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = _read_capped(path)
+    except FileNotFoundError:
         return None
+    except Exception as e:  # noqa: BLE001 - a cache problem must never become the user's
+        _warn(key, e)
+        return None
+    try:
+        record = json.loads(data.decode("utf-8"))
+        if not isinstance(record, dict):
+            raise Invalid("the cache entry is not a JSON object")
+        check_shape(record)
+        if record.get("digest") != digest(key, record):
+            raise Invalid("the integrity digest does not match (a corrupt, stale or edited entry)")
+        return record
+    except Exception as e:  # noqa: BLE001
+        _warn(key, e)
+        return None
+
+
+def _warn(key: str, e: BaseException) -> None:
+    log.warning("gbdist analysis cache: discarding entry %s (%s: %s); analysing again",
+                key, type(e).__name__, str(e)[:200])
+
+
+def discard(key: str, e: BaseException) -> None:
+    """Log that a loaded entry failed its checks (it is overwritten by the next store)."""
+    _warn(key, e)
 
 
 def store(key: str, record: dict) -> None:
     d = directory()
     if d is None:
         return
+    record = dict(record)
+    record["digest"] = digest(key, record)
+    tmp = None
     try:
         d.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(record, f)
         os.replace(tmp, d / f"{key}.json")
+        tmp = None
     except OSError:
         pass  # a read-only home directory only costs the re-analysis
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# Check 3: is a (decoded) analysis consistent with the op?
+# ---------------------------------------------------------------------------
+
+_FIXED = (0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 3 / 7, 1.75, -0.3, 7.25, 0.1, -4.0)
+_RNG = random.SystemRandom()
+_TOL = 1e-9
+
+
+def _sample_values(f, fills, domain: str) -> np.ndarray:
+    vals = list(_FIXED) + [_RNG.uniform(-5, 5) for _ in range(3)]
+    for c in list(f.atoms(sp.Number)) + list(fills):
+        try:
+            v = float(c)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(v) and abs(v) < 1e6:
+            vals += [v, -v]
+    if domain == "nonnegative":
+        vals = [abs(v) for v in vals]
+    elif domain == "boolean":
+        vals = [0.0, 1.0]
+    return np.unique(np.asarray(vals, dtype=np.float64))
+
+
+def _ev(expr, x, y) -> np.ndarray:
+    from .ops import evaluate
+    with np.errstate(all="ignore"):
+        out = evaluate(sp.sympify(expr), {"x": x, "y": y})
+    return np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(x))
+
+
+def _same(got, want, scale, what: str) -> None:
+    """Raise Invalid unless got ≈ want wherever want is not NaN (±inf must match exactly)."""
+    with np.errstate(all="ignore"):
+        scale = np.where(np.isfinite(scale), np.abs(scale), np.abs(want))
+        close = np.isfinite(got) & (np.abs(got - want) <= _TOL * (1 + scale))
+    ok = np.isnan(want) | (got == want) | (np.isfinite(want) & close)
+    if not np.all(ok):
+        raise Invalid(f"the cached {what} does not match the op's formula")
+
+
+def verify(a, sr, fill_left, fill_right) -> None:
+    """Raise :class:`Invalid` unless analysis ``a`` is consistent with ``sr`` (check 3)."""
+    from .algebra import STRATEGIES
+    f = sr.mul.formula
+    dom = sr.mul.domain
+    add = sr.add
+    structural = sr.structural
+    za, zb = (sr.annihilator, sr.annihilator) if structural else (fill_left, fill_right)
+    if a.strategy not in STRATEGIES:
+        raise Invalid("unknown strategy")
+    if bool(a.structural) != structural:
+        raise Invalid("the cached structural flag is wrong")
+    if sp.sympify(a.fill_left) != sp.sympify(za) or sp.sympify(a.fill_right) != sp.sympify(zb):
+        raise Invalid("the cached fills are not the requested ones")
+    for e in (a.L, a.R, a.C, a.g):
+        if not e.free_symbols <= {sp.Symbol("x", real=True), sp.Symbol("y", real=True),
+                                  sp.Symbol("x", nonnegative=True), sp.Symbol("y", nonnegative=True)}:
+            raise Invalid("a cached formula uses unknown symbols")
+    zav, zbv = float(_ev(za, np.zeros(1), np.zeros(1))[0]), float(_ev(zb, np.zeros(1), np.zeros(1))[0])
+    vals = _sample_values(f, (za, zb), dom)
+    xs, ys = (v.ravel() for v in np.meshgrid(vals, vals))
+    fxy = _ev(f, xs, ys)
+    Lx_want = _ev(f, vals, np.full_like(vals, zbv))
+    Ry_want = _ev(f, np.full_like(vals, zav), vals)
+    C_want = _ev(f, np.array([zav]), np.array([zbv]))
+    Lx, Ry, C = _ev(a.L, vals, vals), _ev(a.R, vals, vals), _ev(a.C, np.zeros(1), np.zeros(1))
+    _same(Lx, Lx_want, Lx_want, "L = f(x, fill)")
+    _same(Ry, Ry_want, Ry_want, "R = f(fill, y)")
+    _same(C, C_want, C_want, "C = f(fill, fill)")
+    if a.strategy == "intersection":
+        if not structural:
+            e = np.full_like(vals, float(_ev(add.identity, np.zeros(1), np.zeros(1))[0]))
+            _same(e, Lx_want, e, "intersection strategy (f(x, fill) is not the identity)")
+            _same(e, Ry_want, e, "intersection strategy (f(fill, y) is not the identity)")
+        gxy = _ev(a.g, xs, ys)
+        _same(gxy, fxy, fxy, "intersection term g = f")
+    elif a.strategy == "union-correction":
+        if not add.invertible or structural:
+            raise Invalid("union-correction needs ⊕ = plus")
+        gxy = _ev(a.g, xs, ys)
+        Lxy, Ryy = _ev(f, xs, np.full_like(xs, zbv)), _ev(f, np.full_like(ys, zav), ys)
+        with np.errstate(all="ignore"):
+            want = fxy - Lxy - Ryy + C_want[0]
+            scale = np.abs(fxy) + np.abs(Lxy) + np.abs(Ryy) + abs(C_want[0])
+        _same(gxy, np.where(np.isfinite(scale), want, np.nan), scale, "correction term g")
+    else:  # two-pass-union
+        if not add.idempotent or structural:
+            raise Invalid("two-pass-union needs an idempotent ⊕")
+        if a.expansion is not None:
+            raise Invalid("two-pass-union has no expansion")
+        _same(_ev(a.g, xs, ys), fxy, fxy, "term g = f")
+        if a.corner_absorbed:
+            got = _ev(add.op.formula, np.full_like(fxy, C_want[0]), fxy)
+            _same(got, fxy, fxy, "corner_absorbed flag")
+    if a.expansion is not None:
+        if not add.invertible:
+            raise Invalid("an expansion needs ⊕ = plus")
+        total = np.zeros_like(xs)
+        scale = np.zeros_like(xs)
+        for phi, psi in a.expansion:
+            names = {s.name for s in phi.free_symbols}, {s.name for s in psi.free_symbols}
+            if not (names[0] <= {"x"} and names[1] <= {"y"}):
+                raise Invalid("an expansion factor reads the wrong side")
+            term = _ev(phi, xs, ys) * _ev(psi, xs, ys)
+            total = total + term
+            scale = scale + np.abs(term)
+        gxy = _ev(a.g, xs, ys)
+        _same(total, gxy, scale + np.abs(gxy), "expansion")
+    if a.nonnegative:
+        if np.any(np.isfinite(fxy) & (fxy < -_TOL * (1 + np.abs(fxy)))):
+            raise Invalid("the cached nonnegative flag is wrong")
