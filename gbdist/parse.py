@@ -20,9 +20,14 @@ Public entry points: :func:`define` (a text), :func:`load` (a file),
 """
 from __future__ import annotations
 
+import contextvars
 import difflib
 import functools
+import itertools
 import math
+import os
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,12 +113,47 @@ def _token_word(tok: Token) -> str:
     return repr(str(tok))
 
 
+# Limits that keep every text bounded in time and memory (docs/language.md, "Limits").
+MAX_DEPTH = 128  # nesting levels of one expression (a chain a + b + c ... counts once)
+MAX_NUMBER_CHARS = 400  # characters of one number literal
+MAX_BUILD_STEPS = 50_000  # parse-tree nodes visited to build one definition, helpers inlined
+MAX_FORMULA_NODES = 5_000  # nodes of one formula or expression, written out as a tree
+MAX_FORMULA_DEPTH = 100  # nesting of one formula or expression, helpers and ops inlined
+
+
 def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
-    """The lark parse tree of ``text``; syntax errors become DSLSyntaxError."""
+    """The lark parse tree of ``text``; syntax errors become DSLSyntaxError.
+
+    Trees that nest deeper than :data:`MAX_DEPTH` are refused here, so the
+    (recursive) builders never meet one.
+    """
     try:
-        return parser().parse(text, start=start)
+        tree = parser().parse(text, start=start)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, source) from None
+    except RecursionError:  # pragma: no cover (lark's LALR parser is iterative)
+        raise DSLSyntaxError("the text nests too deeply to parse",
+                             expected=f"at most {MAX_DEPTH} levels of nesting") from None
+    _check_depth(tree, Source(source, text))
+    return tree
+
+
+def _check_depth(tree: Tree, src: "Source") -> None:
+    """Refuse a tree deeper than MAX_DEPTH (walked iteratively). The left operand
+    of a binary operator chain stays at its parent's level: ``x + x + ... + x``
+    is built as a loop, not by recursion."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise DSLSyntaxError(f"the expression nests too deeply (more than {MAX_DEPTH} levels)",
+                                 expected=f"at most {MAX_DEPTH} nested calls, brackets or operators",
+                                 hint="name parts with let bindings, helper defs or ops",
+                                 span=src.span(node))
+        for i, child in enumerate(node.children):
+            if isinstance(child, Tree):
+                chained = i == 0 and node.data == "binop" and child.data == "binop"
+                stack.append((child, depth if chained else depth + 1))
 
 
 # ---------------------------------------------------------------------------
@@ -139,9 +179,13 @@ class Source:
             return None
         return Span(self.name, self.text, line, col, end_col if end_line == line else None)
 
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
     def doc_above(self, line: int) -> str:
         """The comment lines directly above ``line`` (1-based): a definition's doc string."""
-        lines = self.text.splitlines()
+        lines = self.lines  # split once per text, not once per definition
         out = []
         i = line - 2
         while i >= 0 and lines[i].strip().startswith("#"):
@@ -254,6 +298,19 @@ _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divid
           "maximum": np.maximum, "minimum": np.minimum, "neg": np.negative}
 
 
+def _number_text(tree) -> str:
+    """The text of a number literal, refused if it is too long or not a finite float64."""
+    text = str(tree.children[0])
+    if len(text) > MAX_NUMBER_CHARS:
+        raise DSLSyntaxError(f"the number literal is too long ({len(text)} characters)",
+                             expected=f"at most {MAX_NUMBER_CHARS} characters",
+                             hint="write large or small numbers with an exponent, e.g. 1.5e300")
+    if not math.isfinite(float(text)):
+        raise DSLSyntaxError(f"the number {text[:40]}{'...' if len(text) > 40 else ''} is beyond "
+                             "the float64 range (about 1.8e308)", hint="write inf for infinity")
+    return text
+
+
 def _fold(fn: str, *args: float) -> float:
     """A pointwise function on plain numbers (constant folding, as Python would do it)."""
     with np.errstate(all="ignore"):
@@ -299,23 +356,149 @@ def _known_names(scope: dict) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
+# The work budget of the definition being built. Helpers, ops and metrics used
+# inside it are built by nested builders, which share the outermost budget.
+_BUDGET: contextvars.ContextVar = contextvars.ContextVar("gbdist_build_budget", default=None)
+
+
+class _Budget:
+    def __init__(self):
+        self.steps = 0
+
+
+def _budgeted(fn):
+    """Run ``fn`` under the current build budget, opening one if there is none."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _BUDGET.get() is not None:
+            return fn(*args, **kwargs)
+        token = _BUDGET.set(_Budget())
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _BUDGET.reset(token)
+    return wrapper
+
+
+def _tree_stats(root, children, leaves=()) -> tuple:
+    """(size, depth, occurrences of each of ``leaves``) of ``root`` written out as
+    a tree (a shared subtree counts each time it appears). Linear in the shared
+    graph; every count is capped at MAX_FORMULA_NODES + 1."""
+    cap = MAX_FORMULA_NODES + 1
+    memo: dict[int, tuple] = {}
+    keep = []  # keeps visited objects alive, so ids stay unique
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        k = id(node)
+        if k in memo:
+            continue
+        kids = children(node)
+        if done:
+            sub = [memo[id(c)] for c in kids]
+            size = min(cap, 1 + sum(t[0] for t in sub))
+            depth = min(cap, 1 + max((t[1] for t in sub), default=0))
+            occ = tuple(min(cap, (node == leaf) + sum(t[2][i] for t in sub))
+                        for i, leaf in enumerate(leaves))
+            memo[k] = (size, depth, occ)
+            keep.append(node)
+        else:
+            stack.append((node, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+    return memo[id(root)]
+
+
+def _stats(value, leaves=()) -> tuple:
+    if isinstance(value, Sym):
+        value = value.expr
+    if isinstance(value, sp.Basic):
+        return _tree_stats(value, lambda e: e.args, leaves)
+    if isinstance(value, ir.Node):
+        return _tree_stats(value, lambda n: n.children, leaves)
+    return 1, 1, tuple(0 for _ in leaves)
+
+
+_TOO_LARGE_HINT = ("a helper or op that uses another one twice doubles the size at every level; "
+                   "simplify the definition")
+
+
+def _refuse_size(what: str, size: int, depth: int):
+    if size > MAX_FORMULA_NODES:
+        raise DefinitionError(f"{what} grows too large (more than {MAX_FORMULA_NODES} nodes once "
+                              "helpers, ops and let bindings are written out)", hint=_TOO_LARGE_HINT)
+    if depth > MAX_FORMULA_DEPTH:
+        raise DefinitionError(f"{what} nests too deeply (more than {MAX_FORMULA_DEPTH} levels once "
+                              "helpers, ops and let bindings are written out)", hint=_TOO_LARGE_HINT)
+
+
+def _check_size(value, what: str):
+    """``value``, unless written out as a tree it is over the size or depth limit."""
+    size, depth, _ = _stats(value)
+    _refuse_size(what, size, depth)
+    return value
+
+
+def _check_substitution(formula, args, what: str) -> None:
+    """Refuse, before building it, a formula whose x and y are replaced by ``args``
+    if the result would be over the size or depth limit."""
+    size, depth, occ = _stats(formula, (_ops.X, _ops.Y))
+    arg_stats = [_stats(a) for a in args]
+    new_size = size + sum(n * (a[0] - 1) for n, a in zip(occ, arg_stats))
+    new_depth = depth + max((a[1] for a, n in zip(arg_stats, occ) if n), default=0)
+    _refuse_size(what, new_size, new_depth)
+
+
 class _Builder:
     src: Source
 
+    @_budgeted
     def build(self, tree, env=None):
-        return self.visit(tree, env or {})
+        out = self.visit(tree, env or {})
+        try:
+            return _check_size(out, "the expression")
+        except GbdistError as e:
+            raise e.with_span(self.src.span(tree)) from None
 
     def visit(self, tree, env):
         if isinstance(tree, Token):  # pragma: no cover (the grammar wraps tokens)
             raise DefinitionError(f"unexpected token {tree!r}", span=self.src.span(tree))
+        budget = _BUDGET.get()
+        if budget is not None:
+            budget.steps += 1
+            if budget.steps > MAX_BUILD_STEPS:
+                raise DefinitionError(
+                    f"the definition takes more than {MAX_BUILD_STEPS} steps to build once its "
+                    "helpers, ops and metrics are inlined", span=self.src.span(tree),
+                    hint="a helper that calls another one twice doubles the work at every level")
         return getattr(self, "_" + tree.data)(tree, env)
+
+    def _binop(self, tree, env):
+        """A chain ``a + b - c ...`` (left-deep in the tree), folded in a loop."""
+        chain = []
+        node = tree
+        while isinstance(node, Tree) and node.data == "binop":
+            chain.append(node)
+            node = node.children[0]
+        value = self._binop_first(node, env)
+        for t in reversed(chain):
+            try:
+                value = self._binop_step(t, value, env)
+            except GbdistError as e:
+                raise e.with_span(self.src.span(t)) from None
+        return value
+
+    def _binop_first(self, tree, env):
+        return self.visit(tree, env)
 
     def _let(self, tree, env):
         *bindings, body = tree.children
         inner = dict(env)
         for b in bindings:
             name, value = b.children
-            inner[str(name)] = self.visit(value, inner)
+            try:
+                inner[str(name)] = _check_size(self.visit(value, inner), f"let {name}")
+            except GbdistError as e:
+                raise e.with_span(self.src.span(b)) from None
         return self.visit(body, inner)
 
     def _pos(self, tree, env):
@@ -351,13 +534,18 @@ class FormulaBuilder(_Builder):
         self.env0 = {a: Sym(s) for a, s in zip(args, (_ops.X, _ops.Y))}
         self.env0.update({k: Sym(v) for k, v in params.items()})
 
+    @_budgeted
     def build(self, tree, env=None):
         out = self.visit(tree, {**self.env0, **(env or {})})
+        try:
+            _check_size(out, f"the formula of op {self.op_name!r}")
+        except GbdistError as e:
+            raise e.with_span(self.src.span(tree)) from None
         return out if isinstance(out, Sym) else Sym(out)
 
     @_located
     def _number(self, tree, env):
-        text = str(tree.children[0])
+        text = _number_text(tree)
         return Sym(int(text) if text.isdigit() else float(text))
 
     @_located
@@ -377,10 +565,9 @@ class FormulaBuilder(_Builder):
             expected=f"the parameters ({params}), numbers, inf, or names bound by let",
             got=name, hint=_suggest(name, env) or "an op's formula sees only its own parameters")
 
-    @_located
-    def _binop(self, tree, env):
-        a, op, b = tree.children
-        x, y = self.visit(a, env), self.visit(b, env)
+    def _binop_step(self, tree, x, env):
+        _, op, b = tree.children
+        y = self.visit(b, env)
         fn = _BINOPS[str(op)]
         return {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
                 "div": lambda: x / y, "pow": lambda: x ** y}[fn]()
@@ -433,6 +620,7 @@ class FormulaBuilder(_Builder):
             values = _bind_params(thing, [self.visit(p, env) for p in params], {})
             inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
             formula = inner.build(thing.body).expr
+            _check_substitution(formula, args, f"the formula of op {self.op_name!r}")
             return Sym(formula.xreplace(dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
         if params:
             raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
@@ -440,6 +628,7 @@ class FormulaBuilder(_Builder):
             if len(args) != thing.arity:
                 raise ArityError(f"op {name!r} takes {thing.arity} argument(s)",
                                  got=f"{len(args)} argument(s)")
+            _check_substitution(thing.formula, args, f"the formula of op {self.op_name!r}")
             return thing(*args)
         if thing is None:
             raise UnknownNameError(f"unknown function {name!r} in the formula of op {self.op_name!r}",
@@ -536,7 +725,7 @@ class ExprBuilder(_Builder):
 
     @_located
     def _number(self, tree, env):
-        return float(str(tree.children[0]))
+        return float(_number_text(tree))
 
     @_located
     def _name(self, tree, env):
@@ -571,17 +760,18 @@ class ExprBuilder(_Builder):
     def _node(self, v, tree) -> ir.Node:
         return ir.Const(v, span=self.src.span(tree)) if isinstance(v, float) else v
 
-    def _pointwise(self, fn: str, trees: list, env, tree):
-        values = [self._value(self.visit(t, env), t, f"{fn}()") for t in trees]
+    def _pointwise(self, fn: str, trees: list, env, tree, values=()):
+        """``fn`` over the values of ``trees`` (the first ``len(values)`` already computed)."""
+        values = [self._value(values[i] if i < len(values) else self.visit(t, env), t, f"{fn}()")
+                  for i, t in enumerate(trees)]
         if all(isinstance(v, float) for v in values):
             return _fold(fn, *values)
         return ir.Pointwise(fn, tuple(self._node(v, t) for v, t in zip(values, trees)),
                             span=self.src.span(tree))
 
-    @_located
-    def _binop(self, tree, env):
+    def _binop_step(self, tree, x, env):
         a, op, b = tree.children
-        return self._pointwise(_BINOPS[str(op)], [a, b], env, tree)
+        return self._pointwise(_BINOPS[str(op)], [a, b], env, tree, values=[x])
 
     @_located
     def _compare(self, tree, env):
@@ -653,7 +843,8 @@ class ExprBuilder(_Builder):
             if len(args) != len(thing.params):
                 raise ArityError(f"helper {name!r} takes {len(thing.params)} argument(s)",
                                  expected=f"{name}({', '.join(thing.params)})", got=f"{len(args)}")
-            return ExprBuilder(thing.src, thing.scope).build(thing.body, dict(zip(thing.params, args)))
+            out = ExprBuilder(thing.src, thing.scope).build(thing.body, dict(zip(thing.params, args)))
+            return _check_size(out, f"the expression (after inlining helper {name!r})")
         if isinstance(thing, metrics.Metric):
             if len(args) < 2:
                 raise ArityError(f"metric {name!r} takes two matrices", got=f"{len(args)} argument(s)",
@@ -665,7 +856,8 @@ class ExprBuilder(_Builder):
                     raise TypeCheckError(f"the {k} argument of metric {name!r} must be a matrix",
                                          got=_describe(args[0 if k == "first" else 1]),
                                          span=self.src.span(t))
-            return thing.call(args[0], args[1], **values)
+            return _check_size(thing.call(args[0], args[1], **values),
+                               f"the expression (after inlining metric {name!r})")
         raise TypeCheckError(f"{_describe(thing)} cannot be called",
                              hint="functions, ops with parameters, helpers and metrics can be called")
 
@@ -804,6 +996,8 @@ class Definitions:
     helpers: dict = field(default_factory=dict)
     aliases: dict = field(default_factory=dict)  # alias -> metric name
     spans: dict = field(default_factory=dict)  # name -> Span of its definition
+    _all: dict = field(default_factory=dict, repr=False)  # every name above, in order
+    _order: dict = field(default_factory=dict, repr=False)  # name -> position in _all
 
     def __getitem__(self, name: str):
         for table in (self.ops, self.semirings, self.metrics, self.helpers):
@@ -818,6 +1012,38 @@ class Definitions:
     @property
     def scope(self) -> dict:
         return {**self.ops, **self.semirings, **self.metrics, **self.helpers}
+
+    def add(self, table: dict, name: str, obj) -> None:
+        """Record ``obj`` under ``name`` in ``table`` (ops, semirings, ...), in definition order."""
+        table[name] = obj
+        self._all[name] = obj
+        self._order.setdefault(name, len(self._order))
+
+    def snapshot(self) -> "_Snapshot":
+        """What is defined so far, as a read-only mapping that later definitions do
+        not change (O(1): a view cut at the current count, not a copy)."""
+        return _Snapshot(self._all, self._order, len(self._order))
+
+
+class _Snapshot(Mapping):
+    """The names defined above a definition: a prefix of the defining text's names."""
+
+    def __init__(self, all_: dict, order: dict, n: int):
+        self._all, self._order, self._n = all_, order, n
+
+    def __getitem__(self, name):
+        if self._order.get(name, self._n) < self._n:
+            return self._all[name]
+        raise KeyError(name)
+
+    def __contains__(self, name):
+        return self._order.get(name, self._n) < self._n
+
+    def __iter__(self):
+        return itertools.islice(iter(self._all), self._n)
+
+    def __len__(self):
+        return self._n
 
 
 class Loader:
@@ -871,7 +1097,7 @@ class Loader:
         return name, span
 
     def _scope(self) -> dict:
-        return dict(self.defs.scope)  # a snapshot: only what is defined above
+        return self.defs.snapshot()  # only what is defined above
 
     def _doc(self, span: Span) -> str:
         return self.src.doc_above(span.line)
@@ -915,7 +1141,7 @@ class Loader:
                 op = _make_op(name, len(args), formula, doc)
             except GbdistError as e:
                 raise e.with_span(self.src.span(body)) from None
-        self.defs.ops[name] = op
+        self.defs.add(self.defs.ops, name, op)
         self.defs.spans[name] = span
         return op
 
@@ -927,7 +1153,7 @@ class Loader:
             raise TypeCheckError(f"semiring {name!r} must be a semiring", got=_describe(v),
                                  span=self.src.span(body), hint="semiring(mul, add) or plus_times")
         sr = make_semiring(v.mul, v.add, v.annihilator, name)
-        self.defs.semirings[name] = sr
+        self.defs.add(self.defs.semirings, name, sr)
         self.defs.spans[name] = span
         return sr
 
@@ -937,7 +1163,7 @@ class Loader:
         params = self._names(params_tree)
         self._unique(params, "parameter")
         h = Helper(name, tuple(map(str, params)), body, self.src, self._scope(), self._doc(span))
-        self.defs.helpers[name] = h
+        self.defs.add(self.defs.helpers, name, h)
         self.defs.spans[name] = span
         return h
 
@@ -974,7 +1200,7 @@ class Loader:
                     infer(expr, dict(metrics.ROLES))
                 except GbdistError as e:
                     raise e.with_span(span) from None
-        self.defs.metrics[name] = m
+        self.defs.add(self.defs.metrics, name, m)
         self.defs.spans[name] = span
         return m
 
@@ -991,7 +1217,8 @@ class Loader:
             self.defs.aliases[alias] = target
         m = self.defs.metrics[target]
         aliases = tuple(a for a, t in self.defs.aliases.items() if t == target)
-        self.defs.metrics[target] = metrics.Metric(m.name, m.build, m.params, m.doc, m.source, aliases)
+        self.defs.add(self.defs.metrics, target,
+                      metrics.Metric(m.name, m.build, m.params, m.doc, m.source, aliases))
 
     # -- registration ----------------------------------------------------------
 
@@ -1059,14 +1286,59 @@ def define(text: str, source: str = "<text>") -> Definitions:
     return loader.commit()
 
 
+MAX_FILE_BYTES = 64 * 2**20  # a metric file larger than this is refused
+
+
+def read_source(path) -> str:
+    """The text of a metric file: a regular file of at most MAX_FILE_BYTES, in UTF-8.
+
+    Every failure is an :class:`InputError` naming the file (and, for a file
+    that is not UTF-8, the offset of the first bad byte); a FIFO or a device
+    is refused without reading it.
+    """
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
+                         got=type(path).__name__)
+    name = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise InputError(f"cannot read the metric file {name!r}", got=e.strerror or str(e)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise InputError(f"cannot read the metric file {name!r}: it is {kind}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise InputError(f"the metric file {name!r} is too large",
+                             expected=f"at most {MAX_FILE_BYTES} bytes", got=f"{st.st_size} bytes")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise InputError(f"the metric file {name!r} is too large",
+                                 expected=f"at most {MAX_FILE_BYTES} bytes")
+            chunks.append(chunk)
+    except OSError as e:
+        raise InputError(f"cannot read the metric file {name!r}", got=e.strerror or str(e)) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(f"the metric file {name!r} is not UTF-8 text",
+                         got=f"byte 0x{data[e.start]:02x} at offset {e.start} (line {line})",
+                         hint="save the file as UTF-8") from None
+
+
 def load(path) -> Definitions:
     """:func:`define` the contents of a metric file; errors name the file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read the metric file {str(path)!r}", got=e.strerror) from None
-    return define(text, str(path))
+    return define(read_source(path), str(path))
 
 
 def parse_expression(text: str, definitions: Definitions | None = None,
