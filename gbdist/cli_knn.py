@@ -20,32 +20,70 @@ import numpy as np
 from .errors import InputError
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
-          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
+          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
+          "tib": 2**40}
+MAX_SIZE = 2**50  # 1 PiB: anything larger is a typo
 
 
 def parse_bytes(text: str) -> int:
-    """``"1048576"``, ``"512M"``, ``"2GiB"`` -> bytes (binary units)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    """``"1048576"``, ``"512M"``, ``"2GiB"`` -> bytes (binary units; a whole number).
+
+    Fractions (``1.5G``) are refused rather than rounded: write ``1536M``.
+    """
+    m = re.fullmatch(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 268435456 or 256M)")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+        hint = (" (a whole number with a unit: write 1536M, not 1.5G)"
+                if re.fullmatch(r"\s*[0-9]*\.[0-9]*\s*[a-zA-Z]*\s*", text) else "")
+        raise argparse.ArgumentTypeError(
+            f"not a size in bytes: {text!r}{hint}; e.g. 268435456, 256M or 2G (K, M, G, T = 2^10, "
+            "2^20, 2^30, 2^40 bytes)")
+    if len(m.group(1)) > 20:
+        raise argparse.ArgumentTypeError(f"size too large: {text!r}")
+    value = int(m.group(1)) * _UNITS[m.group(2).lower()]
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a size must be positive: {text!r}")
+    if value > MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"size too large: {text!r} (at most 1T x 1024)")
     return value
 
 
-def _common_args(p):
-    p.add_argument("input", metavar="INPUT", help="the queries: .mtx, .mtx.gz, .npz or .npy")
-    p.add_argument("--index", metavar="INDEX",
-                   help="the rows searched (default: INPUT itself, each point left out of "
-                        "its own neighbours)")
-    p.add_argument("--metric", default="euclidean", help="a gbdist metric name (default euclidean)")
-    p.add_argument("-p", type=float, default=None, metavar="P",
-                   help="the metric's p (minkowski)")
-    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value != value:
+        raise argparse.ArgumentTypeError("not a number: nan")
+    return value
+
+
+def _common_args(p, index_help: str):
+    p.add_argument("input", metavar="INPUT",
+                   help="the query rows: a .mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one "
+                        "dense array) or .npy file")
+    p.add_argument("--index", metavar="INDEX", help=index_help)
+    p.add_argument("--metric", default="euclidean",
+                   help="a gbdist metric name, e.g. cosine, manhattan, minkowski "
+                        "(default euclidean; `gbdist explain NAME` shows how it is computed)")
+    p.add_argument("-p", type=_number, default=None, metavar="P",
+                   help="the metric's parameter p (minkowski, or a metric defined with a p)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where to compute: cpu, cuda, or auto (cuda when a GPU and CuPy are "
+                        "available; default)")
     p.add_argument("--working-memory", type=parse_bytes, default=None, metavar="BYTES",
-                   help="memory budget for one block of distances (e.g. 256M; default 512M "
-                        "or half the free memory)")
+                   help="memory budget for one block of distances, a whole number of bytes with "
+                        "an optional binary unit (e.g. 256M, 2G; default 512M or half the free "
+                        "memory)")
 
 
 def _metric_params(args) -> dict:
@@ -59,22 +97,54 @@ def _metric_params(args) -> dict:
 
 
 def _load(args):
-    from .io import read_matrix
-    X = read_matrix(args.input)
-    Y = read_matrix(args.index) if args.index else None
+    """The input (and index) matrices, read and made canonical (validated) by the runtime."""
+    X = _read(args.input, "INPUT")
+    Y = _read(args.index, "INDEX") if args.index else None
+    if Y is not None and Y.shape[1] != X.shape[1]:
+        raise InputError("INPUT and INDEX have different numbers of columns",
+                         got=f"{X.shape[1]} and {Y.shape[1]}")
     return X, Y
+
+
+def _read(path, what: str):
+    from . import runtime
+    from .io import read_matrix
+    M = read_matrix(path)
+    if M.shape[0] == 0 or M.shape[1] == 0:
+        raise InputError(f"{what} {str(path)!r} holds no data", got=f"shape {M.shape}",
+                         expected="at least one row and one column")
+    dtype = M.dtype
+    M = runtime.to_csr(M, f"{what} {str(path)!r}")  # bounds, dtype and structure checks
+    return M if M.dtype == dtype or dtype.kind != "f" else M.astype(dtype)
+
+
+def _output(path, suffix: str):
+    """The path that will be written (numpy appends ``suffix``), checked before any work."""
+    from pathlib import Path
+    p = Path(path)
+    if p.suffix.lower() != suffix:
+        p = p.with_name(p.name + suffix)
+    if str(path).endswith(("/", "\\")) or Path(path).is_dir() or p.is_dir():
+        raise InputError(f"the output {str(path)!r} is a directory",
+                         expected=f"a file name, e.g. {Path(path) / ('out' + suffix)}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"cannot write {str(p)!r}: the directory {str(parent)!r} does not exist")
+    return p
 
 
 # --- knn ----------------------------------------------------------------------
 
 
 def _knn_args(p):
-    _common_args(p)
-    p.add_argument("-k", type=int, default=10, help="neighbours per query (default 10)")
+    _common_args(p, "the rows searched for neighbours (default: INPUT itself, each point left "
+                     "out of its own neighbours)")
+    p.add_argument("-k", type=_positive_int, default=10, help="neighbours per query (default 10)")
     p.add_argument("--include-self", action="store_true",
                    help="without --index, let a point be its own neighbour")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz",
-                   help="where to write indices and distances (np.savez)")
+                   help="where to write the int64 indices and the distances (np.savez; .npz is "
+                        "appended when the name lacks it)")
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar even when stderr is not a terminal")
 
@@ -119,6 +189,7 @@ def _knn(args) -> int:
     from .io import write_knn
     from .pairwise import metric_program
     params = _metric_params(args)
+    target = _output(args.output, ".npz")
     X, Y = _load(args)
     exclude_self = Y is None and not args.include_self
     Yv = X if Y is None else Y
@@ -133,7 +204,7 @@ def _knn(args) -> int:
     finally:
         bar.close()
     seconds = time.perf_counter() - start
-    out = write_knn(args.output, i, d)
+    out = write_knn(target, i, d)
     print(f"gbdist knn: {X.shape[0]} queries x {Yv.shape[0]} index rows, k={args.k}, "
           f"metric {args.metric}: {total} pairs in {seconds:.3f} s "
           f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
@@ -147,9 +218,11 @@ DEFAULT_MAX_BYTES = 2 * 2**30
 
 
 def _pairwise_args(p):
-    _common_args(p)
+    _common_args(p, "the rows that index the columns of the output (default: INPUT itself, "
+                     "a square matrix)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
-                   help="where to write the dense distance matrix (np.save)")
+                   help="where to write the dense distance matrix (np.save; .npy is appended "
+                        "when the name lacks it)")
     p.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="BYTES",
                    help="refuse outputs larger than this (n_query * n_index * 8; default 2G)")
 
@@ -157,6 +230,7 @@ def _pairwise_args(p):
 def _pairwise(args) -> int:
     from .pairwise import pairwise_distances
     params = _metric_params(args)
+    target = _output(args.output, ".npy")
     X, Y = _load(args)
     n_index = (X if Y is None else Y).shape[0]
     need = X.shape[0] * n_index * 8
@@ -170,11 +244,11 @@ def _pairwise(args) -> int:
                            working_memory=args.working_memory, **params)
     seconds = time.perf_counter() - start
     try:
-        np.save(args.output, np.asarray(D))
+        np.save(target, np.asarray(D))
     except OSError as e:
-        raise InputError(f"cannot write {args.output!r}", got=e.strerror or str(e)) from None
+        raise InputError(f"cannot write {str(target)!r}", got=e.strerror or str(e)) from None
     print(f"gbdist pairwise: {D.shape[0]} x {D.shape[1]} distances, metric {args.metric}, "
-          f"in {seconds:.3f} s; wrote {args.output}", file=sys.stderr)
+          f"in {seconds:.3f} s; wrote {target}", file=sys.stderr)
     return 0
 
 

@@ -28,14 +28,18 @@ def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The demo's options (shared by `gbdist demo` and `python -m gbdist.demo`)."""
-    p.add_argument("--rows", type=int, default=4000)
-    p.add_argument("--cols", type=int, default=3000)
-    p.add_argument("--nnz", type=int, default=60000)
-    p.add_argument("--queries", type=int, default=500)
-    p.add_argument("--backend", default="auto")
-    p.add_argument("--metrics", default="cosine,euclidean,manhattan,chebyshev,canberra,jensenshannon")
+    p.add_argument("--rows", type=int, default=4000, help="rows of the generated matrix (default 4000)")
+    p.add_argument("--cols", type=int, default=3000, help="columns of the generated matrix (default 3000)")
+    p.add_argument("--nnz", type=int, default=60000,
+                   help="stored entries of the generated matrix, power-law distributed (default 60000)")
+    p.add_argument("--queries", type=int, default=500,
+                   help="rows used as queries in the pairwise stage (default 500)")
+    p.add_argument("--backend", default="auto", help="cpu, cuda or auto (default)")
+    p.add_argument("--metrics", default="cosine,euclidean,manhattan,chebyshev,canberra,jensenshannon",
+                   help="comma-separated metrics timed in the pairwise stage")
     p.add_argument("-k", type=int, default=10, help="neighbours per row in the kNN stage")
-    p.add_argument("--knn-metrics", default="cosine,manhattan")
+    p.add_argument("--knn-metrics", default="cosine,manhattan",
+                   help="comma-separated metrics timed in the kNN stage")
 
 
 def main(argv=None) -> int:

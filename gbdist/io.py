@@ -7,6 +7,7 @@ dtype; pickled objects are never loaded.
 """
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -26,9 +27,12 @@ def read_matrix(path) -> sps.csr_matrix:
         raise InputError(f"cannot read {str(path)!r}: no such file", hint=f"formats: {FORMATS}")
     if p.is_dir():
         raise InputError(f"cannot read {str(path)!r}: it is a directory")
+    if not p.is_file():  # a FIFO or a device would block or never end
+        raise InputError(f"cannot read {str(path)!r}: not a regular file")
     name = p.name.lower()
     try:
         if name.endswith((".mtx", ".mtx.gz", ".mm", ".mm.gz")):
+            check_mtx_header(p)
             m = scipy.io.mmread(str(p))
         elif name.endswith(".npz"):
             m = _read_npz(p)
@@ -43,6 +47,90 @@ def read_matrix(path) -> sps.csr_matrix:
         raise InputError(f"cannot read {str(path)!r}", got=f"{type(e).__name__}: {e}",
                          hint=f"formats: {FORMATS}") from None
     return _as_csr(m, path)
+
+
+MAX_DEFLATE_RATIO = 1032  # the most DEFLATE (gzip) can compress: a bound on a .gz's content
+_MM_FIELDS = ("real", "double", "integer", "pattern", "complex")
+_MM_SYMMETRY = ("general", "symmetric", "skew-symmetric", "hermitian")
+
+
+def check_mtx_header(path) -> tuple[int, int, int]:
+    """Check a MatrixMarket header against the file before anything is allocated.
+
+    Returns (rows, cols, entries). Refuses, with an InputError: a malformed
+    header; entries beyond rows x cols; more entries (or, for the array format,
+    values) than the file's size can hold (for ``.gz``, than its size times
+    DEFLATE's largest ratio); and a matrix whose reading would need more memory
+    than is free (so a header promising 10^11 rows is refused at once).
+    """
+    import gzip
+    p = Path(path)
+    gz = p.name.lower().endswith(".gz")
+    size = p.stat().st_size
+    with (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
+        banner = f.readline(1024)
+        header_bytes = len(banner)
+        words = banner.decode("ascii", "replace").lower().split()
+        if len(words) != 5 or words[0] != "%%matrixmarket" or words[1] != "matrix" \
+                or words[2] not in ("coordinate", "array") or words[3] not in _MM_FIELDS \
+                or words[4] not in _MM_SYMMETRY:
+            raise InputError(f"cannot read {str(path)!r}: not a MatrixMarket matrix header",
+                             expected="%%MatrixMarket matrix coordinate|array real|integer|"
+                                      "pattern general|symmetric|skew-symmetric",
+                             got=banner[:80].decode("ascii", "replace").strip() or "an empty file")
+        fmt, field = words[2], words[3]
+        while True:  # comments, then the size line
+            line = f.readline(1024)
+            header_bytes += len(line)
+            if not line:
+                raise InputError(f"cannot read {str(path)!r}: the MatrixMarket size line is missing")
+            text = line.decode("ascii", "replace").strip()
+            if text and not text.startswith("%"):
+                break
+            if header_bytes > 2**20:
+                raise InputError(f"cannot read {str(path)!r}: the MatrixMarket header is over 1 MiB")
+    parts = text.split()
+    want = 3 if fmt == "coordinate" else 2
+    if len(parts) != want or not all(t.isascii() and t.isdigit() and len(t) <= 19 for t in parts):
+        raise InputError(f"cannot read {str(path)!r}: malformed MatrixMarket size line",
+                         expected="rows cols entries" if fmt == "coordinate" else "rows cols",
+                         got=text[:80])
+    rows, cols = int(parts[0]), int(parts[1])
+    entries = int(parts[2]) if fmt == "coordinate" else rows * cols
+    if fmt == "coordinate" and entries > rows * cols:
+        raise InputError(f"cannot read {str(path)!r}: the header promises more entries than cells",
+                         got=f"{entries} entries in a {rows} x {cols} matrix")
+    # Each coordinate entry takes at least "i j v\n" (6 bytes; 4 for pattern), each array
+    # value "v\n" (2 bytes).
+    min_bytes = 2 if fmt == "array" else (4 if field == "pattern" else 6)
+    room = size * MAX_DEFLATE_RATIO if gz else size - header_bytes
+    if entries * min_bytes > room:
+        raise InputError(f"cannot read {str(path)!r}: the header promises more data than the file holds",
+                         got=f"{entries} {'values' if fmt == 'array' else 'entries'} "
+                             f"({rows} x {cols}) in a file of {size} bytes",
+                         hint="the file is truncated or its header is wrong")
+    need = 8 * (rows + 1) + (8 * entries if fmt == "array" else 24 * entries)
+    free = _free_memory()
+    if free is not None and need > free:
+        raise InputError(f"cannot read {str(path)!r}: it would need more memory than is free",
+                         got=f"{rows} x {cols} with {entries} entries: about {need / 2**30:.3g} GiB, "
+                             f"free {free / 2**30:.3g} GiB")
+    return rows, cols, entries
+
+
+def _free_memory() -> int | None:
+    """Bytes of memory available now (Linux: MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _read_npz(p: Path):
