@@ -102,3 +102,80 @@ def test_demo_and_explain_are_listed(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "explain" in out and "check" in out and "demo" in out
+
+
+# --- bad files and unexpected errors: a message and a non-zero exit -----------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def latin1_file(tmp_path):
+    f = tmp_path / "latin1.gbd"
+    f.write_bytes("# caf\u00e9\nop ok(x, y) = x\n".encode("latin-1"))
+    return f
+
+
+def test_check_and_explain_name_a_non_utf8_file_and_offset(capsys, latin1_file):
+    for argv in (["check", str(latin1_file)], ["explain", "manhattan", "--file", str(latin1_file)]):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 2
+        assert str(latin1_file) in err and "not UTF-8" in err and "offset 5" in err
+        assert "Traceback" not in err
+
+
+def test_check_refuses_missing_files_directories_and_fifos(capsys, tmp_path):
+    rc, _, err = run(capsys, "check", str(tmp_path / "missing.gbd"))
+    assert rc == 2 and "cannot read" in err
+    rc, _, err = run(capsys, "check", str(tmp_path))
+    assert rc == 2 and "directory" in err
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "pipe.gbd"
+        os.mkfifo(fifo)
+        rc, _, err = run(capsys, "check", str(fifo))
+        assert rc == 2 and "not a regular file" in err
+
+
+def test_check_a_deeply_nested_file_in_a_process(tmp_path):
+    f = tmp_path / "deep.gbd"
+    f.write_text("op deep(x, y) = " + "abs(" * 5000 + "x" + ")" * 5000 + "\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "gbdist", "check", str(f)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1  # check: the file has errors
+    assert "nests too deeply" in proc.stdout and "RecursionError" not in proc.stdout + proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "gbdist", "explain", "manhattan", "--file", str(f)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "nests too deeply" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_unexpected_error_is_a_message_and_exit_3(capsys, monkeypatch):
+    from gbdist import cli
+
+    def boom(args):
+        raise RuntimeError("something broke")
+
+    rc = cli.run_commands([("boom", "fails", lambda p: None, boom)], ["boom"])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_INTERNAL == 3
+    assert "internal error: RuntimeError: something broke" in err and "Traceback" not in err
+
+    def oom(args):
+        raise MemoryError
+
+    rc = cli.run_commands([("oom", "fails", lambda p: None, oom)], ["oom"])
+    assert rc == 3 and "out of memory" in capsys.readouterr().err
+
+
+def test_version_flag(capsys):
+    import gbdist
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gbdist {gbdist.__version__}"

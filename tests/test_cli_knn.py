@@ -164,3 +164,190 @@ def test_python_dash_m_standalone(data, tmp_path):
     assert "pairs/s" in proc.stderr
     _, i = gb.knn(X, Y, k=2, metric="euclidean", backend="cpu")
     assert_array_equal(np.load(out)["indices"], i)
+
+
+# ---------------------------------------------------------------------------
+# Bad arguments and files: a message and a non-zero exit, never exit 0, a
+# traceback, a crash or a hang. Run as real processes where a crash is possible.
+# ---------------------------------------------------------------------------
+import time  # noqa: E402
+
+
+def run_proc(*argv, timeout=60):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "gbdist", *map(str, argv)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - start
+
+
+def assert_refused(rc, err, *words):
+    assert rc == 2, err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err, err
+
+
+def test_output_naming_a_directory_is_refused_before_any_work(data, tmp_path, capsys):
+    _, _, mtx, _ = data
+    for cmd in ("knn", "pairwise"):
+        rc, _, err = run_cli([cmd, mtx, "-o", tmp_path], capsys)
+        assert_refused(rc, err, "is a directory")
+        rc, _, err = run_cli([cmd, mtx, "-o", tmp_path / "no" / "such" / "dir" / "out"], capsys)
+        assert_refused(rc, err, "does not exist")
+    (tmp_path / "taken.npy").mkdir()
+    rc, _, err = run_cli(["pairwise", mtx, "-o", tmp_path / "taken"], capsys)
+    assert_refused(rc, err, "is a directory")
+
+
+def test_pairwise_reports_the_path_it_wrote(data, tmp_path, capsys):
+    X, _, mtx, _ = data
+    rc, _, err = run_cli(["pairwise", mtx, "--metric", "manhattan", "--backend", "cpu",
+                          "-o", tmp_path / "out"], capsys)
+    assert rc == 0
+    written = tmp_path / "out.npy"
+    assert f"wrote {written}" in err and not (tmp_path / "out").exists()
+    import scipy.spatial.distance as ssd
+    assert_allclose(np.load(written), ssd.cdist(X.toarray(), X.toarray(), "cityblock"), rtol=1e-12,
+                    atol=1e-12)
+
+
+@pytest.mark.parametrize("value,word", [("1.5G", "1536M"), ("0", "positive"), ("-1", "not a size"),
+                                        ("12X", "not a size"), ("1e9", "not a size"),
+                                        ("99999999999T", "too large"), ("", "not a size")])
+def test_bad_working_memory_is_refused(data, tmp_path, capsys, value, word):
+    _, _, mtx, _ = data
+    with pytest.raises(SystemExit) as info:
+        cli_knn.main(["knn", str(mtx), "--working-memory", value, "-o", str(tmp_path / "o.npz")])
+    assert info.value.code == 2
+    assert word in capsys.readouterr().err
+    assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("argv,word", [(["-k", "0"], "at least 1"), (["-k", "abc"], "whole number"),
+                                       (["-k", "2.5"], "whole number"), (["-p", "nan"], "not a number"),
+                                       (["-p", "x"], "not a number"),
+                                       (["--backend", "gpu"], "invalid choice")])
+def test_bad_options_are_refused(data, tmp_path, capsys, argv, word):
+    _, _, mtx, _ = data
+    with pytest.raises(SystemExit) as info:
+        cli_knn.main(["knn", str(mtx), *argv, "-o", str(tmp_path / "o.npz")])
+    assert info.value.code == 2
+    assert word in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 4)])
+def test_inputs_without_rows_or_columns_are_refused(tmp_path, capsys, shape):
+    f = tmp_path / "empty.npy"
+    np.save(f, np.zeros(shape))
+    for cmd in ("knn", "pairwise"):
+        rc, _, err = run_cli([cmd, f, "-o", tmp_path / "o"], capsys)
+        assert_refused(rc, err, "holds no data")
+
+
+def test_index_with_other_columns_is_refused(data, tmp_path, capsys):
+    _, _, mtx, _ = data
+    other = tmp_path / "other.npy"
+    np.save(other, np.ones((4, 3)))
+    rc, _, err = run_cli(["knn", mtx, "--index", other, "-o", tmp_path / "o.npz"], capsys)
+    assert_refused(rc, err, "different numbers of columns")
+
+
+def _header_file(path, header, body=""):
+    path.write_text(header + body)
+    return path
+
+
+@pytest.mark.parametrize("header,word", [
+    ("%%MatrixMarket matrix coordinate real general\n100000000000 3 2\n", "more memory"),
+    ("%%MatrixMarket matrix coordinate real general\n30000 30000 100000000\n", "more data than the file"),
+    ("%%MatrixMarket matrix coordinate real general\n3 3 10\n", "more entries than cells"),
+    ("%%MatrixMarket matrix array real general\n100000 100000\n", "more data than the file"),
+    ("%%MatrixMarket matrix coordinate real general\n3 x 2\n", "malformed"),
+    ("%%MatrixMarket matrix coordinate real general\n% only comments\n%", "size line is missing"),
+    ("%%MatrixMarket tensor coordinate real general\n3 3 1\n", "not a MatrixMarket matrix header"),
+    ("%%MatrixMarket matrix coordinate real general\n" + "9" * 40 + " 3 1\n", "malformed"),
+])
+def test_matrix_market_header_is_checked_before_allocating(tmp_path, header, word):
+    body = "" if header.endswith("%") else "1 1 1.0\n2 2 2.0\n"
+    f = _header_file(tmp_path / "h.mtx", header, body)
+    start = time.perf_counter()
+    with pytest.raises(gb.InputError, match=word):
+        io.read_matrix(f)
+    assert time.perf_counter() - start < 5
+
+
+def test_matrix_market_header_check_in_a_process(tmp_path):
+    f = _header_file(tmp_path / "huge.mtx",
+                     "%%MatrixMarket matrix coordinate real general\n100000000000 100000000000 2\n",
+                     "1 1 1.0\n2 2 2.0\n")
+    rc, _, err, seconds = run_proc("knn", f, "-k", 1, "-o", tmp_path / "o.npz")
+    assert_refused(rc, err, "more memory")
+    assert seconds < 30
+
+
+def test_a_good_gzipped_matrix_market_file_passes_the_header_check(data):
+    X, _, mtx, _ = data
+    rows, cols, entries = io.check_mtx_header(mtx)
+    assert (rows, cols) == X.shape and entries >= X.nnz
+
+
+def _runtime_checks_indices() -> bool:
+    """Whether runtime.to_csr bounds-checks indices (the input-validation work)."""
+    code = ("import numpy as np, scipy.sparse as sps\n"
+            "from gbdist import runtime, errors\n"
+            "m = sps.csr_matrix((np.ones(2), np.array([0, 7]), np.array([0, 1, 2])), shape=(2, 3))\n"
+            "try:\n    runtime.to_csr(m, 'X')\nexcept errors.InputError:\n    print('checked')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=60)
+    return "checked" in proc.stdout
+
+
+@pytest.mark.parametrize("indices,indptr", [([0, -5, 2], [0, 1, 2, 3]), ([0, 1, 99999], [0, 1, 2, 3]),
+                                            ([0, 1, 2], [0, 5, 2, 3])])
+def test_a_corrupt_npz_is_refused_without_crashing(tmp_path, indices, indptr):
+    if not _runtime_checks_indices():
+        pytest.skip("runtime.to_csr does not bound-check indices yet (input-validation work)")
+    f = tmp_path / "bad.npz"
+    np.savez(f, data=np.ones(3), indices=np.array(indices), indptr=np.array(indptr),
+             format=b"csr", shape=np.array([3, 3]))
+    for cmd in ("knn", "pairwise"):
+        rc, _, err, _ = run_proc(cmd, f, "-k", 1, "-o", tmp_path / "o") if cmd == "knn" else \
+            run_proc(cmd, f, "-o", tmp_path / "o")
+        assert rc == 2, (rc, err)
+        assert "Traceback" not in err and "gbdist: error:" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_or_device_as_input_is_refused(tmp_path, capsys):
+    fifo = tmp_path / "pipe.mtx"
+    os.mkfifo(fifo)
+    rc, _, err = run_cli(["knn", fifo, "-o", tmp_path / "o.npz"], capsys)
+    assert_refused(rc, err, "not a regular file")
+    if os.path.exists("/dev/zero"):
+        rc, _, err = run_cli(["pairwise", "/dev/zero", "-o", tmp_path / "o"], capsys)
+        assert rc == 2 and "Traceback" not in err
+
+
+def test_every_option_has_help_and_index_help_fits_the_command():
+    import argparse
+    from gbdist import cli
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    helps = {}
+    for name, _, add_args, _ in cli.COMMANDS:
+        p = sub.add_parser(name)
+        add_args(p)
+        for action in p._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+            helps[(name, action.dest)] = action.help
+    assert helps[("pairwise", "index")] != helps[("knn", "index")]
+    assert "neighbour" not in helps[("pairwise", "index")]
+
+
+def test_version(capsys):
+    rc, out, err, _ = run_proc("--version")
+    assert rc == 0 and out.strip() == f"gbdist {gb.__version__}"
