@@ -42,11 +42,15 @@ def _explain_args(p):
 def _params(items):
     out = {}
     for item in items:
-        name, _, value = item.partition("=")
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier():
+            raise GbdistError("-p needs NAME=VALUE", got=item, hint="e.g. -p p=4")
         try:
             out[name] = float(value)
         except ValueError:
             raise GbdistError(f"parameter {name!r} needs a number", got=value) from None
+        if out[name] != out[name]:
+            raise GbdistError(f"parameter {name!r} needs a number", got=value)
     return out
 
 

@@ -179,3 +179,10 @@ def test_version_flag(capsys):
         main(["--version"])
     assert info.value.code == 0
     assert capsys.readouterr().out.strip() == f"gbdist {gbdist.__version__}"
+
+
+@pytest.mark.parametrize("param,word", [("p", "NAME=VALUE"), ("=3", "NAME=VALUE"), ("p=nan", "needs a number"),
+                                        ("p=", "needs a number")])
+def test_explain_bad_parameters(capsys, param, word):
+    rc, _, err = run(capsys, "explain", "minkowski", "-p", param)
+    assert rc == 2 and word in err
