@@ -171,17 +171,18 @@ def decode(t: list):
     if name in _CLASSES:
         if name in _ARITY and len(args) != _ARITY[name]:
             raise Invalid(f"node {name!r} has the wrong number of arguments")
-        if name == "Pow" and _is_number_node(args[0]) and _is_number_node(args[1]):
-            exp = decode(args[1])
-            if exp.is_Integer and abs(int(exp)) > MAX_EXPONENT:
-                raise Invalid("a power of a number with a huge exponent in cache entry")
-        return _CLASSES[name](*[decode(a) for a in args])
+        values = [decode(a) for a in args]
+        if name == "Pow" and values[0].is_number and values[1].is_Rational \
+                and (abs(values[1].p) > MAX_EXPONENT or values[1].q > MAX_EXPONENT):
+            raise Invalid("a power of a number with a huge exponent in cache entry")
+        out = _CLASSES[name](*values)
+        if out.is_Rational and max(abs(out.p), out.q).bit_length() > _MAX_BITS:
+            raise Invalid("a number in the cache entry is too large")
+        return out
     raise Invalid(f"node type {name!r} is not allowed in the cache")
 
 
-def _is_number_node(t) -> bool:
-    return isinstance(t, list) and bool(t) and t[0] in ("Integer", "Rational", "Float", "Zero", "One",
-                                                      "NegativeOne", "Half", "Exp1", "Pi")
+_MAX_BITS = 8 * MAX_DIGITS  # a computed number may be somewhat larger than a stored one
 
 
 def check_shape(value) -> None:

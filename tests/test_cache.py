@@ -241,6 +241,9 @@ def _deep(n):
 MALFORMED = [
     ("huge integer", lambda rec: json.dumps({**rec, "C": ["Integer", "9" * 5000]})),
     ("huge power", lambda rec: json.dumps({**rec, "C": ["Pow", ["Integer", "10"], ["Integer", "1" + "0" * 40]]})),
+    ("nested powers of numbers", lambda rec: json.dumps({**rec, "C": _nested_pow(6)})),
+    ("power with a huge rational exponent", lambda rec: json.dumps(
+        {**rec, "C": ["Pow", ["Integer", "2"], ["Rational", "1", "1" + "0" * 99]]})),
     ("huge JSON integer", lambda rec: json.dumps(rec)[:-1] + ', "x": ' + "7" * 20000 + "}"),
     ("deep JSON 100000", lambda rec: _deep(100_000)),
     ("deep JSON inside a field", lambda rec: json.dumps(rec)[:-1] + ', "x": ' + _deep(5000) + "}"),
@@ -254,6 +257,13 @@ MALFORMED = [
     ("many arguments", lambda rec: json.dumps({**rec, "C": ["Max"] + [["Integer", str(i)] for i in range(5000)]})),
     ("forbidden node", lambda rec: json.dumps({**rec, "g": ["Function", ["Symbol", "os", False]]})),
 ]
+
+
+def _nested_pow(n):
+    t = ["Integer", "9" * 100]
+    for _ in range(n):
+        t = ["Pow", t, ["Integer", "64"]]
+    return t
 
 
 def _nested_abs(n):
