@@ -35,8 +35,11 @@ def read_matrix(path) -> sps.csr_matrix:
             check_mtx_header(p)
             m = scipy.io.mmread(str(p))
         elif name.endswith(".npz"):
+            check_npz_headers(p)
             m = _read_npz(p)
         elif name.endswith(".npy"):
+            with open(p, "rb") as f:
+                _check_npy_header(f, p.stat().st_size, str(path))
             m = np.load(p, allow_pickle=False)
         else:
             raise InputError(f"cannot read {str(path)!r}: unknown file type",
@@ -116,6 +119,39 @@ def check_mtx_header(path) -> tuple[int, int, int]:
                          got=f"{rows} x {cols} with {entries} entries: about {need / 2**30:.3g} GiB, "
                              f"free {free / 2**30:.3g} GiB")
     return rows, cols, entries
+
+
+def _check_npy_header(f, available: int, name: str) -> None:
+    """Refuse a .npy header whose shape needs more bytes than ``available``
+    (what the file, or a .npz member, can hold) before NumPy allocates it."""
+    major, _ = np.lib.format.read_magic(f)
+    read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read(f)
+    count = 1
+    for n in shape:
+        count *= int(n)
+    need = count * dtype.itemsize
+    if need > available:
+        raise InputError(f"cannot read {name!r}: the array header promises more data than the file holds",
+                         got=f"shape {tuple(shape)} of {dtype} ({need} bytes) in {available} bytes",
+                         hint="the file is truncated or its header is wrong")
+
+
+def check_npz_headers(path) -> None:
+    """Check every member of a .npz against its stored size before NumPy reads it:
+    a member's stated size must be reachable from its compressed size, and its
+    array header must fit in the member."""
+    p = Path(path)
+    with zipfile.ZipFile(p) as z:
+        for info in z.infolist():
+            limit = info.compress_size * (MAX_DEFLATE_RATIO if info.compress_type else 1)
+            if info.file_size > limit + 1024:
+                raise InputError(f"cannot read {str(path)!r}: member {info.filename!r} claims more "
+                                 "data than it holds",
+                                 got=f"{info.file_size} bytes from {info.compress_size} compressed")
+            if info.filename.endswith(".npy"):
+                with z.open(info) as f:
+                    _check_npy_header(f, info.file_size, f"{path}:{info.filename}")
 
 
 def _free_memory() -> int | None:

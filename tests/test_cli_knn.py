@@ -351,3 +351,32 @@ def test_every_option_has_help_and_index_help_fits_the_command():
 def test_version(capsys):
     rc, out, err, _ = run_proc("--version")
     assert rc == 0 and out.strip() == f"gbdist {gb.__version__}"
+
+
+def _npy_bytes(shape, payload=b"\0" * 16):
+    import io as _io
+    buf = _io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buf.getvalue() + payload
+
+
+def test_npy_and_npz_headers_are_checked_before_allocating(tmp_path, capsys):
+    import zipfile
+    npy = tmp_path / "huge.npy"
+    npy.write_bytes(_npy_bytes((10**11, 2)))
+    npz = tmp_path / "huge.npz"
+    with zipfile.ZipFile(npz, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("arr_0.npy", _npy_bytes((10**11, 2)))
+    for f in (npy, npz):
+        start = time.perf_counter()
+        with pytest.raises(gb.InputError, match="promises more data than the file holds"):
+            io.read_matrix(f)
+        assert time.perf_counter() - start < 5
+        rc, _, err = run_cli(["pairwise", f, "-o", tmp_path / "o"], capsys)
+        assert_refused(rc, err, "promises more data")
+    # a good file of each kind still reads
+    A = np.arange(6.0).reshape(2, 3)
+    np.save(tmp_path / "good.npy", A)
+    np.savez_compressed(tmp_path / "good.npz", A)
+    for name in ("good.npy", "good.npz"):
+        assert_allclose(io.read_matrix(tmp_path / name).toarray(), A)
