@@ -8,6 +8,8 @@ plan's steps per block and evaluates the epilogue.
 """
 from __future__ import annotations
 
+import numbers
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -15,7 +17,10 @@ import numpy as np
 import scipy.sparse as sps
 
 from . import ir
-from .errors import BackendError, InputError
+from .errors import BackendError, InputError, ResultTooLargeError
+from .direct import NotDirect, evaluate_entries, has_rewrite, nonfinite_rows
+from .inputs import (check_device_operand, check_finite, check_non_empty, check_real, ensure_all_finite_value, host_csr,
+                     is_cupy)
 from .ops import apply_unary
 from .plan import Plan
 from .typecheck import row_operand
@@ -23,37 +28,22 @@ from .typecheck import row_operand
 DEFAULT_WORKING_MEMORY = 512 * 2**20
 
 
-def is_cupy(x) -> bool:
-    mod = type(x).__module__
-    return mod.startswith("cupy") or mod.startswith("cupyx")
+def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
+           label: str | None = None) -> sps.csr_matrix:
+    """A canonical float64 CSR copy: validated, sorted indices, duplicates summed.
 
-
-def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
-    """A canonical float64 CSR copy: sorted indices, duplicates summed."""
-    if is_cupy(x):
-        x = x.get()
-    index_dtype = None
-    if sps.issparse(x):
-        if x.ndim != 2:
-            raise InputError(f"{name} must be a 2-D matrix", got=f"{x.ndim}-D sparse")
-        _check_real(x.dtype, name)
-        index_dtype = _index_dtype(x)
-        csr = sps.csr_matrix(x, dtype=np.float64, copy=True)
-    else:
-        arr = np.asarray(x)
-        if arr.dtype == object:
-            raise InputError(f"{name} must be numeric", got="an object array",
-                             hint="pass a NumPy array or a SciPy sparse matrix")
-        _check_real(arr.dtype, name)
-        if arr.ndim != 2:
-            raise InputError(f"{name} must be a 2-D matrix", got=f"shape {arr.shape}",
-                             hint="reshape a single sample with x.reshape(1, -1)")
-        csr = sps.csr_matrix(arr.astype(np.float64))
-    if not np.issubdtype(csr.indices.dtype, np.integer):
-        raise InputError(f"{name} has non-integer indices", got=str(csr.indices.dtype))
+    ``x`` is checked (:mod:`gbdist.inputs`) before SciPy's C++ routines read it;
+    ``ensure_all_finite`` (True, False or "allow-nan") decides whether NaN and
+    ±inf are refused; ``label`` is the name errors use (default ``name``).
+    """
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    index_dtype = _index_dtype(x) if (sps.issparse(x) or is_cupy(x)) else None
+    csr = host_csr(x, label)
     csr.sum_duplicates()  # also sorts the indices
     if drop_zeros:
         csr.eliminate_zeros()
+    check_finite(csr, label, ensure_all_finite)
     if index_dtype == np.int64 and csr.indices.dtype != np.int64:
         # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
         csr.indices = csr.indices.astype(np.int64)
@@ -62,52 +52,83 @@ def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
 
 
 def _check_real(dtype, name: str) -> None:
-    """Only booleans, integers and real floats are data; complex or text is refused."""
-    if np.dtype(dtype).kind not in "biuf":
-        raise InputError(f"{name} must hold real numbers", expected="bool, int or float values",
-                         got=f"dtype {np.dtype(dtype)}",
-                         hint="convert the data first, e.g. X.real or X.astype(np.float64)")
+    check_real(dtype, name)
 
 
 def _index_dtype(x):
     for attr in ("indices", "row", "col"):
         v = getattr(x, attr, None)
-        if v is not None:
+        if v is not None and hasattr(v, "dtype"):
             return np.dtype(v.dtype)
     return None
 
 
-def vector_to_row(x, name: str) -> sps.csr_matrix:
+def vector_to_row(x, name: str, ensure_all_finite=True, label: str | None = None) -> sps.csr_matrix:
     """A dense vector as a 1×k row in which every entry is stored (zeros too)."""
-    if sps.issparse(x):
-        v = sps.csr_matrix(x, dtype=np.float64)
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    if sps.issparse(x) or (is_cupy(x) and hasattr(x, "format")):
+        v = host_csr(x, label)
         if v.shape[0] != 1:
-            v = v.T.tocsr() if v.shape[1] == 1 else None
-        if v is None:
-            raise InputError(f"{name} must be a vector", got=f"shape {x.shape}")
+            if v.shape[1] != 1:
+                raise InputError(f"{label} must be a vector", got=f"shape {v.shape}")
+            v = v.T.tocsr()
         v.sum_duplicates()
+        check_finite(v, label, ensure_all_finite)
         return v
-    arr = np.asarray(x.get() if is_cupy(x) else x, dtype=np.float64)
+    try:
+        arr = np.asarray(x.get() if is_cupy(x) else x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{label} is not a vector of numbers", got=str(e).split("\n")[0]) from None
+    check_real(arr.dtype, label)
     if arr.ndim != 1:
-        raise InputError(f"{name} must be a 1-D vector", got=f"shape {arr.shape}")
+        raise InputError(f"{label} must be a 1-D vector", got=f"shape {arr.shape}")
+    arr = arr.astype(np.float64)
     k = arr.shape[0]
-    return sps.csr_matrix((arr, np.arange(k), np.array([0, k])), shape=(1, k))
+    v = sps.csr_matrix((arr, np.arange(k), np.array([0, k])), shape=(1, k))
+    check_finite(v, label, ensure_all_finite)
+    return v
 
 
 def result_dtype(inputs: dict, dtype=None) -> np.dtype:
     """float32 when every input is float32 (or asked for), else float64."""
     if dtype is not None:
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            dt = None
         if dt not in (np.float32, np.float64):
-            raise InputError("dtype must be float32 or float64", got=str(dt))
+            raise InputError("dtype must be float32 or float64", got=repr(dtype),
+                             hint="dtype=np.float32, dtype=np.float64 or None (from the inputs)")
         return dt
     dts = [np.dtype(getattr(v, "dtype", np.float64)) for v in inputs.values()]
     return np.dtype(np.float32) if dts and all(d == np.float32 for d in dts) else np.dtype(np.float64)
 
 
+def check_working_memory(working_memory) -> int | None:
+    """``working_memory`` in bytes: None (the default) or a positive integer."""
+    if working_memory is None:
+        return None
+    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
+            or not working_memory >= 1 or working_memory != working_memory:
+        raise InputError("working_memory must be a positive number of bytes", got=repr(working_memory),
+                         hint="e.g. working_memory=256 * 2**20 (a number, not a string like '16M')")
+    if isinstance(working_memory, numbers.Integral):
+        return int(working_memory)
+    if not np.isfinite(working_memory):
+        raise InputError("working_memory must be a finite number of bytes", got=repr(working_memory))
+    return int(working_memory)
+
+
 @dataclass
 class Bound:
-    """A plan with its data: full operands, sizes and which keys are row-sliced."""
+    """A plan with its data: full operands, sizes and which keys are row-sliced.
+
+    ``ncols`` is the number of columns k the formula sees (fills of unstored
+    columns count k times); the data matrices may be narrower when their column
+    space was compressed to the columns actually stored (:func:`compress_columns`).
+    ``finite`` is the ``ensure_all_finite`` the data was checked with.
+    """
 
     plan: Plan
     data: dict  # (name, transposed) -> csr
@@ -116,10 +137,55 @@ class Bound:
     ncols: int
     left_keys: frozenset
     dtype: np.dtype
+    finite: object = True
+
+    @property
+    def width(self) -> int:
+        """Columns of the stored data (<= ncols after compression)."""
+        return next((v.shape[1] for v in self.data.values()), 0)
 
 
-def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Bound:
-    """Check and canonicalise the inputs of a plan."""
+# Compress the column space when it is this much wider than the stored entries.
+COMPRESS_FACTOR = 4
+COMPRESS_MIN_COLUMNS = 1 << 16
+
+
+def compress_columns(data: dict, ncols: int) -> dict:
+    """The operands over only the columns some operand stores, renumbered in order.
+
+    Unstored columns hold the fill in every row, so dropping them changes no
+    product as long as the count of columns k stays ``ncols`` (the backends
+    take it separately). Done when k is much larger than the number of stored
+    entries, so that nothing sized by k (a CSC pointer array, a dense row) is
+    ever allocated for a 3 × 10⁸ input with three nonzeros.
+    """
+    total = sum(v.nnz for v in {id(v): v for v in data.values()}.values())
+    if ncols <= max(COMPRESS_FACTOR * total, COMPRESS_MIN_COLUMNS):
+        return data
+    cols = np.unique(np.concatenate([v.indices for v in data.values()] or [np.zeros(0, np.int64)]))
+    itype = np.int32 if cols.size < 2**31 - 1 else np.int64
+    out, done = {}, {}
+    for key, v in data.items():
+        if id(v) not in done:
+            idx = np.searchsorted(cols, v.indices).astype(itype)
+            done[id(v)] = sps.csr_matrix((v.data, idx, v.indptr), shape=(v.shape[0], cols.size))
+        out[key] = done[id(v)]
+    return out
+
+
+def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_finite=True,
+         labels: dict | None = None, ensure_non_empty: bool = False) -> Bound:
+    """Check and canonicalise the inputs of a plan.
+
+    Every operand is validated (memory safety, real dtype, finiteness as
+    ``ensure_all_finite`` says) before anything reads it. ``labels`` maps input
+    names to the names errors use (``{"A": "X", "B": "Y"}`` for
+    ``pairwise_distances``); ``ensure_non_empty`` refuses 0 rows or 0 columns
+    with scikit-learn's message. The same object passed under two names is
+    canonicalised once.
+    """
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    labels = labels or {}
     needed = {}
     for s in ir.symbols(plan.expr):
         needed[s.name] = s
@@ -133,11 +199,17 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
         raise InputError("unknown input name(s)", expected=", ".join(sorted(needed)),
                          got=", ".join(extra))
     base = {}
-    for name, sym in needed.items():
-        if isinstance(sym, ir.Vector):
-            base[name] = vector_to_row(inputs[name], name)
-        else:
-            base[name] = to_csr(inputs[name], name, drop_zeros)
+    seen: dict = {}
+    for name, sym in sorted(needed.items()):
+        label = labels.get(name, name)
+        vector = isinstance(sym, ir.Vector)
+        key = (id(inputs[name]), vector)
+        if key not in seen:
+            seen[key] = (vector_to_row(inputs[name], name, ensure_all_finite, label) if vector
+                         else to_csr(inputs[name], name, drop_zeros, ensure_all_finite, label))
+        base[name] = seen[key]
+        if ensure_non_empty:
+            check_non_empty(base[name].shape, label)
     data = {}
     left_keys = set()
     for step in plan.steps:
@@ -151,7 +223,8 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
                 left_keys.add(key)
     widths = {k: v.shape[1] for k, v in data.items()}
     if len(set(widths.values())) > 1:
-        desc = ", ".join(f"{k[0]}{'.T' if k[1] else ''}: {w} columns" for k, w in sorted(widths.items()))
+        desc = ", ".join(f"{labels.get(k[0], k[0])}{'.T' if k[1] else ''}: {w} columns"
+                         for k, w in sorted(widths.items()))
         raise InputError("the operands of a product must have the same number of columns (k)",
                          got=desc, hint="for mxm(A, B.T), A and B need the same number of columns")
     ncols = next(iter(widths.values())) if widths else next(
@@ -161,7 +234,9 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
                   if side == "right"]
     n = max(right_rows, default=1)
     _check_domains(plan, data)
-    return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype))
+    data = compress_columns(data, ncols)
+    return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype),
+                 ensure_all_finite)
 
 
 def _check_domains(plan: Plan, data: dict) -> None:
@@ -190,20 +265,21 @@ def _check_domains(plan: Plan, data: dict) -> None:
 def _block_rows(b: Bound, budget: int) -> int:
     nmat = sum(1 for s in b.plan.steps if s.kind == "matrix") + 3
     per_row = 8 * max(b.n, 1) * nmat
-    # A two-pass union densifies its block of left rows over all k columns.
-    per_row += 8 * b.ncols * sum(1 for s in b.plan.steps if isinstance(s.node, ir.TwoPassUnion))
+    # A two-pass union densifies its block of left rows over the stored columns.
+    per_row += 8 * b.width * sum(1 for s in b.plan.steps if isinstance(s.node, ir.TwoPassUnion))
     return int(max(1, min(b.m, budget // per_row)))
 
 
 def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
     """Yield (row_start, row_stop, result rows) blocks of the output."""
-    budget = int(working_memory or DEFAULT_WORKING_MEMORY)
+    budget = check_working_memory(working_memory) or DEFAULT_WORKING_MEMORY
     plan = b.plan
     fixed = {}  # steps that read right-side operands only: computed once
     for step in plan.steps:
         if all(side == "right" for side, _ in step.sides):
             fixed[step.name] = backend.run_step(step, {}, b.data, b.ncols)
     rows = _block_rows(b, budget)
+    fix = _DirectFix(b, fixed, budget) if plan.output_kind == "matrix" else None
     for r0 in range(0, b.m, rows):
         r1 = min(b.m, r0 + rows)
         left = {k: b.data[k][r0:r1] for k in b.left_keys}
@@ -212,7 +288,72 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
             if step.name not in results:
                 results[step.name] = backend.run_step(step, left, b.data, b.ncols)
         out = backend.epilogue(plan.epilogue, results, b.ncols)
-        yield r0, r1, _shape_block(out, plan.output_kind, r1 - r0, b.n)
+        out = _shape_block(out, plan.output_kind, r1 - r0, b.n)
+        if fix is not None:
+            out = fix(out, r0, r1, results)
+        yield r0, r1, out
+
+
+class _DirectFix:
+    """Entries the rewritten plan cannot get right, recomputed in the direct form.
+
+    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them):
+      every entry of such a left row or right row;
+    * overflow: entries where a rewritten step (expansion, correction) produced
+      inf/NaN from finite data (x² = inf for |x| > 1.3e154 although the
+      distance is finite).
+
+    See :mod:`gbdist.direct`; plans whose products run as written skip the
+    overflow check (their values already are the direct form).
+    """
+
+    def __init__(self, b: Bound, fixed: dict, budget: int):
+        self.b = b
+        self.budget = budget
+        self.rewrite = has_rewrite(b.plan)
+        self.data_check = b.finite is not True
+        self.bad_right = np.zeros(0, dtype=np.int64)
+        if self.data_check:
+            right = [v for k, v in b.data.items() if k not in b.left_keys]
+            if right:
+                self.bad_right = np.unique(np.concatenate([nonfinite_rows(v) for v in right]))
+
+    def __call__(self, out: np.ndarray, r0: int, r1: int, results: dict) -> np.ndarray:
+        b = self.b
+        mask = None
+        if self.data_check:
+            left = [nonfinite_rows(b.data[k][r0:r1]) for k in b.left_keys]
+            bad_left = np.unique(np.concatenate(left)) if left else np.zeros(0, np.int64)
+            if bad_left.size or self.bad_right.size:
+                mask = np.zeros(out.shape, dtype=bool)
+                mask[bad_left, :] = True
+                mask[:, self.bad_right] = True
+        if self.rewrite:
+            over = np.zeros(out.shape, dtype=bool)
+            with np.errstate(all="ignore"):
+                for step in b.plan.steps:
+                    r = np.asarray(results[step.name])
+                    if r.dtype.kind == "f":
+                        over |= np.broadcast_to(~np.isfinite(r), out.shape)
+            if self.data_check and mask is not None:
+                over &= ~mask
+            if over.any():
+                mask = over if mask is None else mask | over
+        if mask is None or not mask.any():
+            return out
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        try:
+            vals = evaluate_entries(b.plan, b.data, r0 + rows, cols, b.ncols, self.budget)
+        except NotDirect:
+            return out
+        out = np.array(out, dtype=np.float64, copy=True)
+        grid = np.ix_(rows, cols)
+        sub = out[grid]
+        sel = mask[grid]
+        sub[sel] = vals[sel]
+        out[grid] = sub
+        return out
 
 
 def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
@@ -228,6 +369,7 @@ def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
 
 def get_backend(name: str, working_memory: int | None = None):
     """Resolve ``backend=`` ("auto", "cpu", "cuda") to a backend object."""
+    working_memory = check_working_memory(working_memory)
     if name == "cpu":
         from .backends.cpu import CPUBackend
         return CPUBackend(working_memory)
@@ -247,29 +389,73 @@ def get_backend(name: str, working_memory: int | None = None):
 
 
 STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
+_TOO_LARGE_HINT = ("compute it in pieces: gbdist.pairwise_distances_chunked(X, Y, ...) yields row "
+                   "blocks within working_memory, gbdist.knn(X, Y, k) keeps only the nearest "
+                   "neighbours; or pass fewer rows")
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory of this machine (None when unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def allocate_result(shape: tuple, dtype, xp=np):
+    """``xp.empty(shape, dtype)``, refused with a typed error before allocating when it
+    cannot fit in memory, and a typed error when the allocation fails anyway."""
+    dtype = np.dtype(dtype)
+    cells = 1
+    for d in shape:
+        cells *= int(d)
+    nbytes = cells * dtype.itemsize
+    limit = physical_memory() if xp is np else None
+    what = " × ".join(str(int(d)) for d in shape)
+    if limit is not None and nbytes > limit:
+        raise ResultTooLargeError(
+            f"the result ({what} {dtype.name}) needs {nbytes / 2**30:.1f} GiB, more than this "
+            f"machine's memory ({limit / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
+    try:
+        return xp.empty(shape, dtype=dtype)
+    except MemoryError:
+        raise ResultTooLargeError(f"the result ({what} {dtype.name}, {nbytes / 2**30:.1f} GiB) "
+                                  "could not be allocated", hint=_TOO_LARGE_HINT) from None
 
 
 def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | None = None,
-        drop_zeros: bool = False, dtype=None, strategy: str = "auto"):
+        drop_zeros: bool = False, dtype=None, strategy: str = "auto", ensure_all_finite=True,
+        labels: dict | None = None, ensure_non_empty: bool = False):
     """Execute ``plan`` on ``inputs`` and return the whole result.
 
     ``strategy`` forces a CUDA kernel strategy ("gather", "scatter", "dense");
     the CPU backend has one implementation per primitive and accepts "auto" only.
+    ``ensure_all_finite`` (True, False or "allow-nan") is scikit-learn's
+    keyword: NaN and ±inf are refused unless allowed; when allowed, entries
+    that involve them are computed in the direct form (the formula's IEEE
+    value). ``labels`` and ``ensure_non_empty``: see :func:`bind`.
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    working_memory = check_working_memory(working_memory)
+    if dtype is not None:
+        result_dtype({}, dtype)
     be = get_backend(backend, working_memory)
     if hasattr(be, "run"):
-        return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype,
-                      strategy=strategy)
+        checked = validate_inputs(plan, inputs, drop_zeros, ensure_all_finite, labels or {},
+                                  ensure_non_empty)
+        result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
+                        dtype=dtype, strategy=strategy)
+        return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
     if strategy != "auto":
         raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
                          hint="use backend='cuda', or strategy='auto'")
-    b = bind(plan, inputs, drop_zeros, dtype)
+    b = bind(plan, inputs, drop_zeros, dtype, ensure_all_finite, labels, ensure_non_empty)
     if plan.output_kind == "matrix":
-        out = np.empty((b.m, b.n), dtype=b.dtype)
+        out = allocate_result((b.m, b.n), b.dtype)
     elif plan.output_kind == "col":
-        out = np.empty(b.m, dtype=b.dtype)
+        out = allocate_result((b.m,), b.dtype)
     else:
         out = None
     for r0, r1, block in iter_blocks(b, be, working_memory):
@@ -277,3 +463,88 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
             return block.astype(b.dtype) if block.ndim else b.dtype.type(block)
         out[r0:r1] = block
     return out
+
+
+def validate_inputs(plan: Plan, inputs: dict, drop_zeros: bool, ensure_all_finite, labels: dict,
+                    ensure_non_empty: bool) -> dict:
+    """The inputs of a backend that binds its own operands (CUDA), validated first:
+    CuPy operands on the device (:func:`gbdist.inputs.check_device_operand`),
+    host operands made canonical here (so the backend reads only checked arrays)."""
+    syms = {s.name: s for s in ir.symbols(plan.expr)}
+    out = {}
+    seen: dict = {}
+    for name, x in inputs.items():
+        label = labels.get(name, name)
+        vector = isinstance(syms.get(name), ir.Vector)
+        if id(x) in seen:
+            out[name] = seen[id(x)]
+        elif is_cupy(x):
+            check_device_operand(x, label, ensure_all_finite)
+            out[name] = x
+        elif vector:
+            out[name] = vector_to_row(x, name, ensure_all_finite, label).toarray().ravel()
+        else:
+            out[name] = to_csr(x, name, drop_zeros, ensure_all_finite, label)
+        seen[id(x)] = out[name]
+        if ensure_non_empty and not vector:
+            check_non_empty(tuple(out[name].shape), label)
+    return out
+
+
+def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
+               working_memory: int | None):
+    """A backend's whole result with the entries the rewrite cannot get right recomputed
+    on the host in the direct form (see :class:`_DirectFix`): entries of rows holding
+    NaN/±inf when they are allowed, and non-finite entries of rows large enough to
+    overflow a rewritten term (|x| >= max ** (1/8) of the result dtype)."""
+    if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
+        return result
+    data_check = ensure_all_finite is not True
+    rewrite = has_rewrite(plan)
+    if not (data_check or rewrite):
+        return result
+    xp = np
+    if is_cupy(result):
+        import cupy as xp
+    nonfinite = ~xp.isfinite(result)
+    if not data_check and not bool(nonfinite.any()):
+        return result
+    host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
+    b = bind(plan, host, drop_zeros, None, False)
+    if (b.m, b.n) != tuple(result.shape):
+        return result
+    left = [v for k, v in b.data.items() if k in b.left_keys]
+    right = [v for k, v in b.data.items() if k not in b.left_keys]
+    risk = float(np.finfo(result.dtype).max) ** 0.125
+
+    def flags(mats, size, fn):
+        f = np.zeros(size, dtype=bool)
+        for v in mats:
+            f[fn(v)] = True
+        return f
+
+    def large(v):
+        big = np.abs(v.data) >= risk
+        return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
+
+    nf = nonfinite.get() if xp is not np else nonfinite
+    mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
+        else np.zeros(nf.shape, dtype=bool)
+    if data_check:
+        mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
+    if not mask.any():
+        return result
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    try:
+        vals = evaluate_entries(plan, b.data, rows, cols, b.ncols,
+                                working_memory or DEFAULT_WORKING_MEMORY)
+    except NotDirect:
+        return result
+    grid = (rows[:, None], cols[None, :])
+    sub = result[grid]
+    sub = sub.get() if xp is not np else np.array(sub)
+    sel = mask[np.ix_(rows, cols)]
+    sub[sel] = vals[sel]
+    result[grid] = xp.asarray(sub.astype(result.dtype))
+    return result

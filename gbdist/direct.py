@@ -1,0 +1,200 @@
+"""The direct form: a plan's *source* expression evaluated on chosen output entries.
+
+The compiler's rewrites (intersection-only sums, the union correction, the
+rank expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩) are exact on finite data whose
+intermediate values do not overflow. Two situations break that premise:
+
+* the user allowed non-finite input (``ensure_all_finite=False`` or
+  ``"allow-nan"``): inf − inf and inf·0 inside a rewrite give NaN or a finite
+  number where the formula's IEEE value is +inf or NaN;
+* finite input whose rewritten terms overflow (x² = inf for |x| > 1.3e154)
+  although the value itself is finite.
+
+For those entries the runtime calls :func:`evaluate_entries`: every product is
+computed as written — ⊗ over the union of the stored columns of the two rows
+(plus the unstored columns, counted once, holding f(fill, fill)), reduced with
+⊕ — and the epilogue over these values. It costs O(|rows| · |cols| · |union|)
+and is only used on the entries that need it, in chunks of the memory budget.
+
+The direct form computes in ``np.longdouble`` (80-bit extended precision on
+x86-64, exponent range to 1e4932), so (x − y)² of two values near 1e200 does
+not overflow, and the result is rounded to float64 once at the end: a
+distance that is finite in float64 comes back finite. (Where longdouble is
+float64, as on Windows, the direct form still removes the rewrite's
+cancellations but not this overflow.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from . import ir
+from .ops import evaluate
+from .typecheck import row_operand
+
+DEFAULT_BUDGET = 64 * 2**20
+WIDE = np.longdouble
+
+
+def _unary(op, values: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = evaluate(op.formula, {"x": values})
+    return np.broadcast_to(np.asarray(out), np.shape(values))
+
+
+def _binary(op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.broadcast_arrays(a, b)
+    with np.errstate(all="ignore"):
+        out = evaluate(op.formula, {"x": a, "y": b})
+    return np.broadcast_to(np.asarray(out), a.shape)
+
+
+class NotDirect(Exception):
+    """The expression has a shape the direct evaluator does not cover (entries kept)."""
+
+
+def has_rewrite(plan) -> bool:
+    """True when some product is not computed as written on finite data (an
+    expansion or a union correction), so overflow can appear in the rewrite only."""
+    return any(p.strategy == "union-correction" or p.expansion_rank for p in plan.products)
+
+
+def nonfinite_rows(csr: sps.csr_matrix) -> np.ndarray:
+    """Indices of the rows that store a NaN or ±inf."""
+    bad = ~np.isfinite(csr.data)
+    if not bad.any():
+        return np.zeros(0, dtype=np.int64)
+    rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+    return np.unique(rows[bad])
+
+
+def _operand(data: dict, node: ir.Node, transpose: bool):
+    name, flipped, chain = row_operand(node, transpose)
+    key = (name, flipped)
+    if key not in data:
+        raise NotDirect(key)
+    fill = np.zeros(1, dtype=WIDE)
+    for op in chain:
+        fill = np.asarray(_unary(op, fill), dtype=WIDE)
+    return key, chain, fill[0]
+
+
+def _dense_rows(csr: sps.csr_matrix, rows: np.ndarray, chain, fill: float, cols: np.ndarray):
+    """Rows ``rows`` of ``csr`` over the columns ``cols`` (sorted), with the chain applied;
+    also the mask of stored entries."""
+    sub = csr[rows]
+    vals = sub.data.astype(WIDE)
+    for op in chain:
+        vals = _unary(op, vals)
+    d = np.full((len(rows), len(cols)), fill, dtype=WIDE)
+    stored = np.zeros((len(rows), len(cols)), dtype=bool)
+    r = np.repeat(np.arange(len(rows)), np.diff(sub.indptr))
+    c = np.searchsorted(cols, sub.indices)
+    d[r, c] = vals
+    stored[r, c] = True
+    return d, stored
+
+
+def _product(data, lnode, rnode, lrows, rrows, sr, ncols: int, budget: int) -> np.ndarray:
+    """⊕_k f(l[i, k], r[j, k]) over all ncols columns for i in lrows, j in rrows."""
+    lkey, lchain, lfill = _operand(data, lnode, False)
+    rkey, rchain, rfill = rnode
+    L, R = data[lkey], data[rkey]
+    cols = np.union1d(L[lrows].indices, R[rrows].indices)
+    dl, sl = _dense_rows(L, lrows, lchain, lfill, cols)
+    dr, sr_ = _dense_rows(R, rrows, rchain, rfill, cols)
+    add, mul = sr.add, sr.mul
+    ufunc, e = add.ufunc, add.identity_value
+    out = np.empty((len(lrows), len(rrows)), dtype=WIDE)
+    width = max(len(cols), 1)
+    per_pair = 16 * 4 * width
+    rstep = max(1, min(len(rrows), budget // per_pair)) if len(rrows) else 1
+    lstep = max(1, budget // (per_pair * rstep))
+    with np.errstate(all="ignore"):
+        for a in range(0, len(lrows), lstep):
+            b = min(len(lrows), a + lstep)
+            for c in range(0, len(rrows), rstep):
+                d = min(len(rrows), c + rstep)
+                vals = _binary(mul, dl[a:b, None, :], dr[None, c:d, :])
+                if sr.structural:
+                    vals = np.where(sl[a:b, None, :] & sr_[None, c:d, :], vals, e)
+                out[a:b, c:d] = ufunc.reduce(vals, axis=2, initial=e) if len(cols) else e
+        rest = ncols - len(cols)
+        if rest > 0 and not sr.structural:
+            corner = np.asarray(_binary(mul, np.array([lfill]), np.array([rfill])), dtype=WIDE)[0]
+            if ufunc is np.add:
+                out += rest * corner
+            elif ufunc is np.multiply:
+                out *= corner ** rest
+            else:
+                out = ufunc(out, corner)
+    return out
+
+
+def _reduce(data, node: ir.RowReduce, rows, ncols: int) -> np.ndarray:
+    key, chain, fill = _operand(data, node.arg, False)
+    M = data[key]
+    cols = np.unique(M[rows].indices)
+    d, _ = _dense_rows(M, rows, chain, fill, cols)
+    ufunc, e = node.monoid.ufunc, node.monoid.identity_value
+    with np.errstate(all="ignore"):
+        out = ufunc.reduce(d, axis=1, initial=e) if len(cols) else np.full(len(rows), e, dtype=WIDE)
+        rest = ncols - len(cols)
+        if rest > 0:
+            if ufunc is np.add:
+                out = out + rest * fill
+            elif ufunc is np.multiply:
+                out = out * fill ** rest
+            else:
+                out = ufunc(out, fill)
+    return out
+
+
+def evaluate_entries(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int,
+                     budget: int = DEFAULT_BUDGET) -> np.ndarray:
+    """The source expression at rows ``I`` (of the "i" operands) × ``J`` (of the "j"
+    operands), shaped (len(I), len(J)). Raises :class:`NotDirect` for shapes it does
+    not cover (the caller keeps the rewritten values)."""
+    from .backends.cpu import POINTWISE_NUMPY
+    roles = plan.roles
+    index = {"i": np.asarray(I, dtype=np.int64), "j": np.asarray(J, dtype=np.int64)}
+    values: dict = {}
+
+    def rows_of(key):
+        role = roles.get(key)
+        if role not in index:
+            raise NotDirect(key)
+        return role, index[role]
+
+    with np.errstate(all="ignore"):
+        for node in ir.walk(plan.expr):
+            if isinstance(node, ir.MxM):
+                lkey = _operand(data, node.left, False)[0]
+                rop = _operand(data, node.right, True)
+                lrole, lrows = rows_of(lkey)
+                rrole, rrows = rows_of(rop[0])
+                if (lrole, rrole) == ("i", "j"):
+                    v = _product(data, node.left, rop, lrows, rrows, node.semiring, ncols, budget)
+                elif (lrole, rrole) == ("j", "i"):
+                    v = _product(data, node.left, rop, lrows, rrows, node.semiring, ncols, budget).T
+                else:
+                    raise NotDirect(node)
+            elif isinstance(node, ir.RowReduce):
+                key = _operand(data, node.arg, False)[0]
+                role, rows = rows_of(key)
+                r = _reduce(data, node, rows, ncols)
+                v = r[:, None] if role == "i" else r[None, :]
+            elif isinstance(node, ir.NCols):
+                v = WIDE(ncols)
+            elif isinstance(node, ir.Const):
+                v = WIDE(node.value)
+            elif isinstance(node, ir.Pointwise):
+                v = POINTWISE_NUMPY[node.fn](*(values[a.key] for a in node.args))
+            elif isinstance(node, (ir.Matrix, ir.Vector, ir.Transpose, ir.Apply)):
+                continue
+            else:
+                raise NotDirect(node)
+            values[node.key] = v
+    with np.errstate(over="ignore"):  # a value beyond float64 rounds to ±inf, as it should
+        out = np.asarray(values[plan.expr.key], dtype=np.float64)
+    return np.broadcast_to(out, (len(I), len(J)))
