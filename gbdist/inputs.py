@@ -28,11 +28,18 @@ import numbers
 import numpy as np
 import scipy.sparse as sps
 
-from .errors import CorruptInputError, InputError, NonFiniteError
+from .errors import CorruptInputError, InputError, NonFiniteError, ResultTooLargeError
 
 FINITE_CHOICES = (True, False, "allow-nan")
 _CHECK_HINT = "call {label}.check_format() (SciPy) to see what is wrong, and rebuild the matrix " \
               "from consistent arrays"
+
+
+def _hint(label: str) -> str:
+    if label.startswith("'"):  # a file (gbdist.io labels operands by their quoted path)
+        return "the file's arrays are inconsistent: write it again from a valid matrix " \
+               "(scipy.sparse.save_npz after X.check_format())"
+    return _CHECK_HINT.format(label=label)
 
 
 def is_cupy(x) -> bool:
@@ -96,7 +103,7 @@ def check_compressed(indptr, indices, data, n_major: int, n_minor: int, label: s
     """Check CSR (``fmt="csr"``: major = rows) or CSC arrays; returns nnz = indptr[-1]."""
     major, minor = ("row", "column") if fmt == "csr" else ("column", "row")
     bad = f"{label} is not a valid {fmt.upper()} matrix"
-    hint = _CHECK_HINT.format(label=label)
+    hint = _hint(label)
     indptr = _index_array(indptr, "indptr", label)
     indices = _index_array(indices, "indices", label)
     if np.ndim(data) != 1:
@@ -138,7 +145,7 @@ def check_compressed(indptr, indices, data, n_major: int, n_minor: int, label: s
 
 def check_coo(row, col, data, shape: tuple[int, int], label: str) -> None:
     bad = f"{label} is not a valid COO matrix"
-    hint = _CHECK_HINT.format(label=label)
+    hint = _hint(label)
     row = _index_array(row, "row", label)
     col = _index_array(col, "col", label)
     if np.ndim(data) != 1 or not (row.shape[0] == col.shape[0] == np.shape(data)[0]):
@@ -168,14 +175,15 @@ def _parts(x):
     return fmt, None, None, None
 
 
-def host_csr(x, label: str) -> sps.csr_matrix:
-    """A validated float64 CSR copy of ``x`` (not yet deduplicated or sorted).
+def host_csr(x, label: str, dtype=np.float64) -> sps.csr_matrix:
+    """A validated CSR copy of ``x`` in ``dtype`` (None: the stored dtype), not yet
+    deduplicated or sorted.
 
     The copy owns its arrays: later in-place canonicalisation never touches the
     user's matrix.
     """
     if sps.issparse(x) or (is_cupy(x) and hasattr(x, "format")):
-        return _sparse_csr(x, label)
+        return _sparse_csr(x, label, dtype)
     try:
         arr = np.asarray(x.get() if is_cupy(x) else x)
     except (ValueError, TypeError) as e:
@@ -192,7 +200,7 @@ def host_csr(x, label: str) -> sps.csr_matrix:
     return sps.csr_matrix(arr.astype(np.float64))
 
 
-def _sparse_csr(x, label: str) -> sps.csr_matrix:
+def _sparse_csr(x, label: str, dtype=np.float64) -> sps.csr_matrix:
     ndim = getattr(x, "ndim", 2)
     if ndim != 2:
         raise InputError(f"{label} must be a 2-D matrix", got=f"{ndim}-D sparse")
@@ -205,32 +213,45 @@ def _sparse_csr(x, label: str) -> sps.csr_matrix:
         except (ValueError, IndexError, TypeError, KeyError) as e:
             raise CorruptInputError(f"{label} is not a valid {fmt.upper()} matrix",
                                     got=f"{type(e).__name__}: {e}",
-                                    hint=_CHECK_HINT.format(label=label)) from None
+                                    hint=_hint(label)) from None
         fmt, a, b, data = _parts(c)
     if fmt == "coo":
         check_coo(a, b, data, shape, label)
-        return sps.coo_matrix((np.asarray(data, dtype=np.float64), (a.copy(), b.copy())),
+        _fits(shape[0] + 1, label)
+        return sps.coo_matrix((np.array(data, dtype=dtype), (a.copy(), b.copy())),
                               shape=shape).tocsr()
     if fmt == "bsr":
-        return _bsr_csr(a, b, data, shape, label)
+        return _bsr_csr(a, b, data, shape, label, dtype)
     n_major, n_minor = shape if fmt == "csr" else shape[::-1]
     nnz = check_compressed(a, b, data, n_major, n_minor, label, fmt)
     cls = sps.csr_matrix if fmt == "csr" else sps.csc_matrix
-    m = cls((np.asarray(data[:nnz], dtype=np.float64).copy(), b[:nnz].copy(), a.copy()), shape=shape)
-    return m if fmt == "csr" else m.tocsr()
+    m = cls((np.array(data[:nnz], dtype=dtype), b[:nnz].copy(), a.copy()), shape=shape)
+    if fmt == "csr":
+        return m
+    _fits(shape[0] + 1, label)
+    return m.tocsr()
 
 
-def _bsr_csr(indptr, indices, data, shape, label: str) -> sps.csr_matrix:
+def _fits(entries: int, label: str) -> None:
+    """Refuse (typed) an index array the conversion to CSR would allocate beyond memory."""
+    from .runtime import physical_memory
+    mem = physical_memory()
+    if mem is not None and 8 * entries > mem:
+        raise ResultTooLargeError(f"{label} has too many rows to convert to CSR in memory",
+                                  got=f"{entries - 1} rows", hint="pass it as CSR with fewer rows")
+
+
+def _bsr_csr(indptr, indices, data, shape, label: str, dtype=np.float64) -> sps.csr_matrix:
     data = np.asarray(data)
     if data.ndim != 3 or data.shape[1] < 1 or data.shape[2] < 1 \
             or shape[0] % data.shape[1] or shape[1] % data.shape[2]:
         raise CorruptInputError(f"{label} is not a valid BSR matrix: its blocks do not tile the shape",
                                 got=f"data shape {data.shape}, shape {shape}",
-                                hint=_CHECK_HINT.format(label=label))
+                                hint=_hint(label))
     R, C = data.shape[1:]
     flat = np.zeros(data.shape[0])  # a 1-D stand-in with the blocks' count, for the length checks
     nnz = check_compressed(indptr, indices, flat, shape[0] // R, shape[1] // C, label, "csr")
-    m = sps.bsr_matrix((np.asarray(data[:nnz], dtype=np.float64).copy(), indices[:nnz].copy(),
+    m = sps.bsr_matrix((np.array(data[:nnz], dtype=dtype), indices[:nnz].copy(),
                         indptr.copy()), shape=shape, blocksize=(R, C))
     return m.tocsr()
 
@@ -288,7 +309,7 @@ def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite
     import cupy
     rows, cols = check_shape(shape, label)
     bad = f"{label} is not a valid CSR matrix"
-    hint = _CHECK_HINT.format(label=label)
+    hint = _hint(label)
     for what, a in (("indptr", indptr), ("indices", indices)):
         if a.ndim != 1 or a.dtype.kind not in "iu":
             raise CorruptInputError(f"{label}.{what} must be a 1-D integer array",
@@ -372,7 +393,7 @@ def check_device_operand(x, label: str, ensure_all_finite=True) -> None:
                     raise CorruptInputError(f"{label} is not a valid COO matrix: an index lies outside "
                                             "the shape", expected=f"rows in [0, {rows}), columns in [0, {cols})",
                                             got=f"rows {rlo}..{rhi}, columns {clo}..{chi}",
-                                            hint=_CHECK_HINT.format(label=label))
+                                            hint=_hint(label))
             _check_device_values(data, label, ensure_all_finite)
         else:
             raise InputError(f"{label}: CuPy sparse format {x.format!r} is not supported",

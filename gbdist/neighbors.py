@@ -656,14 +656,16 @@ def _check_k(k, n_index: int, exclude_self: bool) -> int:
         raise InputError(f"Expected n_neighbors > 0. Got {k}")
     need = k + 1 if exclude_self else k
     if need > n_index:
+        limit = n_index - 1 if exclude_self else n_index
+        hint = f"use n_neighbors <= {limit}" if limit >= 1 else (
+            f"the index holds {n_index} sample(s), so no n_neighbors works: fit on more samples"
+            + (", or pass the query X explicitly" if exclude_self and n_index else ""))
         if exclude_self:
             raise InputError(f"Expected n_neighbors < n_samples_fit when the query is the fitted "
                              f"data (each point is left out of its own neighbours), but "
-                             f"n_neighbors = {k}, n_samples_fit = {n_index}",
-                             hint=f"use n_neighbors <= {n_index - 1}")
+                             f"n_neighbors = {k}, n_samples_fit = {n_index}", hint=hint)
         raise InputError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k}, "
-                         f"n_samples_fit = {n_index}",
-                         hint=f"use n_neighbors <= {n_index}")
+                         f"n_samples_fit = {n_index}", hint=hint)
     return need
 
 

@@ -8,6 +8,7 @@ plan's steps per block and evaluates the epilogue.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import os
 from dataclasses import dataclass
@@ -15,13 +16,14 @@ from typing import Iterator
 
 import numpy as np
 import scipy.sparse as sps
+import sympy as sp
 
 from . import ir
-from .errors import BackendError, InputError, ResultTooLargeError
+from .errors import BackendError, DomainError, InputError, ResultTooLargeError
 from .direct import NotDirect, evaluate_entries, has_rewrite, nonfinite_rows
 from .inputs import (check_device_operand, check_finite, check_non_empty, check_real, ensure_all_finite_value, host_csr,
                      is_cupy)
-from .ops import apply_unary
+from .ops import apply_unary, evaluate
 from .plan import Plan
 from .typecheck import row_operand
 
@@ -240,26 +242,84 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_
 
 
 def _check_domains(plan: Plan, data: dict) -> None:
-    """Every op sees only inputs of its domain (e.g. hellinger: nonnegative)."""
+    """Every op sees only inputs of its domain.
+
+    Two sources of a domain: an op declared (or derived) ``nonnegative``
+    (hellinger), and, for every op in the plan, each power with a non-integer
+    exponent or log whose argument depends on one side only — ``x^0.5``,
+    ``x^(1/3)``, ``log(y)`` — checked on that side's stored values and fill, so
+    negative data is a :class:`DomainError` rather than a silent NaN. A power
+    inside a ``where`` branch is guarded by its condition and is not checked.
+    """
     checked = set()
+    sides = []
     for p in plan.products:
         op = p.analysis.semiring.mul
         node = p.node
-        sides = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
+        pairs = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
             ((node.matrix, False), (node.vector, False))
-        for operand, flip in sides:
-            name, flipped, chain = row_operand(operand, flip)
-            key = (op.key, name, flipped, chain)
-            if (name, flipped) not in data or key in checked:
-                continue
-            checked.add(key)
-            if all(c.domain != "nonnegative" for c in chain + (op,)):
-                continue  # nothing to check: no need to evaluate the chain on the data
-            values = data[(name, flipped)].data
-            for c in chain:
-                c.check_domain(values, f"input {name} (before {c.name})")
-                values = apply_unary(c, values)
-            op.check_domain(values, f"input {name}")
+        for var, (operand, flip) in zip(("x", "y"), pairs):
+            sides.append((op, var, row_operand(operand, flip)))
+    for node in ir.walk(plan.expr):
+        if isinstance(node, ir.RowReduce):
+            sides.append((None, "x", row_operand(node.arg)))
+    for op, var, (name, flipped, chain) in sides:
+        key = (op.key if op else None, var, name, flipped, chain)
+        if (name, flipped) not in data or key in checked:
+            continue
+        checked.add(key)
+        ops_ = chain + ((op,) if op else ())
+        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
+            continue  # nothing to check: no need to evaluate the chain on the data
+        values = np.concatenate([data[(name, flipped)].data, [0.0]])  # the fill too
+        for c in chain:
+            _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
+            values = apply_unary(c, values)
+        if op:
+            _check_op_domain(op, var, values, f"input {name}")
+
+
+def _check_op_domain(op, var: str, values: np.ndarray, what: str) -> None:
+    op.check_domain(values[:-1], what)  # the declared domain: stored values only
+    for kind, base, sym in _guarded_bases(op.formula):
+        if sym != var:
+            continue
+        with np.errstate(all="ignore"):
+            v = np.broadcast_to(np.asarray(evaluate(base, {var: values}), dtype=np.float64),
+                                values.shape)
+        bad = v < 0
+        if bad.any():
+            at = int(np.argmax(bad))
+            where = "the unstored entries (fill)" if at == len(values) - 1 else \
+                f"the value {values[at]:g}"
+            raise DomainError(
+                f"op {op.name!r} takes {kind} of {base}, which is negative for {where} of {what}",
+                expected=f"{base} >= 0 for every value of {what}",
+                got=f"{base} = {v[at]:g}",
+                hint="take abs() of the data first, guard the term with where(...), or use a "
+                     "metric defined on reals")
+
+
+@functools.lru_cache(maxsize=512)
+def _guarded_bases(formula) -> tuple:
+    """(kind, base, variable) of each non-integer power and log in ``formula`` whose
+    argument depends on one variable, outside any ``where`` (Piecewise) branch."""
+    out = []
+    stack = [formula]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, sp.Piecewise):
+            continue
+        if isinstance(e, sp.Pow) and e.exp.is_number:
+            ex = float(e.exp)
+            if ex != int(ex) if np.isfinite(ex) else False:
+                syms = e.base.free_symbols
+                if len(syms) == 1:
+                    out.append((f"the power {sp.sstr(e.exp)}", e.base, next(iter(syms)).name))
+        if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
+            out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
+        stack.extend(e.args)
+    return tuple(out)
 
 
 def _block_rows(b: Bound, budget: int) -> int:
@@ -445,6 +505,7 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
     if hasattr(be, "run"):
         checked = validate_inputs(plan, inputs, drop_zeros, ensure_all_finite, labels or {},
                                   ensure_non_empty)
+        _check_power_domains(plan, checked)
         result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
                         dtype=dtype, strategy=strategy)
         return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
@@ -489,6 +550,28 @@ def validate_inputs(plan: Plan, inputs: dict, drop_zeros: bool, ensure_all_finit
         if ensure_non_empty and not vector:
             check_non_empty(tuple(out[name].shape), label)
     return out
+
+
+def _check_power_domains(plan: Plan, inputs: dict) -> None:
+    """The backend-independent part of :func:`_check_domains` (powers and logs found in
+    the formulas) for a backend that binds its own operands; only the stored values
+    matter, so each input's values serve both orientations."""
+    ops_ = [p.analysis.semiring.mul for p in plan.products]
+    for node in ir.walk(plan.expr):
+        if isinstance(node, ir.Apply):
+            ops_.append(node.op)
+    if not any(_guarded_bases(o.formula) for o in ops_):
+        return
+    data = {}
+    for name, x in inputs.items():
+        if is_cupy(x):
+            vals = (x.data if hasattr(x, "format") else x.ravel()).get()
+        else:
+            vals = x.data if sps.issparse(x) else np.asarray(x).ravel()
+        v = sps.csr_matrix((np.asarray(vals, dtype=np.float64), np.zeros(len(vals), dtype=np.int64),
+                            np.array([0, len(vals)])), shape=(1, 1))
+        data[(name, False)] = data[(name, True)] = v
+    _check_domains(plan, data)
 
 
 def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
