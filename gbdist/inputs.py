@@ -73,10 +73,10 @@ def check_shape(shape, label: str) -> tuple[int, int]:
                       else _not_int(v) for v in shape)
     except (TypeError, ValueError):
         raise CorruptInputError(f"{label} has an invalid shape", expected="two non-negative integers",
-                                got=repr(shape)) from None
+                                got=repr(shape), hint=_hint(label)) from None
     if rows < 0 or cols < 0:
         raise CorruptInputError(f"{label} has a negative dimension", expected="a shape (rows >= 0, "
-                                "columns >= 0)", got=f"shape ({rows}, {cols})")
+                                "columns >= 0)", got=f"shape ({rows}, {cols})", hint=_hint(label))
     return rows, cols
 
 
@@ -87,10 +87,11 @@ def _not_int(v):
 def _index_array(a, what: str, label: str) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim != 1:
-        raise CorruptInputError(f"{label}.{what} must be a 1-D array", got=f"shape {a.shape}")
+        raise CorruptInputError(f"{label}.{what} must be a 1-D array", got=f"shape {a.shape}",
+                                hint=_hint(label))
     if a.dtype.kind not in "iu":
-        raise CorruptInputError(f"{label}.{what} must hold integers", got=f"dtype {a.dtype}",
-                                hint="index arrays are int32 or int64")
+        raise CorruptInputError(f"{label}.{what} must hold integers (int32 or int64)",
+                                got=f"dtype {a.dtype}", hint=_hint(label))
     return a
 
 
