@@ -330,7 +330,7 @@ def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite
     pos = cupy.arange(n, dtype=cupy.int64)
     live = pos < last
     idx = indices.astype(cupy.int64)
-    big = cupy.iinfo(cupy.int64).max
+    big = np.iinfo(np.int64).max
     facts = cupy.stack([
         ip[0], ip[-1],
         cupy.count_nonzero(ip[1:] < ip[:-1]).astype(cupy.int64) if rows else cupy.zeros((), cupy.int64),

@@ -388,7 +388,7 @@ class _DirectFix:
                 mask = np.zeros(out.shape, dtype=bool)
                 mask[bad_left, :] = True
                 mask[:, self.bad_right] = True
-        if self.rewrite:
+        if self.rewrite and not np.isfinite(out).all():  # overflow shows in the result
             over = np.zeros(out.shape, dtype=bool)
             with np.errstate(all="ignore"):
                 for step in b.plan.steps:
@@ -506,8 +506,11 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
         checked = validate_inputs(plan, inputs, drop_zeros, ensure_all_finite, labels or {},
                                   ensure_non_empty)
         _check_power_domains(plan, checked)
+        # the dtype of the user's inputs (the checked host copies are float64)
+        dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()},
+                          dtype)
         result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
-                        dtype=dtype, strategy=strategy)
+                        dtype=dt, strategy=strategy)
         return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
     if strategy != "auto":
         raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
@@ -624,7 +627,7 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
                                 working_memory or DEFAULT_WORKING_MEMORY)
     except NotDirect:
         return result
-    grid = (rows[:, None], cols[None, :])
+    grid = (xp.asarray(rows)[:, None], xp.asarray(cols)[None, :])
     sub = result[grid]
     sub = sub.get() if xp is not np else np.array(sub)
     sel = mask[np.ix_(rows, cols)]

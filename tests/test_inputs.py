@@ -491,3 +491,71 @@ def test_tiny_indexes_do_not_hint_nonsense(n):
         gb.knn(np.ones((n, 3)), k=1, backend="cpu")
     assert "<= 0" not in str(e.value) and "<= -1" not in str(e.value)
     assert "more samples" in str(e.value)
+
+
+# ---------------------------------------------------------------------------
+# the path of a backend that binds its own operands (CUDA), exercised on the CPU
+# ---------------------------------------------------------------------------
+
+
+class _RawBackend:
+    """A stand-in for the CUDA backend: it has ``run`` (so the runtime validates the
+    inputs first and fixes the result after) and computes with the CPU kernels
+    without the direct-form fix-up, as the fused CUDA kernels do."""
+
+    name = "raw"
+
+    def __init__(self):
+        from gbdist.backends.cpu import CPUBackend
+        self.cpu = CPUBackend()
+        self.seen = None
+
+    def run(self, plan, inputs, working_memory=None, drop_zeros=False, dtype=None, strategy="auto"):
+        from gbdist import runtime
+        self.seen = dict(inputs)
+        b = runtime.bind(plan, inputs, drop_zeros, dtype, ensure_all_finite=False)
+        out = np.empty((b.m, b.n))
+        fixed = {s.name: self.cpu.run_step(s, {}, b.data, b.ncols) for s in plan.steps
+                 if all(side == "right" for side, _ in s.sides)}
+        left = {k: b.data[k] for k in b.left_keys}
+        results = dict(fixed)
+        for s in plan.steps:
+            results.setdefault(s.name, self.cpu.run_step(s, left, b.data, b.ncols))
+        out[:] = self.cpu.epilogue(plan.epilogue, results, b.ncols)
+        return out.astype(b.dtype)
+
+
+@pytest.fixture
+def raw_backend(monkeypatch):
+    from gbdist import runtime
+    be = _RawBackend()
+    monkeypatch.setattr(runtime, "get_backend", lambda name, wm=None: be)
+    return be
+
+
+def test_self_binding_backend_gets_validated_inputs_and_fixed_results(raw_backend):
+    bad = sps.csr_matrix((np.ones(2), [0, -5], [0, 1, 2, 2]), shape=(3, 3))
+    with pytest.raises(CorruptInputError):
+        gb.pairwise_distances(bad)
+    assert raw_backend.seen is None  # refused before the backend saw anything
+    X = np.ones((2, 3))
+    X[1, 2] = np.nan
+    with pytest.raises(NonFiniteError, match="row 1, column 2"):
+        gb.pairwise_distances(X)
+    with pytest.raises(ValueError, match="0 sample"):
+        gb.pairwise_distances(np.ones((0, 3)))
+    # overflow in the rewrite, recomputed on the host in the direct form
+    E = np.array([[1e200, 0.0, 1.0], [0.0, 1.0, 1.0], [1e160, 1.0, 0.0], [1e160 + 1e146, 0.0, 0.0]])
+    for metric in ("euclidean", "manhattan", "cosine"):
+        D = gb.pairwise_distances(E, metric=metric)
+        assert_allclose(D, np.array([[float(_mp_ref(metric, a, b)) for b in E] for a in E]),
+                        rtol=1e-12, atol=1e-12 if metric == "cosine" else 0)
+    # allowed non-finite rows: the IEEE values of the formula
+    rng = np.random.default_rng(4)
+    F = np.where(rng.random((5, 4)) < 0.6, rng.normal(size=(5, 4)), 0.0)
+    F[1, 1], F[3, 0] = np.inf, np.nan
+    for metric in ("euclidean", "cosine", "canberra"):
+        D = gb.pairwise_distances(F, metric=metric, ensure_all_finite=False)
+        assert_allclose(D, _brute(metric, F, F), rtol=1e-9, atol=1e-12, equal_nan=True)
+    # float32 inputs keep their dtype through the checked (float64) host copies
+    assert gb.pairwise_distances(np.ones((2, 3), dtype=np.float32)).dtype == np.float32
