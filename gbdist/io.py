@@ -89,7 +89,7 @@ def _promise(path, what: str, nbytes: int, available: int) -> None:
     mem = physical_memory()
     if mem is not None and nbytes > mem:
         raise ResultTooLargeError(f"cannot read {str(path)!r}: it holds {nbytes / 2**30:.1f} GiB, "
-                                  f"more than this machine's memory ({mem / 2**30:.1f} GiB)")
+                                  f"more than the memory available ({mem / 2**30:.1f} GiB)")
 
 
 def _check_npy_header(fp, size: int, path) -> None:

@@ -455,7 +455,17 @@ _TOO_LARGE_HINT = ("compute it in pieces: gbdist.pairwise_distances_chunked(X, Y
 
 
 def physical_memory() -> int | None:
-    """Bytes of physical memory of this machine (None when unknown)."""
+    """Bytes of memory this process can still get: MemAvailable of /proc/meminfo on
+    Linux (free memory plus reclaimable caches), else the physical memory; None when
+    unknown. An allocation beyond it would succeed lazily and be killed on first
+    touch, so results are checked against it before they are allocated."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
@@ -474,8 +484,8 @@ def allocate_result(shape: tuple, dtype, xp=np):
     what = " × ".join(str(int(d)) for d in shape)
     if limit is not None and nbytes > limit:
         raise ResultTooLargeError(
-            f"the result ({what} {dtype.name}) needs {nbytes / 2**30:.1f} GiB, more than this "
-            f"machine's memory ({limit / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
+            f"the result ({what} {dtype.name}) needs {nbytes / 2**30:.1f} GiB, more than the "
+            f"memory available ({limit / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
     try:
         return xp.empty(shape, dtype=dtype)
     except MemoryError:
