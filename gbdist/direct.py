@@ -154,7 +154,26 @@ def evaluate_entries(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int,
                      budget: int = DEFAULT_BUDGET) -> np.ndarray:
     """The source expression at rows ``I`` (of the "i" operands) × ``J`` (of the "j"
     operands), shaped (len(I), len(J)). Raises :class:`NotDirect` for shapes it does
-    not cover (the caller keeps the rewritten values)."""
+    not cover (the caller keeps the rewritten values).
+
+    Rows are taken in groups whose dense copies over the union of their stored
+    columns fit a fraction of ``budget``."""
+    I, J = np.asarray(I, dtype=np.int64), np.asarray(J, dtype=np.int64)
+    width = max((v.shape[1] for v in data.values()), default=1)
+    avg = max(1.0, sum(v.nnz for v in data.values()) / max(1, sum(v.shape[0] for v in data.values())))
+    g = max(len(I), len(J), 1)
+    while g > 1 and g * min(width, 2 * g * avg) * 16 * 4 > budget:
+        g = (g + 1) // 2
+    if len(I) <= g and len(J) <= g:
+        return _evaluate(plan, data, I, J, ncols, budget)
+    out = np.empty((len(I), len(J)), dtype=np.float64)
+    for a in range(0, len(I), g):
+        for c in range(0, len(J), g):
+            out[a:a + g, c:c + g] = _evaluate(plan, data, I[a:a + g], J[c:c + g], ncols, budget)
+    return out
+
+
+def _evaluate(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int, budget: int) -> np.ndarray:
     from .backends.cpu import POINTWISE_NUMPY
     roles = plan.roles
     index = {"i": np.asarray(I, dtype=np.int64), "j": np.asarray(J, dtype=np.int64)}
