@@ -47,7 +47,7 @@ out = {}
 for name, build in BUILDERS.items():
     M = build()
     res = {}
-    for call in ("pairwise", "pairwise_Y", "knn", "mxm", "savez"):
+    for call in ("pairwise", "pairwise_Y", "knn", "chunked", "mxm", "savez"):
         try:
             if call == "pairwise":
                 gb.pairwise_distances(M, metric="euclidean", backend="cpu")
@@ -55,6 +55,8 @@ for name, build in BUILDERS.items():
                 gb.pairwise_distances(np.ones((2, 6)), M, metric="manhattan", backend="cpu")
             elif call == "knn":
                 gb.knn(M, k=1, backend="cpu")
+            elif call == "chunked":
+                list(gb.pairwise_distances_chunked(M, backend="cpu"))
             elif call == "mxm":
                 gb.mxm(M, np.ones((6, 2)), gb.semirings.plus_times, backend="cpu")
             else:
@@ -559,3 +561,38 @@ def test_self_binding_backend_gets_validated_inputs_and_fixed_results(raw_backen
         assert_allclose(D, _brute(metric, F, F), rtol=1e-9, atol=1e-12, equal_nan=True)
     # float32 inputs keep their dtype through the checked (float64) host copies
     assert gb.pairwise_distances(np.ones((2, 3), dtype=np.float32)).dtype == np.float32
+
+
+def test_structural_semirings_with_allowed_inf_match_brute_force():
+    rng = np.random.default_rng(0)
+    n = 12
+    mask = rng.random((n, n)) < 0.3
+    W = np.where(mask, rng.integers(1, 5, (n, n)).astype(float), 0.0)
+    W[mask & (rng.random((n, n)) < 0.2)] = np.inf
+    r, c = np.nonzero(mask)
+    G = sps.csr_matrix((W[r, c], (r, c)), shape=(n, n))
+    assert np.isinf(G.data).any()
+    D = gb.mxm(G, G, gb.semirings.min_plus, backend="cpu", ensure_all_finite=False)
+    R = np.full((n, n), np.inf)
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                if mask[i, k] and mask[k, j]:
+                    R[i, j] = min(R[i, j], W[i, k] + W[k, j])
+    assert np.array_equal(D, R)
+    # plus_times (intersection proven for finite data): the dense formula's inf·0 = NaN
+    D = gb.mxm(G, G.T, gb.semirings.plus_times, backend="cpu", ensure_all_finite=False)
+    Wd = np.where(mask, W, 0.0)
+    with np.errstate(all="ignore"):
+        R = np.array([[np.sum(Wd[i] * Wd[j]) for j in range(n)] for i in range(n)])
+    assert np.isnan(R).any()
+    assert_allclose(D, R, equal_nan=True)
+
+
+def test_neighbours_refuse_non_finite_input_by_default():
+    X = np.random.default_rng(1).random((6, 3))
+    X[4, 2] = np.nan
+    with pytest.raises(NonFiniteError, match="row 4, column 2"):
+        gb.knn(X, k=2, backend="cpu")
+    with pytest.raises(NonFiniteError):
+        list(gb.pairwise_distances_chunked(X, backend="cpu"))
