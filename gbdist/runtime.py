@@ -315,7 +315,8 @@ def _guarded_bases(formula) -> tuple:
             if ex != int(ex) if np.isfinite(ex) else False:
                 syms = e.base.free_symbols
                 if len(syms) == 1:
-                    out.append((f"the power {sp.sstr(e.exp)}", e.base, next(iter(syms)).name))
+                    txt = sp.sstr(e.exp) if e.exp.is_Rational else f"{ex:g}"
+                    out.append((f"the power {txt}", e.base, next(iter(syms)).name))
         if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
             out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
         stack.extend(e.args)

@@ -350,7 +350,7 @@ def test_extreme_magnitudes_do_not_overflow_the_expansion(metric):
 # ---------------------------------------------------------------------------
 
 
-def test_float_powers_of_negative_data_raise_domain_error():
+def test_float_powers_of_negative_data_raise_domain_error(isolated_definitions):
     A, B = gb.matrices("A B")
     root = gb.op("root_diff", lambda x, y: (x ** 0.5 - y ** 0.5) ** 2)
     cube = gb.op("cube_root", lambda x, y: (y * y) ** (1 / 3) + x ** (1 / 3))
@@ -370,6 +370,12 @@ def test_float_powers_of_negative_data_raise_domain_error():
         gb.compile(gb.mxm(A, B.T, gb.semiring(cube, gb.ops.plus)))(A=X, B=P, backend="cpu")
     # (y*y)^(1/3) is a power of a nonnegative quantity only by value: negative y is fine there
     gb.compile(gb.mxm(A, B.T, gb.semiring(cube, gb.ops.plus)))(A=P, B=P, backend="cpu")
+    # the text language builds the same formulas
+    gb.define("op root_diff_text(x, y) = (x^0.5 - y^0.5)^2\n"
+              "metric root_text(A, B) = mxm(A, B.T, semiring(root_diff_text, plus))")
+    with pytest.raises(gb.DomainError, match="power 0.5 of x"):
+        gb.pairwise_distances(X, metric="root_text", backend="cpu")
+    assert_allclose(gb.pairwise_distances(P, metric="root_text", backend="cpu"), R, atol=1e-12)
     # a power under where(...) is guarded by its condition: no refusal, no NaN
     G = gb.compile(gb.mxm(A, B.T, gb.semiring(guarded, gb.ops.plus)))(A=X, B=X, backend="cpu")
     Rg = np.array([[np.sum(np.where(a >= 0, np.sqrt(np.abs(a)), 0) * b) for b in X] for a in X])
