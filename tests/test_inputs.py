@@ -602,3 +602,26 @@ def test_neighbours_refuse_non_finite_input_by_default():
         gb.knn(X, k=2, backend="cpu")
     with pytest.raises(NonFiniteError):
         list(gb.pairwise_distances_chunked(X, backend="cpu"))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_seeded_non_finite_fuzz_against_dense_ieee_brute_force(seed):
+    """Random data with NaN/±inf sprinkled in, every metric of the IEEE table, sparse
+    and dense inputs, ensure_all_finite=False (and 'allow-nan' when no inf is drawn)."""
+    rng = np.random.default_rng(1000 + seed)
+    m, n, k = rng.integers(1, 7), rng.integers(1, 6), rng.integers(1, 7)
+    special = np.array([np.inf, -np.inf, np.nan])
+    X, Y = (np.where(rng.random((r, k)) < 0.5, rng.normal(size=(r, k)), 0.0) for r in (m, n))
+    for M in (X, Y):
+        hit = rng.random(M.shape) < 0.12
+        M[hit] = rng.choice(special if seed % 3 else special[2:], size=int(hit.sum()))
+    allow = "allow-nan" if not (np.isinf(X).any() or np.isinf(Y).any()) and seed % 2 else False
+    for metric in IEEE_METRICS:
+        params = {"p": 3} if metric == "minkowski" else {}
+        R = _brute(metric, X, Y)
+        for fmt in (np.asarray, sps.csr_matrix):
+            D = gb.pairwise_distances(fmt(X), fmt(Y), metric=metric, backend="cpu",
+                                      ensure_all_finite=allow, **params)
+            assert_allclose(D, R, rtol=1e-9, atol=1e-9, equal_nan=True,
+                            err_msg=f"{metric} seed {seed}\nX={X!r}\nY={Y!r}")
+            assert (np.isnan(D) == np.isnan(R)).all() and (np.isposinf(D) == np.isposinf(R)).all()
