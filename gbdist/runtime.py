@@ -520,8 +520,15 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
         # the dtype of the user's inputs (the checked host copies are float64)
         dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()},
                           dtype)
-        result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
-                        dtype=dt, strategy=strategy)
+        _check_device_result_size(plan, checked, dt)
+        try:
+            result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
+                            dtype=dt, strategy=strategy)
+        except Exception as e:  # CuPy's OutOfMemoryError, matched by name (CuPy is optional)
+            if type(e).__name__ != "OutOfMemoryError":
+                raise
+            raise ResultTooLargeError("the GPU ran out of memory for this product",
+                                      got=str(e).split("\n")[0], hint=_TOO_LARGE_HINT) from None
         return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
     if strategy != "auto":
         raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
@@ -564,6 +571,33 @@ def validate_inputs(plan: Plan, inputs: dict, drop_zeros: bool, ensure_all_finit
         if ensure_non_empty and not vector:
             check_non_empty(tuple(out[name].shape), label)
     return out
+
+
+def _check_device_result_size(plan: Plan, inputs: dict, dtype) -> None:
+    """Refuse, before any kernel, an (i, j) result larger than the GPU's whole memory."""
+    if plan.output_kind != "matrix":
+        return
+    try:
+        import cupy
+        total = int(cupy.cuda.runtime.memGetInfo()[1])
+    except Exception:  # no CuPy or no device: the backend reports that itself
+        return
+
+    def rows(key):
+        name, flipped = key
+        shape = tuple(getattr(inputs.get(name), "shape", ()))
+        if len(shape) != 2:
+            return 1
+        return int(shape[1] if flipped else shape[0])
+
+    sides = [(side, key) for step in plan.steps for side, key in step.sides]
+    m = max((rows(k) for side, k in sides if side == "left"), default=1)
+    n = max((rows(k) for side, k in sides if side == "right"), default=1)
+    nbytes = m * n * np.dtype(dtype).itemsize
+    if nbytes > total:
+        raise ResultTooLargeError(
+            f"the result ({m} × {n} {np.dtype(dtype).name}) needs {nbytes / 2**30:.1f} GiB, more "
+            f"than the GPU's memory ({total / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
 
 
 def _has_nonfinite(x) -> bool:

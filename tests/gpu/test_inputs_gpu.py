@@ -151,3 +151,11 @@ def test_device_input_is_not_copied_when_valid_and_results_match():
     assert isinstance(got, cupy.ndarray)
     assert_allclose(cupy.asnumpy(got), gb.pairwise_distances(X, metric="euclidean", backend="cpu"),
                     rtol=1e-9, atol=1e-9)
+
+
+def test_result_beyond_gpu_memory_is_a_typed_error_before_any_kernel():
+    X = cps.csr_matrix((4_000_000, 3), dtype=cupy.float64)  # 4e6 × 4e6 float64: 128 TB
+    with pytest.raises(gb.ResultTooLargeError) as e:
+        gb.pairwise_distances(X, backend="cuda")
+    assert isinstance(e.value, MemoryError) and isinstance(e.value, ValueError)
+    assert "pairwise_distances_chunked" in str(e.value)
