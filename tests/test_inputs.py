@@ -625,3 +625,12 @@ def test_seeded_non_finite_fuzz_against_dense_ieee_brute_force(seed):
             assert_allclose(D, R, rtol=1e-9, atol=1e-9, equal_nan=True,
                             err_msg=f"{metric} seed {seed}\nX={X!r}\nY={Y!r}")
             assert (np.isnan(D) == np.isnan(R)).all() and (np.isposinf(D) == np.isposinf(R)).all()
+
+
+def test_hellinger_with_allowed_inf_is_inf():
+    X = np.array([[0.2, 0.0, np.inf], [0.5, 0.5, 0.0], [0.0, 1.0, 0.0]])
+    D = gb.pairwise_distances(X, metric="hellinger", backend="cpu", ensure_all_finite=False)
+    with np.errstate(all="ignore"):
+        R = np.sqrt(np.sum((np.sqrt(X[:, None, :]) - np.sqrt(X[None, :, :])) ** 2, axis=2)) / np.sqrt(2)
+    assert np.isposinf(R[0, 1:]).all() and np.isnan(R[0, 0])
+    assert_allclose(D, R, rtol=1e-12, atol=1e-12, equal_nan=True)
