@@ -28,9 +28,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
+from typing import TYPE_CHECKING
+
 from . import ir
 from .ops import evaluate
 from .typecheck import row_operand
+
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .runtime import Bound
 
 DEFAULT_BUDGET = 64 * 2**20
 WIDE = np.longdouble
@@ -217,3 +223,144 @@ def _evaluate(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int, budget
     with np.errstate(over="ignore"):  # a value beyond float64 rounds to ±inf, as it should
         out = np.asarray(values[plan.expr.key], dtype=np.float64)
     return np.broadcast_to(out, (len(I), len(J)))
+
+
+# --- repairing a computed result ---------------------------------------------------
+
+
+class DirectFix:
+    """Entries the rewritten plan cannot get right, recomputed in the direct form.
+
+    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them):
+      every entry of such a left row or right row;
+    * overflow: entries where a rewritten step (expansion, correction) produced
+      inf/NaN from finite data (x² = inf for |x| > 1.3e154 although the
+      distance is finite).
+
+    See :mod:`gbdist.direct`; plans whose products run as written skip the
+    overflow check (their values already are the direct form).
+    """
+
+    def __init__(self, b: Bound, fixed: dict, budget: int):
+        self.b = b
+        self.budget = budget
+        self.rewrite = has_rewrite(b.plan)
+        self.data_check = b.finite is not True
+        self.bad_right = np.zeros(0, dtype=np.int64)
+        if self.data_check:
+            right = [v for k, v in b.data.items() if k not in b.left_keys]
+            if right:
+                self.bad_right = np.unique(np.concatenate([nonfinite_rows(v) for v in right]))
+
+    def __call__(self, out: np.ndarray, r0: int, r1: int, results: dict) -> np.ndarray:
+        b = self.b
+        mask = None
+        if self.data_check:
+            left = [nonfinite_rows(b.data[k][r0:r1]) for k in b.left_keys]
+            bad_left = np.unique(np.concatenate(left)) if left else np.zeros(0, np.int64)
+            if bad_left.size or self.bad_right.size:
+                mask = np.zeros(out.shape, dtype=bool)
+                mask[bad_left, :] = True
+                mask[:, self.bad_right] = True
+        if self.rewrite and not np.isfinite(out).all():  # overflow shows in the result
+            over = np.zeros(out.shape, dtype=bool)
+            with np.errstate(all="ignore"):
+                for step in b.plan.steps:
+                    r = np.asarray(results[step.name])
+                    if r.dtype.kind == "f":
+                        over |= np.broadcast_to(~np.isfinite(r), out.shape)
+            if self.data_check and mask is not None:
+                over &= ~mask
+            if over.any():
+                mask = over if mask is None else mask | over
+        if mask is None or not mask.any():
+            return out
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        try:
+            vals = evaluate_entries(b.plan, b.data, r0 + rows, cols, b.ncols, self.budget)
+        except NotDirect:
+            return out
+        out = np.array(out, dtype=np.float64, copy=True)
+        grid = np.ix_(rows, cols)
+        sub = out[grid]
+        sel = mask[grid]
+        sub[sel] = vals[sel]
+        out[grid] = sub
+        return out
+
+
+def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
+               working_memory: int | None):
+    """A backend's whole result with the entries the rewrite cannot get right recomputed
+    on the host in the direct form (see :class:`_DirectFix`): entries of rows holding
+    NaN/±inf when they are allowed, and non-finite entries of rows large enough to
+    overflow a rewritten term (|x| >= max ** (1/8) of the result dtype)."""
+    from .inputs import is_cupy
+    from .runtime import DEFAULT_WORKING_MEMORY, bind
+    if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
+        return result
+    data_check = ensure_all_finite is not True
+    rewrite = has_rewrite(plan)
+    if not (data_check or rewrite):
+        return result
+    xp = np
+    if is_cupy(result):
+        import cupy as xp
+    if data_check and not any(_has_nonfinite(v) for v in inputs.values()):
+        data_check = False  # allowed, but there are none
+        if not rewrite:
+            return result
+    nonfinite = ~xp.isfinite(result)
+    if not data_check and not bool(nonfinite.any()):
+        return result
+    host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
+    b = bind(plan, host, drop_zeros, None, False)
+    if (b.m, b.n) != tuple(result.shape):
+        return result
+    left = [v for k, v in b.data.items() if k in b.left_keys]
+    right = [v for k, v in b.data.items() if k not in b.left_keys]
+    risk = float(np.finfo(result.dtype).max) ** 0.125
+
+    def flags(mats, size, fn):
+        f = np.zeros(size, dtype=bool)
+        for v in mats:
+            f[fn(v)] = True
+        return f
+
+    def large(v):
+        big = np.abs(v.data) >= risk
+        return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
+
+    nf = nonfinite.get() if xp is not np else nonfinite
+    mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
+        else np.zeros(nf.shape, dtype=bool)
+    if data_check:
+        mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
+    if not mask.any():
+        return result
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    try:
+        vals = evaluate_entries(plan, b.data, rows, cols, b.ncols,
+                                working_memory or DEFAULT_WORKING_MEMORY)
+    except NotDirect:
+        return result
+    grid = (xp.asarray(rows)[:, None], xp.asarray(cols)[None, :])
+    sub = result[grid]
+    sub = sub.get() if xp is not np else np.array(sub)
+    sel = mask[np.ix_(rows, cols)]
+    sub[sel] = vals[sel]
+    result[grid] = xp.asarray(sub.astype(result.dtype))
+    return result
+
+
+def _has_nonfinite(x) -> bool:
+    """Whether an (already validated) input stores NaN or ±inf; on the device for CuPy."""
+    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
+    from .inputs import is_cupy
+    if is_cupy(values):
+        import cupy
+        return values.dtype.kind == "f" and not bool(cupy.isfinite(values).all())
+    values = np.asarray(values)
+    return values.dtype.kind == "f" and not bool(np.isfinite(values).all())

@@ -23,12 +23,18 @@ the canonical matrix: refused by default, as scikit-learn does.
 """
 from __future__ import annotations
 
+import functools
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sps
+import sympy as sp
 
-from .errors import CorruptInputError, InputError, NonFiniteError, ResultTooLargeError
+from . import ir
+from .errors import CorruptInputError, DomainError, InputError, NonFiniteError, ResultTooLargeError
+from .ops import apply_unary, evaluate
+from .typecheck import row_operand
 
 FINITE_CHOICES = (True, False, "allow-nan")
 _CHECK_HINT = "call {label}.check_format() (SciPy) to see what is wrong, and rebuild the matrix " \
@@ -235,7 +241,6 @@ def _sparse_csr(x, label: str, dtype=np.float64) -> sps.csr_matrix:
 
 def _fits(entries: int, label: str) -> None:
     """Refuse (typed) an index array the conversion to CSR would allocate beyond memory."""
-    from .runtime import physical_memory
     mem = physical_memory()
     if mem is not None and 8 * entries > mem:
         raise ResultTooLargeError(f"{label} has too many rows to convert to CSR in memory",
@@ -418,3 +423,109 @@ def _check_device_values(values, label: str, ensure_all_finite) -> None:
     host = values.get().astype(np.float64)
     csr = sps.csr_matrix(host if host.ndim == 2 else host.reshape(1, -1))
     check_finite(csr, label, ensure_all_finite)
+
+
+# --- memory ------------------------------------------------------------------------
+
+
+def physical_memory() -> int | None:
+    """Bytes of memory this process can still get: MemAvailable of /proc/meminfo on
+    Linux (free memory plus reclaimable caches), else the physical memory; None when
+    unknown. An allocation beyond it would succeed lazily and be killed on first
+    touch, so results are checked against it before they are allocated."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+# --- domains ---------------------------------------------------------------------
+
+
+def check_domains(plan, data: dict) -> None:
+    """Every op sees only inputs of its domain.
+
+    Two sources of a domain: an op declared (or derived) ``nonnegative``
+    (hellinger), and, for every op in the plan, each power with a non-integer
+    exponent or log whose argument depends on one side only — ``x^0.5``,
+    ``x^(1/3)``, ``log(y)`` — checked on that side's stored values and fill, so
+    negative data is a :class:`DomainError` rather than a silent NaN. A power
+    inside a ``where`` branch is guarded by its condition and is not checked.
+    """
+    checked = set()
+    sides = []
+    for p in plan.products:
+        op = p.analysis.semiring.mul
+        node = p.node
+        pairs = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
+            ((node.matrix, False), (node.vector, False))
+        for var, (operand, flip) in zip(("x", "y"), pairs):
+            sides.append((op, var, row_operand(operand, flip)))
+    for node in ir.walk(plan.expr):
+        if isinstance(node, ir.RowReduce):
+            sides.append((None, "x", row_operand(node.arg)))
+    for op, var, (name, flipped, chain) in sides:
+        key = (op.key if op else None, var, name, flipped, chain)
+        if (name, flipped) not in data or key in checked:
+            continue
+        checked.add(key)
+        ops_ = chain + ((op,) if op else ())
+        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
+            continue  # nothing to check: no need to evaluate the chain on the data
+        values = np.concatenate([data[(name, flipped)].data, [0.0]])  # the fill too
+        for c in chain:
+            _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
+            values = apply_unary(c, values)
+        if op:
+            _check_op_domain(op, var, values, f"input {name}")
+
+
+def _check_op_domain(op, var: str, values: np.ndarray, what: str) -> None:
+    op.check_domain(values[:-1], what)  # the declared domain: stored values only
+    for kind, base, sym in _guarded_bases(op.formula):
+        if sym != var:
+            continue
+        with np.errstate(all="ignore"):
+            v = np.broadcast_to(np.asarray(evaluate(base, {var: values}), dtype=np.float64),
+                                values.shape)
+        bad = v < 0
+        if bad.any():
+            at = int(np.argmax(bad))
+            where = "the unstored entries (fill)" if at == len(values) - 1 else \
+                f"the value {values[at]:g}"
+            raise DomainError(
+                f"op {op.name!r} takes {kind} of {base}, which is negative for {where} of {what}",
+                expected=f"{base} >= 0 for every value of {what}",
+                got=f"{base} = {v[at]:g}",
+                hint="take abs() of the data first, guard the term with where(...), or use a "
+                     "metric defined on reals")
+
+
+@functools.lru_cache(maxsize=512)
+def _guarded_bases(formula) -> tuple:
+    """(kind, base, variable) of each non-integer power and log in ``formula`` whose
+    argument depends on one variable, outside any ``where`` (Piecewise) branch."""
+    out = []
+    stack = [formula]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, sp.Piecewise):
+            continue
+        if isinstance(e, sp.Pow) and e.exp.is_number:
+            ex = float(e.exp)
+            if ex != int(ex) if np.isfinite(ex) else False:
+                syms = e.base.free_symbols
+                if len(syms) == 1:
+                    txt = sp.sstr(e.exp) if e.exp.is_Rational else f"{ex:g}"
+                    out.append((f"the power {txt}", e.base, next(iter(syms)).name))
+        if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
+            out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
+        stack.extend(e.args)
+    return tuple(out)

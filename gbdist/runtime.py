@@ -2,30 +2,29 @@
 
 The runtime owns everything between the user's arrays and a backend's
 kernels: it canonicalises inputs (any SciPy sparse format, dense arrays,
-int32/int64 indices, unsorted indices, duplicates), checks shapes and the ops'
-domains, splits the output into row blocks sized by a memory budget, runs the
-plan's steps per block and evaluates the epilogue.
+int32/int64 indices, unsorted indices, duplicates) after :mod:`gbdist.inputs`
+has validated them (memory safety, finiteness, domains), checks shapes,
+compresses a very wide column space, splits the output into row blocks sized
+by a memory budget, runs the plan's steps per block, evaluates the epilogue,
+and has :mod:`gbdist.direct` recompute the entries a rewrite cannot get right
+(non-finite rows when allowed, overflow). See docs/inputs.md.
 """
 from __future__ import annotations
 
-import functools
 import numbers
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import scipy.sparse as sps
-import sympy as sp
 
 from . import ir
-from .errors import BackendError, DomainError, InputError, ResultTooLargeError
-from .direct import NotDirect, evaluate_entries, has_rewrite, nonfinite_rows
-from .inputs import (check_device_operand, check_finite, check_non_empty, check_real, ensure_all_finite_value, host_csr,
+from .errors import BackendError, InputError, ResultTooLargeError
+from .direct import DirectFix, fix_result
+from .inputs import (_guarded_bases, check_device_operand, check_domains, check_finite,
+                     check_non_empty, check_real, ensure_all_finite_value, host_csr, physical_memory,
                      is_cupy)
-from .ops import apply_unary, evaluate
 from .plan import Plan
-from .typecheck import row_operand
 
 DEFAULT_WORKING_MEMORY = 512 * 2**20
 
@@ -235,92 +234,10 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_
     right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
                   if side == "right"]
     n = max(right_rows, default=1)
-    _check_domains(plan, data)
+    check_domains(plan, data)
     data = compress_columns(data, ncols)
     return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype),
                  ensure_all_finite)
-
-
-def _check_domains(plan: Plan, data: dict) -> None:
-    """Every op sees only inputs of its domain.
-
-    Two sources of a domain: an op declared (or derived) ``nonnegative``
-    (hellinger), and, for every op in the plan, each power with a non-integer
-    exponent or log whose argument depends on one side only — ``x^0.5``,
-    ``x^(1/3)``, ``log(y)`` — checked on that side's stored values and fill, so
-    negative data is a :class:`DomainError` rather than a silent NaN. A power
-    inside a ``where`` branch is guarded by its condition and is not checked.
-    """
-    checked = set()
-    sides = []
-    for p in plan.products:
-        op = p.analysis.semiring.mul
-        node = p.node
-        pairs = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
-            ((node.matrix, False), (node.vector, False))
-        for var, (operand, flip) in zip(("x", "y"), pairs):
-            sides.append((op, var, row_operand(operand, flip)))
-    for node in ir.walk(plan.expr):
-        if isinstance(node, ir.RowReduce):
-            sides.append((None, "x", row_operand(node.arg)))
-    for op, var, (name, flipped, chain) in sides:
-        key = (op.key if op else None, var, name, flipped, chain)
-        if (name, flipped) not in data or key in checked:
-            continue
-        checked.add(key)
-        ops_ = chain + ((op,) if op else ())
-        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
-            continue  # nothing to check: no need to evaluate the chain on the data
-        values = np.concatenate([data[(name, flipped)].data, [0.0]])  # the fill too
-        for c in chain:
-            _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
-            values = apply_unary(c, values)
-        if op:
-            _check_op_domain(op, var, values, f"input {name}")
-
-
-def _check_op_domain(op, var: str, values: np.ndarray, what: str) -> None:
-    op.check_domain(values[:-1], what)  # the declared domain: stored values only
-    for kind, base, sym in _guarded_bases(op.formula):
-        if sym != var:
-            continue
-        with np.errstate(all="ignore"):
-            v = np.broadcast_to(np.asarray(evaluate(base, {var: values}), dtype=np.float64),
-                                values.shape)
-        bad = v < 0
-        if bad.any():
-            at = int(np.argmax(bad))
-            where = "the unstored entries (fill)" if at == len(values) - 1 else \
-                f"the value {values[at]:g}"
-            raise DomainError(
-                f"op {op.name!r} takes {kind} of {base}, which is negative for {where} of {what}",
-                expected=f"{base} >= 0 for every value of {what}",
-                got=f"{base} = {v[at]:g}",
-                hint="take abs() of the data first, guard the term with where(...), or use a "
-                     "metric defined on reals")
-
-
-@functools.lru_cache(maxsize=512)
-def _guarded_bases(formula) -> tuple:
-    """(kind, base, variable) of each non-integer power and log in ``formula`` whose
-    argument depends on one variable, outside any ``where`` (Piecewise) branch."""
-    out = []
-    stack = [formula]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, sp.Piecewise):
-            continue
-        if isinstance(e, sp.Pow) and e.exp.is_number:
-            ex = float(e.exp)
-            if ex != int(ex) if np.isfinite(ex) else False:
-                syms = e.base.free_symbols
-                if len(syms) == 1:
-                    txt = sp.sstr(e.exp) if e.exp.is_Rational else f"{ex:g}"
-                    out.append((f"the power {txt}", e.base, next(iter(syms)).name))
-        if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
-            out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
-        stack.extend(e.args)
-    return tuple(out)
 
 
 def _block_rows(b: Bound, budget: int) -> int:
@@ -340,7 +257,7 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
         if all(side == "right" for side, _ in step.sides):
             fixed[step.name] = backend.run_step(step, {}, b.data, b.ncols)
     rows = _block_rows(b, budget)
-    fix = _DirectFix(b, fixed, budget) if plan.output_kind == "matrix" else None
+    fix = DirectFix(b, fixed, budget) if plan.output_kind == "matrix" else None
     for r0 in range(0, b.m, rows):
         r1 = min(b.m, r0 + rows)
         left = {k: b.data[k][r0:r1] for k in b.left_keys}
@@ -353,68 +270,6 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
         if fix is not None:
             out = fix(out, r0, r1, results)
         yield r0, r1, out
-
-
-class _DirectFix:
-    """Entries the rewritten plan cannot get right, recomputed in the direct form.
-
-    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them):
-      every entry of such a left row or right row;
-    * overflow: entries where a rewritten step (expansion, correction) produced
-      inf/NaN from finite data (x² = inf for |x| > 1.3e154 although the
-      distance is finite).
-
-    See :mod:`gbdist.direct`; plans whose products run as written skip the
-    overflow check (their values already are the direct form).
-    """
-
-    def __init__(self, b: Bound, fixed: dict, budget: int):
-        self.b = b
-        self.budget = budget
-        self.rewrite = has_rewrite(b.plan)
-        self.data_check = b.finite is not True
-        self.bad_right = np.zeros(0, dtype=np.int64)
-        if self.data_check:
-            right = [v for k, v in b.data.items() if k not in b.left_keys]
-            if right:
-                self.bad_right = np.unique(np.concatenate([nonfinite_rows(v) for v in right]))
-
-    def __call__(self, out: np.ndarray, r0: int, r1: int, results: dict) -> np.ndarray:
-        b = self.b
-        mask = None
-        if self.data_check:
-            left = [nonfinite_rows(b.data[k][r0:r1]) for k in b.left_keys]
-            bad_left = np.unique(np.concatenate(left)) if left else np.zeros(0, np.int64)
-            if bad_left.size or self.bad_right.size:
-                mask = np.zeros(out.shape, dtype=bool)
-                mask[bad_left, :] = True
-                mask[:, self.bad_right] = True
-        if self.rewrite and not np.isfinite(out).all():  # overflow shows in the result
-            over = np.zeros(out.shape, dtype=bool)
-            with np.errstate(all="ignore"):
-                for step in b.plan.steps:
-                    r = np.asarray(results[step.name])
-                    if r.dtype.kind == "f":
-                        over |= np.broadcast_to(~np.isfinite(r), out.shape)
-            if self.data_check and mask is not None:
-                over &= ~mask
-            if over.any():
-                mask = over if mask is None else mask | over
-        if mask is None or not mask.any():
-            return out
-        rows = np.flatnonzero(mask.any(axis=1))
-        cols = np.flatnonzero(mask.any(axis=0))
-        try:
-            vals = evaluate_entries(b.plan, b.data, r0 + rows, cols, b.ncols, self.budget)
-        except NotDirect:
-            return out
-        out = np.array(out, dtype=np.float64, copy=True)
-        grid = np.ix_(rows, cols)
-        sub = out[grid]
-        sel = mask[grid]
-        sub[sel] = vals[sel]
-        out[grid] = sub
-        return out
 
 
 def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
@@ -453,24 +308,6 @@ STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
 _TOO_LARGE_HINT = ("compute it in pieces: gbdist.pairwise_distances_chunked(X, Y, ...) yields row "
                    "blocks within working_memory, gbdist.knn(X, Y, k) keeps only the nearest "
                    "neighbours; or pass fewer rows")
-
-
-def physical_memory() -> int | None:
-    """Bytes of memory this process can still get: MemAvailable of /proc/meminfo on
-    Linux (free memory plus reclaimable caches), else the physical memory; None when
-    unknown. An allocation beyond it would succeed lazily and be killed on first
-    touch, so results are checked against it before they are allocated."""
-    try:
-        with open("/proc/meminfo", "rb") as f:
-            for line in f:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def allocate_result(shape: tuple, dtype, xp=np):
@@ -600,16 +437,6 @@ def _check_device_result_size(plan: Plan, inputs: dict, dtype) -> None:
             f"than the GPU's memory ({total / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
 
 
-def _has_nonfinite(x) -> bool:
-    """Whether an (already validated) input stores NaN or ±inf; on the device for CuPy."""
-    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
-    if is_cupy(values):
-        import cupy
-        return values.dtype.kind == "f" and not bool(cupy.isfinite(values).all())
-    values = np.asarray(values)
-    return values.dtype.kind == "f" and not bool(np.isfinite(values).all())
-
-
 def _check_power_domains(plan: Plan, inputs: dict) -> None:
     """The backend-independent part of :func:`_check_domains` (powers and logs found in
     the formulas) for a backend that binds its own operands; only the stored values
@@ -629,67 +456,7 @@ def _check_power_domains(plan: Plan, inputs: dict) -> None:
         v = sps.csr_matrix((np.asarray(vals, dtype=np.float64), np.zeros(len(vals), dtype=np.int64),
                             np.array([0, len(vals)])), shape=(1, 1))
         data[(name, False)] = data[(name, True)] = v
-    _check_domains(plan, data)
+    check_domains(plan, data)
 
 
-def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
-               working_memory: int | None):
-    """A backend's whole result with the entries the rewrite cannot get right recomputed
-    on the host in the direct form (see :class:`_DirectFix`): entries of rows holding
-    NaN/±inf when they are allowed, and non-finite entries of rows large enough to
-    overflow a rewritten term (|x| >= max ** (1/8) of the result dtype)."""
-    if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
-        return result
-    data_check = ensure_all_finite is not True
-    rewrite = has_rewrite(plan)
-    if not (data_check or rewrite):
-        return result
-    xp = np
-    if is_cupy(result):
-        import cupy as xp
-    if data_check and not any(_has_nonfinite(v) for v in inputs.values()):
-        data_check = False  # allowed, but there are none
-        if not rewrite:
-            return result
-    nonfinite = ~xp.isfinite(result)
-    if not data_check and not bool(nonfinite.any()):
-        return result
-    host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
-    b = bind(plan, host, drop_zeros, None, False)
-    if (b.m, b.n) != tuple(result.shape):
-        return result
-    left = [v for k, v in b.data.items() if k in b.left_keys]
-    right = [v for k, v in b.data.items() if k not in b.left_keys]
-    risk = float(np.finfo(result.dtype).max) ** 0.125
-
-    def flags(mats, size, fn):
-        f = np.zeros(size, dtype=bool)
-        for v in mats:
-            f[fn(v)] = True
-        return f
-
-    def large(v):
-        big = np.abs(v.data) >= risk
-        return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
-
-    nf = nonfinite.get() if xp is not np else nonfinite
-    mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
-        else np.zeros(nf.shape, dtype=bool)
-    if data_check:
-        mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
-    if not mask.any():
-        return result
-    rows = np.flatnonzero(mask.any(axis=1))
-    cols = np.flatnonzero(mask.any(axis=0))
-    try:
-        vals = evaluate_entries(plan, b.data, rows, cols, b.ncols,
-                                working_memory or DEFAULT_WORKING_MEMORY)
-    except NotDirect:
-        return result
-    grid = (xp.asarray(rows)[:, None], xp.asarray(cols)[None, :])
-    sub = result[grid]
-    sub = sub.get() if xp is not np else np.array(sub)
-    sel = mask[np.ix_(rows, cols)]
-    sub[sel] = vals[sel]
-    result[grid] = xp.asarray(sub.astype(result.dtype))
-    return result
+_check_domains = check_domains  # the name the CUDA backend imports
