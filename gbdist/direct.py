@@ -293,7 +293,7 @@ class DirectFix:
 def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
                working_memory: int | None):
     """A backend's whole result with the entries the rewrite cannot get right recomputed
-    on the host in the direct form (see :class:`_DirectFix`): entries of rows holding
+    on the host in the direct form (see :class:`DirectFix`): entries of rows holding
     NaN/±inf when they are allowed, and non-finite entries of rows large enough to
     overflow a rewritten term (|x| >= max ** (1/8) of the result dtype)."""
     from .inputs import is_cupy

@@ -438,7 +438,7 @@ def _check_device_result_size(plan: Plan, inputs: dict, dtype) -> None:
 
 
 def _check_power_domains(plan: Plan, inputs: dict) -> None:
-    """The backend-independent part of :func:`_check_domains` (powers and logs found in
+    """The backend-independent part of :func:`gbdist.inputs.check_domains` (powers and logs found in
     the formulas) for a backend that binds its own operands; only the stored values
     matter, so each input's values serve both orientations."""
     ops_ = [p.analysis.semiring.mul for p in plan.products]
