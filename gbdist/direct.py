@@ -262,16 +262,15 @@ class DirectFix:
                 mask = np.zeros(out.shape, dtype=bool)
                 mask[bad_left, :] = True
                 mask[:, self.bad_right] = True
-        if self.rewrite and not np.isfinite(out).all():  # overflow shows in the result
-            over = np.zeros(out.shape, dtype=bool)
-            with np.errstate(all="ignore"):
-                for step in b.plan.steps:
-                    r = np.asarray(results[step.name])
-                    if r.dtype.kind == "f":
-                        over |= np.broadcast_to(~np.isfinite(r), out.shape)
-            if self.data_check and mask is not None:
-                over &= ~mask
-            if over.any():
+        if self.rewrite:
+            # Overflow shows in a step's result, though not always in the final value
+            # (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the norms overflow; a clamp maps −inf to 0).
+            bad = [r for r in (np.asarray(results[s.name]) for s in b.plan.steps)
+                   if r.dtype.kind == "f" and not np.isfinite(r).all()]
+            if bad:
+                over = np.zeros(out.shape, dtype=bool)
+                for r in bad:
+                    over |= np.broadcast_to(~np.isfinite(r), out.shape)
                 mask = over if mask is None else mask | over
         if mask is None or not mask.any():
             return out
@@ -294,8 +293,10 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
                working_memory: int | None):
     """A backend's whole result with the entries the rewrite cannot get right recomputed
     on the host in the direct form (see :class:`DirectFix`): entries of rows holding
-    NaN/±inf when they are allowed, and non-finite entries of rows large enough to
-    overflow a rewritten term (|x| >= max ** (1/8) of the result dtype)."""
+    NaN/±inf when they are allowed; for rows large enough to overflow a rewritten term
+    (|x| >= RISK of the result dtype), their non-finite entries and every entry of a
+    row whose row reductions (‖a‖², Σ L(x), ...) overflow on the host — an overflow
+    the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is exactly 1 when the norms are inf)."""
     from .inputs import is_cupy
     from .runtime import DEFAULT_WORKING_MEMORY, bind
     if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
@@ -312,7 +313,9 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
         if not rewrite:
             return result
     nonfinite = ~xp.isfinite(result)
-    if not data_check and not bool(nonfinite.any()):
+    risk = RISK[np.dtype(result.dtype).name]
+    large_input = rewrite and any(_max_abs(v) >= risk for v in inputs.values())
+    if not data_check and not large_input and not bool(nonfinite.any()):
         return result
     host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
     b = bind(plan, host, drop_zeros, None, False)
@@ -320,7 +323,6 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
         return result
     left = [v for k, v in b.data.items() if k in b.left_keys]
     right = [v for k, v in b.data.items() if k not in b.left_keys]
-    risk = float(np.finfo(result.dtype).max) ** 0.125
 
     def flags(mats, size, fn):
         f = np.zeros(size, dtype=bool)
@@ -335,6 +337,10 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
     nf = nonfinite.get() if xp is not np else nonfinite
     mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
         else np.zeros(nf.shape, dtype=bool)
+    if large_input:
+        over_i, over_j = _overflowing_reductions(b)
+        mask[over_i, :] = True
+        mask[:, over_j] = True
     if data_check:
         mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
     if not mask.any():
@@ -353,6 +359,40 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
     sub[sel] = vals[sel]
     result[grid] = xp.asarray(sub.astype(result.dtype))
     return result
+
+
+# |x| from which a rewritten term may overflow in the result dtype: squares of
+# float64 overflow at 1.3e154, degree-8 terms at 1.3e38; float32 squares at 1.8e19.
+RISK = {"float64": float(np.finfo(np.float64).max) ** 0.125,
+        "float32": float(np.finfo(np.float32).max) ** 0.25}
+
+
+def _max_abs(x) -> float:
+    """max |x| over the stored values of an (already validated) input; on the device for CuPy."""
+    from .inputs import is_cupy
+    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
+    if getattr(values, "size", 0) == 0:
+        return 0.0
+    if is_cupy(values):
+        import cupy
+        return float(cupy.nanmax(cupy.abs(values)))
+    return float(np.nanmax(np.abs(np.asarray(values))))
+
+
+def _overflowing_reductions(b: "Bound") -> tuple[np.ndarray, np.ndarray]:
+    """Rows (i of the output, j of the output) whose row-reduction steps overflow on the
+    host from finite data."""
+    from .backends.cpu import CPUBackend
+    cpu = CPUBackend()
+    over = {"col": np.zeros(b.m, dtype=bool), "row": np.zeros(b.n, dtype=bool)}
+    with np.errstate(all="ignore"):
+        for step in b.plan.steps:
+            if not isinstance(step.node, ir.RowReduce) or step.kind not in over:
+                continue
+            r = np.asarray(cpu.run_step(step, b.data, b.data, b.ncols)).ravel()
+            if r.shape[0] == over[step.kind].shape[0]:
+                over[step.kind] |= ~np.isfinite(r)
+    return np.flatnonzero(over["col"]), np.flatnonzero(over["row"])
 
 
 def _has_nonfinite(x) -> bool:

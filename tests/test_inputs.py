@@ -333,7 +333,9 @@ def _mp_ref(metric, a, b):
 def test_extreme_magnitudes_do_not_overflow_the_expansion(metric):
     X = np.array([[1e200, 0.0, 1.0], [0.0, 1.0, 1.0], [-1e200, 3e199, 1.0],
                   [1e160, 1.0, 0.0], [1e160 + 1e146, 0.0, 0.0], [1.5e154, 1e154, 0.0],
-                  [1e-310, 0.0, 2.0]])
+                  [1e-310, 0.0, 2.0],
+                  # finite dot product, overflowing norms: cosine 1 − 1e308/1e311, not 1
+                  [1e155, 0.0, 0.0], [1e153, 1e156, 0.0]])
     D = gb.pairwise_distances(X, metric=metric, backend="cpu")
     with np.errstate(over="ignore"):
         R = np.array([[float(_mp_ref(metric, a, b)) for b in X] for a in X])
@@ -552,6 +554,10 @@ def test_self_binding_backend_gets_validated_inputs_and_fixed_results(raw_backen
         gb.pairwise_distances(X)
     with pytest.raises(ValueError, match="0 sample"):
         gb.pairwise_distances(np.ones((0, 3)))
+    # overflow hidden by the epilogue (finite dot, overflowing norms): still repaired
+    X1, Y1 = np.array([[1e155, 0.0, 0.0]]), np.array([[1e153, 1e156, 0.0]])
+    assert_allclose(gb.pairwise_distances(X1, Y1, metric="cosine")[0, 0],
+                    float(_mp_ref("cosine", X1[0], Y1[0])), rtol=0, atol=1e-12)
     # overflow in the rewrite, recomputed on the host in the direct form
     E = np.array([[1e200, 0.0, 1.0], [0.0, 1.0, 1.0], [1e160, 1.0, 0.0], [1e160 + 1e146, 0.0, 0.0]])
     for metric in ("euclidean", "manhattan", "cosine"):
@@ -634,3 +640,13 @@ def test_hellinger_with_allowed_inf_is_inf():
         R = np.sqrt(np.sum((np.sqrt(X[:, None, :]) - np.sqrt(X[None, :, :])) ** 2, axis=2)) / np.sqrt(2)
     assert np.isposinf(R[0, 1:]).all() and np.isnan(R[0, 0])
     assert_allclose(D, R, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_overflow_hidden_by_the_epilogue_is_still_repaired():
+    """⟨a, b⟩ = 1e308 is finite, ‖a‖‖b‖ overflows: the rewritten cosine gives exactly 1
+    (a finite, wrong value) — the overflowing step, not the result, triggers the repair."""
+    X, Y = np.array([[1e155, 0.0, 0.0]]), np.array([[1e153, 1e156, 0.0]])
+    D = gb.pairwise_distances(X, Y, metric="cosine", backend="cpu")
+    R = float(_mp_ref("cosine", X[0], Y[0]))
+    assert 0.998 < R < 0.9999
+    assert_allclose(D[0, 0], R, rtol=0, atol=1e-12)

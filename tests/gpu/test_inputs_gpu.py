@@ -132,6 +132,12 @@ def test_extreme_magnitudes_match_the_cpu_on_the_device(metric):
     assert np.isfinite(ref).all()
     got = cupy.asnumpy(gb.pairwise_distances(cupy.asarray(X), metric=metric, backend="cuda"))
     assert_allclose(got, ref, rtol=1e-12, atol=1e-12 if metric == "cosine" else 0)
+    # finite dot product, overflowing norms: the epilogue hides the overflow (cosine = 1)
+    X1, Y1 = np.array([[1e155, 0.0, 0.0]]), np.array([[1e153, 1e156, 0.0]])
+    ref1 = gb.pairwise_distances(X1, Y1, metric=metric, backend="cpu")
+    got1 = cupy.asnumpy(gb.pairwise_distances(cupy.asarray(X1), cupy.asarray(Y1), metric=metric,
+                                              backend="cuda"))
+    assert_allclose(got1, ref1, rtol=1e-12, atol=1e-12 if metric == "cosine" else 0)
 
 
 def test_float_powers_of_negative_device_data_raise_domain_error():
