@@ -434,7 +434,7 @@ print(json.dumps(out))
 @pytest.mark.parametrize("k", [1e8, 3e9])
 def test_wide_input_memory_stays_within_the_budget(k):
     r = subprocess.run([sys.executable, "-c", _WIDE, str(k)], capture_output=True, text=True,
-                       timeout=300, cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                       timeout=300, cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     budget = 16 * 2**20 + 3 * 3 * 8  # working_memory + the answer

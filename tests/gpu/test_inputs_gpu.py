@@ -71,7 +71,7 @@ print(json.dumps(out))
 
 def test_corrupt_device_operands_are_refused_before_any_kernel():
     r = subprocess.run([sys.executable, "-c", _RUNNER], capture_output=True, text=True, timeout=300,
-                       cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                       cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
     assert r.returncode == 0, f"the subprocess died (rc {r.returncode}): {r.stderr[-2000:]}"
     results = json.loads(r.stdout.strip().splitlines()[-1])
     assert len(results) == 8
