@@ -12,9 +12,9 @@ from . import ops
 from .algebra import UNSET, Semiring, semirings
 from .api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm,
                   mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
-from .errors import (AnalysisError, ArityError, BackendError, DefinitionError, DomainError,
-                     DSLSyntaxError, GbdistError, InputError, RedefinitionError, TypeCheckError,
-                     UnknownNameError)
+from .errors import (AnalysisError, ArityError, BackendError, CorruptInputError, DefinitionError,
+                     DomainError, DSLSyntaxError, GbdistError, InputError, NonFiniteError,
+                     RedefinitionError, ResultTooLargeError, TypeCheckError, UnknownNameError)
 from .explain import Explanation
 from .metrics import define_metric
 from .parse import Definitions, define, load
@@ -30,6 +30,7 @@ __all__ = [
     "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
-    "InputError", "DomainError", "BackendError",
+    "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",
+    "ResultTooLargeError",
     "knn", "NearestNeighbors", "pairwise_distances_chunked",
 ]

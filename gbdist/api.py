@@ -174,9 +174,18 @@ class Program:
         return [s.name for s in ir.symbols(self.plan.expr)]
 
     def __call__(self, backend: str = "auto", working_memory: int | None = None,
-                 dtype=None, drop_zeros: bool = False, strategy: str = "auto", **inputs):
+                 dtype=None, drop_zeros: bool = False, strategy: str = "auto",
+                 ensure_all_finite=True, **inputs):
+        """Run on concrete inputs given by name (``program(A=X, B=Y)``).
+
+        ``ensure_all_finite``: True (default) refuses NaN and ±inf in the inputs
+        (:class:`gbdist.errors.NonFiniteError`, a ``ValueError``), ``"allow-nan"``
+        refuses ±inf only, False computes with them: entries that involve a
+        non-finite value get the formula's IEEE value (docs/inputs.md).
+        """
         return run(self.plan, inputs, backend=backend, working_memory=working_memory,
-                   drop_zeros=drop_zeros, dtype=dtype, strategy=strategy)
+                   drop_zeros=drop_zeros, dtype=dtype, strategy=strategy,
+                   ensure_all_finite=ensure_all_finite)
 
     def explain(self):
         from .explain import Explanation

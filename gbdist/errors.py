@@ -109,3 +109,22 @@ class DomainError(InputError):
 
 class BackendError(GbdistError):
     """A backend is not available or cannot run the plan."""
+
+
+class CorruptInputError(InputError):
+    """A sparse operand's arrays are inconsistent (an index pointer that decreases, a
+    column index outside the shape, lengths that disagree): reading it would touch
+    memory outside the arrays, so it is refused before any kernel sees it."""
+
+
+class NonFiniteError(InputError):
+    """An input holds NaN or ±inf and ``ensure_all_finite`` does not allow it
+    (scikit-learn's "Input X contains NaN" ValueError)."""
+
+
+class ResultTooLargeError(InputError, MemoryError):
+    """The result (or a temporary the run cannot split) does not fit in memory.
+
+    Both an :class:`InputError` (a ``ValueError``) and a ``MemoryError``, so code that
+    catches either sees it; the hint names the chunked entry points.
+    """

@@ -7,7 +7,6 @@ dtype; pickled objects are never loaded.
 """
 from __future__ import annotations
 
-import os
 import zipfile
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import scipy.io
 import scipy.sparse as sps
 
 from .errors import InputError
+from .inputs import host_csr, physical_memory
 
 FORMATS = ".mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one dense array) or .npy"
 
@@ -46,7 +46,7 @@ def read_matrix(path) -> sps.csr_matrix:
                              expected=FORMATS, got=p.suffix or "no extension")
     except InputError:
         raise
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise InputError(f"cannot read {str(path)!r}", got=f"{type(e).__name__}: {e}",
                          hint=f"formats: {FORMATS}") from None
     return _as_csr(m, path)
@@ -113,7 +113,7 @@ def check_mtx_header(path) -> tuple[int, int, int]:
                              f"({rows} x {cols}) in a file of {size} bytes",
                          hint="the file is truncated or its header is wrong")
     need = 8 * (rows + 1) + (8 * entries if fmt == "array" else 24 * entries)
-    free = _free_memory()
+    free = physical_memory()
     if free is not None and need > free:
         raise InputError(f"cannot read {str(path)!r}: it would need more memory than is free",
                          got=f"{rows} x {cols} with {entries} entries: about {need / 2**30:.3g} GiB, "
@@ -154,21 +154,6 @@ def check_npz_headers(path) -> None:
                     _check_npy_header(f, info.file_size, f"{path}:{info.filename}")
 
 
-def _free_memory() -> int | None:
-    """Bytes of memory available now (Linux: MemAvailable), or None when unknown."""
-    try:
-        with open("/proc/meminfo", "rb") as f:
-            for line in f:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _read_npz(p: Path):
     with np.load(p, allow_pickle=False) as z:
         names = list(z.files)
@@ -182,10 +167,12 @@ def _read_npz(p: Path):
 
 
 def _as_csr(m, path) -> sps.csr_matrix:
+    """CSR with the stored dtype, validated (gbdist.inputs) before SciPy converts it:
+    a file whose indices exceed its shape is refused, never read out of bounds."""
     if sps.issparse(m):
         if m.ndim != 2:
             raise InputError(f"{str(path)!r} does not hold a 2-D matrix", got=f"{m.ndim}-D")
-        return sps.csr_matrix(m)
+        return host_csr(m, repr(str(path)), dtype=None)
     arr = np.asarray(m)
     if arr.ndim != 2:
         raise InputError(f"{str(path)!r} does not hold a 2-D matrix", got=f"shape {arr.shape}")

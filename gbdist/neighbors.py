@@ -32,6 +32,7 @@ import scipy.sparse as sps
 
 from . import metrics, runtime
 from .errors import InputError
+from .inputs import check_device_operand
 from .pairwise import metric_program
 from .plan import Plan
 
@@ -375,13 +376,15 @@ def device_tile_shape(plan: Plan, m: int, n: int, budget: int, dtype) -> tuple[i
 class _DeviceCSR:
     """A canonical CuPy CSR (explicit zeros dropped) with host row pointers for slicing."""
 
-    def __init__(self, x, name: str, dtype):
+    def __init__(self, x, name: str, dtype, ensure_all_finite=True):
         import cupy
         import cupyx.scipy.sparse as cps
         if runtime.is_cupy(x):
             if getattr(x, "ndim", 2) != 2:
                 raise InputError(f"{name} must be a 2-D matrix", got=f"shape {x.shape}")
             runtime._check_real(x.dtype, name)
+            # structure and finiteness on the device, before tocsr/sum_duplicates read it
+            check_device_operand(x, name, ensure_all_finite)
             if cps.issparse(x):
                 m = x.tocsr(copy=True).astype(dtype)  # a copy: the caller's matrix stays as it is
             else:
@@ -389,7 +392,7 @@ class _DeviceCSR:
             m.sum_duplicates()
             m = _drop_zeros_cupy(m)
         else:
-            h = runtime.to_csr(x, name, drop_zeros=True)
+            h = runtime.to_csr(x, name, drop_zeros=True, ensure_all_finite=ensure_all_finite)
             m = cps.csr_matrix((cupy.asarray(h.data.astype(dtype)), cupy.asarray(h.indices),
                                 cupy.asarray(h.indptr)), shape=h.shape)
         m.has_canonical_format = True
@@ -656,14 +659,16 @@ def _check_k(k, n_index: int, exclude_self: bool) -> int:
         raise InputError(f"Expected n_neighbors > 0. Got {k}")
     need = k + 1 if exclude_self else k
     if need > n_index:
+        limit = n_index - 1 if exclude_self else n_index
+        hint = f"use n_neighbors <= {limit}" if limit >= 1 else (
+            f"the index holds {n_index} sample(s), so no n_neighbors works: fit on more samples"
+            + (", or pass the query X explicitly" if exclude_self and n_index else ""))
         if exclude_self:
             raise InputError(f"Expected n_neighbors < n_samples_fit when the query is the fitted "
                              f"data (each point is left out of its own neighbours), but "
-                             f"n_neighbors = {k}, n_samples_fit = {n_index}",
-                             hint=f"use n_neighbors <= {n_index - 1}")
+                             f"n_neighbors = {k}, n_samples_fit = {n_index}", hint=hint)
         raise InputError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k}, "
-                         f"n_samples_fit = {n_index}",
-                         hint=f"use n_neighbors <= {n_index}")
+                         f"n_samples_fit = {n_index}", hint=hint)
     return need
 
 

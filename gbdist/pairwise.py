@@ -7,6 +7,7 @@ from typing import Callable
 from . import ir, metrics
 from .api import Program, compile
 from .errors import InputError, TypeCheckError
+from .runtime import run
 from .explain import Explanation
 
 _ROLES = dict(metrics.ROLES)
@@ -14,7 +15,7 @@ _ROLES = dict(metrics.ROLES)
 
 @functools.lru_cache(maxsize=256)
 def _metric_program(name: str, params: tuple) -> Program:
-    expr = metrics.get(name).expression(**dict(params))
+    expr = metrics.get(name).expression(**{k: v for k, _, v in params})
     return compile(expr, _ROLES)
 
 
@@ -22,8 +23,8 @@ def metric_program(metric, **params) -> Program:
     """The compiled program of a metric given by name, callable or expression."""
     if isinstance(metric, str):
         m = metrics.get(metric)
-        try:
-            key = tuple(sorted(params.items()))
+        try:  # keyed by type too: p=True must not hit the entry of p=1 (True == 1)
+            key = tuple(sorted((k, type(v), v) for k, v in params.items()))
             hash(key)
         except TypeError:
             raise InputError("metric parameters must be numbers", got=repr(params)) from None
@@ -46,18 +47,22 @@ def metric_program(metric, **params) -> Program:
 
 def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", backend: str = "auto",
                        working_memory: int | None = None, dtype=None, strategy: str = "auto",
-                       **params):
+                       ensure_all_finite=True, **params):
     """Distances between the rows of X and the rows of Y (or of X), shaped (n_X, n_Y).
 
     Inputs: SciPy sparse (csr/csc/coo, matrix or array classes), NumPy dense,
     or CuPy arrays (the result then stays on the GPU). Explicit zeros are data
     (the value 0), so they are dropped before the run. ``strategy`` forces a
     CUDA kernel strategy ("gather", "scatter", "dense"; default: chosen from
-    cheap statistics of the inputs, see docs/cuda.md).
+    cheap statistics of the inputs, see docs/cuda.md). ``ensure_all_finite``
+    (True, False, "allow-nan") and the refusal of empty inputs follow
+    scikit-learn (docs/inputs.md).
     """
     program = metric_program(metric, **params)
-    return program(A=X, B=X if Y is None else Y, backend=backend, working_memory=working_memory,
-                   dtype=dtype, drop_zeros=True, strategy=strategy)
+    return run(program.plan, {"A": X, "B": X if Y is None else Y}, backend=backend,
+               working_memory=working_memory, dtype=dtype, drop_zeros=True, strategy=strategy,
+               ensure_all_finite=ensure_all_finite, labels={"A": "X", "B": "X" if Y is None else "Y"},
+               ensure_non_empty=True)
 
 
 def explain(metric, **params) -> Explanation:

@@ -2,12 +2,16 @@
 
 The runtime owns everything between the user's arrays and a backend's
 kernels: it canonicalises inputs (any SciPy sparse format, dense arrays,
-int32/int64 indices, unsorted indices, duplicates), checks shapes and the ops'
-domains, splits the output into row blocks sized by a memory budget, runs the
-plan's steps per block and evaluates the epilogue.
+int32/int64 indices, unsorted indices, duplicates) after :mod:`gbdist.inputs`
+has validated them (memory safety, finiteness, domains), checks shapes,
+compresses a very wide column space, splits the output into row blocks sized
+by a memory budget, runs the plan's steps per block, evaluates the epilogue,
+and has :mod:`gbdist.direct` recompute the entries a rewrite cannot get right
+(non-finite rows when allowed, overflow). See docs/inputs.md.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -15,45 +19,32 @@ import numpy as np
 import scipy.sparse as sps
 
 from . import ir
-from .errors import BackendError, InputError
-from .ops import apply_unary
+from .errors import BackendError, InputError, ResultTooLargeError
+from .direct import DirectFix, fix_result
+from .inputs import (_guarded_bases, check_device_operand, check_domains, check_finite,
+                     check_non_empty, check_real, ensure_all_finite_value, host_csr, physical_memory,
+                     is_cupy)
 from .plan import Plan
-from .typecheck import row_operand
 
 DEFAULT_WORKING_MEMORY = 512 * 2**20
 
 
-def is_cupy(x) -> bool:
-    mod = type(x).__module__
-    return mod.startswith("cupy") or mod.startswith("cupyx")
+def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
+           label: str | None = None) -> sps.csr_matrix:
+    """A canonical float64 CSR copy: validated, sorted indices, duplicates summed.
 
-
-def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
-    """A canonical float64 CSR copy: sorted indices, duplicates summed."""
-    if is_cupy(x):
-        x = x.get()
-    index_dtype = None
-    if sps.issparse(x):
-        if x.ndim != 2:
-            raise InputError(f"{name} must be a 2-D matrix", got=f"{x.ndim}-D sparse")
-        _check_real(x.dtype, name)
-        index_dtype = _index_dtype(x)
-        csr = sps.csr_matrix(x, dtype=np.float64, copy=True)
-    else:
-        arr = np.asarray(x)
-        if arr.dtype == object:
-            raise InputError(f"{name} must be numeric", got="an object array",
-                             hint="pass a NumPy array or a SciPy sparse matrix")
-        _check_real(arr.dtype, name)
-        if arr.ndim != 2:
-            raise InputError(f"{name} must be a 2-D matrix", got=f"shape {arr.shape}",
-                             hint="reshape a single sample with x.reshape(1, -1)")
-        csr = sps.csr_matrix(arr.astype(np.float64))
-    if not np.issubdtype(csr.indices.dtype, np.integer):
-        raise InputError(f"{name} has non-integer indices", got=str(csr.indices.dtype))
+    ``x`` is checked (:mod:`gbdist.inputs`) before SciPy's C++ routines read it;
+    ``ensure_all_finite`` (True, False or "allow-nan") decides whether NaN and
+    ±inf are refused; ``label`` is the name errors use (default ``name``).
+    """
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    index_dtype = _index_dtype(x) if (sps.issparse(x) or is_cupy(x)) else None
+    csr = host_csr(x, label)
     csr.sum_duplicates()  # also sorts the indices
     if drop_zeros:
         csr.eliminate_zeros()
+    check_finite(csr, label, ensure_all_finite)
     if index_dtype == np.int64 and csr.indices.dtype != np.int64:
         # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
         csr.indices = csr.indices.astype(np.int64)
@@ -62,52 +53,83 @@ def to_csr(x, name: str, drop_zeros: bool = False) -> sps.csr_matrix:
 
 
 def _check_real(dtype, name: str) -> None:
-    """Only booleans, integers and real floats are data; complex or text is refused."""
-    if np.dtype(dtype).kind not in "biuf":
-        raise InputError(f"{name} must hold real numbers", expected="bool, int or float values",
-                         got=f"dtype {np.dtype(dtype)}",
-                         hint="convert the data first, e.g. X.real or X.astype(np.float64)")
+    check_real(dtype, name)
 
 
 def _index_dtype(x):
     for attr in ("indices", "row", "col"):
         v = getattr(x, attr, None)
-        if v is not None:
+        if v is not None and hasattr(v, "dtype"):
             return np.dtype(v.dtype)
     return None
 
 
-def vector_to_row(x, name: str) -> sps.csr_matrix:
+def vector_to_row(x, name: str, ensure_all_finite=True, label: str | None = None) -> sps.csr_matrix:
     """A dense vector as a 1×k row in which every entry is stored (zeros too)."""
-    if sps.issparse(x):
-        v = sps.csr_matrix(x, dtype=np.float64)
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    if sps.issparse(x) or (is_cupy(x) and hasattr(x, "format")):
+        v = host_csr(x, label)
         if v.shape[0] != 1:
-            v = v.T.tocsr() if v.shape[1] == 1 else None
-        if v is None:
-            raise InputError(f"{name} must be a vector", got=f"shape {x.shape}")
+            if v.shape[1] != 1:
+                raise InputError(f"{label} must be a vector", got=f"shape {v.shape}")
+            v = v.T.tocsr()
         v.sum_duplicates()
+        check_finite(v, label, ensure_all_finite)
         return v
-    arr = np.asarray(x.get() if is_cupy(x) else x, dtype=np.float64)
+    try:
+        arr = np.asarray(x.get() if is_cupy(x) else x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{label} is not a vector of numbers", got=str(e).split("\n")[0]) from None
+    check_real(arr.dtype, label)
     if arr.ndim != 1:
-        raise InputError(f"{name} must be a 1-D vector", got=f"shape {arr.shape}")
+        raise InputError(f"{label} must be a 1-D vector", got=f"shape {arr.shape}")
+    arr = arr.astype(np.float64)
     k = arr.shape[0]
-    return sps.csr_matrix((arr, np.arange(k), np.array([0, k])), shape=(1, k))
+    v = sps.csr_matrix((arr, np.arange(k), np.array([0, k])), shape=(1, k))
+    check_finite(v, label, ensure_all_finite)
+    return v
 
 
 def result_dtype(inputs: dict, dtype=None) -> np.dtype:
     """float32 when every input is float32 (or asked for), else float64."""
     if dtype is not None:
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            dt = None
         if dt not in (np.float32, np.float64):
-            raise InputError("dtype must be float32 or float64", got=str(dt))
+            raise InputError("dtype must be float32 or float64", got=repr(dtype),
+                             hint="dtype=np.float32, dtype=np.float64 or None (from the inputs)")
         return dt
     dts = [np.dtype(getattr(v, "dtype", np.float64)) for v in inputs.values()]
     return np.dtype(np.float32) if dts and all(d == np.float32 for d in dts) else np.dtype(np.float64)
 
 
+def check_working_memory(working_memory) -> int | None:
+    """``working_memory`` in bytes: None (the default) or a positive integer."""
+    if working_memory is None:
+        return None
+    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
+            or not working_memory >= 1 or working_memory != working_memory:
+        raise InputError("working_memory must be a positive number of bytes", got=repr(working_memory),
+                         hint="e.g. working_memory=256 * 2**20 (a number, not a string like '16M')")
+    if isinstance(working_memory, numbers.Integral):
+        return int(working_memory)
+    if not np.isfinite(working_memory):
+        raise InputError("working_memory must be a finite number of bytes", got=repr(working_memory))
+    return int(working_memory)
+
+
 @dataclass
 class Bound:
-    """A plan with its data: full operands, sizes and which keys are row-sliced."""
+    """A plan with its data: full operands, sizes and which keys are row-sliced.
+
+    ``ncols`` is the number of columns k the formula sees (fills of unstored
+    columns count k times); the data matrices may be narrower when their column
+    space was compressed to the columns actually stored (:func:`compress_columns`).
+    ``finite`` is the ``ensure_all_finite`` the data was checked with.
+    """
 
     plan: Plan
     data: dict  # (name, transposed) -> csr
@@ -116,10 +138,55 @@ class Bound:
     ncols: int
     left_keys: frozenset
     dtype: np.dtype
+    finite: object = True
+
+    @property
+    def width(self) -> int:
+        """Columns of the stored data (<= ncols after compression)."""
+        return next((v.shape[1] for v in self.data.values()), 0)
 
 
-def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Bound:
-    """Check and canonicalise the inputs of a plan."""
+# Compress the column space when it is this much wider than the stored entries.
+COMPRESS_FACTOR = 4
+COMPRESS_MIN_COLUMNS = 1 << 16
+
+
+def compress_columns(data: dict, ncols: int) -> dict:
+    """The operands over only the columns some operand stores, renumbered in order.
+
+    Unstored columns hold the fill in every row, so dropping them changes no
+    product as long as the count of columns k stays ``ncols`` (the backends
+    take it separately). Done when k is much larger than the number of stored
+    entries, so that nothing sized by k (a CSC pointer array, a dense row) is
+    ever allocated for a 3 × 10⁸ input with three nonzeros.
+    """
+    total = sum(v.nnz for v in {id(v): v for v in data.values()}.values())
+    if ncols <= max(COMPRESS_FACTOR * total, COMPRESS_MIN_COLUMNS):
+        return data
+    cols = np.unique(np.concatenate([v.indices for v in data.values()] or [np.zeros(0, np.int64)]))
+    itype = np.int32 if cols.size < 2**31 - 1 else np.int64
+    out, done = {}, {}
+    for key, v in data.items():
+        if id(v) not in done:
+            idx = np.searchsorted(cols, v.indices).astype(itype)
+            done[id(v)] = sps.csr_matrix((v.data, idx, v.indptr), shape=(v.shape[0], cols.size))
+        out[key] = done[id(v)]
+    return out
+
+
+def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_finite=True,
+         labels: dict | None = None, ensure_non_empty: bool = False) -> Bound:
+    """Check and canonicalise the inputs of a plan.
+
+    Every operand is validated (memory safety, real dtype, finiteness as
+    ``ensure_all_finite`` says) before anything reads it. ``labels`` maps input
+    names to the names errors use (``{"A": "X", "B": "Y"}`` for
+    ``pairwise_distances``); ``ensure_non_empty`` refuses 0 rows or 0 columns
+    with scikit-learn's message. The same object passed under two names is
+    canonicalised once.
+    """
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    labels = labels or {}
     needed = {}
     for s in ir.symbols(plan.expr):
         needed[s.name] = s
@@ -133,11 +200,17 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
         raise InputError("unknown input name(s)", expected=", ".join(sorted(needed)),
                          got=", ".join(extra))
     base = {}
-    for name, sym in needed.items():
-        if isinstance(sym, ir.Vector):
-            base[name] = vector_to_row(inputs[name], name)
-        else:
-            base[name] = to_csr(inputs[name], name, drop_zeros)
+    seen: dict = {}
+    for name, sym in sorted(needed.items()):
+        label = labels.get(name, name)
+        vector = isinstance(sym, ir.Vector)
+        key = (id(inputs[name]), vector)
+        if key not in seen:
+            seen[key] = (vector_to_row(inputs[name], name, ensure_all_finite, label) if vector
+                         else to_csr(inputs[name], name, drop_zeros, ensure_all_finite, label))
+        base[name] = seen[key]
+        if ensure_non_empty:
+            check_non_empty(base[name].shape, label)
     data = {}
     left_keys = set()
     for step in plan.steps:
@@ -151,7 +224,8 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
                 left_keys.add(key)
     widths = {k: v.shape[1] for k, v in data.items()}
     if len(set(widths.values())) > 1:
-        desc = ", ".join(f"{k[0]}{'.T' if k[1] else ''}: {w} columns" for k, w in sorted(widths.items()))
+        desc = ", ".join(f"{labels.get(k[0], k[0])}{'.T' if k[1] else ''}: {w} columns"
+                         for k, w in sorted(widths.items()))
         raise InputError("the operands of a product must have the same number of columns (k)",
                          got=desc, hint="for mxm(A, B.T), A and B need the same number of columns")
     ncols = next(iter(widths.values())) if widths else next(
@@ -160,50 +234,30 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
     right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
                   if side == "right"]
     n = max(right_rows, default=1)
-    _check_domains(plan, data)
-    return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype))
-
-
-def _check_domains(plan: Plan, data: dict) -> None:
-    """Every op sees only inputs of its domain (e.g. hellinger: nonnegative)."""
-    checked = set()
-    for p in plan.products:
-        op = p.analysis.semiring.mul
-        node = p.node
-        sides = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
-            ((node.matrix, False), (node.vector, False))
-        for operand, flip in sides:
-            name, flipped, chain = row_operand(operand, flip)
-            key = (op.key, name, flipped, chain)
-            if (name, flipped) not in data or key in checked:
-                continue
-            checked.add(key)
-            if all(c.domain != "nonnegative" for c in chain + (op,)):
-                continue  # nothing to check: no need to evaluate the chain on the data
-            values = data[(name, flipped)].data
-            for c in chain:
-                c.check_domain(values, f"input {name} (before {c.name})")
-                values = apply_unary(c, values)
-            op.check_domain(values, f"input {name}")
+    check_domains(plan, data)
+    data = compress_columns(data, ncols)
+    return Bound(plan, data, m, n, ncols, frozenset(left_keys), result_dtype(inputs, dtype),
+                 ensure_all_finite)
 
 
 def _block_rows(b: Bound, budget: int) -> int:
     nmat = sum(1 for s in b.plan.steps if s.kind == "matrix") + 3
     per_row = 8 * max(b.n, 1) * nmat
-    # A two-pass union densifies its block of left rows over all k columns.
-    per_row += 8 * b.ncols * sum(1 for s in b.plan.steps if isinstance(s.node, ir.TwoPassUnion))
+    # A two-pass union densifies its block of left rows over the stored columns.
+    per_row += 8 * b.width * sum(1 for s in b.plan.steps if isinstance(s.node, ir.TwoPassUnion))
     return int(max(1, min(b.m, budget // per_row)))
 
 
 def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
     """Yield (row_start, row_stop, result rows) blocks of the output."""
-    budget = int(working_memory or DEFAULT_WORKING_MEMORY)
+    budget = check_working_memory(working_memory) or DEFAULT_WORKING_MEMORY
     plan = b.plan
     fixed = {}  # steps that read right-side operands only: computed once
     for step in plan.steps:
         if all(side == "right" for side, _ in step.sides):
             fixed[step.name] = backend.run_step(step, {}, b.data, b.ncols)
     rows = _block_rows(b, budget)
+    fix = DirectFix(b, fixed, budget) if plan.output_kind == "matrix" else None
     for r0 in range(0, b.m, rows):
         r1 = min(b.m, r0 + rows)
         left = {k: b.data[k][r0:r1] for k in b.left_keys}
@@ -212,7 +266,10 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
             if step.name not in results:
                 results[step.name] = backend.run_step(step, left, b.data, b.ncols)
         out = backend.epilogue(plan.epilogue, results, b.ncols)
-        yield r0, r1, _shape_block(out, plan.output_kind, r1 - r0, b.n)
+        out = _shape_block(out, plan.output_kind, r1 - r0, b.n)
+        if fix is not None:
+            out = fix(out, r0, r1, results)
+        yield r0, r1, out
 
 
 def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
@@ -228,6 +285,7 @@ def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
 
 def get_backend(name: str, working_memory: int | None = None):
     """Resolve ``backend=`` ("auto", "cpu", "cuda") to a backend object."""
+    working_memory = check_working_memory(working_memory)
     if name == "cpu":
         from .backends.cpu import CPUBackend
         return CPUBackend(working_memory)
@@ -247,29 +305,76 @@ def get_backend(name: str, working_memory: int | None = None):
 
 
 STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
+_TOO_LARGE_HINT = ("compute it in pieces: gbdist.pairwise_distances_chunked(X, Y, ...) yields row "
+                   "blocks within working_memory, gbdist.knn(X, Y, k) keeps only the nearest "
+                   "neighbours; or pass fewer rows")
+
+
+def allocate_result(shape: tuple, dtype, xp=np):
+    """``xp.empty(shape, dtype)``, refused with a typed error before allocating when it
+    cannot fit in memory, and a typed error when the allocation fails anyway."""
+    dtype = np.dtype(dtype)
+    cells = 1
+    for d in shape:
+        cells *= int(d)
+    nbytes = cells * dtype.itemsize
+    limit = physical_memory() if xp is np else None
+    what = " × ".join(str(int(d)) for d in shape)
+    if limit is not None and nbytes > limit:
+        raise ResultTooLargeError(
+            f"the result ({what} {dtype.name}) needs {nbytes / 2**30:.1f} GiB, more than the "
+            f"memory available ({limit / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
+    try:
+        return xp.empty(shape, dtype=dtype)
+    except MemoryError:
+        raise ResultTooLargeError(f"the result ({what} {dtype.name}, {nbytes / 2**30:.1f} GiB) "
+                                  "could not be allocated", hint=_TOO_LARGE_HINT) from None
 
 
 def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | None = None,
-        drop_zeros: bool = False, dtype=None, strategy: str = "auto"):
+        drop_zeros: bool = False, dtype=None, strategy: str = "auto", ensure_all_finite=True,
+        labels: dict | None = None, ensure_non_empty: bool = False):
     """Execute ``plan`` on ``inputs`` and return the whole result.
 
     ``strategy`` forces a CUDA kernel strategy ("gather", "scatter", "dense");
     the CPU backend has one implementation per primitive and accepts "auto" only.
+    ``ensure_all_finite`` (True, False or "allow-nan") is scikit-learn's
+    keyword: NaN and ±inf are refused unless allowed; when allowed, entries
+    that involve them are computed in the direct form (the formula's IEEE
+    value). ``labels`` and ``ensure_non_empty``: see :func:`bind`.
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    working_memory = check_working_memory(working_memory)
+    if dtype is not None:
+        result_dtype({}, dtype)
     be = get_backend(backend, working_memory)
     if hasattr(be, "run"):
-        return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype,
-                      strategy=strategy)
+        checked = validate_inputs(plan, inputs, drop_zeros, ensure_all_finite, labels or {},
+                                  ensure_non_empty)
+        _check_power_domains(plan, checked)
+        # the dtype of the user's inputs (the checked host copies are float64)
+        dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()},
+                          dtype)
+        _check_device_result_size(plan, checked, dt)
+        try:
+            result = be.run(plan, checked, working_memory=working_memory, drop_zeros=drop_zeros,
+                            dtype=dt, strategy=strategy)
+        except Exception as e:  # CuPy's OutOfMemoryError, matched by name (CuPy is optional)
+            if type(e).__name__ != "OutOfMemoryError":
+                raise
+            raise ResultTooLargeError("the GPU ran out of memory for this product",
+                                      got=str(e).split("\n")[0], hint=_TOO_LARGE_HINT) from None
+        return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
     if strategy != "auto":
         raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
                          hint="use backend='cuda', or strategy='auto'")
-    b = bind(plan, inputs, drop_zeros, dtype)
+    b = bind(plan, inputs, drop_zeros, dtype, ensure_all_finite, labels, ensure_non_empty)
     if plan.output_kind == "matrix":
-        out = np.empty((b.m, b.n), dtype=b.dtype)
+        out = allocate_result((b.m, b.n), b.dtype)
     elif plan.output_kind == "col":
-        out = np.empty(b.m, dtype=b.dtype)
+        out = allocate_result((b.m,), b.dtype)
     else:
         out = None
     for r0, r1, block in iter_blocks(b, be, working_memory):
@@ -277,3 +382,81 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
             return block.astype(b.dtype) if block.ndim else b.dtype.type(block)
         out[r0:r1] = block
     return out
+
+
+def validate_inputs(plan: Plan, inputs: dict, drop_zeros: bool, ensure_all_finite, labels: dict,
+                    ensure_non_empty: bool) -> dict:
+    """The inputs of a backend that binds its own operands (CUDA), validated first:
+    CuPy operands on the device (:func:`gbdist.inputs.check_device_operand`),
+    host operands made canonical here (so the backend reads only checked arrays)."""
+    syms = {s.name: s for s in ir.symbols(plan.expr)}
+    out = {}
+    seen: dict = {}
+    for name, x in inputs.items():
+        label = labels.get(name, name)
+        vector = isinstance(syms.get(name), ir.Vector)
+        if id(x) in seen:
+            out[name] = seen[id(x)]
+        elif is_cupy(x) and not (vector and not hasattr(x, "format")):
+            check_device_operand(x, label, ensure_all_finite)
+            out[name] = x
+        elif vector:
+            out[name] = vector_to_row(x, name, ensure_all_finite, label).toarray().ravel()
+        else:
+            out[name] = to_csr(x, name, drop_zeros, ensure_all_finite, label)
+        seen[id(x)] = out[name]
+        if ensure_non_empty and not vector:
+            check_non_empty(tuple(out[name].shape), label)
+    return out
+
+
+def _check_device_result_size(plan: Plan, inputs: dict, dtype) -> None:
+    """Refuse, before any kernel, an (i, j) result larger than the GPU's whole memory."""
+    if plan.output_kind != "matrix":
+        return
+    try:
+        import cupy
+        total = int(cupy.cuda.runtime.memGetInfo()[1])
+    except Exception:  # no CuPy or no device: the backend reports that itself
+        return
+
+    def rows(key):
+        name, flipped = key
+        shape = tuple(getattr(inputs.get(name), "shape", ()))
+        if len(shape) != 2:
+            return 1
+        return int(shape[1] if flipped else shape[0])
+
+    sides = [(side, key) for step in plan.steps for side, key in step.sides]
+    m = max((rows(k) for side, k in sides if side == "left"), default=1)
+    n = max((rows(k) for side, k in sides if side == "right"), default=1)
+    nbytes = m * n * np.dtype(dtype).itemsize
+    if nbytes > total:
+        raise ResultTooLargeError(
+            f"the result ({m} × {n} {np.dtype(dtype).name}) needs {nbytes / 2**30:.1f} GiB, more "
+            f"than the GPU's memory ({total / 2**30:.1f} GiB)", hint=_TOO_LARGE_HINT)
+
+
+def _check_power_domains(plan: Plan, inputs: dict) -> None:
+    """The backend-independent part of :func:`gbdist.inputs.check_domains` (powers and logs found in
+    the formulas) for a backend that binds its own operands; only the stored values
+    matter, so each input's values serve both orientations."""
+    ops_ = [p.analysis.semiring.mul for p in plan.products]
+    for node in ir.walk(plan.expr):
+        if isinstance(node, ir.Apply):
+            ops_.append(node.op)
+    if not any(_guarded_bases(o.formula) for o in ops_):
+        return
+    data = {}
+    for name, x in inputs.items():
+        if is_cupy(x):
+            vals = (x.data if hasattr(x, "format") else x.ravel()).get()
+        else:
+            vals = x.data if sps.issparse(x) else np.asarray(x).ravel()
+        v = sps.csr_matrix((np.asarray(vals, dtype=np.float64), np.zeros(len(vals), dtype=np.int64),
+                            np.array([0, len(vals)])), shape=(1, 1))
+        data[(name, False)] = data[(name, True)] = v
+    check_domains(plan, data)
+
+
+_check_domains = check_domains  # the name the CUDA backend imports

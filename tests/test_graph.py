@@ -88,8 +88,10 @@ def test_min_plus_mxv_relaxation():
     rng = np.random.default_rng(2)
     G, W, mask = random_graph(rng, n=20)
     x = rng.integers(0, 6, 20).astype(float)
-    x[3] = np.inf
-    y = gb.mxv(G, x, gb.semirings.min_plus)
+    x[3] = np.inf  # unreached: allowed explicitly (non-finite input is refused by default)
+    with pytest.raises(gb.InputError, match="contains infinity"):
+        gb.mxv(G, x, gb.semirings.min_plus)
+    y = gb.mxv(G, x, gb.semirings.min_plus, ensure_all_finite=False)
     R = np.array([min([W[i, k] + x[k] for k in range(20) if mask[i, k]], default=np.inf)
                   for i in range(20)])
     assert_array_equal(y, R)

@@ -312,9 +312,16 @@ def test_column_mismatch():
 
 @pytest.mark.parametrize("metric", ["euclidean", "chebyshev", "cosine", "jaccard", "canberra"])
 def test_empty_shapes(metric):
+    """pairwise_distances refuses empty inputs as scikit-learn does (docs/inputs.md);
+    a compiled program runs on them and returns an empty result."""
     X = sps.random(4, 6, density=0.5, random_state=1, format="csr")
-    assert gb.pairwise_distances(sps.csr_matrix((0, 6)), X, metric=metric).shape == (0, 4)
-    assert gb.pairwise_distances(X, sps.csr_matrix((0, 6)), metric=metric).shape == (4, 0)
+    for args in ((sps.csr_matrix((0, 6)), X), (X, sps.csr_matrix((0, 6))),
+                 (sps.csr_matrix((3, 0)), None)):
+        with pytest.raises(ValueError, match=r"Found array with 0 (sample|feature)\(s\)"):
+            gb.pairwise_distances(*args, metric=metric, backend="cpu")
+    program = gb.pairwise.metric_program(metric)
+    assert program(A=sps.csr_matrix((0, 6)), B=X, backend="cpu").shape == (0, 4)
+    assert program(A=X, B=sps.csr_matrix((0, 6)), backend="cpu").shape == (4, 0)
 
 
 def test_int64_indices_are_kept():

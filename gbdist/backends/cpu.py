@@ -101,7 +101,7 @@ class CPUBackend:
     def row_reduce(self, x: Operand, monoid, ncols: int) -> np.ndarray:
         m = x.shape[0]
         ufunc, e = monoid.ufunc, monoid.identity_value
-        counts = np.diff(x.csr.indptr)
+        counts = np.diff(x.csr.indptr).astype(np.int64)  # ncols may exceed int32 (wide inputs)
         out = _segment_reduce(ufunc, x.csr.data, x.csr.indptr, e, axis=0)
         missing = ncols - counts
         has = missing > 0
@@ -146,7 +146,7 @@ class CPUBackend:
             out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, ptr, e, axis=1))
         # Pass 2: A's stored columns against B's (dense) rows; columns stored
         # in both are seen twice, which an idempotent ⊕ absorbs.
-        per_row = 8 * (ncols + 3 * max(a.csr.nnz, 1))
+        per_row = 8 * (b.csr.shape[1] + 3 * max(a.csr.nnz, 1))  # stored width (compressed)
         for j0, j1 in _even_chunks(n, max(1, self.budget // per_row)):
             b_dense = _dense(Operand(b.csr[j0:j1], b.fill))
             vals = apply_binary(node.mul, a.csr.data[:, None], b_dense[:, a.csr.indices].T)
@@ -155,7 +155,8 @@ class CPUBackend:
             # Columns stored in neither row hold f(za, zb) = corner.
             pa, pb = _pattern(a.csr), _pattern(b.csr)
             inter = (pa @ pb.T).toarray()
-            union = np.diff(a.csr.indptr)[:, None] + np.diff(b.csr.indptr)[None, :] - inter
+            union = (np.diff(a.csr.indptr).astype(np.int64)[:, None]
+                     + np.diff(b.csr.indptr).astype(np.int64)[None, :] - inter)
             gap = union < ncols
             out[gap] = ufunc(out[gap], node.corner)
         return out

@@ -145,7 +145,7 @@ def _device_csr(x, name: str, dtype, drop_zeros: bool, transpose: bool) -> DevCS
             m.sum_duplicates()
         dev = DevCSR(m.indptr, m.indices, m.data, m.shape)
         return _drop_zeros_device(dev) if drop_zeros else dev
-    host = to_csr(x, name, drop_zeros)
+    host = to_csr(x, name, drop_zeros, ensure_all_finite=False)  # validated by runtime.run
     if transpose:
         host = host.T.tocsr()
         host.sort_indices()
@@ -169,7 +169,7 @@ def _drop_zeros_device(d: DevCSR) -> DevCSR:
 
 def _device_vector(x, name: str, dtype) -> DevCSR:
     import cupy
-    host = vector_to_row(x.get() if is_cupy(x) else x, name)
+    host = vector_to_row(x.get() if is_cupy(x) else x, name, ensure_all_finite=False)
     return DevCSR(cupy.asarray(host.indptr), cupy.asarray(host.indices),
                   cupy.asarray(host.data.astype(dtype)), host.shape)
 

@@ -1,0 +1,406 @@
+"""The direct form: a plan's *source* expression evaluated on chosen output entries.
+
+The compiler's rewrites (intersection-only sums, the union correction, the
+rank expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩) are exact on finite data whose
+intermediate values do not overflow. Two situations break that premise:
+
+* the user allowed non-finite input (``ensure_all_finite=False`` or
+  ``"allow-nan"``): inf − inf and inf·0 inside a rewrite give NaN or a finite
+  number where the formula's IEEE value is +inf or NaN;
+* finite input whose rewritten terms overflow (x² = inf for |x| > 1.3e154)
+  although the value itself is finite.
+
+For those entries the runtime calls :func:`evaluate_entries`: every product is
+computed as written — ⊗ over the union of the stored columns of the two rows
+(plus the unstored columns, counted once, holding f(fill, fill)), reduced with
+⊕ — and the epilogue over these values. It costs O(|rows| · |cols| · |union|)
+and is only used on the entries that need it, in chunks of the memory budget.
+
+The direct form computes in ``np.longdouble`` (80-bit extended precision on
+x86-64, exponent range to 1e4932), so (x − y)² of two values near 1e200 does
+not overflow, and the result is rounded to float64 once at the end: a
+distance that is finite in float64 comes back finite. (Where longdouble is
+float64, as on Windows, the direct form still removes the rewrite's
+cancellations but not this overflow.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from typing import TYPE_CHECKING
+
+from . import ir
+from .ops import evaluate
+from .typecheck import row_operand
+
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .runtime import Bound
+
+DEFAULT_BUDGET = 64 * 2**20
+WIDE = np.longdouble
+
+
+def _unary(op, values: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = evaluate(op.formula, {"x": values})
+    return np.broadcast_to(np.asarray(out), np.shape(values))
+
+
+def _binary(op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.broadcast_arrays(a, b)
+    with np.errstate(all="ignore"):
+        out = evaluate(op.formula, {"x": a, "y": b})
+    return np.broadcast_to(np.asarray(out), a.shape)
+
+
+class NotDirect(Exception):
+    """The expression has a shape the direct evaluator does not cover (entries kept)."""
+
+
+def has_rewrite(plan) -> bool:
+    """True when some product is not computed as written on finite data (an
+    expansion or a union correction), so overflow can appear in the rewrite only."""
+    return any(p.strategy == "union-correction" or p.expansion_rank for p in plan.products)
+
+
+def nonfinite_rows(csr: sps.csr_matrix) -> np.ndarray:
+    """Indices of the rows that store a NaN or ±inf."""
+    bad = ~np.isfinite(csr.data)
+    if not bad.any():
+        return np.zeros(0, dtype=np.int64)
+    rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+    return np.unique(rows[bad])
+
+
+def _operand(data: dict, node: ir.Node, transpose: bool):
+    name, flipped, chain = row_operand(node, transpose)
+    key = (name, flipped)
+    if key not in data:
+        raise NotDirect(key)
+    fill = np.zeros(1, dtype=WIDE)
+    for op in chain:
+        fill = np.asarray(_unary(op, fill), dtype=WIDE)
+    return key, chain, fill[0]
+
+
+def _dense_rows(csr: sps.csr_matrix, rows: np.ndarray, chain, fill: float, cols: np.ndarray):
+    """Rows ``rows`` of ``csr`` over the columns ``cols`` (sorted), with the chain applied;
+    also the mask of stored entries."""
+    sub = csr[rows]
+    vals = sub.data.astype(WIDE)
+    for op in chain:
+        vals = _unary(op, vals)
+    d = np.full((len(rows), len(cols)), fill, dtype=WIDE)
+    stored = np.zeros((len(rows), len(cols)), dtype=bool)
+    r = np.repeat(np.arange(len(rows)), np.diff(sub.indptr))
+    c = np.searchsorted(cols, sub.indices)
+    d[r, c] = vals
+    stored[r, c] = True
+    return d, stored
+
+
+def _product(data, lnode, rnode, lrows, rrows, sr, ncols: int, budget: int) -> np.ndarray:
+    """⊕_k f(l[i, k], r[j, k]) over all ncols columns for i in lrows, j in rrows."""
+    lkey, lchain, lfill = _operand(data, lnode, False)
+    rkey, rchain, rfill = rnode
+    L, R = data[lkey], data[rkey]
+    cols = np.union1d(L[lrows].indices, R[rrows].indices)
+    dl, sl = _dense_rows(L, lrows, lchain, lfill, cols)
+    dr, sr_ = _dense_rows(R, rrows, rchain, rfill, cols)
+    add, mul = sr.add, sr.mul
+    ufunc, e = add.ufunc, add.identity_value
+    out = np.empty((len(lrows), len(rrows)), dtype=WIDE)
+    width = max(len(cols), 1)
+    per_pair = 16 * 4 * width
+    rstep = max(1, min(len(rrows), budget // per_pair)) if len(rrows) else 1
+    lstep = max(1, budget // (per_pair * rstep))
+    with np.errstate(all="ignore"):
+        for a in range(0, len(lrows), lstep):
+            b = min(len(lrows), a + lstep)
+            for c in range(0, len(rrows), rstep):
+                d = min(len(rrows), c + rstep)
+                vals = _binary(mul, dl[a:b, None, :], dr[None, c:d, :])
+                if sr.structural:
+                    vals = np.where(sl[a:b, None, :] & sr_[None, c:d, :], vals, e)
+                out[a:b, c:d] = ufunc.reduce(vals, axis=2, initial=e) if len(cols) else e
+        rest = ncols - len(cols)
+        if rest > 0 and not sr.structural:
+            corner = np.asarray(_binary(mul, np.array([lfill]), np.array([rfill])), dtype=WIDE)[0]
+            if ufunc is np.add:
+                out += rest * corner
+            elif ufunc is np.multiply:
+                out *= corner ** rest
+            else:
+                out = ufunc(out, corner)
+    return out
+
+
+def _reduce(data, node: ir.RowReduce, rows, ncols: int) -> np.ndarray:
+    key, chain, fill = _operand(data, node.arg, False)
+    M = data[key]
+    cols = np.unique(M[rows].indices)
+    d, _ = _dense_rows(M, rows, chain, fill, cols)
+    ufunc, e = node.monoid.ufunc, node.monoid.identity_value
+    with np.errstate(all="ignore"):
+        out = ufunc.reduce(d, axis=1, initial=e) if len(cols) else np.full(len(rows), e, dtype=WIDE)
+        rest = ncols - len(cols)
+        if rest > 0:
+            if ufunc is np.add:
+                out = out + rest * fill
+            elif ufunc is np.multiply:
+                out = out * fill ** rest
+            else:
+                out = ufunc(out, fill)
+    return out
+
+
+def evaluate_entries(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int,
+                     budget: int = DEFAULT_BUDGET) -> np.ndarray:
+    """The source expression at rows ``I`` (of the "i" operands) × ``J`` (of the "j"
+    operands), shaped (len(I), len(J)). Raises :class:`NotDirect` for shapes it does
+    not cover (the caller keeps the rewritten values).
+
+    Rows are taken in groups whose dense copies over the union of their stored
+    columns fit a fraction of ``budget``."""
+    I, J = np.asarray(I, dtype=np.int64), np.asarray(J, dtype=np.int64)
+    width = max((v.shape[1] for v in data.values()), default=1)
+    avg = max(1.0, sum(v.nnz for v in data.values()) / max(1, sum(v.shape[0] for v in data.values())))
+    g = max(len(I), len(J), 1)
+    while g > 1 and g * min(width, 2 * g * avg) * 16 * 4 > budget:
+        g = (g + 1) // 2
+    if len(I) <= g and len(J) <= g:
+        return _evaluate(plan, data, I, J, ncols, budget)
+    out = np.empty((len(I), len(J)), dtype=np.float64)
+    for a in range(0, len(I), g):
+        for c in range(0, len(J), g):
+            out[a:a + g, c:c + g] = _evaluate(plan, data, I[a:a + g], J[c:c + g], ncols, budget)
+    return out
+
+
+def _evaluate(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int, budget: int) -> np.ndarray:
+    from .backends.cpu import POINTWISE_NUMPY
+    roles = plan.roles
+    index = {"i": np.asarray(I, dtype=np.int64), "j": np.asarray(J, dtype=np.int64)}
+    values: dict = {}
+
+    def rows_of(key):
+        role = roles.get(key)
+        if role not in index:
+            raise NotDirect(key)
+        return role, index[role]
+
+    with np.errstate(all="ignore"):
+        for node in ir.walk(plan.expr):
+            if isinstance(node, ir.MxM):
+                lkey = _operand(data, node.left, False)[0]
+                rop = _operand(data, node.right, True)
+                lrole, lrows = rows_of(lkey)
+                rrole, rrows = rows_of(rop[0])
+                if (lrole, rrole) == ("i", "j"):
+                    v = _product(data, node.left, rop, lrows, rrows, node.semiring, ncols, budget)
+                elif (lrole, rrole) == ("j", "i"):
+                    v = _product(data, node.left, rop, lrows, rrows, node.semiring, ncols, budget).T
+                else:
+                    raise NotDirect(node)
+            elif isinstance(node, ir.RowReduce):
+                key = _operand(data, node.arg, False)[0]
+                role, rows = rows_of(key)
+                r = _reduce(data, node, rows, ncols)
+                v = r[:, None] if role == "i" else r[None, :]
+            elif isinstance(node, ir.NCols):
+                v = WIDE(ncols)
+            elif isinstance(node, ir.Const):
+                v = WIDE(node.value)
+            elif isinstance(node, ir.Pointwise):
+                v = POINTWISE_NUMPY[node.fn](*(values[a.key] for a in node.args))
+            elif isinstance(node, (ir.Matrix, ir.Vector, ir.Transpose, ir.Apply)):
+                continue
+            else:
+                raise NotDirect(node)
+            values[node.key] = v
+    with np.errstate(over="ignore"):  # a value beyond float64 rounds to ±inf, as it should
+        out = np.asarray(values[plan.expr.key], dtype=np.float64)
+    return np.broadcast_to(out, (len(I), len(J)))
+
+
+# --- repairing a computed result ---------------------------------------------------
+
+
+class DirectFix:
+    """Entries the rewritten plan cannot get right, recomputed in the direct form.
+
+    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them):
+      every entry of such a left row or right row;
+    * overflow: entries where a rewritten step (expansion, correction) produced
+      inf/NaN from finite data (x² = inf for |x| > 1.3e154 although the
+      distance is finite).
+
+    See :mod:`gbdist.direct`; plans whose products run as written skip the
+    overflow check (their values already are the direct form).
+    """
+
+    def __init__(self, b: Bound, fixed: dict, budget: int):
+        self.b = b
+        self.budget = budget
+        self.rewrite = has_rewrite(b.plan)
+        self.data_check = b.finite is not True
+        self.bad_right = np.zeros(0, dtype=np.int64)
+        if self.data_check:
+            right = [v for k, v in b.data.items() if k not in b.left_keys]
+            if right:
+                self.bad_right = np.unique(np.concatenate([nonfinite_rows(v) for v in right]))
+
+    def __call__(self, out: np.ndarray, r0: int, r1: int, results: dict) -> np.ndarray:
+        b = self.b
+        mask = None
+        if self.data_check:
+            left = [nonfinite_rows(b.data[k][r0:r1]) for k in b.left_keys]
+            bad_left = np.unique(np.concatenate(left)) if left else np.zeros(0, np.int64)
+            if bad_left.size or self.bad_right.size:
+                mask = np.zeros(out.shape, dtype=bool)
+                mask[bad_left, :] = True
+                mask[:, self.bad_right] = True
+        if self.rewrite:
+            # Overflow shows in a step's result, though not always in the final value
+            # (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the norms overflow; a clamp maps −inf to 0).
+            bad = [r for r in (np.asarray(results[s.name]) for s in b.plan.steps)
+                   if r.dtype.kind == "f" and not np.isfinite(r).all()]
+            if bad:
+                over = np.zeros(out.shape, dtype=bool)
+                for r in bad:
+                    over |= np.broadcast_to(~np.isfinite(r), out.shape)
+                mask = over if mask is None else mask | over
+        if mask is None or not mask.any():
+            return out
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        try:
+            vals = evaluate_entries(b.plan, b.data, r0 + rows, cols, b.ncols, self.budget)
+        except NotDirect:
+            return out
+        out = np.array(out, dtype=np.float64, copy=True)
+        grid = np.ix_(rows, cols)
+        sub = out[grid]
+        sel = mask[grid]
+        sub[sel] = vals[sel]
+        out[grid] = sub
+        return out
+
+
+def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
+               working_memory: int | None):
+    """A backend's whole result with the entries the rewrite cannot get right recomputed
+    on the host in the direct form (see :class:`DirectFix`): entries of rows holding
+    NaN/±inf when they are allowed; for rows large enough to overflow a rewritten term
+    (|x| >= RISK of the result dtype), their non-finite entries and every entry of a
+    row whose row reductions (‖a‖², Σ L(x), ...) overflow on the host — an overflow
+    the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is exactly 1 when the norms are inf)."""
+    from .inputs import is_cupy
+    from .runtime import DEFAULT_WORKING_MEMORY, bind
+    if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
+        return result
+    data_check = ensure_all_finite is not True
+    rewrite = has_rewrite(plan)
+    if not (data_check or rewrite):
+        return result
+    xp = np
+    if is_cupy(result):
+        import cupy as xp
+    if data_check and not any(_has_nonfinite(v) for v in inputs.values()):
+        data_check = False  # allowed, but there are none
+        if not rewrite:
+            return result
+    nonfinite = ~xp.isfinite(result)
+    risk = RISK[np.dtype(result.dtype).name]
+    large_input = rewrite and any(_max_abs(v) >= risk for v in inputs.values())
+    if not data_check and not large_input and not bool(nonfinite.any()):
+        return result
+    host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
+    b = bind(plan, host, drop_zeros, None, False)
+    if (b.m, b.n) != tuple(result.shape):
+        return result
+    left = [v for k, v in b.data.items() if k in b.left_keys]
+    right = [v for k, v in b.data.items() if k not in b.left_keys]
+
+    def flags(mats, size, fn):
+        f = np.zeros(size, dtype=bool)
+        for v in mats:
+            f[fn(v)] = True
+        return f
+
+    def large(v):
+        big = np.abs(v.data) >= risk
+        return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
+
+    nf = nonfinite.get() if xp is not np else nonfinite
+    mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
+        else np.zeros(nf.shape, dtype=bool)
+    if large_input:
+        over_i, over_j = _overflowing_reductions(b)
+        mask[over_i, :] = True
+        mask[:, over_j] = True
+    if data_check:
+        mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
+    if not mask.any():
+        return result
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    try:
+        vals = evaluate_entries(plan, b.data, rows, cols, b.ncols,
+                                working_memory or DEFAULT_WORKING_MEMORY)
+    except NotDirect:
+        return result
+    grid = (xp.asarray(rows)[:, None], xp.asarray(cols)[None, :])
+    sub = result[grid]
+    sub = sub.get() if xp is not np else np.array(sub)
+    sel = mask[np.ix_(rows, cols)]
+    sub[sel] = vals[sel]
+    result[grid] = xp.asarray(sub.astype(result.dtype))
+    return result
+
+
+# |x| from which a rewritten term may overflow in the result dtype: squares of
+# float64 overflow at 1.3e154, degree-8 terms at 1.3e38; float32 squares at 1.8e19.
+RISK = {"float64": float(np.finfo(np.float64).max) ** 0.125,
+        "float32": float(np.finfo(np.float32).max) ** 0.25}
+
+
+def _max_abs(x) -> float:
+    """max |x| over the stored values of an (already validated) input; on the device for CuPy."""
+    from .inputs import is_cupy
+    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
+    if getattr(values, "size", 0) == 0:
+        return 0.0
+    if is_cupy(values):
+        import cupy
+        return float(cupy.nanmax(cupy.abs(values)))
+    return float(np.nanmax(np.abs(np.asarray(values))))
+
+
+def _overflowing_reductions(b: "Bound") -> tuple[np.ndarray, np.ndarray]:
+    """Rows (i of the output, j of the output) whose row-reduction steps overflow on the
+    host from finite data."""
+    from .backends.cpu import CPUBackend
+    cpu = CPUBackend()
+    over = {"col": np.zeros(b.m, dtype=bool), "row": np.zeros(b.n, dtype=bool)}
+    with np.errstate(all="ignore"):
+        for step in b.plan.steps:
+            if not isinstance(step.node, ir.RowReduce) or step.kind not in over:
+                continue
+            r = np.asarray(cpu.run_step(step, b.data, b.data, b.ncols)).ravel()
+            if r.shape[0] == over[step.kind].shape[0]:
+                over[step.kind] |= ~np.isfinite(r)
+    return np.flatnonzero(over["col"]), np.flatnonzero(over["row"])
+
+
+def _has_nonfinite(x) -> bool:
+    """Whether an (already validated) input stores NaN or ±inf; on the device for CuPy."""
+    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
+    from .inputs import is_cupy
+    if is_cupy(values):
+        import cupy
+        return values.dtype.kind == "f" and not bool(cupy.isfinite(values).all())
+    values = np.asarray(values)
+    return values.dtype.kind == "f" and not bool(np.isfinite(values).all())
