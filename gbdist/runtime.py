@@ -195,10 +195,16 @@ def _block_rows(b: Bound, budget: int) -> int:
     return int(max(1, min(b.m, budget // per_row)))
 
 
-def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Yield (row_start, row_stop, result rows) blocks of the output."""
-    budget = int(working_memory or DEFAULT_WORKING_MEMORY)
+def iter_blocks(b: Bound, backend, working_memory: int | None = None, exact: bool = True
+                ) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield (row_start, row_stop, result rows) blocks of the output.
+
+    ``exact``: where a left row equals a right row, write the value of d(a, a) the
+    algebra proves (``gbdist.exact``) instead of the rounded cancellation."""
+    from . import exact as exact_mod
     plan = b.plan
+    pair = exact_mod.operand_pair(plan) if exact else None
+    budget = int(working_memory or DEFAULT_WORKING_MEMORY)
     fixed = {}  # steps that read right-side operands only: computed once
     for step in plan.steps:
         if all(side == "right" for side, _ in step.sides):
@@ -211,8 +217,13 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
         for step in plan.steps:
             if step.name not in results:
                 results[step.name] = backend.run_step(step, left, b.data, b.ncols)
-        out = backend.epilogue(plan.epilogue, results, b.ncols)
-        yield r0, r1, _shape_block(out, plan.output_kind, r1 - r0, b.n)
+        out = _shape_block(backend.epilogue(plan.epilogue, results, b.ncols), plan.output_kind,
+                           r1 - r0, b.n)
+        if pair is not None and plan.output_kind == "matrix":
+            lk, rk = left[pair[0]], b.data[pair[1]]
+            out = exact_mod.apply_self_value(plan, np.array(out), (lk.indptr, lk.indices, lk.data),
+                                             (rk.indptr, rk.indices, rk.data))
+        yield r0, r1, out
 
 
 def _shape_block(out, kind: str, rows: int, n: int) -> np.ndarray:
