@@ -177,7 +177,9 @@ def _constant_of(e: sp.Expr) -> float | None:
     if e.is_number:
         return None if _undefined(e) else float(e)
     if isinstance(e, sp.Piecewise):
-        vals = {v for v, _ in e.args if not _undefined(v)}
+        # a branch whose value or condition holds NaN or ∞ is where the formula is
+        # undefined (a division by zero, 0/0): it never yields a finite value exactly
+        vals = {v for v, c in e.args if not _undefined(v) and not _undefined(sp.sympify(c))}
         if len(vals) == 1:
             v = vals.pop()
             if v.is_number:

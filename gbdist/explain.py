@@ -108,6 +108,8 @@ class Explanation:
         for name, text, kind in self.steps:
             out.append(f"  {name} = {text}    [{kind}]")
         out.append(f"  result = {self.epilogue}")
+        from .exact import self_value  # the identical-rows claim (gbdist/exact.py)
+        out.append(f"  identical rows  {self_value(self.plan)}")
         if self.cuda:
             out += ["", "generated CUDA", self.cuda]
         return "\n".join(out)
