@@ -430,7 +430,7 @@ class CUDABackend:
                              + m * n * (logb + 2) / RATES["sorted_cells"])
         if "dense" in gen.strategies:
             rk = sum(len(t) for t in gen.dense_maps) * K
-            dense_bytes = (m + n) * rk * dt.itemsize
+            dense_bytes = (m + n) * rk * gen.acc_itemsize  # densified in the accumulator type
             free = cupy.cuda.runtime.memGetInfo()[0]
             if dense_bytes < free // 4:
                 est["dense"] = (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]

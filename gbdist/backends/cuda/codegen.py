@@ -183,6 +183,7 @@ class Generated:
     dense_maps: tuple | None = None
     # "sorted": "desc" (max) or "asc" (min) when the plan is one max/min two-pass union
     sorted_order: str | None = None
+    acc_itemsize: int = 4  # bytes of the accumulator type (gb_acc)
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -300,7 +301,8 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order)
+    return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
+                     acc_dt.itemsize)
 
 
 def _sorted_order(accs) -> str | None:
