@@ -118,8 +118,12 @@ class Bound:
     dtype: np.dtype
 
 
-def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Bound:
-    """Check and canonicalise the inputs of a plan."""
+def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None,
+         condition: bool = True) -> Bound:
+    """Check and canonicalise the inputs of a plan.
+
+    ``condition``: rows are shifted / scaled as the metric is proven invariant under
+    (``gbdist.exact.condition_rows``), so that expanded sums do not cancel or overflow."""
     needed = {}
     for s in ir.symbols(plan.expr):
         needed[s.name] = s
@@ -138,6 +142,13 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None) -> Boun
             base[name] = vector_to_row(inputs[name], name)
         else:
             base[name] = to_csr(inputs[name], name, drop_zeros)
+    if condition:
+        from . import exact
+        inv, names = exact.conditioned_names(plan)
+        for name in names:
+            m = base[name]
+            base[name] = sps.csr_matrix((exact.condition_rows(m.indptr, m.data, m.shape[1], inv),
+                                         m.indices, m.indptr), shape=m.shape)
     data = {}
     left_keys = set()
     for step in plan.steps:

@@ -248,6 +248,13 @@ class CUDABackend:
                         data[key] = _device_csr(inputs[name], name, dt,
                                                 drop_zeros and gen.structural, flipped)
                 sides.setdefault(side, key)
+        # Rows shifted / scaled as the metric is proven invariant under (gbdist.exact):
+        # new value arrays, the caller's CuPy arrays are never modified.
+        inv, names = exact.conditioned_names(plan)
+        for key, d in list(data.items()):
+            if key[0] in names and not key[1]:
+                data[key] = DevCSR(d.indptr, d.indices,
+                                   exact.condition_rows(d.indptr, d.data, d.shape[1], inv, cupy), d.shape)
         _check_domains_device(plan, data)
         widths = {d.shape[1] for d in data.values()}
         if len(widths) > 1:
