@@ -39,7 +39,7 @@ import numpy as np
 import sympy as sp
 
 from . import ir
-from .ops import X, Y
+from .ops import X, Y, Op
 from .typecheck import row_operand
 
 _K = sp.Symbol("k", positive=True, integer=True)
@@ -537,3 +537,72 @@ def conditioned_names(plan) -> tuple[Invariance, tuple[str, ...]]:
     if pair is None or not (inv.scale or inv.shift):
         return inv, ()
     return inv, tuple(dict.fromkeys((pair[0][0], pair[1][0])))
+
+
+# ---------------------------------------------------------------------------
+# row normalisation: apply(normalize, A)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RowScale(Op):
+    """``apply(normalize, A)``: every row of A divided by its sum (a plus-reduction of
+    the row), SciPy's normalisation of probability vectors (``jensenshannon``).
+
+    Its formula is ``x``: the division by the row's sum needs that per-row scalar, so
+    it is done once when the operand is bound (:func:`normalise_rows`, on the host or
+    the device), after which every formula, proof and kernel sees normalised values.
+    It must be the first op applied to the data, and every use of that operand in
+    one expression must be normalised (else the operand would need two bindings)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "_key", ("row_scale", "sum", self.domain))
+
+
+normalize = RowScale("normalize", X, 1, "nonnegative",
+                     "each row divided by its sum (rows of nonnegative values)")
+BUILTIN_OPS = {"normalize": normalize}
+
+
+def normalised_names(plan) -> tuple[str, ...]:
+    """Names of the operands that ``plan`` reads as ``apply(normalize, ·)``."""
+    from .errors import TypeCheckError
+    uses: dict = {}
+    for step in plan.steps:
+        node = step.node
+        operands = [node.arg] if isinstance(node, ir.RowReduce) else [node.left, node.right]
+        for operand in operands:
+            name, flipped, chain = row_operand(operand)
+            scaled = bool(chain) and isinstance(chain[0], RowScale)
+            if any(isinstance(op, RowScale) for op in chain[1:]) or (scaled and flipped):
+                raise TypeCheckError("normalize must be the first op applied to a matrix's rows",
+                                     got=ir.to_text(operand),
+                                     hint="write apply(f, apply(normalize, A)), and normalise A "
+                                          "rather than A.T")
+            uses.setdefault(name, set()).add(scaled)
+    mixed = sorted(n for n, u in uses.items() if len(u) > 1)
+    if mixed:
+        raise TypeCheckError("an operand is used both normalised and as given",
+                             got=", ".join(mixed),
+                             hint="use apply(normalize, A) everywhere A appears, or nowhere")
+    return tuple(n for n, u in uses.items() if u == {True})
+
+
+def normalise_rows(indptr, data, name: str, xp=np):
+    """Values of CSR rows divided by each row's sum (float64 arithmetic, ``data``'s dtype).
+    A row summing to 0 (an empty row) is left as it is; negative values are refused."""
+    from .errors import DomainError
+    if data.shape[0] == 0:
+        return data
+    v = data.astype(xp.float64)
+    if bool((v < 0).any()):
+        raise DomainError(f"input {name}: normalize divides each row by its sum and needs "
+                          "nonnegative values", got=f"a value of {float(v.min()):g}",
+                          hint="rows must be nonnegative weights, e.g. counts or probabilities")
+    ip = indptr.astype(xp.int64)
+    row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
+    sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
+    _scatter_add(sums, row, v, xp)
+    sums = xp.where(sums > 0, sums, 1.0)
+    return (v / sums[row]).astype(data.dtype)

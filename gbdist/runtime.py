@@ -142,13 +142,19 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None,
             base[name] = vector_to_row(inputs[name], name)
         else:
             base[name] = to_csr(inputs[name], name, drop_zeros)
+    from . import exact
+    # Conditioning acts on the rows as given (the proven invariance is of the metric as a
+    # function of its inputs), then apply(normalize, ·) divides rows by their sums.
     if condition:
-        from . import exact
         inv, names = exact.conditioned_names(plan)
         for name in names:
             m = base[name]
             base[name] = sps.csr_matrix((exact.condition_rows(m.indptr, m.data, m.shape[1], inv),
                                          m.indices, m.indptr), shape=m.shape)
+    for name in exact.normalised_names(plan):  # apply(normalize, ·): rows divided by their sum
+        m = base[name]
+        base[name] = sps.csr_matrix((exact.normalise_rows(m.indptr, m.data, name), m.indices,
+                                     m.indptr), shape=m.shape)
     data = {}
     left_keys = set()
     for step in plan.steps:

@@ -32,7 +32,10 @@ def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         if metric == "kl_divergence":
             t = np.where((a > 0) & (b > 0), a * np.log(a / b), 0.0)
             return t.sum(axis=2)
-        if metric == "jensenshannon":
+        if metric in ("jensenshannon", "jensenshannon_unnormalized"):
+            if metric == "jensenshannon":  # SciPy's: rows / their sums (an empty row stays 0)
+                a = a / np.where(a.sum(axis=2, keepdims=True) > 0, a.sum(axis=2, keepdims=True), 1)
+                b = b / np.where(b.sum(axis=2, keepdims=True) > 0, b.sum(axis=2, keepdims=True), 1)
             m = a + b
             t = np.where(a > 0, a * np.log(2 * a / m), 0.0) + np.where(b > 0, b * np.log(2 * b / m), 0.0)
             return np.sqrt(np.maximum(t.sum(axis=2) / 2, 0))
@@ -60,7 +63,9 @@ def row_scale(metric: str, X: np.ndarray, Y: np.ndarray, ref: np.ndarray) -> np.
         return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1), np.multiply)
     if metric == "canberra":
         return pair((X != 0).sum(1), (Y != 0).sum(1), np.add).astype(np.float64)
-    if metric in ("hellinger", "jensenshannon", "kl_divergence"):
+    if metric == "jensenshannon":
+        return np.ones_like(ref)
+    if metric in ("hellinger", "jensenshannon_unnormalized", "kl_divergence"):
         return np.maximum(pair(np.abs(X).sum(1), np.abs(Y).sum(1)), np.abs(ref))
     return np.ones_like(ref)  # cosine, correlation, braycurtis, hamming, jaccard, dice, russellrao
 

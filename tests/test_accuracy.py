@@ -84,3 +84,45 @@ def test_explain_shows_the_identity_proof():
     text = str(gb.explain("euclidean"))
     assert "d(a, a) = 0" in text and "checked numerically" in text
     assert "not a constant" in str(gb.explain("russellrao"))
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e6, -1e7])
+def test_correlation_large_mean_matches_scipy(offset):
+    """Issue 16 item 3: rows 1e8 + rand(100) gave [inf, 1.0, 0.29] (SciPy [1.018, 1.015,
+    1.015]); an offset of 1e6 gave 5e-3 errors and negative distances."""
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(7)
+    X = offset + rng.random((6, 100))
+    D = gb.pairwise_distances(X, metric="correlation", backend="cpu")
+    ref = cdist(X, X, "correlation")
+    assert np.abs(D - ref).max() <= 1e-6
+    assert (D >= 0).all() and (np.diagonal(D) == 0).all()
+    Y = offset + rng.random((3, 100))
+    np.testing.assert_allclose(gb.pairwise_distances(X, Y, metric="correlation", backend="cpu"),
+                               cdist(X, Y, "correlation"), atol=1e-6)
+
+
+def test_correlation_and_cosine_of_extreme_magnitudes():
+    """Rows of size 1e-160 gave −inf (squares underflow); rows of 1e200 overflow Σx².
+    Both metrics are proven scale-invariant, so rows are scaled by a power of two first;
+    the reference is SciPy on the rows rescaled to O(1) (SciPy itself underflows)."""
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(8)
+    base = rng.random((5, 60))
+    base[:, ::7] = 0.0
+    for scale in (1e-160, 1e-300, 1e200):
+        X = base * scale
+        for metric in ("correlation", "cosine"):
+            D = gb.pairwise_distances(X, metric=metric, backend="cpu")
+            assert np.isfinite(D).all(), (scale, metric)
+            np.testing.assert_allclose(D, cdist(base, base, metric), atol=1e-9)
+
+
+def test_invariances_are_derived_per_metric():
+    inv = {m: exact.invariance(metric_program(m).plan) for m in ("correlation", "cosine", "jaccard",
+                                                                  "hamming", "euclidean")}
+    assert inv["correlation"].scale and inv["correlation"].shift
+    assert inv["cosine"].scale and not inv["cosine"].shift
+    assert inv["jaccard"].scale and not inv["jaccard"].shift  # a shift can create zeros
+    assert not inv["hamming"].scale  # scaling one row changes which values are equal
+    assert not inv["euclidean"].scale and not inv["euclidean"].shift

@@ -250,11 +250,17 @@ class CUDABackend:
                 sides.setdefault(side, key)
         # Rows shifted / scaled as the metric is proven invariant under (gbdist.exact):
         # new value arrays, the caller's CuPy arrays are never modified.
+        # (first on the rows as given, then apply(normalize, ·) divides rows by their sums)
         inv, names = exact.conditioned_names(plan)
         for key, d in list(data.items()):
             if key[0] in names and not key[1]:
                 data[key] = DevCSR(d.indptr, d.indices,
                                    exact.condition_rows(d.indptr, d.data, d.shape[1], inv, cupy), d.shape)
+        normalised = exact.normalised_names(plan)
+        for key, d in list(data.items()):
+            if key[0] in normalised and not key[1]:
+                data[key] = DevCSR(d.indptr, d.indices,
+                                   exact.normalise_rows(d.indptr, d.data, key[0], cupy), d.shape)
         _check_domains_device(plan, data)
         widths = {d.shape[1] for d in data.values()}
         if len(widths) > 1:
