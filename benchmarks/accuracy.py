@@ -45,18 +45,16 @@ def _normalise_rows(X):
 def check_accuracy(metric, data, args):
     """(max scaled error, identical rows exact?) on a sample: Q = rows 0..q plus copies
     of index rows, against the first ``--index-rows`` rows."""
-    import cupy
     n = min(args.index_rows, data.shape[0])
     idx = data[:n]
     q = sps.vstack([data[: args.check_rows], idx[n - 8: n]]).tocsr()  # 8 copies of index rows
-    D = gb.pairwise_distances(q, idx, metric=metric, backend="cuda")
-    D = cupy.asnumpy(D) if not isinstance(D, np.ndarray) else D
+    D = gb.pairwise_distances(q, idx, metric=metric, backend=args.backend)
     err = max_scaled_error(metric, D, q.toarray(), idx.toarray())
     exact = True
     if metric not in NO_ZERO_SELF:
         copies = D[args.check_rows:, n - 8:n]
         diag = np.diagonal(copies)
-        S = gb.pairwise_distances(q, metric=metric, backend="cuda")
+        S = gb.pairwise_distances(q, metric=metric, backend=args.backend)
         sd = np.diagonal(S)
         exact = bool(((diag == 0) | np.isnan(diag)).all() and ((sd == 0) | np.isnan(sd)).all())
     return err, exact
@@ -86,10 +84,11 @@ def main(argv=None) -> int:
     ap.add_argument("--index-rows", type=int, default=256, help="index rows of the accuracy check")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--backend", default="cuda", help="cuda (default) or cpu (accuracy only)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     rows = []
-    print(f"{'data set':<13} {'metric':<14} {'max err/scale':>13} {'ok':>3} {'d(a,a)=0':>8}"
+    print(f"{'data set':<13} {'metric':<26} {'max err/scale':>13} {'ok':>3} {'d(a,a)=0':>8}"
           f" {'f32 acc ms':>10} {'f64 acc ms':>10} {'cost':>6}")
     for name in [d for d in args.datasets.split(",") if d]:
         X = datasets.load(name, args.data_dir)[0].astype(np.float32)
@@ -98,7 +97,7 @@ def main(argv=None) -> int:
             r = {"dataset": name, "metric": metric}
             try:
                 r["max_err"], r["identical_exact"] = check_accuracy(metric, data, args)
-                if not args.no_timing:
+                if not args.no_timing and args.backend == "cuda":
                     t = time_modes(metric, data, args)
                     r["ms_float32"], r["ms_float64"] = t["float32"], t["auto"]
                     r["cost"] = t["auto"] / t["float32"] - 1.0
@@ -107,7 +106,7 @@ def main(argv=None) -> int:
             rows.append(r)
             ok = "yes" if r.get("max_err", np.inf) <= BOUND else "NO"
             f = (lambda v, s="{:10.2f}": s.format(v) if isinstance(v, float) else f"{'-':>10}")
-            print(f"{name:<13} {metric:<14} {r.get('max_err', float('nan')):>13.2e} {ok:>3}"
+            print(f"{name:<13} {metric:<26} {r.get('max_err', float('nan')):>13.2e} {ok:>3}"
                   f" {str(r.get('identical_exact', '-')):>8} {f(r.get('ms_float32'))} {f(r.get('ms_float64'))}"
                   f" {('%+5.0f%%' % (100 * r['cost'])) if 'cost' in r else '-':>6}"
                   + (f"  {r['error']}" if "error" in r else ""), flush=True)
