@@ -42,6 +42,7 @@ from . import ir
 from .ops import X, Y, Op
 from .typecheck import row_operand
 
+FORMAT = 1  # of the cached records below; bump when the proofs change
 _K = sp.Symbol("k", positive=True, integer=True)
 _NNZ = sp.Symbol("nnz", nonnegative=True, integer=True)
 
@@ -187,15 +188,18 @@ def _constant_of(e: sp.Expr) -> float | None:
     return None
 
 
-def _simplified(e: sp.Expr) -> list[sp.Expr]:
-    """A few canonical forms of ``e`` (sympy's simplify alone misses Max(u, 0) / u)."""
-    out = []
-    for attempt in (lambda z: z, lambda z: z.rewrite(sp.Piecewise)):
+def _simplified(e: sp.Expr):
+    """Canonical forms of ``e``, cheapest first (sympy's simplify alone misses
+    Max(u, 0) / u; folding Max/Min into Piecewise branches often decides it unaided)."""
+    attempts = (lambda z: z,
+                lambda z: sp.piecewise_fold(z.rewrite(sp.Piecewise)),
+                lambda z: sp.simplify(sp.piecewise_fold(z)),
+                lambda z: sp.simplify(sp.piecewise_fold(z.rewrite(sp.Piecewise))))
+    for attempt in attempts:
         try:
-            out.append(sp.simplify(sp.piecewise_fold(attempt(e))))
+            yield attempt(e)
         except (TypeError, ValueError, NotImplementedError, RecursionError, AttributeError):
             continue
-    return out
 
 
 def _self_value_uncached(plan) -> SelfValue:
@@ -227,11 +231,21 @@ _CACHE: dict = {}
 
 
 def self_value(plan) -> SelfValue:
-    """The proven value of d(a, a) for ``plan`` (cached by the plan's structural key)."""
+    """The proven value of d(a, a) for ``plan`` (cached by the plan's structural key, in
+    the process and in the on-disk analysis cache, gbdist/cache.py)."""
     key = (plan.expr.key, tuple(sorted(plan.roles.items())))
     sv = _CACHE.get(key)
     if sv is None:
-        sv = _CACHE[key] = _self_value_uncached(plan)
+        from . import cache
+        disk = cache.key_of("exact.self_value", FORMAT, key)
+        rec = cache.load(disk)
+        try:
+            v = rec["value"]
+            sv = SelfValue(None if v is None else float(v), str(rec["statement"]), str(rec["checked"]))
+        except (TypeError, KeyError, ValueError):
+            sv = _self_value_uncached(plan)
+            cache.store(disk, {"value": sv.value, "statement": sv.statement, "checked": sv.checked})
+        _CACHE[key] = sv
     return sv
 
 
@@ -462,11 +476,20 @@ _INV_CACHE: dict = {}
 
 
 def invariance(plan) -> Invariance:
-    """The per-row invariances of ``plan`` (cached by the plan's structural key)."""
+    """The per-row invariances of ``plan`` (cached by the plan's structural key, in the
+    process and on disk)."""
     key = (plan.expr.key, tuple(sorted(plan.roles.items())))
     inv = _INV_CACHE.get(key)
     if inv is None:
-        inv = _INV_CACHE[key] = _invariance_uncached(plan)
+        from . import cache
+        disk = cache.key_of("exact.invariance", FORMAT, key)
+        rec = cache.load(disk)
+        try:
+            inv = Invariance(rec["scale"] is True, rec["shift"] is True, str(rec["detail"]))
+        except (TypeError, KeyError):
+            inv = _invariance_uncached(plan)
+            cache.store(disk, {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
+        _INV_CACHE[key] = inv
     return inv
 
 
