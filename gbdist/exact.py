@@ -376,8 +376,9 @@ def identical_pairs(left, right, xp=np):
 
 
 def apply_self_value(plan, out, left, right, xp=np):
-    """Write the proven d(a, a) into ``out`` (rows × cols, writeable) wherever a left row
-    equals a right row and the computed value is finite. Returns ``out``."""
+    """Write the proven d(a, a) into ``out`` (rows × cols) wherever a left row equals a
+    right row and the computed value is finite. Returns ``out`` (a copy when it was a
+    read-only NumPy view and something was written)."""
     sv = self_value(plan)
     if sv.value is None or out.size == 0:
         return out
@@ -386,6 +387,8 @@ def apply_self_value(plan, out, left, right, xp=np):
         return out
     cur = out[i, j]
     fin = xp.isfinite(cur)
+    if xp is np and not out.flags.writeable:  # a broadcast view: copy only when writing
+        out = np.array(out)
     out[i[fin], j[fin]] = out.dtype.type(sv.value)
     return out
 

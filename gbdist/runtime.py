@@ -238,7 +238,7 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None, exact: boo
                            r1 - r0, b.n)
         if pair is not None and plan.output_kind == "matrix":
             lk, rk = left[pair[0]], b.data[pair[1]]
-            out = exact_mod.apply_self_value(plan, np.array(out), (lk.indptr, lk.indices, lk.data),
+            out = exact_mod.apply_self_value(plan, out, (lk.indptr, lk.indices, lk.data),
                                              (rk.indptr, rk.indices, rk.data))
         yield r0, r1, out
 
