@@ -85,3 +85,42 @@ def test_ranges_on_device():
     for metric in ("cosine", "correlation"):
         D = gb.pairwise_distances(X, metric=metric, backend="cuda")
         assert (D >= 0).all() and (D <= 2).all(), metric
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e6])
+def test_correlation_large_mean_on_device(offset):
+    """Issue 16 item 3 on the GPU: rows are centred on the device (float64 input)."""
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(7)
+    X = offset + rng.random((6, 100))
+    D = gb.pairwise_distances(X, metric="correlation", backend="cuda")
+    assert np.abs(D - cdist(X, X, "correlation")).max() <= 1e-6
+    assert (D >= 0).all() and (np.diagonal(D) == 0).all()
+
+
+def test_extreme_magnitudes_on_device():
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(8)
+    base = rng.random((5, 60))
+    base[:, ::7] = 0.0
+    for scale in (1e-160, 1e200):
+        for metric in ("correlation", "cosine"):
+            D = gb.pairwise_distances(base * scale, metric=metric, backend="cuda")
+            np.testing.assert_allclose(D, cdist(base, base, metric), atol=1e-9)
+
+
+def test_jensenshannon_is_scipys_on_device():
+    """Rows are divided by their sums on the device (a CuPy input stays unmodified)."""
+    import cupyx.scipy.sparse as cps
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(9)
+    X = rng.random((7, 12)) * 5
+    Y = rng.random((5, 12))
+    Xg = cps.csr_matrix(sps.csr_matrix(X))
+    before = Xg.data.copy()
+    for dtype in (np.float64, np.float32):
+        D = gb.pairwise_distances(X.astype(dtype), Y.astype(dtype), metric="jensenshannon", backend="cuda")
+        np.testing.assert_allclose(D, cdist(X.astype(dtype), Y.astype(dtype), "jensenshannon"),
+                                   atol=1e-6 if dtype == np.float32 else 1e-12)
+    gb.pairwise_distances(Xg, Xg, metric="jensenshannon", backend="cuda")
+    assert bool((Xg.data == before).all())
