@@ -126,3 +126,32 @@ def test_invariances_are_derived_per_metric():
     assert inv["jaccard"].scale and not inv["jaccard"].shift  # a shift can create zeros
     assert not inv["hamming"].scale  # scaling one row changes which values are equal
     assert not inv["euclidean"].scale and not inv["euclidean"].shift
+
+
+def test_array_module_generic_paths(monkeypatch):
+    """exact.py's device branches (xp not NumPy: cupyx.scatter_*) agree with the NumPy
+    ones, run here through a NumPy-backed stand-in module (the GPU tests run CuPy)."""
+    import sys
+    import types
+    fake_xp = types.ModuleType("fake_xp")
+    fake_xp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add = lambda a, i, v: np.add.at(a, i, v)
+    cupyx.scatter_max = lambda a, i, v: np.maximum.at(a, i, v)
+    cupyx.scatter_min = lambda a, i, v: np.minimum.at(a, i, v)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    rng = np.random.default_rng(11)
+    X = sps.random(30, 12, density=0.5, random_state=rng, format="csr") * 1e8
+    X = sps.vstack([X, X[:4], sps.csr_matrix(1e8 + rng.random((3, 12)))]).tocsr()
+    inv = exact.Invariance(True, True, "")
+    for dt in (np.float64, np.float32):
+        data = X.data.astype(dt)
+        np.testing.assert_array_equal(exact.condition_rows(X.indptr, data, 12, inv, fake_xp),
+                                      exact.condition_rows(X.indptr, data, 12, inv, np))
+        np.testing.assert_array_equal(exact.normalise_rows(X.indptr, data, "X", fake_xp),
+                                      exact.normalise_rows(X.indptr, data, "X", np))
+        ops = (X.indptr, X.indices, data)
+        a = exact.identical_pairs(ops, ops, fake_xp)
+        b = exact.identical_pairs(ops, ops, np)
+        assert sorted(zip(*map(list, a))) == sorted(zip(*map(list, b)))
+        assert (30, 0) in set(zip(*map(list, b))) and len(b[0]) == 37 + 8  # the diagonal and 4 duplicated rows both ways
