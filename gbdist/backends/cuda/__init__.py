@@ -318,8 +318,8 @@ class CUDABackend:
         for r, red in enumerate(gen.reductions):
             d = data[row_operand(red.step.node.arg)[:2]]
             side, buf = (cols, colbuf) if red.kind == "col" else (rows, rowbuf)
-            at = side.index(red) * d.shape[0]
-            out = buf[at:at + d.shape[0]]
+            off = side.index(red) * d.shape[0]
+            out = buf[off:off + d.shape[0]]
             fn = mod.get_function(names[r])
             blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
             fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
