@@ -198,9 +198,15 @@ def main(argv=None) -> int:
                    help="also time every CUDA strategy the plan allows (to fit the cost model)")
     p.add_argument("--naive-max-pairs", type=float, default=3e8,
                    help="skip the naive merge kernel above this many output pairs (it takes minutes)")
+    p.add_argument("--accumulate", default="auto", choices=("auto", "float32", "float64"),
+                   help="CUDA accumulation type for float32 data (default auto = float64); "
+                        "benchmarks/accuracy.py times both and checks accuracy")
     p.add_argument("--json", default=None)
     knn_bench.add_arguments(p)
     args = p.parse_args(argv)
+    from gbdist.backends.cuda import _DEFAULT, accumulator_dtype
+    accumulator_dtype(np.float32, args.accumulate)  # validates
+    _DEFAULT["accumulate"] = args.accumulate
     args.metrics = [m for m in args.metrics.split(",") if m]
     if args.knn:  # the kNN benchmark (benchmarks/knn.py), not the distance one
         out = knn_bench.run_knn(args)
@@ -210,7 +216,8 @@ def main(argv=None) -> int:
 
     import cupy
     dev = cupy.cuda.runtime.getDeviceProperties(0)
-    print(f"device: {dev['name'].decode()}; CuPy {cupy.__version__}; gbdist {gb.__version__}", flush=True)
+    print(f"device: {dev['name'].decode()}; CuPy {cupy.__version__}; gbdist {gb.__version__};"
+          f" accumulate={args.accumulate}", flush=True)
     results: list = []
     for name in [d for d in args.datasets.split(",") if d]:
         X = datasets.load(name, args.data_dir)[0].astype(np.float32)

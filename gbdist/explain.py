@@ -108,6 +108,9 @@ class Explanation:
         for name, text, kind in self.steps:
             out.append(f"  {name} = {text}    [{kind}]")
         out.append(f"  result = {self.epilogue}")
+        from .exact import invariance, self_value  # gbdist/exact.py
+        out.append(f"  identical rows  {self_value(self.plan)}")
+        out.append(f"  conditioning    {invariance(self.plan)}")
         if self.cuda:
             out += ["", "generated CUDA", self.cuda]
         return "\n".join(out)

@@ -329,6 +329,9 @@ _GLOBAL: dict[str, tuple[object, str]] = {}
 def _builtin(name: str):
     if name in _ops.BY_NAME:
         return _ops.BY_NAME[name]
+    from .exact import BUILTIN_OPS  # normalize: an op bound per row (gbdist/exact.py)
+    if name in BUILTIN_OPS:
+        return BUILTIN_OPS[name]
     if name in _builtin_semirings:
         return _builtin_semirings[name]
     return None

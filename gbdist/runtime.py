@@ -175,7 +175,7 @@ def compress_columns(data: dict, ncols: int) -> dict:
 
 
 def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_finite=True,
-         labels: dict | None = None, ensure_non_empty: bool = False) -> Bound:
+         labels: dict | None = None, ensure_non_empty: bool = False, condition: bool = True) -> Bound:
     """Check and canonicalise the inputs of a plan.
 
     Every operand is validated (memory safety, real dtype, finiteness as
@@ -183,7 +183,9 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_
     names to the names errors use (``{"A": "X", "B": "Y"}`` for
     ``pairwise_distances``); ``ensure_non_empty`` refuses 0 rows or 0 columns
     with scikit-learn's message. The same object passed under two names is
-    canonicalised once.
+    canonicalised once. ``condition``: rows are shifted / scaled as the metric is
+    proven invariant under (``gbdist.exact.condition_rows``), so that expanded sums
+    do not cancel or overflow.
     """
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     labels = labels or {}
@@ -211,6 +213,19 @@ def bind(plan: Plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_
         base[name] = seen[key]
         if ensure_non_empty:
             check_non_empty(base[name].shape, label)
+    from . import exact
+    # Conditioning acts on the rows as given (the proven invariance is of the metric as a
+    # function of its inputs), then apply(normalize, ·) divides rows by their sums.
+    if condition:
+        inv, names = exact.conditioned_names(plan)
+        for name in names:
+            m = base[name]
+            base[name] = sps.csr_matrix((exact.condition_rows(m.indptr, m.data, m.shape[1], inv),
+                                         m.indices, m.indptr), shape=m.shape)
+    for name in exact.normalised_names(plan):  # apply(normalize, ·): rows divided by their sum
+        m = base[name]
+        base[name] = sps.csr_matrix((exact.normalise_rows(m.indptr, m.data, name), m.indices,
+                                     m.indptr), shape=m.shape)
     data = {}
     left_keys = set()
     for step in plan.steps:
@@ -248,10 +263,16 @@ def _block_rows(b: Bound, budget: int) -> int:
     return int(max(1, min(b.m, budget // per_row)))
 
 
-def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Yield (row_start, row_stop, result rows) blocks of the output."""
-    budget = check_working_memory(working_memory) or DEFAULT_WORKING_MEMORY
+def iter_blocks(b: Bound, backend, working_memory: int | None = None, exact: bool = True
+                ) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield (row_start, row_stop, result rows) blocks of the output.
+
+    ``exact``: where a left row equals a right row, write the value of d(a, a) the
+    algebra proves (``gbdist.exact``) instead of the rounded cancellation."""
+    from . import exact as exact_mod
     plan = b.plan
+    pair = exact_mod.operand_pair(plan) if exact else None
+    budget = check_working_memory(working_memory) or DEFAULT_WORKING_MEMORY
     fixed = {}  # steps that read right-side operands only: computed once
     for step in plan.steps:
         if all(side == "right" for side, _ in step.sides):
@@ -267,7 +288,11 @@ def iter_blocks(b: Bound, backend, working_memory: int | None = None) -> Iterato
                 results[step.name] = backend.run_step(step, left, b.data, b.ncols)
         out = backend.epilogue(plan.epilogue, results, b.ncols)
         out = _shape_block(out, plan.output_kind, r1 - r0, b.n)
-        if fix is not None:
+        if pair is not None and plan.output_kind == "matrix":
+            lk, rk = left[pair[0]], b.data[pair[1]]
+            out = exact_mod.apply_self_value(plan, out, (lk.indptr, lk.indices, lk.data),
+                                             (rk.indptr, rk.indices, rk.data))
+        if fix is not None:  # after the exact pass: non-finite rows keep their IEEE value
             out = fix(out, r0, r1, results)
         yield r0, r1, out
 

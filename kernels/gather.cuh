@@ -27,6 +27,9 @@
 // When K does not fit in one chunk, partial accumulators live in tmp between
 // chunks and the epilogue runs after the last chunk.
 //
+// Types: Spec::T is the stored values' type (data, shared memory, out), Spec::A
+// the accumulators' (tmp, colred, rowred, the epilogue): double for float data
+// unless the caller asks for float accumulation.
 // Layout: out is n_left x n_right (row-major); tmp is NACC x n_left x n_right;
 // colred is (#col reductions) x n_left; rowred is (#row reductions) x n_right.
 template <class Spec, int R, int MODE, int G, typename I>
@@ -36,10 +39,11 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
           const I* __restrict__ sptr, const I* __restrict__ sidx,
           const typename Spec::T* __restrict__ sval, long long n_stream,
           long long K, long long kchunk, const I* __restrict__ dcp, const I* __restrict__ scp,
-          typename Spec::T* __restrict__ out, typename Spec::T* __restrict__ tmp,
+          typename Spec::T* __restrict__ out, typename Spec::A* __restrict__ tmp,
           long long n_left, long long n_right,
-          const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
+          const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred) {
   typedef typename Spec::T T;
+  typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
   T* dense = reinterpret_cast<T*>(gb_smem);
   unsigned char* stored = gb_smem + sizeof(T) * R * kchunk;
@@ -87,7 +91,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
     for (long long jb = s0 + (long long)warp * per_warp; jb < s1; jb += (long long)nwarps * per_warp) {
       const long long j = jb + group;
       const bool active = j < s1;
-      T acc[R][Spec::NACC];
+      A acc[R][Spec::NACC];
 #pragma unroll
       for (int r = 0; r < R; ++r) Spec::init(acc[r]);
       I p0 = 0, p1 = 0;
@@ -116,13 +120,13 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
         const long long jj = (MODE == 2) ? d : j;
         const long long o = i * n_right + jj;
         if (MODE == 2 || !first) {
-          T prev[Spec::NACC];
+          A prev[Spec::NACC];
 #pragma unroll
           for (int s = 0; s < Spec::NACC; ++s) prev[s] = tmp[s * plane + o];
           Spec::combine(acc[r], prev);
         }
         if (MODE != 1 && last) {
-          out[o] = Spec::epilogue(acc[r], i, jj, n_left, n_right, colred, rowred, K);
+          out[o] = (T)Spec::epilogue(acc[r], i, jj, n_left, n_right, colred, rowred, K);
         } else {
 #pragma unroll
           for (int s = 0; s < Spec::NACC; ++s) tmp[s * plane + o] = acc[r][s];

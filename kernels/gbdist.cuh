@@ -17,8 +17,8 @@ template <typename T> __device__ __forceinline__ T gb_sign(T a) {
 // Reduction of all NACC accumulators across each aligned group of G lanes
 // (G = 32: the whole warp), with the spec's combine.
 template <class Spec, int G>
-__device__ __forceinline__ void gb_group_reduce(typename Spec::T* acc) {
-  typedef typename Spec::T T;
+__device__ __forceinline__ void gb_group_reduce(typename Spec::A* acc) {
+  typedef typename Spec::A T;
 #pragma unroll
   for (int off = G / 2; off > 0; off >>= 1) {
     T other[Spec::NACC];

@@ -4,8 +4,8 @@
 // and finish(acc, missing) (the fill value's contribution for unstored entries).
 template <class RS, typename I>
 __global__ void gb_row_reduce(const I* __restrict__ ptr, const typename RS::T* __restrict__ val,
-                              long long nrows, long long K, typename RS::T* __restrict__ out) {
-  typedef typename RS::T T;
+                              long long nrows, long long K, typename RS::A* __restrict__ out) {
+  typedef typename RS::A T;  // the accumulator type: map() widens each stored value
   const int lane = threadIdx.x & 31;
   long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const long long stride = ((long long)gridDim.x * blockDim.x) >> 5;

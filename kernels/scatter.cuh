@@ -18,17 +18,18 @@ gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,
            const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,
            const I* __restrict__ tptr, int ntiles, long long J, long long n_right, long long K,
            typename Spec::T* __restrict__ out,
-           const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
+           const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred) {
   typedef typename Spec::T T;
+  typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
-  T* acc = reinterpret_cast<T*>(gb_smem);  // NACC x J
+  A* acc = reinterpret_cast<A*>(gb_smem);  // NACC x J accumulators
   const long long i = blockIdx.x;
   const int t = blockIdx.y;
   const long long j0 = (long long)t * J;
   const long long width = (n_right - j0 < J) ? n_right - j0 : J;
   if (i >= n_left || width <= 0) return;
   {
-    T init[Spec::NACC];
+    A init[Spec::NACC];
     Spec::init(init);
     for (long long q = threadIdx.x; q < width; q += blockDim.x) {
 #pragma unroll
@@ -50,9 +51,9 @@ gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,
   }
   __syncthreads();
   for (long long q = threadIdx.x; q < width; q += blockDim.x) {
-    T v[Spec::NACC];
+    A v[Spec::NACC];
 #pragma unroll
     for (int s = 0; s < Spec::NACC; ++s) v[s] = acc[s * J + q];
-    out[i * n_right + j0 + q] = Spec::epilogue(v, i, j0 + q, n_left, n_right, colred, rowred, K);
+    out[i * n_right + j0 + q] = (T)Spec::epilogue(v, i, j0 + q, n_left, n_right, colred, rowred, K);
   }
 }

@@ -21,10 +21,11 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
                 const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,
                 const I* __restrict__ tptr, int ntiles, long long J, long long n_right, long long K,
                 typename Spec::T* __restrict__ out,
-                const typename Spec::T* __restrict__ colred, const typename Spec::T* __restrict__ rowred) {
+                const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred) {
   typedef typename Spec::T T;
+  typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
-  T* acc = reinterpret_cast<T*>(gb_smem);                           // J values
+  A* acc = reinterpret_cast<A*>(gb_smem);                           // J accumulators
   unsigned int* amask = reinterpret_cast<unsigned int*>(acc + J);   // K bits
   const long long i = blockIdx.x;
   const int t = blockIdx.y;
@@ -53,7 +54,7 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
   __syncthreads();
   for (long long q = threadIdx.x; q < width; q += blockDim.x) {
     const long long j = j0 + q;
-    T v = acc[q];
+    A v = acc[q];
     const I b0 = bptr[j], b1 = bptr[j + 1];
     // A_i \ B_j: the first of A_i's entries (by L) whose column B_j does not store.
     for (I p = a0; p < a1; ++p) {
@@ -67,16 +68,16 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
       const long long k = (long long)bidx[e];
       if (!((amask[k >> 5] >> (k & 31)) & 1u)) { v = Spec::union_combine(v, Spec::union_R(bval[e])); break; }
     }
-    T vals[Spec::NACC];
+    A vals[Spec::NACC];
     vals[0] = v;
-    out[i * n_right + j] = Spec::epilogue(vals, i, j, n_left, n_right, colred, rowred, K);
+    out[i * n_right + j] = (T)Spec::epilogue(vals, i, j, n_left, n_right, colred, rowred, K);
   }
 }
 
 // out[p] = Map::map(val[p]): the sort keys of the sorted union (L or R per entry).
 template <class Map>
 __global__ void gb_map_values(const typename Map::T* __restrict__ val, long long n,
-                              typename Map::T* __restrict__ out) {
+                              typename Map::A* __restrict__ out) {
   for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n;
        p += (long long)gridDim.x * blockDim.x)
     out[p] = Map::map(val[p]);

@@ -30,8 +30,8 @@ def _nvcc(source: str):
 @pytest.mark.parametrize("metric,params", CASES, ids=[f"{m}{p.get('p', '')}" for m, p in CASES])
 def test_every_metric_compiles(metric, params):
     sources = []
-    for dt in (np.float32, np.float64):
-        gen = generate(metric_program(metric, **params).plan, dt)
+    for dt, acc in ((np.float32, None), (np.float64, None), (np.float32, np.float64)):
+        gen = generate(metric_program(metric, **params).plan, dt, acc)
         sources.append(standalone_source(gen, 4, "int"))
     gen64 = generate(metric_program(metric, **params).plan, np.float32)
     sources.append(standalone_source(gen64, 8, "long long"))
@@ -61,6 +61,16 @@ def test_printer_refuses_unknown_functions():
     x = sp.Symbol("x", real=True)
     with pytest.raises(gb.BackendError):
         scalar(sp.zeta(x), CudaPrinter(np.float64))
+
+
+def test_float32_data_accumulates_in_double():
+    """float32 storage, double accumulators, formulas and epilogue (issue 8 item 3)."""
+    gen = generate(metric_program("euclidean").plan, np.float32, np.float64)
+    spec = gen.source[gen.source.index("struct Spec "):]
+    assert "typedef float gb_real;" in gen.source and "typedef double gb_acc;" in gen.source
+    assert "typedef double A;" in spec and "static A epilogue(A* acc" in spec
+    assert "sqrtf" not in spec and "sqrt(" in spec
+    assert "const A x = (A)d;" in spec
 
 
 def test_epilogue_is_fused_into_the_product_kernel():

@@ -185,7 +185,7 @@ def test_helpers_let_and_metric_calls_inline():
     d = gb.define("""
         def g_norm(M) = sqrt(reduce(apply(square, M), plus))
         metric g_cos2(A, B) = let dot = mxm(A, B.T, plus_times), n = g_norm(A) * g_norm(B)
-                              in 1 - dot / n
+                              in max(min(1 - dot / n, 2), 0)
         metric g_twice(X, Y) = 2 * manhattan(X, Y) + minkowski(X, Y; p = 3) + minkowski(X, Y, p=1)
     """, source="<helpers>")
     assert d.metrics["g_cos2"].expression() == metrics_expr("cosine")

@@ -11,6 +11,7 @@ import scipy.sparse as sps
 from scipy.spatial.distance import cdist
 
 import gbdist as gb
+from gbdist.exact import normalize
 from gbdist import library, metrics, ops
 from gbdist.algebra import semiring, semirings
 
@@ -55,7 +56,8 @@ def _correlation(A, B):
     vb = gb.maximum(qb - sb * sb / k, 0)
     const_a = gb.eq(gb.reduce(A, ops.max), gb.reduce(A, ops.min))
     const_b = gb.eq(gb.reduce(B, ops.max), gb.reduce(B, ops.min))
-    return gb.where(const_a + const_b > 0, float("nan"), 1 - num / gb.sqrt(va * vb))
+    return gb.where(const_a + const_b > 0, float("nan"),
+                    gb.maximum(gb.minimum(1 - num / gb.sqrt(va * vb), 2), 0))
 
 
 def _jaccard(A, B):
@@ -73,14 +75,18 @@ PYTHON = {
     "canberra": lambda A, B: gb.mxm(A, B.T, semiring(canberra_op, ops.plus)),
     "braycurtis": lambda A, B: (gb.mxm(A, B.T, semirings.plus_absdiff)
                                 / gb.mxm(A, B.T, semiring(abssum_op, ops.plus))),
-    "cosine": lambda A, B: 1 - gb.mxm(A, B.T, semirings.plus_times) / (_norm2(A) * _norm2(B)),
+    "cosine": lambda A, B: gb.maximum(gb.minimum(
+        1 - gb.mxm(A, B.T, semirings.plus_times) / (_norm2(A) * _norm2(B)), 2), 0),
     "correlation": _correlation,
     "hamming": lambda A, B: gb.mxm(A, B.T, semirings.plus_ne) / gb.ncols(A),
     "jaccard": _jaccard,
     "dice": lambda A, B: ((_nnz(A) + _nnz(B)) - 2 * _shared(A, B)) / (_nnz(A) + _nnz(B)),
     "russellrao": lambda A, B: (gb.ncols(A) - _shared(A, B)) / gb.ncols(A),
     "hellinger": lambda A, B: gb.sqrt(gb.mxm(A, B.T, semiring(hellinger_op, ops.plus))) / math.sqrt(2.0),
-    "jensenshannon": lambda A, B: gb.sqrt(gb.maximum(gb.mxm(A, B.T, semiring(js_op, ops.plus)) / 2, 0)),
+    "jensenshannon_unnormalized": lambda A, B: gb.sqrt(gb.maximum(
+        gb.mxm(A, B.T, semiring(js_op, ops.plus)) / 2, 0)),
+    "jensenshannon": lambda A, B: gb.sqrt(gb.maximum(gb.mxm(
+        gb.apply(normalize, A), gb.apply(normalize, B).T, semiring(js_op, ops.plus)) / 2, 0)),
     "kl_divergence": lambda A, B: gb.mxm(A, B.T, semiring(kl_op, ops.plus, annihilator=0)),
     "inner_product": lambda A, B: gb.mxm(A, B.T, semirings.plus_times),
 }

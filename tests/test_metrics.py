@@ -67,6 +67,7 @@ METRICS = {
     "russellrao": ({}, "binary", _cdist("russellrao"), 1),
     "hellinger": ({}, "nonneg", _hellinger, 2),
     "jensenshannon": ({}, "prob", _cdist("jensenshannon"), 2),
+    "jensenshannon_unnormalized": ({}, "prob", _cdist("jensenshannon"), 2),
     "kl_divergence": ({}, "nonneg", _kl_shared_support, 1),
     "inner_product": ({}, "real", _inner, 1),
 }
@@ -218,11 +219,12 @@ def test_correlation_of_a_constant_row_is_nan():
     assert_allclose(Ds, D, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
-def test_jensenshannon_is_the_formula_on_unnormalised_rows():
-    """SciPy normalises each row; gbdist applies the formula to the values as given."""
+def test_jensenshannon_unnormalized_is_the_formula_on_the_values():
+    """jensenshannon_unnormalized applies the formula to the values as given;
+    jensenshannon normalises each row first, as SciPy does (issue 8 item 8)."""
     rng = np.random.default_rng(5)
     X, Y = random_dense(rng, 8, 10, "nonneg"), random_dense(rng, 6, 10, "nonneg")
-    D = gb.pairwise_distances(X, Y, metric="jensenshannon", backend="cpu")
+    D = gb.pairwise_distances(X, Y, metric="jensenshannon_unnormalized", backend="cpu")
 
     def term(a, b):
         with np.errstate(all="ignore"):
@@ -232,10 +234,17 @@ def test_jensenshannon_is_the_formula_on_unnormalised_rows():
     # scaling a row changes gbdist's value but not SciPy's
     P = X[~(X == 0).all(1)]
     P = P / P.sum(1, keepdims=True)
-    d1 = gb.pairwise_distances(P[:2], metric="jensenshannon")[0, 1]
-    d2 = gb.pairwise_distances(P[:2] * [[3.0], [3.0]], metric="jensenshannon")[0, 1]
+    d1 = gb.pairwise_distances(P[:2], metric="jensenshannon_unnormalized")[0, 1]
+    d2 = gb.pairwise_distances(P[:2] * [[3.0], [3.0]], metric="jensenshannon_unnormalized")[0, 1]
     assert_allclose(d1, cdist(P[:2], P[:2], "jensenshannon")[0, 1], rtol=1e-9)
     assert not np.isclose(d1, d2)
+    # jensenshannon is SciPy's: scaling a row changes nothing
+    Q = X[~(X == 0).all(1)]
+    R2 = Y[~(Y == 0).all(1)]
+    assert_allclose(gb.pairwise_distances(Q, R2, metric="jensenshannon", backend="cpu"),
+                    cdist(Q, R2, "jensenshannon"), rtol=1e-9, atol=1e-12)
+    assert_allclose(gb.pairwise_distances(np.array([[1.0, 2, 3]]), np.array([[3.0, 2, 1]]),
+                                          metric="jensenshannon"), [[0.2953100471720493]], rtol=1e-12)
 
 
 def test_kl_divergence_sums_over_the_shared_support():

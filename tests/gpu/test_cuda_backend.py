@@ -13,7 +13,7 @@ import gbdist as gb
 cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 
-NONNEG = {"hellinger", "jensenshannon", "kl_divergence"}
+NONNEG = {"hellinger", "jensenshannon", "jensenshannon_unnormalized", "kl_divergence"}
 BINARY = {"jaccard", "dice", "russellrao"}
 
 

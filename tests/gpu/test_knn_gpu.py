@@ -18,7 +18,7 @@ cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 from gbdist.backends.cuda import CUDABackend, topk  # noqa: E402
 
-NONNEG = {"hellinger", "jensenshannon", "kl_divergence"}
+NONNEG = {"hellinger", "jensenshannon", "jensenshannon_unnormalized", "kl_divergence"}
 BINARY = {"jaccard", "dice", "russellrao"}
 
 

@@ -10,9 +10,17 @@ passes).
 
 Inputs: CuPy (cupyx sparse or dense) inputs give CuPy outputs; SciPy/NumPy
 inputs are moved to the device and the result comes back as NumPy.
+
+Accuracy: float32 data is stored and read as float32, but accumulated, reduced
+and finished (the epilogue) in float64 (``accumulate="auto"``, the default; the
+dense strategy then multiplies with DGEMM); the result is rounded to float32
+once. ``accumulate="float32"`` keeps every step in float32 (faster, and ~1e-3
+errors where sums cancel). Identical rows get the value of d(a, a) the algebra
+proves (``gbdist.exact``), written on the device.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -21,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import ir
+from ... import exact, ir
 from ...errors import InputError
 from ...plan import Plan
 from ...runtime import is_cupy, result_dtype, to_csr, vector_to_row
@@ -31,6 +39,32 @@ from .codegen import Generated, generate
 _LOCK = threading.Lock()
 THREADS = 512
 ROWS_CHOICES = (8, 4, 2, 1)
+ACCUMULATE = ("auto", "float32", "float64")
+_DEFAULT = {"accumulate": "auto"}
+
+
+def accumulator_dtype(dtype, accumulate: str | None = None) -> np.dtype:
+    """The type sums, reductions and the epilogue are computed in for ``dtype`` data:
+    float64 unless ``accumulate="float32"`` (and float32 data)."""
+    mode = accumulate or _DEFAULT["accumulate"]
+    if mode not in ACCUMULATE:
+        raise InputError("unknown accumulate mode", expected=", ".join(ACCUMULATE), got=repr(mode))
+    if mode == "float32" and np.dtype(dtype) == np.float32:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+@contextlib.contextmanager
+def accumulate(mode: str):
+    """Within the block, CUDA runs accumulate in ``mode`` ("auto", "float32", "float64"),
+    e.g. to measure what float64 accumulation costs (benchmarks/accuracy.py)."""
+    accumulator_dtype(np.float32, mode)  # validates
+    old = _DEFAULT["accumulate"]
+    _DEFAULT["accumulate"] = mode
+    try:
+        yield
+    finally:
+        _DEFAULT["accumulate"] = old
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,10 +77,10 @@ def available() -> bool:
         return False
 
 
-def generate_source(plan: Plan, dtype=np.float32) -> str:
+def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None) -> str:
     """The CUDA source the backend compiles for ``plan`` (for ``gbdist explain --cuda``),
     headed by the strategies that can run it and how the runtime chooses."""
-    gen = _generated(plan, np.dtype(dtype).name)
+    gen = _generated(plan, np.dtype(dtype).name, accumulator_dtype(dtype, accumulate).name)
     if gen.strategies:
         head = [
             f"// strategies for this plan: {', '.join(gen.strategies)}",
@@ -66,12 +100,14 @@ def generate_source(plan: Plan, dtype=np.float32) -> str:
 _GENERATED: dict = {}
 
 
-def _generated(plan: Plan, dtype_name: str) -> Generated:
-    """Generated source, cached by the plan's structural key and the dtype."""
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name)
+def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None) -> Generated:
+    """Generated source, cached by the plan's structural key, the dtype and the
+    accumulator type (default: :func:`accumulator_dtype` of the dtype)."""
+    acc_name = acc_name or accumulator_dtype(dtype_name).name
+    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name)
     gen = _GENERATED.get(key)
     if gen is None:
-        gen = _GENERATED[key] = generate(plan, np.dtype(dtype_name))
+        gen = _GENERATED[key] = generate(plan, np.dtype(dtype_name), np.dtype(acc_name))
     return gen
 
 
@@ -183,15 +219,17 @@ def _index_type(ops: list[DevCSR]) -> tuple[str, object]:
 class CUDABackend:
     name = "cuda"
 
-    def __init__(self, working_memory: int | None = None):
+    def __init__(self, working_memory: int | None = None, accumulate: str | None = None):
         self.working_memory = working_memory
+        self.accumulate = accumulate
 
     def run(self, plan: Plan, inputs: dict, working_memory=None, drop_zeros=False, dtype=None,
-            rows_per_block: int | None = None, strategy: str = "auto"):
+            rows_per_block: int | None = None, strategy: str = "auto", accumulate: str | None = None):
         import cupy
         on_device = any(is_cupy(v) for v in inputs.values())
         dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()}, dtype)
-        gen = _generated(plan, dt.name)
+        at = accumulator_dtype(dt, accumulate or self.accumulate)
+        gen = _generated(plan, dt.name, at.name)
         syms = {s.name: s for s in ir.symbols(plan.expr)}
         missing = sorted(set(syms) - set(inputs))
         if missing or set(inputs) - set(syms):
@@ -210,6 +248,19 @@ class CUDABackend:
                         data[key] = _device_csr(inputs[name], name, dt,
                                                 drop_zeros and gen.structural, flipped)
                 sides.setdefault(side, key)
+        # Rows shifted / scaled as the metric is proven invariant under (gbdist.exact):
+        # new value arrays, the caller's CuPy arrays are never modified.
+        # (first on the rows as given, then apply(normalize, ·) divides rows by their sums)
+        inv, names = exact.conditioned_names(plan)
+        for key, d in list(data.items()):
+            if key[0] in names and not key[1]:
+                data[key] = DevCSR(d.indptr, d.indices,
+                                   exact.condition_rows(d.indptr, d.data, d.shape[1], inv, cupy), d.shape)
+        normalised = exact.normalised_names(plan)
+        for key, d in list(data.items()):
+            if key[0] in normalised and not key[1]:
+                data[key] = DevCSR(d.indptr, d.indices,
+                                   exact.normalise_rows(d.indptr, d.data, key[0], cupy), d.shape)
         _check_domains_device(plan, data)
         widths = {d.shape[1] for d in data.values()}
         if len(widths) > 1:
@@ -261,31 +312,35 @@ class CUDABackend:
         # (colred: reductions indexed by the left rows, rowred: by the right rows).
         cols = [r for r in gen.reductions if r.kind == "col"]
         rows = [r for r in gen.reductions if r.kind == "row"]
-        colbuf = cupy.empty(max(1, len(cols) * n_left), dtype=dt)
-        rowbuf = cupy.empty(max(1, len(rows) * n_right), dtype=dt)
+        colbuf = cupy.empty(max(1, len(cols) * n_left), dtype=at)
+        rowbuf = cupy.empty(max(1, len(rows) * n_right), dtype=at)
         outs = {}
         for r, red in enumerate(gen.reductions):
             d = data[row_operand(red.step.node.arg)[:2]]
             side, buf = (cols, colbuf) if red.kind == "col" else (rows, rowbuf)
-            at = side.index(red) * d.shape[0]
-            out = buf[at:at + d.shape[0]]
+            off = side.index(red) * d.shape[0]
+            out = buf[off:off + d.shape[0]]
             fn = mod.get_function(names[r])
             blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
             fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
             outs[red.step.name] = out
 
         if strat == "scatter":
-            result = self._launch_scatter(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+            result = self._launch_scatter(mod, gen, left, right, K, dt, at, colbuf, rowbuf, itype_c)
         elif strat == "sorted":
-            result = self._launch_sorted(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+            result = self._launch_sorted(mod, gen, left, right, K, dt, at, colbuf, rowbuf, itype_c)
         elif strat == "dense":
-            result = self._launch_dense(mod, gen, left, right, K, dt, colbuf, rowbuf, itype_c)
+            result = self._launch_dense(mod, gen, left, right, K, dt, at, colbuf, rowbuf, itype_c)
         elif gen.gather:
             result = self._launch_gather(mod, gen, gather_plan, launches, n_left, n_right, K,
-                                         dt, colbuf, rowbuf, itype_c)
+                                         dt, at, colbuf, rowbuf, itype_c)
         else:
             result = _epilogue_arrays(plan, outs, K, n_left, n_right)
-        result = _shape(result, plan.output_kind, n_left, n_right)
+        result = _shape(result, plan.output_kind, n_left, n_right).astype(dt, copy=False)
+        pair = exact.operand_pair(plan)
+        if pair is not None and plan.output_kind == "matrix" and left is not None and right is not None:
+            result = exact.apply_self_value(plan, result, (left.indptr, left.indices, left.data),
+                                            (right.indptr, right.indices, right.data), cupy)
         return result if on_device else cupy.asnumpy(result)
 
     # -- gather ------------------------------------------------------------------
@@ -311,7 +366,7 @@ class CUDABackend:
         kchunk = max(32, budget // (R * per_col))
         return R, kchunk, budget
 
-    def _launch_gather(self, mod, gen, cfg, launches, n_left, n_right, K, dt, colbuf, rowbuf,
+    def _launch_gather(self, mod, gen, cfg, launches, n_left, n_right, K, dt, at, colbuf, rowbuf,
                        itype_c):
         import cupy
         R, kchunk, _ = cfg
@@ -320,7 +375,7 @@ class CUDABackend:
         out = cupy.empty((n_left, n_right), dtype=dt)
         need_tmp = gen.union or nch > 1
         nacc = len(gen.accumulators)
-        tmp = cupy.empty(nacc * n_left * n_right, dtype=dt) if need_tmp else cupy.zeros(1, dtype=dt)
+        tmp = cupy.empty(nacc * n_left * n_right, dtype=at) if need_tmp else cupy.zeros(1, dtype=at)
         smem = R * kchunk * (dt.itemsize + (1 if gen.structural else 0))
         cps_cache: dict = {}
 
@@ -388,7 +443,7 @@ class CUDABackend:
                              + m * n * (logb + 2) / RATES["sorted_cells"])
         if "dense" in gen.strategies:
             rk = sum(len(t) for t in gen.dense_maps) * K
-            dense_bytes = (m + n) * rk * dt.itemsize
+            dense_bytes = (m + n) * rk * gen.acc_itemsize  # densified in the accumulator type
             free = cupy.cuda.runtime.memGetInfo()[0]
             if dense_bytes < free // 4:
                 est["dense"] = (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]
@@ -433,14 +488,15 @@ class CUDABackend:
            (bt.indptr.astype(itype), bt_indices, np.int64(K), np.int64(J), np.int32(ntiles), tptr))
         return bt_indices, bt.data, tptr, J, ntiles
 
-    def _launch_scatter(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+    def _launch_scatter(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, at, colbuf, rowbuf,
+                        itype_c):
         import cupy
         n_left, n_right = left.shape[0], right.shape[0]
         nacc = len(gen.accumulators)
-        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, nacc * dt.itemsize, 0, itype_c)
+        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, nacc * at.itemsize, 0, itype_c)
         out = cupy.empty((n_left, n_right), dtype=dt)
         fn = mod.get_function(f"gb_scatter<Spec, {itype_c}>")
-        smem = nacc * J * dt.itemsize
+        smem = nacc * J * at.itemsize
         fn.max_dynamic_shared_size_bytes = smem
         fn((n_left, ntiles), (THREADS,),
            (left.indptr, left.indices, left.data, np.int64(n_left),
@@ -448,30 +504,31 @@ class CUDABackend:
             np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
         return out
 
-    def _sorted_perm(self, mod, d: DevCSR, key_struct: str, order: str, dt):
+    def _sorted_perm(self, mod, d: DevCSR, key_struct: str, order: str, at):
         """Per-row permutation of d's entries by key (L or R of the value), desc or asc."""
         import cupy
         import cupyx
-        keys = cupy.empty(d.nnz, dtype=dt)
+        keys = cupy.empty(d.nnz, dtype=at)
         fn = mod.get_function(f"gb_map_values<{key_struct}>")
         fn((max(1, min(65535, (d.nnz + 255) // 256)),), (256,), (d.data, np.int64(d.nnz), keys))
         marker = cupy.zeros(d.nnz + 1, dtype=cupy.int32)
         if d.shape[0] > 1:
             cupyx.scatter_add(marker, d.indptr[1:-1].astype(cupy.int64), 1)
         rows = cupy.cumsum(marker[:-1])
-        perm = cupy.lexsort(cupy.stack([-keys if order == "desc" else keys, rows.astype(dt)]))
+        perm = cupy.lexsort(cupy.stack([-keys if order == "desc" else keys, rows.astype(at)]))
         return perm.astype(d.indptr.dtype)
 
-    def _launch_sorted(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+    def _launch_sorted(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, at, colbuf, rowbuf,
+                       itype_c):
         import cupy
         n_left, n_right = left.shape[0], right.shape[0]
-        aperm = self._sorted_perm(mod, left, "UKeyL", gen.sorted_order, dt)
-        bperm = self._sorted_perm(mod, right, "UKeyR", gen.sorted_order, dt)
+        aperm = self._sorted_perm(mod, left, "UKeyL", gen.sorted_order, at)
+        bperm = self._sorted_perm(mod, right, "UKeyR", gen.sorted_order, at)
         words = (K + 31) // 32  # A_i's column bitmask
-        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, dt.itemsize, 4 * words, itype_c)
+        bt_idx, bt_val, tptr, J, ntiles = self._column_tiles(mod, right, K, at.itemsize, 4 * words, itype_c)
         out = cupy.empty((n_left, n_right), dtype=dt)
         fn = mod.get_function(f"gb_union_sorted<Spec, {itype_c}>")
-        smem = J * dt.itemsize + 4 * words
+        smem = J * at.itemsize + 4 * words
         fn.max_dynamic_shared_size_bytes = smem
         fn((n_left, ntiles), (THREADS,),
            (left.indptr, left.indices, left.data, aperm, np.int64(n_left),
@@ -480,14 +537,15 @@ class CUDABackend:
             np.int64(n_right), np.int64(K), out, colbuf, rowbuf), shared_mem=smem)
         return out
 
-    def _launch_dense(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, colbuf, rowbuf, itype_c):
+    def _launch_dense(self, mod, gen, left: DevCSR, right: DevCSR, K, dt, at, colbuf, rowbuf,
+                      itype_c):
         import cupy
         n_left, n_right = left.shape[0], right.shape[0]
-        accbuf = cupy.empty((len(gen.accumulators), n_left, n_right), dtype=dt)
+        accbuf = cupy.empty((len(gen.accumulators), n_left, n_right), dtype=at)
         for s, terms in enumerate(gen.dense_maps):
             width = len(terms) * K
-            dl = cupy.empty((n_left, width), dtype=dt)
-            dr = cupy.empty((n_right, width), dtype=dt)
+            dl = cupy.empty((n_left, width), dtype=at)
+            dr = cupy.empty((n_right, width), dtype=at)
             for r, ((lname, lfill), (rname, rfill)) in enumerate(terms):
                 for d, buf, name, fill in ((left, dl, lname, lfill), (right, dr, rname, rfill)):
                     buf[:, r * K:(r + 1) * K] = fill

@@ -183,6 +183,7 @@ class Generated:
     dense_maps: tuple | None = None
     # "sorted": "desc" (max) or "asc" (min) when the plan is one max/min two-pass union
     sorted_order: str | None = None
+    acc_itemsize: int = 4  # bytes of the accumulator type (gb_acc)
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -224,9 +225,17 @@ def _structural_mismatch(steps) -> bool:
     return len(flags) > 1
 
 
-def generate(plan: Plan, dtype) -> Generated:
-    """Generate the CUDA source for ``plan`` at ``dtype`` (float32 or float64)."""
-    pr = CudaPrinter(dtype)
+def generate(plan: Plan, dtype, accumulate=None) -> Generated:
+    """Generate the CUDA source for ``plan`` at ``dtype`` (float32 or float64).
+
+    ``accumulate`` is the type of the accumulators, the row reductions, every
+    formula and the epilogue (default: ``dtype``). With float32 data and float64
+    accumulation, values are stored (and held in shared memory) as float and
+    widened to double as they are read; only the final result is rounded to float.
+    """
+    acc_dt = np.dtype(accumulate or dtype)
+    pr = CudaPrinter(acc_dt)
+    storage = "float" if np.dtype(dtype) == np.float32 else "double"
     T = pr.T
     acc_steps = [s for s in plan.steps if isinstance(s.node, (ir.Intersect, ir.TwoPassUnion))]
     red_steps = [s for s in plan.steps if isinstance(s.node, ir.RowReduce)]
@@ -261,7 +270,7 @@ def generate(plan: Plan, dtype) -> Generated:
         reds.append(Reduction(s, chain, m.op, m.identity_value, fill, m.idempotent, s.kind))
 
     parts = [read("kernels", "gbdist.cuh")]
-    parts.append(f"typedef {T} gb_real;\n")
+    parts.append(f"typedef {storage} gb_real;\ntypedef {T} gb_acc;\n")
     structural = any(getattr(s.node, "structural", False) for s in acc_steps)
     union = any(a.union for a in accs)
     for r, red in enumerate(reds):
@@ -292,7 +301,8 @@ def generate(plan: Plan, dtype) -> Generated:
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order)
+    return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
+                     acc_dt.itemsize)
 
 
 def _sorted_order(accs) -> str | None:
@@ -308,10 +318,12 @@ def _sorted_order(accs) -> str | None:
 
 
 def _map_struct(name: str, expr, pr: CudaPrinter) -> str:
+    """A unary map from stored values (T, gb_real) to accumulator values (A, gb_acc)."""
     return f"""
 struct {name} {{
-  typedef {pr.T} T;
-  __device__ static T map(T x) {{ return {scalar(expr, pr)}; }}
+  typedef gb_real T;
+  typedef gb_acc A;
+  __device__ static A map(T xs) {{ const A x = (A)xs; return {scalar(expr, pr)}; }}
 }};
 """
 
@@ -343,11 +355,12 @@ def _rspec(name: str, red: Reduction, pr: CudaPrinter) -> str:
         raise BackendError(f"the CUDA backend cannot reduce with {red.add.name} over a nonzero fill")
     return f"""
 struct {name} {{
-  typedef {T} T;
-  __device__ static T identity() {{ return {ident}; }}
-  __device__ static T map(T x) {{ return {chain}; }}
-  __device__ static T combine(T x, T y) {{ return {comb}; }}
-  __device__ static T finish(T acc, long long missing) {{ return {finish}; }}
+  typedef gb_real T;
+  typedef {T} A;
+  __device__ static A identity() {{ return {ident}; }}
+  __device__ static A map(T xs) {{ const A x = (A)xs; return {chain}; }}
+  __device__ static A combine(A x, A y) {{ return {comb}; }}
+  __device__ static A finish(A acc, long long missing) {{ return {finish}; }}
 }};
 """
 
@@ -368,18 +381,19 @@ def _monoid_kind_op(red: Reduction) -> str:
 def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) -> str:
     T = pr.T
     nacc = len(accs)
-    lines = [f"struct {name} {{", f"  typedef {T} T;", f"  static constexpr int NACC = {nacc};",
+    lines = [f"struct {name} {{", "  typedef gb_real T;  // stored values", f"  typedef {T} A;  // accumulators, formulas, epilogue",
+             f"  static constexpr int NACC = {nacc};",
              f"  static constexpr bool STRUCTURAL = {'true' if structural else 'false'};"]
-    lines.append("  __device__ static void init(T* acc) {")
+    lines.append("  __device__ static void init(A* acc) {")
     for s, a in enumerate(accs):
         lines.append(f"    acc[{s}] = {pr.literal(a.identity)};")
     lines.append("  }")
     for swap in (False, True):
         fn = "step_swapped" if swap else "step"
         lines.append(f"  // {'pass 2: dense = right operand, streamed = left' if swap else 'dense = left operand, streamed = right'}")
-        lines.append(f"  __device__ static void {fn}(T* acc, T d, T s) {{")
-        lines.append(f"    const T x = {'s' if swap else 'd'};")
-        lines.append(f"    const T y = {'d' if swap else 's'};")
+        lines.append(f"  __device__ static void {fn}(A* acc, T d, T s) {{")
+        lines.append(f"    const A x = (A){'s' if swap else 'd'};")
+        lines.append(f"    const A y = (A){'d' if swap else 's'};")
         for k, a in enumerate(accs):
             if swap and not a.union:
                 continue
@@ -387,9 +401,11 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
         lines.append("    (void)x; (void)y;")
         lines.append("  }")
     for k, a in enumerate(accs):
-        lines.append(f"  struct Comb{k} {{ __device__ static T op(T x, T y) {{ return {_comb(a.add, 'x', 'y', pr)}; }} }};")
+        lines.append(f"  struct Comb{k} {{ __device__ static A op(A x, A y) {{ return {_comb(a.add, 'x', 'y', pr)}; }} }};")
     lines.append("  // scatter: atomically ⊕ f(x, y) into accumulator column j of each plane")
-    lines.append("  __device__ static void scatter_step(T* acc, long long J, long long j, T x, T y) {")
+    lines.append("  __device__ static void scatter_step(A* acc, long long J, long long j, T xs, T ys) {")
+    lines.append("    const A x = (A)xs;")
+    lines.append("    const A y = (A)ys;")
     for k, a in enumerate(accs):
         if a.union:
             continue
@@ -401,20 +417,22 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
     lines.append("  }")
     if _sorted_order(accs):
         a = accs[0]
-        lines.append(f"  __device__ static T union_identity() {{ return {pr.literal(a.identity)}; }}")
-        lines.append(f"  __device__ static T union_combine(T x, T y) {{ return {_comb(a.add, 'x', 'y', pr)}; }}")
-        lines.append(f"  __device__ static T union_L(T x) {{ return {scalar(a.mul.xreplace({Y: sp.Integer(0)}), pr)}; }}")
-        lines.append(f"  __device__ static T union_R(T y) {{ return {scalar(a.mul.xreplace({X: sp.Integer(0)}), pr)}; }}")
-        lines.append("  __device__ static void union_scatter(T* acc, long long j, T x, T y) {")
+        lines.append(f"  __device__ static A union_identity() {{ return {pr.literal(a.identity)}; }}")
+        lines.append(f"  __device__ static A union_combine(A x, A y) {{ return {_comb(a.add, 'x', 'y', pr)}; }}")
+        lines.append(f"  __device__ static A union_L(T xs) {{ const A x = (A)xs; return {scalar(a.mul.xreplace({Y: sp.Integer(0)}), pr)}; }}")
+        lines.append(f"  __device__ static A union_R(T ys) {{ const A y = (A)ys; return {scalar(a.mul.xreplace({X: sp.Integer(0)}), pr)}; }}")
+        lines.append("  __device__ static void union_scatter(A* acc, long long j, T xs, T ys) {")
+        lines.append("    const A x = (A)xs;")
+        lines.append("    const A y = (A)ys;")
         lines.append(f"    gb_atomic_combine<Comb0>(&acc[j], ({scalar(a.mul, pr)}));")
         lines.append("  }")
-    lines.append("  __device__ static void combine(T* acc, const T* other) {")
+    lines.append("  __device__ static void combine(A* acc, const A* other) {")
     for k, a in enumerate(accs):
         lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', f'other[{k}]', pr)};")
     lines.append("  }")
     # Epilogue: step results -> final value.
-    lines.append("  __device__ static T epilogue(T* acc, long long i, long long j, long long n_left,"
-                 " long long n_right, const T* colred, const T* rowred, long long K) {")
+    lines.append("  __device__ static A epilogue(A* acc, long long i, long long j, long long n_left,"
+                 " long long n_right, const A* colred, const A* rowred, long long K) {")
     for k, a in enumerate(accs):
         if a.corner is not None:
             lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', pr.literal(a.corner), pr)};")

@@ -1,0 +1,108 @@
+"""Shared cases of the accuracy tests (CPU: tests/test_accuracy.py; CUDA:
+tests/gpu/test_accuracy_gpu.py) and of benchmarks/accuracy.py: float64
+references for every named metric, and the row scale errors are measured against."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+from scipy.spatial.distance import cdist
+
+SCIPY_NAME = {"euclidean": "euclidean", "sqeuclidean": "sqeuclidean", "manhattan": "cityblock",
+              "chebyshev": "chebyshev", "minkowski": "minkowski", "canberra": "canberra",
+              "braycurtis": "braycurtis", "cosine": "cosine", "correlation": "correlation",
+              "hamming": "hamming"}
+PATTERN = ("jaccard", "dice", "russellrao")  # SciPy on X != 0
+BOUND = 1e-6  # |got − ref| <= BOUND · row scale
+
+
+def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The float64 answer (SciPy where it has the metric, else brute force)."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if metric in SCIPY_NAME:
+        return cdist(X, Y, SCIPY_NAME[metric])
+    if metric in PATTERN:
+        return cdist(X != 0, Y != 0, metric)
+    if metric == "hellinger":
+        return cdist(np.sqrt(X), np.sqrt(Y), "euclidean") / np.sqrt(2)
+    if metric == "inner_product":
+        return X @ Y.T
+    a, b = X[:, None, :], Y[None, :, :]
+    with np.errstate(all="ignore"):
+        if metric == "kl_divergence":
+            t = np.where((a > 0) & (b > 0), a * np.log(a / b), 0.0)
+            return t.sum(axis=2)
+        if metric in ("jensenshannon", "jensenshannon_unnormalized"):
+            if metric == "jensenshannon":  # SciPy's: rows / their sums (an empty row stays 0)
+                a = a / np.where(a.sum(axis=2, keepdims=True) > 0, a.sum(axis=2, keepdims=True), 1)
+                b = b / np.where(b.sum(axis=2, keepdims=True) > 0, b.sum(axis=2, keepdims=True), 1)
+            m = a + b
+            t = np.where(a > 0, a * np.log(2 * a / m), 0.0) + np.where(b > 0, b * np.log(2 * b / m), 0.0)
+            return np.sqrt(np.maximum(t.sum(axis=2) / 2, 0))
+    raise KeyError(metric)
+
+
+def row_scale(metric: str, X: np.ndarray, Y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """The scale errors are relative to: the rows' norm in the metric's own units
+    (|a|, |b|) for the unbounded metrics, 1 for those with a bounded range."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+
+    def pair(fx, fy, comb=np.maximum):
+        return comb(fx[:, None], fy[None, :])
+
+    if metric in ("euclidean", "minkowski"):
+        return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1))
+    if metric == "sqeuclidean":
+        return pair((X ** 2).sum(1), (Y ** 2).sum(1), np.add)
+    if metric == "manhattan":
+        return pair(np.abs(X).sum(1), np.abs(Y).sum(1), np.add)
+    if metric == "chebyshev":
+        return pair(np.abs(X).max(1, initial=0), np.abs(Y).max(1, initial=0))
+    if metric == "inner_product":
+        return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1), np.multiply)
+    if metric == "canberra":
+        return pair((X != 0).sum(1), (Y != 0).sum(1), np.add).astype(np.float64)
+    if metric == "jensenshannon":
+        return np.ones_like(ref)
+    if metric in ("hellinger", "jensenshannon_unnormalized", "kl_divergence"):
+        return np.maximum(pair(np.abs(X).sum(1), np.abs(Y).sum(1)), np.abs(ref))
+    return np.ones_like(ref)  # cosine, correlation, braycurtis, hamming, jaccard, dice, russellrao
+
+
+def max_scaled_error(metric: str, got, X, Y) -> float:
+    """max |got − ref| / scale over the entries where the reference is a number (NaN must
+    match NaN: a mismatch is an infinite error)."""
+    ref = reference(metric, X, Y)
+    got = np.asarray(got, dtype=np.float64)
+    nan_r, nan_g = np.isnan(ref), np.isnan(got)
+    if (nan_r != nan_g).any():
+        return float("inf")
+    ok = ~nan_r
+    if not ok.any():
+        return 0.0
+    scale = np.maximum(row_scale(metric, X, Y, ref), np.finfo(np.float64).tiny)
+    return float(np.max(np.abs(got[ok] - ref[ok]) / scale[ok]))
+
+
+def sample_data(seed: int = 0, m: int = 40, n: int = 30, k: int = 50, density: float = 0.3,
+                scale: float = 1.0):
+    """Nonnegative float32 X, Y (every metric's domain) with duplicate rows inside X
+    and between X and Y, an empty row, and rows of very different magnitudes."""
+    rng = np.random.default_rng(seed)
+    X = sps.random(m, k, density=density, random_state=rng, format="csr", dtype=np.float64).toarray()
+    Y = sps.random(n, k, density=density, random_state=rng, format="csr", dtype=np.float64).toarray()
+    X[:5] *= 1e3
+    X[5] = 0.0
+    X[6:9] = X[10:13]          # duplicates inside X
+    Y[:4] = X[20:24]           # rows of Y equal to rows of X
+    Y[4] = X[0]                # a large row repeated in Y
+    X *= scale
+    Y *= scale
+    return X.astype(np.float32), Y.astype(np.float32)
+
+
+def identical_pairs(X: np.ndarray, Y: np.ndarray) -> list[tuple[int, int]]:
+    """Every (i, j) with row i of X equal to row j of Y (brute force)."""
+    eq = (X[:, None, :] == Y[None, :, :]).all(axis=2)
+    return [tuple(p) for p in np.argwhere(eq)]
