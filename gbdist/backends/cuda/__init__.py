@@ -155,7 +155,7 @@ class DevCSR:
         return int(self.data.shape[0])
 
 
-def _device_csr(x, name: str, dtype, drop_zeros: bool, transpose: bool) -> DevCSR:
+def _device_csr(x, name: str, dtype, drop_zeros: bool) -> DevCSR:
     """Canonical CSR on the device (sorted indices, no duplicates), in ``dtype``.
 
     Device inputs already in canonical form are used as they are (no copy).
@@ -172,8 +172,6 @@ def _device_csr(x, name: str, dtype, drop_zeros: bool, transpose: bool) -> DevCS
             if x.ndim != 2:
                 raise InputError(f"{name} must be a 2-D matrix", got=f"shape {x.shape}")
             m = cps.csr_matrix(x)
-        if transpose:
-            m = m.T.tocsr()
         if m.dtype != dtype:
             m = m.astype(dtype)
         if not m.has_canonical_format:
@@ -182,11 +180,17 @@ def _device_csr(x, name: str, dtype, drop_zeros: bool, transpose: bool) -> DevCS
         dev = DevCSR(m.indptr, m.indices, m.data, m.shape)
         return _drop_zeros_device(dev) if drop_zeros else dev
     host = to_csr(x, name, drop_zeros, ensure_all_finite=False)  # validated by runtime.run
-    if transpose:
-        host = host.T.tocsr()
-        host.sort_indices()
     return DevCSR(cupy.asarray(host.indptr), cupy.asarray(host.indices),
                   cupy.asarray(host.data.astype(dtype)), host.shape)
+
+
+def _transposed(d: DevCSR) -> DevCSR:
+    """The transpose of a canonical device CSR, canonical (sorted, no duplicates)."""
+    import cupyx.scipy.sparse as cps
+    t = cps.csr_matrix((d.data, d.indices, d.indptr), shape=d.shape).T.tocsr()
+    if not t.has_canonical_format:
+        t.sum_duplicates()
+    return DevCSR(t.indptr, t.indices, t.data, t.shape)
 
 
 def _drop_zeros_device(d: DevCSR) -> DevCSR:
@@ -235,7 +239,27 @@ class CUDABackend:
         if missing or set(inputs) - set(syms):
             raise InputError("the program's inputs do not match", expected=", ".join(sorted(syms)),
                              got=", ".join(sorted(inputs)))
-        # Bind every (name, transposed) operand the steps read, on the device.
+        # Bind every (name, transposed) operand the steps read, on the device. Each operand
+        # is made canonical once, as given; its rows are shifted / scaled as the metric is
+        # proven invariant under (gbdist.exact), then apply(normalize, ·) divides them by
+        # their sums (new value arrays: the caller's CuPy arrays are never modified); a
+        # transposed operand is the transpose of that conditioned operand.
+        inv, conditioned = exact.conditioned_names(plan)
+        normalised = exact.normalised_names(plan)
+        base: dict = {}
+
+        def operand(name: str) -> DevCSR:
+            if name not in base:
+                d = _device_csr(inputs[name], name, dt, drop_zeros and gen.structural)
+                if name in conditioned:
+                    d = DevCSR(d.indptr, d.indices,
+                               exact.condition_rows(d.indptr, d.data, d.shape[1], inv, cupy), d.shape)
+                if name in normalised:
+                    d = DevCSR(d.indptr, d.indices,
+                               exact.normalise_rows(d.indptr, d.data, name, cupy), d.shape)
+                base[name] = d
+            return base[name]
+
         data: dict = {}
         sides: dict = {}
         for step in plan.steps:
@@ -245,22 +269,8 @@ class CUDABackend:
                     if isinstance(syms[name], ir.Vector):
                         data[key] = _device_vector(inputs[name], name, dt)
                     else:
-                        data[key] = _device_csr(inputs[name], name, dt,
-                                                drop_zeros and gen.structural, flipped)
+                        data[key] = _transposed(operand(name)) if flipped else operand(name)
                 sides.setdefault(side, key)
-        # Rows shifted / scaled as the metric is proven invariant under (gbdist.exact):
-        # new value arrays, the caller's CuPy arrays are never modified.
-        # (first on the rows as given, then apply(normalize, ·) divides rows by their sums)
-        inv, names = exact.conditioned_names(plan)
-        for key, d in list(data.items()):
-            if key[0] in names and not key[1]:
-                data[key] = DevCSR(d.indptr, d.indices,
-                                   exact.condition_rows(d.indptr, d.data, d.shape[1], inv, cupy), d.shape)
-        normalised = exact.normalised_names(plan)
-        for key, d in list(data.items()):
-            if key[0] in normalised and not key[1]:
-                data[key] = DevCSR(d.indptr, d.indices,
-                                   exact.normalise_rows(d.indptr, d.data, key[0], cupy), d.shape)
         _check_domains_device(plan, data)
         widths = {d.shape[1] for d in data.values()}
         if len(widths) > 1:
