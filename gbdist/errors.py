@@ -109,3 +109,29 @@ class DomainError(InputError):
 
 class BackendError(GbdistError):
     """A backend is not available or cannot run the plan."""
+
+
+class ParameterError(InputError, TypeError):
+    """A parameter has the wrong type or value (``n_neighbors=2.5``, ``algorithm="fast"``).
+
+    Both a ``ValueError`` and a ``TypeError``, like scikit-learn's
+    ``InvalidParameterError``: code written for scikit-learn catches either.
+    """
+
+
+def _sklearn_not_fitted():
+    try:
+        from sklearn.exceptions import NotFittedError as base
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        class base(ValueError, AttributeError):  # noqa: N801
+            pass
+    return base
+
+
+class NotFittedError(GbdistError, _sklearn_not_fitted()):
+    """An estimator is queried before ``fit``.
+
+    Also scikit-learn's ``sklearn.exceptions.NotFittedError`` (itself a
+    ``ValueError`` and an ``AttributeError``), which ``check_is_fitted`` and
+    scikit-learn users catch.
+    """
