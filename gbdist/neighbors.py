@@ -1349,7 +1349,12 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", metric="minkowski",
                      metric_params=None, include_self=False, n_jobs=None, backend="auto",
                      working_memory=None):
     """``sklearn.neighbors.kneighbors_graph``: the (n_samples, n_samples) CSR graph of
-    each row's n_neighbors nearest other rows (itself included with ``include_self``)."""
+    each row's n_neighbors nearest other rows (itself included with ``include_self``).
+    X may also be a fitted gbdist neighbours estimator (its index is used)."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        return X.kneighbors_graph(_query_include_self(X._fit_X, include_self, mode),
+                                  n_neighbors, mode=mode)
     nn = NearestNeighbors(n_neighbors=n_neighbors, metric=metric, p=p,
                           metric_params=metric_params, n_jobs=n_jobs, backend=backend,
                           working_memory=working_memory).fit(X)
@@ -1360,7 +1365,12 @@ def radius_neighbors_graph(X, radius, *, mode="connectivity", metric="minkowski"
                            metric_params=None, include_self=False, n_jobs=None, backend="auto",
                            working_memory=None):
     """``sklearn.neighbors.radius_neighbors_graph``: the (n_samples, n_samples) CSR graph
-    of the pairs of rows within ``radius`` (the diagonal with ``include_self``)."""
+    of the pairs of rows within ``radius`` (the diagonal with ``include_self``).
+    X may also be a fitted gbdist neighbours estimator (its index is used)."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        return X.radius_neighbors_graph(_query_include_self(X._fit_X, include_self, mode),
+                                        radius, mode=mode)
     nn = NearestNeighbors(radius=radius, metric=metric, p=p, metric_params=metric_params,
                           n_jobs=n_jobs, backend=backend, working_memory=working_memory).fit(X)
     return nn.radius_neighbors_graph(_query_include_self(nn._fit_X, include_self, mode),
