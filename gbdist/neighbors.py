@@ -586,7 +586,7 @@ def _drop_self_device(d, i, k: int):
     import cupy
     rows, width = i.shape
     hit = i == cupy.arange(rows, dtype=cupy.int64)[:, None]
-    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), width - 1)
+    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), 0)
     j = cupy.arange(k, dtype=cupy.int64)[None, :]
     src = j + (j >= drop[:, None])
     return (cupy.ascontiguousarray(cupy.take_along_axis(d, src, axis=1)),
@@ -655,14 +655,16 @@ def merge_k(d1, i1, d2, i2, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _drop_self(d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """From k + 1 candidates per query, drop the query's own index (else the last one).
+    """From k + 1 candidates per query, drop the query's own index (else the first one).
 
     As scikit-learn does: only index q is removed for query q, even when a
-    duplicate of q lies at distance 0 too.
+    duplicate of q lies at distance 0 too; when q is not among the candidates
+    (more than k duplicates of it, all at distance 0, with lower indices), the
+    first candidate is dropped, as scikit-learn masks it.
     """
     rows = d.shape[0]
     hit = i == np.arange(rows, dtype=np.int64)[:, None]
-    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), i.shape[1] - 1)
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), 0)
     keep = np.ones(i.shape, dtype=bool)
     keep[np.arange(rows), drop] = False
     return d[keep].reshape(rows, k), i[keep].reshape(rows, k)
@@ -1021,6 +1023,32 @@ def _wrap_sklearn_error(e: Exception) -> Exception:
     return InputError(msg)
 
 
+def _fitted_data(X):
+    """scikit-learn's estimators also fit on a fitted neighbours estimator or a
+    BallTree/KDTree (its data is the index); gbdist reads their data."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        return X._fit_X
+    from sklearn.neighbors import BallTree, KDTree
+    from sklearn.neighbors._base import NeighborsBase
+    if isinstance(X, NeighborsBase):
+        return X._fit_X
+    if isinstance(X, (BallTree, KDTree)):
+        return np.asarray(X.data)
+    return X
+
+
+def _check_graph_params(est, metric, p, metric_params) -> None:
+    """The graph functions given a fitted estimator: its parameters must be the ones asked
+    for (scikit-learn's check)."""
+    have = est.get_params()
+    for name, value in (("metric", metric), ("p", p), ("metric_params", metric_params)):
+        if have.get(name) != value:
+            raise InputError(f"Got {value} for {name}, while the estimator has {have.get(name)} "
+                             f"for the same parameter.",
+                             hint="pass the estimator's own parameters, or pass the data")
+
+
 class _NeighborsBase(BaseEstimator):
     """The neighbour searches shared by :class:`NearestNeighbors` and the transformers.
 
@@ -1105,6 +1133,7 @@ class _NeighborsBase(BaseEstimator):
         """Store the index (X as canonical CSR, explicit zeros dropped; with
         ``metric="precomputed"`` the square distance matrix itself). ``y`` is ignored."""
         self._check_params()
+        X = _fitted_data(X)
         if self._precomputed():
             D = self._validate_precomputed(X, reset=True)
             if D.shape[0] != D.shape[1]:
@@ -1353,6 +1382,7 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", metric="minkowski",
     X may also be a fitted gbdist neighbours estimator (its index is used)."""
     if isinstance(X, _NeighborsBase):
         X._check_fitted()
+        _check_graph_params(X, metric, p, metric_params)
         return X.kneighbors_graph(_query_include_self(X._fit_X, include_self, mode),
                                   n_neighbors, mode=mode)
     nn = NearestNeighbors(n_neighbors=n_neighbors, metric=metric, p=p,
@@ -1369,6 +1399,7 @@ def radius_neighbors_graph(X, radius, *, mode="connectivity", metric="minkowski"
     X may also be a fitted gbdist neighbours estimator (its index is used)."""
     if isinstance(X, _NeighborsBase):
         X._check_fitted()
+        _check_graph_params(X, metric, p, metric_params)
         return X.radius_neighbors_graph(_query_include_self(X._fit_X, include_self, mode),
                                         radius, mode=mode)
     nn = NearestNeighbors(radius=radius, metric=metric, p=p, metric_params=metric_params,

@@ -84,7 +84,8 @@ def split_finite_kw(kwds: dict) -> tuple[dict, dict]:
     return params, ({} if finite is None else {"ensure_all_finite": finite})
 
 
-def precomputed_distances(X, Y=None, ensure_all_finite=True):
+def precomputed_distances(X, Y=None, ensure_all_finite=True,
+                          whom: str = "precomputed distance matrix."):
     """``metric="precomputed"``: X is already the distance matrix (n_queries, n_indexed).
 
     Checked as scikit-learn checks it: 2-D, real, no negative values, finite unless
@@ -120,7 +121,8 @@ def precomputed_distances(X, Y=None, ensure_all_finite=True):
                              hint="pass ensure_all_finite=False to allow them")
     with np.errstate(invalid="ignore"):
         if (values < 0).any():
-            raise InputError("Negative values in data passed to precomputed distance matrix.")
+            raise InputError(f"Negative values in data passed to {whom}",
+                             hint="distances are never negative")
     if Y is not None:
         n = Y.shape[0] if hasattr(Y, "shape") else len(Y)
         if D.shape[1] != n:
@@ -154,10 +156,46 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     X = as_input(X, "X")
     Y = None if Y is None else as_input(Y, "Y")
     if isinstance(metric, str) and metric == "precomputed":
-        return precomputed_distances(X, Y, **finite_kw)
+        return precomputed_distances(X, Y, **finite_kw,
+                                     whom="`pairwise_distances`. Precomputed distance  need "
+                                          "to have non-negative values.")
     from .neighbors import _budget
     budget = None if working_memory is None else int(_budget(working_memory))
+    _warn_boolean(metric, params, X, Y)
     return _pairwise(X, Y, metric, backend, budget, dtype, strategy, params, finite_kw)
+
+
+def reads_pattern_only(expr: ir.Node) -> bool:
+    """True when every operand of ``expr`` is read through ``apply(nonzero, ·)``: the
+    metric sees only which entries are nonzero (jaccard, dice, russellrao), so it is a
+    boolean metric in scikit-learn's sense. Decided from the expression, not the name."""
+    found = []
+
+    def ok(n) -> bool:
+        if isinstance(n, ir.Apply) and n.op.name == "nonzero":
+            found.append(n)
+            return True
+        if isinstance(n, ir.NCols):  # the shape only
+            return True
+        if isinstance(n, (ir.Matrix, ir.Vector)):
+            return False
+        return all(ok(c) for c in n.children)
+
+    return ok(expr) and bool(found)
+
+
+def _warn_boolean(metric, params, X, Y) -> None:
+    """scikit-learn's DataConversionWarning for a boolean metric on non-boolean data (gbdist
+    reads the nonzero pattern, which is what scikit-learn's conversion to bool keeps)."""
+    dtypes = [getattr(x, "dtype", None) for x in (X, Y) if x is not None]
+    if all(dt == np.bool_ for dt in dtypes):
+        return
+    if not reads_pattern_only(metric_program(metric, **params).plan.expr):
+        return
+    import warnings
+    from sklearn.exceptions import DataConversionWarning
+    warnings.warn(f"Data was converted to boolean for metric {metric}", DataConversionWarning,
+                  stacklevel=3)
 
 
 def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None):

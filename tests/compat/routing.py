@@ -164,29 +164,43 @@ def neighbors_module() -> types.ModuleType:
 # --- SciPy --------------------------------------------------------------------------
 
 
-def _scipy_ok(metric, out, kwargs) -> str | None:
+def _scipy_ok(metric, kwargs) -> str | None:
     name = _metric(metric)
-    if out is not None or not _params_ok(name, kwargs):
-        return None
-    return name
+    return name if _params_ok(name, kwargs) else None
+
+
+def _into(out, D, shape):
+    """SciPy's ``out=``: checked as SciPy checks it, then filled with gbdist's answer."""
+    if out is None:
+        return D
+    if out.shape != shape:
+        raise ValueError("Output array has incorrect shape.")
+    if not out.flags.c_contiguous:
+        raise ValueError("Output array must be C-contiguous.")
+    if out.dtype != np.float64:
+        raise ValueError("Output array must be double type.")
+    out[...] = D
+    return out
 
 
 def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
-    name = _scipy_ok(metric, out, kwargs)
+    name = _scipy_ok(metric, kwargs)
     if name is None:
         return ssd.cdist(XA, XB, metric, out=out, **kwargs)
     _routed()
-    return gb.pairwise_distances(XA, XB, name, backend=BACKEND, **kwargs)
+    D = gb.pairwise_distances(XA, XB, name, backend=BACKEND, **kwargs)
+    return _into(out, D, D.shape)
 
 
 def pdist(X, metric="euclidean", *, out=None, **kwargs):
     """The condensed distances: the upper triangle of gbdist's self-join, row by row."""
-    name = _scipy_ok(metric, out, kwargs)
+    name = _scipy_ok(metric, kwargs)
     if name is None:
         return ssd.pdist(X, metric, out=out, **kwargs)
     _routed()
     D = gb.pairwise_distances(X, None, name, backend=BACKEND, **kwargs)
-    return D[np.triu_indices(D.shape[0], 1)]
+    m = D.shape[0]
+    return _into(out, D[np.triu_indices(m, 1)], (m * (m - 1) // 2,))
 
 
 # --- the routes: test module -> {global name: adapter} -------------------------------

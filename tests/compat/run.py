@@ -32,7 +32,7 @@ def run(module: str, extra=(), route: bool = True, timeout: int = 1800) -> list[
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.jsonl"
         env = dict(os.environ, GBDIST_ROUTE_REPORT=str(report),
-                   GBDIST_ROUTE="1" if route else "0",
+                   GBDIST_ROUTE="1" if route else "0", SKLEARN_RUN_FLOAT32_TESTS="1",
                    PYTHONPATH=os.pathsep.join([str(HERE.parent)]
                                               + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
