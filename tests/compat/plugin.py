@@ -18,6 +18,12 @@ import pytest
 from . import routing
 
 _RESULTS: dict = {}
+_NAMES: dict = {}  # pytest node id -> "file name::test id"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        _NAMES[item.nodeid] = f"{item.path.name}::{item.nodeid.split('::', 1)[-1]}"
 
 
 @pytest.fixture(autouse=True)
@@ -31,11 +37,12 @@ def _route_to_gbdist(request, monkeypatch):
         monkeypatch.setattr(module, attr, value)
     routing.COUNT["calls"] = 0
     yield
-    _RESULTS.setdefault(request.node.nodeid, {})["routed"] = routing.COUNT["calls"]
+    _RESULTS.setdefault(_NAMES.get(request.node.nodeid, request.node.nodeid), {})["routed"] = \
+        routing.COUNT["calls"]
 
 
 def pytest_runtest_logreport(report):
-    entry = _RESULTS.setdefault(report.nodeid, {})
+    entry = _RESULTS.setdefault(_NAMES.get(report.nodeid, report.nodeid), {})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         entry["outcome"] = report.outcome
         if report.failed:

@@ -60,24 +60,23 @@ def _split(kwds):
     return params, {k: v for k, v in kwds.items() if k in _SK_FINITE}
 
 
-def pairwise_distances(X, Y=None, metric="euclidean", *, n_jobs=None, **kwds):
-    params, finite = _split(kwds)
+def pairwise_distances(X, Y=None, metric="euclidean", **kwds):
+    """Only the arguments the caller gave are passed on (n_jobs=None included)."""
+    params, finite = _split({k: v for k, v in kwds.items() if k != "n_jobs"})
     if metric == "precomputed" or _params_ok(_metric(metric), params):
         _routed()
-        return gb.pairwise_distances(X, Y, metric, n_jobs=n_jobs, backend=BACKEND, **kwds)
-    return skp.pairwise_distances(X, Y, metric, n_jobs=n_jobs, **kwds)
+        return gb.pairwise_distances(X, Y, metric, backend=BACKEND, **kwds)
+    return skp.pairwise_distances(X, Y, metric, **kwds)
 
 
-def pairwise_distances_chunked(X, Y=None, *, reduce_func=None, metric="euclidean", n_jobs=None,
-                               working_memory=None, **kwds):
-    params, finite = _split(kwds)
+def pairwise_distances_chunked(X, Y=None, **kwds):
+    metric = kwds.get("metric", "euclidean")
+    params, finite = _split({k: v for k, v in kwds.items()
+                             if k not in ("metric", "n_jobs", "working_memory", "reduce_func")})
     if metric == "precomputed" or _params_ok(_metric(metric), params):
         _routed()
-        return gb.pairwise_distances_chunked(X, Y, reduce_func=reduce_func, metric=metric,
-                                             n_jobs=n_jobs, working_memory=working_memory,
-                                             backend=BACKEND, **kwds)
-    return skp.pairwise_distances_chunked(X, Y, reduce_func=reduce_func, metric=metric,
-                                          n_jobs=n_jobs, working_memory=working_memory, **kwds)
+        return gb.pairwise_distances_chunked(X, Y, backend=BACKEND, **kwds)
+    return skp.pairwise_distances_chunked(X, Y, **kwds)
 
 
 # --- scikit-learn: neighbors --------------------------------------------------------
@@ -117,14 +116,19 @@ def _routed_class(gb_cls, sk_cls):
     return cls
 
 
+# Names an older gbdist lacks stay scikit-learn's (the harness also measures old versions).
 NearestNeighbors = _routed_class(gb.NearestNeighbors, skn.NearestNeighbors)
-KNeighborsTransformer = _routed_class(gb.KNeighborsTransformer, skn.KNeighborsTransformer)
-RadiusNeighborsTransformer = _routed_class(gb.RadiusNeighborsTransformer,
-                                           skn.RadiusNeighborsTransformer)
+KNeighborsTransformer = (_routed_class(gb.KNeighborsTransformer, skn.KNeighborsTransformer)
+                         if hasattr(gb, "KNeighborsTransformer") else skn.KNeighborsTransformer)
+RadiusNeighborsTransformer = (
+    _routed_class(gb.RadiusNeighborsTransformer, skn.RadiusNeighborsTransformer)
+    if hasattr(gb, "RadiusNeighborsTransformer") else skn.RadiusNeighborsTransformer)
 
 
 def _graph_kw_ok(X, kw) -> bool:
-    if isinstance(X, gb.neighbors._NeighborsBase):
+    if not hasattr(gb, "kneighbors_graph"):
+        return False
+    if isinstance(X, getattr(gb.neighbors, "_NeighborsBase", gb.NearestNeighbors)):
         return True
     if not isinstance(X, (np.ndarray, list, tuple)) and not hasattr(X, "tocsr"):
         return False  # a fitted scikit-learn estimator or tree
