@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import validate_data
 
-from . import ir, metrics, runtime
+from . import ir, runtime
 from .errors import GbdistError, InputError, NotFittedError, ParameterError
 from .pairwise import metric_program
 from .plan import Plan
@@ -163,7 +163,6 @@ def _sym_expr(node, roles, syms: dict):
     for each side) and k; products get one symbol for both orders of (A, B), so they must
     commute. Raises ValueError for anything that cannot be shown symmetric."""
     import sympy as sp
-    from . import ir
 
     def sym(key):
         if key not in syms:
@@ -586,7 +585,8 @@ def _drop_self_device(d, i, k: int):
     import cupy
     rows, width = i.shape
     hit = i == cupy.arange(rows, dtype=cupy.int64)[:, None]
-    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), 0)
+    other = cupy.where(d[:, 0] == 0, 0, width - 1)
+    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), other)
     j = cupy.arange(k, dtype=cupy.int64)[None, :]
     src = j + (j >= drop[:, None])
     return (cupy.ascontiguousarray(cupy.take_along_axis(d, src, axis=1)),
@@ -654,17 +654,23 @@ def merge_k(d1, i1, d2, i2, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(d, order, axis=1), np.take_along_axis(i, order, axis=1)
 
 
-def _drop_self(d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _drop_self(d: np.ndarray, i: np.ndarray, k: int, first_if_missing: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
     """From k + 1 candidates per query, drop the query's own index (else the first one).
 
     As scikit-learn does: only index q is removed for query q, even when a
-    duplicate of q lies at distance 0 too; when q is not among the candidates
-    (more than k duplicates of it, all at distance 0, with lower indices), the
-    first candidate is dropped, as scikit-learn masks it.
+    duplicate of q lies at distance 0 too. When q is not among the candidates:
+    if the first lies at distance 0 (more than k duplicates of q with lower
+    indices), that first one is dropped, as scikit-learn masks it; else (a
+    measure under which q is not its own nearest, e.g. inner_product) every
+    candidate is a true neighbour and the last is dropped. ``first_if_missing``:
+    always the first (scikit-learn's rule for a precomputed graph, whose
+    diagonal is implicit).
     """
     rows = d.shape[0]
     hit = i == np.arange(rows, dtype=np.int64)[:, None]
-    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), 0)
+    other = np.where((d[:, 0] == 0) | first_if_missing, 0, i.shape[1] - 1)
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), other)
     keep = np.ones(i.shape, dtype=bool)
     keep[np.arange(rows), drop] = False
     return d[keep].reshape(rows, k), i[keep].reshape(rows, k)
@@ -725,7 +731,6 @@ def _use_symmetric(plan: Plan, X, Y, symmetric) -> bool:
 
 
 def ir_text(plan: Plan) -> str:
-    from . import ir
     return ir.to_text(plan.expr)
 
 
@@ -990,7 +995,7 @@ def _precomputed_knn(D, k: int, exclude_self: bool):
         d = g.data[sel].astype(np.float64)
         i = g.indices[sel].astype(np.int64)
     if exclude_self:
-        d, i = _drop_self(d, i, k)
+        d, i = _drop_self(d, i, k, first_if_missing=True)
     return d.astype(D.dtype if D.dtype == np.float32 else np.float64), i
 
 

@@ -283,3 +283,19 @@ def test_sparse_inputs_of_every_format():
                         .kneighbors(X[:4])[0],
                         skn.NearestNeighbors(n_neighbors=3).fit(Xs).kneighbors(X[:4])[0],
                         atol=1e-12)
+
+
+def test_self_exclusion_among_duplicates_is_sklearns():
+    X = np.ones((3, 1))  # more duplicates than neighbours: scikit-learn masks the first
+    for est in (gb.NearestNeighbors(n_neighbors=1, backend="cpu"),
+                skn.NearestNeighbors(n_neighbors=1, algorithm="brute")):
+        d, i = est.fit(X).kneighbors()
+        assert_array_equal(i, [[1], [0], [1]])
+        assert_allclose(d, 0)
+    # a measure under which a point is not its own nearest keeps the k nearest others
+    rng = np.random.default_rng(13)
+    Z = rng.normal(size=(12, 4))
+    d, i = gb.knn(Z, k=3, metric="inner_product", backend="cpu")
+    R = Z @ Z.T
+    np.fill_diagonal(R, np.inf)
+    assert_array_equal(i, np.argsort(R, axis=1, kind="stable")[:, :3])
