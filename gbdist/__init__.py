@@ -13,8 +13,8 @@ from .algebra import UNSET, Semiring, semirings
 from .api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm,
                   mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
 from .errors import (AnalysisError, ArityError, BackendError, DefinitionError, DomainError,
-                     DSLSyntaxError, GbdistError, InputError, NotFittedError, ParameterError,
-                     RedefinitionError, TypeCheckError, UnknownNameError)
+                     DSLSyntaxError, GbdistError, InputError, MetricTypeError, NotFittedError,
+                     ParameterError, RedefinitionError, TypeCheckError, UnknownNameError)
 from .explain import Explanation
 from .metrics import define_metric
 from .parse import Definitions, define, load
@@ -32,6 +32,7 @@ __all__ = [
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError", "ParameterError", "NotFittedError",
+    "MetricTypeError",
     "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
     "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
 ]

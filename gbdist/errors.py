@@ -135,3 +135,11 @@ class NotFittedError(GbdistError, _sklearn_not_fitted()):
     ``ValueError`` and an ``AttributeError``), which ``check_is_fitted`` and
     scikit-learn users catch.
     """
+
+
+class MetricTypeError(TypeCheckError, TypeError):
+    """A metric callable did not build a gbdist expression (for instance a scikit-learn /
+    SciPy style ``f(x, y) -> float``, which gbdist does not call on rows).
+
+    Also a ``TypeError``, as Python raises for a callable of the wrong kind.
+    """

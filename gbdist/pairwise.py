@@ -10,7 +10,7 @@ import scipy.sparse as sps
 
 from . import ir, metrics, runtime
 from .api import Program, compile
-from .errors import InputError, ParameterError, TypeCheckError
+from .errors import GbdistError, InputError, MetricTypeError, ParameterError
 from .explain import Explanation
 
 _ROLES = dict(metrics.ROLES)
@@ -38,14 +38,22 @@ def metric_program(metric, **params) -> Program:
         return compile(metric, _ROLES)
     if callable(metric):
         A, B = ir.Matrix("A"), ir.Matrix("B")
-        expr = metric(A, B, **params)
+        hint = ("gbdist calls a metric callable once, on symbolic matrices: "
+                "lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_absdiff); a row function "
+                "f(x, y) -> float (scikit-learn, SciPy) is not supported")
+        try:
+            expr = metric(A, B, **params)
+        except GbdistError:
+            raise
+        except Exception as e:  # noqa: BLE001 — a row function failing on symbolic input
+            raise MetricTypeError("a metric callable must build a gbdist expression",
+                                  got=f"{type(e).__name__}: {e}", hint=hint) from e
         if not isinstance(expr, ir.Node):
-            raise TypeCheckError("a metric callable must return a gbdist expression",
-                                 got=type(expr).__name__,
-                                 hint="e.g. lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_absdiff)")
+            raise MetricTypeError("a metric callable must return a gbdist expression",
+                                  got=type(expr).__name__, hint=hint)
         return compile(expr, _ROLES)
-    raise InputError("metric must be a name, a callable (A, B) -> expression, or an expression",
-                     got=type(metric).__name__)
+    raise ParameterError("metric must be a name, a callable (A, B) -> expression, or an "
+                         "expression", got=type(metric).__name__)
 
 
 def as_input(x, name: str):

@@ -299,3 +299,29 @@ def test_self_exclusion_among_duplicates_is_sklearns():
     R = Z @ Z.T
     np.fill_diagonal(R, np.inf)
     assert_array_equal(i, np.argsort(R, axis=1, kind="stable")[:, :3])
+
+
+def test_error_classes_are_the_ones_sklearn_users_catch():
+    X = _data(14)
+    # a scikit-learn style row function is not a gbdist metric: a TypeError
+    with pytest.raises(TypeError) as e:
+        gb.pairwise_distances(X, metric=lambda x, y: float(np.abs(x - y).sum()))
+    assert isinstance(e.value, gb.MetricTypeError) and isinstance(e.value, gb.TypeCheckError)
+    with pytest.raises(TypeError) as e:
+        gb.pairwise_distances(X, metric=lambda x, y: 1.0)
+    assert isinstance(e.value, gb.GbdistError)
+    # a metric of no usable type, as scikit-learn's InvalidParameterError: both
+    for call in (lambda: gb.pairwise_distances(X, metric=3),
+                 lambda: gb.NearestNeighbors(metric=3).fit(X)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert isinstance(e.value, TypeError) and isinstance(e.value, gb.GbdistError)
+    # unknown names and bad values: ValueError, as in scikit-learn and SciPy
+    for call in (lambda: gb.pairwise_distances(X, metric="nope"),
+                 lambda: gb.NearestNeighbors(metric="nope").fit(X),
+                 lambda: gb.pairwise_distances(X[:, :3], X),
+                 lambda: gb.NearestNeighbors().fit(np.empty((0, 3))),
+                 lambda: gb.NearestNeighbors().fit(np.array([[1.0, np.inf]]))):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert isinstance(e.value, gb.GbdistError)
