@@ -1117,6 +1117,8 @@ class _NeighborsBase(BaseEstimator):
         self.effective_metric_params_ = params
 
     def _validate(self, X, reset: bool):
+        if runtime.is_cupy(X):  # CuPy (dense or cupyx sparse): checked on the host
+            X = X.get()
         try:
             return validate_data(self, X, reset=reset, accept_sparse="csr")
         except (ValueError, TypeError) as e:
