@@ -9,6 +9,7 @@ routed test must pass, or fail for a cause listed in :mod:`compat.known`.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -19,6 +20,10 @@ SLOW = os.environ.get("GBDIST_SLOW_TESTS") == "1"
 
 MODULES = ["scipy.spatial.tests.test_distance", "sklearn.metrics.tests.test_pairwise",
            "sklearn.neighbors.tests.test_neighbors"]
+
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in MODULES),
+    reason="the installed scikit-learn / SciPy wheels do not ship their test files")
 
 # The representative part: test names selected with -k in all three files (the slow
 # 1000-row cases, test_unsupervised_kneighbors and the chunked diagonal, run in the slow run).
