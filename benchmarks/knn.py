@@ -125,13 +125,13 @@ def bench_knn_dataset(name, X, args, results):
                 __import__("gbdist.pairwise", fromlist=["x"]).metric_program(metric).plan,
                 m, m, wm, np.float32))
             t0 = time.perf_counter()
-            gb.knn(Xg[: min(m, 256)], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            gb.knn(Xg[: min(m, 256)], Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20)
             cupy.cuda.runtime.deviceSynchronize()
             row["first_call_ms"] = (time.perf_counter() - t0) * 1e3
             res = {}
 
             def run_knn():
-                res["out"] = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+                res["out"] = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20)
 
             row["knn_ms"], row["knn_times"] = peers.timeit_cuda(run_knn, repeats, 0, return_times=True)
             idx = cupy.asnumpy(res.pop("out")[1])
@@ -268,7 +268,7 @@ def _timed_knn(Xg, metric, k, symmetric, wm):
     cupy.get_default_memory_pool().free_all_blocks()
     _sync()
     t0 = time.perf_counter()
-    d, i = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm, symmetric=symmetric)
+    d, i = gb.knn(Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20, symmetric=symmetric)
     _sync()
     return time.perf_counter() - t0, d, i
 
@@ -325,10 +325,10 @@ def run_powerlaw(args, device: str) -> dict:
             q = min(m, ESTIMATE_ROWS)
             _sync()
             t0 = time.perf_counter()
-            gb.knn(Xg[:q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            gb.knn(Xg[:q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20)
             _sync()
             t1 = time.perf_counter()
-            gb.knn(Xg[q:2 * q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm)
+            gb.knn(Xg[q:2 * q], Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20)
             _sync()
             est = (time.perf_counter() - t1) * m / q * (0.55 if sym else 1.0)
             row["first_slice_s"] = t1 - t0

@@ -13,14 +13,16 @@ from .algebra import UNSET, Semiring, semirings
 from .api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm,
                   mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
 from .errors import (AnalysisError, ArityError, BackendError, CorruptInputError, DefinitionError,
-                     DomainError, DSLSyntaxError, GbdistError, InputError, NonFiniteError,
-                     RedefinitionError, ResultTooLargeError, TypeCheckError, UnknownNameError)
+                     DomainError, DSLSyntaxError, GbdistError, InputError, MetricTypeError,
+                     NonFiniteError, NotFittedError, ParameterError, RedefinitionError,
+                     ResultTooLargeError, TypeCheckError, UnknownNameError)
 from .explain import Explanation
 from .metrics import define_metric
 from .parse import Definitions, define, load
 from .metrics import names as metric_names
 from .pairwise import explain, pairwise_distances
-from .neighbors import NearestNeighbors, knn, pairwise_distances_chunked
+from .neighbors import (KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn,
+                        kneighbors_graph, pairwise_distances_chunked, radius_neighbors_graph)
 
 __version__ = "0.1.0"
 
@@ -31,6 +33,7 @@ __all__ = [
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",
-    "ResultTooLargeError",
-    "knn", "NearestNeighbors", "pairwise_distances_chunked",
+    "ResultTooLargeError", "ParameterError", "NotFittedError", "MetricTypeError",
+    "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
+    "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
 ]

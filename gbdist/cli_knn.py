@@ -194,7 +194,7 @@ def _knn(args) -> int:
     exclude_self = Y is None and not args.include_self
     Yv = X if Y is None else Y
     plan = metric_program(args.metric, **params).plan
-    budget = neighbors._budget(args.working_memory)
+    budget = neighbors._budget_bytes(args.working_memory)  # the CLI counts bytes
     be = neighbors._backend(args.backend, budget)
     total = X.shape[0] * Yv.shape[0]
     bar = ProgressBar(total, sys.stderr, args.progress or sys.stderr.isatty())
@@ -228,7 +228,7 @@ def _pairwise_args(p):
 
 
 def _pairwise(args) -> int:
-    from .pairwise import pairwise_distances
+    from .pairwise import _pairwise
     params = _metric_params(args)
     target = _output(args.output, ".npy")
     X, Y = _load(args)
@@ -240,8 +240,8 @@ def _pairwise(args) -> int:
                          got=f"{X.shape[0]} x {n_index} x 8 = {need} bytes",
                          hint="use `gbdist knn` for nearest neighbours, or raise --max-bytes")
     start = time.perf_counter()
-    D = pairwise_distances(X, Y, metric=args.metric, backend=args.backend,
-                           working_memory=args.working_memory, **params)
+    # --working-memory counts bytes (the library's working_memory counts MiB)
+    D = _pairwise(X, Y, args.metric, args.backend, args.working_memory, None, "auto", params)
     seconds = time.perf_counter() - start
     try:
         np.save(target, np.asarray(D))

@@ -128,3 +128,37 @@ class ResultTooLargeError(InputError, MemoryError):
     Both an :class:`InputError` (a ``ValueError``) and a ``MemoryError``, so code that
     catches either sees it; the hint names the chunked entry points.
     """
+
+
+class ParameterError(InputError, TypeError):
+    """A parameter has the wrong type or value (``n_neighbors=2.5``, ``algorithm="fast"``).
+
+    Both a ``ValueError`` and a ``TypeError``, like scikit-learn's
+    ``InvalidParameterError``: code written for scikit-learn catches either.
+    """
+
+
+def _sklearn_not_fitted():
+    try:
+        from sklearn.exceptions import NotFittedError as base
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        class base(ValueError, AttributeError):  # noqa: N801
+            pass
+    return base
+
+
+class NotFittedError(GbdistError, _sklearn_not_fitted()):
+    """An estimator is queried before ``fit``.
+
+    Also scikit-learn's ``sklearn.exceptions.NotFittedError`` (itself a
+    ``ValueError`` and an ``AttributeError``), which ``check_is_fitted`` and
+    scikit-learn users catch.
+    """
+
+
+class MetricTypeError(TypeCheckError, TypeError):
+    """A metric callable did not build a gbdist expression (for instance a scikit-learn /
+    SciPy style ``f(x, y) -> float``, which gbdist does not call on rows).
+
+    Also a ``TypeError``, as Python raises for a callable of the wrong kind.
+    """

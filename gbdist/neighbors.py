@@ -3,7 +3,7 @@
 The distance matrix between queries (rows of X) and the index (rows of Y) is
 never materialised. The output grid is cut into *column tiles* (slices of the
 index) and, inside each tile, into *row blocks* (slices of the queries), both
-sized from one ``working_memory`` budget in bytes:
+sized from one ``working_memory`` budget (given in MiB, counted in bytes):
 
     for each column tile Y[c0:c1]            (outer: the index, bounded)
         for each row block X[r0:r1]          (inner: runtime.iter_blocks)
@@ -25,18 +25,24 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+import warnings
 from typing import Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sps
 
-from . import metrics, runtime
-from .errors import InputError
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
+from sklearn.utils.validation import validate_data
+
+from . import ir, runtime
+from .errors import GbdistError, InputError, NotFittedError, ParameterError
 from .inputs import check_device_operand
 from .pairwise import metric_program
 from .plan import Plan
 
-__all__ = ["knn", "NearestNeighbors", "pairwise_distances_chunked"]
+__all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
+           "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked"]
 
 # Bytes of selection temporaries per distance cell: np.partition's copy (8),
 # the less / equal / NaN masks (3) and np.nonzero's indices (≈ 8 when dense).
@@ -71,16 +77,34 @@ def default_device_memory() -> int:
     return int(max(64 * 2**20, min(8 * 2**30, free // 2)))
 
 
+MIB = 2**20
+
+
 def _budget(working_memory) -> int:
+    """The byte budget of a ``working_memory`` given in MiB (scikit-learn's unit).
+
+    None: :func:`default_working_memory`. Any positive number is honoured as given,
+    fractions too (``working_memory=1500 / 2**20`` is 1500 bytes).
+    """
     if working_memory is None:
         return _DefaultBudget(default_working_memory())
-    if isinstance(working_memory, bool) or not isinstance(working_memory, numbers.Integral) \
-            or working_memory <= 0:
-        raise InputError("working_memory must be a positive number of bytes",
-                         got=repr(working_memory),
-                         hint="e.g. working_memory=256 * 2**20 (gbdist counts bytes, "
-                              "scikit-learn's working_memory counts MiB)")
-    return int(working_memory)
+    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
+            or not working_memory > 0 or not np.isfinite(working_memory):
+        raise ParameterError("working_memory must be a positive number of MiB",
+                             got=repr(working_memory),
+                             hint="e.g. working_memory=256 (MiB, as scikit-learn counts it)")
+    return _budget_bytes(max(1, int(working_memory * MIB)))
+
+
+def _budget_bytes(nbytes) -> int:
+    """A budget given in bytes (the CLI's ``--working-memory``); None: the default."""
+    if nbytes is None:
+        return _DefaultBudget(default_working_memory())
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) \
+            or nbytes <= 0:
+        raise ParameterError("the working memory must be a positive number of bytes",
+                             got=repr(nbytes))
+    return int(nbytes)
 
 
 def _backend(backend, budget: int):
@@ -140,7 +164,6 @@ def _sym_expr(node, roles, syms: dict):
     for each side) and k; products get one symbol for both orders of (A, B), so they must
     commute. Raises ValueError for anything that cannot be shown symmetric."""
     import sympy as sp
-    from . import ir
 
     def sym(key):
         if key not in syms:
@@ -565,7 +588,8 @@ def _drop_self_device(d, i, k: int):
     import cupy
     rows, width = i.shape
     hit = i == cupy.arange(rows, dtype=cupy.int64)[:, None]
-    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), width - 1)
+    other = cupy.where(d[:, 0] == 0, 0, width - 1)
+    drop = cupy.where(hit.any(axis=1), hit.astype(cupy.int8).argmax(axis=1), other)
     j = cupy.arange(k, dtype=cupy.int64)[None, :]
     src = j + (j >= drop[:, None])
     return (cupy.ascontiguousarray(cupy.take_along_axis(d, src, axis=1)),
@@ -633,15 +657,23 @@ def merge_k(d1, i1, d2, i2, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(d, order, axis=1), np.take_along_axis(i, order, axis=1)
 
 
-def _drop_self(d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """From k + 1 candidates per query, drop the query's own index (else the last one).
+def _drop_self(d: np.ndarray, i: np.ndarray, k: int, first_if_missing: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """From k + 1 candidates per query, drop the query's own index (else the first one).
 
     As scikit-learn does: only index q is removed for query q, even when a
-    duplicate of q lies at distance 0 too.
+    duplicate of q lies at distance 0 too. When q is not among the candidates:
+    if the first lies at distance 0 (more than k duplicates of q with lower
+    indices), that first one is dropped, as scikit-learn masks it; else (a
+    measure under which q is not its own nearest, e.g. inner_product) every
+    candidate is a true neighbour and the last is dropped. ``first_if_missing``:
+    always the first (scikit-learn's rule for a precomputed graph, whose
+    diagonal is implicit).
     """
     rows = d.shape[0]
     hit = i == np.arange(rows, dtype=np.int64)[:, None]
-    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), i.shape[1] - 1)
+    other = np.where((d[:, 0] == 0) | first_if_missing, 0, i.shape[1] - 1)
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), other)
     keep = np.ones(i.shape, dtype=bool)
     keep[np.arange(rows), drop] = False
     return d[keep].reshape(rows, k), i[keep].reshape(rows, k)
@@ -654,7 +686,8 @@ def _drop_self(d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.nda
 
 def _check_k(k, n_index: int, exclude_self: bool) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise InputError("n_neighbors must be an integer", got=repr(k))
+        raise ParameterError(f"n_neighbors does not take {type(k)} value, enter integer value",
+                             got=repr(k))
     if k <= 0:
         raise InputError(f"Expected n_neighbors > 0. Got {k}")
     need = k + 1 if exclude_self else k
@@ -703,7 +736,6 @@ def _use_symmetric(plan: Plan, X, Y, symmetric) -> bool:
 
 
 def ir_text(plan: Plan) -> str:
-    from . import ir
     return ir.to_text(plan.expr)
 
 
@@ -821,7 +853,7 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
     neighbours, as scikit-learn's ``kneighbors(X=None)`` does — a duplicate of
     row i at distance 0 is still returned. ``k`` larger than the index raises
     :class:`gbdist.InputError` (scikit-learn's ValueError "Expected n_neighbors
-    <= n_samples_fit"). ``working_memory`` (bytes) sizes the tiles; results do
+    <= n_samples_fit"). ``working_memory`` (MiB) sizes the tiles; results do
     not depend on it. ``params`` go to the metric (``p`` for minkowski).
 
     ``symmetric``: in a self-join (Y None or Y is X) under a metric proven symmetric
@@ -830,8 +862,11 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
     valid; True insists (:class:`gbdist.InputError` when it is not valid); False never.
     The answer is the same either way.
     """
+    from .pairwise import as_input
     if exclude_self is None:
         exclude_self = Y is None
+    X = as_input(X, "X")
+    Y = None if Y is None else as_input(Y, "Y")
     plan = metric_program(metric, **params).plan
     budget = _budget(working_memory)
     be = _backend(backend, budget)
@@ -839,29 +874,78 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
                 symmetric=symmetric)
 
 
-def pairwise_distances_chunked(X, Y=None, metric="euclidean", working_memory=None,
-                               reduce_func: Callable | None = None, backend="auto", dtype=None,
-                               **params):
-    """Yield the distance matrix in row blocks (a generator), like scikit-learn's.
+def _check_chunk_size(reduced, chunk_size: int) -> None:
+    """scikit-learn's checks on a ``reduce_func`` result: None, or one sequence (or a tuple
+    of sequences) with one entry per row of the chunk."""
+    if reduced is None:
+        return
+    is_tuple = isinstance(reduced, tuple)
+    parts = reduced if is_tuple else (reduced,)
+    if any(isinstance(r, tuple) or not hasattr(r, "__iter__") for r in parts):
+        raise ParameterError(f"reduce_func returned {reduced!r}. Expected sequence(s) of length "
+                             f"{chunk_size}.",
+                             hint="return one value per row of the chunk, or None")
+    sizes = tuple(_num_samples(r) for r in parts)
+    if any(n != chunk_size for n in sizes):
+        raise InputError(f"reduce_func returned object of length "
+                         f"{sizes if is_tuple else sizes[0]}. Expected same length as input: "
+                         f"{chunk_size}.")
 
-    Each block holds whole rows (all of Y) and is sized so that it and its
-    temporaries fit ``working_memory`` bytes. With ``reduce_func(D_chunk,
-    start)`` the generator yields its results instead of the blocks.
+
+def _num_samples(x) -> int:
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape):
+        return int(shape[0])
+    return len(x)
+
+
+def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None,
+                               metric="euclidean", n_jobs=None, working_memory=None,
+                               backend="auto", dtype=None, **kwds):
+    """Yield the distance matrix in row blocks (a generator), as scikit-learn's does.
+
+    Same arguments as ``sklearn.metrics.pairwise_distances_chunked``: each block
+    holds whole rows (all of Y) and is sized so that it and gbdist's temporaries
+    fit ``working_memory`` MiB (default: :func:`default_working_memory`); any
+    positive number is honoured, fractions too. ``reduce_func(D_chunk, start)``
+    replaces each block by its result, which must be None or a sequence (or a
+    tuple of sequences) with one entry per row, as scikit-learn checks.
+    ``n_jobs`` is accepted and ignored (the backend decides its threads).
+    ``metric="precomputed"`` yields X itself (checked) in one block. The other
+    keywords are the metric's parameters (``p=``), plus ``ensure_all_finite``
+    / ``force_all_finite``, passed on to the input check.
+
+    Arguments are checked when the function is called; the distances are
+    computed as the generator is consumed.
     """
+    from .pairwise import as_input, check_n_jobs, precomputed_distances, split_finite_kw
+    if reduce_func is not None and not callable(reduce_func):
+        raise ParameterError("The 'reduce_func' parameter of pairwise_distances_chunked must be "
+                             "a callable or None.", got=repr(reduce_func))
+    check_n_jobs(n_jobs)
+    params, finite_kw = split_finite_kw(kwds)
+    X = as_input(X, "X")
+    Y = None if Y is None else as_input(Y, "Y")
+    if isinstance(metric, str) and metric == "precomputed":
+        D = precomputed_distances(X, Y, **finite_kw)
+        return _reduced_chunks(iter([(0, D.shape[0], D)]), reduce_func)
     plan = metric_program(metric, **params).plan
     budget = _budget(working_memory)
     be = _backend(backend, budget)
     Yv = X if Y is None else Y
     dt = _result_dtype(X, Yv, dtype)
-    for r0, r1, c0, c1, D in distance_tiles(plan, X, Yv, be, budget, dt, full_width=True):
-        block = D.astype(dt)  # a writable copy
+    tiles = ((r0, r1, D.astype(dt)) for r0, r1, _, _, D in
+             distance_tiles(plan, X, Yv, be, budget, dt, full_width=True))
+    return _reduced_chunks(tiles, reduce_func)
+
+
+def _reduced_chunks(chunks, reduce_func):
+    for r0, r1, block in chunks:
         if reduce_func is None:
             yield block
         else:
             reduced = reduce_func(block, r0)
-            if reduced is None:
-                raise InputError("reduce_func returned None",
-                                 hint="return the reduced chunk, e.g. a list or an array per row")
+            _check_chunk_size(reduced, r1 - r0)
             yield reduced
 
 
@@ -876,91 +960,298 @@ def _object_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
     return out
 
 
-class NearestNeighbors:
-    """Unsupervised neighbour search shaped like ``sklearn.neighbors.NearestNeighbors``.
+def _int64_csr(data, indices, indptr, shape) -> sps.csr_matrix:
+    """A CSR whose indices and indptr stay int64 (scikit-learn's graphs), whatever SciPy
+    would shrink them to."""
+    g = sps.csr_matrix((data, indices, indptr), shape=shape)
+    g.indices = np.asarray(indices, dtype=np.int64)
+    g.indptr = np.asarray(indptr, dtype=np.int64)
+    return g
 
-    ``metric`` is any gbdist metric name (built-in or registered with
-    ``gb.define_metric`` / the DSL), a callable ``(A, B) -> expression`` or an
-    expression. ``p`` is passed to metrics that take a ``p`` (minkowski) unless
-    ``metric_params`` sets it; ``metric_params`` go to the metric.
-    ``working_memory`` is in bytes (scikit-learn's is in MiB).
+
+_MODES = ("connectivity", "distance")
+
+
+def _check_mode(mode) -> None:
+    if mode not in _MODES:
+        raise InputError('Unsupported mode, must be one of "connectivity", or "distance" but '
+                         f'got "{mode}" instead', expected="'connectivity' or 'distance'",
+                         got=repr(mode))
+
+
+def _precomputed_knn(D, k: int, exclude_self: bool):
+    """The k smallest entries per row of a precomputed distance matrix (dense, or sparse
+    with its stored entries as the candidates, as scikit-learn reads a graph)."""
+    need = k + 1 if exclude_self else k
+    if not sps.issparse(D):
+        d, i = select_k(np.asarray(D, dtype=np.float64), need)
+    else:
+        g = sps.csr_matrix(D)
+        g.sum_duplicates()
+        counts = np.diff(g.indptr)
+        if counts.size and counts.min() < need:
+            raise InputError(f"{need} neighbors per samples are required, but some samples have "
+                             f"only {counts.min()}.",
+                             hint="store at least n_neighbors entries per row of the graph")
+        rows = np.repeat(np.arange(g.shape[0]), counts)
+        order = np.lexsort((g.indices, g.data, rows))
+        take = (g.indptr[:-1, None] + np.arange(need)[None, :])
+        sel = order[take]
+        d = g.data[sel].astype(np.float64)
+        i = g.indices[sel].astype(np.int64)
+    if exclude_self:
+        d, i = _drop_self(d, i, k, first_if_missing=True)
+    return d.astype(D.dtype if D.dtype == np.float32 else np.float64), i
+
+
+def _precomputed_radius(D, radius, exclude_self: bool, sort_results: bool) -> sps.csr_matrix:
+    g = sps.csr_matrix(D) if sps.issparse(D) else None
+    if g is None:
+        r, c = np.nonzero(np.asarray(D) <= radius)
+        v = np.asarray(D)[r, c]
+    else:
+        g.sum_duplicates()
+        r = np.repeat(np.arange(g.shape[0]), np.diff(g.indptr))
+        keep = g.data <= radius
+        r, c, v = r[keep], g.indices[keep], g.data[keep]
+    r, c = r.astype(np.int64), c.astype(np.int64)
+    if exclude_self:
+        keep = r != c
+        r, c, v = r[keep], c[keep], v[keep]
+    order = np.lexsort((c, v, r) if sort_results else (c, r))
+    m = D.shape[0]
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+    return _int64_csr(v[order], c[order], indptr, D.shape)
+
+
+def _wrap_sklearn_error(e: Exception) -> Exception:
+    """scikit-learn's validation errors as gbdist errors of the same Python classes."""
+    msg = str(e)
+    if isinstance(e, TypeError):
+        return ParameterError(msg)
+    return InputError(msg)
+
+
+def _fitted_data(X):
+    """scikit-learn's estimators also fit on a fitted neighbours estimator or a
+    BallTree/KDTree (its data is the index); gbdist reads their data."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        return X._fit_X
+    from sklearn.neighbors import BallTree, KDTree
+    from sklearn.neighbors._base import NeighborsBase
+    if isinstance(X, NeighborsBase):
+        return X._fit_X
+    if isinstance(X, (BallTree, KDTree)):
+        return np.asarray(X.data)
+    return X
+
+
+def _check_graph_params(est, metric, p, metric_params) -> None:
+    """The graph functions given a fitted estimator: its parameters must be the ones asked
+    for (scikit-learn's check)."""
+    have = est.get_params()
+    for name, value in (("metric", metric), ("p", p), ("metric_params", metric_params)):
+        if have.get(name) != value:
+            raise InputError(f"Got {value} for {name}, while the estimator has {have.get(name)} "
+                             f"for the same parameter.",
+                             hint="pass the estimator's own parameters, or pass the data")
+
+
+class _NeighborsBase(BaseEstimator):
+    """The neighbour searches shared by :class:`NearestNeighbors` and the transformers.
+
+    gbdist always searches by brute force (every distance computed, tiled within
+    ``working_memory``): ``algorithm`` and ``leaf_size`` are accepted and checked as
+    scikit-learn checks them, and change nothing; ``n_jobs`` is accepted and ignored
+    (the backend chooses its threads).
     """
 
-    def __init__(self, n_neighbors: int = 5, radius: float = 1.0, metric="minkowski", p=2,
-                 metric_params: dict | None = None, backend="auto", working_memory=None):
-        self.n_neighbors = n_neighbors
-        self.radius = radius
-        self.metric = metric
-        self.p = p
-        self.metric_params = metric_params
-        self.backend = backend
-        self.working_memory = working_memory
+    _parameter_constraints: dict = {
+        "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "radius": [Interval(numbers.Real, 0, None, closed="both"), None],
+        "algorithm": [StrOptions({"auto", "ball_tree", "kd_tree", "brute"})],
+        "leaf_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "p": [Interval(numbers.Real, 0, None, closed="right"), None],
+        "metric": [str, callable, ir.Node],
+        "metric_params": [dict, None],
+        "n_jobs": [numbers.Integral, None],
+        "backend": "no_validation",
+        "working_memory": [Interval(numbers.Real, 0, None, closed="neither"), None],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self._precomputed()
+        tags.input_tags.positive_only = tags.input_tags.pairwise
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "_fit_X")
+
+    def _precomputed(self) -> bool:
+        return isinstance(self.metric, str) and self.metric == "precomputed"
 
     # -- fitting ---------------------------------------------------------------
 
-    def _params(self) -> dict:
-        params = dict(self.metric_params or {})
-        if isinstance(self.metric, str) and "p" in metrics.get(self.metric).params \
-                and "p" not in params and self.p is not None:
-            params["p"] = self.p
-        return params
+    def _check_params(self) -> None:
+        try:
+            self._validate_params()
+        except InvalidParameterError as e:
+            raise ParameterError(str(e)) from None
 
-    def fit(self, X, y=None) -> "NearestNeighbors":
-        """Store the index: X as canonical CSR (explicit zeros dropped)."""
-        self.effective_metric_params_ = self._params()
-        self.effective_metric_ = self.metric
-        self._plan = metric_program(self.metric, **self.effective_metric_params_).plan
-        self._fit_dtype = _result_dtype(X, X)
-        self._fit_X = runtime.to_csr(X, "X", drop_zeros=True)
-        self.n_samples_fit_, self.n_features_in_ = self._fit_X.shape
+    def _set_effective_metric(self) -> None:
+        """scikit-learn's rule: ``p`` belongs to minkowski (``metric_params`` wins, with a
+        SyntaxWarning); minkowski with p = 1, 2, inf is manhattan, euclidean, chebyshev."""
+        params = dict(self.metric_params or {})
+        if "p" in params and self.p is not None:
+            warnings.warn("Parameter p is found in metric_params. The corresponding parameter "
+                          "from __init__ is ignored.", SyntaxWarning, stacklevel=3)
+        metric = self.metric
+        if isinstance(metric, str) and metric == "minkowski":
+            p = params.pop("p", self.p)
+            p = 2 if p is None else p
+            w = params.pop("w", None)
+            if w is None and p in (1, 2, np.inf):
+                metric = {1: "manhattan", 2: "euclidean"}.get(p, "chebyshev")
+            else:
+                params["p"], params["w"] = p, w
+        self.effective_metric_ = metric
+        self.effective_metric_params_ = params
+
+    def _validate(self, X, reset: bool):
+        if runtime.is_cupy(X):  # CuPy (dense or cupyx sparse): checked on the host
+            X = X.get()
+        try:
+            return validate_data(self, X, reset=reset, accept_sparse="csr")
+        except (ValueError, TypeError) as e:
+            if isinstance(e, GbdistError):
+                raise
+            raise _wrap_sklearn_error(e) from None
+
+    def _validate_precomputed(self, X, reset: bool):
+        from .pairwise import precomputed_distances
+        D = precomputed_distances(X)
+        if reset:
+            self.n_features_in_ = D.shape[1]
+        elif D.shape[1] != self.n_samples_fit_:
+            raise InputError(f"Precomputed metric requires shape (n_queries, n_indexed). Got "
+                             f"({D.shape[0]}, {D.shape[1]}) for {self.n_samples_fit_} indexed.")
+        return D
+
+    def fit(self, X, y=None):
+        """Store the index (X as canonical CSR, explicit zeros dropped; with
+        ``metric="precomputed"`` the square distance matrix itself). ``y`` is ignored."""
+        self._check_params()
+        X = _fitted_data(X)
+        if self._precomputed():
+            D = self._validate_precomputed(X, reset=True)
+            if D.shape[0] != D.shape[1]:
+                raise InputError(f"Precomputed matrix must be square. Input is a "
+                                 f"{D.shape[0]}x{D.shape[1]} matrix.")
+            self.effective_metric_, self.effective_metric_params_ = "precomputed", {}
+            self._plan = None
+            self._fit_dtype = np.dtype(np.float32 if D.dtype == np.float32 else np.float64)
+            self._fit_X = D
+        else:
+            X = self._validate(X, reset=True)
+            self._set_effective_metric()
+            params = dict(self.effective_metric_params_)
+            if "w" in params and params["w"] is None:  # scikit-learn's unweighted minkowski
+                del params["w"]
+            self._plan = metric_program(self.effective_metric_, **params).plan
+            self._fit_dtype = _result_dtype(X, X)
+            self._fit_X = runtime.to_csr(X, "X", drop_zeros=True)
+        self.n_samples_fit_ = self._fit_X.shape[0]
+        self._fit_method = "brute"
         return self
 
-    def _query(self, X):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "_fit_X"):
-            raise InputError("this NearestNeighbors is not fitted yet", hint="call fit(X) first")
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call "
+                                 f"'fit' with appropriate arguments before using this estimator.",
+                                 hint="call fit(X) first")
+
+    def _query(self, X):
+        """(queries, is the fitted data, budget, backend, result dtype)."""
+        self._check_fitted()
         budget = _budget(self.working_memory)
-        be = _backend(self.backend, budget)
+        be = None if self._precomputed() else _backend(self.backend, budget)
         if X is None:
             return self._fit_X, True, budget, be, self._fit_dtype
-        both32 = self._fit_dtype == np.float32 and _result_dtype(X, X) == np.float32
-        return X, False, budget, be, np.dtype(np.float32 if both32 else np.float64)
+        if self._precomputed():
+            Q = self._validate_precomputed(X, reset=False)
+        else:
+            Q = self._validate(X, reset=False)
+        both32 = self._fit_dtype == np.float32 and _result_dtype(Q, Q) == np.float32
+        return Q, False, budget, be, np.dtype(np.float32 if both32 else np.float64)
 
     # -- k nearest -------------------------------------------------------------
 
-    def kneighbors(self, X=None, n_neighbors=None, return_distance: bool = True):
-        """The n_neighbors nearest fitted rows of each row of X (of the fitted data when
-        X is None, each point then left out of its own neighbours)."""
+    def _check_n_neighbors(self, n_neighbors, n_queries: int, is_train: bool) -> int:
         k = self.n_neighbors if n_neighbors is None else n_neighbors
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Real):
+            raise ParameterError(f"n_neighbors does not take {type(k)} value, enter integer "
+                                 f"value", got=repr(k))
+        if k <= 0:
+            raise InputError(f"Expected n_neighbors > 0. Got {k}")
+        if not isinstance(k, numbers.Integral):
+            raise ParameterError(f"n_neighbors does not take {type(k)} value, enter integer "
+                                 f"value", got=repr(k))
+        n = self.n_samples_fit_
+        if k + is_train > n:
+            rel = "n_neighbors < n_samples_fit" if is_train else "n_neighbors <= n_samples_fit"
+            raise InputError(f"Expected {rel}, but n_neighbors = {k}, n_samples_fit = {n}, "
+                             f"n_samples = {n_queries}")
+        return int(k)
+
+    def kneighbors(self, X=None, n_neighbors=None, return_distance: bool = True):
+        """The n_neighbors nearest fitted rows of each row of X, as ``(distances,
+        indices)`` sorted by (distance, index); of the fitted data when X is None, each
+        point then left out of its own neighbours (scikit-learn's rule). Indices are
+        int64; distances float32 when the fitted data and X are float32."""
         Q, is_train, budget, be, dt = self._query(X)
-        d, i = _knn(self._plan, Q, self._fit_X, k, be, budget, is_train, dt)
+        k = self._check_n_neighbors(n_neighbors, Q.shape[0], is_train)
+        if self._plan is None:
+            d, i = _precomputed_knn(Q, k, is_train)
+            d = d.astype(dt)
+        else:
+            d, i = _knn(self._plan, Q, self._fit_X, k, be, budget, is_train, dt)
         return (d, i) if return_distance else i
 
     def kneighbors_graph(self, X=None, n_neighbors=None, mode: str = "connectivity"):
-        """CSR of shape (n_queries, n_samples_fit): 1 (connectivity) or the distance
-        (distance) at each query's neighbours, in neighbour order within a row."""
-        if mode not in ("connectivity", "distance"):
-            raise InputError("unknown mode", expected="'connectivity' or 'distance'",
-                             got=repr(mode))
-        k = self.n_neighbors if n_neighbors is None else n_neighbors
-        d, i = self.kneighbors(X, k, return_distance=True)
-        nq = i.shape[0]
+        """CSR of shape (n_queries, n_samples_fit): 1.0 (``"connectivity"``) or the
+        distance (``"distance"``) at each query's neighbours, in neighbour order within
+        a row; int64 indices, as scikit-learn's."""
+        _check_mode(mode)
+        d, i = self.kneighbors(X, n_neighbors, return_distance=True)
+        nq, k = i.shape
         data = np.ones(i.size) if mode == "connectivity" else d.ravel()
-        indptr = np.arange(0, nq * i.shape[1] + 1, i.shape[1], dtype=np.int64)
-        return sps.csr_matrix((data, i.ravel(), indptr), shape=(nq, self.n_samples_fit_))
+        indptr = np.arange(0, nq * k + 1, max(k, 1), dtype=np.int64)[:nq + 1]
+        return _int64_csr(data, i.ravel(), indptr, (nq, self.n_samples_fit_))
 
     # -- radius ------------------------------------------------------------------
 
     def _radius_csr(self, X, radius, sort_results):
         r = self.radius if radius is None else radius
         Q, is_train, budget, be, dt = self._query(X)
-        return _radius(self._plan, Q, self._fit_X, r, be, budget, is_train, sort_results, dt)
+        if self._plan is None:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or np.isnan(r):
+                raise ParameterError("radius must be a number", got=repr(r))
+            g = _precomputed_radius(Q, r, is_train, sort_results)
+            g.data = g.data.astype(dt)
+            return g
+        g = _radius(self._plan, Q, self._fit_X, r, be, budget, is_train, sort_results, dt)
+        return _int64_csr(g.data, g.indices, g.indptr, g.shape)
 
     def radius_neighbors(self, X=None, radius=None, return_distance: bool = True,
                          sort_results: bool = False):
         """For each query, the fitted rows at distance <= radius, as object arrays of
         arrays (scikit-learn's shape); index order unless ``sort_results``."""
         if sort_results and not return_distance:
-            raise InputError("return_distance must be True if sort_results is True")
+            raise InputError("return_distance must be True if sort_results is True.")
         g = self._radius_csr(X, radius, sort_results)
         ind = _object_rows(g.indices.astype(np.int64), g.indptr)
         if not return_distance:
@@ -969,15 +1260,161 @@ class NearestNeighbors:
 
     def radius_neighbors_graph(self, X=None, radius=None, mode: str = "connectivity",
                                sort_results: bool = False):
-        """CSR of shape (n_queries, n_samples_fit) of the pairs within radius."""
-        if mode not in ("connectivity", "distance"):
-            raise InputError("unknown mode", expected="'connectivity' or 'distance'",
-                             got=repr(mode))
+        """CSR of shape (n_queries, n_samples_fit) of the pairs within radius (1.0 or the
+        distance); int64 indices."""
+        _check_mode(mode)
+        if sort_results and mode == "connectivity":
+            sort_results = False  # scikit-learn ignores it: every value is 1
         g = self._radius_csr(X, radius, sort_results)
         if mode == "connectivity":
             g.data = np.ones_like(g.data, dtype=np.float64)
         return g
 
-    def __repr__(self):
-        return (f"NearestNeighbors(n_neighbors={self.n_neighbors}, radius={self.radius}, "
-                f"metric={self.metric!r}, p={self.p}, backend={self.backend!r})")
+
+class NearestNeighbors(_NeighborsBase):
+    """Unsupervised neighbour search: a scikit-learn estimator, a drop-in for
+    ``sklearn.neighbors.NearestNeighbors``.
+
+    ``metric`` is ``"precomputed"``, any gbdist metric name (built-in, an alias such
+    as ``"l2"`` or ``"cityblock"``, or one registered with ``gb.define_metric`` / the
+    DSL), a callable ``(A, B) -> expression`` (not scikit-learn's ``f(x, y) -> float``)
+    or an expression. ``p`` is minkowski's (``metric_params`` wins, as in scikit-learn).
+    ``algorithm``, ``leaf_size`` and ``n_jobs`` are accepted and change nothing: gbdist
+    always searches by brute force. ``backend`` ("auto", "cpu", "cuda" or a backend
+    object) and ``working_memory`` (MiB, default: :func:`default_working_memory`) are
+    gbdist's.
+    """
+
+    def __init__(self, *, n_neighbors=5, radius=1.0, algorithm="auto", leaf_size=30,
+                 metric="minkowski", p=2, metric_params=None, n_jobs=None, backend="auto",
+                 working_memory=None):
+        self.n_neighbors = n_neighbors
+        self.radius = radius
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.metric = metric
+        self.p = p
+        self.metric_params = metric_params
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.working_memory = working_memory
+
+
+class _GraphTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _NeighborsBase):
+    _parameter_constraints: dict = {
+        **_NeighborsBase._parameter_constraints,
+        "mode": [StrOptions(set(_MODES))],
+    }
+
+    def fit(self, X, y=None):
+        """Fit the index on X; ``y`` is ignored."""
+        super().fit(X)
+        self._n_features_out = self.n_samples_fit_
+        return self
+
+    def fit_transform(self, X, y=None):
+        """``fit(X).transform(X)``: X's own graph (each point its own first neighbour)."""
+        return self.fit(X).transform(X)
+
+
+class KNeighborsTransformer(_GraphTransformer):
+    """X as a sparse graph of its k nearest fitted neighbours, a drop-in for
+    ``sklearn.neighbors.KNeighborsTransformer`` (e.g. before ``TSNE``, ``Isomap`` or
+    ``DBSCAN(metric="precomputed")`` in a Pipeline).
+
+    ``transform(X)`` is ``kneighbors_graph(X, mode=mode, n_neighbors=n_neighbors + 1)``
+    in ``"distance"`` mode (each sample counted as its own neighbour, as in
+    scikit-learn) and with ``n_neighbors`` in ``"connectivity"`` mode. Other
+    parameters as :class:`NearestNeighbors`.
+    """
+
+    def __init__(self, *, mode="distance", n_neighbors=5, algorithm="auto", leaf_size=30,
+                 metric="minkowski", p=2, metric_params=None, n_jobs=None, backend="auto",
+                 working_memory=None):
+        self.mode = mode
+        self.n_neighbors = n_neighbors
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.metric = metric
+        self.p = p
+        self.metric_params = metric_params
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.working_memory = working_memory
+
+    radius = None
+
+    def transform(self, X):
+        """The (n_queries, n_samples_fit) CSR graph of X's nearest fitted neighbours."""
+        self._check_fitted()
+        add_one = self.mode == "distance"
+        return self.kneighbors_graph(X, mode=self.mode, n_neighbors=self.n_neighbors + add_one)
+
+
+class RadiusNeighborsTransformer(_GraphTransformer):
+    """X as a sparse graph of its fitted neighbours within ``radius``, a drop-in for
+    ``sklearn.neighbors.RadiusNeighborsTransformer``; ``transform(X)`` is
+    ``radius_neighbors_graph(X, mode=mode, sort_results=True)``."""
+
+    def __init__(self, *, mode="distance", radius=1.0, algorithm="auto", leaf_size=30,
+                 metric="minkowski", p=2, metric_params=None, n_jobs=None, backend="auto",
+                 working_memory=None):
+        self.mode = mode
+        self.radius = radius
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.metric = metric
+        self.p = p
+        self.metric_params = metric_params
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.working_memory = working_memory
+
+    n_neighbors = None
+
+    def transform(self, X):
+        """The (n_queries, n_samples_fit) CSR graph of X's fitted neighbours within radius."""
+        self._check_fitted()
+        return self.radius_neighbors_graph(X, mode=self.mode, sort_results=True)
+
+
+def _query_include_self(X, include_self, mode):
+    """scikit-learn's rule: the fitted data is queried as itself (each point its own
+    neighbour) with include_self, else as ``X=None`` (each point left out)."""
+    if include_self == "auto":
+        include_self = mode == "connectivity"
+    return X if include_self else None
+
+
+def kneighbors_graph(X, n_neighbors, *, mode="connectivity", metric="minkowski", p=2,
+                     metric_params=None, include_self=False, n_jobs=None, backend="auto",
+                     working_memory=None):
+    """``sklearn.neighbors.kneighbors_graph``: the (n_samples, n_samples) CSR graph of
+    each row's n_neighbors nearest other rows (itself included with ``include_self``).
+    X may also be a fitted gbdist neighbours estimator (its index is used)."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        _check_graph_params(X, metric, p, metric_params)
+        return X.kneighbors_graph(_query_include_self(X._fit_X, include_self, mode),
+                                  n_neighbors, mode=mode)
+    nn = NearestNeighbors(n_neighbors=n_neighbors, metric=metric, p=p,
+                          metric_params=metric_params, n_jobs=n_jobs, backend=backend,
+                          working_memory=working_memory).fit(X)
+    return nn.kneighbors_graph(_query_include_self(nn._fit_X, include_self, mode), mode=mode)
+
+
+def radius_neighbors_graph(X, radius, *, mode="connectivity", metric="minkowski", p=2,
+                           metric_params=None, include_self=False, n_jobs=None, backend="auto",
+                           working_memory=None):
+    """``sklearn.neighbors.radius_neighbors_graph``: the (n_samples, n_samples) CSR graph
+    of the pairs of rows within ``radius`` (the diagonal with ``include_self``).
+    X may also be a fitted gbdist neighbours estimator (its index is used)."""
+    if isinstance(X, _NeighborsBase):
+        X._check_fitted()
+        _check_graph_params(X, metric, p, metric_params)
+        return X.radius_neighbors_graph(_query_include_self(X._fit_X, include_self, mode),
+                                        radius, mode=mode)
+    nn = NearestNeighbors(radius=radius, metric=metric, p=p, metric_params=metric_params,
+                          n_jobs=n_jobs, backend=backend, working_memory=working_memory).fit(X)
+    return nn.radius_neighbors_graph(_query_include_self(nn._fit_X, include_self, mode),
+                                     radius, mode=mode)

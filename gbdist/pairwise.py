@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import Callable
 
-from . import ir, metrics
+import numpy as np
+import scipy.sparse as sps
+
+from . import ir, metrics, runtime
 from .api import Program, compile
-from .errors import InputError, TypeCheckError
+from .errors import GbdistError, InputError, MetricTypeError, ParameterError
 from .runtime import run
 from .explain import Explanation
 
@@ -35,34 +39,182 @@ def metric_program(metric, **params) -> Program:
         return compile(metric, _ROLES)
     if callable(metric):
         A, B = ir.Matrix("A"), ir.Matrix("B")
-        expr = metric(A, B, **params)
+        hint = ("gbdist calls a metric callable once, on symbolic matrices: "
+                "lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_absdiff); a row function "
+                "f(x, y) -> float (scikit-learn, SciPy) is not supported")
+        try:
+            expr = metric(A, B, **params)
+        except GbdistError:
+            raise
+        except Exception as e:  # noqa: BLE001 — a row function failing on symbolic input
+            raise MetricTypeError("a metric callable must build a gbdist expression",
+                                  got=f"{type(e).__name__}: {e}", hint=hint) from e
         if not isinstance(expr, ir.Node):
-            raise TypeCheckError("a metric callable must return a gbdist expression",
-                                 got=type(expr).__name__,
-                                 hint="e.g. lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_absdiff)")
+            raise MetricTypeError("a metric callable must return a gbdist expression",
+                                  got=type(expr).__name__, hint=hint)
         return compile(expr, _ROLES)
-    raise InputError("metric must be a name, a callable (A, B) -> expression, or an expression",
-                     got=type(metric).__name__)
+    raise ParameterError("metric must be a name, a callable (A, B) -> expression, or an "
+                         "expression", got=type(metric).__name__)
 
 
-def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", backend: str = "auto",
-                       working_memory: int | None = None, dtype=None, strategy: str = "auto",
-                       ensure_all_finite=True, **params):
+def as_input(x, name: str):
+    """Sparse, NumPy and CuPy inputs unchanged; anything else (lists, tuples of rows,
+    DataFrames) through ``np.asarray``, so a list of float32 rows stays float32 as in
+    scikit-learn."""
+    if x is None or sps.issparse(x) or isinstance(x, np.ndarray) or runtime.is_cupy(x):
+        return x
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{name} cannot be read as a 2-D array", got=str(e).splitlines()[0],
+                         hint="pass a NumPy array, a SciPy sparse matrix or equal-length rows"
+                         ) from None
+
+
+def check_n_jobs(n_jobs) -> None:
+    """``n_jobs`` as scikit-learn accepts it (an integer or None); gbdist ignores the value."""
+    if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_))
+                               or not isinstance(n_jobs, numbers.Integral)):
+        raise ParameterError("The 'n_jobs' parameter must be an int or None.", got=repr(n_jobs),
+                             hint="gbdist ignores n_jobs: the backend chooses its own threads")
+
+
+def split_finite_kw(kwds: dict) -> tuple[dict, dict]:
+    """(metric parameters, the input-check keyword): scikit-learn's ``ensure_all_finite``
+    and its older name ``force_all_finite`` are not metric parameters."""
+    params = dict(kwds)
+    finite = params.pop("ensure_all_finite", None)
+    old = params.pop("force_all_finite", "deprecated")
+    if finite is None and old != "deprecated":
+        finite = old
+    if finite is not None and finite not in (True, False, "allow-nan"):
+        raise ParameterError("ensure_all_finite must be True, False or 'allow-nan'",
+                             got=repr(finite))
+    return params, ({} if finite is None else {"ensure_all_finite": finite})
+
+
+def precomputed_distances(X, Y=None, ensure_all_finite=True,
+                          whom: str = "precomputed distance matrix."):
+    """``metric="precomputed"``: X is already the distance matrix (n_queries, n_indexed).
+
+    Checked as scikit-learn checks it: 2-D, real, no negative values, finite unless
+    ``ensure_all_finite`` says otherwise, and (with Y) as many columns as Y has rows.
+    Returned as given (dense float, or CSR with its stored entries as the distances).
+    """
+    X = as_input(X, "X")
+    if runtime.is_cupy(X):
+        X = X.get()
+    if sps.issparse(X):
+        D = sps.csr_matrix(X)
+        if D.dtype.kind not in "biuf":
+            raise InputError("a precomputed distance matrix must hold real numbers",
+                             got=f"dtype {D.dtype}")
+        values = D.data
+    else:
+        D = np.asarray(X)
+        if D.dtype.kind not in "biuf":
+            raise InputError("a precomputed distance matrix must hold real numbers",
+                             got=f"dtype {D.dtype}")
+        if D.dtype.kind != "f":
+            D = D.astype(np.float64)
+        values = D
+    if D.ndim != 2:
+        raise InputError("a precomputed distance matrix must be 2-D", got=f"shape {D.shape}")
+    if D.shape[0] == 0 or D.shape[1] == 0:
+        raise InputError(f"Found array with {D.shape[0]} sample(s) (shape={D.shape}) while a "
+                         f"minimum of 1 is required.")
+    if ensure_all_finite is not False:
+        bad = np.isinf(values) if ensure_all_finite == "allow-nan" else ~np.isfinite(values)
+        if bad.any():
+            raise InputError("Input contains NaN or infinity in a precomputed distance matrix.",
+                             hint="pass ensure_all_finite=False to allow them")
+    with np.errstate(invalid="ignore"):
+        if (values < 0).any():
+            raise InputError(f"Negative values in data passed to {whom}",
+                             hint="distances are never negative")
+    if Y is not None:
+        n = Y.shape[0] if hasattr(Y, "shape") else len(Y)
+        if D.shape[1] != n:
+            raise InputError(f"Precomputed metric requires shape (n_queries, n_indexed). Got "
+                             f"({D.shape[0]}, {D.shape[1]}) for {n} indexed.")
+    return D
+
+
+def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_jobs=None,
+                       backend: str = "auto", working_memory=None, dtype=None,
+                       strategy: str = "auto", **kwds):
     """Distances between the rows of X and the rows of Y (or of X), shaped (n_X, n_Y).
 
+    scikit-learn's signature: ``pairwise_distances(X, Y=None, metric="euclidean", *,
+    n_jobs=None, ensure_all_finite=None, **kwds)``; ``kwds`` are the metric's
+    parameters (``p=`` for minkowski). ``n_jobs`` is accepted and ignored (the
+    backend chooses its threads). ``ensure_all_finite`` (or its older name
+    ``force_all_finite``) is passed on to the input check. ``metric="precomputed"``
+    returns X itself after scikit-learn's checks.
+
     Inputs: SciPy sparse (csr/csc/coo, matrix or array classes), NumPy dense,
-    or CuPy arrays (the result then stays on the GPU). Explicit zeros are data
-    (the value 0), so they are dropped before the run. ``strategy`` forces a
-    CUDA kernel strategy ("gather", "scatter", "dense"; default: chosen from
-    cheap statistics of the inputs, see docs/cuda.md). ``ensure_all_finite``
-    (True, False, "allow-nan") and the refusal of empty inputs follow
-    scikit-learn (docs/inputs.md).
+    lists of rows, or CuPy arrays (the result then stays on the GPU). Explicit
+    zeros are data (the value 0), so they are dropped before the run.
+    ``working_memory`` (MiB, as scikit-learn counts it; any positive number)
+    bounds the row blocks. ``strategy`` forces a CUDA kernel strategy ("gather",
+    "scatter", "dense"; default: chosen from cheap statistics of the inputs, see
+    docs/cuda.md). ``ensure_all_finite`` (True, False, "allow-nan") and the
+    refusal of empty inputs follow scikit-learn (docs/inputs.md).
     """
+    check_n_jobs(n_jobs)
+    params, finite_kw = split_finite_kw(kwds)
+    X = as_input(X, "X")
+    Y = None if Y is None else as_input(Y, "Y")
+    if isinstance(metric, str) and metric == "precomputed":
+        return precomputed_distances(X, Y, **finite_kw,
+                                     whom="`pairwise_distances`. Precomputed distance  need "
+                                          "to have non-negative values.")
+    from .neighbors import _budget
+    budget = None if working_memory is None else int(_budget(working_memory))
+    _warn_boolean(metric, params, X, Y)
+    return _pairwise(X, Y, metric, backend, budget, dtype, strategy, params, finite_kw)
+
+
+def reads_pattern_only(expr: ir.Node) -> bool:
+    """True when every operand of ``expr`` is read through ``apply(nonzero, ·)``: the
+    metric sees only which entries are nonzero (jaccard, dice, russellrao), so it is a
+    boolean metric in scikit-learn's sense. Decided from the expression, not the name."""
+    found = []
+
+    def ok(n) -> bool:
+        if isinstance(n, ir.Apply) and n.op.name == "nonzero":
+            found.append(n)
+            return True
+        if isinstance(n, ir.NCols):  # the shape only
+            return True
+        if isinstance(n, (ir.Matrix, ir.Vector)):
+            return False
+        return all(ok(c) for c in n.children)
+
+    return ok(expr) and bool(found)
+
+
+def _warn_boolean(metric, params, X, Y) -> None:
+    """scikit-learn's DataConversionWarning for a boolean metric on non-boolean data (gbdist
+    reads the nonzero pattern, which is what scikit-learn's conversion to bool keeps)."""
+    dtypes = [getattr(x, "dtype", None) for x in (X, Y) if x is not None]
+    if all(dt == np.bool_ for dt in dtypes):
+        return
+    if not reads_pattern_only(metric_program(metric, **params).plan.expr):
+        return
+    import warnings
+    from sklearn.exceptions import DataConversionWarning
+    warnings.warn(f"Data was converted to boolean for metric {metric}", DataConversionWarning,
+                  stacklevel=3)
+
+
+def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None):
+    """pairwise_distances with the budget in bytes (the CLI's unit)."""
     program = metric_program(metric, **params)
     return run(program.plan, {"A": X, "B": X if Y is None else Y}, backend=backend,
-               working_memory=working_memory, dtype=dtype, drop_zeros=True, strategy=strategy,
-               ensure_all_finite=ensure_all_finite, labels={"A": "X", "B": "X" if Y is None else "Y"},
-               ensure_non_empty=True)
+               working_memory=budget_bytes, dtype=dtype, drop_zeros=True, strategy=strategy,
+               labels={"A": "X", "B": "X" if Y is None else "Y"}, ensure_non_empty=True,
+               **(finite_kw or {}))
 
 
 def explain(metric, **params) -> Explanation:

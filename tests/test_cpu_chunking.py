@@ -50,7 +50,7 @@ def test_tiny_budget_same_as_one_block(metric, params, monkeypatch):
     X, Y = random_dense(rng, 40, 60, kind), random_dense(rng, 30, 60, kind)
     one = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", **params)
     spy = Spy(monkeypatch)
-    many = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=2048,
+    many = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=2048 / 2**20,
                                  **params)
     assert spy.blocks >= 20  # row blocks of one or two rows
     assert_allclose(many, one, rtol=1e-12, atol=1e-12, equal_nan=True)
@@ -96,7 +96,7 @@ def test_large_input_stays_within_the_budget(metric):
     budget = 4 * 2**20
     tracemalloc.start()
     try:
-        D = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=budget)
+        D = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=budget / 2**20)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

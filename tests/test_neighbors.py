@@ -10,6 +10,7 @@ indices must match exactly.
 """
 from __future__ import annotations
 
+import warnings
 import zlib
 
 import numpy as np
@@ -175,7 +176,7 @@ def test_tiny_working_memory_tiles_give_the_same_answer(monkeypatch):
     X, Y = dyadic(rng, 37, 9), dyadic(rng, 83, 9)
     Y[40:50] = Y[:10]  # exact ties across column tiles
     for metric in ("manhattan", "euclidean", "cosine", "chebyshev", "jaccard"):
-        one = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=2**30)
+        one = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=1024)
         tiles = []
         real = neighbors.select_k
 
@@ -184,7 +185,7 @@ def test_tiny_working_memory_tiles_give_the_same_answer(monkeypatch):
             return real(D, k, offset)
 
         monkeypatch.setattr(neighbors, "select_k", spy)
-        many = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=1500)
+        many = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=1500 / 2**20)
         monkeypatch.setattr(neighbors, "select_k", real)
         assert len({off for _, off in tiles}) >= 3, "the index was not column-tiled"
         assert len(tiles) >= 20
@@ -207,7 +208,7 @@ def test_whole_plan_backend_path_agrees():
     rng = np.random.default_rng(5)
     X, Y = dyadic(rng, 20, 6), dyadic(rng, 45, 6)
     ref = gb.knn(X, Y, k=4, metric="manhattan", backend="cpu")
-    got = gb.knn(X, Y, k=4, metric="manhattan", backend=WholePlan(), working_memory=2000)
+    got = gb.knn(X, Y, k=4, metric="manhattan", backend=WholePlan(), working_memory=2000 / 2**20)
     assert WholePlan.calls > 4
     assert_array_equal(got[1], ref[1])
     assert_array_equal(got[0], ref[0])
@@ -257,9 +258,21 @@ def test_default_metric_is_minkowski_p2_and_p_is_forwarded():
         d, _ = gb.NearestNeighbors(n_neighbors=3, p=p, backend="cpu").fit(X).kneighbors()
         sd, _ = skn.NearestNeighbors(n_neighbors=3, p=p, algorithm="brute").fit(X).kneighbors()
         assert_allclose(d, sd, rtol=1e-9, atol=1e-6)
-    # metric_params win over p
-    nn = gb.NearestNeighbors(n_neighbors=3, p=2, metric_params={"p": 1}, backend="cpu").fit(X)
-    assert nn.effective_metric_params_ == {"p": 1}
+    # metric_params win over p (with scikit-learn's SyntaxWarning), and minkowski with
+    # p = 1, 2, inf is reported as manhattan, euclidean, chebyshev, as scikit-learn does
+    for kw in ({"p": 2, "metric_params": {"p": 1}}, {"p": 3}, {"p": np.inf}, {"p": 2}):
+        ours = gb.NearestNeighbors(n_neighbors=3, backend="cpu", **kw)
+        theirs = skn.NearestNeighbors(n_neighbors=3, algorithm="brute", **kw)
+        with warnings.catch_warnings(record=True) as w_ours:
+            warnings.simplefilter("always")
+            ours.fit(X)
+        with warnings.catch_warnings(record=True) as w_theirs:
+            warnings.simplefilter("always")
+            theirs.fit(X)
+        assert [type(w.message) for w in w_ours] == [type(w.message) for w in w_theirs]
+        assert ours.effective_metric_ == theirs.effective_metric_
+        assert ours.effective_metric_params_ == theirs.effective_metric_params_
+        assert_allclose(ours.kneighbors()[0], theirs.kneighbors()[0], rtol=1e-9, atol=1e-9)
 
 
 def test_user_defined_metric_by_name():
@@ -301,7 +314,7 @@ def test_radius_neighbors_vs_brute_force():
     rng = np.random.default_rng(8)
     X, Q = dyadic(rng, 40, 5), dyadic(rng, 12, 5)
     nn = gb.NearestNeighbors(radius=1.5, metric="manhattan", backend="cpu",
-                             working_memory=1200).fit(X)
+                             working_memory=1200 / 2**20).fit(X)
     R = cdist(Q, X, "cityblock")
     dist, ind = nn.radius_neighbors(Q)
     assert dist.dtype == object and ind.shape == (12,)
@@ -345,11 +358,13 @@ def test_radius_agrees_with_sklearn():
 
 
 def test_not_fitted_and_bad_working_memory():
-    with pytest.raises(gb.InputError, match="not fitted"):
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(gb.NotFittedError, match="not fitted") as e:
         gb.NearestNeighbors().kneighbors(np.eye(2))
+    assert isinstance(e.value, NotFittedError) and isinstance(e.value, ValueError)
     with pytest.raises(gb.InputError, match="working_memory"):
         gb.knn(np.eye(3), k=1, working_memory=0)
-    with pytest.raises(gb.UnknownNameError):
+    with pytest.raises(ValueError):  # gb.UnknownNameError
         gb.NearestNeighbors(metric="euclidian").fit(np.eye(3))
 
 
@@ -361,17 +376,17 @@ def test_pairwise_distances_chunked():
     X, Y = rng.normal(size=(33, 6)), rng.normal(size=(17, 6))
     full = gb.pairwise_distances(X, Y, metric="manhattan", backend="cpu")
     gen = gb.pairwise_distances_chunked(X, Y, metric="manhattan", backend="cpu",
-                                        working_memory=3000)
+                                        working_memory=3000 / 2**20)
     assert hasattr(gen, "__next__")
     blocks = list(gen)
     assert len(blocks) > 3 and all(b.shape[1] == 17 for b in blocks)
     assert_array_equal(np.vstack(blocks), full)
     blocks[0][0, 0] = -1.0  # writable copies
     starts = list(gb.pairwise_distances_chunked(
-        X, metric="minkowski", p=3, backend="cpu", working_memory=3000,
-        reduce_func=lambda D, start: (start, D.shape[0])))
-    assert starts[0][0] == 0 and sum(n for _, n in starts) == 33
-    assert [s for s, _ in starts] == list(np.cumsum([0] + [n for _, n in starts[:-1]]))
+        X, metric="minkowski", p=3, backend="cpu", working_memory=3000 / 2**20,
+        reduce_func=lambda D, start: [start] * D.shape[0]))  # one entry per row
+    assert len(starts) > 3 and sum(map(len, starts)) == 33
+    assert [s[0] for s in starts] == list(np.cumsum([0] + [len(s) for s in starts[:-1]]))
 
 
 # ---------------------------------------------------------------------------
@@ -431,10 +446,11 @@ def test_symmetric_self_join_matches(metric, exclude):
     d0, i0 = gb.knn(X, k=6, metric=metric, backend="cpu", exclude_self=exclude, symmetric=False)
     for wm in (60_000, 400_000, None):  # many tiles, a few, one
         d1, i1 = gb.knn(X, k=6, metric=metric, backend="cpu", exclude_self=exclude,
-                        symmetric=True, working_memory=wm)
+                        symmetric=True,
+                        working_memory=None if wm is None else wm / 2**20)
         _same_neighbours(d1, i1, d0, i0, exact=metric not in INEXACT)
     d2, i2 = gb.knn(X, k=6, metric=metric, backend="cpu", exclude_self=exclude,
-                    working_memory=60_000)  # auto
+                    working_memory=60_000 / 2**20)  # auto
     _same_neighbours(d2, i2, d0, i0, exact=metric not in INEXACT)
 
 

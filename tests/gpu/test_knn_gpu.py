@@ -169,7 +169,7 @@ def test_many_small_tiles(metric):
     np.fill_diagonal(D, np.inf)
     _check_knn(got, ref, D, 1e-9)  # canberra's sums are not exact: near-ties may swap
     # the public API with the same budget; the same tiles in one piece give the same answer
-    got2 = gb.knn(X, k=10, metric=metric, backend="cuda", working_memory=wm, symmetric=False)
+    got2 = gb.knn(X, k=10, metric=metric, backend="cuda", working_memory=wm / 2**20, symmetric=False)
     np.testing.assert_array_equal(got2[1], got[1])
     whole = gb.knn(X, k=10, metric=metric, backend="cuda")
     _check_knn(whole, ref, D, 1e-9)
@@ -252,7 +252,7 @@ def test_symmetric_self_join_matches_non_symmetric(metric, exclude):
     d0, i0 = gb.knn(X, symmetric=False, **kw)
     ref = gb.knn(X, backend="cpu", k=7, metric=metric, exclude_self=exclude, symmetric=False)
     for wm in (20_000, 200_000):
-        d1, i1 = gb.knn(X, symmetric=True, working_memory=wm, **kw)
+        d1, i1 = gb.knn(X, symmetric=True, working_memory=wm / 2**20, **kw)
         plan = metric_program(metric).plan
         assert neighbors.symmetric_tile_side(plan, 180, wm, np.float64) < 180  # really tiled
         if metric in ("canberra", "jensenshannon"):
@@ -270,7 +270,7 @@ def test_symmetric_self_join_matches_non_symmetric(metric, exclude):
 def test_symmetric_cupy_in_cupy_out_and_auto():
     X = _ints(3, 150, 20, dup=5)
     Xg = cps.csr_matrix(cupy.asarray(X))
-    d, i = gb.knn(Xg, k=5, metric="manhattan", backend="cuda", working_memory=30_000)  # auto
+    d, i = gb.knn(Xg, k=5, metric="manhattan", backend="cuda", working_memory=30_000 / 2**20)  # auto
     assert isinstance(d, cupy.ndarray) and isinstance(i, cupy.ndarray)
     d0, i0 = gb.knn(X, k=5, metric="manhattan", backend="cpu", symmetric=False)
     np.testing.assert_array_equal(cupy.asnumpy(i), i0)

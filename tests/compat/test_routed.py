@@ -1,0 +1,69 @@
+"""scikit-learn's and SciPy's own tests, run with their calls routed to gbdist.
+
+The peers' test files are the ones installed with their wheels. The suite runs
+a fixed, representative part of them (neighbour searches and graphs,
+precomputed distances, chunked distances with ``reduce_func`` and
+``working_memory`` in MiB, boolean metrics, SciPy's ``out=`` conventions) in one
+pytest subprocess; ``GBDIST_SLOW_TESTS=1`` runs the three files whole. Every
+routed test must pass, or fail for a cause listed in :mod:`compat.known`.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from compat import known, run
+
+SLOW = os.environ.get("GBDIST_SLOW_TESTS") == "1"
+
+MODULES = ["scipy.spatial.tests.test_distance", "sklearn.metrics.tests.test_pairwise",
+           "sklearn.neighbors.tests.test_neighbors"]
+
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in MODULES),
+    reason="the installed scikit-learn / SciPy wheels do not ship their test files")
+
+# The representative part: test names selected with -k in all three files (the slow
+# 1000-row cases, test_unsupervised_kneighbors and the chunked diagonal, run in the slow run).
+SELECTION = " or ".join([
+    "test_cdist_out", "test_pdist_out", "test_gh_17703",
+    "(test_pairwise_distances_chunked and not diagonal)", "test_pairwise_precomputed",
+    "test_pairwise_boolean_distance",
+    "test_kneighbors_graph", "test_radius_neighbors_graph",
+    "test_precomputed_dense", "test_precomputed_sparse_knn", "test_precomputed_sparse_radius",
+    "test_k_and_radius_neighbors_duplicates", "test_not_fitted_error_gets_raised",
+    "test_non_euclidean_kneighbors", "test_include_self_neighbors_graph",
+    "test_kneighbors_brute_backend",
+])
+
+
+def _check(records, min_routed: int):
+    s = run.summary(records)
+    assert s["routed"] >= min_routed, f"only {s['routed']} tests routed a call to gbdist"
+    unknown = [(nodeid, msg) for nodeid, msg in s["failures"] if known.cause(nodeid) is None]
+    assert not unknown, "routed peer tests fail for an unlisted cause:\n" + "\n".join(
+        f"{n}: {m}" for n, m in unknown)
+    return s
+
+
+def test_representative_part_of_the_peers_tests():
+    records = run.run("", ["-k", SELECTION, *MODULES], timeout=300)
+    s = _check(records, min_routed=100)
+    # the selection really covers each peer
+    for name in ("test_distance.py", "test_pairwise.py", "test_neighbors.py"):
+        assert any(r["nodeid"].startswith(name) and r.get("routed") for r in records), name
+    assert s["passed"] >= 0.9 * (s["routed"] - s["skipped"])
+
+
+def test_known_causes_are_matched_by_their_patterns():
+    assert known.cause("test_distance.py::TestPdist::test_pdist_jensenshannon_iris")
+    assert known.cause("test_neighbors.py::test_auto_algorithm[X3-euclidean-None-kd_tree]")
+    assert known.cause("test_neighbors.py::test_unsupervised_kneighbors[float64]") is None
+
+
+@pytest.mark.skipif(not SLOW, reason="the whole routed run takes minutes: GBDIST_SLOW_TESTS=1")
+@pytest.mark.parametrize("module", MODULES)
+def test_whole_peer_file(module):
+    _check(run.run(module, timeout=1800), min_routed=100)
