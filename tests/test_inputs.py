@@ -422,7 +422,7 @@ out = {}
 for metric in ("euclidean", "manhattan", "chebyshev", "cosine", "canberra", "hamming"):
     gb.pairwise_distances(sps.random(3, 20, density=0.5, format="csr"), metric=metric, backend="cpu")
     tracemalloc.start()
-    D = gb.pairwise_distances(X, metric=metric, backend="cpu", working_memory=16 * 2**20)
+    D = gb.pairwise_distances(X, metric=metric, backend="cpu", working_memory=16)  # MiB
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     out[metric] = [peak, D.tolist()]

@@ -228,8 +228,9 @@ def _row_chunks(csr: sps.csr_matrix, per_nnz_bytes: int, budget: int):
     limit = max(1, budget // max(per_nnz_bytes, 1))
     j = 0
     while j < n:
-        start = csr.indptr[j]
-        end = np.searchsorted(csr.indptr, start + limit, side="right") - 1
+        start = int(csr.indptr[j])
+        # the bound stays within the stored entries, so it fits indptr's dtype
+        end = np.searchsorted(csr.indptr, min(start + limit, csr.nnz), side="right") - 1
         k = max(j + 1, min(n, int(end)))
         yield j, k
         j = k
