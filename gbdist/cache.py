@@ -20,7 +20,7 @@ from pathlib import Path
 
 import sympy as sp
 
-FORMAT = 1
+FORMAT = 2  # 2: formulas are stored and rebuilt as written (no sympy evaluation)
 
 _CLASSES = {
     "Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Abs": sp.Abs, "log": sp.log, "exp": sp.exp,
@@ -76,9 +76,13 @@ def decode(t: list):
     if name == "Float":
         return sp.Float(float(args[0]))
     if name == "Piecewise":
-        return sp.Piecewise(*[(decode(a), decode(c)) for a, c in args])
+        pieces = [(decode(a), decode(c)) for a, c in args]
+        with sp.evaluate(False):  # rebuilt as written: x/x must not become 1
+            return sp.Piecewise(*pieces)
     if name in _CLASSES:
-        return _CLASSES[name](*[decode(a) for a in args])
+        items = [decode(a) for a in args]
+        with sp.evaluate(False):
+            return _CLASSES[name](*items)
     raise ValueError(f"node type {name!r} is not allowed in the cache")
 
 
