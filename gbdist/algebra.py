@@ -300,6 +300,22 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
     else:
         why_not = (f"f(x, {_fmt(zb)}) and f({_fmt(za)}, y) are the identity {e}, but "
                    "annihilator=None forbids the intersection shortcut")
+    if sr.add.invertible and not _finite_constant(C):
+        raise AnalysisError(
+            f"{sr!r} cannot be evaluated sparsely: f({_fmt(za)}, {_fmt(zb)}) = {_fmt(C)} is not finite",
+            got=f"every column stored in neither row contributes {_fmt(C)}",
+            hint="write the op so that f at the fill values is finite (e.g. where(x == 0, ..., ...))")
+    steep = sr.add.invertible and _steep(f)
+    if steep:
+        # The correction subtracts Σ L and Σ R: relative error ε·(Σ|L| + Σ|R|)/|result|,
+        # which a power above MAX_CORRECTION_POWER makes arbitrarily large (Minkowski
+        # p = 64: |x - y|^64 is lost next to x^64). Sum f over the union directly.
+        absorbed = _corner_absorbed(f, C, sr.add, dom, proofs)
+        reason = (f"{why_not}; the union correction would subtract terms that grow like "
+                  f"{steep} and lose the result to cancellation, so the union is walked directly "
+                  "in two passes (B's stored columns, then A's columns that B does not store)")
+        return Analysis(strategy="two-pass-union", g=f, expansion=None, proofs=tuple(proofs),
+                        corner_absorbed=absorbed, reason=reason, **base)
     if sr.add.invertible:
         if not _finite_constant(C):
             raise AnalysisError(
@@ -349,6 +365,30 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
         got=f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e} of {sr.add.name}, and "
             f"{sr.add.name} is neither invertible (plus) nor idempotent (max, min)",
         hint="declare annihilator=<fill> for structural semantics, or choose another ⊕")
+
+
+MAX_CORRECTION_POWER = 8
+"""Largest power of the inputs for which the union correction is used (see _steep)."""
+
+
+def _steep(f: sp.Expr) -> str:
+    """A description of the growth that makes the union correction inaccurate, or ''.
+
+    A power above MAX_CORRECTION_POWER (|x - y|^p, x^p) or an exponential of the
+    inputs: their values at one column dwarf the result that remains after the
+    correction subtracts Σ L and Σ R.
+    """
+    for node in sp.preorder_traversal(f):
+        if isinstance(node, sp.Pow) and node.base.free_symbols and node.exp.is_number:
+            try:
+                p = float(node.exp)
+            except (TypeError, ValueError):
+                continue
+            if abs(p) > MAX_CORRECTION_POWER:
+                return f"|·|^{node.exp}"
+        if isinstance(node, sp.exp) and node.args[0].free_symbols:
+            return "exp(·)"
+    return ""
 
 
 def _checked_simpler(written: sp.Expr, dom: str) -> sp.Expr:
