@@ -44,9 +44,23 @@ def _param_key(v):
     return v
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of an expression (each function call or operator is one level)."""
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     """Base class: children are the fields holding Nodes (or tuples of Nodes)."""
+
+    def __post_init__(self):
+        depth = 1 + max((c.__dict__.get("_depth", 1) for c in self.children), default=0)
+        if depth > MAX_DEPTH:
+            from .errors import DefinitionError
+            raise DefinitionError("an expression is nested too deeply",
+                                  expected=f"at most {MAX_DEPTH} levels of nesting",
+                                  got=f"{depth} levels", span=getattr(self, "span", None),
+                                  hint="split the expression into named metrics or helpers")
+        object.__setattr__(self, "_depth", depth)
 
     @property
     def children(self) -> tuple["Node", ...]:
@@ -204,6 +218,7 @@ class Pointwise(Node):
     span: Span | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        super().__post_init__()
         from .errors import ArityError, UnknownNameError
         if self.fn not in POINTWISE:
             raise UnknownNameError(f"unknown pointwise function {self.fn!r}", span=self.span)
