@@ -57,24 +57,30 @@ def budget(seconds: float = SYMPY_BUDGET_S):
     """Interrupt the enclosed symbolic step after ``seconds`` (raises BudgetExceeded).
 
     Uses a real-time interval timer, so it only acts in the main thread of a
-    process with SIGALRM; elsewhere only the size limits bound sympy's work.
+    process with SIGALRM; elsewhere only the size limits bound sympy's work. An
+    enclosing timer (a caller's own timeout) is honoured: the step gets at most
+    what is left of it, and it is re-armed afterwards.
     """
-    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
-    if not usable:
+    if not (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
         yield
         return
+    import time
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    mine = seconds if outer_left == 0 else min(seconds, outer_left)
+    started = time.monotonic()
 
     def _alarm(signum, frame):
         raise BudgetExceeded()
 
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, mine)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer_left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
 
 
 def small_enough(*exprs) -> bool:
