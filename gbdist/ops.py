@@ -146,8 +146,17 @@ def build(fn, *args):
     written; the analysis simplifies copies and checks every rewrite it uses
     against the written formula (see proofs.py).
     """
-    with sp.evaluate(False):
-        return fn(*args)
+    try:
+        with sp.evaluate(False):
+            return fn(*args)
+    except RecursionError:
+        raise DefinitionError(
+            "a scalar formula is too complex to build",
+            got="sympy ran out of recursion depth on it",
+            hint="split the formula into smaller ops, or nest fewer where() conditions") from None
+    except (TypeError, ValueError) as e:
+        raise DefinitionError("a scalar formula cannot be built", got=str(e)[:200],
+                              hint="check the arguments of where(), comparisons and powers") from None
 
 
 def evaluated(expr: sp.Basic) -> sp.Basic:
@@ -168,8 +177,11 @@ def evaluated(expr: sp.Basic) -> sp.Basic:
         if ready:
             try:
                 done[node] = node.func(*(done[a] for a in node.args))
-            except (TypeError, ValueError):
-                done[node] = node
+            except Exception:  # noqa: BLE001 - sympy cannot evaluate it: keep it as written
+                try:
+                    done[node] = node.func(*(done[a] for a in node.args), evaluate=False)
+                except Exception:  # noqa: BLE001
+                    done[node] = node
             continue
         stack.append((node, True))
         stack.extend((a, False) for a in node.args if a not in done)
@@ -271,11 +283,18 @@ def _derive_domain(formula: sp.Expr) -> str:
     """``nonnegative`` when the formula takes a root or a log of its inputs."""
     for node in sp.preorder_traversal(formula):
         if isinstance(node, sp.Pow) and node.exp.is_Rational and not node.exp.is_integer:
-            if node.base.free_symbols & {X, Y} and not evaluated(node.base).is_nonnegative:
+            if node.base.free_symbols & {X, Y} and not _known_nonnegative(node.base):
                 return "nonnegative"
-        if isinstance(node, sp.log) and node.args[0].free_symbols & {X, Y}:
+        if isinstance(node, sp.log) and node.args[0].free_symbols & {X, Y} and not _known_nonnegative(node.args[0]):
             return "nonnegative"
     return "real"
+
+
+def _known_nonnegative(e: sp.Expr) -> bool:
+    try:
+        return bool(evaluated(e).is_nonnegative)
+    except Exception:  # noqa: BLE001 - unknown
+        return False
 
 
 @dataclass(frozen=True, eq=False)

@@ -113,11 +113,11 @@ def _fill_expr(v: float, formula: sp.Expr, z: sp.Expr) -> sp.Expr:
         return sp.nan
     if v in (float("inf"), float("-inf")):
         return sp.oo if v > 0 else -sp.oo
-    s = sp.simplify(formula.subs(X, z))
     try:
+        s = sp.simplify(formula.subs(X, z))
         if s.is_number and float(s) == v:
             return s
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - the float value is exact anyway
         pass
     from .ops import _expr
     return _expr(v)

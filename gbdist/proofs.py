@@ -138,16 +138,13 @@ def simplify(expr: sp.Expr, domain: str = "real") -> sp.Expr:
     as written).
     """
     e = sp.sympify(expr)
-    if small_enough(e):
-        e = on_domain(evaluated(e), domain)
-        try:
-            with budget():
-                e = sp.simplify(sp.piecewise_fold(e))
-        except (TypeError, ValueError, NotImplementedError, RecursionError, AttributeError,
-                BudgetExceeded):
-            pass
-    else:
-        e = on_domain(e, domain)
+    if not small_enough(e):
+        return e
+    try:
+        with budget():
+            e = sp.simplify(sp.piecewise_fold(on_domain(evaluated(e), domain)))
+    except Exception:  # noqa: BLE001 - sympy fails in many ways (zoo comparisons, ...);
+        return sp.sympify(expr)  # the formula as it was is always a safe answer
     return off_domain(e)
 
 
@@ -179,7 +176,7 @@ def _constants(expr: sp.Basic) -> list[float]:
         if node.is_number and not node.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
             try:
                 v = complex(node.evalf(20))
-            except (TypeError, ValueError, AttributeError):
+            except Exception:  # noqa: BLE001 - not a usable constant
                 continue
             if v.imag == 0 and math.isfinite(v.real):
                 out.append(v.real)
@@ -202,8 +199,7 @@ def _roots(d: sp.Expr) -> list[float]:
             if poly.degree() > 4:
                 return []
             return [float(r) for r in sp.Poly(poly.as_expr(), s).nroots() if r.is_real]
-    except (sp.PolynomialError, sp.polys.polyerrors.PolificationFailed, TypeError, ValueError,
-            NotImplementedError, BudgetExceeded, sp.polys.polyerrors.GeneratorsNeeded):
+    except Exception:  # noqa: BLE001 - no roots found is always safe
         return []
 
 
@@ -329,8 +325,7 @@ def _symbolic(lhs_d, rhs_d) -> bool:
             if not (sl.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or sr.has(sp.oo, -sp.oo, sp.zoo, sp.nan)):
                 if sp.simplify(sl - sr) == 0:
                     return True
-    except (TypeError, ValueError, NotImplementedError, RecursionError, AttributeError,
-            BudgetExceeded):
+    except Exception:  # noqa: BLE001 - undecided; the numeric check decides
         pass
     return False
 
@@ -372,10 +367,13 @@ def is_nonnegative(expr: sp.Expr, domain: str = "real") -> bool:
     v = _values(expr, xs, ys, np.float64)
     if np.any(v < 0):
         return False
-    e = on_domain(expr, domain)
-    if e.is_nonnegative:
-        return True
-    return bool(simplify(expr, domain).xreplace(dict(zip((X, Y), on_domain(sp.Tuple(X, Y), domain)))).is_nonnegative)
+    try:
+        e = on_domain(evaluated(expr), domain)
+        if e.is_nonnegative:
+            return True
+        return bool(on_domain(simplify(expr, domain), domain).is_nonnegative)
+    except Exception:  # noqa: BLE001 - not proven
+        return False
 
 
 __all__ = ["Proof", "check", "equivalent", "is_nonnegative", "simplify", "X", "Y"]

@@ -152,6 +152,41 @@ def ev(t, x, y):
     raise AssertionError(k)
 
 
+def mag(t, x, y):
+    """A bound on the size of the intermediate values of the tree at (x, y): the
+    float64 rounding of any evaluation order is a few ε times this."""
+    k = t[0]
+    with np.errstate(all="ignore"):
+        if k in ("x", "y", "c"):
+            return np.abs(ev(t, x, y))
+        ms = [mag(c, x, y) for c in t[1:] if isinstance(c, tuple)]
+        v = np.abs(ev(t, x, y))
+        if k in ("add", "sub"):
+            out = ms[0] + ms[1]
+        elif k == "mul":
+            out = ms[0] * ms[1]
+        elif k == "div":
+            out = ms[0] / np.abs(ev(t[2], x, y))
+        elif k == "pow":
+            out = ms[0] ** t[2]
+        elif k in ("abs", "neg"):
+            out = ms[0]
+        elif k == "sqrt":
+            out = np.sqrt(ms[0])
+        elif k == "log":
+            out = v + ms[0] / np.abs(ev(t[1], x, y))
+        elif k == "exp":
+            out = v * (1 + ms[0])
+        elif k == "where":
+            out = np.maximum(ms[1], ms[2])
+        elif k in ("max", "min"):
+            out = np.maximum(ms[0], ms[1])
+        else:  # conditions
+            return np.zeros(np.broadcast(x, y).shape)
+        out = np.where(np.isnan(out), np.inf, out)
+        return np.maximum(out, v)
+
+
 def degree(t) -> int:
     """A bound on the polynomial degree (how fast the tree grows with its inputs)."""
     k = t[0]
@@ -249,8 +284,8 @@ def product_ref(t, monoid, A, B, dt=np.float64):
         # the terms a rewrite may add and subtract: f, f(x, 0), f(0, y), f(0, 0)
         z = np.zeros_like(a)
         with np.errstate(all="ignore"):
-            mag = (np.abs(f) + np.abs(ev(t, a, z)) + np.abs(ev(t, z, b)) + np.abs(ev(t, z, z))).sum(-1)
-        err = 1e-11 * mag * max(1, a.shape[-1])
+            size = (mag(t, a, b) + mag(t, a, z) + mag(t, z, b) + mag(t, z, z)).sum(-1)
+        err = 1e-11 * size * max(1, a.shape[-1])
     else:
         ufunc, _ = MONOIDS[monoid]
         val = ufunc.reduce(f, axis=-1) if f.shape[-1] else np.full(f.shape[:-1], MONOIDS[monoid][1])
