@@ -137,7 +137,7 @@ class Analysis:
 
 
 def _fmt(e) -> str:
-    return sp.sstr(e)
+    return _ops.show(e)
 
 
 def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:

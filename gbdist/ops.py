@@ -159,6 +159,20 @@ def build(fn, *args):
                               hint="check the arguments of where(), comparisons and powers") from None
 
 
+class _Printer(sp.printing.str.StrPrinter):
+    """sympy's str printer, with the exact binary value of a float shown as the float."""
+
+    def _print_Rational(self, e):
+        if e.q > 64 and (e.q & (e.q - 1)) == 0:
+            return repr(float(e))
+        return super()._print_Rational(e)
+
+
+def show(expr) -> str:
+    """A formula as text for people (explain, errors): 5e-09, not 3022314549036573/2**79."""
+    return _Printer().doprint(expr)
+
+
 def evaluated(expr: sp.Basic) -> sp.Basic:
     """``expr`` rebuilt with sympy's automatic evaluation (generic algebra).
 
@@ -230,7 +244,7 @@ class Sym:
     def __rtruediv__(self, o): return self._bin(o, lambda a, b: a / b, True)
     def __pow__(self, o): return self._bin(o, lambda a, b: a ** b)
     def __rpow__(self, o): return self._bin(o, lambda a, b: a ** b, True)
-    def __neg__(self): return _un(sp.Mul, sp.Integer(-1), self)
+    def __neg__(self): return Sym(-self.expr) if self.expr.is_Number else _un(sp.Mul, sp.Integer(-1), self)
     def __pos__(self): return self
     def __abs__(self): return _un(sp.Abs, self)
     def __eq__(self, o): return self._bin(o, sp.Eq)
@@ -345,7 +359,7 @@ class Op:
 
     def __repr__(self):
         args = "x" if self.arity == 1 else "x, y"
-        return f"op {self.name}({args}) = {sp.sstr(self.formula)}"
+        return f"op {self.name}({args}) = {show(self.formula)}"
 
     def __call__(self, *args):
         """Substitute scalar arguments (used when composing ops in formulas)."""
@@ -654,7 +668,7 @@ def _monoid_ufunc(op: Op):
         return np.maximum if op.name in ("lor", "any") else np.minimum
     raise DefinitionError(
         f"monoid {op.name!r} has no NumPy implementation on the CPU backend",
-        got=sp.sstr(op.formula), hint="use plus, times, min, max, lor, land or any",
+        got=show(op.formula), hint="use plus, times, min, max, lor, land or any",
     )
 
 

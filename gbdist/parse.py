@@ -433,7 +433,7 @@ class FormulaBuilder(_Builder):
             values = _bind_params(thing, [self.visit(p, env) for p in params], {})
             inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
             formula = inner.build(thing.body).expr
-            return Sym(formula.xreplace(dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
+            return Sym(_ops.build(formula.xreplace, dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
         if params:
             raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
         if isinstance(thing, Op):

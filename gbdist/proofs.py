@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .ops import X, Y, evaluate, evaluated, off_domain, on_domain
+from .ops import X, Y, evaluate, evaluated, off_domain, on_domain, show
 
 NUMERIC_POINTS = 4000
 NUMERIC_SEED = 20240
@@ -123,7 +123,7 @@ class Proof:
     def __str__(self) -> str:
         verdict = "holds" if self.holds else "FAILS"
         where = f"x, y {'>= 0' if self.domain == 'nonnegative' else 'in {0, 1}' if self.domain == 'boolean' else 'real'}"
-        text = f"{self.claim}: {sp.sstr(self.lhs)} = {sp.sstr(self.rhs)}  [{verdict}; {self.method}; {where}]"
+        text = f"{self.claim}: {show(self.lhs)} = {show(self.rhs)}  [{verdict}; {self.method}; {where}]"
         if self.detail:
             text += f" ({self.detail})"
         return text

@@ -258,6 +258,9 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    if backend == "auto" and any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+                                 for s in plan.steps):
+        backend = "cpu"  # a union summed directly (steep ops with plus): no CUDA kernel yet
     be = get_backend(backend, working_memory)
     if hasattr(be, "run"):
         return be.run(plan, inputs, working_memory=working_memory, drop_zeros=drop_zeros, dtype=dtype,
