@@ -32,7 +32,7 @@ import sympy as sp
 from . import ops as _ops
 from .errors import AnalysisError, DefinitionError
 from .ops import X, Y, Monoid, Op, as_monoid
-from .proofs import BudgetExceeded, Proof, budget, check, is_nonnegative, simplify, small_enough
+from .proofs import BudgetExceeded, Proof, analysis_budget, budget, check, is_nonnegative, simplify, small_enough
 
 MAX_EXPANSION_RANK = 8
 """Largest rank of a norm + dot-product expansion the plan uses."""
@@ -206,7 +206,8 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
             return _from_record(sr, record)
         except (ValueError, TypeError, KeyError, IndexError):
             pass  # unreadable entry: analyse again and overwrite it
-    result = _analyze(sr, fill_left, fill_right)
+    with analysis_budget():
+        result = _analyze(sr, fill_left, fill_right)
     try:
         cache.store(key, _to_record(result))
     except cache.Unsupported:

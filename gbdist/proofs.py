@@ -39,8 +39,14 @@ from .ops import X, Y, evaluate, evaluated, off_domain, on_domain, show
 NUMERIC_POINTS = 4000
 NUMERIC_SEED = 20240
 
-SYMPY_BUDGET_S = 2.0
+SYMPY_BUDGET_S = 4.0
 """Wall-clock seconds one symbolic step (simplify, expand, a proof) may take."""
+
+ANALYSIS_BUDGET_S = 6.0
+"""Wall-clock seconds all the symbolic steps of one product's analysis may take;
+after that, remaining checks are decided numerically (special points + seeded)."""
+
+_deadline: list = []  # monotonic deadlines of the analyses in progress (innermost last)
 
 SYMPY_MAX_OPS = 300
 """Formulas with more operations than this skip sympy (the numeric checks decide)."""
@@ -61,10 +67,15 @@ def budget(seconds: float = SYMPY_BUDGET_S):
     enclosing timer (a caller's own timeout) is honoured: the step gets at most
     what is left of it, and it is re-armed afterwards.
     """
+    import time
+    if _deadline:
+        left = _deadline[-1] - time.monotonic()
+        if left <= 0:
+            raise BudgetExceeded()
+        seconds = min(seconds, left)
     if not (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
         yield
         return
-    import time
     outer_left = signal.getitimer(signal.ITIMER_REAL)[0]
     mine = seconds if outer_left == 0 else min(seconds, outer_left)
     started = time.monotonic()
@@ -81,6 +92,17 @@ def budget(seconds: float = SYMPY_BUDGET_S):
         signal.signal(signal.SIGALRM, old)
         if outer_left > 0:
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3))
+
+
+@contextmanager
+def analysis_budget(seconds: float = ANALYSIS_BUDGET_S):
+    """Bound the total symbolic time of the enclosed analysis (see :func:`budget`)."""
+    import time
+    _deadline.append(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.pop()
 
 
 def small_enough(*exprs) -> bool:
