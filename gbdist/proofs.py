@@ -39,10 +39,10 @@ from .ops import X, Y, evaluate, evaluated, off_domain, on_domain, show
 NUMERIC_POINTS = 4000
 NUMERIC_SEED = 20240
 
-SYMPY_BUDGET_S = 4.0
+SYMPY_BUDGET_S = 6.0
 """Wall-clock seconds one symbolic step (simplify, expand, a proof) may take."""
 
-ANALYSIS_BUDGET_S = 6.0
+ANALYSIS_BUDGET_S = 8.0
 """Wall-clock seconds all the symbolic steps of one product's analysis may take;
 after that, remaining checks are decided numerically (special points + seeded)."""
 
