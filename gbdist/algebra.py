@@ -143,13 +143,21 @@ def _fmt(e) -> str:
 def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
     """Split g(x, y) into Σ_r φ_r(x)·ψ_r(y) with as few terms as grouping allows.
 
-    Returns None when some term couples x and y inseparably (|x − y|, x/(x+y) ...).
+    Returns None when some term couples x and y inseparably (|x − y|, x/(x+y) ...),
+    or when sympy fails on it (the split is only a candidate; it is checked).
     """
+    try:
+        return _separable(g, domain)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _separable(g: sp.Expr, domain: str):
     xd, yd = _ops.domain_symbols(domain)
-    e = _ops.on_domain(g, domain)
-    if not small_enough(e):
+    if not small_enough(g):
         return None  # an expansion of this size would not pay off (and could hang)
     try:
+        e = _ops.on_domain(_ops.evaluated(g), domain)
         with budget():
             e = sp.expand(sp.piecewise_fold(e), power_base=True, force=False)
             if e.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):

@@ -79,6 +79,8 @@ def _expr(v) -> sp.Basic:
             return -sp.oo
         if f != f:
             return sp.nan
+        if f == 0 and np.signbit(f):
+            return build(sp.Mul, sp.Integer(-1), sp.Integer(0))  # IEEE -0.0: -1 · 0
         # Exactly the binary value the user wrote: no decimal rounding, no tolerance.
         return sp.Integer(int(f)) if f == int(f) and builtins.abs(f) < 2**53 else sp.Rational(f)
     raise DefinitionError(
@@ -170,7 +172,30 @@ class _Printer(sp.printing.str.StrPrinter):
 
 def show(expr) -> str:
     """A formula as text for people (explain, errors): 5e-09, not 3022314549036573/2**79."""
-    return _Printer().doprint(expr)
+    try:
+        return _Printer().doprint(expr)
+    except Exception:  # noqa: BLE001 - sympy's printers fail on some unevaluated trees
+        return structural_text(expr)
+
+
+def structural_text(expr) -> str:
+    """A formula as ``Type(args...)`` text, built without sympy's printers (which can
+    fail on unevaluated trees); deterministic, so it serves as a key too."""
+    if not isinstance(expr, sp.Basic):
+        return repr(expr)
+    if not expr.args:
+        try:
+            return sp.srepr(expr)
+        except Exception:  # noqa: BLE001
+            return f"{type(expr).__name__}({expr!s})"
+    return f"{type(expr).__name__}({', '.join(structural_text(a) for a in expr.args)})"
+
+
+def _formula_key(expr) -> str:
+    try:
+        return sp.srepr(expr)
+    except Exception:  # noqa: BLE001 - see structural_text
+        return structural_text(expr)
 
 
 def evaluated(expr: sp.Basic) -> sp.Basic:
@@ -244,7 +269,7 @@ class Sym:
     def __rtruediv__(self, o): return self._bin(o, lambda a, b: a / b, True)
     def __pow__(self, o): return self._bin(o, lambda a, b: a ** b)
     def __rpow__(self, o): return self._bin(o, lambda a, b: a ** b, True)
-    def __neg__(self): return Sym(-self.expr) if self.expr.is_Number else _un(sp.Mul, sp.Integer(-1), self)
+    def __neg__(self): return Sym(-self.expr) if self.expr.is_Number and self.expr != 0 else _un(sp.Mul, sp.Integer(-1), self)
     def __pos__(self): return self
     def __abs__(self): return _un(sp.Abs, self)
     def __eq__(self, o): return self._bin(o, sp.Eq)
@@ -344,7 +369,7 @@ class Op:
         depth = formula_depth(self.formula)
         if depth > MAX_FORMULA_DEPTH:
             raise _too_deep(depth)
-        object.__setattr__(self, "_key", ("op", self.arity, sp.srepr(self.formula), self.domain))
+        object.__setattr__(self, "_key", ("op", self.arity, _formula_key(self.formula), self.domain))
 
     @property
     def key(self) -> tuple:

@@ -352,6 +352,13 @@ def _symbolic(lhs_d, rhs_d) -> bool:
     return False
 
 
+def _symbolic_written(lhs, rhs, domain: str) -> bool:
+    try:
+        return _symbolic(on_domain(evaluated(lhs), domain), on_domain(evaluated(rhs), domain))
+    except Exception:  # noqa: BLE001 - sympy could not even rebuild them: undecided
+        return False
+
+
 @functools.lru_cache(maxsize=4096)
 def _check(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str, str]:
     if domain == "boolean":
@@ -362,8 +369,7 @@ def _check(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str, str]:
     ok, detail = _compare(lhs, rhs, xs, ys)
     if not ok:
         return False, "special-point counterexample", detail
-    if lhs == rhs or (small_enough(lhs, rhs) and _symbolic(on_domain(evaluated(lhs), domain),
-                                                         on_domain(evaluated(rhs), domain))):
+    if lhs == rhs or (small_enough(lhs, rhs) and _symbolic_written(lhs, rhs, domain)):
         return True, "sympy", ""
     ok, detail = _numeric(lhs, rhs, domain)
     method = f"numeric (seeded, {NUMERIC_POINTS} points)" if ok else "numeric counterexample"

@@ -184,7 +184,7 @@ def mag(t, x, y):
         else:  # conditions
             return np.zeros(np.broadcast(x, y).shape)
         out = np.where(np.isnan(out), np.inf, out)
-        return np.maximum(out, v)
+        return np.fmax(out, v)  # a NaN value bounds nothing: the terms decide
 
 
 def degree(t) -> int:
