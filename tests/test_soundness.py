@@ -343,3 +343,21 @@ metric mm(A, B) = mxm(A, B.T, semiring(mx2, max))
     mx2 = gb.explain("mm").plan.products[0].analysis.semiring.mul
     assert ops.evaluable(mx2.formula)
     assert "x" in scalar(mx2.formula, CudaPrinter("float64"))
+
+
+def test_metric_helpers_doubling_20_times_compile_quickly(isolated_definitions):
+    text = "def d0(A, B) = mxm(A, B.T, plus_times)\n" + "".join(
+        f"def d{i}(A, B) = d{i - 1}(A, B) + d{i - 1}(A, B)\n" for i in range(1, 21))
+    text += "metric dm(A, B) = d20(A, B)\n"
+    rng = np.random.default_rng(8)
+    X = rng.random((3, 4))
+    t0 = time.perf_counter()
+    gb.define(text)
+    got = gb.pairwise_distances(X, X, metric="dm", backend="cpu")
+    assert time.perf_counter() - t0 < 10
+    np.testing.assert_allclose(got, (X @ X.T) * 2**20, rtol=1e-13)
+
+
+def test_negative_zero_literal_keeps_its_sign():
+    op = gb.op("nz", lambda x, y: x / -0.0)
+    assert gb.ops.apply_binary(op, np.array([1.0]), np.array([1.0]))[0] == -np.inf
