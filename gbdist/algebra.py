@@ -32,7 +32,18 @@ import sympy as sp
 from . import ops as _ops
 from .errors import AnalysisError, DefinitionError
 from .ops import X, Y, Monoid, Op, as_monoid
-from .proofs import Proof, check, is_nonnegative, simplify
+from .proofs import Proof, analysis_budget, budget, check, is_nonnegative, simplify, small_enough
+
+MAX_EXPANSION_RANK = 8
+"""Largest rank of a norm + dot-product expansion the plan uses."""
+
+MAX_EXPANSION_COEFFICIENTS = 300.0
+"""Largest Σ|c| over the expanded terms' coefficients: beyond it the stacked dot
+products cancel too much (Minkowski p = 32 has binomials up to 6·10⁸)."""
+
+
+def builtins_abs(c: complex) -> float:
+    return (c.real ** 2 + c.imag ** 2) ** 0.5
 
 
 class _Unset:
@@ -126,24 +137,40 @@ class Analysis:
 
 
 def _fmt(e) -> str:
-    return sp.sstr(e)
+    return _ops.show(e)
 
 
 def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
     """Split g(x, y) into Σ_r φ_r(x)·ψ_r(y) with as few terms as grouping allows.
 
-    Returns None when some term couples x and y inseparably (|x − y|, x/(x+y) ...).
+    Returns None when some term couples x and y inseparably (|x − y|, x/(x+y) ...),
+    or when sympy fails on it (the split is only a candidate; it is checked).
     """
+    try:
+        return _separable(g, domain)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _separable(g: sp.Expr, domain: str):
     xd, yd = _ops.domain_symbols(domain)
-    e = _ops.on_domain(g, domain)
-    e = sp.expand(sp.piecewise_fold(e), power_base=True, force=False)
-    if e.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
-        e2 = sp.expand(simplify(g, domain).xreplace({X: xd, Y: yd}), power_base=True)
-        if e2.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
-            return None
-        e = e2
+    if not small_enough(g):
+        return None  # an expansion of this size would not pay off (and could hang)
+    try:
+        e = _ops.on_domain(_ops.evaluated(g), domain)
+        with budget():
+            e = sp.expand(sp.piecewise_fold(e), power_base=True, force=False)
+            if e.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
+                e2 = sp.expand(simplify(g, domain).xreplace({X: xd, Y: yd}), power_base=True)
+                if e2.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
+                    return None
+                e = e2
+    except Exception:  # noqa: BLE001 - sympy failed (or ran out of budget): no expansion
+        return None
     if e == 0:
         return ()
+    if len(sp.Add.make_args(e)) > 4 * MAX_EXPANSION_RANK:
+        return None
     table: dict[tuple[sp.Expr, sp.Expr], sp.Expr] = {}
     for term in sp.Add.make_args(e):
         coeff, xf, yf = sp.Integer(1), sp.Integer(1), sp.Integer(1)
@@ -160,6 +187,8 @@ def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | 
         table[(xf, yf)] = table.get((xf, yf), 0) + coeff
     xs = list(dict.fromkeys(k[0] for k in table))
     ys = list(dict.fromkeys(k[1] for k in table))
+    if sum(builtins_abs(complex(c)) for c in table.values() if c.is_number) > MAX_EXPANSION_COEFFICIENTS:
+        return None
     if len(xs) <= len(ys):
         pairs = [(xf, sum(c * yf for (xk, yf), c in table.items() if xk == xf)) for xf in xs]
     else:
@@ -187,7 +216,8 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
             return cached
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never a crash
             cache.discard(key, e)
-    result = _analyze(sr, fill_left, fill_right)
+    with analysis_budget():
+        result = _analyze(sr, fill_left, fill_right)
     try:
         cache.verify(result, sr, fill_left, fill_right)
         cache.store(key, _to_record(result))
@@ -242,13 +272,17 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
         za = zb = sr.annihilator
     else:
         za, zb = fill_left, fill_right
-    L = simplify(f.subs(Y, zb), dom)
-    R = simplify(f.subs(X, za), dom)
-    C = simplify(f.subs({X: za, Y: zb}), dom)
+    # f at the fills, substituted as written (no evaluation: log(x·0) stays log(0) = −inf,
+    # 0/0 stays NaN); the simplified forms are used only where they are checked equal.
+    L_w = _ops.build(f.xreplace, {Y: sp.sympify(zb)})
+    R_w = _ops.build(f.xreplace, {X: sp.sympify(za)})
+    C_w = _ops.build(f.xreplace, {X: sp.sympify(za), Y: sp.sympify(zb)})
+    L, R = _checked_simpler(L_w, dom), _checked_simpler(R_w, dom)
+    C = _exact_constant(C_w)
     pl = check(f"f(x, {_fmt(zb)}) = identity of {sr.add.name}: A's entries without a partner vanish",
-               L, e, dom)
+               L_w, e, dom)
     pr = check(f"f({_fmt(za)}, y) = identity of {sr.add.name}: B's entries without a partner vanish",
-               R, e, dom)
+               R_w, e, dom)
     proofs += [pl, pr]
     base = dict(semiring=sr, fill_left=za, fill_right=zb, L=L, R=R, C=C, structural=structural)
 
@@ -280,20 +314,49 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
     else:
         why_not = (f"f(x, {_fmt(zb)}) and f({_fmt(za)}, y) are the identity {e}, but "
                    "annihilator=None forbids the intersection shortcut")
+    if sr.add.invertible and not _finite_constant(C):
+        raise AnalysisError(
+            f"{sr!r} cannot be evaluated sparsely: f({_fmt(za)}, {_fmt(zb)}) = {_fmt(C)} is not finite",
+            got=f"every column stored in neither row contributes {_fmt(C)}",
+            hint="write the op so that f at the fill values is finite (e.g. where(x == 0, ..., ...))")
+    steep = sr.add.invertible and _steep(f)
+    if steep:
+        # The correction subtracts Σ L and Σ R: relative error ε·(Σ|L| + Σ|R|)/|result|,
+        # which a power above MAX_CORRECTION_POWER makes arbitrarily large (Minkowski
+        # p = 64: |x - y|^64 is lost next to x^64). Sum f over the union directly.
+        absorbed = _corner_absorbed(f, C, sr.add, dom, proofs)
+        reason = (f"{why_not}; the union correction would subtract terms that grow like "
+                  f"{steep} and lose the result to cancellation, so the union is walked directly "
+                  "in two passes (B's stored columns, then A's columns that B does not store)")
+        return Analysis(strategy="two-pass-union", g=f, expansion=None, proofs=tuple(proofs),
+                        corner_absorbed=absorbed, reason=reason, **base)
     if sr.add.invertible:
-        g = _smaller(simplify(f - L - R + C, dom), f - L - R + C)
-        p1 = check(f"g(x, {_fmt(zb)}) = 0: the correction term annihilates at B's fill",
-                   g.subs(Y, zb), 0, dom)
-        p2 = check(f"g({_fmt(za)}, y) = 0: the correction term annihilates at A's fill",
-                   g.subs(X, za), 0, dom)
-        p3 = check("f(x, y) = g(x, y) + L(x) + R(y) - C (the union-by-correction identity)",
-                   f, g + L + R - C, dom)
+        if not _finite_constant(C):
+            raise AnalysisError(
+                f"{sr!r} cannot be evaluated sparsely: f({_fmt(za)}, {_fmt(zb)}) = {_fmt(C)} is not finite",
+                got=f"every column stored in neither row contributes {_fmt(C)}, and the "
+                    "union-by-correction rewrite (which subtracts C) does not hold",
+                hint="write the op so that f at the fill values is finite (e.g. where(x == 0, ..., ...))")
+        written = _ops.build(lambda: f - L - R + C)
+        simpler = _smaller(simplify(f - L - R + C, dom), f - L - R + C)
+        for g in dict.fromkeys((simpler, written)):
+            p1 = check(f"g(x, {_fmt(zb)}) = 0: the correction term annihilates at B's fill",
+                       _ops.build(g.xreplace, {Y: sp.sympify(zb)}), 0, dom)
+            p2 = check(f"g({_fmt(za)}, y) = 0: the correction term annihilates at A's fill",
+                       _ops.build(g.xreplace, {X: sp.sympify(za)}), 0, dom)
+            p3 = check("f(x, y) = g(x, y) + L(x) + R(y) - C (the union-by-correction identity)",
+                       f, _ops.build(lambda: g + L + R - C), dom)
+            if p1.holds and p2.holds and p3.holds:
+                break
         proofs += [p1, p2, p3]
         if not (p1.holds and p2.holds and p3.holds):
             raise AnalysisError(
-                f"the union-by-correction rewrite for {sr!r} failed its proof",
+                f"{sr!r} cannot be evaluated sparsely: the union-by-correction rewrite does not "
+                "hold for this formula",
                 got="; ".join(str(p) for p in (p1, p2, p3) if not p.holds),
-                hint="this is a bug in the analysis or an op whose formula sympy mis-simplifies")
+                hint="f takes a non-finite value (NaN, ±inf) where one side is the fill, so the "
+                     "correction cannot subtract it; write the op with explicit conventions "
+                     "(where(...)) at the fill values, or use an idempotent ⊕ (max, min)")
         exp, eproofs = _expansion(g, sr, dom)
         reason = (f"{why_not}; "
                   f"{sr.add.name} is invertible, so the union is one intersection pass over "
@@ -318,6 +381,59 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
         hint="declare annihilator=<fill> for structural semantics, or choose another ⊕")
 
 
+MAX_CORRECTION_POWER = 8
+"""Largest power of the inputs for which the union correction is used (see _steep)."""
+
+
+def _steep(f: sp.Expr) -> str:
+    """A description of the growth that makes the union correction inaccurate, or ''.
+
+    A power above MAX_CORRECTION_POWER (|x - y|^p, x^p) or an exponential of the
+    inputs: their values at one column dwarf the result that remains after the
+    correction subtracts Σ L and Σ R.
+    """
+    for node in sp.preorder_traversal(f):
+        if isinstance(node, sp.Pow) and node.base.free_symbols and node.exp.is_number:
+            try:
+                p = float(node.exp)
+            except (TypeError, ValueError):
+                continue
+            if abs(p) > MAX_CORRECTION_POWER:
+                return f"|·|^{node.exp}"
+        if isinstance(node, sp.exp) and node.args[0].free_symbols:
+            return "exp(·)"
+    return ""
+
+
+def _checked_simpler(written: sp.Expr, dom: str) -> sp.Expr:
+    """A simplified form of ``written`` when it is checked equal (special points
+    included), else ``written`` itself."""
+    s = simplify(written, dom)
+    if s == written:
+        return written
+    return s if check("", s, written, dom).holds else written
+
+
+def _exact_constant(written: sp.Expr) -> sp.Expr:
+    """The value of a closed formula, evaluated as written with IEEE semantics."""
+    v = _ops.constant_value(written)
+    if v != v:
+        return sp.nan
+    if v in (float("inf"), float("-inf")):
+        return sp.oo if v > 0 else -sp.oo
+    try:
+        s = simplify(written)
+        if s.is_number and not s.has(sp.oo, -sp.oo, sp.zoo, sp.nan) and float(s) == v:
+            return s
+    except Exception:  # noqa: BLE001 - the float value is exact anyway
+        pass
+    return _ops._expr(v)
+
+
+def _finite_constant(c: sp.Expr) -> bool:
+    return not c.has(sp.oo, -sp.oo, sp.zoo, sp.nan)
+
+
 def _smaller(a: sp.Expr, b: sp.Expr) -> sp.Expr:
     """The shorter of two equal formulas (simplify can blow Piecewise up)."""
     return a if sp.count_ops(a) <= sp.count_ops(b) else b
@@ -328,7 +444,7 @@ def _corner_absorbed(f, C, add: Monoid, dom: str, proofs: list) -> bool:
 
     If so, starting every output at C is exact and the union size is not needed.
     """
-    combined = add.op.formula.xreplace({X: C, Y: f})  # simultaneous: x -> C, y -> f(x, y)
+    combined = _ops.build(add.op.formula.xreplace, {X: C, Y: f})  # simultaneous: x -> C, y -> f(x, y)
     p = check(f"{add.name}(C, f(x, y)) = f(x, y): the corner value C = {_fmt(C)} never changes a result",
               combined, f, dom)
     proofs.append(p)
@@ -340,7 +456,7 @@ def _expansion(g: sp.Expr, sr: Semiring, dom: str):
     if not sr.add.invertible:
         return None, []
     pairs = separable(g, dom)
-    if pairs is None or len(pairs) == 0:
+    if pairs is None or len(pairs) == 0 or len(pairs) > MAX_EXPANSION_RANK:
         return None, []
     rhs = sum(a * b for a, b in pairs)
     p = check(f"g(x, y) = Σ_r φ_r(x)·ψ_r(y) with rank {len(pairs)} (the norm + dot-product expansion)",

@@ -71,7 +71,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-FORMAT = 2
+FORMAT = 2  # 2: formulas are stored and rebuilt as written (no sympy evaluation)
 
 MAX_BYTES = 1 << 20  # an analysis entry is a few KiB
 MAX_DEPTH = 64  # JSON nesting
@@ -167,7 +167,8 @@ def decode(t: list):
             if not isinstance(a, list) or len(a) != 2:
                 raise Invalid("malformed Piecewise in cache entry")
             pairs.append((decode(a[0]), decode(a[1])))
-        return sp.Piecewise(*pairs)
+        with sp.evaluate(False):  # rebuilt as written: x/x must not become 1
+            return sp.Piecewise(*pairs)
     if name in _CLASSES:
         if name in _ARITY and len(args) != _ARITY[name]:
             raise Invalid(f"node {name!r} has the wrong number of arguments")
@@ -175,7 +176,8 @@ def decode(t: list):
         if name == "Pow" and values[0].is_number and values[1].is_Rational \
                 and (abs(values[1].p) > MAX_EXPONENT or values[1].q > MAX_EXPONENT):
             raise Invalid("a power of a number with a huge exponent in cache entry")
-        out = _CLASSES[name](*values)
+        with sp.evaluate(False):
+            out = _CLASSES[name](*values)
         if out.is_Rational and max(abs(out.p), out.q).bit_length() > _MAX_BITS:
             raise Invalid("a number in the cache entry is too large")
         return out

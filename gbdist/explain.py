@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import ir
+from .ops import show
 from .plan import Plan, ProductDecision
 from .proofs import Proof
 
@@ -38,9 +39,9 @@ class ProductExplanation:
     @classmethod
     def from_decision(cls, d: ProductDecision) -> "ProductExplanation":
         a = d.analysis
-        exp = tuple((sp.sstr(p), sp.sstr(q)) for p, q in (a.expansion or ()))
+        exp = tuple((show(p), show(q)) for p, q in (a.expansion or ()))
         return cls(ir.to_text(d.node), repr(a.semiring), a.strategy, a.expansion_rank,
-                   sp.sstr(a.L), sp.sstr(a.R), sp.sstr(a.C), sp.sstr(a.g), exp, a.reason,
+                   show(a.L), show(a.R), show(a.C), show(a.g), exp, a.reason,
                    a.override, a.structural, a.nonnegative and a.strategy == "union-correction",
                    a.proofs)
 

@@ -30,13 +30,29 @@ POINTWISE = {
 }
 
 
+class _Key(tuple):
+    """A structural key whose hash is computed once (children's keys are _Keys too).
+
+    A plain nested tuple re-hashes its whole tree on every lookup, which is
+    exponential for an expression that shares subexpressions (a helper that
+    calls another twice, twenty times over).
+    """
+
+    def __hash__(self):
+        h = self.__dict__.get("_h")
+        if h is None:
+            h = tuple.__hash__(self)
+            self.__dict__["_h"] = h
+        return h
+
+
 def _param_key(v):
     if isinstance(v, (Op, Monoid, Semiring)):
         return v.key
     if isinstance(v, Node):
         return v.key
     if isinstance(v, tuple):
-        return tuple(_param_key(x) for x in v)
+        return _Key(_param_key(x) for x in v)
     if isinstance(v, sp.Basic):
         return sp.srepr(v)
     if isinstance(v, float) and math.isnan(v):
@@ -44,9 +60,23 @@ def _param_key(v):
     return v
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of an expression (each function call or operator is one level)."""
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     """Base class: children are the fields holding Nodes (or tuples of Nodes)."""
+
+    def __post_init__(self):
+        depth = 1 + max((c.__dict__.get("_depth", 1) for c in self.children), default=0)
+        if depth > MAX_DEPTH:
+            from .errors import DefinitionError
+            raise DefinitionError("an expression is nested too deeply",
+                                  expected=f"at most {MAX_DEPTH} levels of nesting",
+                                  got=f"{depth} levels", span=getattr(self, "span", None),
+                                  hint="split the expression into named metrics or helpers")
+        object.__setattr__(self, "_depth", depth)
 
     @property
     def children(self) -> tuple["Node", ...]:
@@ -65,8 +95,8 @@ class Node:
     def key(self) -> tuple:
         k = self.__dict__.get("_key")
         if k is None:
-            k = (type(self).__name__,) + tuple(
-                _param_key(getattr(self, f.name)) for f in fields(self) if f.name != "span")
+            k = _Key((type(self).__name__,) + tuple(
+                _param_key(getattr(self, f.name)) for f in fields(self) if f.name != "span"))
             object.__setattr__(self, "_key", k)
         return k
 
@@ -204,6 +234,7 @@ class Pointwise(Node):
     span: Span | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        super().__post_init__()
         from .errors import ArityError, UnknownNameError
         if self.fn not in POINTWISE:
             raise UnknownNameError(f"unknown pointwise function {self.fn!r}", span=self.span)

@@ -17,6 +17,7 @@ Python bool). No user text is ever passed to ``sympify`` or ``eval``.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 from dataclasses import dataclass, field
@@ -76,7 +77,12 @@ def _expr(v) -> sp.Basic:
             return sp.oo
         if f == float("-inf"):
             return -sp.oo
-        return sp.nsimplify(f) if f == int(f) else sp.Float(f)
+        if f != f:
+            return sp.nan
+        if f == 0 and np.signbit(f):
+            return build(sp.Mul, sp.Integer(-1), sp.Integer(0))  # IEEE -0.0: -1 · 0
+        # Exactly the binary value the user wrote: no decimal rounding, no tolerance.
+        return sp.Integer(int(f)) if f == int(f) and builtins.abs(f) < 2**53 else sp.Rational(f)
     raise DefinitionError(
         "a scalar formula can only combine numbers and the op's parameters",
         got=f"{type(v).__name__} {v!r}",
@@ -84,13 +90,155 @@ def _expr(v) -> sp.Basic:
     )
 
 
+MAX_FORMULA_DEPTH = 200
+"""Deepest nesting of a scalar formula (a where() inside a where() ... counts one per level)."""
+
+MAX_FORMULA_SIZE = 20000
+"""Most nodes in a scalar formula written out as a tree (shared helpers count each use)."""
+
+
+def formula_depth(expr: sp.Basic) -> int:
+    """Nesting depth of a sympy tree, computed without recursion."""
+    depth = {}
+    stack = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        if node in depth:
+            continue
+        if done:
+            depth[node] = 1 + builtins.max((depth[a] for a in node.args), default=0)
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if a not in depth)
+    return depth[expr]
+
+
+def formula_size(expr: sp.Basic, limit: int = MAX_FORMULA_SIZE) -> int:
+    """Number of nodes of the tree written out (a shared subtree counts once per use).
+
+    Computed over the DAG with memoisation; stops counting at ``limit + 1``.
+    """
+    size = {}
+    stack = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        if node in size:
+            continue
+        if done:
+            size[node] = builtins.min(limit + 1, 1 + sum(size[a] for a in node.args))
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if a not in size)
+    return size[expr]
+
+
+def _too_deep(depth: int):
+    return DefinitionError(
+        "a scalar formula is nested too deeply",
+        expected=f"at most {MAX_FORMULA_DEPTH} levels of nesting",
+        got=f"{depth} levels",
+        hint="write the formula with fewer nested calls (define helper ops, or flatten sums)")
+
+
+def build(fn, *args):
+    """Apply a sympy constructor without automatic simplification.
+
+    sympy's automatic evaluation rewrites ``x/x`` to 1 and ``x - x`` to 0, which
+    changes the IEEE value at singular points (0/0 is NaN). Formulas are kept as
+    written; the analysis simplifies copies and checks every rewrite it uses
+    against the written formula (see proofs.py).
+    """
+    try:
+        with sp.evaluate(False):
+            return fn(*args)
+    except RecursionError:
+        raise DefinitionError(
+            "a scalar formula is too complex to build",
+            got="sympy ran out of recursion depth on it",
+            hint="split the formula into smaller ops, or nest fewer where() conditions") from None
+    except (TypeError, ValueError) as e:
+        raise DefinitionError("a scalar formula cannot be built", got=str(e)[:200],
+                              hint="check the arguments of where(), comparisons and powers") from None
+
+
+class _Printer(sp.printing.str.StrPrinter):
+    """sympy's str printer, with the exact binary value of a float shown as the float."""
+
+    def _print_Rational(self, e):
+        if e.q > 64 and (e.q & (e.q - 1)) == 0:
+            return repr(float(e))
+        return super()._print_Rational(e)
+
+
+def show(expr) -> str:
+    """A formula as text for people (explain, errors): 5e-09, not 3022314549036573/2**79."""
+    try:
+        return _Printer().doprint(expr)
+    except Exception:  # noqa: BLE001 - sympy's printers fail on some unevaluated trees
+        return structural_text(expr)
+
+
+def structural_text(expr) -> str:
+    """A formula as ``Type(args...)`` text, built without sympy's printers (which can
+    fail on unevaluated trees); deterministic, so it serves as a key too."""
+    if not isinstance(expr, sp.Basic):
+        return repr(expr)
+    if not expr.args:
+        try:
+            return sp.srepr(expr)
+        except Exception:  # noqa: BLE001
+            return f"{type(expr).__name__}({expr!s})"
+    return f"{type(expr).__name__}({', '.join(structural_text(a) for a in expr.args)})"
+
+
+def _formula_key(expr) -> str:
+    try:
+        return sp.srepr(expr)
+    except Exception:  # noqa: BLE001 - see structural_text
+        return structural_text(expr)
+
+
+def evaluated(expr: sp.Basic) -> sp.Basic:
+    """``expr`` rebuilt with sympy's automatic evaluation (generic algebra).
+
+    For the symbolic side of the analysis only: it may change values at
+    singular points (x/x becomes 1), which the special-point checks catch.
+    """
+    done: dict = {}
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if node in done:
+            continue
+        if not node.args or isinstance(node, (sp.Symbol, sp.Number)):
+            done[node] = node
+            continue
+        if ready:
+            try:
+                done[node] = node.func(*(done[a] for a in node.args))
+            except Exception:  # noqa: BLE001 - sympy cannot evaluate it: keep it as written
+                try:
+                    done[node] = node.func(*(done[a] for a in node.args), evaluate=False)
+                except Exception:  # noqa: BLE001
+                    done[node] = node
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if a not in done)
+    return done[expr]
+
+
 class Sym:
     """A scalar formula under construction; Python operators build sympy trees."""
 
-    __slots__ = ("expr",)
+    __slots__ = ("expr", "depth")
 
-    def __init__(self, expr):
+    def __init__(self, expr, depth: int | None = None):
         self.expr = _expr(expr)
+        if depth is None:
+            depth = expr.depth if isinstance(expr, Sym) else formula_depth(self.expr)
+        if depth > MAX_FORMULA_DEPTH:
+            raise _too_deep(depth)
+        self.depth = depth
 
     def __repr__(self):
         return f"Sym({self.expr})"
@@ -106,7 +254,10 @@ class Sym:
 
     def _bin(self, other, fn, swap=False):
         a, b = self.expr, _expr(other)
-        return Sym(fn(b, a) if swap else fn(a, b))
+        d = 1 + builtins.max(self.depth, other.depth if isinstance(other, Sym) else formula_depth(b))
+        if d > MAX_FORMULA_DEPTH:
+            raise _too_deep(d)
+        return Sym(build(fn, b, a) if swap else build(fn, a, b), d)
 
     def __add__(self, o): return self._bin(o, lambda a, b: a + b)
     def __radd__(self, o): return self._bin(o, lambda a, b: a + b, True)
@@ -118,9 +269,9 @@ class Sym:
     def __rtruediv__(self, o): return self._bin(o, lambda a, b: a / b, True)
     def __pow__(self, o): return self._bin(o, lambda a, b: a ** b)
     def __rpow__(self, o): return self._bin(o, lambda a, b: a ** b, True)
-    def __neg__(self): return Sym(-self.expr)
+    def __neg__(self): return Sym(-self.expr) if self.expr.is_Number and self.expr != 0 else _un(sp.Mul, sp.Integer(-1), self)
     def __pos__(self): return self
-    def __abs__(self): return Sym(sp.Abs(self.expr))
+    def __abs__(self): return _un(sp.Abs, self)
     def __eq__(self, o): return self._bin(o, sp.Eq)
     def __ne__(self, o): return self._bin(o, sp.Ne)
     def __lt__(self, o): return self._bin(o, sp.Lt)
@@ -129,17 +280,26 @@ class Sym:
     def __ge__(self, o): return self._bin(o, sp.Ge)
     def __and__(self, o): return self._bin(o, sp.And)
     def __or__(self, o): return self._bin(o, sp.Or)
-    def __invert__(self): return Sym(sp.Not(self.expr))
+    def __invert__(self): return _un(sp.Not, self)
+
+
+def _un(fn, *args) -> Sym:
+    """``fn(*args)`` built as written, with the nesting depth checked."""
+    depth = 1 + builtins.max((a.depth if isinstance(a, Sym) else formula_depth(_expr(a)) for a in args),
+                    default=0)
+    if depth > MAX_FORMULA_DEPTH:
+        raise _too_deep(depth)
+    return Sym(build(fn, *(_expr(a) for a in args)), depth)
 
 
 # Scalar functions over Sym (the api module dispatches to these for scalars).
 
-def s_sqrt(v): return Sym(sp.sqrt(_expr(v)))
-def s_log(v): return Sym(sp.log(_expr(v)))
-def s_exp(v): return Sym(sp.exp(_expr(v)))
-def s_abs(v): return Sym(sp.Abs(_expr(v)))
-def s_max(a, b): return Sym(sp.Max(_expr(a), _expr(b)))
-def s_min(a, b): return Sym(sp.Min(_expr(a), _expr(b)))
+def s_sqrt(v): return _un(lambda e: sp.Pow(e, sp.Rational(1, 2)), v)
+def s_log(v): return _un(sp.log, v)
+def s_exp(v): return _un(sp.exp, v)
+def s_abs(v): return _un(sp.Abs, v)
+def s_max(a, b): return _un(sp.Max, a, b)
+def s_min(a, b): return _un(sp.Min, a, b)
 
 
 def s_where(cond, a, b):
@@ -150,7 +310,7 @@ def s_where(cond, a, b):
             got=str(c),
             hint="compare with ==, !=, <, <=, >, >=, e.g. where(x + y == 0, 0, ...)",
         )
-    return Sym(sp.Piecewise((_expr(a), c), (_expr(b), True)))
+    return _un(lambda c_, a_, b_: sp.Piecewise((a_, c_), (b_, True)), c, a, b)
 
 
 # ---------------------------------------------------------------------------
@@ -162,11 +322,18 @@ def _derive_domain(formula: sp.Expr) -> str:
     """``nonnegative`` when the formula takes a root or a log of its inputs."""
     for node in sp.preorder_traversal(formula):
         if isinstance(node, sp.Pow) and node.exp.is_Rational and not node.exp.is_integer:
-            if node.base.free_symbols & {X, Y}:
+            if node.base.free_symbols & {X, Y} and not _known_nonnegative(node.base):
                 return "nonnegative"
-        if isinstance(node, sp.log) and node.args[0].free_symbols & {X, Y}:
+        if isinstance(node, sp.log) and node.args[0].free_symbols & {X, Y} and not _known_nonnegative(node.args[0]):
             return "nonnegative"
     return "real"
+
+
+def _known_nonnegative(e: sp.Expr) -> bool:
+    try:
+        return bool(evaluated(e).is_nonnegative)
+    except Exception:  # noqa: BLE001 - unknown
+        return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,7 +360,16 @@ class Op:
         if self.domain not in DOMAINS:
             raise DefinitionError(f"unknown domain for op {self.name!r}", got=self.domain,
                                   hint="one of " + ", ".join(DOMAINS))
-        object.__setattr__(self, "_key", ("op", self.arity, sp.srepr(self.formula), self.domain))
+        size = formula_size(self.formula)
+        if size > MAX_FORMULA_SIZE:
+            raise DefinitionError(
+                f"op {self.name!r} is too large once written out",
+                expected=f"at most {MAX_FORMULA_SIZE} nodes", got=f"more than {MAX_FORMULA_SIZE}",
+                hint="a helper used many times is copied at each use; simplify the definition")
+        depth = formula_depth(self.formula)
+        if depth > MAX_FORMULA_DEPTH:
+            raise _too_deep(depth)
+        object.__setattr__(self, "_key", ("op", self.arity, _formula_key(self.formula), self.domain))
 
     @property
     def key(self) -> tuple:
@@ -208,7 +384,7 @@ class Op:
 
     def __repr__(self):
         args = "x" if self.arity == 1 else "x, y"
-        return f"op {self.name}({args}) = {sp.sstr(self.formula)}"
+        return f"op {self.name}({args}) = {show(self.formula)}"
 
     def __call__(self, *args):
         """Substitute scalar arguments (used when composing ops in formulas)."""
@@ -218,7 +394,7 @@ class Op:
         subs = {X: _expr(args[0])}
         if self.arity == 2:
             subs[Y] = _expr(args[1])
-        return Sym(self.formula.xreplace(subs))
+        return Sym(build(self.formula.xreplace, subs))
 
     def at(self, x=None, y=None) -> sp.Expr:
         """The formula with x and/or y fixed to sympy values."""
@@ -271,11 +447,12 @@ def make_op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 def _ev_piecewise(e, env):
     out = None
     taken = None
+    shape = _shape(env)
     for expr, cond in e.args:
-        c = np.broadcast_to(evaluate(cond, env), _shape(env)).astype(bool)
-        v = np.broadcast_to(evaluate(expr, env), _shape(env))
+        c = np.broadcast_to(evaluate(cond, env), shape).astype(bool)
+        v = np.broadcast_to(evaluate(expr, env), shape)
         if out is None:
-            out = np.array(v, dtype=np.float64, copy=True)
+            out = np.array(v, dtype=_dtype(env), copy=True)
             taken = c.copy()
         else:
             sel = c & ~taken
@@ -286,9 +463,14 @@ def _ev_piecewise(e, env):
 
 
 def _shape(env):
-    for v in env.values():
-        return np.shape(v)
+    for k, v in env.items():
+        if k != "__dtype__":
+            return np.shape(v)
     return ()
+
+
+def _dtype(env):
+    return env.get("__dtype__", np.float64)
 
 
 def _ev_pow(e, env):
@@ -299,13 +481,54 @@ def _ev_pow(e, env):
     if ex == 2:
         return base * base
     if ex == -1:
-        return 1.0 / base
+        return 1 / base
+    if ex.is_number and ex.is_negative and not ex.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        # x^-p as 1 / x^p: one rounding less, and 1/x^p of a subnormal stays finite
+        return 1 / _pos_pow(base, -ex, env)
     return np.power(base, evaluate(ex, env))
+
+
+def _pos_pow(base, ex, env):
+    if ex == 1:
+        return base
+    if ex == sp.Rational(1, 2):
+        return np.sqrt(base)
+    if ex == 2:
+        return base * base
+    return np.power(base, evaluate(ex, env))
+
+
+def _ev_mul(e, env):
+    """A product with its divisions done as written: (a·b) / (c·d), never a·b·c⁻¹·d⁻¹.
+
+    ``x * y**-1`` computed as a multiplication by 1/y overflows for a subnormal y
+    (1/1e-310 = inf) where x / y is finite.
+    """
+    num, den = [], []
+    for a in e.args:
+        if (isinstance(a, sp.Pow) and a.exp.is_number and a.exp.is_negative
+                and not a.exp.has(sp.oo, -sp.oo, sp.zoo, sp.nan)):
+            den.append(_pos_pow(evaluate(a.base, env), -a.exp, env))
+        else:
+            num.append(evaluate(a, env))
+    out = functools.reduce(np.multiply, num) if num else _dtype(env)(1)
+    if den:
+        out = out / functools.reduce(np.multiply, den)
+    return out
+
+
+def _ev_ite(e, env):
+    c, a, b = (evaluate(t, env) for t in e.args)
+    return np.where(np.asarray(c, dtype=bool), a, b)
+
+
+def _ev_xor(e, env):
+    return functools.reduce(np.logical_xor, (evaluate(a, env) for a in e.args))
 
 
 _EVAL = {
     sp.Add: lambda e, env: functools.reduce(np.add, (evaluate(a, env) for a in e.args)),
-    sp.Mul: lambda e, env: functools.reduce(np.multiply, (evaluate(a, env) for a in e.args)),
+    sp.Mul: _ev_mul,
     sp.Pow: _ev_pow,
     sp.Abs: lambda e, env: np.abs(evaluate(e.args[0], env)),
     sp.exp: lambda e, env: np.exp(evaluate(e.args[0], env)),
@@ -314,6 +537,7 @@ _EVAL = {
     sp.Max: lambda e, env: functools.reduce(np.maximum, (evaluate(a, env) for a in e.args)),
     sp.Min: lambda e, env: functools.reduce(np.minimum, (evaluate(a, env) for a in e.args)),
     sp.Piecewise: _ev_piecewise,
+    sp.ITE: _ev_ite,
     sp.Eq: lambda e, env: evaluate(e.lhs, env) == evaluate(e.rhs, env),
     sp.Ne: lambda e, env: evaluate(e.lhs, env) != evaluate(e.rhs, env),
     sp.StrictLessThan: lambda e, env: evaluate(e.lhs, env) < evaluate(e.rhs, env),
@@ -322,15 +546,38 @@ _EVAL = {
     sp.GreaterThan: lambda e, env: evaluate(e.lhs, env) >= evaluate(e.rhs, env),
     sp.And: lambda e, env: functools.reduce(np.logical_and, (evaluate(a, env) for a in e.args)),
     sp.Or: lambda e, env: functools.reduce(np.logical_or, (evaluate(a, env) for a in e.args)),
+    sp.Xor: _ev_xor,
     sp.Not: lambda e, env: np.logical_not(evaluate(e.args[0], env)),
 }
 
+EVALUABLE = tuple(_EVAL)
+"""The sympy node types the evaluator (and the CUDA printer) accept."""
+
+
+def _constant(expr, dt):
+    if expr is sp.nan or expr is sp.zoo:
+        # zoo is sympy's unsigned (complex) infinity, e.g. simplify(log(0)): no real
+        # value, so NaN. Formulas as written are substituted without evaluation and
+        # keep IEEE's signed infinities (log(0) = -inf); a simplified copy holding
+        # zoo disagrees with them and is never used.
+        return dt(np.nan)
+    if expr is sp.oo:
+        return dt(np.inf)
+    if expr is -sp.oo:
+        return dt(-np.inf)
+    if expr.is_Rational and dt is not np.float64:
+        return dt(int(expr.p)) / dt(int(expr.q))
+    return dt(float(expr))
+
 
 def evaluate(expr: sp.Basic, env: dict) -> np.ndarray:
-    """Evaluate a sympy formula on NumPy arrays by walking its tree.
+    """Evaluate a sympy formula on NumPy arrays by walking its tree (IEEE semantics).
 
-    ``env`` maps symbols (by name: 'x', 'y') to arrays. Only the node types in
-    the table above are accepted; anything else raises instead of guessing.
+    ``env`` maps symbols (by name: 'x', 'y') to arrays, and optionally
+    ``"__dtype__"`` to the floating type of constants (float64 by default; the
+    proofs also evaluate in long double). Only the node types in the table
+    above are accepted; anything else raises instead of guessing. Divisions are
+    computed as written (x / y), not as x · y⁻¹.
     """
     if expr.is_Symbol:
         return env[expr.name]
@@ -339,9 +586,7 @@ def evaluate(expr: sp.Basic, env: dict) -> np.ndarray:
     if expr is sp.false:
         return np.False_
     if expr.is_Number or expr.is_NumberSymbol or expr in (sp.oo, -sp.oo, sp.zoo, sp.nan):
-        if expr is sp.zoo:
-            return np.float64(np.inf)
-        return np.float64(float(expr))
+        return _constant(expr, _dtype(env))
     for cls in type(expr).__mro__:
         fn = _EVAL.get(cls)
         if fn is not None:
@@ -349,6 +594,20 @@ def evaluate(expr: sp.Basic, env: dict) -> np.ndarray:
                 return fn(expr, env)
     raise DefinitionError("the CPU backend cannot evaluate this formula node",
                           got=f"{type(expr).__name__}: {expr}")
+
+
+def evaluable(expr: sp.Basic) -> bool:
+    """True when every node of ``expr`` is one the evaluator accepts."""
+    for node in sp.preorder_traversal(expr):
+        if node.is_Symbol or node in (sp.true, sp.false, sp.oo, -sp.oo, sp.nan):
+            continue
+        if node.is_Number or node.is_NumberSymbol:
+            continue
+        if isinstance(node, (sp.core.containers.Tuple, sp.functions.elementary.piecewise.ExprCondPair)):
+            continue
+        if not isinstance(node, EVALUABLE):
+            return False
+    return True
 
 
 def apply_unary(op: Op, values: np.ndarray) -> np.ndarray:
@@ -365,7 +624,7 @@ def apply_binary(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def constant_value(expr: sp.Basic) -> float:
-    """A closed sympy expression as a float (inf for oo/zoo)."""
+    """A closed sympy expression as a float (IEEE semantics; zoo is NaN)."""
     return float(evaluate(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr, {}))
 
 
@@ -434,7 +693,7 @@ def _monoid_ufunc(op: Op):
         return np.maximum if op.name in ("lor", "any") else np.minimum
     raise DefinitionError(
         f"monoid {op.name!r} has no NumPy implementation on the CPU backend",
-        got=sp.sstr(op.formula), hint="use plus, times, min, max, lor, land or any",
+        got=show(op.formula), hint="use plus, times, min, max, lor, land or any",
     )
 
 

@@ -10,7 +10,7 @@ import scipy.sparse as sps
 
 from . import ir, metrics, runtime
 from .api import Program, compile
-from .errors import GbdistError, InputError, MetricTypeError, ParameterError
+from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
 from .runtime import run
 from .explain import Explanation
 
@@ -27,7 +27,11 @@ def metric_program(metric, **params) -> Program:
     """The compiled program of a metric given by name, callable or expression."""
     if isinstance(metric, str):
         m = metrics.get(metric)
-        try:  # keyed by type too: p=True must not hit the entry of p=1 (True == 1)
+        for k, v in params.items():
+            if isinstance(v, bool):  # True == 1.0: refused before the cache can confuse them
+                raise InputError(f"parameter {k!r} of {m.name!r} must be a number, not a bool",
+                                 got=repr(v))
+        try:  # keyed by type too: p=1 (int) and p=1.0 stay apart
             key = tuple(sorted((k, type(v), v) for k, v in params.items()))
             hash(key)
         except TypeError:
@@ -211,10 +215,64 @@ def _warn_boolean(metric, params, X, Y) -> None:
 def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None):
     """pairwise_distances with the budget in bytes (the CLI's unit)."""
     program = metric_program(metric, **params)
-    return run(program.plan, {"A": X, "B": X if Y is None else Y}, backend=backend,
-               working_memory=budget_bytes, dtype=dtype, drop_zeros=True, strategy=strategy,
-               labels={"A": "X", "B": "X" if Y is None else "Y"}, ensure_non_empty=True,
-               **(finite_kw or {}))
+    Yv = X if Y is None else Y
+    swapped = _orientation(program, Y is None)
+    needed = set(program.inputs)
+    inputs = {k: v for k, v in (("A", X), ("B", Yv)) if k in needed}
+    out = run(program.plan, inputs, backend=backend, working_memory=budget_bytes, dtype=dtype,
+              drop_zeros=True, strategy=strategy, labels={"A": "X", "B": "X" if Y is None else "Y"},
+              ensure_non_empty=True, **(finite_kw or {}))
+    return _promised_shape(out, program.plan.output_kind, swapped, _nrows(X), _nrows(Yv))
+
+
+def _nrows(M) -> int:
+    shape = getattr(M, "shape", None)
+    if shape is None:
+        import numpy as np
+        shape = np.shape(M)
+    return int(shape[0]) if len(shape) else 1
+
+
+def _orientation(program: Program, same: bool) -> bool:
+    """False when the result's rows follow A (X) and its columns B (Y); True when the
+    metric was written the other way round (``mxm(B, A.T)``); a typed error otherwise."""
+    rows, cols = set(), set()
+    for step in program.plan.steps:
+        for side, (name, _flipped) in step.sides:
+            name = "A" if same else name
+            (rows if side == "left" else cols).add(name)
+    if rows <= {"A"} and cols <= {"B"} or same:
+        return False
+    if rows <= {"B"} and cols <= {"A"}:
+        return True
+    raise TypeCheckError(
+        "a metric must give one value per (row of X, row of Y)",
+        expected="results whose rows follow A (X) and whose columns follow B (Y), e.g. mxm(A, B.T)",
+        got=f"rows indexed by {', '.join(sorted(rows)) or 'nothing'} and columns by "
+            f"{', '.join(sorted(cols)) or 'nothing'}",
+        hint="write products as mxm(A, B.T, ...) and reduce(A, ...) for X's rows, reduce(B, ...) for Y's")
+
+
+def _promised_shape(out, kind: str, swapped: bool, nx: int, ny: int):
+    """The result shaped (n_X, n_Y): transposed if the metric was written as
+    mxm(B, A.T); a value per row of X (or of Y), or one scalar, broadcast."""
+    from .runtime import is_cupy
+    if is_cupy(out):
+        import cupy as xp
+    else:
+        import numpy as xp
+    out = xp.asarray(out)
+    if kind == "matrix":
+        out = out.T if swapped else out
+        if out.shape != (nx, ny):
+            raise TypeCheckError("a metric's result does not have one value per (row of X, row of Y)",
+                                 expected=f"shape ({nx}, {ny})", got=f"shape {tuple(out.shape)}")
+        return xp.ascontiguousarray(out)
+    if kind in ("col", "row"):
+        by_rows = (kind == "col") != swapped
+        col = out.reshape(-1, 1) if by_rows else out.reshape(1, -1)
+        return xp.ascontiguousarray(xp.broadcast_to(col, (nx, ny)))
+    return xp.full((nx, ny), out.reshape(()), dtype=out.dtype)
 
 
 def explain(metric, **params) -> Explanation:

@@ -239,6 +239,9 @@ class ParamOp:
         return f"op {self.name}({', '.join(self.args)}; {', '.join(self.params)})"
 
 
+_HELPER_MEMO: dict = {}  # (id(helper), argument keys) -> (helper, expression)
+
+
 @dataclass(frozen=True, eq=False)
 class Helper:
     """``def name(M, ...) = expression``: inlined wherever it is called."""
@@ -624,7 +627,7 @@ class FormulaBuilder(_Builder):
             inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
             formula = inner.build(thing.body).expr
             _check_substitution(formula, args, f"the formula of op {self.op_name!r}")
-            return Sym(formula.xreplace(dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
+            return Sym(_ops.build(formula.xreplace, dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
         if params:
             raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
         if isinstance(thing, Op):
@@ -846,8 +849,18 @@ class ExprBuilder(_Builder):
             if len(args) != len(thing.params):
                 raise ArityError(f"helper {name!r} takes {len(thing.params)} argument(s)",
                                  expected=f"{name}({', '.join(thing.params)})", got=f"{len(args)}")
+            # Memoised by (helper, argument keys): a helper calling another twice builds a
+            # DAG, not 2^depth copies (20 doublings would otherwise never finish).
+            memo_key = (id(thing), tuple(a.key if isinstance(a, ir.Node) else repr(a) for a in args))
+            hit = _HELPER_MEMO.get(memo_key)
+            if hit is not None and hit[0] is thing:
+                return hit[1]
             out = ExprBuilder(thing.src, thing.scope).build(thing.body, dict(zip(thing.params, args)))
-            return _check_size(out, f"the expression (after inlining helper {name!r})")
+            out = _check_size(out, f"the expression (after inlining helper {name!r})")
+            if len(_HELPER_MEMO) > 4096:
+                _HELPER_MEMO.clear()
+            _HELPER_MEMO[memo_key] = (thing, out)
+            return out
         if isinstance(thing, metrics.Metric):
             if len(args) < 2:
                 raise ArityError(f"metric {name!r} takes two matrices", got=f"{len(args)} argument(s)",

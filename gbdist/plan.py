@@ -96,8 +96,31 @@ def operand_fill(node: ir.Node) -> sp.Expr:
     _, _, chain = row_operand(node)
     z = sp.Integer(0)
     for op in chain:
-        z = sp.simplify(op.formula.subs(X, z))
+        # as written, with IEEE values (log 0 = −inf, 0/0 = NaN), then exact
+        v = constant_value(_at(op.formula, z))
+        z = _fill_expr(v, op.formula, z)
     return z
+
+
+def _at(formula: sp.Expr, z: sp.Expr) -> sp.Expr:
+    with sp.evaluate(False):
+        return formula.xreplace({X: z})
+
+
+def _fill_expr(v: float, formula: sp.Expr, z: sp.Expr) -> sp.Expr:
+    """The fill after one apply(): exact when sympy's value agrees with IEEE's."""
+    if v != v:
+        return sp.nan
+    if v in (float("inf"), float("-inf")):
+        return sp.oo if v > 0 else -sp.oo
+    try:
+        s = sp.simplify(formula.subs(X, z))
+        if s.is_number and float(s) == v:
+            return s
+    except Exception:  # noqa: BLE001 - the float value is exact anyway
+        pass
+    from .ops import _expr
+    return _expr(v)
 
 
 def _canonical(node: ir.Node, transpose: bool = False) -> ir.Node:
@@ -137,10 +160,11 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis) -> ir.Nod
     # union-correction
     plus_m = as_monoid(plus)
     terms: list[ir.Node] = []
-    if a.g != 0:
-        terms.append(ir.Intersect(left, right_rows, _binary(f"{sr.mul.name}_g", a.g, dom), plus_m,
-                                  _expansion_ops(a, dom), False))
-    lc, rc = sp.simplify(a.L - a.C), sp.simplify(a.R - a.C)
+    # The intersection pass is kept even when g = 0: it is what gives the result
+    # both of its dimensions (f = 2·y still makes an (n_A, n_B) matrix).
+    terms.append(ir.Intersect(left, right_rows, _binary(f"{sr.mul.name}_g", a.g, dom), plus_m,
+                              _expansion_ops(a, dom), False))
+    lc, rc = a.L - a.C, a.R - a.C
     if lc != 0:
         terms.append(ir.RowReduce(ir.Apply(_unary(f"{sr.mul.name}_L", lc, dom), left), plus_m))
     if rc != 0:

@@ -370,6 +370,9 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    if backend == "auto" and any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+                                 for s in plan.steps):
+        backend = "cpu"  # a union summed directly (steep ops with plus): no CUDA kernel yet
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     working_memory = check_working_memory(working_memory)
     if dtype is not None:

@@ -145,11 +145,17 @@ class CPUBackend:
             ptr = b.csr.indptr[j0:j1 + 1] - s
             out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, ptr, e, axis=1))
         # Pass 2: A's stored columns against B's (dense) rows; columns stored
-        # in both are seen twice, which an idempotent ⊕ absorbs.
-        per_row = 8 * (b.csr.shape[1] + 3 * max(a.csr.nnz, 1))  # stored width (compressed)
+        # in both are seen twice, which an idempotent ⊕ absorbs. A ⊕ that is not
+        # idempotent (plus, when the union correction would cancel) skips them.
+        direct = not node.add.idempotent
+        width = b.csr.shape[1]  # the stored width (columns compressed when k is huge)
+        per_row = 8 * ((2 if direct else 1) * width + 3 * max(a.csr.nnz, 1))
         for j0, j1 in _even_chunks(n, max(1, self.budget // per_row)):
             b_dense = _dense(Operand(b.csr[j0:j1], b.fill))
             vals = apply_binary(node.mul, a.csr.data[:, None], b_dense[:, a.csr.indices].T)
+            if direct:
+                stored = _pattern(b.csr[j0:j1]).toarray()[:, a.csr.indices].T > 0
+                vals = np.where(stored, e, vals)
             out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, a.csr.indptr, e, axis=0))
         if not node.corner_absorbed and node.corner != e:
             # Columns stored in neither row hold f(za, zb) = corner.
@@ -157,8 +163,13 @@ class CPUBackend:
             inter = (pa @ pb.T).toarray()
             union = (np.diff(a.csr.indptr).astype(np.int64)[:, None]
                      + np.diff(b.csr.indptr).astype(np.int64)[None, :] - inter)
-            gap = union < ncols
-            out[gap] = ufunc(out[gap], node.corner)
+            if direct and ufunc is np.add:
+                out += (ncols - union) * node.corner
+            elif direct and ufunc is np.multiply:
+                out *= np.power(node.corner, ncols - union)
+            else:
+                gap = union < ncols
+                out[gap] = ufunc(out[gap], node.corner)
         return out
 
     # -- epilogue --------------------------------------------------------------

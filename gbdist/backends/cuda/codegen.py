@@ -70,6 +70,9 @@ class CudaPrinter(C99CodePrinter):
             return "*".join([f"({b})"] * int(ex))
         if ex == -1:
             return f"({self._one()}/({self._print(base)}))"
+        if ex.is_number and ex.is_negative and ex != -sp.Rational(1, 2):
+            # x^-p as 1 / x^p (as written: a subnormal x keeps a finite x^-p / y^-p ratio)
+            return f"({self._one()}/({self._print(sp.Pow(base, -ex, evaluate=False))}))"
         if ex == sp.Rational(1, 2):
             return f"{'sqrtf' if self.single else 'sqrt'}({self._print(base)})"
         if ex == -sp.Rational(1, 2):
@@ -111,10 +114,26 @@ def fold_constants(e: sp.Basic) -> sp.Basic:
     Device code must not call math functions on integer literals (``log(2)``
     resolves to a host-only overload) and NVRTC has no math macros.
     """
+    from ...ops import constant_value
+
     def closed(s):
-        return (s.is_number and not s.is_Atom and not s.has(sp.oo, -sp.oo, sp.zoo, sp.nan)
+        return (isinstance(s, sp.Expr) and not s.free_symbols and not s.is_Atom
                 and not isinstance(s, sp.logic.boolalg.Boolean))
-    return e.replace(closed, lambda s: sp.Float(s.evalf(20), 17))
+
+    def value(s):
+        # IEEE value of the subexpression as written (0/0 is NaN, log(0) is -inf)
+        v = constant_value(s)
+        if v != v:
+            return sp.nan
+        if v in (float("inf"), float("-inf")):
+            return sp.oo if v > 0 else -sp.oo
+        exact = s.evalf(20) if not s.has(sp.zoo, sp.nan) else None
+        if exact is not None and exact.is_Float and float(exact) == v:
+            return sp.Float(exact, 17)
+        return sp.Float(v, 17)
+
+    with sp.evaluate(False):
+        return e.replace(closed, value)
 
 
 def scalar(expr: sp.Expr, printer: CudaPrinter, names: dict | None = None) -> str:
@@ -125,7 +144,8 @@ def scalar(expr: sp.Expr, printer: CudaPrinter, names: dict | None = None) -> st
         if s.name in ("x", "y"):
             target = (names or {}).get(s.name, s.name)
             mapping[s] = sp.Symbol(target, real=True)
-    e = e.xreplace(mapping)
+    with sp.evaluate(False):
+        e = e.xreplace(mapping)
     try:
         return printer.doprint(e)
     except Exception as exc:  # sympy raises PrintMethodNotImplementedError and friends
@@ -139,7 +159,8 @@ def chain_formula(chain: tuple[Op, ...], var: sp.Symbol) -> sp.Expr:
     """The composition of unary ops (inner to outer) applied to ``var``."""
     e: sp.Expr = var
     for op in chain:
-        e = op.formula.xreplace({X: e})
+        with sp.evaluate(False):
+            e = op.formula.xreplace({X: e})
     return e
 
 
@@ -249,17 +270,24 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
         _, _, lchain = row_operand(n.left)
         _, _, rchain = row_operand(n.right)
         # Fold the apply chains in: f(chainL(x), chainR(y)) on raw stored values.
-        mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
+        with sp.evaluate(False):  # as written: x/x must stay NaN at 0, x/y a division
+            mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
         union = isinstance(n, ir.TwoPassUnion)
+        if union and not n.add.idempotent:
+            raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is not "
+                               "idempotent", got=f"⊕ = {n.add.name} over the union of stored columns "
+                               "(chosen because the union correction would cancel)",
+                               hint="use backend='cpu'")
         if union and not n.corner_absorbed and n.corner != n.add.identity_value:
             raise BackendError("the CUDA backend needs a two-pass union whose corner value is absorbed",
                                got=f"corner f(0, 0) = {n.corner:g} may change results",
                                hint="use backend='cpu'")
         expansion = None
         if not union and n.expansion and n.add.invertible and not n.structural:
-            expansion = tuple((phi.formula.xreplace({X: chain_formula(lchain, X)}),
-                               psi.formula.xreplace({X: chain_formula(rchain, X)}))
-                              for phi, psi in n.expansion)
+            with sp.evaluate(False):
+                expansion = tuple((phi.formula.xreplace({X: chain_formula(lchain, X)}),
+                                   psi.formula.xreplace({X: chain_formula(rchain, X)}))
+                                  for phi, psi in n.expansion)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
                                 n.corner if union and n.corner_absorbed else None, expansion))
     reds: list[Reduction] = []
