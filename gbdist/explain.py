@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy as sp
 
 from . import ir
 from .ops import show

@@ -29,7 +29,6 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import sympy as sp
