@@ -259,11 +259,24 @@ class Sym:
             raise _too_deep(d)
         return Sym(build(fn, b, a) if swap else build(fn, a, b), d)
 
-    def __add__(self, o): return self._bin(o, lambda a, b: a + b)
+    def _chain(self, other, head, fn):
+        """``self + other`` (``head`` = sp.Add) or ``self * other`` (sp.Mul), extending a
+        chain built left to right into one n-ary node (its arguments in written order),
+        so ``x*y + x*y + ...`` (3,000 terms) is one level deep, not 3,000."""
+        a, b = self.expr, _expr(other)
+        if not isinstance(a, head):
+            return self._bin(other, fn)
+        d = builtins.max(self.depth,
+                         1 + (other.depth if isinstance(other, Sym) else formula_depth(b)))
+        if d > MAX_FORMULA_DEPTH:
+            raise _too_deep(d)
+        return Sym(build(head, *a.args, b), d)
+
+    def __add__(self, o): return self._chain(o, sp.Add, lambda a, b: a + b)
     def __radd__(self, o): return self._bin(o, lambda a, b: a + b, True)
     def __sub__(self, o): return self._bin(o, lambda a, b: a - b)
     def __rsub__(self, o): return self._bin(o, lambda a, b: a - b, True)
-    def __mul__(self, o): return self._bin(o, lambda a, b: a * b)
+    def __mul__(self, o): return self._chain(o, sp.Mul, lambda a, b: a * b)
     def __rmul__(self, o): return self._bin(o, lambda a, b: a * b, True)
     def __truediv__(self, o): return self._bin(o, lambda a, b: a / b)
     def __rtruediv__(self, o): return self._bin(o, lambda a, b: a / b, True)
