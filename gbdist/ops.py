@@ -332,14 +332,40 @@ def s_where(cond, a, b):
 
 
 def _derive_domain(formula: sp.Expr) -> str:
-    """``nonnegative`` when the formula takes a root or a log of its inputs."""
-    for node in sp.preorder_traversal(formula):
+    """``nonnegative`` when the formula takes a root or a log of its inputs, unless the
+    argument is known to be nonnegative or the root sits in a ``where`` branch whose
+    condition states it (``where(x >= 0, x^0.5, 0)`` is defined for every real x)."""
+    stack = [(formula, frozenset())]
+    while stack:
+        node, guards = stack.pop()
+        if isinstance(node, sp.Piecewise):
+            for branch, cond in node.args:
+                stack.append((branch, guards | _nonnegative_facts(cond)))
+                stack.append((cond, guards))
+            continue
+        arg = None
         if isinstance(node, sp.Pow) and node.exp.is_Rational and not node.exp.is_integer:
-            if node.base.free_symbols & {X, Y} and not _known_nonnegative(node.base):
-                return "nonnegative"
-        if isinstance(node, sp.log) and node.args[0].free_symbols & {X, Y} and not _known_nonnegative(node.args[0]):
+            arg = node.base
+        elif isinstance(node, sp.log):
+            arg = node.args[0]
+        if arg is not None and arg.free_symbols & {X, Y} and arg not in guards \
+                and not _known_nonnegative(arg):
             return "nonnegative"
+        stack.extend((a, guards) for a in node.args)
     return "real"
+
+
+def _nonnegative_facts(cond) -> frozenset:
+    """The expressions a branch condition states to be >= 0 (or > 0): ``e >= 0``,
+    ``e > 0``, ``0 <= e``, ``0 < e``, and each term of a conjunction of them."""
+    terms = cond.args if isinstance(cond, sp.And) else (cond,)
+    out = set()
+    for t in terms:
+        if isinstance(t, (sp.GreaterThan, sp.StrictGreaterThan)) and t.rhs == 0:
+            out.add(t.lhs)
+        elif isinstance(t, (sp.LessThan, sp.StrictLessThan)) and t.lhs == 0:
+            out.add(t.rhs)
+    return frozenset(out)
 
 
 def _known_nonnegative(e: sp.Expr) -> bool:

@@ -345,17 +345,22 @@ metric mm(A, B) = mxm(A, B.T, semiring(mx2, max))
     assert "x" in scalar(mx2.formula, CudaPrinter("float64"))
 
 
-def test_metric_helpers_doubling_20_times_compile_quickly(isolated_definitions):
-    text = "def d0(A, B) = mxm(A, B.T, plus_times)\n" + "".join(
-        f"def d{i}(A, B) = d{i - 1}(A, B) + d{i - 1}(A, B)\n" for i in range(1, 21))
-    text += "metric dm(A, B) = d20(A, B)\n"
-    rng = np.random.default_rng(8)
-    X = rng.random((3, 4))
+def test_metric_helpers_doubling_20_times_are_refused_quickly(isolated_definitions):
+    """20 doublings write out 2^20 copies: refused by the size limit with a positioned
+    DefinitionError in well under 10 s (8 doublings, 256 copies, compile and run)."""
+    def text(n, name):
+        return ("def d0(A, B) = mxm(A, B.T, plus_times)\n" + "".join(
+            f"def d{i}(A, B) = d{i - 1}(A, B) + d{i - 1}(A, B)\n" for i in range(1, n + 1))
+            + f"metric {name}(A, B) = d{n}(A, B)\n")
     t0 = time.perf_counter()
-    gb.define(text)
-    got = gb.pairwise_distances(X, X, metric="dm", backend="cpu")
+    with pytest.raises(gb.DefinitionError, match="grows too large"):
+        gb.define(text(20, "dm"))
     assert time.perf_counter() - t0 < 10
-    np.testing.assert_allclose(got, (X @ X.T) * 2**20, rtol=1e-13)
+    X = np.random.default_rng(8).random((3, 4))
+    gb.define(text(8, "dm8"))
+    got = gb.pairwise_distances(X, X, metric="dm8", backend="cpu")
+    assert time.perf_counter() - t0 < 10
+    np.testing.assert_allclose(got, (X @ X.T) * 2**8, rtol=1e-13)
 
 
 def test_negative_zero_literal_keeps_its_sign():
