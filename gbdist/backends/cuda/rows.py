@@ -187,7 +187,7 @@ def condition(indptr, data, ncols: int, shift: bool, scale: bool):
     """:func:`gbdist.exact.condition_rows` on the device: one kernel, no transfer."""
     import cupy
     nrows = int(indptr.shape[0]) - 1
-    out = cupy.empty_like(data)
+    out = data.copy()  # entries past indptr[-1] (never read) keep their values, as on the host
     fi = np.finfo(data.dtype)
     _fn(f"gb_condition<{_tv(data)}, {_ti(indptr)}>")(
         (_blocks(max(nrows, 1) * 32),), (THREADS,),
