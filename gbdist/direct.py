@@ -315,17 +315,16 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
         import cupy as xp
     facts = facts or {}
 
-    def known(name, key):
-        return (facts.get(name) or {}).get(key)
+    def fact(name, key, compute):  # from the validation when it learnt it, else computed
+        v = (facts.get(name) or {}).get(key)
+        return compute(inputs[name]) if v is None else v
 
-    if data_check and not any(_has_nonfinite(v) if known(k, "nonfinite") is None else known(k, "nonfinite")
-                              for k, v in inputs.items()):
+    if data_check and not any(fact(k, "nonfinite", _has_nonfinite) for k in inputs):
         data_check = False  # allowed, but there are none
         if not rewrite:
             return result
     risk = RISK[np.dtype(result.dtype).name]
-    large_input = rewrite and any((_max_abs(v) if known(k, "max_abs") is None else known(k, "max_abs"))
-                                  >= risk for k, v in inputs.items())
+    large_input = rewrite and any(fact(k, "max_abs", _max_abs) >= risk for k in inputs)
     if not data_check and not large_input and not _any_nonfinite(result, xp):
         return result
     nonfinite = ~xp.isfinite(result)
