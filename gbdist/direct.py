@@ -290,13 +290,18 @@ class DirectFix:
 
 
 def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
-               working_memory: int | None):
+               working_memory: int | None, facts: dict | None = None):
     """A backend's whole result with the entries the rewrite cannot get right recomputed
     on the host in the direct form (see :class:`DirectFix`): entries of rows holding
     NaN/±inf when they are allowed; for rows large enough to overflow a rewritten term
     (|x| >= RISK of the result dtype), their non-finite entries and every entry of a
     row whose row reductions (‖a‖², Σ L(x), ...) overflow on the host — an overflow
-    the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is exactly 1 when the norms are inf)."""
+    the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is exactly 1 when the norms are inf).
+
+    ``facts``: per input name, what the device validation learnt ({"nonfinite": bool,
+    "max_abs": float or None}, :func:`gbdist.inputs.check_device_operand`), used instead
+    of reading the input again. On the device, the result is scanned by one fused count
+    (kernels/rows.cuh) and the m×n mask is built only when something needs repair."""
     from .inputs import is_cupy
     from .runtime import DEFAULT_WORKING_MEMORY, bind
     if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
@@ -308,15 +313,21 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
     xp = np
     if is_cupy(result):
         import cupy as xp
-    if data_check and not any(_has_nonfinite(v) for v in inputs.values()):
+    facts = facts or {}
+
+    def fact(name, key, compute):  # from the validation when it learnt it, else computed
+        v = (facts.get(name) or {}).get(key)
+        return compute(inputs[name]) if v is None else v
+
+    if data_check and not any(fact(k, "nonfinite", _has_nonfinite) for k in inputs):
         data_check = False  # allowed, but there are none
         if not rewrite:
             return result
-    nonfinite = ~xp.isfinite(result)
     risk = RISK[np.dtype(result.dtype).name]
-    large_input = rewrite and any(_max_abs(v) >= risk for v in inputs.values())
-    if not data_check and not large_input and not bool(nonfinite.any()):
+    large_input = rewrite and any(fact(k, "max_abs", _max_abs) >= risk for k in inputs)
+    if not data_check and not large_input and not _any_nonfinite(result, xp):
         return result
+    nonfinite = ~xp.isfinite(result)
     host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
     b = bind(plan, host, drop_zeros, None, False)
     if (b.m, b.n) != tuple(result.shape):
@@ -393,6 +404,16 @@ def _overflowing_reductions(b: "Bound") -> tuple[np.ndarray, np.ndarray]:
             if r.shape[0] == over[step.kind].shape[0]:
                 over[step.kind] |= ~np.isfinite(r)
     return np.flatnonzero(over["col"]), np.flatnonzero(over["row"])
+
+
+def _any_nonfinite(result, xp) -> bool:
+    """Whether the result holds NaN or ±inf: on the device one fused count and one transfer
+    (float32/float64, C-contiguous), else ``isfinite(result).all()``."""
+    if xp is not np and result.flags.c_contiguous and np.dtype(result.dtype) in (
+            np.dtype(np.float32), np.dtype(np.float64)):
+        from .backends.cuda import rows as dev_rows
+        return dev_rows.count_nonfinite(result) > 0
+    return not bool(xp.isfinite(result).all())
 
 
 def _has_nonfinite(x) -> bool:

@@ -29,7 +29,8 @@ within rounding of c. A claim that fails is not used.
 no duplicates, no stored zeros) is hashed from its indices and value bits;
 rows of the two operands with equal hashes are compared entry by entry, so a
 hash collision never writes a wrong value. The work is O(nnz) plus the
-verified pairs, on NumPy or CuPy arrays alike.
+verified pairs, on NumPy or CuPy arrays alike (on CuPy arrays through the fused
+kernels of kernels/rows.cuh, gbdist/backends/cuda/rows.py).
 """
 from __future__ import annotations
 
@@ -319,8 +320,22 @@ def _value_bits(data, xp):
     return d.astype(xp.float64, copy=False).view(xp.uint64)
 
 
+def _device(xp, values, *indices) -> bool:
+    """Whether ``xp`` is CuPy and the fused kernels (gbdist/backends/cuda/rows.py) take
+    these arrays' dtypes."""
+    if getattr(xp, "__name__", "") != "cupy":
+        return False
+    from .backends.cuda import rows as dev_rows
+    return dev_rows.supported(values, *indices)
+
+
 def row_hashes(indptr, indices, data, xp=np):
-    """A 64-bit hash of each row from its (index, value bits) entries and its length."""
+    """A 64-bit hash of each row from its (index, value bits) entries and its length:
+    ``mix(Σ_p mix(index·M1 + bits(value)) + length·M3)`` mod 2^64, ``mix`` splitmix64's
+    finaliser, -0.0 hashed as +0.0 (kernels/rows.cuh computes the same on the device)."""
+    if _device(xp, data, indptr, indices) and indptr.dtype == indices.dtype:
+        from .backends.cuda import rows as dev_rows
+        return dev_rows.row_hashes(indptr, indices, data)
     n = indptr.shape[0] - 1
     with np.errstate(over="ignore"):
         tok = _mix(indices.astype(xp.uint64) * _M1 + _value_bits(data, xp), xp)
@@ -336,6 +351,9 @@ def identical_pairs(left, right, xp=np):
 
     ``left`` and ``right`` are (indptr, indices, data) of canonical CSR rows.
     """
+    if _device(xp, left[2]) and _device_pair(left, right):
+        from .backends.cuda import rows as dev_rows
+        return dev_rows.identical_pairs(left, right)
     lp, li, ld = left
     rp, ri, rd = right
     ha, hb = row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp)
@@ -378,12 +396,25 @@ def identical_pairs(left, right, xp=np):
     return i, j
 
 
+def _device_pair(left, right) -> bool:
+    from .backends.cuda import rows as dev_rows
+    return dev_rows.same_types(left, right)
+
+
 def apply_self_value(plan, out, left, right, xp=np):
     """Write the proven d(a, a) into ``out`` (rows × cols) wherever a left row equals a
     right row and the computed value is finite. Returns ``out`` (a copy when it was a
-    read-only NumPy view and something was written)."""
+    read-only NumPy view and something was written). On the device (CuPy, float32/64
+    values in ``out``'s dtype, int32/64 indices) one kernel hashes each side's rows (once
+    when both are the same arrays), one verifies each candidate pair and writes the value,
+    and the only transfer is the number of candidates."""
     sv = self_value(plan)
     if sv.value is None or out.size == 0:
+        return out
+    if _device(xp, left[2]) and _device_pair(left, right) and out.ndim == 2 and \
+            out.dtype == left[2].dtype and out.flags.c_contiguous:
+        from .backends.cuda import rows as dev_rows
+        dev_rows.write_self_value(out, left, right, sv.value)
         return out
     i, j = identical_pairs(left, right, xp)
     if i.shape[0] == 0:
@@ -510,9 +541,13 @@ def condition_rows(indptr, data, ncols: int, inv: Invariance, xp=np):
     the expanded sums then no longer cancel, e.g. correlation of 1e8 + rand); then each
     row is scaled by the power of two that brings its largest |value| into [0.5, 1) (when
     ``inv.scale``; exact, and skipped for a row it would push below the normal range).
-    Computed in float64, returned in ``data``'s dtype."""
+    Computed in float64, returned in ``data``'s dtype. On the device (CuPy, float32/64
+    values, int32/64 indptr) one kernel does it all, a warp per row, with no transfer."""
     if not (inv.scale or inv.shift) or data.shape[0] == 0:
         return data
+    if _device(xp, data, indptr):
+        from .backends.cuda import rows as dev_rows
+        return dev_rows.condition(indptr, data, ncols, inv.shift, inv.scale)
     v = data.astype(xp.float64)
     ip = indptr.astype(xp.int64)
     counts = ip[1:] - ip[:-1]

@@ -306,13 +306,15 @@ def check_non_empty(shape, label: str, caller: str = "pairwise_distances") -> No
 # --- device operands (CuPy) ------------------------------------------------------------
 
 
-def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite=True) -> None:
-    """The same checks as on the host, as CuPy reductions with a single transfer.
+def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite=True) -> dict:
+    """The same checks as on the host, on the device with a single transfer: one fused
+    kernel (kernels/rows.cuh) for float32/float64 values and int32/int64 indices, CuPy
+    reductions otherwise.
 
     ``indptr``, ``indices`` and ``data`` are CuPy arrays of a CSR matrix of
-    ``shape``; nothing here reads them element by element on the host.
+    ``shape``; nothing here reads them element by element on the host. Returns
+    the facts :func:`gbdist.direct.fix_result` reuses (see :func:`_summary`).
     """
-    import cupy
     rows, cols = check_shape(shape, label)
     bad = f"{label} is not a valid CSR matrix"
     hint = _hint(label)
@@ -328,6 +330,58 @@ def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite
                                 expected=f"{rows + 1} entries (number of rows + 1)",
                                 got=f"{indptr.shape[0]} entries", hint=hint)
     n = indices.shape[0]
+    fast = _fused_facts(indptr, indices, data)
+    if fast is not None:
+        first, nnz, ndec, lo, hi, nnan, ninf = (fast[k] for k in
+                                                ("first", "last", "decreasing", "lo", "hi", "nan", "inf"))
+    else:
+        first, nnz, ndec, lo, hi, nnan, ninf = _cupy_facts(indptr, indices, data, rows, n)
+    if first != 0:
+        raise CorruptInputError(f"{bad}: indptr must start at 0", got=f"indptr[0] = {first}", hint=hint)
+    if nnz > n:
+        raise CorruptInputError(f"{bad}: indptr ends past the stored entries",
+                                expected=f"indptr[-1] <= len(indices) = {n}", got=f"indptr[-1] = {nnz}",
+                                hint=hint)
+    if ndec:
+        raise CorruptInputError(f"{bad}: indptr decreases", expected="a non-decreasing indptr",
+                                got=f"{ndec} decreasing step(s)", hint=hint)
+    if nnz and (lo < 0 or hi >= cols):
+        raise CorruptInputError(f"{bad}: a column index lies outside the shape",
+                                expected=f"column indices in [0, {cols})",
+                                got=f"indices from {lo} to {hi}", hint=hint)
+    facts = _summary(fast, nnan, ninf)
+    if ensure_all_finite is False or not (nnan or ninf):
+        return facts
+    if ensure_all_finite == "allow-nan" and not ninf:
+        return facts
+    # Rare path: locate the first offender on the host for the message.
+    host = sps.csr_matrix((data[:nnz].get().astype(np.float64), indices[:nnz].get(), indptr.get()),
+                          shape=(rows, cols))
+    check_finite(host, label, ensure_all_finite)
+    return facts
+
+
+def _fused_facts(indptr, indices, data) -> dict | None:
+    """The facts of one fused kernel (gbdist/backends/cuda/rows.py) for float32/float64
+    values and int32/int64 indices (None for other dtypes: the CuPy reductions below)."""
+    from .backends.cuda import rows as dev_rows
+    if indptr is None:
+        if not dev_rows.supported(data):
+            return None
+    elif not dev_rows.supported(data, indptr, indices):
+        return None
+    return dev_rows.check_facts(indptr, indices, data)
+
+
+def _summary(fast: dict | None, nnan: int, ninf: int) -> dict:
+    """What :func:`gbdist.direct.fix_result` reuses of a device operand's checks: whether
+    it stores NaN/±inf and (when known) max |x| over its non-NaN values."""
+    return {"nonfinite": bool(nnan or ninf),
+            "max_abs": None if fast is None else fast["max_abs"]}
+
+
+def _cupy_facts(indptr, indices, data, rows: int, n: int) -> tuple:
+    import cupy
     ip = indptr.astype(cupy.int64)
     # One vector of facts, one transfer: [indptr[0], indptr[-1], #decreasing, min, max,
     # #nan, #inf] (the last four over the first min(n, indptr[-1]) entries).
@@ -346,45 +400,27 @@ def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite
         cupy.count_nonzero(live & cupy.isinf(data)).astype(cupy.int64) if n and data.dtype.kind == "f"
         else cupy.zeros((), cupy.int64),
     ]).get()
-    first, nnz, ndec, lo, hi, nnan, ninf = (int(v) for v in facts)
-    if first != 0:
-        raise CorruptInputError(f"{bad}: indptr must start at 0", got=f"indptr[0] = {first}", hint=hint)
-    if nnz > n:
-        raise CorruptInputError(f"{bad}: indptr ends past the stored entries",
-                                expected=f"indptr[-1] <= len(indices) = {n}", got=f"indptr[-1] = {nnz}",
-                                hint=hint)
-    if ndec:
-        raise CorruptInputError(f"{bad}: indptr decreases", expected="a non-decreasing indptr",
-                                got=f"{ndec} decreasing step(s)", hint=hint)
-    if nnz and (lo < 0 or hi >= cols):
-        raise CorruptInputError(f"{bad}: a column index lies outside the shape",
-                                expected=f"column indices in [0, {cols})",
-                                got=f"indices from {lo} to {hi}", hint=hint)
-    if ensure_all_finite is False or not (nnan or ninf):
-        return
-    if ensure_all_finite == "allow-nan" and not ninf:
-        return
-    # Rare path: locate the first offender on the host for the message.
-    host = sps.csr_matrix((data[:nnz].get().astype(np.float64), indices[:nnz].get(), indptr.get()),
-                          shape=(rows, cols))
-    check_finite(host, label, ensure_all_finite)
+    return tuple(int(v) for v in facts)
 
 
-def check_device_operand(x, label: str, ensure_all_finite=True) -> None:
+def check_device_operand(x, label: str, ensure_all_finite=True) -> dict:
     """Validate a CuPy operand (dense, or cupyx sparse csr/csc/coo) on the device.
 
-    One reduction per fact and a single transfer for each operand; the host sees
-    the arrays only to locate the first offence of an input already refused.
+    One fused kernel (or one reduction per fact) and a single transfer for each
+    operand; the host sees the arrays only to locate the first offence of an input
+    already refused. Returns {"nonfinite": bool, "max_abs": float or None} of its
+    values, which :func:`gbdist.direct.fix_result` reuses.
     """
     import cupy
     if hasattr(x, "format"):  # cupyx.scipy.sparse
         check_real(x.dtype, label)
         rows, cols = check_shape(x.shape, label)
         if x.format == "csr":
-            check_device_csr(x.indptr, x.indices, x.data, (rows, cols), label, ensure_all_finite)
+            return check_device_csr(x.indptr, x.indices, x.data, (rows, cols), label,
+                                    ensure_all_finite)
         elif x.format == "csc":
-            check_device_csr(x.indptr, x.indices, x.data, (cols, rows), f"{label} (CSC, transposed)",
-                             ensure_all_finite)
+            return check_device_csr(x.indptr, x.indices, x.data, (cols, rows),
+                                    f"{label} (CSC, transposed)", ensure_all_finite)
         elif x.format == "coo":
             row, col, data = x.row, x.col, x.data
             if not (row.shape == col.shape == data.shape) or row.ndim != 1:
@@ -400,26 +436,33 @@ def check_device_operand(x, label: str, ensure_all_finite=True) -> None:
                                             "the shape", expected=f"rows in [0, {rows}), columns in [0, {cols})",
                                             got=f"rows {rlo}..{rhi}, columns {clo}..{chi}",
                                             hint=_hint(label))
-            _check_device_values(data, label, ensure_all_finite)
+            return _check_device_values(data, label, ensure_all_finite)
         else:
             raise InputError(f"{label}: CuPy sparse format {x.format!r} is not supported",
                              expected="csr, csc or coo", hint=f"convert with {label}.tocsr()")
-        return
     if x.ndim != 2:
         raise InputError(f"{label} must be a 2-D matrix", got=f"shape {x.shape}",
                          hint="reshape a single sample with x.reshape(1, -1)")
     check_real(x.dtype, label)
-    _check_device_values(x, label, ensure_all_finite)
+    return _check_device_values(x, label, ensure_all_finite)
 
 
-def _check_device_values(values, label: str, ensure_all_finite) -> None:
+def _check_device_values(values, label: str, ensure_all_finite) -> dict | None:
     import cupy
-    if ensure_all_finite is False or values.dtype.kind != "f" or values.size == 0:
-        return
-    nnan, ninf = (int(v) for v in cupy.stack([cupy.count_nonzero(cupy.isnan(values)),
-                                              cupy.count_nonzero(cupy.isinf(values))]).get())
-    if not nnan and not ninf or (ensure_all_finite == "allow-nan" and not ninf):
-        return
+    if values.size == 0:
+        return _summary({"max_abs": 0.0}, 0, 0)
+    fast = _fused_facts(None, None, cupy.ascontiguousarray(values).reshape(-1))
+    if fast is not None:
+        nnan, ninf = fast["nan"], fast["inf"]
+    elif ensure_all_finite is False or values.dtype.kind != "f":
+        return None  # not computed: fix_result looks itself
+    else:
+        nnan, ninf = (int(v) for v in cupy.stack([cupy.count_nonzero(cupy.isnan(values)),
+                                                  cupy.count_nonzero(cupy.isinf(values))]).get())
+    facts = _summary(fast, nnan, ninf)
+    if ensure_all_finite is False or not nnan and not ninf or \
+            (ensure_all_finite == "allow-nan" and not ninf):
+        return facts
     host = values.get().astype(np.float64)
     csr = sps.csr_matrix(host if host.ndim == 2 else host.reshape(1, -1))
     check_finite(csr, label, ensure_all_finite)

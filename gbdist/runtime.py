@@ -379,8 +379,9 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
         result_dtype({}, dtype)
     be = get_backend(backend, working_memory)
     if hasattr(be, "run"):
+        facts: dict = {}
         checked = validate_inputs(plan, inputs, drop_zeros, ensure_all_finite, labels or {},
-                                  ensure_non_empty)
+                                  ensure_non_empty, facts)
         _check_power_domains(plan, checked)
         # the dtype of the user's inputs (the checked host copies are float64)
         dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()},
@@ -394,7 +395,8 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
                 raise
             raise ResultTooLargeError("the GPU ran out of memory for this product",
                                       got=str(e).split("\n")[0], hint=_TOO_LARGE_HINT) from None
-        return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory)
+        return fix_result(plan, checked, result, drop_zeros, ensure_all_finite, working_memory,
+                          facts)
     if strategy != "auto":
         raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {be.name} backend has none",
                          hint="use backend='cuda', or strategy='auto'")
@@ -413,26 +415,34 @@ def run(plan: Plan, inputs: dict, backend: str = "auto", working_memory: int | N
 
 
 def validate_inputs(plan: Plan, inputs: dict, drop_zeros: bool, ensure_all_finite, labels: dict,
-                    ensure_non_empty: bool) -> dict:
+                    ensure_non_empty: bool, facts: dict | None = None) -> dict:
     """The inputs of a backend that binds its own operands (CUDA), validated first:
     CuPy operands on the device (:func:`gbdist.inputs.check_device_operand`),
-    host operands made canonical here (so the backend reads only checked arrays)."""
+    host operands made canonical here (so the backend reads only checked arrays).
+    ``facts`` (when given) receives, per CuPy operand's name, what its check learnt
+    (NaN/±inf stored, max |x|), for :func:`gbdist.direct.fix_result`."""
     syms = {s.name: s for s in ir.symbols(plan.expr)}
     out = {}
     seen: dict = {}
+    seen_name: dict = {}
     for name, x in inputs.items():
         label = labels.get(name, name)
         vector = isinstance(syms.get(name), ir.Vector)
         if id(x) in seen:
             out[name] = seen[id(x)]
+            if facts is not None and seen_name[id(x)] in facts:
+                facts[name] = facts[seen_name[id(x)]]
         elif is_cupy(x) and not (vector and not hasattr(x, "format")):
-            check_device_operand(x, label, ensure_all_finite)
+            found = check_device_operand(x, label, ensure_all_finite)
+            if facts is not None and found is not None:
+                facts[name] = found
             out[name] = x
         elif vector:
             out[name] = vector_to_row(x, name, ensure_all_finite, label).toarray().ravel()
         else:
             out[name] = to_csr(x, name, drop_zeros, ensure_all_finite, label)
         seen[id(x)] = out[name]
+        seen_name.setdefault(id(x), name)
         if ensure_non_empty and not vector:
             check_non_empty(tuple(out[name].shape), label)
     return out
