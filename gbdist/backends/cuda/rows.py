@@ -185,7 +185,6 @@ def write_self_value(out, left, right, value: float) -> None:
 
 def condition(indptr, data, ncols: int, shift: bool, scale: bool):
     """:func:`gbdist.exact.condition_rows` on the device: one kernel, no transfer."""
-    import cupy
     nrows = int(indptr.shape[0]) - 1
     out = data.copy()  # entries past indptr[-1] (never read) keep their values, as on the host
     fi = np.finfo(data.dtype)
