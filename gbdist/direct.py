@@ -325,7 +325,10 @@ def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_fi
             return result
     risk = RISK[np.dtype(result.dtype).name]
     large_input = rewrite and any(fact(k, "max_abs", _max_abs) >= risk for k in inputs)
-    if not data_check and not large_input and not _any_nonfinite(result, xp):
+    if not data_check and not large_input:
+        # no input row holds NaN/inf (or they are refused) and none is large enough to
+        # overflow a rewritten term: nothing below could be marked for repair, so the
+        # result's own NaN (cosine of an empty row, 0/0) stays as computed, with no scan
         return result
     nonfinite = ~xp.isfinite(result)
     host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
@@ -404,16 +407,6 @@ def _overflowing_reductions(b: "Bound") -> tuple[np.ndarray, np.ndarray]:
             if r.shape[0] == over[step.kind].shape[0]:
                 over[step.kind] |= ~np.isfinite(r)
     return np.flatnonzero(over["col"]), np.flatnonzero(over["row"])
-
-
-def _any_nonfinite(result, xp) -> bool:
-    """Whether the result holds NaN or ±inf: on the device one fused count and one transfer
-    (float32/float64, C-contiguous), else ``isfinite(result).all()``."""
-    if xp is not np and result.flags.c_contiguous and np.dtype(result.dtype) in (
-            np.dtype(np.float32), np.dtype(np.float64)):
-        from .backends.cuda import rows as dev_rows
-        return dev_rows.count_nonfinite(result) > 0
-    return not bool(xp.isfinite(result).all())
 
 
 def _has_nonfinite(x) -> bool:
