@@ -77,23 +77,10 @@ def default_device_memory() -> int:
     return int(max(64 * 2**20, min(8 * 2**30, free // 2)))
 
 
-MIB = 2**20
-
-
 def _budget(working_memory) -> int:
-    """The byte budget of a ``working_memory`` given in MiB (scikit-learn's unit).
-
-    None: :func:`default_working_memory`. Any positive number is honoured as given,
-    fractions too (``working_memory=1500 / 2**20`` is 1500 bytes).
-    """
-    if working_memory is None:
-        return _DefaultBudget(default_working_memory())
-    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
-            or not working_memory > 0 or not np.isfinite(working_memory):
-        raise ParameterError("working_memory must be a positive number of MiB",
-                             got=repr(working_memory),
-                             hint="e.g. working_memory=256 (MiB, as scikit-learn counts it)")
-    return _budget_bytes(max(1, int(working_memory * MIB)))
+    """The byte budget of a ``working_memory`` given in MiB (scikit-learn's unit,
+    :func:`gbdist.runtime.working_memory_bytes`); None: :func:`default_working_memory`."""
+    return _budget_bytes(runtime.working_memory_bytes(working_memory))
 
 
 def _budget_bytes(nbytes) -> int:

@@ -173,8 +173,7 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
         return precomputed_distances(X, Y, **finite_kw,
                                      whom="`pairwise_distances`. Precomputed distance  need "
                                           "to have non-negative values.")
-    from .neighbors import _budget
-    budget = None if working_memory is None else int(_budget(working_memory))
+    budget = runtime.working_memory_bytes(working_memory)
     _warn_boolean(metric, params, X, Y)
     return _pairwise(X, Y, metric, backend, budget, dtype, strategy, params, finite_kw)
 

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from . import ir
-from .errors import BackendError, InputError, ResultTooLargeError
+from .errors import BackendError, InputError, ParameterError, ResultTooLargeError
 from .direct import DirectFix, fix_result
 from .inputs import (_guarded_bases, check_device_operand, check_domains, check_finite,
                      check_non_empty, check_real, ensure_all_finite_value, host_csr, physical_memory,
@@ -104,6 +104,23 @@ def result_dtype(inputs: dict, dtype=None) -> np.dtype:
         return dt
     dts = [np.dtype(getattr(v, "dtype", np.float64)) for v in inputs.values()]
     return np.dtype(np.float32) if dts and all(d == np.float32 for d in dts) else np.dtype(np.float64)
+
+
+MIB = 2**20
+
+
+def working_memory_bytes(working_memory) -> int | None:
+    """A ``working_memory`` given in MiB (scikit-learn's unit) as bytes; None stays None
+    (the caller's default). Any positive number is honoured, fractions too
+    (``working_memory=1500 / 2**20`` is 1500 bytes)."""
+    if working_memory is None:
+        return None
+    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
+            or not working_memory > 0 or not np.isfinite(working_memory):
+        raise ParameterError("working_memory must be a positive number of MiB",
+                             got=repr(working_memory),
+                             hint="e.g. working_memory=256 (MiB, as scikit-learn counts it)")
+    return max(1, int(working_memory * MIB))
 
 
 def check_working_memory(working_memory) -> int | None:
