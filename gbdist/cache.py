@@ -31,8 +31,8 @@ change an answer:
    gbdist and sympy versions (also part of the key) and its content. It catches
    truncation, bit rot and entries copied under another key. A digest is no
    defence against a person who recomputes it, hence 3.
-3. **Consistency with the op.** Before an entry is used, its claims are
-   re-checked against the semiring's formula ``f`` (which comes from the
+3. **Consistency with the op** (``gbdist.algebra.verify``, beside the analysis
+   it checks). Before an entry is used, its claims are re-checked against the semiring's formula ``f`` (which comes from the
    caller, never from the cache), in float64 with the CPU backend's own
    evaluator, at a grid of points: fixed points, the constants that appear
    in ``f`` and the fills, and a few points drawn fresh in every process
@@ -60,15 +60,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
-import random
 import re
 import stat
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import sympy as sp
 
 FORMAT = 2  # 2: formulas are stored and rebuilt as written (no sympy evaluation)
@@ -319,118 +316,3 @@ def store(key: str, record: dict) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
-
-
-# ---------------------------------------------------------------------------
-# Check 3: is a (decoded) analysis consistent with the op?
-# ---------------------------------------------------------------------------
-
-_FIXED = (0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 3 / 7, 1.75, -0.3, 7.25, 0.1, -4.0)
-_RNG = random.SystemRandom()
-_TOL = 1e-9
-
-
-def _sample_values(f, fills, domain: str) -> np.ndarray:
-    vals = list(_FIXED) + [_RNG.uniform(-5, 5) for _ in range(3)]
-    for c in list(f.atoms(sp.Number)) + list(fills):
-        try:
-            v = float(c)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(v) and abs(v) < 1e6:
-            vals += [v, -v]
-    if domain == "nonnegative":
-        vals = [abs(v) for v in vals]
-    elif domain == "boolean":
-        vals = [0.0, 1.0]
-    return np.unique(np.asarray(vals, dtype=np.float64))
-
-
-def _ev(expr, x, y) -> np.ndarray:
-    from .ops import evaluate
-    with np.errstate(all="ignore"):
-        out = evaluate(sp.sympify(expr), {"x": x, "y": y})
-    return np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(x))
-
-
-def _same(got, want, scale, what: str) -> None:
-    """Raise Invalid unless got ≈ want wherever want is not NaN (±inf must match exactly)."""
-    with np.errstate(all="ignore"):
-        scale = np.where(np.isfinite(scale), np.abs(scale), np.abs(want))
-        close = np.isfinite(got) & (np.abs(got - want) <= _TOL * (1 + scale))
-    ok = np.isnan(want) | (got == want) | (np.isfinite(want) & close)
-    if not np.all(ok):
-        raise Invalid(f"the cached {what} does not match the op's formula")
-
-
-def verify(a, sr, fill_left, fill_right) -> None:
-    """Raise :class:`Invalid` unless analysis ``a`` is consistent with ``sr`` (check 3)."""
-    from .algebra import STRATEGIES
-    f = sr.mul.formula
-    dom = sr.mul.domain
-    add = sr.add
-    structural = sr.structural
-    za, zb = (sr.annihilator, sr.annihilator) if structural else (fill_left, fill_right)
-    if a.strategy not in STRATEGIES:
-        raise Invalid("unknown strategy")
-    if bool(a.structural) != structural:
-        raise Invalid("the cached structural flag is wrong")
-    if sp.sympify(a.fill_left) != sp.sympify(za) or sp.sympify(a.fill_right) != sp.sympify(zb):
-        raise Invalid("the cached fills are not the requested ones")
-    for e in (a.L, a.R, a.C, a.g):
-        if not e.free_symbols <= {sp.Symbol("x", real=True), sp.Symbol("y", real=True),
-                                  sp.Symbol("x", nonnegative=True), sp.Symbol("y", nonnegative=True)}:
-            raise Invalid("a cached formula uses unknown symbols")
-    zav, zbv = float(_ev(za, np.zeros(1), np.zeros(1))[0]), float(_ev(zb, np.zeros(1), np.zeros(1))[0])
-    vals = _sample_values(f, (za, zb), dom)
-    xs, ys = (v.ravel() for v in np.meshgrid(vals, vals))
-    fxy = _ev(f, xs, ys)
-    Lx_want = _ev(f, vals, np.full_like(vals, zbv))
-    Ry_want = _ev(f, np.full_like(vals, zav), vals)
-    C_want = _ev(f, np.array([zav]), np.array([zbv]))
-    Lx, Ry, C = _ev(a.L, vals, vals), _ev(a.R, vals, vals), _ev(a.C, np.zeros(1), np.zeros(1))
-    _same(Lx, Lx_want, Lx_want, "L = f(x, fill)")
-    _same(Ry, Ry_want, Ry_want, "R = f(fill, y)")
-    _same(C, C_want, C_want, "C = f(fill, fill)")
-    if a.strategy == "intersection":
-        if not structural:
-            e = np.full_like(vals, float(_ev(add.identity, np.zeros(1), np.zeros(1))[0]))
-            _same(e, Lx_want, e, "intersection strategy (f(x, fill) is not the identity)")
-            _same(e, Ry_want, e, "intersection strategy (f(fill, y) is not the identity)")
-        gxy = _ev(a.g, xs, ys)
-        _same(gxy, fxy, fxy, "intersection term g = f")
-    elif a.strategy == "union-correction":
-        if not add.invertible or structural:
-            raise Invalid("union-correction needs ⊕ = plus")
-        gxy = _ev(a.g, xs, ys)
-        Lxy, Ryy = _ev(f, xs, np.full_like(xs, zbv)), _ev(f, np.full_like(ys, zav), ys)
-        with np.errstate(all="ignore"):
-            want = fxy - Lxy - Ryy + C_want[0]
-            scale = np.abs(fxy) + np.abs(Lxy) + np.abs(Ryy) + abs(C_want[0])
-        _same(gxy, np.where(np.isfinite(scale), want, np.nan), scale, "correction term g")
-    else:  # two-pass-union
-        if not add.idempotent or structural:
-            raise Invalid("two-pass-union needs an idempotent ⊕")
-        if a.expansion is not None:
-            raise Invalid("two-pass-union has no expansion")
-        _same(_ev(a.g, xs, ys), fxy, fxy, "term g = f")
-        if a.corner_absorbed:
-            got = _ev(add.op.formula, np.full_like(fxy, C_want[0]), fxy)
-            _same(got, fxy, fxy, "corner_absorbed flag")
-    if a.expansion is not None:
-        if not add.invertible:
-            raise Invalid("an expansion needs ⊕ = plus")
-        total = np.zeros_like(xs)
-        scale = np.zeros_like(xs)
-        for phi, psi in a.expansion:
-            names = {s.name for s in phi.free_symbols}, {s.name for s in psi.free_symbols}
-            if not (names[0] <= {"x"} and names[1] <= {"y"}):
-                raise Invalid("an expansion factor reads the wrong side")
-            term = _ev(phi, xs, ys) * _ev(psi, xs, ys)
-            total = total + term
-            scale = scale + np.abs(term)
-        gxy = _ev(a.g, xs, ys)
-        _same(total, gxy, scale + np.abs(gxy), "expansion")
-    if a.nonnegative:
-        if np.any(np.isfinite(fxy) & (fxy < -_TOL * (1 + np.abs(fxy)))):
-            raise Invalid("the cached nonnegative flag is wrong")
