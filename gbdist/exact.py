@@ -346,6 +346,26 @@ def row_hashes(indptr, indices, data, xp=np):
     return h if n else xp.zeros(0, dtype=xp.uint64)
 
 
+def hash_matches(ha, hb, xp=np):
+    """(i, j) of every pair with ``ha[i] == hb[j]`` (candidates for equal rows): one sort,
+    two searches and one transfer (the number of candidates). None when there is none."""
+    if ha.shape[0] == 0 or hb.shape[0] == 0:
+        return None
+    order = xp.argsort(hb)
+    hs = hb[order]
+    lo = xp.searchsorted(hs, ha, side="left")
+    hi = xp.searchsorted(hs, ha, side="right")
+    counts = (hi - lo).astype(xp.int64)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1])
+    if total == 0:
+        return None
+    t = xp.arange(total, dtype=xp.int64)
+    i = xp.searchsorted(ends, t, side="right").astype(xp.int64)
+    j = order[lo[i] + (t - (ends[i] - counts[i]))].astype(xp.int64)
+    return i, j
+
+
 def identical_pairs(left, right, xp=np):
     """(i, j) of every row i of ``left`` equal to row j of ``right`` (verified entry by entry).
 
@@ -356,22 +376,11 @@ def identical_pairs(left, right, xp=np):
         return dev_rows.identical_pairs(left, right)
     lp, li, ld = left
     rp, ri, rd = right
-    ha, hb = row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp)
     empty = (xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64))
-    if ha.shape[0] == 0 or hb.shape[0] == 0:
+    found = hash_matches(row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp), xp)
+    if found is None:
         return empty
-    order = xp.argsort(hb)
-    hs = hb[order]
-    lo = xp.searchsorted(hs, ha, side="left")
-    hi = xp.searchsorted(hs, ha, side="right")
-    counts = (hi - lo).astype(xp.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return empty
-    ends = xp.cumsum(counts)
-    t = xp.arange(total, dtype=xp.int64)
-    i = xp.searchsorted(ends, t, side="right").astype(xp.int64)
-    j = order[lo[i] + (t - (ends[i] - counts[i]))].astype(xp.int64)
+    i, j = found
     # verify: same length, then every entry equal
     lp64, rp64 = lp.astype(xp.int64), rp.astype(xp.int64)
     la = lp64[i + 1] - lp64[i]

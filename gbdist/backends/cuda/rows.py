@@ -122,21 +122,8 @@ def _candidates(left, right):
     same = lp is rp and li is ri and ld is rd
     ha = row_hashes(lp, li, ld)
     hb = ha if same else row_hashes(rp, ri, rd)
-    if ha.shape[0] == 0 or hb.shape[0] == 0:
-        return None
-    order = cupy.argsort(hb)
-    hs = hb[order]
-    lo = cupy.searchsorted(hs, ha, side="left")
-    hi = cupy.searchsorted(hs, ha, side="right")
-    counts = (hi - lo).astype(cupy.int64)
-    ends = cupy.cumsum(counts)
-    total = int(ends[-1])
-    if total == 0:
-        return None
-    t = cupy.arange(total, dtype=cupy.int64)
-    i = cupy.searchsorted(ends, t, side="right").astype(cupy.int64)
-    j = order[lo[i] + (t - (ends[i] - counts[i]))].astype(cupy.int64)
-    return i, j
+    from ... import exact  # the matching step is the host path's, run with CuPy
+    return exact.hash_matches(ha, hb, cupy)
 
 
 def _verify(left, right, i, j, out=None, value=0.0):
