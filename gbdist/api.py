@@ -13,11 +13,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from . import ir, ops as _ops
-from .algebra import UNSET, Semiring, semiring as _semiring
+from .compiler import ir
+from .algebra import ops as _ops
+from .algebra.semirings import UNSET, Semiring, semiring as _semiring
 from .errors import InputError, TypeCheckError
-from .ops import Monoid, Op, Sym, as_monoid, make_op
-from .plan import Plan, cached_plan
+from .algebra.ops import Monoid, Op, as_monoid, make_op
+from .algebra.formulas import Sym
+from .compiler.plan import Plan, cached_plan
 from .runtime import is_cupy, run
 
 __all__ = [
@@ -106,7 +108,7 @@ def apply(op_: Op, m):
         raise TypeCheckError("apply needs a unary op", got=repr(op_))
     if _concrete(m):
         from .runtime import to_csr
-        from .ops import apply_unary
+        from .algebra.evaluate import apply_unary
         csr = to_csr(m, "A")
         fill = float(apply_unary(op_, np.zeros(1))[0])
         if fill != 0:
@@ -188,7 +190,7 @@ class Program:
                    ensure_all_finite=ensure_all_finite)
 
     def explain(self):
-        from .explain import Explanation
+        from .compiler.explain import Explanation
         return Explanation.from_plan(self.plan)
 
     def __repr__(self):

@@ -30,12 +30,12 @@ import scipy.sparse as sps
 
 from typing import TYPE_CHECKING
 
-from . import ir
-from .ops import evaluate
-from .typecheck import row_operand
+from .compiler import ir
+from .algebra.evaluate import evaluate
+from .compiler.typecheck import row_operand
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from .compiler.plan import Plan
     from .runtime import Bound
 
 DEFAULT_BUDGET = 64 * 2**20

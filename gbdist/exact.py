@@ -39,9 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from . import ir
-from .ops import X, Y, Op
-from .typecheck import row_operand
+from .compiler import ir
+from .algebra.formulas import X, Y
+from .algebra.ops import Op
+from .compiler.typecheck import row_operand
 
 FORMAT = 4  # of the cached records below; bump when the proofs change
 MAX_OPS = 300  # larger substituted expressions are not given to sympy's simplify
@@ -240,7 +241,7 @@ def self_value(plan) -> SelfValue:
     key = (plan.expr.key, tuple(sorted(plan.roles.items())))
     sv = _CACHE.get(key)
     if sv is None:
-        from . import cache
+        from .compiler import cache
         disk = cache.key_of("exact.self_value", FORMAT, key)
         rec = cache.load(disk)
         try:
@@ -541,7 +542,7 @@ def invariance(plan) -> Invariance:
     key = (plan.expr.key, tuple(sorted(plan.roles.items())))
     inv = _INV_CACHE.get(key)
     if inv is None:
-        from . import cache
+        from .compiler import cache
         disk = cache.key_of("exact.invariance", FORMAT, key)
         rec = cache.load(disk)
         try:

@@ -31,10 +31,10 @@ import numpy as np
 import scipy.sparse as sps
 import sympy as sp
 
-from . import ir
+from .compiler import ir
 from .errors import CorruptInputError, DomainError, InputError, NonFiniteError, ResultTooLargeError
-from .ops import apply_unary, evaluate
-from .typecheck import row_operand
+from .algebra.evaluate import apply_unary, evaluate
+from .compiler.typecheck import row_operand
 
 FINITE_CHOICES = (True, False, "allow-nan")
 _CHECK_HINT = "call {label}.check_format() (SciPy) to see what is wrong, and rebuild the matrix " \

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import ir
+from .compiler import ir
 from .errors import DefinitionError, InputError, RedefinitionError, UnknownNameError
 
 ROLES = (("A", "i"), ("B", "j"))

@@ -35,11 +35,12 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import validate_data
 
-from . import ir, runtime
+from .compiler import ir
+from . import runtime
 from .errors import GbdistError, InputError, NotFittedError, ParameterError
 from .inputs import check_device_operand
 from .pairwise import metric_program
-from .plan import Plan
+from .compiler.plan import Plan
 
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked"]
@@ -126,7 +127,7 @@ _SYMMETRY: dict = {}
 def _sym_side(node, roles, transpose=False):
     """(role, op keys of the apply chain) of a row operand, or None when it is not a plain
     (untransposed) row operand of a known role."""
-    from .typecheck import row_operand
+    from .compiler.typecheck import row_operand
     name, flipped, chain = row_operand(node, transpose)
     role = roles.get((name, False))
     if flipped or role not in ("i", "j"):
@@ -136,8 +137,8 @@ def _sym_side(node, roles, transpose=False):
 
 def _commutes(mul) -> bool:
     """f(x, y) == f(y, x) proven on f's domain (by sympy or exhaustively, never numerically)."""
-    from . import proofs
-    from .ops import X, Y
+    from .algebra import proofs
+    from .algebra.formulas import X, Y
     f = mul.formula
     swapped = f.xreplace({X: Y, Y: X})
     if swapped == f:

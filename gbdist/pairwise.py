@@ -8,11 +8,12 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sps
 
-from . import ir, metrics, runtime
+from .compiler import ir
+from . import metrics, runtime
 from .api import Program, compile
 from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
 from .runtime import run
-from .explain import Explanation
+from .compiler.explain import Explanation
 
 _ROLES = dict(metrics.ROLES)
 

@@ -4,7 +4,7 @@ The grammar is ``grammar/gbdist.lark``; lark turns a text into a parse tree,
 and the two builders below walk that tree:
 
 * :class:`FormulaBuilder` turns an ``op`` body into a sympy formula over the
-  canonical ``x``/``y`` symbols (through :class:`gbdist.ops.Sym`);
+  canonical ``x``/``y`` symbols (through :class:`gbdist.algebra.formulas.Sym`);
 * :class:`ExprBuilder` turns a ``metric``/``def``/``semiring`` body into IR
   nodes (:mod:`gbdist.ir`), the same nodes the Python API builds.
 
@@ -35,12 +35,16 @@ import sympy as sp
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from . import ir, metrics
-from . import ops as _ops
-from .algebra import UNSET, Semiring, semiring as make_semiring, semirings as _builtin_semirings
-from .errors import (ArityError, DefinitionError, DSLSyntaxError, GbdistError, InputError,
-                     RedefinitionError, Span, TypeCheckError, UnknownNameError)
-from .ops import Monoid, Op, Sym
+from .compiler import ir
+from . import metrics
+from .algebra import ops as _ops
+from .algebra.semirings import (
+    UNSET, Semiring, semiring as make_semiring, semirings as _builtin_semirings)
+from .errors import (
+    ArityError, DefinitionError, DSLSyntaxError, GbdistError, InputError, RedefinitionError, Span,
+    TypeCheckError, UnknownNameError)
+from .algebra.ops import Monoid, Op
+from .algebra.formulas import Sym
 from .resources import read
 
 # ---------------------------------------------------------------------------
@@ -1210,7 +1214,7 @@ class Loader:
         if all(v is not None for v in defaults.values()):
             expr = m.expression()  # build once with the defaults: errors surface here
             if self.typecheck:
-                from .typecheck import infer
+                from .compiler.typecheck import infer
                 try:
                     infer(expr, dict(metrics.ROLES))
                 except GbdistError as e:
@@ -1423,7 +1427,7 @@ def _proof_summary(a) -> str:
 
 def _verify(kind: str, obj) -> list[str]:
     """Analyse and prove a definition; lines describing what was found."""
-    from .algebra import analyze
+    from .compiler.analysis import analyze
     if kind == "op":
         if isinstance(obj, ParamOp):
             return [f"{obj!r}: parameters are substituted where it is used"]

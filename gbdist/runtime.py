@@ -18,13 +18,13 @@ from typing import Iterator
 import numpy as np
 import scipy.sparse as sps
 
-from . import ir
+from .compiler import ir
 from .errors import BackendError, InputError, ParameterError, ResultTooLargeError
 from .direct import DirectFix, fix_result
-from .inputs import (_guarded_bases, check_device_operand, check_domains, check_finite,
-                     check_non_empty, check_real, ensure_all_finite_value, host_csr, physical_memory,
-                     is_cupy)
-from .plan import Plan
+from .inputs import (
+    _guarded_bases, check_device_operand, check_domains, check_finite, check_non_empty, check_real,
+    ensure_all_finite_value, host_csr, physical_memory, is_cupy)
+from .compiler.plan import Plan
 
 DEFAULT_WORKING_MEMORY = 512 * 2**20
 

@@ -13,8 +13,9 @@ import sympy as sp
 from numpy.testing import assert_allclose
 
 import gbdist as gb
-from gbdist import ir, ops
-from gbdist.proofs import X, Y
+from gbdist.compiler import ir
+from gbdist.algebra import ops
+from gbdist.algebra.proofs import X, Y
 from datagen import random_dense
 
 A, B = gb.matrices("A B")

@@ -147,7 +147,7 @@ def test_eager_products_and_reductions():
 
 
 def test_symbolic_calls_build_ir():
-    from gbdist import ir
+    from gbdist.compiler import ir
     assert isinstance(gb.mxm(A, B.T, gb.semirings.plus_times), ir.MxM)
     assert isinstance(gb.reduce(A, gb.ops.plus), ir.RowReduce)
     assert isinstance(gb.apply(gb.ops.abs, A), ir.Apply)

@@ -6,12 +6,15 @@ import pytest
 import sympy as sp
 
 import gbdist as gb
-from gbdist import algebra, cache, pairwise, plan, proofs
-from gbdist.ops import X, Y
+from gbdist.algebra import proofs
+from gbdist.compiler import analysis
+from gbdist.compiler import cache, plan
+from gbdist import pairwise
+from gbdist.algebra.formulas import X, Y
 
 
 def _clear_memory_caches():
-    for c in (algebra.analyze, plan.cached_plan, pairwise._metric_program, proofs._check):
+    for c in (analysis.analyze, plan.cached_plan, pairwise._metric_program, proofs._check):
         c.cache_clear()
 
 
@@ -45,12 +48,12 @@ def test_a_new_process_reads_the_same_analysis(cache_dir, metric):
     assert any(cache_dir.glob("*.json"))
     _clear_memory_caches()  # as a new process would start
     calls = []
-    real = algebra._analyze
-    algebra._analyze = lambda *a: calls.append(a) or real(*a)
+    real = analysis._analyze
+    analysis._analyze = lambda *a: calls.append(a) or real(*a)
     try:
         second = str(gb.explain(metric))
     finally:
-        algebra._analyze = real
+        analysis._analyze = real
     assert calls == []  # served from disk: sympy did not run
     assert second == first
 

@@ -1,7 +1,7 @@
 """The gbdist command: explain (names, expressions, --file, -p, --cuda) and check."""
 import pytest
 
-from gbdist.cli import main
+from gbdist.cli.main import main
 from gbdist import library
 
 
@@ -156,7 +156,7 @@ def test_check_a_deeply_nested_file_in_a_process(tmp_path):
 
 
 def test_an_unexpected_error_is_a_message_and_exit_3(capsys, monkeypatch):
-    from gbdist import cli
+    from gbdist.cli import main as cli
 
     def boom(args):
         raise RuntimeError("something broke")

@@ -14,7 +14,8 @@ import scipy.sparse as sps
 from numpy.testing import assert_allclose, assert_array_equal
 
 import gbdist as gb
-from gbdist import cli_knn, io
+from gbdist.cli import knn as cli_knn
+from gbdist import io
 from datagen import random_dense
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +157,7 @@ def test_python_dash_m_standalone(data, tmp_path):
     X, Y, mtx, npz = data
     out = tmp_path / "m.npz"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "gbdist.cli_knn", "knn", str(mtx), "--index",
+    proc = subprocess.run([sys.executable, "-m", "gbdist.cli.knn", "knn", str(mtx), "--index",
                            str(npz), "-k", "2", "--metric", "euclidean", "--backend", "cpu",
                            "-o", str(out)], capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=120)
@@ -332,7 +333,7 @@ def test_a_fifo_or_device_as_input_is_refused(tmp_path, capsys):
 
 def test_every_option_has_help_and_index_help_fits_the_command():
     import argparse
-    from gbdist import cli
+    from gbdist.cli import main as cli
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     helps = {}

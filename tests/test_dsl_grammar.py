@@ -6,8 +6,9 @@ import pytest
 import sympy as sp
 
 import gbdist as gb
-from gbdist import ir, ops
-from gbdist.ops import X, Y
+from gbdist.compiler import ir
+from gbdist.algebra import ops
+from gbdist.algebra.formulas import X, Y, off_domain
 from gbdist.parse import ParamOp, parse_expression, parser
 
 A, B = ir.Matrix("A"), ir.Matrix("B")
@@ -59,8 +60,8 @@ def test_parser_is_built_once():
 ])
 def test_scalar_formulas_and_precedence(text, expected):
     got = formula(text)
-    got = ops.off_domain(got)
-    expected = ops.off_domain(sp.sympify(expected))
+    got = off_domain(got)
+    expected = off_domain(sp.sympify(expected))
     assert sp.simplify(got - expected) == 0, (got, expected)
 
 

@@ -12,8 +12,9 @@ from scipy.spatial.distance import cdist
 
 import gbdist as gb
 from gbdist.exact import normalize
-from gbdist import library, metrics, ops
-from gbdist.algebra import semiring, semirings
+from gbdist import library, metrics
+from gbdist.algebra import ops
+from gbdist.algebra.semirings import semiring, semirings
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -125,7 +125,7 @@ def test_corrupt_npz_in_the_cli_exits_nonzero_without_a_signal(tmp_path):
     indices[0] = 1000
     np.savez(f, data=M.data, indices=indices, indptr=M.indptr, format=np.array("csr"),
              shape=np.array(M.shape))
-    r = run_python(f"import sys; from gbdist.cli_knn import main; "
+    r = run_python(f"import sys; from gbdist.cli.knn import main; "
                    f"sys.exit(main(['knn', {str(f)!r}, '-k', '2', '-o', {str(tmp_path / 'o')!r}]))")
     assert r.returncode > 0, (r.returncode, r.stderr[-1000:])
     assert "column index" in (r.stderr + r.stdout)

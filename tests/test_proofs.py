@@ -8,8 +8,9 @@ import sympy as sp
 from numpy.testing import assert_allclose
 
 import gbdist as gb
-from gbdist import algebra, proofs
-from gbdist.proofs import X, Y
+from gbdist.algebra import proofs
+from gbdist.compiler import analysis
+from gbdist.algebra.proofs import X, Y
 from datagen import random_dense
 
 A, B = gb.matrices("A B")
@@ -107,7 +108,7 @@ def test_builtin_rewrites_are_proven_by_sympy(name, params):
 
 def test_expansion_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):
     """A (deliberately) wrong decomposition is refuted and the plan runs without it."""
-    monkeypatch.setattr(algebra, "separable", lambda g, dom: ((X, -3 * Y),))
+    monkeypatch.setattr(analysis, "separable", lambda g, dom: ((X, -3 * Y),))
     ex = gb.explain(gb.mxm(A, B.T, gb.semirings.plus_sqdiff))
     p = ex.products[0]
     assert p.strategy == "union-correction" and p.expansion_rank is None
@@ -121,7 +122,7 @@ def test_expansion_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):
 
 
 def test_union_correction_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):
-    real_check = algebra.check
+    real_check = analysis.check
 
     def broken(claim, lhs, rhs, domain="real"):
         p = real_check(claim, lhs, rhs, domain)
@@ -130,7 +131,7 @@ def test_union_correction_whose_proof_fails_is_not_applied(monkeypatch, fresh_ca
                                 False, "injected by the test")
         return p
 
-    monkeypatch.setattr(algebra, "check", broken)
+    monkeypatch.setattr(analysis, "check", broken)
     with pytest.raises(gb.AnalysisError) as e:
         gb.compile(gb.mxm(A, B.T, gb.semirings.plus_absdiff))
     assert "does not hold" in str(e.value) and "injected by the test" in str(e.value)

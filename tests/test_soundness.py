@@ -129,8 +129,8 @@ def test_point_conditions_are_part_of_the_proofs(formula, ref, A):
 
 
 def test_point_condition_counterexample_is_named():
-    from gbdist import proofs
-    from gbdist.proofs import X
+    from gbdist.algebra import proofs
+    from gbdist.algebra.proofs import X
     import sympy as sp
     p = proofs.check("", sp.Piecewise((-1, sp.Eq(X, sp.Rational(0.3))), (0, True)), 0)
     assert not p.holds and "0.3" in p.detail
@@ -338,10 +338,10 @@ metric mm(A, B) = mxm(A, B.T, semiring(mx2, max))
     assert "mm" in str(gb.explain("mm"))
     got = gb.pairwise_distances(X, Y, metric="mm", backend="cpu")
     same(got, brute(lambda x, y: np.maximum(x, y), "max", X, Y))
-    from gbdist import ops
+    from gbdist.algebra.evaluate import evaluable
     from gbdist.backends.cuda.codegen import CudaPrinter, scalar
     mx2 = gb.explain("mm").plan.products[0].analysis.semiring.mul
-    assert ops.evaluable(mx2.formula)
+    assert evaluable(mx2.formula)
     assert "x" in scalar(mx2.formula, CudaPrinter("float64"))
 
 

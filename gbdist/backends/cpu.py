@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .. import ir
+from ..compiler import ir
 from ..errors import BackendError
-from ..ops import apply_binary, apply_unary
-from ..typecheck import row_operand
+from ..algebra.evaluate import apply_binary, apply_unary
+from ..compiler.typecheck import row_operand
 
 DEFAULT_BUDGET = 256 * 2**20  # bytes of temporaries per chunk
 

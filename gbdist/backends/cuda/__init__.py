@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import exact, ir
+from ... import exact
+from ...compiler import ir
 from ...errors import InputError
-from ...plan import Plan
+from ...compiler.plan import Plan
 from ...runtime import is_cupy, result_dtype, to_csr, vector_to_row
-from ...typecheck import row_operand
+from ...compiler.typecheck import row_operand
 from .codegen import Generated, generate
 
 _LOCK = threading.Lock()

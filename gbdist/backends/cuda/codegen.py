@@ -21,12 +21,13 @@ import numpy as np
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from ... import ir
+from ...compiler import ir
 from ...errors import BackendError
-from ...ops import X, Y, Op
-from ...plan import Plan, Step
+from ...algebra.formulas import X, Y
+from ...algebra.ops import Op
+from ...compiler.plan import Plan, Step
 from ...resources import read
-from ...typecheck import row_operand
+from ...compiler.typecheck import row_operand
 
 _A = sp.Symbol("a", real=True)
 _B = sp.Symbol("b", real=True)
@@ -114,7 +115,7 @@ def fold_constants(e: sp.Basic) -> sp.Basic:
     Device code must not call math functions on integer literals (``log(2)``
     resolves to a host-only overload) and NVRTC has no math macros.
     """
-    from ...ops import constant_value
+    from ...algebra.evaluate import constant_value
 
     def closed(s):
         return (isinstance(s, sp.Expr) and not s.free_symbols and not s.is_Atom
@@ -357,7 +358,7 @@ struct {name} {{
 
 
 def _eval_const(e) -> float:
-    from ...ops import constant_value
+    from ...algebra.evaluate import constant_value
     return constant_value(sp.simplify(e))
 
 

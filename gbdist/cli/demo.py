@@ -8,8 +8,8 @@ import time
 import numpy as np
 import scipy.sparse as sps
 
-from . import explain, pairwise_distances
-from .runtime import get_backend
+from ..pairwise import explain, pairwise_distances
+from ..runtime import get_backend
 
 
 def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent: float = 1.1):
@@ -27,7 +27,7 @@ def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The demo's options (shared by `gbdist demo` and `python -m gbdist.demo`)."""
+    """The demo's options (shared by `gbdist demo` and `python -m gbdist.cli.demo`)."""
     p.add_argument("--rows", type=int, default=4000, help="rows of the generated matrix (default 4000)")
     p.add_argument("--cols", type=int, default=3000, help="columns of the generated matrix (default 3000)")
     p.add_argument("--nnz", type=int, default=60000,
@@ -75,7 +75,7 @@ def run(args) -> int:
 
 def _knn_stage(X, args) -> None:
     """All-pairs kNN of the whole matrix against itself, checked on a few rows."""
-    from .neighbors import knn
+    from ..neighbors import knn
     n = X.shape[0]
     print(f"\nkNN      all {n} rows against each other, k = {args.k} (self excluded), "
           "checked against brute force on 20 rows")

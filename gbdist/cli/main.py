@@ -10,10 +10,9 @@ new one is a new entry, not a branch in a dispatch function.
 """
 from __future__ import annotations
 
-import argparse
-import sys
-
-from .errors import GbdistError
+from ..errors import GbdistError
+from .base import EXIT_INTERNAL, EXIT_USAGE, run_commands  # noqa: F401 (re-exported)
+from .knn import COMMANDS as _KNN_COMMANDS
 
 
 def _demo_args(p):
@@ -56,9 +55,9 @@ def _params(items):
 
 def _explanation(args):
     """The Explanation of a metric name or of an expression (after loading --file)."""
-    from . import metrics
-    from .parse import Definitions, load, parse_expression
-    from .pairwise import explain
+    from .. import metrics
+    from ..parse import Definitions, load, parse_expression
+    from ..pairwise import explain
     loaded = Definitions("<command line>")
     for f in args.file:
         d = load(f)
@@ -78,7 +77,7 @@ def _explanation(args):
 
 def _cuda_source(explanation, dtype: str) -> str:
     try:
-        from .backends.cuda import generate_source
+        from ..backends.cuda import generate_source
     except ImportError as e:  # the code generator is not part of this installation
         return f"(the CUDA code generator is unavailable: {e})"
     import numpy as np
@@ -103,7 +102,7 @@ def _check_args(p):
 
 
 def _check(args) -> int:
-    from .parse import check, read_source
+    from ..parse import check, read_source
     reports = check(read_source(args.file), args.file)
     for r in reports:
         print(r)
@@ -119,55 +118,8 @@ COMMANDS = [
     ("check", "parse, type-check and prove every definition of a metric file", _check_args, _check),
 ]
 
-# knn and pairwise live in cli_knn (they own their I/O and progress reporting).
-from .cli_knn import COMMANDS as _KNN_COMMANDS  # noqa: E402
 
-COMMANDS += _KNN_COMMANDS
-
-
-EXIT_USAGE = 2  # a bad argument, file or definition (argparse uses 2 as well)
-EXIT_INTERNAL = 3  # anything unexpected: a message, not a traceback
-
-
-def run_commands(commands, argv=None, description: str = "sparse semiring distances") -> int:
-    """Parse ``argv`` against a COMMANDS table and run the chosen entry.
-
-    Exit codes: 0 success; 1 ``check`` found errors; 2 a bad argument, file or
-    definition (a :class:`GbdistError`, message on stderr); 3 an unexpected
-    error (message on stderr; ``GBDIST_DEBUG=1`` adds the traceback); 130
-    interrupted.
-    """
-    from . import __version__
-    parser = argparse.ArgumentParser(prog="gbdist", description=description)
-    parser.add_argument("--version", action="version", version=f"gbdist {__version__}",
-                        help="print the gbdist version and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_, add_args, run in commands:
-        p = sub.add_parser(name, help=help_, description=help_)
-        add_args(p)
-        p.set_defaults(run=run)
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except GbdistError as e:
-        print(f"gbdist: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("gbdist: interrupted", file=sys.stderr)
-        return 130
-    except MemoryError:
-        print("gbdist: error: out of memory", file=sys.stderr)
-        print("Hint: lower --working-memory, or use smaller inputs", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception as e:  # noqa: BLE001 - a bug: say so in one message, not a traceback
-        import os
-        print(f"gbdist: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        print("This is a bug in gbdist; please report it with the command line. "
-              "GBDIST_DEBUG=1 shows the traceback.", file=sys.stderr)
-        if os.environ.get("GBDIST_DEBUG"):
-            import traceback
-            traceback.print_exc()
-        return EXIT_INTERNAL
+COMMANDS += _KNN_COMMANDS  # knn and pairwise own their I/O and progress reporting
 
 
 def main(argv=None) -> int:

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import ir
-from .algebra import Analysis, analyze
-from .errors import GbdistError
-from .ops import X, Y, Op, as_monoid, plus, constant_value
-from .proofs import Proof
+from .analysis import Analysis, analyze
+from ..errors import GbdistError
+from ..algebra.formulas import X, Y
+from ..algebra.ops import Op, as_monoid, plus
+from ..algebra.evaluate import constant_value
+from ..algebra.proofs import Proof
 from .typecheck import Typing, infer, row_operand
 
 PRIMITIVES = (ir.Intersect, ir.TwoPassUnion, ir.RowReduce)
@@ -119,7 +121,7 @@ def _fill_expr(v: float, formula: sp.Expr, z: sp.Expr) -> sp.Expr:
             return s
     except Exception:  # noqa: BLE001 - the float value is exact anyway
         pass
-    from .ops import _expr
+    from ..algebra.formulas import _expr
     return _expr(v)
 
 

@@ -31,7 +31,7 @@ change an answer:
    gbdist and sympy versions (also part of the key) and its content. It catches
    truncation, bit rot and entries copied under another key. A digest is no
    defence against a person who recomputes it, hence 3.
-3. **Consistency with the op** (``gbdist.algebra.verify``, beside the analysis
+3. **Consistency with the op** (``gbdist.compiler.analysis.verify``, beside the analysis
    it checks). Before an entry is used, its claims are re-checked against the semiring's formula ``f`` (which comes from the
    caller, never from the cache), in float64 with the CPU backend's own
    evaluator, at a grid of points: fixed points, the constants that appear
@@ -215,7 +215,7 @@ def directory() -> Path | None:
 
 
 def _versions() -> list:
-    from . import __version__
+    from .. import __version__
     return [FORMAT, __version__, sp.__version__]
 
 

@@ -18,9 +18,9 @@ from typing import Iterator
 
 import sympy as sp
 
-from .algebra import Semiring
-from .errors import Span
-from .ops import Monoid, Op
+from ..algebra.semirings import Semiring
+from ..errors import Span
+from ..algebra.ops import Monoid, Op
 
 # Pointwise functions over the (i, j) grid, with their arity.
 POINTWISE = {
@@ -71,7 +71,7 @@ class Node:
     def __post_init__(self):
         depth = 1 + max((c.__dict__.get("_depth", 1) for c in self.children), default=0)
         if depth > MAX_DEPTH:
-            from .errors import DefinitionError
+            from ..errors import DefinitionError
             raise DefinitionError("an expression is nested too deeply",
                                   expected=f"at most {MAX_DEPTH} levels of nesting",
                                   got=f"{depth} levels", span=getattr(self, "span", None),
@@ -150,7 +150,7 @@ def lift(v) -> Node:
             return Const(float(v))
     except ImportError:  # pragma: no cover
         pass
-    from .errors import TypeCheckError
+    from ..errors import TypeCheckError
     raise TypeCheckError("a metric expression can only combine gbdist expressions and numbers",
                          got=f"{type(v).__name__} {v!r}")
 
@@ -235,7 +235,7 @@ class Pointwise(Node):
 
     def __post_init__(self):
         super().__post_init__()
-        from .errors import ArityError, UnknownNameError
+        from ..errors import ArityError, UnknownNameError
         if self.fn not in POINTWISE:
             raise UnknownNameError(f"unknown pointwise function {self.fn!r}", span=self.span)
         if len(self.args) != POINTWISE[self.fn]:

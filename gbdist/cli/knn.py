@@ -5,8 +5,8 @@
     gbdist pairwise data.npz --metric manhattan -o distances.npy
 
 COMMANDS holds (name, help, add_arguments, run) entries, the shape of
-``gbdist.cli.COMMANDS``, so the main command can take them in; ``python -m
-gbdist.cli_knn`` runs them on their own.
+``gbdist.cli.main.COMMANDS``, so the main command can take them in; ``python -m
+gbdist.cli.knn`` runs them on their own.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
+from .base import run_commands
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -89,7 +90,7 @@ def _common_args(p, index_help: str):
 def _metric_params(args) -> dict:
     if args.p is None:
         return {}
-    from . import metrics
+    from .. import metrics
     if "p" not in metrics.get(args.metric).params:
         raise InputError(f"metric {args.metric!r} takes no parameter p",
                          hint="-p goes with minkowski (or a metric defined with a p)")
@@ -107,8 +108,8 @@ def _load(args):
 
 
 def _read(path, what: str):
-    from . import runtime
-    from .io import read_matrix
+    from .. import runtime
+    from ..io import read_matrix
     M = read_matrix(path)
     if M.shape[0] == 0 or M.shape[1] == 0:
         raise InputError(f"{what} {str(path)!r} holds no data", got=f"shape {M.shape}",
@@ -176,7 +177,7 @@ class ProgressBar:
 
 
 def _strategy(metric: str, params: dict) -> str:
-    from .pairwise import explain
+    from ..pairwise import explain
     products = explain(metric, **params).products
     if not products:
         return "no products"
@@ -185,9 +186,9 @@ def _strategy(metric: str, params: dict) -> str:
 
 
 def _knn(args) -> int:
-    from . import neighbors
-    from .io import write_knn
-    from .pairwise import metric_program
+    from .. import neighbors
+    from ..io import write_knn
+    from ..pairwise import metric_program
     params = _metric_params(args)
     target = _output(args.output, ".npz")
     X, Y = _load(args)
@@ -228,7 +229,7 @@ def _pairwise_args(p):
 
 
 def _pairwise(args) -> int:
-    from .pairwise import _pairwise
+    from ..pairwise import _pairwise
     params = _metric_params(args)
     target = _output(args.output, ".npy")
     X, Y = _load(args)
@@ -261,7 +262,6 @@ COMMANDS = [
 
 
 def main(argv=None) -> int:
-    from .cli import run_commands  # imported here: cli imports this module's COMMANDS
     return run_commands(COMMANDS, argv, "nearest neighbours and distances")
 
 

@@ -15,7 +15,7 @@ identity e, and fill values za, zb (the value of an entry that is not stored):
 When ⊕ is plus, the intersection term is tried as a finite sum of separable
 products g(x, y) = Σ_r φ_r(x)·ψ_r(y) (the *expansion*), which turns it into r
 stacked dot products. Every step of the decision is a checked
-:class:`~gbdist.proofs.Proof`.
+:class:`~gbdist.algebra.proofs.Proof`.
 
 A semiring with a declared ``annihilator`` value uses *structural* (GraphBLAS)
 semantics: absent entries do not take part, and pairs with no shared stored
@@ -23,6 +23,7 @@ column hold the identity. ``annihilator=None`` forbids the intersection
 shortcut.
 """
 from __future__ import annotations
+
 
 import functools
 import math
@@ -33,10 +34,16 @@ import numpy as np
 import sympy as sp
 
 from . import cache
-from . import ops as _ops
-from .errors import AnalysisError, DefinitionError
-from .ops import X, Y, Monoid, Op, as_monoid
-from .proofs import Proof, analysis_budget, budget, check, is_nonnegative, simplify, small_enough
+from ..algebra import ops as _ops
+from ..errors import AnalysisError
+from ..algebra.evaluate import evaluate
+from ..algebra.formulas import X, Y, domain_symbols, off_domain, on_domain
+from ..algebra.ops import Monoid
+from ..algebra.proofs import (
+    Proof, analysis_budget, budget, check, is_nonnegative, simplify, small_enough)
+from ..algebra.semirings import UNSET, Semiring
+
+STRATEGIES = ("intersection", "union-correction", "two-pass-union")
 
 MAX_EXPANSION_RANK = 8
 """Largest rank of a norm + dot-product expansion the plan uses."""
@@ -46,64 +53,6 @@ MAX_EXPANSION_COEFFICIENTS = 300.0
 products cancel too much (Minkowski p = 32 has binomials up to 6·10⁸)."""
 
 
-def builtins_abs(c: complex) -> float:
-    return (c.real ** 2 + c.imag ** 2) ** 0.5
-
-
-class _Unset:
-    def __repr__(self):
-        return "UNSET"
-
-
-UNSET = _Unset()
-
-STRATEGIES = ("intersection", "union-correction", "two-pass-union")
-
-
-@dataclass(frozen=True, eq=False)
-class Semiring:
-    """⊗ (``mul``, a binary op) and ⊕ (``add``, a monoid), mul first as in the paper."""
-
-    mul: Op
-    add: Monoid
-    annihilator: object = UNSET  # UNSET: derive; None: forbid the shortcut; value: structural
-    name: str = ""
-
-    @property
-    def key(self) -> tuple:
-        ann = self.annihilator
-        ann_key = "unset" if ann is UNSET else "none" if ann is None else sp.srepr(sp.sympify(ann))
-        return ("semiring", self.mul.key, self.add.key, ann_key)
-
-    @property
-    def structural(self) -> bool:
-        return self.annihilator is not UNSET and self.annihilator is not None
-
-    def __eq__(self, other):
-        return isinstance(other, Semiring) and other.key == self.key
-
-    def __hash__(self):
-        return hash(self.key)
-
-    def __repr__(self):
-        ann = "" if self.annihilator is UNSET else f", annihilator={self.annihilator}"
-        label = f"{self.name}: " if self.name else ""
-        return f"{label}semiring({self.mul.name}, {self.add.name}{ann})"
-
-
-def semiring(mul: Op, add, annihilator=UNSET, name: str = "") -> Semiring:
-    """``semiring(mul, add, annihilator=...)``: ⊗ first, then ⊕ (a monoid)."""
-    if not isinstance(mul, Op) or mul.arity != 2:
-        raise DefinitionError("a semiring's mul (⊗) must be a binary op",
-                              got=repr(mul), hint="e.g. gb.ops.times, gb.ops.absdiff")
-    if isinstance(add, Op):
-        add = as_monoid(add)
-    if not isinstance(add, Monoid):
-        raise DefinitionError("a semiring's add (⊕) must be a monoid", got=repr(add),
-                              hint="plus, times, min, max, lor, land or any")
-    if annihilator is not UNSET and annihilator is not None:
-        annihilator = _ops._expr(annihilator)
-    return Semiring(mul, add, annihilator, name)
 
 
 # ---------------------------------------------------------------------------
@@ -157,11 +106,11 @@ def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | 
 
 
 def _separable(g: sp.Expr, domain: str):
-    xd, yd = _ops.domain_symbols(domain)
+    xd, yd = domain_symbols(domain)
     if not small_enough(g):
         return None  # an expansion of this size would not pay off (and could hang)
     try:
-        e = _ops.on_domain(_ops.evaluated(g), domain)
+        e = on_domain(_ops.evaluated(g), domain)
         with budget():
             e = sp.expand(sp.piecewise_fold(e), power_base=True, force=False)
             if e.has(sp.Piecewise, sp.Abs, sp.Max, sp.Min):
@@ -191,14 +140,14 @@ def _separable(g: sp.Expr, domain: str):
         table[(xf, yf)] = table.get((xf, yf), 0) + coeff
     xs = list(dict.fromkeys(k[0] for k in table))
     ys = list(dict.fromkeys(k[1] for k in table))
-    if sum(builtins_abs(complex(c)) for c in table.values() if c.is_number) > MAX_EXPANSION_COEFFICIENTS:
+    if sum(abs(complex(c)) for c in table.values() if c.is_number) > MAX_EXPANSION_COEFFICIENTS:
         return None
     if len(xs) <= len(ys):
         pairs = [(xf, sum(c * yf for (xk, yf), c in table.items() if xk == xf)) for xf in xs]
     else:
         pairs = [(sum(c * xf for (xf, yk), c in table.items() if yk == yf), yf) for yf in ys]
     pairs = [(sp.factor_terms(a), sp.factor_terms(b)) for a, b in pairs]
-    return tuple((_ops.off_domain(a), _ops.off_domain(b)) for a, b in pairs
+    return tuple((off_domain(a), off_domain(b)) for a, b in pairs
                  if a != 0 and b != 0)
 
 
@@ -469,45 +418,6 @@ def _expansion(g: sp.Expr, sr: Semiring, dom: str):
     return pairs, [p]
 
 
-# ---------------------------------------------------------------------------
-# Built-in semirings
-# ---------------------------------------------------------------------------
-
-
-class _Namespace:
-    def __init__(self, **items):
-        self.__dict__.update(items)
-
-    def __iter__(self):
-        return iter(self.__dict__.values())
-
-    def __getitem__(self, name):
-        return self.__dict__[name]
-
-    def __contains__(self, name):
-        return name in self.__dict__
-
-
-def _builtin_semirings() -> _Namespace:
-    o = _ops
-    return _Namespace(
-        plus_times=semiring(o.times, o.plus, name="plus_times"),
-        plus_pair=semiring(o.pair, o.plus, annihilator=0, name="plus_pair"),
-        min_plus=semiring(o.plus, o.min, annihilator=sp.oo, name="min_plus"),
-        max_plus=semiring(o.plus, o.max, annihilator=-sp.oo, name="max_plus"),
-        max_times=semiring(o.times, o.max, annihilator=0, name="max_times"),
-        min_times=semiring(o.times, o.min, annihilator=0, name="min_times"),
-        max_min=semiring(o.min, o.max, annihilator=0, name="max_min"),
-        lor_land=semiring(o.land, o.lor, annihilator=0, name="lor_land"),
-        any_pair=semiring(o.pair, o.any, annihilator=0, name="any_pair"),
-        plus_absdiff=semiring(o.absdiff, o.plus, name="plus_absdiff"),
-        plus_sqdiff=semiring(o.sqdiff, o.plus, name="plus_sqdiff"),
-        max_absdiff=semiring(o.absdiff, o.max, name="max_absdiff"),
-        plus_ne=semiring(o.ne, o.plus, name="plus_ne"),
-    )
-
-
-semirings = _builtin_semirings()
 
 
 # ---------------------------------------------------------------------------
@@ -538,7 +448,7 @@ def _sample_values(f, fills, domain: str) -> np.ndarray:
 
 def _ev(expr, x, y) -> np.ndarray:
     with np.errstate(all="ignore"):
-        out = _ops.evaluate(sp.sympify(expr), {"x": x, "y": y})
+        out = evaluate(sp.sympify(expr), {"x": x, "y": y})
     return np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(x))
 
 
@@ -553,7 +463,7 @@ def _same(got, want, scale, what: str) -> None:
 
 
 def verify(a, sr, fill_left, fill_right) -> None:
-    """Raise :class:`gbdist.cache.Invalid` unless analysis ``a`` is consistent with ``sr`` (check 3)."""
+    """Raise :class:`gbdist.compiler.cache.Invalid` unless analysis ``a`` is consistent with ``sr`` (check 3)."""
     f = sr.mul.formula
     dom = sr.mul.domain
     add = sr.add

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .ops import X, Y, evaluate, evaluated, off_domain, on_domain, show
+from .formulas import X, Y, evaluated, off_domain, on_domain, show
+from .evaluate import evaluate
 
 NUMERIC_POINTS = 4000
 NUMERIC_SEED = 20240
@@ -107,7 +108,7 @@ def analysis_budget(seconds: float = ANALYSIS_BUDGET_S):
 
 def small_enough(*exprs) -> bool:
     """True when sympy may try these formulas within its budget."""
-    from .ops import formula_size
+    from .formulas import formula_size
     return all(formula_size(e, 4 * SYMPY_MAX_OPS) <= 4 * SYMPY_MAX_OPS and _degree_ok(e)
                for e in exprs)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .errors import TypeCheckError
+from ..errors import TypeCheckError
 
 VALUE_KINDS = ("scalar", "col", "row", "matrix")
 _RANK = {"scalar": 0, "col": 1, "row": 1, "matrix": 2}

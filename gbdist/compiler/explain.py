@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 
 from . import ir
-from .ops import show
+from ..algebra.formulas import show
 from .plan import Plan, ProductDecision
-from .proofs import Proof
+from ..algebra.proofs import Proof
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Explanation:
         for name, text, kind in self.steps:
             out.append(f"  {name} = {text}    [{kind}]")
         out.append(f"  result = {self.epilogue}")
-        from .exact import invariance, self_value  # gbdist/exact.py
+        from ..exact import invariance, self_value  # gbdist/exact.py
         out.append(f"  identical rows  {self_value(self.plan)}")
         out.append(f"  conditioning    {invariance(self.plan)}")
         if self.cuda:

@@ -1,0 +1,16 @@
+"""Stage 2, the compiler: from an expression over matrices to a checked plan.
+
+- ``ir``: the frozen expression nodes (products, reductions, pointwise functions),
+  one walk and one structural key.
+- ``typecheck``: shapes (matrix, row, column, scalar) and operand roles.
+- ``analysis``: the decision for each product (intersection, union by correction,
+  two-pass union; the norm + dot expansion), every step a proof; ``verify`` checks
+  a cached analysis against the op.
+- ``cache``: the on-disk analysis cache (bounded loading, digests).
+- ``plan``: the steps a backend executes and the fused epilogue.
+- ``explain``: the decision, the proofs and the plan as text.
+
+May import ``gbdist.algebra`` and ``gbdist.errors``; never a front end, the runtime
+or a backend. New strategy: a rule in ``analysis``/``plan`` plus a kernel template
+in a backend (see docs/architecture.md).
+"""
