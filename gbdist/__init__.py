@@ -26,7 +26,7 @@ from .neighbors import (
     KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn, kneighbors_graph,
     pairwise_distances_chunked, radius_neighbors_graph)
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",

@@ -1,8 +1,21 @@
 """Fixtures shared by the CPU test suite (data builders live in datagen.py)."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    """``gpu`` tests need CuPy and an NVIDIA GPU; ``nvcc`` tests need the CUDA compiler."""
+    from gbdist.backends.cuda import available
+    missing = {"gpu": None if available() else "needs CuPy and an NVIDIA GPU",
+               "nvcc": None if shutil.which("nvcc") else "nvcc is not installed"}
+    for item in items:
+        for marker, reason in missing.items():
+            if reason and item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture

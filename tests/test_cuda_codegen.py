@@ -26,7 +26,7 @@ def _nvcc(source: str):
                                os.path.join(d, "k.ptx"), src], capture_output=True, text=True)
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.nvcc
 @pytest.mark.parametrize("metric,params", CASES, ids=[f"{m}{p.get('p', '')}" for m, p in CASES])
 def test_every_metric_compiles(metric, params):
     sources = []

@@ -48,7 +48,7 @@ def test_hash_constants_match_the_host_definition():
         assert m is not None and int(m.group(1), 16) == int(value)
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.nvcc
 def test_every_instantiation_compiles():
     src = rows.source() + "\n" + "\n".join(_instantiation(n) for n in rows.names()) + "\n"
     with tempfile.TemporaryDirectory() as d:

@@ -33,7 +33,7 @@ def test_source_is_nvrtc_clean():
     assert len(topk.names()) == len(set(topk.names())) == 8
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.nvcc
 def test_every_instantiation_compiles():
     src = topk.source() + "\n" + "\n".join(_instantiation(n) for n in topk.names()) + "\n"
     with tempfile.TemporaryDirectory() as d:

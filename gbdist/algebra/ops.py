@@ -21,7 +21,7 @@ from .formulas import (
     DOMAINS, MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, Sym, X, Y, _expr, _formula_key, _too_deep, build,
     evaluated, formula_depth, formula_size, s_abs, s_exp, s_log, s_max, s_min, s_sqrt, s_where,
     show)
-from .evaluate import constant_value
+from .evaluate import apply_binary, apply_unary, constant_value, evaluate  # noqa: F401 (gb.ops.evaluate ...)
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ def run_commands(commands, argv=None, description: str = "sparse semiring distan
     error (message on stderr; ``GBDIST_DEBUG=1`` adds the traceback); 130
     interrupted.
     """
-    from .. import __version__
+    from ..version import __version__
     parser = argparse.ArgumentParser(prog="gbdist", description=description)
     parser.add_argument("--version", action="version", version=f"gbdist {__version__}",
                         help="print the gbdist version and exit")

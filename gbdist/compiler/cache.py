@@ -215,7 +215,7 @@ def directory() -> Path | None:
 
 
 def _versions() -> list:
-    from .. import __version__
+    from ..version import __version__
     return [FORMAT, __version__, sp.__version__]
 
 

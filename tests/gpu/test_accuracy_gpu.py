@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gbdist as gb  # noqa: E402
 from accuracy_cases import BOUND, identical_pairs, max_scaled_error, reference, sample_data  # noqa: E402
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 METRICS = sorted(gb.metric_names())
 ZERO_SELF = [m for m in METRICS if m not in ("inner_product", "russellrao")]
 

@@ -10,6 +10,8 @@ import scipy.sparse as sps
 
 import gbdist as gb
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 

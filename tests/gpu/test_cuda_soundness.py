@@ -7,6 +7,8 @@ import scipy.sparse as sps
 
 import gbdist as gb
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 cupy = pytest.importorskip("cupy")
 
 

@@ -18,6 +18,8 @@ from numpy.testing import assert_allclose
 import gbdist as gb
 from gbdist.errors import CorruptInputError, NonFiniteError
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 

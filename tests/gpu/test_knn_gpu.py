@@ -18,6 +18,8 @@ cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 from gbdist.backends.cuda import CUDABackend, topk  # noqa: E402
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 NONNEG = {"hellinger", "jensenshannon", "jensenshannon_unnormalized", "kl_divergence"}
 BINARY = {"jaccard", "dice", "russellrao"}
 

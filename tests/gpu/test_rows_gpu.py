@@ -11,6 +11,8 @@ from gbdist import exact
 from gbdist.errors import CorruptInputError
 from gbdist.inputs import check_compressed, check_device_csr
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 cupy = pytest.importorskip("cupy")
 rows = pytest.importorskip("gbdist.backends.cuda.rows")
 

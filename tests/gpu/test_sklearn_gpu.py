@@ -10,6 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import gbdist as gb
 
+pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
+
 cupy = pytest.importorskip("cupy")
 
 
