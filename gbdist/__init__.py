@@ -10,16 +10,14 @@
 """
 from . import ops
 from .algebra import UNSET, Semiring, semirings
-from .api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm,
-                  mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
+from .front.api import (Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum,
+                        mxm, mxv, ncols, op, power, reduce, semiring, sqrt, vectors, where)
 from .errors import (AnalysisError, ArityError, BackendError, CorruptInputError, DefinitionError,
                      DomainError, DSLSyntaxError, GbdistError, InputError, MetricTypeError,
                      NonFiniteError, NotFittedError, ParameterError, RedefinitionError,
                      ResultTooLargeError, TypeCheckError, UnknownNameError)
 from .explain import Explanation
-from .metrics import define_metric
-from .parse import Definitions, define, load
-from .metrics import names as metric_names
+from .front import Definitions, define, define_metric, load, metric_names
 from .pairwise import explain, pairwise_distances
 from .neighbors import (KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn,
                         kneighbors_graph, pairwise_distances_chunked, radius_neighbors_graph)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from . import ir, ops as _ops
-from .algebra import UNSET, Semiring, semiring as _semiring
-from .errors import InputError, TypeCheckError
-from .ops import Monoid, Op, Sym, as_monoid, make_op
-from .plan import Plan, cached_plan
-from .runtime import is_cupy, run
+from .. import ir, ops as _ops
+from ..algebra import UNSET, Semiring, semiring as _semiring
+from ..errors import InputError, TypeCheckError
+from ..explain import Explanation
+from ..ops import Monoid, Op, Sym, apply_unary, as_monoid, make_op
+from ..plan import Plan, cached_plan
+from ..runtime import is_cupy, run, to_csr
 
 __all__ = [
     "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
@@ -105,8 +106,6 @@ def apply(op_: Op, m):
     if not isinstance(op_, Op) or op_.arity != 1:
         raise TypeCheckError("apply needs a unary op", got=repr(op_))
     if _concrete(m):
-        from .runtime import to_csr
-        from .ops import apply_unary
         csr = to_csr(m, "A")
         fill = float(apply_unary(op_, np.zeros(1))[0])
         if fill != 0:
@@ -188,7 +187,6 @@ class Program:
                    ensure_all_finite=ensure_all_finite)
 
     def explain(self):
-        from .explain import Explanation
         return Explanation.from_plan(self.plan)
 
     def __repr__(self):
