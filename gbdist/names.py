@@ -34,7 +34,7 @@ from . import ir
 from . import ops as _ops
 from .algebra import semirings as _builtin_semirings
 from .errors import DefinitionError, InputError, RedefinitionError, UnknownNameError
-from .exact import BUILTIN_OPS as _ROW_OPS
+from .exact import BUILTIN_OPS as _ROW_OPS  # normalize: an Op defined beside its row scaling
 
 # The operands of a metric and the output index each one's rows give.
 ROLES = (("A", "i"), ("B", "j"))
