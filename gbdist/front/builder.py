@@ -187,5 +187,3 @@ class Builder:
             if isinstance(p, Tree) and p.data == "keyword":
                 keywords[str(p.children[0])] = p.children[1]
         return positional, keywords, [p for p in extra if not (isinstance(p, Tree) and p.data == "keyword")]
-
-

@@ -306,4 +306,3 @@ class ExprBuilder(Builder):
     def _fn_max(self, tree, pos, kw, env):
         self._args("max", tree, pos, kw, 2)
         return self._pointwise("maximum", pos, env, tree)
-

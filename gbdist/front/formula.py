@@ -155,4 +155,3 @@ def _formula_function(name: str, args: list) -> Sym:
     fn = {"abs": _ops.s_abs, "sqrt": _ops.s_sqrt, "log": _ops.s_log, "exp": _ops.s_exp,
           "min": _ops.s_min, "max": _ops.s_max, "where": _ops.s_where}[name]
     return fn(*args)
-

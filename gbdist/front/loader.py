@@ -305,4 +305,3 @@ class MetricBody:
 def _source_text(src: Source, tree: Tree) -> str:
     m = tree.meta
     return src.text[m.start_pos:m.end_pos]
-

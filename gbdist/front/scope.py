@@ -23,6 +23,7 @@ from ..names import Metric
 from ..ops import Monoid, Op, Sym
 from .syntax import MAX_NUMBER_CHARS, Source, suggest
 
+
 # ---------------------------------------------------------------------------
 # Definitions that live only in the text front end
 # ---------------------------------------------------------------------------
@@ -61,8 +62,6 @@ class Helper:
 
     def __repr__(self):
         return f"def {self.name}({', '.join(self.params)})"
-
-
 
 
 # Built-in functions, by the level they work at: (signature, what it does).
@@ -196,4 +195,3 @@ def bind_params(owner, positional: list, keywords: dict, defaults: dict | None =
                          expected=f"{owner.name}({'; ' if isinstance(owner, Metric) else ''}"
                                   f"{', '.join(wanted)})")
     return values
-

@@ -98,7 +98,6 @@ def _token_word(tok: Token) -> str:
     return repr(str(tok))
 
 
-
 def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
     """The lark parse tree of ``text``; syntax errors become DSLSyntaxError.
 
@@ -188,6 +187,9 @@ def suggest(name: str, candidates) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
+# ---------------------------------------------------------------------------
+# Reading a metric file
+# ---------------------------------------------------------------------------
 
 
 def read_source(path) -> str:
@@ -235,4 +237,3 @@ def read_source(path) -> str:
         raise InputError(f"the metric file {name!r} is not UTF-8 text",
                          got=f"byte 0x{data[e.start]:02x} at offset {e.start} (line {line})",
                          hint="save the file as UTF-8") from None
-
