@@ -10,7 +10,7 @@
 """
 from .algebra import ops
 from .algebra.semirings import UNSET, Semiring, semirings
-from .api import (
+from .front.api import (
     Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm, mxv, ncols, op,
     power, reduce, semiring, sqrt, vectors, where)
 from .errors import (
@@ -18,9 +18,7 @@ from .errors import (
     DSLSyntaxError, GbdistError, InputError, MetricTypeError, NonFiniteError, NotFittedError,
     ParameterError, RedefinitionError, ResultTooLargeError, TypeCheckError, UnknownNameError)
 from .compiler.explain import Explanation
-from .metrics import define_metric
-from .parse import Definitions, define, load
-from .metrics import names as metric_names
+from .front import Definitions, define, define_metric, load, metric_names
 from .pairwise import explain, pairwise_distances
 from .neighbors import (
     KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn, kneighbors_graph,

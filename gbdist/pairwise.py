@@ -9,25 +9,27 @@ import numpy as np
 import scipy.sparse as sps
 
 from .compiler import ir
-from . import metrics, runtime
-from .api import Program, compile
+from . import names, runtime
+from .front import get_metric
+from .front.api import Program, compile
 from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
 from .runtime import run
 from .compiler.explain import Explanation
 
-_ROLES = dict(metrics.ROLES)
+_ROLES = dict(names.ROLES)
 
 
 @functools.lru_cache(maxsize=256)
-def _metric_program(name: str, params: tuple) -> Program:
-    expr = metrics.get(name).expression(**{k: v for k, _, v in params})
+def _metric_program(name: str, params: tuple, generation: int) -> Program:
+    """Keyed on the registry's generation: a redefined metric is compiled anew."""
+    expr = get_metric(name).expression(**{k: v for k, _, v in params})
     return compile(expr, _ROLES)
 
 
 def metric_program(metric, **params) -> Program:
     """The compiled program of a metric given by name, callable or expression."""
     if isinstance(metric, str):
-        m = metrics.get(metric)
+        m = get_metric(metric)
         for k, v in params.items():
             if isinstance(v, bool):  # True == 1.0: refused before the cache can confuse them
                 raise InputError(f"parameter {k!r} of {m.name!r} must be a number, not a bool",
@@ -37,7 +39,7 @@ def metric_program(metric, **params) -> Program:
             hash(key)
         except TypeError:
             raise InputError("metric parameters must be numbers", got=repr(params)) from None
-        return _metric_program(m.name, key)
+        return _metric_program(m.name, key, names.generation())
     if isinstance(metric, ir.Node):
         if params:
             raise InputError("parameters are only accepted with a named metric", got=", ".join(params))
@@ -278,7 +280,7 @@ def _promised_shape(out, kind: str, swapped: bool, nx: int, ny: int):
 def explain(metric, **params) -> Explanation:
     """The compiler's account of a metric (by name) or any expression."""
     if isinstance(metric, str):
-        m = metrics.get(metric)
+        m = get_metric(metric)
         title = f"{m.name}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
         return Explanation.from_plan(metric_program(metric, **params).plan, title)
     if isinstance(metric, ir.Node) and not params:

@@ -1,8 +1,10 @@
-"""Where the shipped source files live: grammar/*.lark, kernels/*.cuh, *.gbd.
+"""Where the shipped source files live: grammar/*.lark and kernels/*.cuh.
 
 In a wheel, ``grammar/`` and ``kernels/`` are installed as the packages
 ``gbdist.grammar`` and ``gbdist.kernels``; in a source checkout (editable
-install, tests) they are the top-level folders beside ``gbdist/``.
+install, tests) they are the top-level folders beside ``gbdist/``. (The built-in metric
+library ``gbdist/front/metrics.gbd`` is package data of ``gbdist.front``, read
+from beside its loader: ``gbdist.front.library.LIBRARY``.)
 """
 from __future__ import annotations
 

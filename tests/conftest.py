@@ -59,8 +59,8 @@ def fresh_caches(monkeypatch):
 @pytest.fixture
 def isolated_definitions(monkeypatch):
     """Definitions made by a test do not leak into other tests (names are global)."""
-    from gbdist import metrics, parse
-    metrics.ensure_builtins()
-    monkeypatch.setattr(parse, "_GLOBAL", dict(parse._GLOBAL))
-    monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))
-    monkeypatch.setattr(metrics, "_ALIASES", dict(metrics._ALIASES))
+    from gbdist import front, names
+    front.ensure_builtins()
+    saved = names.snapshot()
+    yield
+    names.restore(saved)

@@ -333,7 +333,7 @@ def test_a_fifo_or_device_as_input_is_refused(tmp_path, capsys):
 
 def test_every_option_has_help_and_index_help_fits_the_command():
     import argparse
-    from gbdist.cli import main as cli
+    import gbdist.cli.main as cli
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     helps = {}

@@ -48,7 +48,7 @@ def test_error_examples_give_the_documented_message(text, message):
 
 
 def test_every_function_is_documented():
-    from gbdist.parse import EXPR_FUNCTIONS, FORMULA_FUNCTIONS
+    from gbdist.front.scope import EXPR_FUNCTIONS, FORMULA_FUNCTIONS
     page = PAGE.read_text(encoding="utf-8")
     for name in set(EXPR_FUNCTIONS) | set(FORMULA_FUNCTIONS):
         assert f"`{name}(" in page or f"`{name}`" in page or f", `{name}`" in page, name

@@ -9,7 +9,9 @@ import gbdist as gb
 from gbdist.compiler import ir
 from gbdist.algebra import ops
 from gbdist.algebra.formulas import X, Y, off_domain
-from gbdist.parse import ParamOp, parse_expression, parser
+from gbdist.front import get_metric, parse_expression, parser
+from gbdist.front.formula import instantiate
+from gbdist.front.scope import ParamOp
 
 A, B = ir.Matrix("A"), ir.Matrix("B")
 
@@ -102,7 +104,7 @@ def test_parameterised_ops():
         metric g_pm(A, B) = mxm(A, B.T, semiring(g_apow(3), plus)) + mxm(A, B.T, semiring(g_use(q = 2), plus))
     """, source="<param ops>")
     assert isinstance(d.ops["g_apow"], ParamOp)
-    op3 = d.ops["g_apow"].instantiate({"p": 3.0})
+    op3 = instantiate(d.ops["g_apow"], {"p": 3.0})
     assert op3 == ops.absdiff_pow(3)
     expr = d.metrics["g_pm"].expression()
     want = (gb.mxm(A, B.T, gb.semiring(ops.absdiff_pow(3), ops.plus))
@@ -196,8 +198,7 @@ def test_helpers_let_and_metric_calls_inline():
 
 
 def metrics_expr(name, **params):
-    from gbdist import metrics
-    return metrics.get(name).expression(**params)
+    return get_metric(name).expression(**params)
 
 
 def test_metric_parameters_and_requires():
@@ -217,8 +218,7 @@ def test_metric_parameters_and_requires():
 def test_alias_statement():
     gb.define("metric g_aliased(A, B) = mxm(A, B.T, plus_absdiff)\nalias g_al1, g_al2 = g_aliased",
               source="<alias>")
-    from gbdist import metrics
-    assert metrics.get("g_al1") is metrics.get("g_aliased") is metrics.get("G_AL2")
+    assert get_metric("g_al1") is get_metric("g_aliased") is get_metric("G_AL2")
 
 
 def test_parse_expression_free_operands():

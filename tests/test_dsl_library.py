@@ -1,4 +1,4 @@
-"""The built-in metrics come from the library file gbdist/metrics.gbd, build the
+"""The built-in metrics come from the library file gbdist/front/metrics.gbd, build the
 same IR as their Python API definitions, and text-defined metrics match SciPy."""
 import math
 import re
@@ -12,8 +12,8 @@ from scipy.spatial.distance import cdist
 
 import gbdist as gb
 from gbdist.exact import normalize
-from gbdist import library, metrics
 from gbdist.algebra import ops
+from gbdist.front import check, get_metric, library
 from gbdist.algebra.semirings import semiring, semirings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,24 +104,24 @@ def test_every_builtin_metric_comes_from_the_library_file():
     names = library_metric_names()
     assert names == set(PYTHON)
     for name in names:
-        m = metrics.get(name)
+        m = get_metric(name)
         assert m.source == str(library.LIBRARY)
         assert m.doc, name  # the comment above the definition
     assert set(PYTHON) <= set(gb.metric_names())
-    # library.py holds no metric definitions of its own any more
+    # library.py (the loader of the built-ins) holds no metric definitions of its own
     assert "gb.mxm" not in Path(library.__file__).read_text()
 
 
 @pytest.mark.parametrize("name", sorted(PYTHON))
 def test_library_ir_equals_the_python_api_ir(name):
     A, B = gb.matrices("A B")
-    assert metrics.get(name).expression() == PYTHON[name](A, B)
+    assert get_metric(name).expression() == PYTHON[name](A, B)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 0.5, 2.5, math.inf])
 def test_minkowski_parameter_is_substituted_before_analysis(p):
     A, B = gb.matrices("A B")
-    assert metrics.get("minkowski").expression(p=p) == _minkowski(A, B, float(p))
+    assert get_metric("minkowski").expression(p=p) == _minkowski(A, B, float(p))
 
 
 def test_minkowski_expansion_ranks():
@@ -133,21 +133,21 @@ def test_minkowski_expansion_ranks():
 
 @pytest.mark.parametrize("alias, name", sorted(ALIASES.items()))
 def test_aliases_resolve(alias, name):
-    assert metrics.get(alias) is metrics.get(name)
+    assert get_metric(alias) is get_metric(name)
 
 
 def test_library_file_ships_in_the_wheel_configuration():
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
     tool = cfg["tool"]["setuptools"]
-    assert "*.gbd" in tool["package-data"]["gbdist"]
+    assert "gbdist.front" in tool["packages"]
+    assert "*.gbd" in tool["package-data"]["gbdist.front"]
     assert "*.lark" in tool["package-data"]["gbdist.grammar"]
     assert tool["package-dir"]["gbdist.grammar"] == "grammar"
-    assert library.LIBRARY.parent == ROOT / "gbdist" and library.LIBRARY.suffix == ".gbd"
+    assert library.LIBRARY.parent == ROOT / "gbdist" / "front" and library.LIBRARY.suffix == ".gbd"
     assert (ROOT / "grammar" / "gbdist.lark").is_file()
 
 
 def test_library_file_checks_clean():
-    from gbdist.parse import check
     reports = check(library.LIBRARY.read_text(), str(library.LIBRARY))
     assert all(r.ok for r in reports), "\n".join(str(r) for r in reports if not r.ok)
     kinds = {r.name: r.kind for r in reports}

@@ -12,7 +12,7 @@ import pytest
 import scipy.spatial.distance as ssd
 
 import gbdist as gb
-from gbdist import parse
+from gbdist.front import syntax
 
 pytestmark = pytest.mark.usefixtures("isolated_definitions")
 
@@ -46,7 +46,7 @@ def assert_positioned(err, line=None):
 def test_deep_nesting_is_a_positioned_error(label, text):
     err = error_of("# a comment line\n" + text)
     assert isinstance(err, gb.DSLSyntaxError)
-    assert f"more than {parse.MAX_DEPTH} levels" in str(err)
+    assert f"more than {syntax.MAX_DEPTH} levels" in str(err)
     assert_positioned(err, line=2)
 
 

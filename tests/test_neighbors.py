@@ -20,11 +20,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 
 import gbdist as gb
-from gbdist import metrics, neighbors
+from gbdist import neighbors
+from gbdist.front import get_metric
 from datagen import random_dense
 from test_metrics import METRICS
 
-BUILTIN = [n for n in gb.metric_names() if metrics.get(n).source.endswith("metrics.gbd")]
+BUILTIN = [n for n in gb.metric_names() if get_metric(n).source.endswith("metrics.gbd")]
 
 
 def _reference_name(name):
@@ -397,7 +398,7 @@ def test_pairwise_distances_chunked():
 def test_symmetry_is_proven_from_the_algebra():
     from gbdist.pairwise import metric_program
     for name in BUILTIN:
-        params = {"p": 3} if "p" in metrics.get(name).params else {}
+        params = {"p": 3} if "p" in get_metric(name).params else {}
         plan = metric_program(name, **params).plan
         rng = np.random.default_rng(1)
         X = sps.random(9, 7, density=0.6, random_state=rng, format="csr")

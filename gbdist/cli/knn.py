@@ -90,8 +90,8 @@ def _common_args(p, index_help: str):
 def _metric_params(args) -> dict:
     if args.p is None:
         return {}
-    from .. import metrics
-    if "p" not in metrics.get(args.metric).params:
+    from ..front import get_metric
+    if "p" not in get_metric(args.metric).params:
         raise InputError(f"metric {args.metric!r} takes no parameter p",
                          hint="-p goes with minkowski (or a metric defined with a p)")
     return {"p": args.p}

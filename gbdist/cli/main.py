@@ -55,8 +55,7 @@ def _params(items):
 
 def _explanation(args):
     """The Explanation of a metric name or of an expression (after loading --file)."""
-    from .. import metrics
-    from ..parse import Definitions, load, parse_expression
+    from ..front import Definitions, find_metric, load, parse_expression
     from ..pairwise import explain
     loaded = Definitions("<command line>")
     for f in args.file:
@@ -66,8 +65,7 @@ def _explanation(args):
         loaded.metrics.update(d.metrics)
         loaded.helpers.update(d.helpers)
     params = _params(args.param)
-    metrics.ensure_builtins()
-    if metrics.find(args.target) is not None or args.target.isidentifier():
+    if find_metric(args.target) is not None or args.target.isidentifier():
         return explain(args.target, **params)  # an unknown name says "unknown metric"
     if params:
         raise GbdistError(f"{args.target!r} is not a metric name, so it takes no parameters",
@@ -102,7 +100,7 @@ def _check_args(p):
 
 
 def _check(args) -> int:
-    from ..parse import check, read_source
+    from ..front import check, read_source
     reports = check(read_source(args.file), args.file)
     for r in reports:
         print(r)

@@ -20,7 +20,7 @@ import sklearn.metrics.pairwise as skp
 import sklearn.neighbors as skn
 
 import gbdist as gb
-from gbdist import metrics as gbm
+from gbdist.front import get_metric
 
 COUNT = {"calls": 0}
 BACKEND = "cpu"
@@ -38,7 +38,7 @@ def _metric(name) -> str | None:
     if not isinstance(name, str) or name != name.lower():
         return None
     try:
-        return gbm.get(name).name
+        return get_metric(name).name
     except gb.UnknownNameError:
         return None
 
@@ -46,7 +46,7 @@ def _metric(name) -> str | None:
 def _params_ok(metric: str | None, params: dict) -> bool:
     if metric is None:
         return False
-    known = gbm.get(metric).params
+    known = get_metric(metric).params
     return all(k in known and v is not None for k, v in params.items())
 
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .compiler import ir
-from .algebra import ops as _ops
-from .algebra.semirings import UNSET, Semiring, semiring as _semiring
-from .errors import InputError, TypeCheckError
-from .algebra.ops import Monoid, Op, as_monoid, make_op
-from .algebra.formulas import Sym
-from .compiler.plan import Plan, cached_plan
-from .runtime import is_cupy, run
+from ..compiler import ir
+from ..algebra import ops as _ops
+from ..algebra.semirings import UNSET, Semiring, semiring as _semiring
+from ..errors import InputError, TypeCheckError
+from ..compiler.explain import Explanation
+from ..algebra.ops import Monoid, Op, as_monoid, make_op
+from ..algebra.formulas import Sym
+from ..algebra.evaluate import apply_unary
+from ..compiler.plan import Plan, cached_plan
+from ..runtime import is_cupy, run, to_csr
 
 __all__ = [
     "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
@@ -107,8 +109,6 @@ def apply(op_: Op, m):
     if not isinstance(op_, Op) or op_.arity != 1:
         raise TypeCheckError("apply needs a unary op", got=repr(op_))
     if _concrete(m):
-        from .runtime import to_csr
-        from .algebra.evaluate import apply_unary
         csr = to_csr(m, "A")
         fill = float(apply_unary(op_, np.zeros(1))[0])
         if fill != 0:
@@ -190,7 +190,6 @@ class Program:
                    ensure_all_finite=ensure_all_finite)
 
     def explain(self):
-        from .compiler.explain import Explanation
         return Explanation.from_plan(self.plan)
 
     def __repr__(self):

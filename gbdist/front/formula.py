@@ -1,0 +1,159 @@
+"""The formula builder: an ``op`` body → a sympy formula over the canonical x, y.
+
+Every sympy node is built by a method named after the grammar rule it handles,
+through :class:`gbdist.algebra.formulas.Sym` (never ``sympify``). An op's formula sees only
+its own arguments and parameters, numbers, ``inf``, ``let`` names, the scalar
+functions of :data:`~gbdist.front.scope.FORMULA_FUNCTIONS` and other ops.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from ..algebra import ops as _ops
+from ..errors import ArityError, DefinitionError, GbdistError, TypeCheckError, UnknownNameError
+from ..algebra.ops import Op
+from ..algebra.formulas import Sym
+from .builder import Builder, budgeted, check_size, check_substitution
+from .scope import (
+    BINOPS, COMPARE, FORMULA_FUNCTIONS, ParamOp, arity, bind_params, describe, lookup, number_text,
+    op_names)
+from .syntax import Source, located, suggest
+
+
+def make_op(name: str, n_args: int, formula: Sym, doc: str) -> Op:
+    """An Op of the declared arity (x only, or x and y)."""
+    if n_args == 1:
+        return _ops.make_op(name, lambda x: formula, doc=doc)
+    return _ops.make_op(name, lambda x, y: formula, doc=doc)
+
+
+def instantiate(op: ParamOp, values: dict) -> Op:
+    """The Op of ``op`` with its numeric parameters set to ``values``."""
+    formula = FormulaBuilder(op.src, op.scope, op.name, op.args, values).build(op.body)
+    label = "_".join(f"{values[p]:g}" for p in op.params)
+    return make_op(f"{op.name}{label}", len(op.args), formula, op.doc)
+
+
+class FormulaBuilder(Builder):
+    """An op body → a sympy formula (a :class:`Sym`) over the canonical x, y."""
+
+    def __init__(self, src: Source, scope: dict, op_name: str, args: tuple, params: dict):
+        self.src = src
+        self.scope = scope
+        self.op_name = op_name
+        self.args = args
+        self.env0 = {a: Sym(s) for a, s in zip(args, (_ops.X, _ops.Y))}
+        self.env0.update({k: Sym(v) for k, v in params.items()})
+
+    @budgeted
+    def build(self, tree, env=None):
+        out = self.visit(tree, {**self.env0, **(env or {})})
+        try:
+            check_size(out, f"the formula of op {self.op_name!r}")
+        except GbdistError as e:
+            raise e.with_span(self.src.span(tree)) from None
+        return out if isinstance(out, Sym) else Sym(out)
+
+    @located
+    def _number(self, tree, env):
+        text = number_text(tree)
+        return Sym(int(text) if text.isdigit() else float(text))
+
+    @located
+    def _name(self, tree, env):
+        name = str(tree.children[0])
+        if name in env:
+            return env[name]
+        if name == "inf":
+            return Sym(sp.oo)
+        thing = lookup(name, self.scope)
+        if isinstance(thing, (Op, ParamOp)):
+            raise DefinitionError(f"op {name!r} needs its arguments here",
+                                  hint=f"call it, e.g. {name}(x{', y' if arity(thing) == 2 else ''})")
+        params = ", ".join(self.args)
+        raise DefinitionError(
+            f"op {self.op_name!r} uses {name!r}, which is not one of its parameters",
+            expected=f"the parameters ({params}), numbers, inf, or names bound by let",
+            got=name, hint=suggest(name, env) or "an op's formula sees only its own parameters")
+
+    def _binop_step(self, tree, x, env):
+        _, op, b = tree.children
+        y = self.visit(b, env)
+        fn = BINOPS[str(op)]
+        return {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
+                "div": lambda: x / y, "pow": lambda: x ** y}[fn]()
+
+    @located
+    def _compare(self, tree, env):
+        a, op, b = tree.children
+        x, y = self.visit(a, env), self.visit(b, env)
+        return {"eq": Sym.__eq__, "ne": Sym.__ne__, "lt": Sym.__lt__, "le": Sym.__le__,
+                "gt": Sym.__gt__, "ge": Sym.__ge__}[COMPARE[str(op)]](x, y)
+
+    @located
+    def _and_(self, tree, env):
+        return self.visit(tree.children[0], env) & self.visit(tree.children[1], env)
+
+    @located
+    def _or_(self, tree, env):
+        return self.visit(tree.children[0], env) | self.visit(tree.children[1], env)
+
+    @located
+    def _not_(self, tree, env):
+        return ~self.visit(tree.children[0], env)
+
+    @located
+    def _neg(self, tree, env):
+        return -self.visit(tree.children[0], env)
+
+    @located
+    def _attr(self, tree, env):
+        raise TypeCheckError(f".{tree.children[1]} applies to matrices, not to the scalars of an op",
+                             hint="an op's formula works on two numbers x and y")
+
+    @located
+    def _call(self, tree, env):
+        name = str(tree.children[0])
+        positional, keywords, params = self._arguments(tree)
+        if keywords:
+            raise DefinitionError(f"{name}() takes no keyword arguments inside an op's formula",
+                                  got=", ".join(keywords))
+        args = [self.visit(a, env) for a in positional]
+        if name in FORMULA_FUNCTIONS and name not in env:
+            if params:
+                raise ArityError(f"{name}() takes no parameters after ';'")
+            return _formula_function(name, args)
+        thing = lookup(name, self.scope)
+        if isinstance(thing, ParamOp):
+            if len(args) != len(thing.args):
+                raise ArityError(f"op {name!r} takes {len(thing.args)} argument(s)",
+                                 got=f"{len(args)} argument(s)")
+            values = bind_params(thing, [self.visit(p, env) for p in params], {})
+            inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
+            formula = inner.build(thing.body).expr
+            check_substitution(formula, args, f"the formula of op {self.op_name!r}")
+            return Sym(_ops.build(formula.xreplace, dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
+        if params:
+            raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
+        if isinstance(thing, Op):
+            if len(args) != thing.arity:
+                raise ArityError(f"op {name!r} takes {thing.arity} argument(s)",
+                                 got=f"{len(args)} argument(s)")
+            check_substitution(thing.formula, args, f"the formula of op {self.op_name!r}")
+            return thing(*args)
+        if thing is None:
+            raise UnknownNameError(f"unknown function {name!r} in the formula of op {self.op_name!r}",
+                                   expected="abs, sqrt, log, exp, min, max, where or an op",
+                                   hint=suggest(name, list(FORMULA_FUNCTIONS) + op_names(self.scope)))
+        raise DefinitionError(f"{name!r} is {describe(thing)}; an op's formula can only call "
+                              "scalar functions and other ops")
+
+
+def _formula_function(name: str, args: list) -> Sym:
+    n = {"min": 2, "max": 2, "where": 3}.get(name, 1)
+    if len(args) != n:
+        raise ArityError(f"{name}() takes {n} argument(s)", got=f"{len(args)}",
+                         expected=FORMULA_FUNCTIONS[name][0])
+    fn = {"abs": _ops.s_abs, "sqrt": _ops.s_sqrt, "log": _ops.s_log, "exp": _ops.s_exp,
+          "min": _ops.s_min, "max": _ops.s_max, "where": _ops.s_where}[name]
+    return fn(*args)

@@ -1,0 +1,224 @@
+"""ONE registry of names: ops, semirings, helpers and metrics, built-in and user.
+
+Two tiers, one lookup:
+
+* **built-in** ops and semirings are Python objects of the algebra
+  (:data:`gbdist.algebra.ops.BY_NAME`, :data:`gbdist.algebra.semirings`, and the
+  row-normalising ``normalize``); they are fixed and cannot be redefined;
+* **defined** names come from texts (the built-in library ``metrics.gbd``
+  included) and from Python (``gb.define_metric``): ops, semirings and
+  helpers by name with the source that defined them, and metrics (with their
+  aliases) as :class:`Metric` objects.
+
+This module knows nothing of the front end that fills it: the built-in
+metrics are loaded from ``gbdist/front/metrics.gbd`` by the front end's
+loader, which registers them here like any other text
+(:func:`gbdist.front.ensure_builtins`). Lookups that need the built-in
+metrics go through the front end (``gbdist.front.get_metric``); the lookups
+here see what has been registered so far.
+
+**Generation.** Every (re)definition increments :func:`generation`. A cache
+of anything built from a name (``pairwise``'s compiled metric programs) keys
+on it, so a redefined metric is never served from a stale entry and no layer
+has to clear another layer's cache.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .compiler import ir
+from .algebra import ops as _ops
+from .algebra.semirings import semirings as _builtin_semirings
+from .errors import DefinitionError, InputError, RedefinitionError, UnknownNameError
+from .exact import BUILTIN_OPS as _ROW_OPS  # normalize: an Op defined beside its row scaling
+
+# The operands of a metric and the output index each one's rows give.
+ROLES = (("A", "i"), ("B", "j"))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named distance: ``build(A, B, **params) -> ir.Node``.
+
+    A metric is an expression over two operands, A (whose rows index the
+    output rows) and B (whose rows index the output columns), with optional
+    numeric parameters (Minkowski's ``p``). Parameters are substituted before
+    analysis, so ``minkowski`` with p=4 is analysed as |x − y|⁴ (expansion
+    rank 3) and with p=3 as a union correction without expansion.
+    """
+
+    name: str
+    build: Callable  # (A, B, **params) -> ir.Node
+    params: dict = field(default_factory=dict)  # name -> default (None: must be given)
+    doc: str = ""
+    source: str = "python"  # "python", or the metric file it came from
+    aliases: tuple = ()
+
+    def expression(self, **params) -> ir.Node:
+        """The metric's IR over the operands ``A`` and ``B``, with ``params`` substituted."""
+        return self.call(ir.Matrix("A"), ir.Matrix("B"), **params)
+
+    def call(self, A: ir.Node, B: ir.Node, **params) -> ir.Node:
+        """The metric's IR over the given operands (a metric used inside another)."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise InputError(f"metric {self.name!r} has no parameter {unknown[0]!r}",
+                             expected=", ".join(self.params) or "no parameters", got=", ".join(unknown))
+        values = {**self.params, **params}
+        for k, v in values.items():
+            if v is None:
+                raise InputError(f"metric {self.name!r} needs the parameter {k!r}")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
+                raise InputError(f"parameter {k!r} of {self.name!r} must be a number", got=repr(v))
+        out = self.build(A, B, **values)
+        if not isinstance(out, ir.Node):
+            raise DefinitionError(f"metric {self.name!r} did not build an expression",
+                                  got=type(out).__name__)
+        return out
+
+
+def python_metric(name: str, fn: Callable, doc: str = "", aliases: tuple = ()) -> Metric:
+    """A :class:`Metric` from a Python function ``fn(A, B, **params)``; its
+    parameters (and their defaults) are read from the signature."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise DefinitionError(f"metric {name!r}: cannot read the function's parameters") from None
+    ps = list(sig.parameters.values())
+    if len(ps) < 2:
+        raise DefinitionError(f"metric {name!r} must take the operands A and B",
+                              got=f"{len(ps)} parameter(s)")
+    params = {p.name: (None if p.default is inspect.Parameter.empty else p.default) for p in ps[2:]}
+    return Metric(name, fn, params, doc or (fn.__doc__ or ""), "python", tuple(aliases))
+
+
+# ---------------------------------------------------------------------------
+# Built-ins: fixed Python objects of the algebra
+# ---------------------------------------------------------------------------
+
+BUILTINS: dict = {**_ops.BY_NAME, **_ROW_OPS, **dict(_builtin_semirings.__dict__)}
+
+
+def builtin(name: str):
+    """The built-in op or semiring called ``name``, or None."""
+    return BUILTINS.get(name)
+
+
+# ---------------------------------------------------------------------------
+# Defined names
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Registry:
+    """What has been defined: ``objects`` (ops, semirings, helpers: name ->
+    (object, source)), ``metrics`` (name -> Metric) and ``aliases`` (alias ->
+    metric name)."""
+
+    objects: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+    aliases: dict = field(default_factory=dict)
+
+    def copy(self) -> "Registry":
+        return Registry(dict(self.objects), dict(self.metrics), dict(self.aliases))
+
+
+_STATE = Registry()
+_GENERATION = 0
+
+
+def generation() -> int:
+    """A counter incremented by every (re)definition: a cache key for anything built from names."""
+    return _GENERATION
+
+
+def _bump() -> None:
+    global _GENERATION
+    _GENERATION += 1
+
+
+def snapshot() -> Registry:
+    """A copy of what is defined now, for :func:`restore` (tests isolate their definitions)."""
+    return _STATE.copy()
+
+
+def restore(saved: Registry) -> None:
+    """Make the definitions those of ``saved`` again (the generation still moves forward)."""
+    global _STATE
+    _STATE = saved.copy()
+    _bump()
+
+
+def define(name: str, obj, source: str) -> None:
+    """Register an op, semiring or helper defined by ``source`` (a file name or ``<text>``)."""
+    _STATE.objects[name] = (obj, source)
+    _bump()
+
+
+def defined(name: str) -> tuple | None:
+    """(object, source) of the op, semiring or helper a text defined as ``name``, or None."""
+    return _STATE.objects.get(name)
+
+
+def register_metric(metric: Metric, replace: bool = False) -> Metric:
+    """Register ``metric`` (and its aliases). A name taken by a metric from another
+    source is refused unless ``replace``."""
+    other = _STATE.metrics.get(metric.name)
+    if not replace and other is not None and other.source != metric.source:
+        raise RedefinitionError(f"metric {metric.name!r} is already defined",
+                                got=f"defined in {other.source}",
+                                hint="choose another name, or pass replace=True")
+    _STATE.metrics[metric.name] = metric
+    for a in metric.aliases:
+        _STATE.aliases[a] = metric.name
+    _bump()
+    return metric
+
+
+def find_metric(name) -> Metric | None:
+    """The metric registered as ``name`` (or an alias of it), or None; names are
+    case-insensitive. Built-in metrics are found only once the front end has loaded them."""
+    if not isinstance(name, str):
+        return None
+    for key in (name, name.lower()):
+        key = _STATE.aliases.get(key, key)
+        if key in _STATE.metrics:
+            return _STATE.metrics[key]
+    return None
+
+
+def get_metric(name) -> Metric:
+    """:func:`find_metric`, or an UnknownNameError suggesting a close name."""
+    found = find_metric(name)
+    if found is None:
+        close = difflib.get_close_matches(str(name), metric_names(aliases=True), n=1)
+        raise UnknownNameError(f"unknown metric {name!r}",
+                               hint=f"did you mean {close[0]!r}?" if close else
+                               "gb.metric_names() lists the known metrics")
+    return found
+
+
+def metric_names(aliases: bool = False) -> list[str]:
+    """Registered metric names (sorted), with their aliases after them if ``aliases``."""
+    out = sorted(_STATE.metrics)
+    return out + list(_STATE.aliases) if aliases else out
+
+
+def lookup(name: str):
+    """What ``name`` means globally: a defined op/semiring/helper, a built-in, a metric, or None."""
+    hit = _STATE.objects.get(name)
+    if hit is not None:
+        return hit[0]
+    b = BUILTINS.get(name)
+    if b is not None:
+        return b
+    return find_metric(name)
+
+
+def known_names() -> list[str]:
+    """Every global name (for close-match suggestions)."""
+    return list(_STATE.objects) + list(BUILTINS) + list(_STATE.metrics) + list(_STATE.aliases)
