@@ -501,6 +501,8 @@ def check_domains(plan, data: dict) -> None:
     ``x^(1/3)``, ``log(y)`` — checked on that side's stored values and fill, so
     negative data is a :class:`DomainError` rather than a silent NaN. A power
     inside a ``where`` branch is guarded by its condition and is not checked.
+    ``data`` values have ``.data`` (the stored values); a device operand may also offer
+    ``device_min()``, used where the minimum decides (gbdist.runtime.bind).
     """
     checked = set()
     sides = []
@@ -522,7 +524,13 @@ def check_domains(plan, data: dict) -> None:
         ops_ = chain + ((op,) if op else ())
         if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
             continue  # nothing to check: no need to evaluate the chain on the data
-        values = np.concatenate([data[(name, flipped)].data, [0.0]])  # the fill too
+        d = data[(name, flipped)]
+        if op is not None and not chain and hasattr(d, "device_min") and not _guarded_bases(op.formula):
+            lo = d.device_min()  # a device operand, a nonnegative domain: its minimum decides
+            if lo < 0:
+                op.check_domain(np.array([lo]), f"input {name}")
+            continue
+        values = np.concatenate([d.data, [0.0]])  # the fill too
         for c in chain:
             _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
             values = apply_unary(c, values)
