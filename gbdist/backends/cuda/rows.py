@@ -1,30 +1,30 @@
 """Fused device passes of the per-call checks (kernels/rows.cuh).
 
 The CUDA path of :func:`gbdist.inputs.check_device_csr`,
-:func:`gbdist.exact.identical_pairs` / :func:`gbdist.exact.apply_self_value`,
-:func:`gbdist.exact.condition_rows` and :func:`gbdist.direct.fix_result` runs
+:func:`gbdist.backends.rows.identical_pairs` / :func:`~gbdist.backends.rows.apply_self_value`,
+:func:`gbdist.backends.rows.condition_rows` and :class:`gbdist.runtime.direct.Repair` runs
 through these few kernels instead of dozens of CuPy operations, so each costs a
 launch or two and at most one transfer of a few numbers. They compute the same
 values as the NumPy paths of those functions (the GPU tests compare them).
 
 Instantiated for float/double values and int/long long indices; other dtypes
 take the generic CuPy path (:func:`supported` says which). Compiled once per
-process and device (RawModule with name_expressions; NVRTC, no system headers).
+process and device (RawModule with name_expressions; NVRTC, no system headers), in
+the backend's one module cache (:mod:`gbdist.backends.cuda.cache`).
 """
 from __future__ import annotations
 
-import threading
+import functools
 
 import numpy as np
 
 from ...resources import read
+from . import cache
 
 _VALUES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 _INDICES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 THREADS = 256
 MAX_BLOCKS = 1024
-_LOCK = threading.Lock()
-_MODULES: dict = {}
 FACTS = ("first", "last", "decreasing", "lo", "hi", "nan", "inf", "max_abs")
 
 
@@ -49,18 +49,12 @@ def supported(values, *indices) -> bool:
 
 
 def _fn(name: str):
-    import cupy
-    dev = cupy.cuda.Device().id
-    mod = _MODULES.get(dev)
-    if mod is None:
-        with _LOCK:
-            mod = _MODULES.get(dev)
-            if mod is None:
-                mod = cupy.RawModule(code=source(), options=("-std=c++17",), name_expressions=names())
-                for n in names():
-                    mod.get_function(n)  # compile now, once
-                _MODULES[dev] = mod
-    return mod.get_function(name)
+    return cache.module("rows", source(), _NAMES()).get_function(name)
+
+
+@functools.lru_cache(maxsize=1)
+def _NAMES() -> tuple[str, ...]:
+    return names()
 
 
 def _blocks(work: int) -> int:
