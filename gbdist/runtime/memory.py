@@ -60,18 +60,25 @@ def budget_of(backend, nbytes, result: bool = False) -> int | None:
 
 
 def tile_shape(backend, bound, budget: int | None, full_width: bool = False) -> tuple[int, int]:
-    """(rows, columns) of the output tiles.
+    """(rows, columns) of the output tiles of a bound plan (:func:`grid_shape`)."""
+    return grid_shape(backend, bound.plan, bound.m, bound.n, bound.dtype, budget, full_width,
+                      backend.row_bytes(bound), bound.right_sliceable)
+
+
+def grid_shape(backend, plan, m: int, n: int, dtype, budget: int | None, full_width: bool = False,
+               per_row: int = 0, sliceable: bool = True) -> tuple[int, int]:
+    """(rows, columns) of the output tiles of an m × n result.
 
     ``full_width`` (pairwise results) keeps whole rows: as many as fit. Otherwise whole
     index rows when at least min(m, 512) query rows of them fit (long rows keep a
     selection busy), else a near-square tile of the budget's cells. Columns are never
-    tiled when the right operands cannot be sliced (a vector, a transposed operand)."""
-    m, n = max(int(bound.m), 1), max(int(bound.n), 1)
-    if budget is None or bound.plan.output_kind != "matrix":
+    tiled when the right operands cannot be sliced (``sliceable`` false: a vector, a
+    transposed operand). ``budget`` None, or a result that is not a matrix: one tile."""
+    m, n = max(int(m), 1), max(int(n), 1)
+    if budget is None or plan.output_kind != "matrix":
         return m, n
-    cell = backend.cell_bytes(bound.plan, bound.dtype)
-    per_row = backend.row_bytes(bound)
-    if full_width or not bound.right_sliceable:
+    cell = backend.cell_bytes(plan, dtype)
+    if full_width or not sliceable:
         return int(max(1, min(m, budget // (n * cell + per_row)))), n
     cells = max(1, int(budget) // cell)
     if cells >= n * min(m, 512):

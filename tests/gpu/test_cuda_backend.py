@@ -52,7 +52,7 @@ def test_metric_matches_cpu(metric, dtype):
 @pytest.mark.parametrize("strategy", ["gather", "scatter", "dense", "sorted"])
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_each_strategy_matches_cpu(metric, strategy):
-    from gbdist.backends.cuda import _generated
+    from gbdist.backends.cuda import generated as _generated
     from gbdist.pairwise import metric_program
     gen = _generated(metric_program(metric).plan, "float64")
     if strategy not in gen.strategies:
@@ -101,10 +101,10 @@ def test_scatter_tiles_the_output_columns():
 
 
 def test_auto_strategy_is_recorded():
-    from gbdist.backends.cuda import LAST_RUN
+    from gbdist.backends.cuda import last_run
     X, Y = _data(4, 20, 20, 30)
     gb.pairwise_distances(X, Y, metric="cosine", backend="cuda")
-    assert LAST_RUN["strategy"] in ("gather", "scatter", "dense")
+    assert last_run()["strategy"] in ("gather", "scatter", "dense")
 
 
 @pytest.mark.parametrize("p", [1.0, 3.0, 4.0])
@@ -155,17 +155,18 @@ def test_unsorted_duplicates_int64():
 @pytest.mark.parametrize("metric", ["cosine", "manhattan", "chebyshev", "jaccard"])
 def test_k_chunking_matches(metric):
     """Force several k-chunks (tiny shared-memory budget) and compare with one chunk."""
-    from gbdist.backends.cuda import CUDABackend
+    from gbdist import runtime
+    from gbdist.backends.cuda import CUDABackend, strategies
     from gbdist.pairwise import metric_program
     X, Y = _data(13, 21, 17, 300, binary=metric == "jaccard")
     plan = metric_program(metric).plan
-    be = CUDABackend()
-    cfg = be._gather_config
-    be._gather_config = lambda gen, K, dt, r: (2, 64, 0)
+    cfg = strategies.gather_config
+    strategies.gather_config = lambda gen, K, dt, r: (2, 64, 0)
     try:
-        got = be.run(plan, {"A": X, "B": Y}, drop_zeros=True)
+        got = runtime.run(plan, {"A": X, "B": Y}, backend=CUDABackend(), drop_zeros=True,
+                          strategy="gather")
     finally:
-        be._gather_config = cfg
+        strategies.gather_config = cfg
     ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
 

@@ -60,6 +60,12 @@ def accumulator_dtype(dtype, accumulate: str | None = None) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def set_accumulate(mode: str) -> None:
+    """The accumulation mode of CUDA runs from now on ("auto", "float32", "float64")."""
+    accumulator_dtype(np.float32, mode)  # validates
+    _DEFAULT["accumulate"] = mode
+
+
 @contextlib.contextmanager
 def accumulate(mode: str):
     """Within the block, CUDA runs accumulate in ``mode`` ("auto", "float32", "float64"),
