@@ -20,7 +20,8 @@ Backends are driven only through :class:`gbdist.backends.base.Backend`. See docs
 """
 from ..inputs import is_cupy
 from .bind import result_dtype, to_csr, vector_to_row
-from .core import STRATEGIES, bind, evaluate, get_backend, run, run_reference
+from .core import STRATEGIES, bind, evaluate, get_backend, run
+from .invariance import run_reference
 from .direct import Repair
 from .memory import (DEFAULT_WORKING_MEMORY, MIB, TOO_LARGE_HINT, allocate_result, budget_of,
                      check_working_memory, grid_shape, symmetric_side, tile_shape,

@@ -11,10 +11,9 @@ from ..backends.cpu import CPUBackend
 from ..errors import BackendError, InputError, ResultTooLargeError
 from ..inputs import ensure_all_finite_value
 from . import bind as _bind
-from .direct import Repair
 from .invariance import conditioned_names
-from .memory import TOO_LARGE_HINT, allocate_result, budget_of, check_working_memory
-from .tiles import run_shrinking, tiles
+from .memory import TOO_LARGE_HINT, budget_of, check_working_memory
+from .tiles import evaluate
 
 STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
 
@@ -93,33 +92,4 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
     return out if b.on_device else be.to_host(out)
 
 
-def evaluate(be, prepared, b, budget: int | None):
-    """The whole result of a prepared plan (``be.xp`` array, the bound's dtype)."""
-    kind = b.plan.output_kind
-    xp = be.xp
-    if kind != "matrix":
-        values = run_shrinking(be, prepared, 0, b.m, 0, b.n).values
-        if kind == "scalar" or getattr(values, "ndim", 0) == 0:
-            return b.dtype.type(values) if xp is np else values.astype(b.dtype)
-        return values.astype(b.dtype, copy=False)
-    allocate_result((b.m, b.n), b.dtype, xp, check_only=True)  # refused before any work
-    out = None
-    for r0, r1, c0, c1, values in tiles(be, prepared, b, budget, full_width=True):
-        if (r0, r1, c0, c1) == (0, b.m, 0, b.n):
-            return values.astype(b.dtype, copy=False)  # one tile: no copy
-        if out is None:
-            out = allocate_result((b.m, b.n), b.dtype, xp)
-        out[r0:r1, c0:c1] = values
-    return out
-
-
-def run_reference(plan, inputs: dict, condition: bool = True) -> np.ndarray:
-    """The plan by the CPU reference on host inputs, without the d(a, a) pass (the
-    numeric checks of :mod:`gbdist.runtime.invariance`)."""
-    be = CPUBackend()
-    b = bind(plan, inputs, drop_zeros=True, condition=condition)
-    prepared = be.prepare(b, exact=False)
-    return evaluate(be, prepared, b, budget_of(be, None, result=True))
-
-
-__all__ = ["bind", "get_backend", "run", "evaluate", "run_reference", "Repair", "STRATEGIES"]
+__all__ = ["bind", "get_backend", "run", "evaluate", "STRATEGIES"]

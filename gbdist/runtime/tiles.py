@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
 from ..backends.base import Tile
 from .direct import Repair
-from .memory import tile_shape
+from .memory import allocate_result, tile_shape
 
 
 def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
@@ -50,3 +52,23 @@ def tiles(backend, prepared, bound, budget: int | None, full_width: bool = False
             r1 = min(m, r0 + rows)
             tile = run_shrinking(backend, prepared, r0, r1, c0, c1)
             yield r0, r1, c0, c1, repair(tile, r0, r1, c0, c1)
+
+
+def evaluate(be, prepared, b, budget: int | None):
+    """The whole result of a prepared plan (``be.xp`` array, the bound's dtype)."""
+    kind = b.plan.output_kind
+    xp = be.xp
+    if kind != "matrix":
+        values = run_shrinking(be, prepared, 0, b.m, 0, b.n).values
+        if kind == "scalar" or getattr(values, "ndim", 0) == 0:
+            return b.dtype.type(values) if xp is np else values.astype(b.dtype)
+        return values.astype(b.dtype, copy=False)
+    allocate_result((b.m, b.n), b.dtype, xp, check_only=True)  # refused before any work
+    out = None
+    for r0, r1, c0, c1, values in tiles(be, prepared, b, budget, full_width=True):
+        if (r0, r1, c0, c1) == (0, b.m, 0, b.n):
+            return values.astype(b.dtype, copy=False)  # one tile: no copy
+        if out is None:
+            out = allocate_result((b.m, b.n), b.dtype, xp)
+        out[r0:r1, c0:c1] = values
+    return out
