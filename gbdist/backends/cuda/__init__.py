@@ -155,18 +155,15 @@ class CUDAPrepared:
         self.K = next((d.shape[1] for d in self.data.values()), 0)
         self.cupy = cupy
 
-    def tile_data(self, r0: int, r1: int, c0: int, c1: int) -> dict:
+    def tile_data(self, r0: int, r1: int, c0: int, c1: int) -> tuple[dict, dict]:
+        """(left operands: rows r0:r1, right operands: rows c0:c1) of a tile; an operand
+        read on both sides (mxm(A, A.T)) appears in both, sliced each way."""
         b = self.bound
         right_cut = (c0, c1) != (0, b.n) and b.right_sliceable
-        out = {}
-        for key, d in self.data.items():
-            if key in b.left_keys:
-                out[key] = d.rows(r0, r1)
-            elif right_cut:
-                out[key] = d.rows(c0, c1)
-            else:
-                out[key] = d
-        return out
+        left = {k: d.rows(r0, r1) for k, d in self.data.items() if k in b.left_keys}
+        right = {k: (d.rows(c0, c1) if right_cut and k not in b.left_keys else d)
+                 for k, d in self.data.items()}
+        return left, right
 
 
 class CUDABackend:
@@ -198,11 +195,12 @@ class CUDABackend:
     def run_tile(self, p: CUDAPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         import cupy
         gen, dt, at, plan = p.gen, p.dt, p.at, p.bound.plan
-        data = p.tile_data(r0, r1, c0, c1)
-        itype_c, itype = index_type(list(data.values()))
-        data = {k: d.with_index_type(itype) for k, d in data.items()}
+        ldata, rdata = p.tile_data(r0, r1, c0, c1)
+        itype_c, itype = index_type(list(ldata.values()) + list(rdata.values()))
+        ldata = {k: d.with_index_type(itype) for k, d in ldata.items()}
+        rdata = {k: d.with_index_type(itype) for k, d in rdata.items()}
         K = p.K
-        left, right = data.get(p.left_key), data.get(p.right_key)
+        left, right = ldata.get(p.left_key), rdata.get(p.right_key)
         n_left = left.shape[0] if left is not None else 1
         n_right = right.shape[0] if right is not None else 1
         names = tuple(f"gb_row_reduce<RSpec{r}, {itype_c}>" for r in range(len(gen.reductions)))
@@ -221,7 +219,7 @@ class CUDABackend:
         rowbuf = cupy.empty(max(1, len(rows_) * n_right), dtype=at)
         outs = {}
         for r, red in enumerate(gen.reductions):
-            d = data[row_operand(red.step.node.arg)[:2]]
+            d = (ldata if red.kind == "col" else rdata)[row_operand(red.step.node.arg)[:2]]
             side, buf = (cols, colbuf) if red.kind == "col" else (rows_, rowbuf)
             off = side.index(red) * d.shape[0]
             out = buf[off:off + d.shape[0]]
