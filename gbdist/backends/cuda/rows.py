@@ -144,7 +144,7 @@ def same_types(left, right) -> bool:
 
 
 def identical_pairs(left, right):
-    """:func:`gbdist.exact.identical_pairs` on the device: (i, j) int64 CuPy arrays of the
+    """:func:`gbdist.backends.rows.identical_pairs` on the device: (i, j) int64 CuPy arrays of the
     verified equal rows (two transfers: the candidate count and the verified count)."""
     import cupy
     empty = (cupy.zeros(0, dtype=cupy.int64), cupy.zeros(0, dtype=cupy.int64))
@@ -165,7 +165,7 @@ def write_self_value(out, left, right, value: float) -> None:
 
 
 def condition(indptr, data, ncols: int, shift: bool, scale: bool):
-    """:func:`gbdist.exact.condition_rows` on the device: one kernel, no transfer."""
+    """:func:`gbdist.backends.rows.condition_rows` on the device: one kernel, no transfer."""
     nrows = int(indptr.shape[0]) - 1
     out = data.copy()  # entries past indptr[-1] (never read) keep their values, as on the host
     fi = np.finfo(data.dtype)
