@@ -344,7 +344,7 @@ class NearestNeighbors(_NeighborsBase):
     or an expression. ``p`` is minkowski's (``metric_params`` wins, as in scikit-learn).
     ``algorithm``, ``leaf_size`` and ``n_jobs`` are accepted and change nothing: gbdist
     always searches by brute force. ``backend`` ("auto", "cpu", "cuda" or a backend
-    object) and ``working_memory`` (MiB, default: :func:`default_working_memory`) are
+    object) and ``working_memory`` (MiB, default: the backend's ``default_budget()``) are
     gbdist's.
     """
 
