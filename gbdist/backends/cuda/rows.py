@@ -116,8 +116,8 @@ def _candidates(left, right):
     same = lp is rp and li is ri and ld is rd
     ha = row_hashes(lp, li, ld)
     hb = ha if same else row_hashes(rp, ri, rd)
-    from ... import exact  # the matching step is the host path's, run with CuPy
-    return exact.hash_matches(ha, hb, cupy)
+    from .. import rows as host_rows  # the matching step is the host path's, run with CuPy
+    return host_rows.hash_matches(ha, hb, cupy)
 
 
 def _verify(left, right, i, j, out=None, value=0.0):
