@@ -163,29 +163,41 @@ def _xp_of(v):
     return np
 
 
-def _check_domains(plan, data: dict) -> None:
+def _upload(v, dtype):
+    """A canonical host CSR on the device, in ``dtype`` (a cupyx CSR, marked canonical)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    m = cps.csr_matrix((cupy.asarray(v.data.astype(dtype)), cupy.asarray(v.indices),
+                        cupy.asarray(v.indptr)), shape=v.shape)
+    m.has_canonical_format = True
+    return m
+
+
+def _check_domains(plan, data: dict, known: dict | None = None) -> None:
     """:func:`gbdist.inputs.check_domains` on host and device operands alike. A device
     operand is checked by its minimum on the device where that decides (a nonnegative
-    domain, no powers or logs); otherwise its values are read on the host."""
+    domain, no powers or logs); otherwise by its values on the host: ``known`` ones
+    (uploaded from there and unchanged since), else copied back."""
+    known = known or {}
     host = {}
     for key, v in data.items():
-        if is_cupy(v.data):
-            host[key] = _DeviceValues(v)
-        else:
-            host[key] = v
+        host[key] = _DeviceValues(v, known.get(key)) if is_cupy(v.data) else v
     check_domains(plan, host)
 
 
 class _DeviceValues:
     """A device operand as :func:`gbdist.inputs.check_domains` reads it: ``.data`` is
-    fetched to the host only when a check needs the values themselves; ``min()`` is
+    the host copy of its values when known, else fetched from the device; ``min()`` is
     computed on the device (the common nonnegative-domain case)."""
 
-    def __init__(self, v):
+    def __init__(self, v, host=None):
         self._v = v
+        self._host = host
 
     @property
     def data(self):
+        if self._host is not None:
+            return np.asarray(self._host, dtype=np.float64)
         return self._v.data.get().astype(np.float64)
 
     def device_min(self):
@@ -206,8 +218,10 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     canonicalised once. ``conditioning``: (invariance, names) — the rows of those inputs
     are shifted / scaled as the metric is proven invariant under, so that expanded sums
     do not cancel or overflow (``gbdist.runtime.bind`` passes the plan's).
-    ``xp``: the array module of the backend; CuPy inputs stay on the device when it is
-    CuPy (validated there, in the result dtype), else they are copied to the host.
+    ``xp``: the array module of the backend. When it is CuPy, CuPy inputs stay on the
+    device (validated there) and host inputs are validated on the host and uploaded
+    once, both in the result dtype, then conditioned there; else CuPy inputs are copied
+    to the host.
     """
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     labels = labels or {}
@@ -245,6 +259,18 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         if ensure_non_empty:
             check_non_empty(tuple(base[name].shape), label)
     raw = dict(base)
+    host_values: dict = {}  # id(device operand) -> its values on the host, where they are known
+    if xp is not np:
+        # A backend on the device: host operands are uploaded once, in the result dtype, and
+        # conditioned / normalised / transposed there (fused kernels, no host round trip).
+        uploaded: dict = {}
+        for name, v in list(base.items()):
+            if isinstance(needed[name], ir.Vector) or is_cupy(v.data):
+                continue
+            if id(v) not in uploaded:
+                uploaded[id(v)] = _upload(v, dt)
+                host_values[id(uploaded[id(v)])] = v.data
+            base[name] = uploaded[id(v)]
     # Conditioning acts on the rows as given (the proven invariance is of the metric as a
     # function of its inputs), then apply(normalize, ·) divides rows by their sums; new
     # value arrays: the caller's arrays are never modified.
@@ -257,12 +283,14 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     for name in exact.normalised_names(plan):
         m = base[name]
         base[name] = _with_values(m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m)))
-    data, left_keys = {}, set()
+    data, left_keys, known = {}, set(), {}
     for step in plan.steps:
         for side, key in step.sides:
             name, flipped = key
             if key not in data:
                 data[key] = _transposed(base[name]) if flipped else base[name]
+                # a transpose holds the same values: the domain check reads them as a set
+                known[key] = host_values.get(id(base[name]))
             if side == "left":
                 left_keys.add(key)
     widths = {k: v.shape[1] for k, v in data.items()}
@@ -277,6 +305,6 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
                   if side == "right"]
     n = max(right_rows, default=1)
-    _check_domains(plan, data)
+    _check_domains(plan, data, known)
     return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, ensure_all_finite, raw,
                  facts, drop_zeros, on_device)
