@@ -12,12 +12,12 @@ from ..backends.cpu import merge_k, select_k
 from ..runtime import check_working_memory, get_backend
 from .estimators import (KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer,
                          kneighbors_graph, radius_neighbors_graph)
-from .search import _knn, _radius, drop_self, knn, pairwise_distances_chunked
+from .search import Search, _knn, _radius, drop_self, knn, knn_plan, pairwise_distances_chunked
 from .symmetry import is_symmetric
 
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
-           "is_symmetric", "select_k", "merge_k", "drop_self"]
+           "is_symmetric", "select_k", "merge_k", "drop_self", "knn_plan", "Search"]
 
 
 def _budget_bytes(nbytes) -> int | None:

@@ -32,7 +32,8 @@ from ..runtime import (Repair, bind, budget_of, get_backend, result_dtype, run_s
                        symmetric_side, tiles, working_memory_bytes)
 from .symmetry import is_symmetric
 
-__all__ = ["knn", "pairwise_distances_chunked", "select_k", "merge_k"]
+__all__ = ["knn", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
+           "drop_self"]
 
 
 # ---------------------------------------------------------------------------
@@ -111,10 +112,11 @@ def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
             xp.ascontiguousarray(xp.take_along_axis(i, src, axis=1)))
 
 
-def _knn(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
-         on_block: Callable | None = None, symmetric=None) -> tuple:
-    """The k nearest index rows of every query; see :func:`knn`. ``budget`` in bytes
-    (None: the backend's default)."""
+def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
+             on_block: Callable | None = None, symmetric=None) -> tuple:
+    """The k nearest index rows of every query under a compiled ``plan`` on a backend
+    object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
+    ``on_block(pairs)`` is called after each tile with the pairs it covered."""
     sym = _use_symmetric(plan, X, Y, symmetric)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     s = Search(plan, X, Y, be, budget, dtype)  # the inputs are checked first
@@ -179,6 +181,9 @@ def _radius(plan, X, Y, radius, be, budget: int | None, exclude_self: bool, sort
     out = sps.csr_matrix((v[order].astype(s.b.dtype), c[order], indptr), shape=(m, n))
     out.has_sorted_indices = not sort_results
     return out
+
+
+_knn = knn_plan  # the name the CLI uses
 
 
 # ---------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_many_small_tiles(metric):
     plan = metric_program(metric).plan
     wm = CUDABackend().cell_bytes(plan, np.float64) * 64  # one 8 x 8 tile
     calls = []
-    got = neighbors._knn(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append,
+    got = neighbors.knn_plan(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append,
                          symmetric=False)  # the ordinary tiling (symmetric: further down)
     assert len(calls) == 12 * 12
     ref = gb.knn(X, k=10, metric=metric, backend="cpu")
@@ -283,7 +283,7 @@ def test_symmetric_float32_and_progress_counts():
     X = _ints(5, 130, 16, dup=4).astype(np.float32)
     seen = []
     plan = metric_program("cosine").plan
-    d, i = neighbors._knn(plan, X, X, 4, CUDABackend(), 20_000, True, None, seen.append,
+    d, i = neighbors.knn_plan(plan, X, X, 4, CUDABackend(), 20_000, True, None, seen.append,
                           symmetric=True)
     assert sum(seen) == 130 * 130 and d.dtype == np.float32
     d0, i0 = gb.knn(X, k=4, metric="cosine", backend="cuda", symmetric=False)
