@@ -196,9 +196,9 @@ class _DeviceValues:
 
     @property
     def data(self):
-        if self._host is not None:
-            return np.asarray(self._host, dtype=np.float64)
-        return self._v.data.get().astype(np.float64)
+        if self._host is None:  # fetched once, however many checks read it
+            self._host = self._v.data.get()
+        return np.asarray(self._host, dtype=np.float64)
 
     def device_min(self):
         import cupy
