@@ -81,7 +81,7 @@ def test_knn_tiles_cover_the_grid_once_and_agree_with_brute_force():
     plan = metric_program("manhattan").plan
     be = Counting()
     pairs = []
-    d, i = gb.neighbors.knn_plan(plan, X, Y, 4, be, 40 * be.cell_bytes(plan, np.float64), False,
+    d, i = gb.neighbors.knn_plan(plan, X, Y, 4, be, 40 * runtime.cell_cost(be, plan, np.float64, True), False,
                                  on_block=pairs.append)
     assert be.prepared == 1 and len(be.tiles) > 10
     covered = np.zeros((31, 47), dtype=int)
@@ -99,7 +99,7 @@ def test_symmetric_self_join_visits_the_upper_triangle_only():
     X = rng.integers(0, 4, (40, 5)).astype(float)
     plan = metric_program("euclidean").plan
     be = Counting()
-    side_budget = 8 * 8 * (be.cell_bytes(plan, np.float64) + 8)
+    side_budget = 8 * 8 * (runtime.cell_cost(be, plan, np.float64, select=True) + 8)
     d, i = gb.neighbors.knn_plan(plan, X, X, 3, be, side_budget, True, symmetric=True)
     assert all(c0 >= r0 for r0, _, c0, _ in be.tiles)
     assert len(be.tiles) == math.comb(5, 2) + 5  # 8 × 8 tiles of a 40 × 40 grid

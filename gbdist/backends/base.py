@@ -21,7 +21,8 @@ c0, c1)``                     the proven d(a, a)) on output rows r0:r1 × column
 ``merge_k(d1, i1, d2, i2,   two sorted candidate lists per row → the k best      ``neighbors.search``
 k)``
 ``cell_bytes(plan, dtype)`` bytes per output cell of a tile (results,             ``runtime.memory`` (tile shapes)
-                              temporaries); ``row_bytes(bound)`` per left row
+                              temporaries; ``select_bytes`` more in a search);
+                              ``row_bytes(bound)`` per left row
 ``default_budget(result)``  the working memory when the user gave none            ``runtime.memory``
 ``is_out_of_memory(e)``,    an allocation failure, and releasing cached memory   ``runtime.tiles`` (shrink on OOM)
 ``release()``                 before a smaller retry
@@ -105,6 +106,8 @@ class Backend(Protocol):
     def select_k(self, D, k: int, offset: int = 0): ...
 
     def merge_k(self, d1, i1, d2, i2, k: int): ...
+
+    select_bytes: int  # bytes per cell of a search's selection temporaries
 
     def cell_bytes(self, plan, dtype) -> int: ...
 

@@ -206,11 +206,12 @@ class CPUBackend:
     def merge_k(self, d1, i1, d2, i2, k: int):
         return merge_k(d1, i1, d2, i2, k)
 
+    select_bytes = SELECT_BYTES  # per cell of a tile a search selects from
+
     def cell_bytes(self, plan, dtype) -> int:
-        """float64 results of each matrix step, the epilogue's temporaries (3) and the
-        selection's (:data:`SELECT_BYTES`)."""
+        """float64 results of each matrix step and the epilogue's temporaries (3)."""
         nmat = sum(1 for s in plan.steps if s.kind == "matrix") + 3
-        return 8 * nmat + SELECT_BYTES
+        return 8 * nmat
 
     def row_bytes(self, bound: Bound) -> int:
         """A two-pass union densifies its block of left rows over the stored columns."""

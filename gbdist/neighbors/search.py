@@ -71,7 +71,8 @@ class Search:
 
     def tiles(self, full_width: bool = False):
         """(r0, r1, c0, c1, D) of every tile, D rows × cols (``xp``)."""
-        for r0, r1, c0, c1, D in tiles(self.be, self.prepared, self.b, self.budget, full_width):
+        for r0, r1, c0, c1, D in tiles(self.be, self.prepared, self.b, self.budget, full_width,
+                                       select=not full_width):
             yield r0, r1, c0, c1, self.grid(D, r1 - r0, c1 - c0)
 
     def symmetric_tiles(self):

@@ -1,7 +1,8 @@
 """One memory model for every backend: ``working_memory`` and the shape of output tiles.
 
 A tile of r × c output cells costs ``r · c · backend.cell_bytes(plan, dtype)`` (its
-values, the backend's per-cell temporaries, the selection's) plus
+values, the backend's per-cell temporaries; plus ``backend.select_bytes`` when a
+search selects from it) plus
 ``r · backend.row_bytes(bound)`` (per left row, e.g. a two-pass union's dense rows).
 Tiles are sized so this fits the budget: the user's ``working_memory``, or the
 backend's default (:meth:`~gbdist.backends.base.Backend.default_budget`). The same
@@ -59,25 +60,32 @@ def budget_of(backend, nbytes, result: bool = False) -> int | None:
     return backend.default_budget(result) if nbytes is None else nbytes
 
 
-def tile_shape(backend, bound, budget: int | None, full_width: bool = False) -> tuple[int, int]:
+def tile_shape(backend, bound, budget: int | None, full_width: bool = False,
+               select: bool = False) -> tuple[int, int]:
     """(rows, columns) of the output tiles of a bound plan (:func:`grid_shape`)."""
     return grid_shape(backend, bound.plan, bound.m, bound.n, bound.dtype, budget, full_width,
-                      backend.row_bytes(bound), bound.right_sliceable)
+                      backend.row_bytes(bound), bound.right_sliceable, select)
+
+
+def cell_cost(backend, plan, dtype, select: bool = False) -> int:
+    """Bytes per output cell of a tile: the backend's, plus its selection's in a search."""
+    return backend.cell_bytes(plan, dtype) + (backend.select_bytes if select else 0)
 
 
 def grid_shape(backend, plan, m: int, n: int, dtype, budget: int | None, full_width: bool = False,
-               per_row: int = 0, sliceable: bool = True) -> tuple[int, int]:
+               per_row: int = 0, sliceable: bool = True, select: bool = False) -> tuple[int, int]:
     """(rows, columns) of the output tiles of an m × n result.
 
     ``full_width`` (pairwise results) keeps whole rows: as many as fit. Otherwise whole
     index rows when at least min(m, 512) query rows of them fit (long rows keep a
     selection busy), else a near-square tile of the budget's cells. Columns are never
     tiled when the right operands cannot be sliced (``sliceable`` false: a vector, a
-    transposed operand). ``budget`` None, or a result that is not a matrix: one tile."""
+    transposed operand). ``budget`` None, or a result that is not a matrix: one tile.
+    ``select``: the tiles feed a selection (kNN, radius), whose temporaries count too."""
     m, n = max(int(m), 1), max(int(n), 1)
     if budget is None or plan.output_kind != "matrix":
         return m, n
-    cell = backend.cell_bytes(plan, dtype)
+    cell = cell_cost(backend, plan, dtype, select)
     if full_width or not sliceable:
         return int(max(1, min(m, budget // (n * cell + per_row)))), n
     cells = max(1, int(budget) // cell)
@@ -90,7 +98,7 @@ def grid_shape(backend, plan, m: int, n: int, dtype, budget: int | None, full_wi
 def symmetric_side(backend, plan, n: int, budget: int, dtype) -> int:
     """Side of the square tiles of a symmetric self-join: a tile, its transposed copy
     (one value per cell) and the backend's temporaries fit the budget."""
-    per = backend.cell_bytes(plan, dtype) + np.dtype(dtype).itemsize
+    per = cell_cost(backend, plan, dtype, select=True) + np.dtype(dtype).itemsize
     cells = max(1, int(budget) // per)
     return int(max(1, min(n, int(np.sqrt(cells)))))
 

@@ -40,10 +40,12 @@ def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int) -> Tile
 
 
 def tiles(backend, prepared, bound, budget: int | None, full_width: bool = False,
-          repair: Repair | None = None) -> Iterator[tuple[int, int, int, int, object]]:
+          repair: Repair | None = None, select: bool = False
+          ) -> Iterator[tuple[int, int, int, int, object]]:
     """Yield ``(r0, r1, c0, c1, values)`` of every output tile (``backend.xp`` arrays,
-    repaired). ``full_width`` keeps whole rows (pairwise results, chunked distances)."""
-    rows, width = tile_shape(backend, bound, budget, full_width)
+    repaired). ``full_width`` keeps whole rows (pairwise results, chunked distances);
+    ``select``: a search selects from each tile (its temporaries count)."""
+    rows, width = tile_shape(backend, bound, budget, full_width, select)
     repair = repair if repair is not None else Repair(bound, budget)
     m, n = bound.m, bound.n
     for c0 in range(0, max(n, 1), width):

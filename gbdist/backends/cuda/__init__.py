@@ -244,6 +244,8 @@ class CUDABackend:
     def merge_k(self, d1, i1, d2, i2, k: int):
         return topk.merge_k(d1, i1, d2, i2, k)
 
+    select_bytes = 0  # the top-k kernels keep their candidates in shared memory
+
     def cell_bytes(self, plan, dtype) -> int:
         """Device bytes per cell of a tile: the output, one partial per product step
         (k-chunked or two-pass products keep them), the broadcast copy of a non-matrix
