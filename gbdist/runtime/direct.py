@@ -319,8 +319,11 @@ class Repair:
             if self.data_check:
                 mask |= nf_l[r0:r1, None] | nf_r[None, c0:c1]
             if suspect is None and self.large:
-                fin = out.__array_namespace__().isfinite(out) if is_cupy(out) else np.isfinite(out)
-                nonfinite = ~(fin.get() if is_cupy(fin) else fin)
+                if is_cupy(out):  # the mask of non-finite entries, one transfer of bools
+                    import cupy
+                    nonfinite = (~cupy.isfinite(out)).get()
+                else:
+                    nonfinite = ~np.isfinite(out)
                 mask |= nonfinite & (lg_l[r0:r1, None] | lg_r[None, c0:c1])
                 mask |= ov_l[r0:r1, None] | ov_r[None, c0:c1]
         if not mask.any():
