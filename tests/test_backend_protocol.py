@@ -152,3 +152,10 @@ def test_clear_caches_forgets_proven_values():
     runtime.clear_caches()
     assert not exact._CACHE
     assert exact.self_value(plan).value == 0.0  # recomputed (or read from the disk cache)
+    from gbdist.neighbors import symmetry
+    from gbdist.pairwise import _metric_program
+    gb.neighbors.is_symmetric(plan)
+    metric_program("euclidean")
+    assert symmetry._SYMMETRY and _metric_program.cache_info().currsize
+    runtime.clear_caches()
+    assert not symmetry._SYMMETRY and _metric_program.cache_info().currsize == 0

@@ -9,11 +9,14 @@
 * :mod:`~gbdist.neighbors.estimators` — the scikit-learn estimators and graph functions.
 """
 from ..backends.cpu import merge_k, select_k
-from ..runtime import check_working_memory, get_backend
+from ..runtime import check_working_memory, get_backend, register_cache
 from .estimators import (KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer,
                          kneighbors_graph, radius_neighbors_graph)
 from .search import Search, _knn, _radius, drop_self, knn, knn_plan, pairwise_distances_chunked
+from . import symmetry
 from .symmetry import is_symmetric
+
+register_cache(symmetry._SYMMETRY.clear)
 
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",

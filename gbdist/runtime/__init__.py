@@ -30,14 +30,28 @@ from .memory import (DEFAULT_WORKING_MEMORY, MIB, TOO_LARGE_HINT, allocate_resul
 from .tiles import run_shrinking, tiles
 
 
+_CLEARERS: list = []
+
+
+def register_cache(clear) -> None:
+    """Have :func:`clear_caches` call ``clear()`` too (for caches of the stages above the
+    runtime: compiled metric programs, symmetry proofs)."""
+    if clear not in _CLEARERS:
+        _CLEARERS.append(clear)
+
+
 def clear_caches() -> None:
     """Empty every process-wide cache of compiled or derived things: generated CUDA
     sources, compiled modules and strategy choices (when CuPy is present), proven
-    d(a, a) values and row invariances, plans of named metrics."""
+    d(a, a) values and row invariances, and what the stages above registered
+    (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
+    analysis cache (gbdist/cache.py) is kept."""
     from .. import exact
     from . import invariance
     exact._CACHE.clear()
     invariance._INV_CACHE.clear()
+    for clear in _CLEARERS:
+        clear()
     try:
         from ..backends.cuda import cache as cuda_cache
     except ImportError:
@@ -49,4 +63,4 @@ __all__ = ["is_cupy", "result_dtype", "to_csr", "vector_to_row", "STRATEGIES", "
            "get_backend", "run", "run_reference", "DEFAULT_WORKING_MEMORY", "MIB",
            "TOO_LARGE_HINT", "allocate_result", "budget_of", "check_working_memory",
            "symmetric_side", "tile_shape", "grid_shape", "cell_cost", "working_memory_bytes", "run_shrinking", "tiles",
-           "clear_caches", "Repair"]
+           "clear_caches", "register_cache", "Repair"]
