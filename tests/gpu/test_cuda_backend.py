@@ -231,3 +231,46 @@ def test_dsl_text_metric_runs_on_the_gpu():
         np.testing.assert_allclose(gb.pairwise_distances(X, Y, metric="chi2_text_metric",
                                                          backend="cuda", strategy=strategy),
                                    ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "cosine", "chebyshev"])
+def test_working_memory_bounds_gpu_pairwise(metric, monkeypatch):
+    """pairwise_distances on the GPU runs in row tiles within working_memory (the one
+    memory model), and as one tile without it; the answers agree with each other and
+    with the CPU backend. CuPy inputs give a CuPy result either way."""
+    from gbdist.backends.cuda import CUDABackend
+    X, Y = _data(5, 60, 40, 30)
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    tiles = []
+    real = CUDABackend.run_tile
+
+    def spy(self, p, r0, r1, c0, c1):
+        tiles.append((r0, r1, c0, c1))
+        return real(self, p, r0, r1, c0, c1)
+
+    monkeypatch.setattr(CUDABackend, "run_tile", spy)
+    one = gb.pairwise_distances(X, Y, metric=metric, backend="cuda")
+    assert tiles == [(0, 60, 0, 40)]
+    tiles.clear()
+    plan = gb.pairwise.metric_program(metric).plan
+    wm = 7 * 40 * CUDABackend().cell_bytes(plan, np.float64)  # seven whole rows per tile
+    many = gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(Y), metric=metric,
+                                 backend="cuda", working_memory=wm / 2**20)
+    assert isinstance(many, cupy.ndarray)
+    assert tiles == [(r, min(60, r + 7), 0, 40) for r in range(0, 60, 7)]
+    np.testing.assert_allclose(many.get(), one, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(one, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_backend_caches_are_public_and_clearable():
+    from gbdist import runtime
+    from gbdist.backends.cuda import cache, compile_log, last_run
+    X, Y = _data(6, 10, 12, 20)
+    gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")
+    assert last_run()["strategy"] in ("gather", "scatter", "dense") and cache.MODULES
+    runtime.clear_caches()
+    assert not cache.MODULES and not cache.GENERATED and compile_log() == []
+    assert last_run()["strategy"] is None
+    D = gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")  # recompiled
+    np.testing.assert_allclose(D, gb.pairwise_distances(X, Y, metric="euclidean", backend="cpu"),
+                               rtol=1e-9, atol=1e-9)
