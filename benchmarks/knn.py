@@ -66,14 +66,12 @@ def recall_at_k(data: sps.csr_matrix, metric: str, got_idx: np.ndarray, k: int,
 def _device_distance_only(Xg, metric, wm):
     """Every distance tile gbdist's kNN computes, without selection."""
     import cupy
-    from gbdist import neighbors
     from gbdist.backends.cuda import CUDABackend
+    from gbdist.neighbors.search import Search
     from gbdist.pairwise import metric_program
     plan = metric_program(metric).plan
-    dt = np.dtype(np.float32)
-    Xd = neighbors._DeviceCSR(Xg, "X", dt)
     last = None
-    for r0, r1, c0, c1, D in neighbors.device_tiles(plan, Xd, Xd, CUDABackend(), wm, dt):
+    for r0, r1, c0, c1, D in Search(plan, Xg, Xg, CUDABackend(), wm).tiles():
         last = D
     cupy.cuda.runtime.deviceSynchronize()
     return last
@@ -107,6 +105,8 @@ def bench_knn_dataset(name, X, args, results):
     import cupy
     import cupyx.scipy.sparse as cps
     from gbdist import neighbors
+    from gbdist.backends.cuda import CUDABackend
+    from gbdist.runtime import grid_shape
     k = args.knn_k
     m = X.shape[0]
     pairs = float(m) * m
@@ -119,11 +119,11 @@ def bench_knn_dataset(name, X, args, results):
                "pairs": pairs}
         try:
             Xg = cps.csr_matrix(data)
-            wm = neighbors.default_device_memory()
+            wm = CUDABackend().default_budget()
             row["working_memory"] = wm
-            row["tile"] = list(neighbors.device_tile_shape(
-                __import__("gbdist.pairwise", fromlist=["x"]).metric_program(metric).plan,
-                m, m, wm, np.float32))
+            row["tile"] = list(grid_shape(
+                CUDABackend(), __import__("gbdist.pairwise", fromlist=["x"]).metric_program(metric).plan,
+                m, m, np.float32, wm))
             t0 = time.perf_counter()
             gb.knn(Xg[: min(m, 256)], Xg, k=k, metric=metric, backend="cuda", working_memory=wm / 2**20)
             cupy.cuda.runtime.deviceSynchronize()
@@ -279,7 +279,9 @@ def run_powerlaw(args, device: str) -> dict:
     import cupy
     import cupyx.scipy.sparse as cps
     from gbdist import neighbors
+    from gbdist.backends.cuda import CUDABackend
     from gbdist.pairwise import metric_program
+    from gbdist.runtime import grid_shape, symmetric_side
     start = time.perf_counter()
     deadline = start + args.knn_time_limit
     k = args.knn_k
@@ -312,15 +314,15 @@ def run_powerlaw(args, device: str) -> dict:
                 data_cache[key] = cps.csr_matrix(_normalise_rows(X) if key else X)
             Xg = data_cache[key]
             plan = metric_program(metric).plan
-            wm = neighbors.default_device_memory()
+            wm = CUDABackend().default_budget()
             row["working_memory"] = wm
             row["proven_symmetric"] = neighbors.is_symmetric(plan)
             if sym:
-                s = neighbors.symmetric_tile_side(plan, m, wm, np.float32)
+                s = symmetric_side(CUDABackend(), plan, m, wm, np.float32)
                 row["tile"] = [s, s]
                 row["tiles"] = (-(-m // s)) * (-(-m // s) + 1) // 2
             else:
-                row["tile"] = list(neighbors.device_tile_shape(plan, m, m, wm, np.float32))
+                row["tile"] = list(grid_shape(CUDABackend(), plan, m, m, np.float32, wm))
             # estimate (and warm up: compilation) on a slice of the queries, non-symmetric
             q = min(m, ESTIMATE_ROWS)
             _sync()

@@ -117,8 +117,8 @@ def bench_dataset(name, X, args, results):
             else:
                 row["gbdist_ms"] = peers.timeit_cuda(
                     lambda: gb.pairwise_distances(Qg, Xg, metric=metric, backend="cuda"), args.repeats, 2)
-                from gbdist.backends.cuda import LAST_RUN
-                row["strategy"] = LAST_RUN["strategy"]
+                from gbdist.backends.cuda import last_run
+                row["strategy"] = last_run()["strategy"]
                 if args.all_strategies:
                     _time_strategies(row, q, data, Qg, Xg, metric, args)
             row.update(_peer_times(name, metric, q, data, Qg, Xg, args.repeats, args))
@@ -133,7 +133,7 @@ def bench_dataset(name, X, args, results):
 def _time_strategies(row, q, data, Qg, Xg, metric, args):
     """Time every strategy the plan allows (each checked first), to fit the cost model."""
     import cupy
-    from gbdist.backends.cuda import _generated
+    from gbdist.backends.cuda import generated as _generated
     from gbdist.pairwise import metric_program
     gen = _generated(metric_program(metric).plan, "float32")
     ref = None
@@ -204,9 +204,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     knn_bench.add_arguments(p)
     args = p.parse_args(argv)
-    from gbdist.backends.cuda import _DEFAULT, accumulator_dtype
-    accumulator_dtype(np.float32, args.accumulate)  # validates
-    _DEFAULT["accumulate"] = args.accumulate
+    from gbdist.backends.cuda import set_accumulate
+    set_accumulate(args.accumulate)  # validates
     args.metrics = [m for m in args.metrics.split(",") if m]
     if args.knn:  # the kNN benchmark (benchmarks/knn.py), not the distance one
         out = knn_bench.run_knn(args)
@@ -240,7 +239,7 @@ def main(argv=None) -> int:
 
 def _compile_log():
     from gbdist.backends import cuda
-    return [(k, round(s, 3)) for k, s in cuda.COMPILE_LOG]
+    return [(k, round(s, 3)) for k, s in cuda.compile_log()]
 
 
 if __name__ == "__main__":

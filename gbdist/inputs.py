@@ -19,7 +19,14 @@ offence and how to find it):
 * index arrays hold integers, values hold booleans, integers or real floats.
 
 Non-finite values are a separate, later check (:func:`check_finite`), done on
-the canonical matrix: refused by default, as scikit-learn does.
+the canonical matrix: refused by default, as scikit-learn does. The domains of
+the plan's ops are checked here too (:func:`check_domains`).
+
+Why one module of ~580 lines: these are all the checks an operand passes, on the
+host and on the device (the same rules, one fused kernel there), and the binding
+(:func:`gbdist.runtime.bind`) calls them in one place; a reader auditing what
+gbdist trusts reads this one file. The canonicalisation itself is
+:mod:`gbdist.runtime.bind`.
 """
 from __future__ import annotations
 
@@ -313,7 +320,7 @@ def check_device_csr(indptr, indices, data, shape, label: str, ensure_all_finite
 
     ``indptr``, ``indices`` and ``data`` are CuPy arrays of a CSR matrix of
     ``shape``; nothing here reads them element by element on the host. Returns
-    the facts :func:`gbdist.direct.fix_result` reuses (see :func:`_summary`).
+    the facts :class:`gbdist.runtime.direct.Repair` reuses (see :func:`_summary`).
     """
     rows, cols = check_shape(shape, label)
     bad = f"{label} is not a valid CSR matrix"
@@ -374,7 +381,7 @@ def _fused_facts(indptr, indices, data) -> dict | None:
 
 
 def _summary(fast: dict | None, nnan: int, ninf: int) -> dict:
-    """What :func:`gbdist.direct.fix_result` reuses of a device operand's checks: whether
+    """What :class:`gbdist.runtime.direct.Repair` reuses of a device operand's checks: whether
     it stores NaN/±inf and (when known) max |x| over its non-NaN values."""
     return {"nonfinite": bool(nnan or ninf),
             "max_abs": None if fast is None else fast["max_abs"]}
@@ -409,7 +416,7 @@ def check_device_operand(x, label: str, ensure_all_finite=True) -> dict:
     One fused kernel (or one reduction per fact) and a single transfer for each
     operand; the host sees the arrays only to locate the first offence of an input
     already refused. Returns {"nonfinite": bool, "max_abs": float or None} of its
-    values, which :func:`gbdist.direct.fix_result` reuses.
+    values, which :class:`gbdist.runtime.direct.Repair` reuses.
     """
     import cupy
     if hasattr(x, "format"):  # cupyx.scipy.sparse
@@ -455,7 +462,7 @@ def _check_device_values(values, label: str, ensure_all_finite) -> dict | None:
     if fast is not None:
         nnan, ninf = fast["nan"], fast["inf"]
     elif ensure_all_finite is False or values.dtype.kind != "f":
-        return None  # not computed: fix_result looks itself
+        return None  # not computed: the repair looks itself
     else:
         nnan, ninf = (int(v) for v in cupy.stack([cupy.count_nonzero(cupy.isnan(values)),
                                                   cupy.count_nonzero(cupy.isinf(values))]).get())
@@ -501,6 +508,8 @@ def check_domains(plan, data: dict) -> None:
     ``x^(1/3)``, ``log(y)`` — checked on that side's stored values and fill, so
     negative data is a :class:`DomainError` rather than a silent NaN. A power
     inside a ``where`` branch is guarded by its condition and is not checked.
+    ``data`` values have ``.data`` (the stored values); a device operand may also offer
+    ``device_min()``, used where the minimum decides (gbdist.runtime.bind).
     """
     checked = set()
     sides = []
@@ -522,7 +531,13 @@ def check_domains(plan, data: dict) -> None:
         ops_ = chain + ((op,) if op else ())
         if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
             continue  # nothing to check: no need to evaluate the chain on the data
-        values = np.concatenate([data[(name, flipped)].data, [0.0]])  # the fill too
+        d = data[(name, flipped)]
+        if op is not None and not chain and hasattr(d, "device_min") and not _guarded_bases(op.formula):
+            lo = d.device_min()  # a device operand, a nonnegative domain: its minimum decides
+            if lo < 0:
+                op.check_domain(np.array([lo]), f"input {name}")
+            continue
+        values = np.concatenate([d.data, [0.0]])  # the fill too
         for c in chain:
             _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
             values = apply_unary(c, values)

@@ -34,7 +34,7 @@ from .compiler import ir
 from .algebra import ops as _ops
 from .algebra.semirings import semirings as _builtin_semirings
 from .errors import DefinitionError, InputError, RedefinitionError, UnknownNameError
-from .exact import BUILTIN_OPS as _ROW_OPS  # normalize: an Op defined beside its row scaling
+from .algebra.ops import ROW_OPS as _ROW_OPS  # normalize: a row op
 
 # The operands of a metric and the output index each one's rows give.
 ROLES = (("A", "i"), ("B", "j"))

@@ -26,6 +26,9 @@ def _metric_program(name: str, params: tuple, generation: int) -> Program:
     return compile(expr, _ROLES)
 
 
+runtime.register_cache(_metric_program.cache_clear)
+
+
 def metric_program(metric, **params) -> Program:
     """The compiled program of a metric given by name, callable or expression."""
     if isinstance(metric, str):

@@ -7,7 +7,9 @@ import scipy.sparse as sps
 
 import gbdist as gb
 from accuracy_cases import (BOUND, identical_pairs, max_scaled_error, reference, sample_data)
-from gbdist import exact
+from gbdist.compiler import exact
+from gbdist.backends import rows
+from gbdist.runtime import invariance
 from gbdist.pairwise import metric_program
 
 METRICS = sorted(gb.metric_names())
@@ -76,7 +78,7 @@ def test_hash_collisions_never_write_a_value():
     """Rows with equal hashes but different entries are verified apart."""
     X = sps.csr_matrix(np.array([[1.0, 2.0, 0.0], [1.0, 2.0, 0.0], [2.0, 1.0, 0.0]]))
     Y = sps.csr_matrix(np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 1e-300]]))
-    i, j = exact.identical_pairs((X.indptr, X.indices, X.data), (Y.indptr, Y.indices, Y.data))
+    i, j = rows.identical_pairs((X.indptr, X.indices, X.data), (Y.indptr, Y.indices, Y.data))
     assert sorted(zip(i.tolist(), j.tolist())) == [(2, 0)]
 
 
@@ -119,7 +121,7 @@ def test_correlation_and_cosine_of_extreme_magnitudes():
 
 
 def test_invariances_are_derived_per_metric():
-    inv = {m: exact.invariance(metric_program(m).plan) for m in ("correlation", "cosine", "jaccard",
+    inv = {m: invariance.invariance(metric_program(m).plan) for m in ("correlation", "cosine", "jaccard",
                                                                   "hamming", "euclidean")}
     assert inv["correlation"].scale and inv["correlation"].shift
     assert inv["cosine"].scale and not inv["cosine"].shift
@@ -129,7 +131,7 @@ def test_invariances_are_derived_per_metric():
 
 
 def test_array_module_generic_paths(monkeypatch):
-    """exact.py's device branches (xp not NumPy: cupyx.scatter_*) agree with the NumPy
+    """gbdist.backends.rows' device branches (xp not NumPy: cupyx.scatter_*) agree with the NumPy
     ones, run here through a NumPy-backed stand-in module (the GPU tests run CuPy)."""
     import sys
     import types
@@ -143,16 +145,16 @@ def test_array_module_generic_paths(monkeypatch):
     rng = np.random.default_rng(11)
     X = sps.random(30, 12, density=0.5, random_state=rng, format="csr") * 1e8
     X = sps.vstack([X, X[:4], sps.csr_matrix(1e8 + rng.random((3, 12)))]).tocsr()
-    inv = exact.Invariance(True, True, "")
+    inv = invariance.Invariance(True, True, "")
     for dt in (np.float64, np.float32):
         data = X.data.astype(dt)
-        np.testing.assert_array_equal(exact.condition_rows(X.indptr, data, 12, inv, fake_xp),
-                                      exact.condition_rows(X.indptr, data, 12, inv, np))
-        np.testing.assert_array_equal(exact.normalise_rows(X.indptr, data, "X", fake_xp),
-                                      exact.normalise_rows(X.indptr, data, "X", np))
+        np.testing.assert_array_equal(rows.condition_rows(X.indptr, data, 12, inv, fake_xp),
+                                      rows.condition_rows(X.indptr, data, 12, inv, np))
+        np.testing.assert_array_equal(rows.normalise_rows(X.indptr, data, "X", fake_xp),
+                                      rows.normalise_rows(X.indptr, data, "X", np))
         ops = (X.indptr, X.indices, data)
-        a = exact.identical_pairs(ops, ops, fake_xp)
-        b = exact.identical_pairs(ops, ops, np)
+        a = rows.identical_pairs(ops, ops, fake_xp)
+        b = rows.identical_pairs(ops, ops, np)
         assert sorted(zip(*map(list, a))) == sorted(zip(*map(list, b)))
         dense = X.astype(dt).toarray()
         assert sorted(zip(*map(list, b))) == sorted(identical_pairs(dense, dense))

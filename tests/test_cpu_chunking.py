@@ -10,7 +10,6 @@ import scipy.sparse as sps
 from numpy.testing import assert_allclose, assert_array_equal
 
 import gbdist as gb
-from gbdist import runtime
 from gbdist.backends import cpu
 from datagen import random_dense
 
@@ -18,24 +17,24 @@ A, B = gb.matrices("A B")
 
 
 class Spy:
-    """Counts row blocks (runtime.iter_blocks) and triplet chunks (cpu._triplets)."""
+    """Counts output tiles (CPUBackend.run_tile, the protocol's call per tile) and triplet
+    chunks (cpu._triplets)."""
 
     def __init__(self, monkeypatch):
         self.blocks = 0
         self.triplet_chunks = 0
-        real_blocks, real_triplets = runtime.iter_blocks, cpu._triplets
+        real_blocks, real_triplets = cpu.CPUBackend.run_tile, cpu._triplets
 
         def blocks(*a, **k):
-            for item in real_blocks(*a, **k):
-                self.blocks += 1
-                yield item
+            self.blocks += 1
+            return real_blocks(*a, **k)
 
         def triplets(*a, **k):
             for item in real_triplets(*a, **k):
                 self.triplet_chunks += 1
                 yield item
 
-        monkeypatch.setattr(runtime, "iter_blocks", blocks)
+        monkeypatch.setattr(cpu.CPUBackend, "run_tile", blocks)
         monkeypatch.setattr(cpu, "_triplets", triplets)
 
 

@@ -11,7 +11,7 @@ import scipy.sparse as sps
 from scipy.spatial.distance import cdist
 
 import gbdist as gb
-from gbdist.exact import normalize
+from gbdist.algebra.ops import normalize
 from gbdist.algebra import ops
 from gbdist.front import check, get_metric, library
 from gbdist.algebra.semirings import semiring, semirings

@@ -179,38 +179,47 @@ def test_tiny_working_memory_tiles_give_the_same_answer(monkeypatch):
     for metric in ("manhattan", "euclidean", "cosine", "chebyshev", "jaccard"):
         one = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=1024)
         tiles = []
-        real = neighbors.select_k
+        from gbdist.backends.cpu import CPUBackend
+        real = CPUBackend.select_k
 
-        def spy(D, k, offset=0):
+        def spy(self, D, k, offset=0):
             tiles.append((D.shape, offset))
-            return real(D, k, offset)
+            return real(self, D, k, offset)
 
-        monkeypatch.setattr(neighbors, "select_k", spy)
+        monkeypatch.setattr(CPUBackend, "select_k", spy)
         many = gb.knn(X, Y, k=7, metric=metric, backend="cpu", working_memory=1500 / 2**20)
-        monkeypatch.setattr(neighbors, "select_k", real)
+        monkeypatch.setattr(CPUBackend, "select_k", real)
         assert len({off for _, off in tiles}) >= 3, "the index was not column-tiled"
         assert len(tiles) >= 20
         assert_array_equal(many[1], one[1])
         assert_array_equal(many[0], one[0])
 
 
-def test_whole_plan_backend_path_agrees():
-    """A backend that only runs whole plans (as the CUDA one does) gets sliced calls."""
-    from gbdist import runtime
+def test_a_backend_object_implementing_the_protocol_is_driven_by_tiles():
+    """Any object implementing gbdist.backends.base.Backend plugs in: the search binds the
+    inputs once, prepares them once and asks for tiles."""
+    from gbdist.backends.base import Backend
+    from gbdist.backends.cpu import CPUBackend
 
-    class WholePlan:
-        name = "whole-plan"
-        calls = 0
+    class Counting(CPUBackend):
+        name = "counting"
+        prepared = 0
+        tiles = 0
 
-        def run(self, plan, inputs, working_memory=None, drop_zeros=False, dtype=None):
-            WholePlan.calls += 1
-            return runtime.run(plan, inputs, backend="cpu", drop_zeros=drop_zeros, dtype=dtype)
+        def prepare(self, bound, strategy="auto", exact=True):
+            Counting.prepared += 1
+            return super().prepare(bound, strategy, exact)
 
+        def run_tile(self, prepared, r0, r1, c0, c1):
+            Counting.tiles += 1
+            return super().run_tile(prepared, r0, r1, c0, c1)
+
+    assert isinstance(Counting(), Backend)
     rng = np.random.default_rng(5)
     X, Y = dyadic(rng, 20, 6), dyadic(rng, 45, 6)
     ref = gb.knn(X, Y, k=4, metric="manhattan", backend="cpu")
-    got = gb.knn(X, Y, k=4, metric="manhattan", backend=WholePlan(), working_memory=2000 / 2**20)
-    assert WholePlan.calls > 4
+    got = gb.knn(X, Y, k=4, metric="manhattan", backend=Counting(), working_memory=2000 / 2**20)
+    assert Counting.prepared == 1 and Counting.tiles > 4
     assert_array_equal(got[1], ref[1])
     assert_array_equal(got[0], ref[0])
 
@@ -488,21 +497,23 @@ def test_symmetric_flag_errors():
 def test_a_tile_that_runs_out_of_memory_shrinks_instead_of_failing():
     """A backend raising OutOfMemoryError (as CuPy does) for tiles of more than 3 rows:
     the rows are split until they fit, and the answer is the same as without limits."""
-    from gbdist import runtime
+    from gbdist.backends.cpu import CPUBackend
 
     class OutOfMemoryError(Exception):
         pass
 
-    class Tight:
+    class Tight(CPUBackend):
         name = "tight"
         sizes = []
 
-        def run(self, plan, inputs, working_memory=None, drop_zeros=False, dtype=None):
-            rows = inputs["A"].shape[0]
-            Tight.sizes.append(rows)
-            if rows > 3:
+        def run_tile(self, prepared, r0, r1, c0, c1):
+            Tight.sizes.append(r1 - r0)
+            if r1 - r0 > 3:
                 raise OutOfMemoryError("out of memory allocating a tile")
-            return runtime.run(plan, inputs, backend="cpu", drop_zeros=drop_zeros, dtype=dtype)
+            return super().run_tile(prepared, r0, r1, c0, c1)
+
+        def is_out_of_memory(self, e):
+            return type(e).__name__ == "OutOfMemoryError"
 
     rng = np.random.default_rng(9)
     X, Y = dyadic(rng, 23, 6), dyadic(rng, 40, 6)
@@ -513,7 +524,7 @@ def test_a_tile_that_runs_out_of_memory_shrinks_instead_of_failing():
     assert max(Tight.sizes) > 3 and 1 <= min(Tight.sizes) <= 3  # it tried, then shrank
 
     class Broken(Tight):
-        def run(self, plan, inputs, **kw):
+        def run_tile(self, prepared, r0, r1, c0, c1):
             raise ValueError("not a memory problem")
 
     with pytest.raises(ValueError):

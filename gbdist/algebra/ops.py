@@ -331,3 +331,30 @@ BUILTIN_BINARY = (plus, minus, times, div, min, max, absdiff, sqdiff, power, ne,
                   lor, land, any, first, second, pair)
 BUILTIN_UNARY = (abs, sqrt, square, log, exp, identity, neg, nonzero)
 BY_NAME = {op.name: op for op in BUILTIN_BINARY + BUILTIN_UNARY}
+
+
+# ---------------------------------------------------------------------------
+# Row ops: apply(normalize, A)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RowScale(Op):
+    """``apply(normalize, A)``: every row of A divided by its sum (a plus-reduction of
+    the row), SciPy's normalisation of probability vectors (``jensenshannon``).
+
+    Its formula is ``x``: the division by the row's sum needs that per-row scalar, so
+    it is done once when the operand is bound (``gbdist.backends.rows.normalise_rows``, on the host or
+    the device), after which every formula, proof and kernel sees normalised values.
+    It must be the first op applied to the data, and every use of that operand in
+    one expression must be normalised (else the operand would need two bindings)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "_key", ("row_scale", "sum", self.domain))
+
+
+normalize = RowScale("normalize", X, 1, "nonnegative",
+                     "each row divided by its sum (rows of nonnegative values)")
+ROW_OPS = {"normalize": normalize}
+"""Built-in ops that act on whole rows (bound once per operand, not per entry)."""

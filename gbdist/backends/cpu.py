@@ -14,16 +14,27 @@ temporaries stay within ``budget`` bytes:
   unstored entries of each row.
 
 All arithmetic is float64; the runtime casts the final result.
+
+The backend implements :class:`gbdist.backends.base.Backend`: :meth:`CPUBackend.prepare`
+compresses a very wide column space, :meth:`CPUBackend.run_tile` runs every step of the
+plan on one output tile (steps that read only right-side operands once per column
+tile), its epilogue and the proven d(a, a); :func:`select_k` / :func:`merge_k` are the
+reference top-k selection the device kernels follow.
 """
 from __future__ import annotations
+
+import dataclasses
+import os
 
 import numpy as np
 import scipy.sparse as sps
 
-from ..compiler import ir
-from ..errors import BackendError
+from ..compiler import exact, ir
+from ..errors import BackendError, InputError
 from ..algebra.evaluate import apply_binary, apply_unary
 from ..compiler.typecheck import row_operand
+from . import rows
+from .base import Bound, Tile, has_rewrite, shape_output
 
 DEFAULT_BUDGET = 256 * 2**20  # bytes of temporaries per chunk
 
@@ -74,13 +85,156 @@ def _segment_reduce(ufunc, values: np.ndarray, indptr: np.ndarray, identity: flo
     return out
 
 
+# Compress the column space when it is this much wider than the stored entries.
+COMPRESS_FACTOR = 4
+COMPRESS_MIN_COLUMNS = 1 << 16
+# Bytes of selection temporaries per distance cell: np.partition's copy (8),
+# the less / equal / NaN masks (3) and np.nonzero's indices (≈ 8 when dense).
+SELECT_BYTES = 24
+DEFAULT_WORKING_MEMORY = 512 * 2**20
+
+
+def compress_columns(data: dict, ncols: int) -> dict:
+    """The operands over only the columns some operand stores, renumbered in order.
+
+    Unstored columns hold the fill in every row, so dropping them changes no
+    product as long as the count of columns k stays ``ncols`` (the steps take it
+    separately). Done when k is much larger than the number of stored entries, so
+    that nothing sized by k (a CSC pointer array, a dense row) is ever allocated
+    for a 3 × 10⁸ input with three nonzeros.
+    """
+    total = sum(v.nnz for v in {id(v): v for v in data.values()}.values())
+    if ncols <= max(COMPRESS_FACTOR * total, COMPRESS_MIN_COLUMNS):
+        return data
+    cols = np.unique(np.concatenate([v.indices for v in data.values()] or [np.zeros(0, np.int64)]))
+    itype = np.int32 if cols.size < 2**31 - 1 else np.int64
+    out, done = {}, {}
+    for key, v in data.items():
+        if id(v) not in done:
+            idx = np.searchsorted(cols, v.indices).astype(itype)
+            done[id(v)] = sps.csr_matrix((v.data, idx, v.indptr), shape=(v.shape[0], cols.size))
+        out[key] = done[id(v)]
+    return out
+
+
+def _host(v) -> sps.csr_matrix:
+    """A bound operand on the host in float64 (a CuPy one is copied once)."""
+    if hasattr(v.data, "get"):
+        v = sps.csr_matrix((v.data.get(), v.indices.get(), v.indptr.get()), shape=v.shape)
+    if v.dtype != np.float64:
+        v = sps.csr_matrix((v.data.astype(np.float64), v.indices, v.indptr), shape=v.shape)
+    return v
+
+
+class CPUPrepared:
+    """A bound plan on the host: operands (columns compressed), the proven d(a, a), and
+    the steps that read only right-side operands, computed once per column tile."""
+
+    def __init__(self, backend: "CPUBackend", bound: Bound, exact_pass: bool):
+        self.backend = backend
+        self.bound = bound
+        plan = bound.plan
+        self.pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
+        self.value = exact.self_value(plan).value if self.pair is not None else None
+        self.rewrite = has_rewrite(plan)
+        self._right = None  # (c0, c1, bound of the column tile, fixed step results)
+
+    def right(self, c0: int, c1: int):
+        if self._right is None or self._right[:2] != (c0, c1):
+            b = self.bound
+            if (c0, c1) != (0, b.n) and b.right_sliceable:
+                b = dataclasses.replace(b, data={k: (v if k in b.left_keys else v[c0:c1])
+                                                 for k, v in b.data.items()}, n=c1 - c0)
+            fixed = {}
+            for step in b.plan.steps:
+                if all(side == "right" for side, _ in step.sides):
+                    fixed[step.name] = self.backend.run_step(step, {}, b.data, b.ncols)
+            self._right = (c0, c1, b, fixed)
+        return self._right[2], self._right[3]
+
+
 class CPUBackend:
-    """Executes plan steps with NumPy/SciPy."""
+    """Executes plans with NumPy/SciPy: the reference semantics (see the module)."""
 
     name = "cpu"
+    xp = np
 
     def __init__(self, budget: int | None = None):
         self.budget = int(budget or DEFAULT_BUDGET)
+
+    # -- the protocol (gbdist.backends.base.Backend) -----------------------------
+
+    def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> CPUPrepared:
+        if strategy != "auto":
+            raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {self.name} backend "
+                             "has none", hint="use backend='cuda', or strategy='auto'")
+        data = {}
+        for k, v in bound.data.items():
+            data[k] = _host(v)
+        data = compress_columns(data, bound.ncols)
+        return CPUPrepared(self, dataclasses.replace(bound, data=data), exact)
+
+    def run_tile(self, p: CPUPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
+        b, fixed = p.right(c0, c1)
+        plan = b.plan
+        left = {k: b.data[k][r0:r1] for k in b.left_keys}
+        results = dict(fixed)
+        for step in plan.steps:
+            if step.name not in results:
+                results[step.name] = self.run_step(step, left, b.data, b.ncols)
+        out = np.asarray(self.epilogue(plan.epilogue, results, b.ncols), dtype=np.float64)
+        kind = plan.output_kind
+        out = shape_output(out, kind, r1 - r0, c1 - c0)
+        suspect = None
+        if kind == "matrix":
+            if p.pair is not None:
+                lk, rk = left[p.pair[0]], b.data[p.pair[1]]
+                out = rows.apply_self_value(p.value, out, (lk.indptr, lk.indices, lk.data),
+                                            (rk.indptr, rk.indices, rk.data))
+            if p.rewrite:
+                # Overflow shows in a step's result, though not always in the final value
+                # (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the norms overflow; a clamp maps −inf to 0).
+                for r in (np.asarray(results[s.name]) for s in plan.steps):
+                    if r.dtype.kind == "f" and not np.isfinite(r).all():
+                        bad = np.broadcast_to(~np.isfinite(r), out.shape)
+                        suspect = bad if suspect is None else suspect | bad
+        return Tile(out, suspect)
+
+    def select_k(self, D, k: int, offset: int = 0):
+        return select_k(D, k, offset)
+
+    def merge_k(self, d1, i1, d2, i2, k: int):
+        return merge_k(d1, i1, d2, i2, k)
+
+    select_bytes = SELECT_BYTES  # per cell of a tile a search selects from
+
+    def cell_bytes(self, plan, dtype) -> int:
+        """float64 results of each matrix step and the epilogue's temporaries (3)."""
+        nmat = sum(1 for s in plan.steps if s.kind == "matrix") + 3
+        return 8 * nmat
+
+    def row_bytes(self, bound: Bound) -> int:
+        """A two-pass union densifies its block of left rows over the stored columns."""
+        return 8 * bound.width * sum(1 for s in bound.plan.steps if isinstance(s.node, ir.TwoPassUnion))
+
+    def default_budget(self, result: bool = False) -> int:
+        """:data:`DEFAULT_WORKING_MEMORY`, or half the free memory when that is less."""
+        try:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return DEFAULT_WORKING_MEMORY
+        return int(max(64 * 2**20, min(DEFAULT_WORKING_MEMORY, free // 2)))
+
+    def is_out_of_memory(self, e: BaseException) -> bool:
+        return isinstance(e, MemoryError)
+
+    def release(self) -> None:
+        pass
+
+    def to_host(self, x):
+        return x
+
+    # -- steps ---------------------------------------------------------------
 
     # -- steps ---------------------------------------------------------------
 
@@ -271,3 +425,49 @@ def _triplets(a: sps.csr_matrix, bc: sps.csc_matrix, budget: int):
             bpos = np.repeat(bc.indptr[a.indices[p:q]].astype(np.int64), cnt) + within
             yield row_of[src], bc.indices[bpos].astype(np.int64), a.data[src], bc.data[bpos]
         p = q
+
+
+# ---------------------------------------------------------------------------
+# top-k selection and merging (the reference the device kernels follow)
+# ---------------------------------------------------------------------------
+
+
+def select_k(D: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest entries of each row of D by (distance, column), NaN last.
+
+    Returns (distances, indices), both rows × min(k, width), sorted; indices are
+    int64 columns plus ``offset``. Ties at the k-th value keep the lowest
+    columns, so the choice never depends on the partition's internal order.
+    """
+    rows_, width = D.shape
+    kk = min(k, width)
+    cols = np.arange(width, dtype=np.int64)
+    if kk == 0 or rows_ == 0:
+        return np.empty((rows_, kk)), np.empty((rows_, kk), dtype=np.int64)
+    if kk < width:
+        kth = np.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
+        kth_nan = np.isnan(kth)
+        d_nan = np.isnan(D)
+        less = (D < kth) | (kth_nan & ~d_nan)
+        equal = (D == kth) | (kth_nan & d_nan)
+        need = kk - less.sum(axis=1)
+        over = np.flatnonzero(equal.sum(axis=1) > need)
+        if over.size:  # more ties than places: keep the lowest columns
+            equal[over] &= np.cumsum(equal[over], axis=1) <= need[over, None]
+        _, picked = np.nonzero(less | equal)  # row-major: kk per row, columns ascending
+        cols = picked.reshape(rows_, kk).astype(np.int64)
+        values = np.take_along_axis(D, cols, axis=1)
+    else:
+        cols = np.broadcast_to(cols, (rows_, width))
+        values = D
+    order = np.argsort(values, axis=1, kind="stable")  # stable: equal values by column
+    return (np.take_along_axis(values, order, axis=1),
+            np.take_along_axis(cols, order, axis=1) + np.int64(offset))
+
+
+def merge_k(d1, i1, d2, i2, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Merge two candidate lists per row into the k best by (distance, index), NaN last."""
+    d = np.concatenate([d1, d2], axis=1)
+    i = np.concatenate([i1, i2], axis=1)
+    order = np.lexsort((i, d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, axis=1), np.take_along_axis(i, order, axis=1)

@@ -108,7 +108,8 @@ class Explanation:
         for name, text, kind in self.steps:
             out.append(f"  {name} = {text}    [{kind}]")
         out.append(f"  result = {self.epilogue}")
-        from ..exact import invariance, self_value  # gbdist/exact.py
+        from .exact import self_value
+        from ..runtime.invariance import invariance  # a numeric check (a CPU run)
         out.append(f"  identical rows  {self_value(self.plan)}")
         out.append(f"  conditioning    {invariance(self.plan)}")
         if self.cuda:

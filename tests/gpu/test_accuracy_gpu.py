@@ -20,7 +20,7 @@ ZERO_SELF = [m for m in METRICS if m not in ("inner_product", "russellrao")]
 
 
 def _strategies(metric):
-    from gbdist.backends.cuda import _generated
+    from gbdist.backends.cuda import generated as _generated
     from gbdist.pairwise import metric_program
     return _generated(metric_program(metric).plan, "float32").strategies
 

@@ -54,7 +54,7 @@ def test_metric_matches_cpu(metric, dtype):
 @pytest.mark.parametrize("strategy", ["gather", "scatter", "dense", "sorted"])
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_each_strategy_matches_cpu(metric, strategy):
-    from gbdist.backends.cuda import _generated
+    from gbdist.backends.cuda import generated as _generated
     from gbdist.pairwise import metric_program
     gen = _generated(metric_program(metric).plan, "float64")
     if strategy not in gen.strategies:
@@ -103,10 +103,10 @@ def test_scatter_tiles_the_output_columns():
 
 
 def test_auto_strategy_is_recorded():
-    from gbdist.backends.cuda import LAST_RUN
+    from gbdist.backends.cuda import last_run
     X, Y = _data(4, 20, 20, 30)
     gb.pairwise_distances(X, Y, metric="cosine", backend="cuda")
-    assert LAST_RUN["strategy"] in ("gather", "scatter", "dense")
+    assert last_run()["strategy"] in ("gather", "scatter", "dense")
 
 
 @pytest.mark.parametrize("p", [1.0, 3.0, 4.0])
@@ -157,17 +157,18 @@ def test_unsorted_duplicates_int64():
 @pytest.mark.parametrize("metric", ["cosine", "manhattan", "chebyshev", "jaccard"])
 def test_k_chunking_matches(metric):
     """Force several k-chunks (tiny shared-memory budget) and compare with one chunk."""
-    from gbdist.backends.cuda import CUDABackend
+    from gbdist import runtime
+    from gbdist.backends.cuda import CUDABackend, strategies
     from gbdist.pairwise import metric_program
     X, Y = _data(13, 21, 17, 300, binary=metric == "jaccard")
     plan = metric_program(metric).plan
-    be = CUDABackend()
-    cfg = be._gather_config
-    be._gather_config = lambda gen, K, dt, r: (2, 64, 0)
+    cfg = strategies.gather_config
+    strategies.gather_config = lambda gen, K, dt, r: (2, 64, 0)
     try:
-        got = be.run(plan, {"A": X, "B": Y}, drop_zeros=True)
+        got = runtime.run(plan, {"A": X, "B": Y}, backend=CUDABackend(), drop_zeros=True,
+                          strategy="gather")
     finally:
-        be._gather_config = cfg
+        strategies.gather_config = cfg
     ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
 
@@ -232,3 +233,46 @@ def test_dsl_text_metric_runs_on_the_gpu():
         np.testing.assert_allclose(gb.pairwise_distances(X, Y, metric="chi2_text_metric",
                                                          backend="cuda", strategy=strategy),
                                    ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "cosine", "chebyshev"])
+def test_working_memory_bounds_gpu_pairwise(metric, monkeypatch):
+    """pairwise_distances on the GPU runs in row tiles within working_memory (the one
+    memory model), and as one tile without it; the answers agree with each other and
+    with the CPU backend. CuPy inputs give a CuPy result either way."""
+    from gbdist.backends.cuda import CUDABackend
+    X, Y = _data(5, 60, 40, 30)
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    tiles = []
+    real = CUDABackend.run_tile
+
+    def spy(self, p, r0, r1, c0, c1):
+        tiles.append((r0, r1, c0, c1))
+        return real(self, p, r0, r1, c0, c1)
+
+    monkeypatch.setattr(CUDABackend, "run_tile", spy)
+    one = gb.pairwise_distances(X, Y, metric=metric, backend="cuda")
+    assert tiles == [(0, 60, 0, 40)]
+    tiles.clear()
+    plan = gb.pairwise.metric_program(metric).plan
+    wm = 7 * 40 * CUDABackend().cell_bytes(plan, np.float64)  # seven whole rows per tile
+    many = gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(Y), metric=metric,
+                                 backend="cuda", working_memory=wm / 2**20)
+    assert isinstance(many, cupy.ndarray)
+    assert tiles == [(r, min(60, r + 7), 0, 40) for r in range(0, 60, 7)]
+    np.testing.assert_allclose(many.get(), one, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(one, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_backend_caches_are_public_and_clearable():
+    from gbdist import runtime
+    from gbdist.backends.cuda import cache, compile_log, last_run
+    X, Y = _data(6, 10, 12, 20)
+    gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")
+    assert last_run()["strategy"] in ("gather", "scatter", "dense") and cache.MODULES
+    runtime.clear_caches()
+    assert not cache.MODULES and not cache.GENERATED and compile_log() == []
+    assert last_run()["strategy"] is None
+    D = gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")  # recompiled
+    np.testing.assert_allclose(D, gb.pairwise_distances(X, Y, metric="euclidean", backend="cpu"),
+                               rtol=1e-9, atol=1e-9)

@@ -17,6 +17,7 @@ from gbdist.pairwise import metric_program
 cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 from gbdist.backends.cuda import CUDABackend, topk  # noqa: E402
+from gbdist.runtime import symmetric_side  # noqa: E402
 
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
 
@@ -160,10 +161,9 @@ def test_many_small_tiles(metric):
     if metric == "jaccard":
         X = (X != 0).astype(np.float64)
     plan = metric_program(metric).plan
-    wm = neighbors._device_cell_bytes(plan, np.float64) * 64  # one 8 x 8 tile
-    assert neighbors.device_tile_shape(plan, 90, 90, wm, np.float64) == (8, 8)
+    wm = CUDABackend().cell_bytes(plan, np.float64) * 64  # one 8 x 8 tile
     calls = []
-    got = neighbors._knn(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append,
+    got = neighbors.knn_plan(plan, X, X, 10, CUDABackend(), wm, True, on_block=calls.append,
                          symmetric=False)  # the ordinary tiling (symmetric: further down)
     assert len(calls) == 12 * 12
     ref = gb.knn(X, k=10, metric=metric, backend="cpu")
@@ -229,7 +229,7 @@ def test_radius_and_graphs_on_the_device():
 
 def test_default_budget_comes_from_the_device():
     free, _ = cupy.cuda.runtime.memGetInfo()
-    b = neighbors.default_device_memory()
+    b = CUDABackend().default_budget()
     assert 64 * 2**20 <= b <= 8 * 2**30
 
 
@@ -256,7 +256,7 @@ def test_symmetric_self_join_matches_non_symmetric(metric, exclude):
     for wm in (20_000, 200_000):
         d1, i1 = gb.knn(X, symmetric=True, working_memory=wm / 2**20, **kw)
         plan = metric_program(metric).plan
-        assert neighbors.symmetric_tile_side(plan, 180, wm, np.float64) < 180  # really tiled
+        assert symmetric_side(be, plan, 180, wm, np.float64) < 180  # really tiled
         if metric in ("canberra", "jensenshannon"):
             np.testing.assert_allclose(d1, d0, rtol=1e-9, atol=1e-7, equal_nan=True)
             D = gb.pairwise_distances(X, X, metric=metric, backend="cpu")
@@ -285,7 +285,7 @@ def test_symmetric_float32_and_progress_counts():
     X = _ints(5, 130, 16, dup=4).astype(np.float32)
     seen = []
     plan = metric_program("cosine").plan
-    d, i = neighbors._knn(plan, X, X, 4, CUDABackend(), 20_000, True, None, seen.append,
+    d, i = neighbors.knn_plan(plan, X, X, 4, CUDABackend(), 20_000, True, None, seen.append,
                           symmetric=True)
     assert sum(seen) == 130 * 130 and d.dtype == np.float32
     d0, i0 = gb.knn(X, k=4, metric="cosine", backend="cuda", symmetric=False)
@@ -302,11 +302,11 @@ def test_device_tiles_shrink_on_out_of_memory(symmetric):
     class Tight(CUDABackend):
         sizes = []
 
-        def run(self, plan, inputs, **kw):
-            Tight.sizes.append(inputs["A"].shape[0])
-            if inputs["A"].shape[0] > 5:
+        def run_tile(self, prepared, r0, r1, c0, c1):
+            Tight.sizes.append(r1 - r0)
+            if r1 - r0 > 5:
                 raise OutOfMemoryError("out of memory")
-            return super().run(plan, inputs, **kw)
+            return super().run_tile(prepared, r0, r1, c0, c1)
 
     X = _ints(3, 30, 12)
     ref = gb.knn(X, k=4, metric="manhattan", backend="cpu")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
-from gbdist import exact
+from gbdist.backends import rows as host_rows
+from gbdist.runtime import invariance
 from gbdist.errors import CorruptInputError
 from gbdist.inputs import check_compressed, check_device_csr
 
@@ -101,10 +102,10 @@ def test_device_facts_report_nonfinite_and_max_abs():
 def test_row_hashes_equal_numpy(vt, it):
     ip, idx, data, _ = _csr(4, vt, it, special=True)
     data[::7] = -0.0 * np.sign(data[::7])  # -0.0 hashes as 0.0
-    want = exact.row_hashes(ip, idx, data, np)
+    want = host_rows.row_hashes(ip, idx, data, np)
     got = rows.row_hashes(*_dev(ip, idx, data)).get()
     np.testing.assert_array_equal(got, want)
-    via = exact.row_hashes(*_dev(ip, idx, data), xp=cupy).get()
+    via = host_rows.row_hashes(*_dev(ip, idx, data), xp=cupy).get()
     np.testing.assert_array_equal(via, want)
 
 
@@ -114,14 +115,14 @@ def test_identical_pairs_equal_numpy(vt, it):
     ip2, idx2, data2, _ = _csr(6, vt, it)
     for left, right in (((ip, idx, data), (ip, idx, data)), ((ip, idx, data), (ip2, idx2, data2)),
                         ((ip2, idx2, data2), (ip, idx, data))):
-        want = sorted(zip(*map(list, exact.identical_pairs(left, right, np))))
+        want = sorted(zip(*map(list, host_rows.identical_pairs(left, right, np))))
         dl, dr = _dev(*left), _dev(*right)
-        got = sorted(zip(*(a.get().tolist() for a in exact.identical_pairs(dl, dr, cupy))))
+        got = sorted(zip(*(a.get().tolist() for a in host_rows.identical_pairs(dl, dr, cupy))))
         assert got == want and len(want) > 0
     # the same device arrays on both sides (a self-join): hashed once, same answer
     d = _dev(ip, idx, data)
     got = sorted(zip(*(a.get().tolist() for a in rows.identical_pairs(d, d))))
-    assert got == sorted(zip(*map(list, exact.identical_pairs((ip, idx, data), (ip, idx, data)))))
+    assert got == sorted(zip(*map(list, host_rows.identical_pairs((ip, idx, data), (ip, idx, data)))))
 
 
 @pytest.mark.parametrize("vt,it", TYPES)
@@ -132,7 +133,7 @@ def test_write_self_value_matches_numpy(vt, it):
     out = rng.random((m, m)).astype(vt)
     out[rng.random((m, m)) < 0.05] = np.nan
     out[rng.random((m, m)) < 0.05] = np.inf
-    i, j = exact.identical_pairs((ip, idx, data), (ip, idx, data), np)
+    i, j = host_rows.identical_pairs((ip, idx, data), (ip, idx, data), np)
     want = out.copy()
     fin = np.isfinite(want[i, j])
     want[i[fin], j[fin]] = 0.25
@@ -159,9 +160,9 @@ def test_condition_rows_matches_numpy(vt, it, shift, scale):
     X.data[X.indptr[m + 1]] = np.nan
     X.data[X.indptr[m + 2] + 3] = np.inf
     ip, idx, d = X.indptr.astype(it), X.indices.astype(it), X.data.astype(vt)
-    inv = exact.Invariance(scale, shift, "")
-    want = exact.condition_rows(ip, d, k, inv, np)
-    got = exact.condition_rows(cupy.asarray(ip), cupy.asarray(d), k, inv, cupy).get()
+    inv = invariance.Invariance(scale, shift, "")
+    want = host_rows.condition_rows(ip, d, k, inv, np)
+    got = host_rows.condition_rows(cupy.asarray(ip), cupy.asarray(d), k, inv, cupy).get()
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
 

@@ -1,30 +1,30 @@
 """Fused device passes of the per-call checks (kernels/rows.cuh).
 
 The CUDA path of :func:`gbdist.inputs.check_device_csr`,
-:func:`gbdist.exact.identical_pairs` / :func:`gbdist.exact.apply_self_value`,
-:func:`gbdist.exact.condition_rows` and :func:`gbdist.direct.fix_result` runs
+:func:`gbdist.backends.rows.identical_pairs` / :func:`~gbdist.backends.rows.apply_self_value`,
+:func:`gbdist.backends.rows.condition_rows` and :class:`gbdist.runtime.direct.Repair` runs
 through these few kernels instead of dozens of CuPy operations, so each costs a
 launch or two and at most one transfer of a few numbers. They compute the same
 values as the NumPy paths of those functions (the GPU tests compare them).
 
 Instantiated for float/double values and int/long long indices; other dtypes
 take the generic CuPy path (:func:`supported` says which). Compiled once per
-process and device (RawModule with name_expressions; NVRTC, no system headers).
+process and device (RawModule with name_expressions; NVRTC, no system headers), in
+the backend's one module cache (:mod:`gbdist.backends.cuda.cache`).
 """
 from __future__ import annotations
 
-import threading
+import functools
 
 import numpy as np
 
 from ...resources import read
+from . import cache
 
 _VALUES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 _INDICES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 THREADS = 256
 MAX_BLOCKS = 1024
-_LOCK = threading.Lock()
-_MODULES: dict = {}
 FACTS = ("first", "last", "decreasing", "lo", "hi", "nan", "inf", "max_abs")
 
 
@@ -49,18 +49,12 @@ def supported(values, *indices) -> bool:
 
 
 def _fn(name: str):
-    import cupy
-    dev = cupy.cuda.Device().id
-    mod = _MODULES.get(dev)
-    if mod is None:
-        with _LOCK:
-            mod = _MODULES.get(dev)
-            if mod is None:
-                mod = cupy.RawModule(code=source(), options=("-std=c++17",), name_expressions=names())
-                for n in names():
-                    mod.get_function(n)  # compile now, once
-                _MODULES[dev] = mod
-    return mod.get_function(name)
+    return cache.module("rows", source(), _NAMES()).get_function(name)
+
+
+@functools.lru_cache(maxsize=1)
+def _NAMES() -> tuple[str, ...]:
+    return names()
 
 
 def _blocks(work: int) -> int:
@@ -103,7 +97,7 @@ def check_facts(indptr, indices, data) -> dict:
 
 
 def row_hashes(indptr, indices, data):
-    """:func:`gbdist.exact.row_hashes` of canonical device CSR rows (uint64), one kernel."""
+    """:func:`gbdist.backends.rows.row_hashes` of canonical device CSR rows (uint64), one kernel."""
     import cupy
     nrows = int(indptr.shape[0]) - 1
     out = cupy.empty(max(nrows, 0), dtype=cupy.uint64)
@@ -122,8 +116,8 @@ def _candidates(left, right):
     same = lp is rp and li is ri and ld is rd
     ha = row_hashes(lp, li, ld)
     hb = ha if same else row_hashes(rp, ri, rd)
-    from ... import exact  # the matching step is the host path's, run with CuPy
-    return exact.hash_matches(ha, hb, cupy)
+    from .. import rows as host_rows  # the matching step is the host path's, run with CuPy
+    return host_rows.hash_matches(ha, hb, cupy)
 
 
 def _verify(left, right, i, j, out=None, value=0.0):
@@ -150,7 +144,7 @@ def same_types(left, right) -> bool:
 
 
 def identical_pairs(left, right):
-    """:func:`gbdist.exact.identical_pairs` on the device: (i, j) int64 CuPy arrays of the
+    """:func:`gbdist.backends.rows.identical_pairs` on the device: (i, j) int64 CuPy arrays of the
     verified equal rows (two transfers: the candidate count and the verified count)."""
     import cupy
     empty = (cupy.zeros(0, dtype=cupy.int64), cupy.zeros(0, dtype=cupy.int64))
@@ -171,7 +165,7 @@ def write_self_value(out, left, right, value: float) -> None:
 
 
 def condition(indptr, data, ncols: int, shift: bool, scale: bool):
-    """:func:`gbdist.exact.condition_rows` on the device: one kernel, no transfer."""
+    """:func:`gbdist.backends.rows.condition_rows` on the device: one kernel, no transfer."""
     nrows = int(indptr.shape[0]) - 1
     out = data.copy()  # entries past indptr[-1] (never read) keep their values, as on the host
     fi = np.finfo(data.dtype)

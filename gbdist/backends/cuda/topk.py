@@ -2,29 +2,29 @@
 
 :func:`select_k` keeps, per row of a device distance block, the k smallest
 entries by (distance, column), NaN last; :func:`merge_k` merges two sorted
-candidate lists per row. Both follow :func:`gbdist.neighbors.select_k` /
-:func:`gbdist.neighbors.merge_k` (the CPU reference) exactly: ties go to the
+candidate lists per row. Both follow :func:`gbdist.backends.cpu.select_k` /
+:func:`gbdist.backends.cpu.merge_k` (the CPU reference) exactly: ties go to the
 lower index, -0.0 equals 0.0, NaN sorts after every number.
 
 k <= :data:`MAX_K` runs the warp-per-row kernel ``gb_topk``; larger k falls
 back to CuPy sorts (slower, same order). Kernels are compiled once per process
-and device (RawModule with name_expressions; NVRTC, no system headers).
+and device (RawModule with name_expressions; NVRTC, no system headers), in the
+backend's one module cache (:mod:`gbdist.backends.cuda.cache`).
 """
 from __future__ import annotations
 
-import threading
+import functools
 
 import numpy as np
 
 from ...errors import InputError
 from ...resources import read
+from . import cache
 
 MAX_K = 256
 WARPS = 4
 _LIST_SIZES = (64, 128, 256)
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_LOCK = threading.Lock()
-_MODULES: dict = {}
 
 
 def _select_name(ctype: str, size: int) -> str:
@@ -49,16 +49,12 @@ def source() -> str:
 
 
 def _module():
-    import cupy
-    dev = cupy.cuda.Device().id
-    with _LOCK:
-        mod = _MODULES.get(dev)
-        if mod is None:
-            mod = cupy.RawModule(code=source(), options=("-std=c++17",), name_expressions=names())
-            for n in names():
-                mod.get_function(n)
-            _MODULES[dev] = mod
-    return mod
+    return cache.module("topk", source(), _NAMES())
+
+
+@functools.lru_cache(maxsize=1)
+def _NAMES() -> tuple[str, ...]:
+    return names()
 
 
 def _list_size(k: int) -> int:

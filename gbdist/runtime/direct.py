@@ -10,7 +10,8 @@ intermediate values do not overflow. Two situations break that premise:
 * finite input whose rewritten terms overflow (x² = inf for |x| > 1.3e154)
   although the value itself is finite.
 
-For those entries the runtime calls :func:`evaluate_entries`: every product is
+For those entries the runtime (:class:`Repair`, after each tile) calls
+:func:`evaluate_entries`: every product is
 computed as written — ⊗ over the union of the stored columns of the two rows
 (plus the unstored columns, counted once, holding f(fill, fill)), reduced with
 ⊕ — and the epilogue over these values. It costs O(|rows| · |cols| · |union|)
@@ -28,15 +29,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from typing import TYPE_CHECKING
-
-from .compiler import ir
-from .algebra.evaluate import evaluate
-from .compiler.typecheck import row_operand
-
-if TYPE_CHECKING:
-    from .compiler.plan import Plan
-    from .runtime import Bound
+from ..compiler import ir
+from ..backends.base import Bound, has_rewrite
+from ..backends.cpu import POINTWISE_NUMPY, CPUBackend
+from ..inputs import is_cupy
+from ..algebra.evaluate import evaluate
+from ..compiler.typecheck import row_operand
 
 DEFAULT_BUDGET = 64 * 2**20
 WIDE = np.longdouble
@@ -57,12 +55,6 @@ def _binary(op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 class NotDirect(Exception):
     """The expression has a shape the direct evaluator does not cover (entries kept)."""
-
-
-def has_rewrite(plan) -> bool:
-    """True when some product is not computed as written on finite data (an
-    expansion or a union correction), so overflow can appear in the rewrite only."""
-    return any(p.strategy == "union-correction" or p.expansion_rank for p in plan.products)
 
 
 def nonfinite_rows(csr: sps.csr_matrix) -> np.ndarray:
@@ -180,7 +172,6 @@ def evaluate_entries(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int,
 
 
 def _evaluate(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int, budget: int) -> np.ndarray:
-    from .backends.cpu import POINTWISE_NUMPY
     roles = plan.roles
     index = {"i": np.asarray(I, dtype=np.int64), "j": np.asarray(J, dtype=np.int64)}
     values: dict = {}
@@ -225,155 +216,7 @@ def _evaluate(plan, data: dict, I: np.ndarray, J: np.ndarray, ncols: int, budget
     return np.broadcast_to(out, (len(I), len(J)))
 
 
-# --- repairing a computed result ---------------------------------------------------
-
-
-class DirectFix:
-    """Entries the rewritten plan cannot get right, recomputed in the direct form.
-
-    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them):
-      every entry of such a left row or right row;
-    * overflow: entries where a rewritten step (expansion, correction) produced
-      inf/NaN from finite data (x² = inf for |x| > 1.3e154 although the
-      distance is finite).
-
-    See :mod:`gbdist.direct`; plans whose products run as written skip the
-    overflow check (their values already are the direct form).
-    """
-
-    def __init__(self, b: Bound, fixed: dict, budget: int):
-        self.b = b
-        self.budget = budget
-        self.rewrite = has_rewrite(b.plan)
-        self.data_check = b.finite is not True
-        self.bad_right = np.zeros(0, dtype=np.int64)
-        if self.data_check:
-            right = [v for k, v in b.data.items() if k not in b.left_keys]
-            if right:
-                self.bad_right = np.unique(np.concatenate([nonfinite_rows(v) for v in right]))
-
-    def __call__(self, out: np.ndarray, r0: int, r1: int, results: dict) -> np.ndarray:
-        b = self.b
-        mask = None
-        if self.data_check:
-            left = [nonfinite_rows(b.data[k][r0:r1]) for k in b.left_keys]
-            bad_left = np.unique(np.concatenate(left)) if left else np.zeros(0, np.int64)
-            if bad_left.size or self.bad_right.size:
-                mask = np.zeros(out.shape, dtype=bool)
-                mask[bad_left, :] = True
-                mask[:, self.bad_right] = True
-        if self.rewrite:
-            # Overflow shows in a step's result, though not always in the final value
-            # (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the norms overflow; a clamp maps −inf to 0).
-            bad = [r for r in (np.asarray(results[s.name]) for s in b.plan.steps)
-                   if r.dtype.kind == "f" and not np.isfinite(r).all()]
-            if bad:
-                over = np.zeros(out.shape, dtype=bool)
-                for r in bad:
-                    over |= np.broadcast_to(~np.isfinite(r), out.shape)
-                mask = over if mask is None else mask | over
-        if mask is None or not mask.any():
-            return out
-        rows = np.flatnonzero(mask.any(axis=1))
-        cols = np.flatnonzero(mask.any(axis=0))
-        try:
-            vals = evaluate_entries(b.plan, b.data, r0 + rows, cols, b.ncols, self.budget)
-        except NotDirect:
-            return out
-        out = np.array(out, dtype=np.float64, copy=True)
-        grid = np.ix_(rows, cols)
-        sub = out[grid]
-        sel = mask[grid]
-        sub[sel] = vals[sel]
-        out[grid] = sub
-        return out
-
-
-def fix_result(plan: Plan, inputs: dict, result, drop_zeros: bool, ensure_all_finite,
-               working_memory: int | None, facts: dict | None = None):
-    """A backend's whole result with the entries the rewrite cannot get right recomputed
-    on the host in the direct form (see :class:`DirectFix`): entries of rows holding
-    NaN/±inf when they are allowed; for rows large enough to overflow a rewritten term
-    (|x| >= RISK of the result dtype), their non-finite entries and every entry of a
-    row whose row reductions (‖a‖², Σ L(x), ...) overflow on the host — an overflow
-    the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is exactly 1 when the norms are inf).
-
-    ``facts``: per input name, what the device validation learnt ({"nonfinite": bool,
-    "max_abs": float or None}, :func:`gbdist.inputs.check_device_operand`), used instead
-    of reading the input again. On the device, the result is scanned by one fused count
-    (kernels/rows.cuh) and the m×n mask is built only when something needs repair."""
-    from .inputs import is_cupy
-    from .runtime import DEFAULT_WORKING_MEMORY, bind
-    if plan.output_kind != "matrix" or getattr(result, "ndim", 0) != 2 or 0 in result.shape:
-        return result
-    data_check = ensure_all_finite is not True
-    rewrite = has_rewrite(plan)
-    if not (data_check or rewrite):
-        return result
-    xp = np
-    if is_cupy(result):
-        import cupy as xp
-    facts = facts or {}
-
-    def fact(name, key, compute):  # from the validation when it learnt it, else computed
-        v = (facts.get(name) or {}).get(key)
-        return compute(inputs[name]) if v is None else v
-
-    if data_check and not any(fact(k, "nonfinite", _has_nonfinite) for k in inputs):
-        data_check = False  # allowed, but there are none
-        if not rewrite:
-            return result
-    risk = RISK[np.dtype(result.dtype).name]
-    large_input = rewrite and any(fact(k, "max_abs", _max_abs) >= risk for k in inputs)
-    if not data_check and not large_input:
-        # no input row holds NaN/inf (or they are refused) and none is large enough to
-        # overflow a rewritten term: nothing below could be marked for repair, so the
-        # result's own NaN (cosine of an empty row, 0/0) stays as computed, with no scan
-        return result
-    nonfinite = ~xp.isfinite(result)
-    host = {k: (v.get() if is_cupy(v) else v) for k, v in inputs.items()}
-    b = bind(plan, host, drop_zeros, None, False)
-    if (b.m, b.n) != tuple(result.shape):
-        return result
-    left = [v for k, v in b.data.items() if k in b.left_keys]
-    right = [v for k, v in b.data.items() if k not in b.left_keys]
-
-    def flags(mats, size, fn):
-        f = np.zeros(size, dtype=bool)
-        for v in mats:
-            f[fn(v)] = True
-        return f
-
-    def large(v):
-        big = np.abs(v.data) >= risk
-        return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
-
-    nf = nonfinite.get() if xp is not np else nonfinite
-    mask = nf & (flags(left, b.m, large)[:, None] | flags(right, b.n, large)[None, :]) if rewrite \
-        else np.zeros(nf.shape, dtype=bool)
-    if large_input:
-        over_i, over_j = _overflowing_reductions(b)
-        mask[over_i, :] = True
-        mask[:, over_j] = True
-    if data_check:
-        mask |= flags(left, b.m, nonfinite_rows)[:, None] | flags(right, b.n, nonfinite_rows)[None, :]
-    if not mask.any():
-        return result
-    rows = np.flatnonzero(mask.any(axis=1))
-    cols = np.flatnonzero(mask.any(axis=0))
-    try:
-        vals = evaluate_entries(plan, b.data, rows, cols, b.ncols,
-                                working_memory or DEFAULT_WORKING_MEMORY)
-    except NotDirect:
-        return result
-    grid = (xp.asarray(rows)[:, None], xp.asarray(cols)[None, :])
-    sub = result[grid]
-    sub = sub.get() if xp is not np else np.array(sub)
-    sel = mask[np.ix_(rows, cols)]
-    sub[sel] = vals[sel]
-    result[grid] = xp.asarray(sub.astype(result.dtype))
-    return result
-
+# --- repairing a computed tile ------------------------------------------------------
 
 # |x| from which a rewritten term may overflow in the result dtype: squares of
 # float64 overflow at 1.3e154, degree-8 terms at 1.3e38; float32 squares at 1.8e19.
@@ -381,10 +224,142 @@ RISK = {"float64": float(np.finfo(np.float64).max) ** 0.125,
         "float32": float(np.finfo(np.float32).max) ** 0.25}
 
 
+class Repair:
+    """Entries of a tile the rewritten plan cannot get right, recomputed in the direct form
+    on the host (:func:`evaluate_entries`), for every backend alike:
+
+    * rows holding NaN/±inf (only when ``ensure_all_finite`` allowed them): every entry
+      of such a left row or right row;
+    * overflow in a rewritten step (expansion, correction) from finite data (x² = inf for
+      |x| > 1.3e154 although the distance is finite): the entries the backend reports as
+      ``suspect`` (a step's value non-finite, :class:`gbdist.backends.base.Tile`); a
+      backend that does not report them (fused kernels keep no step values) gets, for
+      rows large enough to overflow (|x| >= :data:`RISK` of the result dtype), their
+      non-finite entries and every entry of a row whose row reductions overflow on the
+      host — an overflow the epilogue can hide (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the
+      norms are inf).
+
+    Built once per run; what device validation learnt (``bound.facts``: NaN/±inf
+    stored, max |x|) is used instead of reading the inputs again, and nothing is copied
+    to the host unless an entry needs repair or a large input needs its row scan.
+    """
+
+    def __init__(self, bound: Bound, budget: int | None = None):
+        self.b = bound
+        self.budget = budget or DEFAULT_BUDGET
+        plan = bound.plan
+        self.rewrite = has_rewrite(plan)
+        self.data_check = bound.finite is not True
+        self.active = plan.output_kind == "matrix" and (self.rewrite or self.data_check)
+        if not self.active:
+            return
+        names = list(bound.raw)
+        if self.data_check and not any(self._fact(k, "nonfinite", _has_nonfinite) for k in names):
+            self.data_check = False  # allowed, but there are none
+        risk = RISK[np.dtype(bound.dtype).name]
+        self.risk = risk
+        self.large = self.rewrite and any(self._fact(k, "max_abs", _max_abs) >= risk for k in names)
+        self.active = self.data_check or self.rewrite
+        self._host = None
+        self._flags = None
+
+    def _fact(self, name, key, compute):
+        v = (self.b.facts.get(name) or {}).get(key)
+        return compute(self.b.raw[name]) if v is None else v
+
+    def host(self) -> dict:
+        """The bound operands on the host (float64 SciPy CSR), copied once when needed."""
+        if self._host is None:
+            self._host = {k: _host_csr(v) for k, v in self.b.data.items()}
+        return self._host
+
+    def _row_flags(self):
+        """Per output row / column: stores NaN/±inf; stores |x| >= risk; its reductions
+        overflow (computed once, on the host)."""
+        if self._flags is None:
+            b, data = self.b, self.host()
+            left = [v for k, v in data.items() if k in b.left_keys]
+            right = [v for k, v in data.items() if k not in b.left_keys]
+
+            def flags(mats, size, fn):
+                f = np.zeros(size, dtype=bool)
+                for v in mats:
+                    if v.shape[0] == size:
+                        f[fn(v)] = True
+                return f
+
+            def large(v):
+                big = np.abs(v.data) >= self.risk
+                return np.repeat(np.arange(v.shape[0]), np.diff(v.indptr))[big]
+
+            nf = (flags(left, b.m, nonfinite_rows), flags(right, b.n, nonfinite_rows))
+            lg = (flags(left, b.m, large), flags(right, b.n, large))
+            over = _overflowing_reductions(b, data) if self.large else (None, None)
+            self._flags = nf, lg, over
+        return self._flags
+
+    def __call__(self, tile, r0: int, r1: int, c0: int, c1: int):
+        """The tile's values with the entries that need it recomputed."""
+        out = tile.values
+        if not self.active or getattr(out, "ndim", 0) != 2 or 0 in out.shape:
+            return out
+        suspect = tile.suspect
+        if not self.data_check and (suspect is None and not self.large):
+            # no input row holds NaN/inf (or they are refused) and none is large enough
+            # to overflow a rewritten term: nothing could be marked, so the tile's own NaN
+            # (cosine of an empty row, 0/0) stays as computed, with no scan
+            return out
+        if not self.data_check and suspect is not None and not suspect.any():
+            return out
+        mask = np.zeros(out.shape, dtype=bool)
+        if suspect is not None:
+            mask |= suspect
+        if self.data_check or (suspect is None and self.large):
+            (nf_l, nf_r), (lg_l, lg_r), (ov_l, ov_r) = self._row_flags()
+            if self.data_check:
+                mask |= nf_l[r0:r1, None] | nf_r[None, c0:c1]
+            if suspect is None and self.large:
+                if is_cupy(out):  # the mask of non-finite entries, one transfer of bools
+                    import cupy
+                    nonfinite = (~cupy.isfinite(out)).get()
+                else:
+                    nonfinite = ~np.isfinite(out)
+                mask |= nonfinite & (lg_l[r0:r1, None] | lg_r[None, c0:c1])
+                mask |= ov_l[r0:r1, None] | ov_r[None, c0:c1]
+        if not mask.any():
+            return out
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        try:
+            vals = evaluate_entries(self.b.plan, self.host(), r0 + rows, c0 + cols, self.b.ncols,
+                                    self.budget)
+        except NotDirect:
+            return out
+        sel = mask[np.ix_(rows, cols)]
+        if is_cupy(out):
+            import cupy
+            grid = (cupy.asarray(rows)[:, None], cupy.asarray(cols)[None, :])
+            sub = out[grid].get()
+            sub[sel] = vals[sel]
+            out[grid] = cupy.asarray(sub.astype(out.dtype))
+            return out
+        out = np.array(out, dtype=out.dtype, copy=True)
+        grid = np.ix_(rows, cols)
+        sub = out[grid]
+        sub[sel] = vals[sel]
+        out[grid] = sub
+        return out
+
+
+def _host_csr(v) -> sps.csr_matrix:
+    if is_cupy(v.data):
+        v = sps.csr_matrix((v.data.get(), v.indices.get(), v.indptr.get()), shape=v.shape)
+    return sps.csr_matrix((v.data.astype(np.float64), v.indices, v.indptr), shape=v.shape)
+
+
 def _max_abs(x) -> float:
-    """max |x| over the stored values of an (already validated) input; on the device for CuPy."""
-    from .inputs import is_cupy
-    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
+    """max |x| over the stored values of a canonical operand; on the device for CuPy."""
+    values = x.data
     if getattr(values, "size", 0) == 0:
         return 0.0
     if is_cupy(values):
@@ -393,28 +368,26 @@ def _max_abs(x) -> float:
     return float(np.nanmax(np.abs(np.asarray(values))))
 
 
-def _overflowing_reductions(b: "Bound") -> tuple[np.ndarray, np.ndarray]:
-    """Rows (i of the output, j of the output) whose row-reduction steps overflow on the
-    host from finite data."""
-    from .backends.cpu import CPUBackend
+def _has_nonfinite(x) -> bool:
+    """Whether a canonical operand stores NaN or ±inf; on the device for CuPy."""
+    values = x.data
+    if is_cupy(values):
+        import cupy
+        return values.dtype.kind == "f" and not bool(cupy.isfinite(values).all())
+    values = np.asarray(values)
+    return values.dtype.kind == "f" and not bool(np.isfinite(values).all())
+
+
+def _overflowing_reductions(b: Bound, data: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Flags of the rows (i of the output, j of the output) whose row-reduction steps
+    overflow on the host from finite data."""
     cpu = CPUBackend()
     over = {"col": np.zeros(b.m, dtype=bool), "row": np.zeros(b.n, dtype=bool)}
     with np.errstate(all="ignore"):
         for step in b.plan.steps:
             if not isinstance(step.node, ir.RowReduce) or step.kind not in over:
                 continue
-            r = np.asarray(cpu.run_step(step, b.data, b.data, b.ncols)).ravel()
+            r = np.asarray(cpu.run_step(step, data, data, b.ncols)).ravel()
             if r.shape[0] == over[step.kind].shape[0]:
                 over[step.kind] |= ~np.isfinite(r)
-    return np.flatnonzero(over["col"]), np.flatnonzero(over["row"])
-
-
-def _has_nonfinite(x) -> bool:
-    """Whether an (already validated) input stores NaN or ±inf; on the device for CuPy."""
-    values = x.data if (sps.issparse(x) or hasattr(x, "format")) else x
-    from .inputs import is_cupy
-    if is_cupy(values):
-        import cupy
-        return values.dtype.kind == "f" and not bool(cupy.isfinite(values).all())
-    values = np.asarray(values)
-    return values.dtype.kind == "f" and not bool(np.isfinite(values).all())
+    return over["col"], over["row"]

@@ -1,0 +1,147 @@
+"""The one protocol every backend implements, and the bound operands it receives.
+
+The runtime (:mod:`gbdist.runtime`) checks and canonicalises a plan's inputs once,
+for every backend (:func:`gbdist.runtime.bind`: formats, dtype, index width, domains,
+finiteness, conditioned / normalised rows), into a :class:`Bound`. A backend never
+binds, validates or re-checks inputs itself; it is driven only through
+:class:`Backend`:
+
+==========================  ====================================================  ===================================
+method                      what it does                                          called by
+==========================  ====================================================  ===================================
+``prepare(bound, strategy,    puts the canonical operands where the backend         ``runtime.run``, ``neighbors``
+exact)``                      computes (host CSR, device CSR) and checks the
+                              options it alone knows (``strategy``); ``exact``:
+                              write the proven d(a, a) in every tile
+``run_tile(prep, r0, r1,    the whole plan (products, row reductions, epilogue,  ``runtime.tiles`` (one loop, both
+c0, c1)``                     the proven d(a, a)) on output rows r0:r1 × columns   for pairwise and for the searches)
+                              c0:c1, as a ``Tile`` of ``xp`` values
+``select_k(D, k, offset)``  the k smallest of each row by (distance, column),    ``neighbors.search``
+                              NaN last
+``merge_k(d1, i1, d2, i2,   two sorted candidate lists per row → the k best      ``neighbors.search``
+k)``
+``cell_bytes(plan, dtype)`` bytes per output cell of a tile (results,             ``runtime.memory`` (tile shapes)
+                              temporaries; ``select_bytes`` more in a search);
+                              ``row_bytes(bound)`` per left row
+``default_budget(result)``  the working memory when the user gave none            ``runtime.memory``
+``is_out_of_memory(e)``,    an allocation failure, and releasing cached memory   ``runtime.tiles`` (shrink on OOM)
+``release()``                 before a smaller retry
+``xp``, ``to_host(x)``      the array module of results (NumPy, CuPy) and a       the runtime, ``neighbors``
+                              copy to NumPy
+==========================  ====================================================  ===================================
+
+A new backend (a compiled CPU one, another accelerator) implements these and is
+returned by :func:`gbdist.runtime.get_backend`; nothing else changes. The
+runtime's memory model and its tiling are the same for every backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass
+class Bound:
+    """A plan with its checked, canonical operands (one per ``(name, transposed)`` key).
+
+    ``data`` values are canonical CSR matrices (sorted indices, no duplicates; SciPy on
+    the host, cupyx on the device when the input lived there and the backend computes
+    there), conditioned / normalised as the plan allows. ``raw`` holds, per input name,
+    the canonical operand *before* conditioning (the same object when nothing was
+    conditioned), for the direct-form repair. ``ncols`` is the number of columns k the
+    formula sees. ``finite`` is the ``ensure_all_finite`` the data was checked with;
+    ``facts`` what device validation learnt per input name (NaN/±inf stored, max |x|).
+    ``on_device``: an input was a CuPy array, so results stay on the device.
+    """
+
+    plan: Any
+    data: dict
+    m: int
+    n: int
+    ncols: int
+    left_keys: frozenset
+    dtype: np.dtype
+    finite: object = True
+    raw: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=dict)
+    drop_zeros: bool = False
+    on_device: bool = False
+
+    @property
+    def width(self) -> int:
+        """Columns of the stored data."""
+        return next((v.shape[1] for v in self.data.values()), 0)
+
+    @property
+    def right_sliceable(self) -> bool:
+        """Whether every right-side operand has one row per output column (so column tiles
+        slice it); false for plans whose right side is a vector or a transposed operand."""
+        return all(v.shape[0] == self.n for key, v in self.data.items() if key not in self.left_keys)
+
+
+@dataclass
+class Tile:
+    """What :meth:`Backend.run_tile` returns: the tile's values (``xp`` array, rows × cols
+    for a matrix result; the output kind's shape otherwise) and, when the backend can tell,
+    the mask of entries a rewritten step computed as non-finite (``suspect``, for the
+    direct-form repair; None when the backend does not report it)."""
+
+    values: Any
+    suspect: Any = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The protocol every backend implements (see the module's table)."""
+
+    name: str
+    xp: Any
+
+    def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> Any: ...
+
+    def run_tile(self, prepared: Any, r0: int, r1: int, c0: int, c1: int) -> Tile: ...
+
+    def select_k(self, D, k: int, offset: int = 0): ...
+
+    def merge_k(self, d1, i1, d2, i2, k: int): ...
+
+    select_bytes: int  # bytes per cell of a search's selection temporaries
+
+    def cell_bytes(self, plan, dtype) -> int: ...
+
+    def row_bytes(self, bound: Bound) -> int: ...
+
+    def default_budget(self, result: bool = False) -> int | None: ...
+
+    def is_out_of_memory(self, e: BaseException) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def to_host(self, x) -> np.ndarray: ...
+
+
+def has_rewrite(plan) -> bool:
+    """True when some product is not computed as written on finite data (an expansion or
+    a union correction), so overflow can appear in the rewrite only."""
+    return any(p.strategy == "union-correction" or p.expansion_rank for p in plan.products)
+
+
+def output_shape(kind: str, rows: int, cols: int) -> tuple:
+    """The shape of an output kind on a tile of rows × cols."""
+    return {"matrix": (rows, cols), "col": (rows,), "row": (cols,)}.get(kind, ())
+
+
+def shape_output(out, kind: str, rows: int, cols: int, xp=np):
+    """An epilogue's value (broadcast from scalars / vectors) in the output kind's shape,
+    a contiguous array of its own."""
+    out = xp.asarray(out)
+    shape = output_shape(kind, rows, cols)
+    if kind == "col" and out.ndim == 2:
+        out = out.reshape(-1)
+    elif kind == "row" and out.ndim == 2:
+        out = out.reshape(-1)
+    if out.shape == shape:
+        return out
+    return xp.ascontiguousarray(xp.broadcast_to(out, shape))

@@ -1,0 +1,62 @@
+"""Operands on the device: ONE device CSR class, uploaded once per run and sliced per tile.
+
+The runtime has already checked and canonicalised every operand
+(:func:`gbdist.runtime.bind`); here they are only put on the device in the result dtype
+(:func:`upload`: host CSR copied once; device CSR used as it is) and cut into the row
+ranges of a tile (:meth:`DevCSR.rows`: views of the values and indices, a new row
+pointer; the host copy of the row pointer is read once per operand, on first slice).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DevCSR:
+    """A canonical CSR on the device (CuPy arrays)."""
+
+    __slots__ = ("indptr", "indices", "data", "shape", "_host_ptr")
+
+    def __init__(self, indptr, indices, data, shape):
+        self.indptr = indptr
+        self.indices = indices
+        self.data = data
+        self.shape = tuple(shape)
+        self._host_ptr = None
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.shape[0])
+
+    def rows(self, r0: int, r1: int) -> "DevCSR":
+        """Rows r0:r1, sharing this one's values and indices."""
+        if (r0, r1) == (0, self.shape[0]):
+            return self
+        import cupy
+        if self._host_ptr is None:
+            self._host_ptr = cupy.asnumpy(self.indptr).astype(np.int64)
+        p0, p1 = int(self._host_ptr[r0]), int(self._host_ptr[r1])
+        ip = self.indptr[r0:r1 + 1] - self.indptr.dtype.type(p0)
+        return DevCSR(ip, self.indices[p0:p1], self.data[p0:p1], (r1 - r0, self.shape[1]))
+
+    def with_index_type(self, itype) -> "DevCSR":
+        if self.indptr.dtype == itype and self.indices.dtype == itype:
+            return self
+        out = DevCSR(self.indptr.astype(itype), self.indices.astype(itype), self.data, self.shape)
+        return out
+
+
+def upload(v, dtype) -> DevCSR:
+    """A bound operand (SciPy CSR on the host, or cupyx CSR) as a device CSR in ``dtype``."""
+    import cupy
+    if hasattr(v.data, "get"):  # already on the device
+        data = v.data if v.data.dtype == dtype else v.data.astype(dtype)
+        return DevCSR(v.indptr, v.indices, data, v.shape)
+    return DevCSR(cupy.asarray(v.indptr), cupy.asarray(v.indices),
+                  cupy.asarray(v.data.astype(dtype)), v.shape)
+
+
+def index_type(ops) -> tuple[str, object]:
+    """("int", int32) unless an operand needs 64-bit indices."""
+    import cupy
+    big = any(o.nnz >= 2**31 - 1 or o.shape[1] >= 2**31 - 1 for o in ops)
+    return ("long long", cupy.int64) if big else ("int", cupy.int32)

@@ -1,0 +1,364 @@
+"""The CUDA strategies as ONE table: each names its kernels, launches them and estimates
+its cost, so the backend chooses and runs a strategy without a chain of cases.
+
+A strategy computes a whole output tile of the products and the epilogue (row
+reductions are computed before it, into ``colbuf`` / ``rowbuf``):
+
+* ``gather``: R left rows dense in shared memory (k-chunked), right rows streamed
+  (the paper's hybrid CSR+COO); two launches for a two-pass union;
+* ``scatter``: a block per left row walks B's columns for its stored k; atomics in
+  shared memory (intersections and union corrections, 32-bit indices);
+* ``sorted``: the union by sorted merges (two-pass unions whose ⊗ orders the values);
+* ``dense``: densified φ(A), ψ(B) through cuBLAS GEMM, then ``gb_epilogue``.
+
+The cost model's rates were fitted to H100 runs of every strategy on the five real
+data sets (docs/cuda.md, docs/benchmarks.md). To add a strategy: a kernel template in
+kernels/, its name in the generated source (codegen), and a :class:`Strategy` here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ...errors import InputError
+from . import cache
+from .operands import DevCSR
+
+THREADS = 512
+ROWS_CHOICES = (8, 4, 2, 1)
+# Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md.
+RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
+         "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
+         "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
+         "sorted_fixed": 1.5e-3, "sort": 2e9, "sorted_pairs": 6e10, "sorted_cells": 5e10}
+
+
+@dataclass
+class Job:
+    """One tile's work: the generated plan, its operands and buffers."""
+
+    gen: object
+    left: DevCSR
+    right: DevCSR
+    K: int
+    dt: np.dtype
+    at: np.dtype
+    itype_c: str
+    rows_per_block: int | None = None
+    colbuf: object = None
+    rowbuf: object = None
+
+    @property
+    def n_left(self) -> int:
+        return self.left.shape[0]
+
+    @property
+    def n_right(self) -> int:
+        return self.right.shape[0]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    kernels: Callable  # (job) -> tuple of kernel names
+    launch: Callable  # (mod, job) -> the tile's values (n_left × n_right, dt)
+    estimate: Callable  # (job) -> seconds, or None when it cannot run the job
+
+
+def _device_attr(name: str, default: int) -> int:
+    import cupy
+    return int(cache.attributes(cupy.cuda.Device().id).get(name, default))
+
+
+def _op_weights(gen, per: float) -> float:
+    import sympy as sp
+    return sum(1.0 + max(0, sp.count_ops(a.mul) - 6) / per for a in gen.accumulators)
+
+
+def _pairs(job: Job) -> float:
+    """Σ over A's entries of B's column degree: the pairs of entries sharing a column."""
+    import cupy
+    deg = cupy.bincount(job.right.indices, minlength=job.K)
+    return float(deg[job.left.indices].sum())
+
+
+# --- gather -------------------------------------------------------------------------
+
+
+def gather_config(gen, K: int, dt, rows_per_block: int | None):
+    """(R rows per block, k-chunk width, shared-memory budget) for this device.
+
+    R rows of the dense side share each load of a streamed entry, so the largest R
+    whose rows fit shared memory whole is taken; when even one row does not fit,
+    R = 8 with k-chunks (per-chunk row offsets are precomputed, so chunking costs no
+    searches in the kernel)."""
+    budget = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024) - 1024
+    per_col = dt.itemsize + (1 if gen.structural else 0)
+    choices = (rows_per_block,) if rows_per_block else ROWS_CHOICES
+    for R in choices:
+        if R * max(K, 1) * per_col <= budget:
+            return R, max(K, 1), budget
+    R = rows_per_block or ROWS_CHOICES[0]
+    kchunk = max(32, budget // (R * per_col))
+    return R, kchunk, budget
+
+
+def _group_size(stream: DevCSR, nch: int, R: int) -> int:
+    """Lanes per streamed row: about the average stored entries per row and chunk."""
+    avg = stream.nnz / max(stream.shape[0], 1) / max(nch, 1)
+    G = 32 if avg > 24 else 16 if avg > 12 else 8
+    return max(G, R)
+
+
+def _gather_launches(job: Job):
+    R, kchunk, _ = gather_config(job.gen, job.K, job.dt, job.rows_per_block)
+    nch = -(-max(job.K, 1) // kchunk)
+    out = []
+    for mode in ((1, 2) if job.gen.union else (0,)):
+        dense, stream = (job.right, job.left) if mode == 2 else (job.left, job.right)
+        G = _group_size(stream, nch, R)
+        out.append((mode, dense, stream, f"gb_gather<Spec, {R}, {mode}, {G}, {job.itype_c}>"))
+    return (R, kchunk, nch), out
+
+
+def _gather_kernels(job: Job):
+    (_, _, nch), launches = _gather_launches(job)
+    names = tuple(dict.fromkeys(n for *_, n in launches))
+    return names + ((f"gb_chunk_ptr<{job.itype_c}>",) if nch > 1 else ())
+
+
+def _gather_launch(mod, job: Job):
+    import cupy
+    (R, kchunk, nch), launches = _gather_launches(job)
+    gen, at = job.gen, job.at
+    sm = _device_attr("MultiProcessorCount", 132)
+    out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
+    need_tmp = gen.union or nch > 1
+    nacc = len(gen.accumulators)
+    tmp = cupy.empty(nacc * job.n_left * job.n_right, dtype=at) if need_tmp else cupy.zeros(1, dtype=at)
+    smem = R * kchunk * (job.dt.itemsize + (1 if gen.structural else 0))
+    cps_cache: dict = {}
+
+    def chunk_ptrs(d: DevCSR):
+        if nch == 1:
+            return d.indptr  # unused by the kernel
+        if id(d) not in cps_cache:
+            out_ = cupy.empty(d.shape[0] * (nch + 1), dtype=d.indptr.dtype)
+            fn = mod.get_function(f"gb_chunk_ptr<{job.itype_c}>")
+            fn((max(1, min(65535, (out_.size + 255) // 256)),), (256,),
+               (d.indptr, d.indices, np.int64(d.shape[0]), np.int64(kchunk), np.int32(nch), out_))
+            cps_cache[id(d)] = out_
+        return cps_cache[id(d)]
+
+    for mode, dense, stream, name in launches:
+        fn = mod.get_function(name)
+        fn.max_dynamic_shared_size_bytes = smem
+        gx = (dense.shape[0] + R - 1) // R
+        gy = max(1, min(65535, (4 * sm + gx - 1) // max(gx, 1)))
+        gy = min(gy, max(1, stream.shape[0]))
+        fn((max(gx, 1), gy), (THREADS,),
+           (dense.indptr, dense.indices, dense.data, np.int64(dense.shape[0]),
+            stream.indptr, stream.indices, stream.data, np.int64(stream.shape[0]),
+            np.int64(job.K), np.int64(kchunk), chunk_ptrs(dense), chunk_ptrs(stream),
+            out, tmp, np.int64(job.n_left), np.int64(job.n_right), job.colbuf, job.rowbuf),
+           shared_mem=smem)
+    return out
+
+
+def _gather_estimate(job: Job):
+    """Every block of R left rows streams all of B's entries: pair work m·nnz(B),
+    weighted by the cost of ⊗, plus a cost per (block, streamed row, k-chunk)."""
+    R, kchunk, _ = gather_config(job.gen, job.K, job.dt, None)
+    nch = -(-max(job.K, 1) // kchunk)
+    m, n = job.n_left, job.n_right
+    return (RATES["gather_fixed"] + _op_weights(job.gen, 3.0) * m * job.right.nnz / RATES["gather_pairs"]
+            + (m / R) * n * nch / RATES["gather_rows"])
+
+
+# --- scatter and sorted -----------------------------------------------------------
+
+
+def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
+    """Bᵀ in CSR (row k lists the j storing column k) and, for output tiles of J
+    columns sized to shared memory, each k's offsets per tile (gb_chunk_ptr)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    right, K = job.right, job.K
+    bt = cps.csr_matrix((right.data, right.indices, right.indptr), shape=right.shape).T.tocsr()
+    bt.sort_indices()
+    itype = right.indptr.dtype
+    optin = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024)
+    J = max(1, min(job.n_right, (optin - 1024 - reserved) // bytes_per_column))
+    ntiles = -(-job.n_right // J)
+    tptr = cupy.empty(K * (ntiles + 1), dtype=itype)
+    bt_indices = bt.indices.astype(itype)
+    fn = mod.get_function(f"gb_chunk_ptr<{job.itype_c}>")
+    fn((max(1, min(65535, (tptr.size + 255) // 256)),), (256,),
+       (bt.indptr.astype(itype), bt_indices, np.int64(K), np.int64(J), np.int32(ntiles), tptr))
+    return bt_indices, bt.data, tptr, J, ntiles
+
+
+def _scatter_launch(mod, job: Job):
+    import cupy
+    left = job.left
+    nacc = len(job.gen.accumulators)
+    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, nacc * job.at.itemsize, 0)
+    out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
+    fn = mod.get_function(f"gb_scatter<Spec, {job.itype_c}>")
+    smem = nacc * J * job.at.itemsize
+    fn.max_dynamic_shared_size_bytes = smem
+    fn((job.n_left, ntiles), (THREADS,),
+       (left.indptr, left.indices, left.data, np.int64(job.n_left),
+        bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
+        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
+    return out
+
+
+def _scatter_estimate(job: Job):
+    """Work per pair of entries sharing a column (one bincount), plus writing the m×n
+    output, plus a fixed cost (Bᵀ is built per call)."""
+    if job.itype_c != "int" or not job.left.nnz or not job.right.nnz:
+        return None
+    return (RATES["scatter_fixed"] + _op_weights(job.gen, 20.0) * _pairs(job) / RATES["scatter_pairs"]
+            + job.n_left * job.n_right / RATES["scatter_cells"])
+
+
+def _sorted_perm(mod, d: DevCSR, key_struct: str, order: str, at):
+    """Per-row permutation of d's entries by key (L or R of the value), desc or asc."""
+    import cupy
+    import cupyx
+    keys = cupy.empty(d.nnz, dtype=at)
+    fn = mod.get_function(f"gb_map_values<{key_struct}>")
+    fn((max(1, min(65535, (d.nnz + 255) // 256)),), (256,), (d.data, np.int64(d.nnz), keys))
+    marker = cupy.zeros(d.nnz + 1, dtype=cupy.int32)
+    if d.shape[0] > 1:
+        cupyx.scatter_add(marker, d.indptr[1:-1].astype(cupy.int64), 1)
+    rows = cupy.cumsum(marker[:-1])
+    perm = cupy.lexsort(cupy.stack([-keys if order == "desc" else keys, rows.astype(at)]))
+    return perm.astype(d.indptr.dtype)
+
+
+def _sorted_launch(mod, job: Job):
+    import cupy
+    left, right, gen = job.left, job.right, job.gen
+    aperm = _sorted_perm(mod, left, "UKeyL", gen.sorted_order, job.at)
+    bperm = _sorted_perm(mod, right, "UKeyR", gen.sorted_order, job.at)
+    words = (job.K + 31) // 32  # A_i's column bitmask
+    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, job.at.itemsize, 4 * words)
+    out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
+    fn = mod.get_function(f"gb_union_sorted<Spec, {job.itype_c}>")
+    smem = J * job.at.itemsize + 4 * words
+    fn.max_dynamic_shared_size_bytes = smem
+    fn((job.n_left, ntiles), (THREADS,),
+       (left.indptr, left.indices, left.data, aperm, np.int64(job.n_left),
+        right.indptr, right.indices, right.data, bperm,
+        bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
+        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
+    return out
+
+
+def _sorted_estimate(job: Job):
+    if job.itype_c != "int" or not job.left.nnz or not job.right.nnz:
+        return None
+    logb = float(np.log2(max(2.0, job.right.nnz / max(job.n_right, 1))))
+    return (RATES["sorted_fixed"] + (job.left.nnz + job.right.nnz) / RATES["sort"]
+            + _op_weights(job.gen, 20.0) * _pairs(job) / RATES["sorted_pairs"]
+            + job.n_left * job.n_right * (logb + 2) / RATES["sorted_cells"])
+
+
+# --- dense --------------------------------------------------------------------------
+
+
+def _dense_kernels(job: Job):
+    names = ()
+    for terms in job.gen.dense_maps:
+        for (lname, _), (rname, _) in terms:
+            names += (f"gb_densify<{lname}, {job.itype_c}>", f"gb_densify<{rname}, {job.itype_c}>")
+    return names + ("gb_epilogue<Spec>",)
+
+
+def _dense_launch(mod, job: Job):
+    import cupy
+    K, at, n_left, n_right = job.K, job.at, job.n_left, job.n_right
+    accbuf = cupy.empty((len(job.gen.accumulators), n_left, n_right), dtype=at)
+    for s, terms in enumerate(job.gen.dense_maps):
+        width = len(terms) * K
+        dl = cupy.empty((n_left, width), dtype=at)
+        dr = cupy.empty((n_right, width), dtype=at)
+        for r, ((lname, lfill), (rname, rfill)) in enumerate(terms):
+            for d, buf, name, fill in ((job.left, dl, lname, lfill), (job.right, dr, rname, rfill)):
+                buf[:, r * K:(r + 1) * K] = fill
+                fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
+                blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+                fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
+                                      np.int64(width), np.int64(r * K), buf))
+        cupy.matmul(dl, dr.T, out=accbuf[s])
+        del dl, dr
+    out = cupy.empty((n_left, n_right), dtype=job.dt)
+    fn = mod.get_function("gb_epilogue<Spec>")
+    total = n_left * n_right
+    fn((max(1, min(65535 * 4, (total + 255) // 256)),), (256,),
+       (accbuf, np.int64(n_left), np.int64(n_right), np.int64(K), out, job.colbuf, job.rowbuf))
+    return out
+
+
+def _dense_estimate(job: Job):
+    """The GEMM's flops plus densifying (when the dense copies fit a quarter of the free
+    memory)."""
+    import cupy
+    m, n = job.n_left, job.n_right
+    rk = sum(len(t) for t in job.gen.dense_maps) * job.K
+    dense_bytes = (m + n) * rk * job.gen.acc_itemsize  # densified in the accumulator type
+    if dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
+        return None
+    return (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]
+            + (dense_bytes + m * n * job.dt.itemsize * 3) / RATES["bytes"])
+
+
+TABLE = {
+    "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate),
+    "scatter": Strategy("scatter", lambda job: (f"gb_scatter<Spec, {job.itype_c}>",
+                                                f"gb_chunk_ptr<{job.itype_c}>"),
+                        _scatter_launch, _scatter_estimate),
+    "dense": Strategy("dense", _dense_kernels, _dense_launch, _dense_estimate),
+    "sorted": Strategy("sorted", lambda job: (f"gb_union_sorted<Spec, {job.itype_c}>",
+                                              f"gb_chunk_ptr<{job.itype_c}>",
+                                              "gb_map_values<UKeyL>", "gb_map_values<UKeyR>"),
+                       _sorted_launch, _sorted_estimate),
+}
+STRATEGIES = tuple(TABLE)
+
+
+def estimate(job: Job) -> dict:
+    """Estimated seconds of each strategy that can run the job (cheap statistics)."""
+    est = {}
+    for name in job.gen.strategies:
+        s = TABLE.get(name)
+        t = s.estimate(job) if s is not None else None
+        if t is not None:
+            est[name] = t
+    return est
+
+
+def choose(job: Job, forced: str) -> Strategy:
+    """The strategy to run: ``forced`` when it can run the job, else the cheapest by
+    :func:`estimate` (cached for same-shaped inputs: a performance decision only)."""
+    allowed = job.gen.strategies
+    if forced not in ("auto",) + STRATEGIES:
+        raise InputError("unknown strategy", expected="auto, " + ", ".join(STRATEGIES), got=repr(forced))
+    if forced != "auto":
+        if forced not in allowed or (forced in ("scatter", "sorted") and job.itype_c != "int"):
+            raise InputError(f"strategy {forced!r} cannot run this plan",
+                             expected=", ".join(allowed),
+                             hint="scatter needs an intersection or union correction (no two-pass "
+                                  "union) and 32-bit indices; dense needs a rank expansion")
+        return TABLE[forced]
+    left, right = job.left, job.right
+    key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c)
+    choice = cache.CHOICES.get(key)
+    if choice is None:
+        est = estimate(job)
+        choice = cache.CHOICES[key] = min(est, key=est.get)
+    return TABLE[choice]

@@ -1,0 +1,237 @@
+"""Array work on canonical CSR rows, NumPy or CuPy alike (``xp``): used by every backend.
+
+* identical rows (:func:`row_hashes`, :func:`hash_matches`, :func:`identical_pairs`) and
+  :func:`apply_self_value`, which writes the proven d(a, a) (:func:`gbdist.compiler.exact.self_value`)
+  wherever a left row equals a right row. Each canonical row (sorted indices, no duplicates)
+  is hashed from its indices and value bits; rows with equal hashes are compared entry by
+  entry, so a hash collision never writes a wrong value;
+* :func:`condition_rows`: the per-row shift / scaling a metric is proven invariant under
+  (:func:`gbdist.runtime.invariance.invariance`), so expanded sums neither cancel nor overflow;
+* :func:`normalise_rows`: ``apply(normalize, A)``, rows divided by their sums.
+
+On CuPy arrays of float32/float64 values and int32/int64 indices these run through the
+fused kernels of kernels/rows.cuh (:mod:`gbdist.backends.cuda.rows`), imported only then.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DomainError
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(z, xp):
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M2
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M3
+    return z ^ (z >> np.uint64(31))
+
+
+def _value_bits(data, xp):
+    """Bit patterns of the values as uint64 (float32 and float64 alike; -0.0 as 0.0)."""
+    d = data + data.dtype.type(0)  # -0.0 + 0.0 = +0.0
+    if d.dtype == np.float32:
+        return d.view(xp.uint32).astype(xp.uint64)
+    return d.astype(xp.float64, copy=False).view(xp.uint64)
+
+
+def _device(xp, values, *indices) -> bool:
+    """Whether ``xp`` is CuPy and the fused kernels (gbdist/backends/cuda/rows.py) take
+    these arrays' dtypes."""
+    if getattr(xp, "__name__", "") != "cupy":
+        return False
+    from .cuda import rows as dev_rows
+    return dev_rows.supported(values, *indices)
+
+
+def row_hashes(indptr, indices, data, xp=np):
+    """A 64-bit hash of each row from its (index, value bits) entries and its length:
+    ``mix(Σ_p mix(index·M1 + bits(value)) + length·M3)`` mod 2^64, ``mix`` splitmix64's
+    finaliser, -0.0 hashed as +0.0 (kernels/rows.cuh computes the same on the device)."""
+    if _device(xp, data, indptr, indices) and indptr.dtype == indices.dtype:
+        from .cuda import rows as dev_rows
+        return dev_rows.row_hashes(indptr, indices, data)
+    n = indptr.shape[0] - 1
+    with np.errstate(over="ignore"):
+        tok = _mix(indices.astype(xp.uint64) * _M1 + _value_bits(data, xp), xp)
+        cs = xp.concatenate([xp.zeros(1, dtype=xp.uint64), xp.cumsum(tok, dtype=xp.uint64)])
+        ip = indptr.astype(xp.int64)
+        h = cs[ip[1:]] - cs[ip[:-1]]
+        h = _mix(h + (ip[1:] - ip[:-1]).astype(xp.uint64) * _M3, xp)
+    return h if n else xp.zeros(0, dtype=xp.uint64)
+
+
+def hash_matches(ha, hb, xp=np):
+    """(i, j) of every pair with ``ha[i] == hb[j]`` (candidates for equal rows): one sort,
+    two searches and one transfer (the number of candidates). None when there is none."""
+    if ha.shape[0] == 0 or hb.shape[0] == 0:
+        return None
+    order = xp.argsort(hb)
+    hs = hb[order]
+    lo = xp.searchsorted(hs, ha, side="left")
+    hi = xp.searchsorted(hs, ha, side="right")
+    counts = (hi - lo).astype(xp.int64)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1])
+    if total == 0:
+        return None
+    t = xp.arange(total, dtype=xp.int64)
+    i = xp.searchsorted(ends, t, side="right").astype(xp.int64)
+    j = order[lo[i] + (t - (ends[i] - counts[i]))].astype(xp.int64)
+    return i, j
+
+
+def identical_pairs(left, right, xp=np):
+    """(i, j) of every row i of ``left`` equal to row j of ``right`` (verified entry by entry).
+
+    ``left`` and ``right`` are (indptr, indices, data) of canonical CSR rows.
+    """
+    if _device(xp, left[2]) and _device_pair(left, right):
+        from .cuda import rows as dev_rows
+        return dev_rows.identical_pairs(left, right)
+    lp, li, ld = left
+    rp, ri, rd = right
+    empty = (xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64))
+    found = hash_matches(row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp), xp)
+    if found is None:
+        return empty
+    i, j = found
+    # verify: same length, then every entry equal
+    lp64, rp64 = lp.astype(xp.int64), rp.astype(xp.int64)
+    la = lp64[i + 1] - lp64[i]
+    keep = la == (rp64[j + 1] - rp64[j])
+    i, j, la = i[keep], j[keep], la[keep]
+    if i.shape[0] == 0:
+        return empty
+    n_entries = int(la.sum())
+    if n_entries:
+        starts = xp.cumsum(la) - la
+        pair = xp.searchsorted(xp.cumsum(la), xp.arange(n_entries, dtype=xp.int64), side="right")
+        within = xp.arange(n_entries, dtype=xp.int64) - starts[pair]
+        pa = lp64[i][pair] + within
+        pb = rp64[j][pair] + within
+        bad = (li[pa].astype(xp.int64) != ri[pb].astype(xp.int64)) | \
+              (_value_bits(ld[pa], xp) != _value_bits(rd[pb], xp))
+        nbad = xp.zeros(i.shape[0], dtype=xp.int64)
+        if bool(bad.any()):
+            nbad = xp.bincount(pair[bad], minlength=i.shape[0])
+        ok = nbad == 0
+        i, j = i[ok], j[ok]
+    return i, j
+
+
+def _device_pair(left, right) -> bool:
+    from .cuda import rows as dev_rows
+    return dev_rows.same_types(left, right)
+
+
+def apply_self_value(value, out, left, right, xp=np):
+    """Write the proven d(a, a) into ``out`` (rows × cols) wherever a left row equals a
+    right row and the computed value is finite. Returns ``out`` (a copy when it was a
+    read-only NumPy view and something was written). On the device (CuPy, float32/64
+    values in ``out``'s dtype, int32/64 indices) one kernel hashes each side's rows (once
+    when both are the same arrays), one verifies each candidate pair and writes the value,
+    and the only transfer is the number of candidates."""
+    if value is None or out.size == 0:
+        return out
+    if _device(xp, left[2]) and _device_pair(left, right) and out.ndim == 2 and \
+            out.dtype == left[2].dtype and out.flags.c_contiguous:
+        from .cuda import rows as dev_rows
+        dev_rows.write_self_value(out, left, right, value)
+        return out
+    i, j = identical_pairs(left, right, xp)
+    if i.shape[0] == 0:
+        return out
+    cur = out[i, j]
+    fin = xp.isfinite(cur)
+    if xp is np and not out.flags.writeable:  # a broadcast view: copy only when writing
+        out = np.array(out)
+    out[i[fin], j[fin]] = out.dtype.type(value)
+    return out
+
+
+def condition_rows(indptr, data, ncols: int, inv, xp=np):
+    """New values for CSR rows, transformed as ``inv`` allows, to avoid cancellation and
+    overflow: a row that stores all k columns is shifted by its mean (when ``inv.shift``:
+    the expanded sums then no longer cancel, e.g. correlation of 1e8 + rand); then each
+    row is scaled by the power of two that brings its largest |value| into [0.5, 1) (when
+    ``inv.scale``; exact, and skipped for a row it would push below the normal range).
+    Computed in float64, returned in ``data``'s dtype. On the device (CuPy, float32/64
+    values, int32/64 indptr) one kernel does it all, a warp per row, with no transfer."""
+    if not (inv.scale or inv.shift) or data.shape[0] == 0:
+        return data
+    if _device(xp, data, indptr):
+        from .cuda import rows as dev_rows
+        return dev_rows.condition(indptr, data, ncols, inv.shift, inv.scale)
+    v = data.astype(xp.float64)
+    ip = indptr.astype(xp.int64)
+    counts = ip[1:] - ip[:-1]
+    nrows = counts.shape[0]
+    row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
+    if inv.shift and ncols > 0:
+        full = counts == ncols
+        if bool(full.any()):
+            sums = xp.zeros(nrows, dtype=xp.float64)
+            _scatter_add(sums, row, v, xp)
+            mean = xp.where(full & xp.isfinite(sums), sums / ncols, 0.0)  # inf rows stay as given
+            v = v - mean[row]
+    if inv.scale:
+        a = xp.abs(v)
+        big = xp.zeros(nrows, dtype=xp.float64)
+        _scatter_max(big, row, a, xp)
+        small = xp.full(nrows, xp.inf, dtype=xp.float64)
+        _scatter_min(small, row, xp.where(a > 0, a, xp.inf), xp)
+        _, e = xp.frexp(xp.where(big > 0, big, 1.0))
+        factor = xp.ldexp(xp.ones(nrows, dtype=xp.float64), -e)
+        tiny = float(np.finfo(data.dtype).tiny)
+        ok = (big > 0) & (small * factor >= tiny) & (big * factor < float(np.finfo(data.dtype).max))
+        factor = xp.where(ok, factor, 1.0)
+        v = v * factor[row]
+    return v.astype(data.dtype)
+
+
+def _scatter_add(out, idx, vals, xp):
+    if xp is np:
+        np.add.at(out, idx, vals)
+    else:
+        import cupyx
+        cupyx.scatter_add(out, idx, vals)
+
+
+def _scatter_max(out, idx, vals, xp):
+    if xp is np:
+        np.maximum.at(out, idx, vals)
+    else:
+        import cupyx
+        cupyx.scatter_max(out, idx, vals)
+
+
+def _scatter_min(out, idx, vals, xp):
+    if xp is np:
+        np.minimum.at(out, idx, vals)
+    else:
+        import cupyx
+        cupyx.scatter_min(out, idx, vals)
+
+
+
+def normalise_rows(indptr, data, name: str, xp=np):
+    """Values of CSR rows divided by each row's sum (float64 arithmetic, ``data``'s dtype).
+    A row summing to 0 (an empty row) is left as it is; negative values are refused."""
+    if data.shape[0] == 0:
+        return data
+    v = data.astype(xp.float64)
+    if bool((v < 0).any()):
+        raise DomainError(f"input {name}: normalize divides each row by its sum and needs "
+                          "nonnegative values", got=f"a value of {float(v.min()):g}",
+                          hint="rows must be nonnegative weights, e.g. counts or probabilities")
+    ip = indptr.astype(xp.int64)
+    row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
+    sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
+    _scatter_add(sums, row, v, xp)
+    sums = xp.where(sums > 0, sums, 1.0)
+    return (v / sums[row]).astype(data.dtype)

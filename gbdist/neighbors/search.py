@@ -1,0 +1,358 @@
+"""k-nearest neighbours and radius queries: ONE loop over the backend protocol.
+
+The distance matrix between queries (rows of X) and the index (rows of Y) is never
+materialised. The runtime binds X and Y once, the backend prepares them once
+(``backend.prepare``), and the output grid is cut into tiles by the one memory model
+(:func:`gbdist.runtime.tile_shape`; column tiles the outer loop)::
+
+    for each tile (r0:r1, c0:c1)          (gbdist.runtime.tiles)
+        D = backend.run_tile(...)         distances of the tile (host or device)
+        keep the k smallest of D          backend.select_k  (exact ties by index)
+        merge with the best k so far      backend.merge_k   (by (distance, index))
+
+A self-join under a metric proven symmetric (:func:`gbdist.compiler.symmetry.is_symmetric`)
+visits square tiles on and above the diagonal only; each feeds its rows' top-k and,
+transposed, its columns'. Order is total and deterministic: by distance, then by the
+lower index; NaN distances sort after every number (NumPy's order). So the answer does
+not depend on how the grid was tiled, nor on the backend.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..compiler import ir
+from ..compiler.plan import Plan
+from ..backends.cpu import merge_k, select_k
+from ..errors import InputError, ParameterError
+from ..pairwise import (
+    as_input, check_n_jobs, metric_program, precomputed_distances, split_finite_kw)
+from ..runtime import (
+    Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tiles,
+    working_memory_bytes)
+from ..compiler.symmetry import is_symmetric
+
+__all__ = ["knn", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
+           "drop_self"]
+
+
+# ---------------------------------------------------------------------------
+# the one loop
+# ---------------------------------------------------------------------------
+
+
+class Search:
+    """X and Y bound once and prepared once on a backend, with the search's budget."""
+
+    def __init__(self, plan, X, Y, be, budget: int | None, dtype=None):
+        self.plan = plan
+        self.be = be
+        needed = {s.name for s in ir.symbols(plan.expr)}
+        inputs = {k: v for k, v in (("A", X), ("B", Y)) if k in needed}
+        self.b = bind(plan, inputs, drop_zeros=True, dtype=dtype,
+                      labels={"A": "X", "B": "X" if Y is X else "Y"}, xp=be.xp)
+        self.budget = budget_of(be, budget)
+        self.prepared = be.prepare(self.b)
+        self.xp = be.xp
+
+    def grid(self, values, rows: int, cols: int):
+        """A tile of any output kind (matrix, col, row, scalar) as rows × cols."""
+        xp = self.xp
+        kind = self.plan.output_kind
+        if kind == "col":
+            values = values.reshape(rows, 1)
+        elif kind == "row":
+            values = values.reshape(1, cols)
+        elif kind != "matrix":
+            values = values.reshape(1, 1)
+        if values.shape == (rows, cols):
+            return values
+        return xp.ascontiguousarray(xp.broadcast_to(values, (rows, cols)))
+
+    def tiles(self, full_width: bool = False):
+        """(r0, r1, c0, c1, D) of every tile, D rows × cols (``xp``)."""
+        for r0, r1, c0, c1, D in tiles(self.be, self.prepared, self.b, self.budget, full_width,
+                                       select=not full_width):
+            yield r0, r1, c0, c1, self.grid(D, r1 - r0, c1 - c0)
+
+    def symmetric_tiles(self):
+        """Square tiles (r0:r1, c0:c1) with c0 >= r0 of a self-join."""
+        b = self.b
+        s = symmetric_side(self.be, self.plan, b.n, self.budget or 2**62, b.dtype)
+        repair = Repair(b, self.budget)
+        for r0 in range(0, b.n, s):
+            r1 = min(b.n, r0 + s)
+            for c0 in range(r0, b.n, s):
+                c1 = min(b.n, c0 + s)
+                tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1)
+                yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
+
+    def host(self, x):
+        return x if self.b.on_device else self.be.to_host(x)
+
+
+def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
+    """From k + 1 candidates per query, drop the query's own index (else the first one).
+
+    As scikit-learn does: only index q is removed for query q, even when a duplicate of
+    q lies at distance 0 too. When q is not among the candidates: if the first lies at
+    distance 0 (more than k duplicates of q with lower indices), that first one is
+    dropped, as scikit-learn masks it; else (a measure under which q is not its own
+    nearest, e.g. inner_product) every candidate is a true neighbour and the last is
+    dropped. ``first_if_missing``: always the first (scikit-learn's rule for a
+    precomputed graph, whose diagonal is implicit). NumPy or CuPy (``xp``), with no
+    synchronisation: column j of the answer is candidate j, or j + 1 from the dropped
+    position on."""
+    rows, width = i.shape
+    hit = i == xp.arange(rows, dtype=xp.int64)[:, None]
+    other = xp.where((d[:, 0] == 0) | first_if_missing, 0, width - 1)
+    drop = xp.where(hit.any(axis=1), hit.astype(xp.int8).argmax(axis=1), other)
+    j = xp.arange(k, dtype=xp.int64)[None, :]
+    src = j + (j >= drop[:, None])
+    return (xp.ascontiguousarray(xp.take_along_axis(d, src, axis=1)),
+            xp.ascontiguousarray(xp.take_along_axis(i, src, axis=1)))
+
+
+def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
+             on_block: Callable | None = None, symmetric=None) -> tuple:
+    """The k nearest index rows of every query under a compiled ``plan`` on a backend
+    object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
+    ``on_block(pairs)`` is called after each tile with the pairs it covered."""
+    sym = _use_symmetric(plan, X, Y, symmetric)
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    s = Search(plan, X, Y, be, budget, dtype)  # the inputs are checked first
+    kk = _check_k(k, n, exclude_self)
+    xp = s.xp
+    best_d = best_i = None
+    for r0, r1, c0, c1, D in (s.symmetric_tiles() if sym else s.tiles()):
+        if best_d is None:
+            # Placeholders (NaN, largest index) sort after every real candidate, NaN ones too.
+            best_d = xp.full((m, kk), np.nan, dtype=D.dtype)
+            best_i = xp.full((m, kk), np.iinfo(np.int64).max, dtype=xp.int64)
+        d, i = be.select_k(D, kk, c0)
+        if c0 == 0 and not sym and d.shape[1] == kk:  # the first column tile: nothing to merge
+            best_d[r0:r1], best_i[r0:r1] = d, i
+        else:
+            best_d[r0:r1], best_i[r0:r1] = be.merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)
+        mirrored = sym and c0 != r0
+        if mirrored:
+            DT = xp.ascontiguousarray(D.T)
+            del D
+            d, i = be.select_k(DT, kk, r0)
+            del DT
+            best_d[c0:c1], best_i[c0:c1] = be.merge_k(best_d[c0:c1], best_i[c0:c1], d, i, kk)
+        if on_block is not None:  # pairs covered: both orders off the diagonal
+            on_block((r1 - r0) * (c1 - c0) * (2 if mirrored else 1))
+    if exclude_self:
+        best_d, best_i = drop_self(best_d, best_i, k, xp)
+    return s.host(best_d.astype(s.b.dtype, copy=False)), s.host(best_i)
+
+
+def _radius(plan, X, Y, radius, be, budget: int | None, exclude_self: bool, sort_results: bool,
+            dtype=None) -> sps.csr_matrix:
+    """Every (query, index) pair at distance <= radius, as a CSR of distances.
+
+    Column indices within a row are ascending, or sorted by (distance, index)
+    with ``sort_results``. Stored entries are the pairs found (a distance of 0
+    is stored too); comparisons in float64 on every backend.
+    """
+    if isinstance(radius, bool) or not isinstance(radius, numbers.Real) or np.isnan(radius):
+        raise InputError("radius must be a number", got=repr(radius))
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    s = Search(plan, X, Y, be, budget, dtype)
+    xp, to_host = s.xp, be.to_host
+    rows, cols, vals = [], [], []
+    for r0, r1, c0, c1, D in s.tiles():
+        r, c = xp.nonzero(D.astype(xp.float64, copy=False) <= radius)
+        v = to_host(D[r, c]).astype(np.float64)
+        r = to_host(r).astype(np.int64) + r0
+        c = to_host(c).astype(np.int64) + c0
+        if exclude_self:
+            keep = r != c
+            r, c, v = r[keep], c[keep], v[keep]
+        rows.append(r)
+        cols.append(c)
+        vals.append(v)
+    r = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.empty(0, dtype=np.int64)
+    v = np.concatenate(vals) if vals else np.empty(0)
+    order = np.lexsort((c, v, r) if sort_results else (c, r))
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+    out = sps.csr_matrix((v[order].astype(s.b.dtype), c[order], indptr), shape=(m, n))
+    out.has_sorted_indices = not sort_results
+    return out
+
+
+_knn = knn_plan  # the name the CLI uses
+
+
+# ---------------------------------------------------------------------------
+# the searches
+# ---------------------------------------------------------------------------
+
+
+def _check_k(k, n_index: int, exclude_self: bool) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise ParameterError(f"n_neighbors does not take {type(k)} value, enter integer value",
+                             got=repr(k))
+    if k <= 0:
+        raise InputError(f"Expected n_neighbors > 0. Got {k}")
+    need = k + 1 if exclude_self else k
+    if need > n_index:
+        limit = n_index - 1 if exclude_self else n_index
+        hint = f"use n_neighbors <= {limit}" if limit >= 1 else (
+            f"the index holds {n_index} sample(s), so no n_neighbors works: fit on more samples"
+            + (", or pass the query X explicitly" if exclude_self and n_index else ""))
+        if exclude_self:
+            raise InputError(f"Expected n_neighbors < n_samples_fit when the query is the fitted "
+                             f"data (each point is left out of its own neighbours), but "
+                             f"n_neighbors = {k}, n_samples_fit = {n_index}", hint=hint)
+        raise InputError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k}, "
+                         f"n_samples_fit = {n_index}", hint=hint)
+    return need
+
+
+def _nrows(x, name: str) -> int:
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.shape(x)
+    if len(shape) != 2:
+        raise InputError(f"{name} must be a 2-D matrix", got=f"shape {tuple(shape)}",
+                         hint="reshape a single sample with x.reshape(1, -1)")
+    return int(shape[0])
+
+
+def _use_symmetric(plan: Plan, X, Y, symmetric) -> bool:
+    """Whether a search runs the symmetric self-join: ``symmetric`` None (auto) means when
+    Y is X and the metric is proven symmetric (:func:`is_symmetric`); True insists (an
+    error when it is not valid); False never."""
+    if symmetric is None:
+        return Y is X and is_symmetric(plan)
+    if not isinstance(symmetric, (bool, np.bool_)):
+        raise InputError("symmetric must be True, False or None", got=repr(symmetric))
+    if not symmetric:
+        return False
+    if Y is not X:
+        raise InputError("symmetric=True needs a self-join", got="an explicit index Y",
+                         hint="call knn(X) (Y=None), or leave symmetric=None")
+    if not is_symmetric(plan):
+        raise InputError("symmetric=True needs a metric proven symmetric (d(a, b) == d(b, a))",
+                         got=ir_text(plan),
+                         hint="leave symmetric=None: gbdist then uses it only where it is proven")
+    return True
+
+
+def ir_text(plan: Plan) -> str:
+    return ir.to_text(plan.expr)
+
+
+
+def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memory=None,
+        exclude_self=None, symmetric: bool | None = None, **params
+        ) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of X, the k nearest rows of Y (of X when Y is None).
+
+    Returns ``(distances, indices)``, both shaped (n_X, k), each row sorted by
+    (distance, index): ties go to the lower index and NaN distances come last.
+    Indices are int64. Distances are float32 when every input is float32.
+
+    ``exclude_self`` (default: ``Y is None``) leaves index i out of query i's
+    neighbours, as scikit-learn's ``kneighbors(X=None)`` does — a duplicate of
+    row i at distance 0 is still returned. ``k`` larger than the index raises
+    :class:`gbdist.InputError` (scikit-learn's ValueError "Expected n_neighbors
+    <= n_samples_fit"). ``working_memory`` (MiB) sizes the tiles; results do
+    not depend on it. ``params`` go to the metric (``p`` for minkowski).
+
+    ``symmetric``: in a self-join (Y None or Y is X) under a metric proven symmetric
+    (:func:`is_symmetric`), compute each unordered pair once (square tiles on and above
+    the diagonal, each feeding both blocks' top-k). None (default) does so whenever it is
+    valid; True insists (:class:`gbdist.InputError` when it is not valid); False never.
+    The answer is the same either way.
+    """
+    if exclude_self is None:
+        exclude_self = Y is None
+    X = as_input(X, "X")
+    Y = None if Y is None else as_input(Y, "Y")
+    plan = metric_program(metric, **params).plan
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    return _knn(plan, X, X if Y is None else Y, k, be, budget, bool(exclude_self),
+                symmetric=symmetric)
+
+
+def _check_chunk_size(reduced, chunk_size: int) -> None:
+    """scikit-learn's checks on a ``reduce_func`` result: None, or one sequence (or a tuple
+    of sequences) with one entry per row of the chunk."""
+    if reduced is None:
+        return
+    is_tuple = isinstance(reduced, tuple)
+    parts = reduced if is_tuple else (reduced,)
+    if any(isinstance(r, tuple) or not hasattr(r, "__iter__") for r in parts):
+        raise ParameterError(f"reduce_func returned {reduced!r}. Expected sequence(s) of length "
+                             f"{chunk_size}.",
+                             hint="return one value per row of the chunk, or None")
+    sizes = tuple(_num_samples(r) for r in parts)
+    if any(n != chunk_size for n in sizes):
+        raise InputError(f"reduce_func returned object of length "
+                         f"{sizes if is_tuple else sizes[0]}. Expected same length as input: "
+                         f"{chunk_size}.")
+
+
+def _num_samples(x) -> int:
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape):
+        return int(shape[0])
+    return len(x)
+
+
+def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None,
+                               metric="euclidean", n_jobs=None, working_memory=None,
+                               backend="auto", dtype=None, **kwds):
+    """Yield the distance matrix in row blocks (a generator), as scikit-learn's does.
+
+    Same arguments as ``sklearn.metrics.pairwise_distances_chunked``: each block
+    holds whole rows (all of Y) and is sized so that it and gbdist's temporaries
+    fit ``working_memory`` MiB (default: the backend's, :meth:`gbdist.backends.base.Backend.default_budget`); any
+    positive number is honoured, fractions too. ``reduce_func(D_chunk, start)``
+    replaces each block by its result, which must be None or a sequence (or a
+    tuple of sequences) with one entry per row, as scikit-learn checks.
+    ``n_jobs`` is accepted and ignored (the backend decides its threads).
+    ``metric="precomputed"`` yields X itself (checked) in one block. The other
+    keywords are the metric's parameters (``p=``), plus ``ensure_all_finite``
+    / ``force_all_finite``, passed on to the input check.
+
+    Arguments are checked when the function is called; the distances are
+    computed as the generator is consumed.
+    """
+    if reduce_func is not None and not callable(reduce_func):
+        raise ParameterError("The 'reduce_func' parameter of pairwise_distances_chunked must be "
+                             "a callable or None.", got=repr(reduce_func))
+    check_n_jobs(n_jobs)
+    params, finite_kw = split_finite_kw(kwds)
+    X = as_input(X, "X")
+    Y = None if Y is None else as_input(Y, "Y")
+    if isinstance(metric, str) and metric == "precomputed":
+        D = precomputed_distances(X, Y, **finite_kw)
+        return _reduced_chunks(iter([(0, D.shape[0], D)]), reduce_func)
+    plan = metric_program(metric, **params).plan
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    Yv = X if Y is None else Y
+    dt = result_dtype({"A": X, "B": Yv}, dtype)
+    s = Search(plan, X, Yv, be, budget, dt)
+    chunks = ((r0, r1, be.to_host(D).astype(dt)) for r0, r1, _, _, D in s.tiles(full_width=True))
+    return _reduced_chunks(chunks, reduce_func)
+
+
+def _reduced_chunks(chunks, reduce_func):
+    for r0, r1, block in chunks:
+        if reduce_func is None:
+            yield block
+        else:
+            reduced = reduce_func(block, r0)
+            _check_chunk_size(reduced, r1 - r0)
+            yield reduced

@@ -1,0 +1,65 @@
+"""The runtime: from a plan and the user's arrays to a result, on any backend.
+
+Stages, one module each (imports run downward only; nothing in gbdist.backends imports
+from here):
+
+* :mod:`~gbdist.runtime.bind` — inputs checked and made canonical ONCE for every backend
+  (formats, dtype, index width, domains, finiteness, conditioned / normalised rows);
+  CuPy inputs stay on the device when the backend computes there;
+* :mod:`~gbdist.runtime.memory` — ONE memory model (``working_memory``, tile shapes)
+  for host and device, pairwise results and searches alike;
+* :mod:`~gbdist.runtime.tiles` — the one tile loop over ``backend.run_tile``, with
+  shrink-on-out-of-memory;
+* :mod:`~gbdist.runtime.direct` — the direct form that repairs entries a rewrite cannot
+  get right (non-finite rows when allowed, overflow);
+* :mod:`~gbdist.runtime.invariance` — numeric checks that need a CPU run (row
+  invariances for conditioning, the check of a proven d(a, a));
+* :mod:`~gbdist.runtime.core` — dispatch: :func:`get_backend`, :func:`bind`, :func:`run`.
+
+Backends are driven only through :class:`gbdist.backends.base.Backend`. See docs/inputs.md.
+"""
+from ..inputs import is_cupy
+from .bind import result_dtype, to_csr, vector_to_row
+from .core import STRATEGIES, bind, evaluate, get_backend, run
+from .invariance import run_reference
+from .direct import Repair
+from .memory import (
+    DEFAULT_WORKING_MEMORY, MIB, TOO_LARGE_HINT, allocate_result, budget_of, cell_cost,
+    check_working_memory, grid_shape, symmetric_side, tile_shape, working_memory_bytes)
+from .tiles import run_shrinking, tiles
+
+
+_CLEARERS: list = []
+
+
+def register_cache(clear) -> None:
+    """Have :func:`clear_caches` call ``clear()`` too (for caches of the stages above the
+    runtime: compiled metric programs, symmetry proofs)."""
+    if clear not in _CLEARERS:
+        _CLEARERS.append(clear)
+
+
+def clear_caches() -> None:
+    """Empty every process-wide cache of compiled or derived things: generated CUDA
+    sources, compiled modules and strategy choices (when CuPy is present), proven
+    d(a, a) values and row invariances, and what the stages above registered
+    (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
+    analysis cache (gbdist/cache.py) is kept."""
+    from ..compiler import exact
+    from . import invariance
+    exact._CACHE.clear()
+    invariance._INV_CACHE.clear()
+    for clear in _CLEARERS:
+        clear()
+    try:
+        from ..backends.cuda import cache as cuda_cache
+    except ImportError:
+        return
+    cuda_cache.clear()
+
+
+__all__ = ["is_cupy", "result_dtype", "to_csr", "vector_to_row", "STRATEGIES", "bind", "evaluate",
+           "get_backend", "run", "run_reference", "DEFAULT_WORKING_MEMORY", "MIB",
+           "TOO_LARGE_HINT", "allocate_result", "budget_of", "check_working_memory",
+           "symmetric_side", "tile_shape", "grid_shape", "cell_cost", "working_memory_bytes", "run_shrinking", "tiles",
+           "clear_caches", "register_cache", "Repair"]

@@ -1,0 +1,311 @@
+"""Binding: a plan's inputs checked and made canonical once, for every backend.
+
+:func:`bind` validates each operand (:mod:`gbdist.inputs`: memory safety, real dtype,
+finiteness as ``ensure_all_finite`` says, domains of the ops), converts it to canonical
+CSR (any SciPy sparse format, dense arrays, int32/int64 indices kept, unsorted indices
+sorted, duplicates summed), conditions / normalises rows as the plan allows
+(:func:`gbdist.backends.rows.condition_rows`, :func:`~gbdist.backends.rows.normalise_rows`)
+and builds the transposed operands the steps read. CuPy inputs stay on the device when
+the backend computes there (``xp`` is CuPy): they are checked there
+(:func:`gbdist.inputs.check_device_operand`) and never copied to the host.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..compiler import exact, ir
+from ..backends import rows
+from ..backends.base import Bound
+from ..errors import InputError
+from ..inputs import (
+    check_device_operand, check_domains, check_finite, check_non_empty, check_real,
+    ensure_all_finite_value, host_csr, is_cupy)
+
+
+def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
+           label: str | None = None) -> sps.csr_matrix:
+    """A canonical float64 CSR copy on the host: validated, sorted indices, duplicates summed.
+
+    ``x`` is checked (:mod:`gbdist.inputs`) before SciPy's C++ routines read it;
+    ``ensure_all_finite`` (True, False or "allow-nan") decides whether NaN and
+    ±inf are refused; ``label`` is the name errors use (default ``name``).
+    """
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    index_dtype = _index_dtype(x) if (sps.issparse(x) or is_cupy(x)) else None
+    csr = host_csr(x, label)
+    csr.sum_duplicates()  # also sorts the indices
+    if drop_zeros:
+        csr.eliminate_zeros()
+    check_finite(csr, label, ensure_all_finite)
+    if index_dtype == np.int64 and csr.indices.dtype != np.int64:
+        # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
+        csr.indices = csr.indices.astype(np.int64)
+        csr.indptr = csr.indptr.astype(np.int64)
+    return csr
+
+
+def _index_dtype(x):
+    for attr in ("indices", "row", "col"):
+        v = getattr(x, attr, None)
+        if v is not None and hasattr(v, "dtype"):
+            return np.dtype(v.dtype)
+    return None
+
+
+def vector_to_row(x, name: str, ensure_all_finite=True, label: str | None = None) -> sps.csr_matrix:
+    """A dense vector as a 1×k row in which every entry is stored (zeros too)."""
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    if sps.issparse(x) or (is_cupy(x) and hasattr(x, "format")):
+        v = host_csr(x, label)
+        if v.shape[0] != 1:
+            if v.shape[1] != 1:
+                raise InputError(f"{label} must be a vector", got=f"shape {v.shape}")
+            v = v.T.tocsr()
+        v.sum_duplicates()
+        check_finite(v, label, ensure_all_finite)
+        return v
+    try:
+        arr = np.asarray(x.get() if is_cupy(x) else x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{label} is not a vector of numbers", got=str(e).split("\n")[0]) from None
+    check_real(arr.dtype, label)
+    if arr.ndim != 1:
+        raise InputError(f"{label} must be a 1-D vector", got=f"shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    k = arr.shape[0]
+    v = sps.csr_matrix((arr, np.arange(k), np.array([0, k])), shape=(1, k))
+    check_finite(v, label, ensure_all_finite)
+    return v
+
+
+def result_dtype(inputs: dict, dtype=None) -> np.dtype:
+    """float32 when every input is float32 (or asked for), else float64."""
+    if dtype is not None:
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            dt = None
+        if dt not in (np.float32, np.float64):
+            raise InputError("dtype must be float32 or float64", got=repr(dtype),
+                             hint="dtype=np.float32, dtype=np.float64 or None (from the inputs)")
+        return dt
+    dts = [np.dtype(getattr(v, "dtype", np.float64)) for v in inputs.values()]
+    return np.dtype(np.float32) if dts and all(d == np.float32 for d in dts) else np.dtype(np.float64)
+
+
+# --- device operands ----------------------------------------------------------------
+
+
+def _device_csr(x, label: str, dtype, drop_zeros: bool, ensure_all_finite):
+    """A checked CuPy input as a canonical cupyx CSR in ``dtype`` (sorted, no duplicates,
+    explicit zeros dropped only with ``drop_zeros``), and the facts its check learnt. The
+    caller's matrix is never modified; one already canonical in ``dtype`` is used as is."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    facts = check_device_operand(x, label, ensure_all_finite)
+    if cps.issparse(x):
+        m = x if x.format == "csr" else x.tocsr()
+    else:
+        m = cps.csr_matrix(cupy.asarray(x))
+    if m.dtype != dtype:
+        m = m.astype(dtype)
+    if not m.has_canonical_format:
+        m = m.copy() if m is x else m
+        m.sum_duplicates()
+    if drop_zeros:
+        m = _drop_zeros_device(m)
+    m.has_canonical_format = True
+    return m, facts
+
+
+def _drop_zeros_device(m):
+    """A CuPy CSR without explicitly stored zeros (a new matrix; the input is kept)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    keep = m.data != 0
+    if bool(keep.all()):
+        return m
+    rows_ = cupy.searchsorted(m.indptr, cupy.arange(m.data.shape[0]), side="right") - 1
+    kept = cupy.bincount(rows_[keep], minlength=m.shape[0])
+    indptr = cupy.concatenate([cupy.zeros(1, dtype=m.indptr.dtype),
+                               cupy.cumsum(kept).astype(m.indptr.dtype)])
+    return cps.csr_matrix((m.data[keep], m.indices[keep], indptr), shape=m.shape)
+
+
+def _transposed(v):
+    """The canonical transpose of a canonical CSR (SciPy or cupyx)."""
+    t = v.T.tocsr()
+    if is_cupy(t.data):
+        if not t.has_canonical_format:
+            t.sum_duplicates()
+        t.has_canonical_format = True
+    else:
+        t.sort_indices()
+    return t
+
+
+def _with_values(v, values):
+    """The CSR ``v`` with new values (the same index arrays)."""
+    if is_cupy(values):
+        import cupyx.scipy.sparse as cps
+        out = cps.csr_matrix((values, v.indices, v.indptr), shape=v.shape)
+        out.has_canonical_format = True
+        return out
+    return sps.csr_matrix((values, v.indices, v.indptr), shape=v.shape)
+
+
+def _xp_of(v):
+    if is_cupy(v.data):
+        import cupy
+        return cupy
+    return np
+
+
+def _upload(v, dtype):
+    """A canonical host CSR on the device, in ``dtype`` (a cupyx CSR, marked canonical)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    m = cps.csr_matrix((cupy.asarray(v.data.astype(dtype)), cupy.asarray(v.indices),
+                        cupy.asarray(v.indptr)), shape=v.shape)
+    m.has_canonical_format = True
+    return m
+
+
+def _check_domains(plan, data: dict, known: dict | None = None) -> None:
+    """:func:`gbdist.inputs.check_domains` on host and device operands alike. A device
+    operand is checked by its minimum on the device where that decides (a nonnegative
+    domain, no powers or logs); otherwise by its values on the host: ``known`` ones
+    (uploaded from there and unchanged since), else copied back."""
+    known = known or {}
+    host = {}
+    for key, v in data.items():
+        host[key] = _DeviceValues(v, known.get(key)) if is_cupy(v.data) else v
+    check_domains(plan, host)
+
+
+class _DeviceValues:
+    """A device operand as :func:`gbdist.inputs.check_domains` reads it: ``.data`` is
+    the host copy of its values when known, else fetched from the device; ``min()`` is
+    computed on the device (the common nonnegative-domain case)."""
+
+    def __init__(self, v, host=None):
+        self._v = v
+        self._host = host
+
+    @property
+    def data(self):
+        if self._host is None:  # fetched once, however many checks read it
+            self._host = self._v.data.get()
+        return np.asarray(self._host, dtype=np.float64)
+
+    def device_min(self):
+        import cupy
+        return float(cupy.min(self._v.data)) if self._v.data.shape[0] else 0.0
+
+
+def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
+                  ensure_all_finite=True, labels: dict | None = None,
+                  ensure_non_empty: bool = False, conditioning=None, xp=np) -> Bound:
+    """Check and canonicalise the inputs of a plan, once, for every backend.
+
+    Every operand is validated (memory safety, real dtype, finiteness as
+    ``ensure_all_finite`` says) before anything reads it. ``labels`` maps input
+    names to the names errors use (``{"A": "X", "B": "Y"}`` for
+    ``pairwise_distances``); ``ensure_non_empty`` refuses 0 rows or 0 columns
+    with scikit-learn's message. The same object passed under two names is
+    canonicalised once. ``conditioning``: (invariance, names) — the rows of those inputs
+    are shifted / scaled as the metric is proven invariant under, so that expanded sums
+    do not cancel or overflow (``gbdist.runtime.bind`` passes the plan's).
+    ``xp``: the array module of the backend. When it is CuPy, CuPy inputs stay on the
+    device (validated there) and host inputs are validated on the host and uploaded
+    once, both in the result dtype, then conditioned there; else CuPy inputs are copied
+    to the host.
+    """
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    labels = labels or {}
+    needed = {s.name: s for s in ir.symbols(plan.expr)}
+    missing = sorted(set(needed) - set(inputs))
+    if missing:
+        raise InputError("the program needs more inputs", expected=", ".join(sorted(needed)),
+                         got=", ".join(sorted(inputs)) or "none",
+                         hint=f"call program({', '.join(f'{m}=...' for m in missing)})")
+    extra = sorted(set(inputs) - set(needed))
+    if extra:
+        raise InputError("unknown input name(s)", expected=", ".join(sorted(needed)),
+                         got=", ".join(extra))
+    dt = result_dtype(inputs, dtype)
+    structural = any(getattr(s.node, "structural", False) for s in plan.steps)
+    on_device = any(is_cupy(v) for v in inputs.values())
+    base, facts, seen = {}, {}, {}
+    for name, sym in sorted(needed.items()):
+        label = labels.get(name, name)
+        x = inputs[name]
+        vector = isinstance(sym, ir.Vector)
+        key = (id(x), vector)
+        if key not in seen:
+            if vector:
+                seen[key] = (vector_to_row(x, name, ensure_all_finite, label), None)
+            elif xp is not np and is_cupy(x):
+                # a stored 0 equals the fill for data semantics: dropped only where it is
+                # an entry (structural products), which costs a transfer
+                seen[key] = _device_csr(x, label, dt, drop_zeros and structural, ensure_all_finite)
+            else:
+                seen[key] = (to_csr(x, name, drop_zeros, ensure_all_finite, label), None)
+        base[name], found = seen[key]
+        if found is not None:
+            facts[name] = found
+        if ensure_non_empty:
+            check_non_empty(tuple(base[name].shape), label)
+    raw = dict(base)
+    host_values: dict = {}  # id(device operand) -> its values on the host, where they are known
+    if xp is not np:
+        # A backend on the device: host operands are uploaded once, in the result dtype, and
+        # conditioned / normalised / transposed there (fused kernels, no host round trip).
+        uploaded: dict = {}
+        for name, v in list(base.items()):
+            if isinstance(needed[name], ir.Vector) or is_cupy(v.data):
+                continue
+            if id(v) not in uploaded:
+                uploaded[id(v)] = _upload(v, dt)
+                host_values[id(uploaded[id(v)])] = v.data
+            base[name] = uploaded[id(v)]
+    # Conditioning acts on the rows as given (the proven invariance is of the metric as a
+    # function of its inputs), then apply(normalize, ·) divides rows by their sums; new
+    # value arrays: the caller's arrays are never modified.
+    if conditioning is not None:
+        inv, names = conditioning
+        for name in names:
+            m = base[name]
+            base[name] = _with_values(m, rows.condition_rows(m.indptr, m.data, m.shape[1], inv,
+                                                             _xp_of(m)))
+    for name in exact.normalised_names(plan):
+        m = base[name]
+        base[name] = _with_values(m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m)))
+    data, left_keys, known = {}, set(), {}
+    for step in plan.steps:
+        for side, key in step.sides:
+            name, flipped = key
+            if key not in data:
+                data[key] = _transposed(base[name]) if flipped else base[name]
+                # a transpose holds the same values: the domain check reads them as a set
+                known[key] = host_values.get(id(base[name]))
+            if side == "left":
+                left_keys.add(key)
+    widths = {k: v.shape[1] for k, v in data.items()}
+    if len(set(widths.values())) > 1:
+        desc = ", ".join(f"{labels.get(k[0], k[0])}{'.T' if k[1] else ''}: {w} columns"
+                         for k, w in sorted(widths.items()))
+        raise InputError("the operands of a product must have the same number of columns (k)",
+                         got=desc, hint="for mxm(A, B.T), A and B need the same number of columns")
+    ncols = next(iter(widths.values())) if widths else next(
+        (v.shape[1] for v in base.values()), 0)
+    m = max((data[k].shape[0] for k in left_keys), default=1)
+    right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
+                  if side == "right"]
+    n = max(right_rows, default=1)
+    _check_domains(plan, data, known)
+    return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, ensure_all_finite, raw,
+                 facts, drop_zeros, on_device)

@@ -1,0 +1,95 @@
+"""Dispatch: a plan and its inputs → one backend (:func:`get_backend`) → bound once
+(:func:`bind`) → prepared (``backend.prepare``) → tiles (:func:`gbdist.runtime.tiles.tiles`)
+→ the result, on the device the inputs live on."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiler import ir
+from ..backends.base import Backend
+from ..backends.cpu import CPUBackend
+from ..errors import BackendError, InputError, ResultTooLargeError
+from ..inputs import ensure_all_finite_value
+from . import bind as _bind
+from .invariance import conditioned_names
+from .memory import TOO_LARGE_HINT, budget_of, check_working_memory
+from .tiles import evaluate
+
+STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
+
+
+def bind(plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_finite=True,
+         labels: dict | None = None, ensure_non_empty: bool = False, condition: bool = True,
+         xp=np):
+    """:func:`gbdist.runtime.bind.bind_operands` with the plan's proven row conditioning
+    (``condition``; :func:`gbdist.runtime.invariance.conditioned_names`)."""
+    conditioning = conditioned_names(plan) if condition else None
+    return _bind.bind_operands(plan, inputs, drop_zeros, dtype, ensure_all_finite, labels,
+                               ensure_non_empty, conditioning, xp)
+
+
+def get_backend(name, working_memory: int | None = None) -> Backend:
+    """Resolve ``backend=`` ("auto", "cpu", "cuda", or an object implementing
+    :class:`gbdist.backends.base.Backend`) to a backend object."""
+    if not isinstance(name, str):
+        if isinstance(name, Backend):
+            return name
+        raise InputError("unknown backend", expected="'auto', 'cpu', 'cuda' or a backend object",
+                         got=repr(name))
+    working_memory = check_working_memory(working_memory)
+    # the host backend's chunked temporaries within a tile (triplets, union passes) take
+    # half the budget, as its cell_bytes counts them
+    host = None if working_memory is None else max(1, working_memory // 2)
+    if name == "cpu":
+        return CPUBackend(host)
+    if name in ("cuda", "auto"):
+        try:
+            from ..backends.cuda import CUDABackend, available
+        except ImportError:
+            available = None
+        if available is not None and available():
+            return CUDABackend(working_memory)
+        if name == "cuda":
+            raise BackendError("backend='cuda' needs CuPy and an NVIDIA GPU",
+                               got="no usable GPU", hint="pip install 'gbdist[cuda]', or backend='cpu'")
+        return CPUBackend(host)
+    raise InputError("unknown backend", expected="'auto', 'cpu' or 'cuda'", got=repr(name))
+
+
+def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
+        drop_zeros: bool = False, dtype=None, strategy: str = "auto", ensure_all_finite=True,
+        labels: dict | None = None, ensure_non_empty: bool = False):
+    """Execute ``plan`` on ``inputs`` and return the whole result.
+
+    ``working_memory`` (bytes) bounds every tile, on every backend; None: the
+    backend's default (on the GPU: the whole result as one tile). ``strategy``
+    forces a CUDA kernel strategy ("gather", "scatter", "dense", "sorted"); the CPU
+    backend accepts "auto" only. ``ensure_all_finite`` (True, False or "allow-nan")
+    is scikit-learn's keyword: NaN and ±inf are refused unless allowed; when allowed,
+    entries that involve them are computed in the direct form (the formula's IEEE
+    value). ``labels`` and ``ensure_non_empty``: see :func:`bind`.
+    """
+    if strategy not in STRATEGIES:
+        raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    if backend == "auto" and any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+                                 for s in plan.steps):
+        backend = "cpu"  # a union summed directly (steep ops with plus): no CUDA kernel yet
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    working_memory = check_working_memory(working_memory)
+    if dtype is not None:
+        _bind.result_dtype({}, dtype)
+    be = get_backend(backend, working_memory)
+    b = bind(plan, inputs, drop_zeros, dtype, ensure_all_finite, labels, ensure_non_empty,
+             xp=be.xp)
+    prepared = be.prepare(b, strategy)
+    try:
+        out = evaluate(be, prepared, b, budget_of(be, working_memory, result=True))
+    except Exception as e:  # noqa: BLE001 — out-of-memory of a single row, as a typed error
+        if not be.is_out_of_memory(e) or isinstance(e, MemoryError):
+            raise
+        raise ResultTooLargeError("the GPU ran out of memory for this product",
+                                  got=str(e).split("\n")[0], hint=TOO_LARGE_HINT) from None
+    return out if b.on_device else be.to_host(out)
+
+
+__all__ = ["bind", "get_backend", "run", "evaluate", "STRATEGIES"]

@@ -1,0 +1,176 @@
+"""Numeric checks that need a run of the CPU reference: the per-row invariances a metric
+has (conditioning, :func:`invariance`) and the check of a proven d(a, a)
+(:func:`check_self_value`, registered with :mod:`gbdist.exact`, which is symbolic and
+imports no runtime). Both are cached by the plan's structural key, in the process and
+on disk (gbdist/cache.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..compiler import cache, exact
+from ..backends.cpu import CPUBackend
+from ..compiler.exact import FORMAT, operand_pair
+from .bind import bind_operands
+from .memory import budget_of
+from .tiles import evaluate
+
+
+def run_reference(plan, inputs: dict, condition: bool = True) -> np.ndarray:
+    """The plan by the CPU reference on host inputs, without the d(a, a) pass (the
+    numeric checks here)."""
+    be = CPUBackend()
+    b = bind_operands(plan, inputs, drop_zeros=True,
+                      conditioning=conditioned_names(plan) if condition else None)
+    return evaluate(be, be.prepare(b, exact=False), b, budget_of(be, None, result=True))
+
+
+_reference = run_reference
+
+
+def check_self_value(plan, value: float) -> tuple[bool, str]:
+    """Run the plan (CPU reference, no exact post-pass) on random rows against themselves."""
+    import scipy.sparse as sps
+    nonneg = any(op.domain == "nonnegative" for d in plan.products
+                 for op in (d.analysis.semiring.mul,))
+    rng = np.random.default_rng(12345)
+    dense = rng.uniform(0.25, 2.0, size=(12, 7))
+    if not nonneg:
+        dense *= rng.choice([-1.0, 1.0], size=dense.shape)
+    dense[rng.random(dense.shape) < 0.3] = 0.0
+    Xc = sps.csr_matrix(dense)
+    left, right = operand_pair(plan)
+    try:
+        out = _reference(plan, {left[0]: Xc, right[0]: Xc})
+    except Exception as e:  # noqa: BLE001 — a failed check withholds the claim
+        return False, f"{type(e).__name__}: {e}"
+    diag = np.diagonal(out)
+    fin = np.isfinite(diag)
+    if not fin.any():
+        return False, "no finite diagonal value to check"
+    err = float(np.max(np.abs(diag[fin] - value)))
+    if err > 1e-6 * (1.0 + abs(value)):
+        return False, f"diagonal differs by {err:.2e}"
+    return True, f"checked numerically on {int(fin.sum())} random rows (max deviation {err:.1e})"
+
+
+exact.register_numeric_check(check_self_value)
+
+
+
+@dataclass(frozen=True)
+class Invariance:
+    """Per-row transformations of both operands that leave the metric's value unchanged.
+
+    ``scale``: d(s·a, b) = d(a, t·b) = d(a, b) for s, t > 0 (cosine, correlation, the
+    nonzero-pattern metrics). ``shift``: d(a + c·1, b) = d(a, b + c·1) = d(a, b) for any
+    c, over all k columns (correlation). Checked numerically on random rows (seeded,
+    scales from 2^-40 to 2^40 and shifts of both signs) with the CPU reference.
+    """
+
+    scale: bool
+    shift: bool
+    detail: str
+
+    def __str__(self) -> str:
+        what = [w for w, v in (("positive row scaling", self.scale), ("row shifts", self.shift)) if v]
+        return ("invariant under " + " and ".join(what) if what else "no row invariance") + \
+            f" [{self.detail}]"
+
+
+def _raw_distances(plan, A, B) -> np.ndarray:
+    """The plan on dense float64 rows by the CPU reference: no conditioning, no post-pass."""
+    import scipy.sparse as sps
+    left, right = operand_pair(plan)
+    return _reference(plan, {left[0]: sps.csr_matrix(A), right[0]: sps.csr_matrix(B)},
+                      condition=False)
+
+
+def _same(d0: np.ndarray, d1: np.ndarray) -> bool:
+    """Equal NaN patterns and finite values within 1e-9 of the largest finite |d0| (a
+    scale of the values themselves: no absolute floor, so results of size 1e-12 that
+    double under scaling are told apart)."""
+    if (np.isnan(d0) != np.isnan(d1)).any():
+        return False
+    ok = ~np.isnan(d0)
+    fin = np.isfinite(d0)
+    scale = float(np.max(np.abs(d0[fin]))) if fin.any() else 0.0
+    return bool(np.all(np.abs(d1[fin] - d0[fin]) <= 1e-9 * scale)) and \
+        bool(np.array_equal(d0[~fin & ok], d1[~fin & ok]))
+
+
+def _invariance_uncached(plan) -> Invariance:
+    if plan.output_kind != "matrix" or operand_pair(plan) is None:
+        return Invariance(False, False, "not a pairwise result over two row operands")
+    (ln, lf), (rn, rf) = operand_pair(plan)
+    if lf or rf:
+        return Invariance(False, False, "an operand is read by columns")
+    nonneg = any(op.domain == "nonnegative" for d in plan.products
+                 for op in (d.analysis.semiring.mul,))
+    rng = np.random.default_rng(777)
+    A = rng.uniform(0.5, 2.0, size=(7, 9))
+    B = rng.uniform(0.5, 2.0, size=(6, 9))
+    if not nonneg:
+        A *= rng.choice([-1.0, 1.0], size=A.shape)
+        B *= rng.choice([-1.0, 1.0], size=B.shape)
+    # unstored entries, so the fills (f(x, 0), f(0, y), the corner) take part; one row
+    # of A stores every column (what a shift acts on)
+    A[1:][rng.random((6, 9)) < 0.4] = 0.0
+    B[rng.random((6, 9)) < 0.4] = 0.0
+    B[0] = A[0]            # equal rows and equal entries: what value comparisons see
+    B[1, :4] = A[1, :4]
+    A[2, 5] = B[2, 5]
+    try:
+        d0 = _raw_distances(plan, A, B)
+    except Exception:  # noqa: BLE001 — no claim without a reference value
+        return Invariance(False, False, "the reference run failed")
+    finite = d0[np.isfinite(d0)]
+    # a (nearly) constant result shows nothing: the values must spread over at least a
+    # millionth of their size, a thousand times the tolerance of the comparison below
+    if np.unique(finite).size < 3 or \
+            np.ptp(finite) <= 1e-6 * float(np.max(np.abs(finite))):
+        return Invariance(False, False, "too little variation in the values to compare")
+    s = 2.0 ** rng.choice([-40, -7, 3, 40], size=(7, 1)) * rng.uniform(0.6, 1.6, size=(7, 1))
+    t = 2.0 ** rng.choice([-40, -7, 3, 40], size=(6, 1)) * rng.uniform(0.6, 1.6, size=(6, 1))
+    checks = {}
+    for name, (A1, B1) in {"scale": ((s * A, B), (A, t * B)),
+                           "shift": ((A - A[np.arange(7), np.arange(7) % 9][:, None], B),
+                                     (A, B - B[np.arange(6), (np.arange(6) + 3) % 9][:, None]))
+                           }.items():
+        try:
+            checks[name] = all(_same(d0, _raw_distances(plan, a1, b1)) for a1, b1 in (A1, B1))
+        except Exception:  # noqa: BLE001 — e.g. a domain error after a shift: not invariant
+            checks[name] = False
+    return Invariance(checks["scale"], checks["shift"],
+                      "checked numerically: seeded random sparse rows, CPU reference, 1e-9 relative")
+
+
+_INV_CACHE: dict = {}
+
+
+def invariance(plan) -> Invariance:
+    """The per-row invariances of ``plan`` (cached by the plan's structural key, in the
+    process and on disk)."""
+    key = (plan.expr.key, tuple(sorted(plan.roles.items())))
+    inv = _INV_CACHE.get(key)
+    if inv is None:
+        disk = cache.key_of("exact.invariance", FORMAT, key)
+        rec = cache.load(disk)
+        try:
+            inv = Invariance(rec["scale"] is True, rec["shift"] is True, str(rec["detail"]))
+        except (TypeError, KeyError):
+            inv = _invariance_uncached(plan)
+            cache.store(disk, {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
+        _INV_CACHE[key] = inv
+    return inv
+
+
+
+def conditioned_names(plan) -> tuple[Invariance, tuple[str, ...]]:
+    """The invariance of ``plan`` and the operand names whose rows may be conditioned."""
+    inv = invariance(plan)
+    pair = operand_pair(plan)
+    if pair is None or not (inv.scale or inv.shift):
+        return inv, ()
+    return inv, tuple(dict.fromkeys((pair[0][0], pair[1][0])))
