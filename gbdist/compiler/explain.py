@@ -59,7 +59,8 @@ class ProofExplanation:
         return {
             PROVED: "proved symbolically (sympy)",
             EXHAUSTIVE: "proved exhaustively on {0, 1}",
-            NUMERIC: f"checked numerically, not proved ({self.method.removeprefix('numeric ')})",
+            NUMERIC: "checked numerically, not proved ("
+                     + self.method.removeprefix("numeric").strip(" ()") + ")",
             EXPECTED: "refuted, as expected" + (f": {self.note}" if self.note else ""),
             FAILED: "FAILS: a real failure, the rewrite it supports is not applied",
         }[self.kind]
