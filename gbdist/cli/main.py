@@ -74,7 +74,10 @@ def _explanation(args):
         loaded.helpers.update(d.helpers)
     params = _params(args.param)
     if find_metric(args.target) is not None or args.target.isidentifier():
-        return explain(args.target, **params)  # an unknown name says "unknown metric"
+        ex = explain(args.target, **params)  # an unknown name says "unknown metric"
+        from ..front.describe import describe
+        text, lets = describe(args.target, **params)
+        return ex.with_definition(text, lets) if text else ex
     if params:
         raise GbdistError(f"{args.target!r} is not a metric name, so it takes no parameters",
                           hint="parameters (-p) go with a named metric such as minkowski")

@@ -280,9 +280,19 @@ class Explanation:
     def with_cuda(self, source: str) -> "Explanation":
         return self._replace(cuda=source)
 
-    def with_definition(self, definition: str) -> "Explanation":
-        """The same explanation showing the metric's text definition (its let names)."""
-        return self._replace(definition=definition)
+    def with_definition(self, definition: str, lets=()) -> "Explanation":
+        """The same explanation showing the metric's text definition, with its ``let`` names
+        ((name, IR node), ...) standing for the subexpressions they bind."""
+        leaves = Leaves()
+        named = []
+        for name, node in lets:
+            value = symbolic(node, leaves)  # in terms of the lets bound before it
+            leaves.names[node.key] = (sp.Symbol(name), node)
+            named.append((sp.Symbol(name), value))
+        formula = symbolic(self.plan.expr, leaves)
+        legend = tuple(named) + tuple((s, ir.to_text(n)) for s, n in leaves.legend()
+                                      if s not in {q for q, _ in named})
+        return self._replace(definition=definition, formula=formula, legend=legend)
 
     # -- checks on identical rows (gbdist/exact.py) ---------------------------
 
@@ -299,7 +309,7 @@ class Explanation:
         out.append(f"expression  {self.expression}")
         if self.formula is not None:
             out.append(f"  as math    {text(self.formula)}")
-            out += [f"    {text(s)} = {t}" for s, t in self.legend]
+            out += [f"    {text(s)} = {text(t)}" for s, t in self.legend]
         out.append("")
         if not self.products:
             out.append("no products: only reductions and pointwise functions")
@@ -325,7 +335,8 @@ class Explanation:
         out.append(f"expression: `{self.expression}`")
         if self.formula is not None:
             out += ["", f"$$d = {latex(self.formula)}$$", ""]
-            out += [f"- ${latex(s)}$ = `{t}`" for s, t in self.legend]
+            out += [f"- ${latex(s)}$ = " + (f"`{t}`" if isinstance(t, str) else f"${latex(t)}$")
+                    for s, t in self.legend]
         out.append("")
         for p in self.products:
             out += [p.markdown(), ""]
@@ -358,7 +369,9 @@ class Explanation:
         out = [f"<h3>{_html.escape(self.title)}</h3>"]
         if self.formula is not None:
             out.append(f"<p>\\(d = {latex(self.formula)}\\)</p><ul>")
-            out += [f"<li>\\({latex(s)}\\) = <code>{_html.escape(t)}</code></li>" for s, t in self.legend]
+            out += [f"<li>\\({latex(s)}\\) = " + (f"<code>{_html.escape(t)}</code>" if isinstance(t, str)
+                                                else f"\\({latex(t)}\\)") + "</li>"
+                    for s, t in self.legend]
             out.append("</ul>")
         for p in self.products:
             out.append(f"<h4>product <code>{_html.escape(p.expression)}</code></h4><table>")

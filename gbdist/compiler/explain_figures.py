@@ -212,9 +212,12 @@ def figure(ex, which: str = "all"):
 
 
 def figure_bytes(ex, fmt: str = "svg", which: str = "all") -> bytes:
-    fig = figure(ex, which)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+    import matplotlib
+    # text as text (small files, searchable), and ids that do not change between runs
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gbdist"}):
+        fig = figure(ex, which)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
     return buf.getvalue()
 
 
