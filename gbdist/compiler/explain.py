@@ -286,7 +286,10 @@ class Explanation:
         leaves = Leaves()
         named = []
         for name, node in lets:
+            fresh = node.key not in leaves.names
             value = symbolic(node, leaves)  # in terms of the lets bound before it
+            if fresh and isinstance(value, sp.Symbol) and leaves.names.get(node.key, (None,))[0] == value:
+                value = ir.to_text(node)  # the let names a product or reduction itself
             leaves.names[node.key] = (sp.Symbol(name), node)
             named.append((sp.Symbol(name), value))
         formula = symbolic(self.plan.expr, leaves)

@@ -264,12 +264,16 @@ def flatten(expr):
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, sp.Symbol):
         return expr
     args = [flatten(a) for a in expr.args]
+    if isinstance(expr, (sp.Add, sp.Mul)) and all(a.is_Rational for a in args):
+        return expr.func(*args)  # 1·0, -1·0, 2 + 3: plain arithmetic on written numbers
     if isinstance(expr, (sp.Add, sp.Mul)):
         flat = []
         for a in args:
             flat.extend(a.args if type(a) is type(expr) else (a,))
         if isinstance(expr, sp.Add):
             flat = [a for a in flat if a != 0] or [sp.Integer(0)]
+        else:
+            flat = [a for a in flat if a != 1] or [sp.Integer(1)]
         return flat[0] if len(flat) == 1 else build(type(expr), *flat)
     try:
         return build(expr.func, *args)
