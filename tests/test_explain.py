@@ -224,3 +224,12 @@ def test_cli_format_follows_the_suffix_and_a_picture_needs_a_file(tmp_path, caps
     assert out.read_bytes().count(b'id="visit-') == 8
     assert main(["explain", "chebyshev", "--format", "svg"]) == 2
     assert "needs a file" in capsys.readouterr().err
+
+
+def test_the_worked_example_applies_the_operands_transforms():
+    """Jaccard's product is over apply(nonzero, ·): its picture counts shared columns."""
+    pytest.importorskip("matplotlib")
+    from gbdist.compiler.explain_figures import EXAMPLE_A, EXAMPLE_B, passes
+    (pid, _, cols, values), = passes(gb.explain("jaccard").products[0])
+    shared = [c for c in range(len(EXAMPLE_A)) if EXAMPLE_A[c] != 0 and EXAMPLE_B[c] != 0]
+    assert pid == "inter" and cols == shared and list(values) == [1.0] * len(shared)

@@ -115,6 +115,8 @@ class ProductExplanation:
     domain: str
     proofs: tuple[ProofExplanation, ...]
     semiring_add: str = "plus"  # the name of ⊕
+    left_ops: tuple = ()  # the apply() chain of each operand, as formulas in x (Jaccard's nonzero)
+    right_ops: tuple = ()
 
     @classmethod
     def from_decision(cls, d: ProductDecision) -> "ProductExplanation":
@@ -130,7 +132,7 @@ class ProductExplanation:
                    tidy(a.semiring.mul.formula, dom), tidy(a.L, dom), tidy(a.R, dom),
                    tidy(a.C, dom), tidy(a.g, dom), fills, a.identity, exp, a.reason, a.override,
                    a.structural, a.nonnegative and a.strategy == "union-correction", dom, proofs,
-                   a.semiring.add.name)
+                   a.semiring.add.name, *_chains(d.node))
 
     # -- the pieces every rendering shows ------------------------------------
 
@@ -207,6 +209,17 @@ class ProductExplanation:
         for label, pieces in self.rows():
             out.append(r"\quad \text{" + _tex_escape(label) + r":}\ " + _join_latex(pieces))
         return r" \\ ".join(out)
+
+
+def _chains(node) -> tuple[tuple, tuple]:
+    """The formulas of the apply() chains on a product's two operands."""
+    from .typecheck import row_operand
+    left, right = (node.left, node.right) if isinstance(node, ir.MxM) else (node.matrix, node.vector)
+    try:
+        return (tuple(op.formula for op in row_operand(left)[2]),
+                tuple(op.formula for op in row_operand(right, isinstance(node, ir.MxM))[2]))
+    except Exception:  # noqa: BLE001 - a picture without the transforms is still right about visits
+        return (), ()
 
 
 def _expansion_formula(pairs) -> sp.Expr:

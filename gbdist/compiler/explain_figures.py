@@ -41,9 +41,23 @@ def _matplotlib():
     return Figure, Rectangle, FancyBboxPatch
 
 
-def example_rows(domain: str):
+def example_rows(p):
+    """The worked example's rows as the product sees them: a boolean domain takes the
+    pattern, and each operand's apply() chain (Jaccard's nonzero) transforms its values."""
+    from ..algebra.evaluate import evaluate
     a, b = np.array(EXAMPLE_A), np.array(EXAMPLE_B)
-    if domain == "boolean":
+    rows = []
+    for row, chain in ((a, p.left_ops), (b, p.right_ops)):
+        stored = row != 0
+        vals = row.copy()
+        for formula in chain:
+            with np.errstate(all="ignore"):
+                vals = np.broadcast_to(np.asarray(evaluate(formula, {"x": vals}), dtype=float),
+                                       vals.shape).copy()
+        vals[~stored] = 0.0
+        rows.append(vals)
+    a, b = rows
+    if p.domain == "boolean":
         a, b = (a != 0).astype(float), (b != 0).astype(float)
     return a, b
 
@@ -53,9 +67,10 @@ def passes(p) -> list[tuple[str, str, list[int], np.ndarray]]:
     on the worked example; the values are the op's formulas evaluated as written."""
     from ..algebra.evaluate import evaluate
     from ..algebra.formulas import X, Y
-    a, b = example_rows(p.domain)
+    a, b = example_rows(p)
     k = len(a)
-    sa, sb = set(np.flatnonzero(a)), set(np.flatnonzero(b))
+    sa = set(np.flatnonzero(np.array(EXAMPLE_A)))
+    sb = set(np.flatnonzero(np.array(EXAMPLE_B)))
     both, union = sorted(sa & sb), sorted(sa | sb)
 
     def f_of(expr, cols, xs=None, ys=None):
@@ -104,9 +119,9 @@ def _combine(add: str, values) -> float:
 def direct_value(p) -> float:
     """⊕ of f over every column (the value the strategy must reproduce)."""
     from ..algebra.evaluate import evaluate
-    a, b = example_rows(p.domain)
+    a, b = example_rows(p)
     if p.structural:
-        cols = np.flatnonzero((a != 0) & (b != 0))
+        cols = np.flatnonzero((np.array(EXAMPLE_A) != 0) & (np.array(EXAMPLE_B) != 0))
         a, b = a[cols], b[cols]
     with np.errstate(all="ignore"):
         v = np.broadcast_to(np.asarray(evaluate(p.f, {"x": a, "y": b}), dtype=float), a.shape)
@@ -116,7 +131,7 @@ def direct_value(p) -> float:
 def draw_product(ax, p) -> None:
     """One product's worked example on ``ax``."""
     _, Rectangle, _ = _matplotlib()
-    a, b = example_rows(p.domain)
+    a, b = example_rows(p)
     k = len(a)
     rows = passes(p)
     n = 2 + len(rows)
@@ -127,8 +142,9 @@ def draw_product(ax, p) -> None:
     for i, (name, vals) in enumerate((("a", a), ("b", b))):
         y = n - i
         ax.text(-0.2, y + 0.45, f"row {name}", ha="right", va="center", fontsize=8)
+        pattern = np.array(EXAMPLE_A if name == "a" else EXAMPLE_B) != 0
         for c in range(k):
-            stored = vals[c] != 0
+            stored = pattern[c]
             ax.add_patch(Rectangle((c, y), 0.95, 0.9, facecolor="#cfe2f3" if stored else "white",
                                    edgecolor="#555555", linewidth=0.6))
             ax.text(c + 0.47, y + 0.45, f"{vals[c]:g}" if stored else "·", ha="center", va="center",
@@ -160,7 +176,7 @@ def draw_plan(ax, ex) -> None:
     _, _, FancyBboxPatch = _matplotlib()
     from .explain_math import text
     steps = ex.steps
-    n = max(len(steps), 1)
+    n = max(len(steps), 2)
     ax.set_xlim(0, 10)
     ax.set_ylim(-0.5, n + 0.5)
     ax.axis("off")
@@ -179,7 +195,7 @@ def draw_plan(ax, ex) -> None:
     for i, (name, txt, kind) in enumerate(steps):
         y = n - 0.5 - i
         read = {side[1][0] for side in plan_steps[i].sides} if i < len(plan_steps) else set()
-        short = txt if len(txt) <= 48 else txt[:45] + "…"
+        short = txt if len(txt) <= 44 else txt[:41] + "…"
         box(1.6, y, 4.8, f"{name} = {short}  [{kind}]", f"step-{name}", "#fff2cc")
         for op_name, oy in ops.items():
             if op_name in read:
@@ -188,7 +204,7 @@ def draw_plan(ax, ex) -> None:
         ax.annotate("", xy=(7.0, n / 2), xytext=(6.4, y),
                     arrowprops=dict(arrowstyle="->", linewidth=0.6, color="#666666"))
     result = text(ex.result) if ex.result is not None else ex.epilogue
-    short = result if len(result) <= 40 else result[:37] + "…"
+    short = result if len(result) <= 30 else result[:27] + "…"
     box(7.0, n / 2, 2.9, f"result = {short}", "epilogue", "#d9ead3")
 
 
@@ -200,14 +216,14 @@ def figure(ex, which: str = "all"):
     prods = list(ex.products) if which in ("all", "decision") else []
     heights = [2 + len(passes(p)) for p in prods]
     if which in ("all", "plan"):
-        heights.append(max(len(ex.steps), 1) + 1)
+        heights.append(max(len(ex.steps), 2) + 1)
     fig = Figure(figsize=(9, 0.55 * sum(heights) + 0.6 * len(heights)))
     axes = fig.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)[:, 0]
     for ax, p in zip(axes, prods):
         draw_product(ax, p)
     if which in ("all", "plan"):
         draw_plan(axes[-1], ex)
-    fig.subplots_adjust(left=0.2, right=0.88, top=0.96, bottom=0.03, hspace=0.35)
+    fig.subplots_adjust(left=0.2, right=0.88, top=0.94, bottom=0.03, hspace=0.45)
     return fig
 
 
