@@ -233,3 +233,19 @@ def test_the_worked_example_applies_the_operands_transforms():
     (pid, _, cols, values), = passes(gb.explain("jaccard").products[0])
     shared = [c for c in range(len(EXAMPLE_A)) if EXAMPLE_A[c] != 0 and EXAMPLE_B[c] != 0]
     assert pid == "inter" and cols == shared and list(values) == [1.0] * len(shared)
+
+
+def test_the_written_expression_keeps_exact_constants():
+    ex = gb.explain("hellinger")
+    assert ex.expression.endswith("/ sqrt(2))") and "1.41421" not in str(ex)
+    assert "^ (1/3))" in gb.explain("minkowski", p=3).expression
+
+
+def test_save_picks_the_format_from_the_suffix(tmp_path):
+    ex = gb.explain("euclidean")
+    ex.save(tmp_path / "e.md")
+    ex.save(tmp_path / "e.txt")
+    assert (tmp_path / "e.md").read_text(encoding="utf-8") == ex.to_markdown()
+    assert (tmp_path / "e.txt").read_text(encoding="utf-8") == str(ex) + "\n"
+    with pytest.raises(gb.GbdistError):
+        ex.save(tmp_path / "e.docx")

@@ -211,6 +211,20 @@ class ProductExplanation:
         return r" \\ ".join(out)
 
 
+def _exact_text(node: ir.Node) -> str:
+    """``ir.to_text`` with each constant that has an exact closed form written exactly
+    (``sqrt(2)``, not ``1.41421``)."""
+    from .explain_math import exact_constant
+    out = ir.to_text(node)
+    for c in {n.value for n in ir.walk(node) if isinstance(n, ir.Const)}:
+        exact = exact_constant(c)
+        if not isinstance(exact, (sp.Float, sp.Integer)):
+            shown = str(exact)
+            grouped = exact.is_Rational or exact.is_Add or exact.is_Mul
+            out = out.replace(f"{c:g}", f"({shown})" if grouped else shown)
+    return out
+
+
 def _chains(node) -> tuple[tuple, tuple]:
     """The formulas of the apply() chains on a product's two operands."""
     from .typecheck import row_operand
@@ -283,7 +297,8 @@ class Explanation:
         formula = symbolic(plan.expr, leaves)
         legend = tuple((s, ir.to_text(n)) for s, n in leaves.legend())
         result = symbolic(plan.epilogue, Leaves())
-        return cls(title or ir.to_text(plan.expr), ir.to_text(plan.expr), products, proofs,
+        written = _exact_text(plan.expr)
+        return cls(title or written, written, products, proofs,
                    steps, ir.to_text(plan.epilogue), plan, None, formula, legend, result, definition)
 
     def _replace(self, **changes) -> "Explanation":
