@@ -22,7 +22,7 @@ Non-finite values are a separate, later check (:func:`check_finite`), done on
 the canonical matrix: refused by default, as scikit-learn does. The domains of
 the plan's ops are checked here too (:func:`check_domains`).
 
-Why one module of ~580 lines: these are all the checks an operand passes, on the
+Longer than 500 lines: these are all the checks an operand passes, on the
 host and on the device (the same rules, one fused kernel there), and the binding
 (:func:`gbdist.runtime.bind`) calls them in one place; a reader auditing what
 gbdist trusts reads this one file. The canonicalisation itself is

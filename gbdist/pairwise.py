@@ -15,6 +15,8 @@ from .front.api import Program, compile
 from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
 from .runtime import run
 from .compiler.explain import Explanation
+from .front.describe import describe
+from .runtime.invariance import invariance
 
 _ROLES = dict(names.ROLES)
 
@@ -281,11 +283,21 @@ def _promised_shape(out, kind: str, swapped: bool, nx: int, ny: int):
 
 
 def explain(metric, **params) -> Explanation:
-    """The compiler's account of a metric (by name) or any expression."""
+    """The compiler's account of a metric (by name) or any expression: the decisions, the
+    proofs and the plan, with the row invariance the runtime checks numerically and, for a
+    metric written in the text language, its definition with its ``let`` names."""
     if isinstance(metric, str):
         m = get_metric(metric)
         title = f"{m.name}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
-        return Explanation.from_plan(metric_program(metric, **params).plan, title)
-    if isinstance(metric, ir.Node) and not params:
-        return Explanation.from_plan(compile(metric).plan)
-    return Explanation.from_plan(metric_program(metric, **params).plan)
+        plan = metric_program(metric, **params).plan
+        ex = Explanation.from_plan(plan, title)
+        text, lets = describe(m.name, **params)
+        if text:
+            ex = ex.with_definition(text, lets)
+    elif isinstance(metric, ir.Node) and not params:
+        plan = compile(metric).plan
+        ex = Explanation.from_plan(plan)
+    else:
+        plan = metric_program(metric, **params).plan
+        ex = Explanation.from_plan(plan)
+    return ex.with_conditioning(str(invariance(plan)))

@@ -83,7 +83,7 @@ def test_user_formulas_get_the_same_analysis(formula, strategy, rank):
         # The expansion really reproduces g (checked independently of its proof).
         g = sp.sympify(p.g)
         terms = [sp.sympify(a) * sp.sympify(b) for a, b in p.expansion]
-        xs = sp.Symbol("x"), sp.Symbol("y")
+        xs = X, Y  # the explanation holds sympy formulas over the real symbols
         pts = np.random.default_rng(0).uniform(0.1, 3.0, (20, 2))
         for a_, b_ in pts:
             sub = {xs[0]: a_, xs[1]: b_}

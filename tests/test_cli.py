@@ -16,25 +16,26 @@ def run(capsys, *argv):
 def test_explain_a_named_metric_shows_decision_rewrite_proofs_plan(capsys):
     rc, out, _ = run(capsys, "explain", "manhattan")
     assert rc == 0
-    assert "f(x, 0) = Abs(x)    f(0, y) = Abs(y)    f(0, 0) = 0" in out
-    assert "strategy   union-correction" in out
-    assert "rewrite    Σ_(A∪B) f" in out
-    assert "[holds; sympy" in out
+    assert "L(x) = f(x, 0) = |x|,   R(y) = f(0, y) = |y|,   C = f(0, 0) = 0" in out
+    assert "strategy     union-correction" in out
+    assert "rewrite      Σ_(A∪B) f" in out
+    assert "[proved symbolically (sympy)" in out
+    assert "[refuted, as expected" in out and "FAILS" not in out
     assert "\nplan\n" in out and "result = " in out
 
 
 def test_explain_with_a_parameter(capsys):
     rc, out, _ = run(capsys, "explain", "minkowski", "-p", "p=4")
-    assert rc == 0 and "expansion  rank 3" in out
+    assert rc == 0 and "expansion    rank 3" in out
     rc, out, _ = run(capsys, "explain", "minkowski", "-p", "p=3")
-    assert rc == 0 and "expansion  none" in out
+    assert rc == 0 and "expansion    none" in out
 
 
 def test_explain_an_expression(capsys):
     rc, out, _ = run(capsys, "explain", "sqrt(mxm(A, B.T, semiring(sqdiff, plus)))")
     assert rc == 0
     assert "expression  sqrt(mxm(A, B.T, semiring(sqdiff, plus)))" in out
-    assert "expansion  rank 1" in out
+    assert "expansion    rank 1" in out
 
 
 def test_explain_with_a_file(capsys, tmp_path):

@@ -15,7 +15,7 @@ EXPECT = {
                       "max abs difference from the NumPy loop", "OK"],
     "decision_tour.py": ["dot product", "intersection", "union-correction", "two-pass-union",
                          "annihilator=None forbids", "cannot be evaluated sparsely",
-                         "expansion  rank 3", "[holds; sympy"],
+                         "expansion    rank 3", "[proved symbolically (sympy)"],
     "min_plus_paths.py": ["explicit zeros", "home -> park in at most two hops: 4.0 minutes",
                           "home -> station: 14.0 minutes", "OK: matches Floyd-Warshall"],
 }

@@ -54,7 +54,9 @@ def test_numeric_fallback_inside_an_analysis():
     assert ex.products[0].strategy == "intersection"
     methods = {p.method for p in ex.proofs}
     assert any(m.startswith("numeric (seeded") for m in methods)
-    assert "numeric (seeded" in str(ex)
+    # told apart from a proof in the text: a numeric check is labelled as such
+    assert "checked numerically, not proved (seeded" in str(ex)
+    assert any(p.kind == "numeric" for p in ex.proofs)
     rng = np.random.default_rng(0)
     Xd, Yd = random_dense(rng, 10, 12), random_dense(rng, 8, 12)
     assert_allclose(gb.mxm(Xd, Yd.T, gb.semiring(op, gb.ops.plus)), Xd @ Yd.T, atol=1e-12)
@@ -104,6 +106,9 @@ def test_builtin_rewrites_are_proven_by_sympy(name, params):
     if ex.products[0].strategy != "intersection":
         assert any(not p.holds and "vanish" in p.claim for p in ex.proofs)
     assert all(str(p) in str(ex) for p in ex.proofs)
+    # the refutations are the decision's inputs: labelled as expected, never as a failure
+    assert "FAILS" not in str(ex)
+    assert all(p.kind == "refuted-as-expected" for p in ex.proofs if not p.holds)
 
 
 def test_expansion_whose_proof_fails_is_not_applied(monkeypatch, fresh_caches):

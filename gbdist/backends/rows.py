@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DomainError
+from .hashing import hash_matches
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -63,26 +64,6 @@ def row_hashes(indptr, indices, data, xp=np):
         h = cs[ip[1:]] - cs[ip[:-1]]
         h = _mix(h + (ip[1:] - ip[:-1]).astype(xp.uint64) * _M3, xp)
     return h if n else xp.zeros(0, dtype=xp.uint64)
-
-
-def hash_matches(ha, hb, xp=np):
-    """(i, j) of every pair with ``ha[i] == hb[j]`` (candidates for equal rows): one sort,
-    two searches and one transfer (the number of candidates). None when there is none."""
-    if ha.shape[0] == 0 or hb.shape[0] == 0:
-        return None
-    order = xp.argsort(hb)
-    hs = hb[order]
-    lo = xp.searchsorted(hs, ha, side="left")
-    hi = xp.searchsorted(hs, ha, side="right")
-    counts = (hi - lo).astype(xp.int64)
-    ends = xp.cumsum(counts)
-    total = int(ends[-1])
-    if total == 0:
-        return None
-    t = xp.arange(total, dtype=xp.int64)
-    i = xp.searchsorted(ends, t, side="right").astype(xp.int64)
-    j = order[lo[i] + (t - (ends[i] - counts[i]))].astype(xp.int64)
-    return i, j
 
 
 def identical_pairs(left, right, xp=np):

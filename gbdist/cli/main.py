@@ -3,6 +3,7 @@
     gbdist explain manhattan
     gbdist explain "mxm(A, B.T, semiring(absdiff, plus))"
     gbdist explain chi2_dist --file my_metrics.gbd --cuda
+    gbdist explain manhattan --format svg -o manhattan.svg
     gbdist check my_metrics.gbd
 
 Each subcommand is a (name, help, add_arguments, run) entry in COMMANDS, so a
@@ -36,6 +37,13 @@ def _explain_args(p):
     p.add_argument("--cuda", action="store_true", help="also print the generated CUDA source")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"),
                    help="the dtype of the generated CUDA (default float32)")
+    p.add_argument("--format", default=None, choices=("text", "md", "html", "svg", "png"),
+                   help="text (default), md (Markdown with LaTeX), html (page with the picture), "
+                        "svg or png (the picture: passes over a worked example, and the plan; "
+                        "needs matplotlib)")
+    p.add_argument("--output", "-o", default=None, metavar="FILE",
+                   help="write to FILE instead of the terminal (the format follows its suffix "
+                        "unless --format is given)")
 
 
 def _params(items):
@@ -91,7 +99,25 @@ def _explain(args) -> int:
     explanation = _explanation(args)
     if args.cuda:
         explanation = explanation.with_cuda(_cuda_source(explanation, args.dtype))
-    print(explanation)
+    from ..compiler.explain_figures import render
+    fmt = args.format
+    if fmt is None and args.output:
+        suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
+        fmt = {"txt": "text", "markdown": "md", "htm": "html"}.get(suffix, suffix)
+        if fmt not in ("text", "md", "html", "svg", "png"):
+            fmt = "text"
+    data = render(explanation, fmt or "text")
+    if args.output:
+        try:
+            with open(args.output, "wb") as fh:
+                fh.write(data)
+        except OSError as e:
+            raise GbdistError(f"cannot write {args.output}", got=str(e)) from None
+        return 0
+    if fmt in ("svg", "png"):
+        raise GbdistError(f"--format {fmt} writes a picture: it needs a file",
+                          hint=f"add -o FILE.{fmt}")
+    print(data.decode("utf-8"), end="")
     return 0
 
 

@@ -8,7 +8,9 @@
   a cached analysis against the op.
 - ``cache``: the on-disk analysis cache (bounded loading, digests).
 - ``plan``: the steps a backend executes and the fused epilogue.
-- ``explain``: the decision, the proofs and the plan as text.
+- ``explain``: the decision, the proofs and the plan as a structured record of sympy
+  formulas, rendered as text, Markdown, LaTeX and HTML (``explain_math`` tidies and
+  prints the formulas; ``explain_figures`` draws them, matplotlib being optional).
 
 May import ``gbdist.algebra`` and ``gbdist.errors``; never a front end, the runtime
 or a backend. New strategy: a rule in ``analysis``/``plan`` plus a kernel template

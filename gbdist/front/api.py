@@ -190,7 +190,8 @@ class Program:
                    ensure_all_finite=ensure_all_finite)
 
     def explain(self):
-        return Explanation.from_plan(self.plan)
+        from ..runtime.invariance import invariance
+        return Explanation.from_plan(self.plan).with_conditioning(str(invariance(self.plan)))
 
     def __repr__(self):
         return f"Program({ir.to_text(self.plan.expr)})"

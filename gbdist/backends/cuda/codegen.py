@@ -11,6 +11,10 @@ Two pieces:
   chains folded in, and the plan's epilogue) and an ``RSpec`` per row
   reduction, followed by the kernel templates from ``kernels/``. Kernels are
   instantiated with ``name_expressions`` such as ``gb_gather<Spec0, 4, 0>``.
+
+Longer than 500 lines: the printer and the struct generator share one vocabulary (the
+C types, the apply chains, the accumulator planes), and splitting them would make each
+half refer to the other's private helpers.
 """
 from __future__ import annotations
 

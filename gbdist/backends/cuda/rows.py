@@ -20,6 +20,7 @@ import numpy as np
 
 from ...resources import read
 from . import cache
+from ..hashing import hash_matches
 
 _VALUES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 _INDICES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
@@ -116,8 +117,7 @@ def _candidates(left, right):
     same = lp is rp and li is ri and ld is rd
     ha = row_hashes(lp, li, ld)
     hb = ha if same else row_hashes(rp, ri, rd)
-    from .. import rows as host_rows  # the matching step is the host path's, run with CuPy
-    return host_rows.hash_matches(ha, hb, cupy)
+    return hash_matches(ha, hb, cupy)  # the matching step is the host path's, run with CuPy
 
 
 def _verify(left, right, i, j, out=None, value=0.0):
