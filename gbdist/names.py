@@ -76,9 +76,32 @@ class Metric:
                 raise InputError(f"parameter {k!r} of {self.name!r} must be a number", got=repr(v))
         out = self.build(A, B, **values)
         if not isinstance(out, ir.Node):
-            raise DefinitionError(f"metric {self.name!r} did not build an expression",
-                                  got=type(out).__name__)
+            raise _not_an_expression(self.name, out)
         return out
+
+
+def _not_an_expression(name: str, out) -> DefinitionError:
+    """What a metric function returned instead of an expression, and how to fix it."""
+    kind = type(out).__name__
+    if isinstance(out, bool) or kind == "bool_":
+        return DefinitionError(
+            f"metric {name!r} returned the Python value {bool(out)}, not an expression over A "
+            "and B: `==` (or `!=`) between gbdist expressions tells whether the two are written "
+            "the same (True/False at once); it does not compare their values",
+            expected="an expression such as gb.eq(gb.mxm(A, B.T, sr), 0)", got=f"{kind} {out}",
+            hint="write gb.eq(a, b) for 1 where a == b and 0 elsewhere, e.g. "
+                 "gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+    if kind == "Sym":
+        return DefinitionError(
+            f"metric {name!r} returned a scalar formula ({out.expr}), not an expression over A "
+            "and B: none of its parts involves A or B (a comparison with `==` between gbdist "
+            "expressions becomes True/False before gb.where sees it)",
+            expected="an expression built from gb.mxm, gb.reduce, ... on A and B", got=kind,
+            hint="compare expressions with gb.eq(a, b) (1 where a == b, else 0), e.g. "
+                 "gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+    return DefinitionError(f"metric {name!r} did not build an expression over A and B",
+                           expected="an expression built from gb.mxm, gb.reduce, ... on A and B",
+                           got=kind, hint="return e.g. gb.mxm(A, B.T, gb.semirings.plus_absdiff)")
 
 
 def python_metric(name: str, fn: Callable, doc: str = "", aliases: tuple = ()) -> Metric:
