@@ -33,13 +33,20 @@ def run_commands(commands, argv=None, description: str = "sparse semiring distan
         p.set_defaults(run=run)
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at exit
+        return code
     except GbdistError as e:
         print(f"gbdist: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gbdist: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `gbdist explain cosine | head`: the reader left; not an error
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
+        return 0
     except MemoryError:
         print("gbdist: error: out of memory", file=sys.stderr)
         print("Hint: lower --working-memory, or use smaller inputs", file=sys.stderr)
