@@ -511,3 +511,27 @@ def test_demo_options_all_have_help():
     for action in p._actions:
         if not isinstance(action, argparse._HelpAction):
             assert action.help, action.dest
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "kl_divergence"])
+def test_pairwise_self_join_in_blocks_equals_one_call(data, tmp_path, capsys, monkeypatch, metric):
+    """Without --index the blocks are compared with all of INPUT: the same matrix as one
+    call, the exact zero diagonal included."""
+    X, _, mtx, _ = data
+    if metric == "kl_divergence":
+        Xp = abs(X)
+        mtx = tmp_path / "pos.npz"
+        sps.save_npz(mtx, sps.csr_matrix(Xp))
+    rc, _, err = run_cli(["pairwise", mtx, "--metric", metric, "--backend", "cpu", "-o",
+                          tmp_path / "one"], capsys)
+    assert rc == 0, err
+    monkeypatch.setattr(cli_knn, "PAIRS_PER_BLOCK", 4 * 30)
+    rc, _, err = run_cli(["pairwise", mtx, "--metric", metric, "--backend", "cpu", "-o",
+                          tmp_path / "blocks"], capsys)
+    assert rc == 0, err
+    one, blocks = np.load(tmp_path / "one.npy"), np.load(tmp_path / "blocks.npy")
+    assert_allclose(blocks, one, rtol=1e-6, atol=1e-12, equal_nan=True)
+    if metric != "kl_divergence":  # NaN only where a row is all zeros (cosine, as SciPy)
+        diag = np.diag(blocks)
+        empty = np.asarray(abs(X).sum(axis=1)).ravel() == 0
+        assert (diag[~np.isnan(diag)] == 0).all() and (np.isnan(diag) <= empty).all()

@@ -170,7 +170,7 @@ DEFAULT_MAX_BYTES = 2 * 2**30
 
 def _pairwise_args(p):
     _common_args(p, "the rows whose distances to the INPUT rows form the output's columns "
-                     "(default: INPUT itself, a square symmetric matrix)")
+                     "(default: INPUT itself, a square matrix)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the dense distance matrix (np.save; .npy is appended "
                         "when the name lacks it)")
