@@ -112,3 +112,29 @@ def test_the_analysis_cache_writes_under_cache_dir(tmp_path, monkeypatch):
                           timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert any((tmp_path / "analyses").glob("*.json"))
+
+
+def test_the_installed_wheel_works_outside_the_source_tree(wheel, tmp_path):
+    """Installed from the wheel alone (dependencies from this environment): the console
+    script's --version, an explanation, a built-in metric and the README's first block."""
+    import re
+    target = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                           "-q", "--target", str(target), wheel.filename],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    env = {**os.environ, "PYTHONPATH": str(target), "GBDIST_CACHE_DIR": str(tmp_path / "cache")}
+    run = dict(capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    where = subprocess.run([sys.executable, "-c", "import gbdist; print(gbdist.__file__)"], **run)
+    assert where.stdout.strip().startswith(str(target)), where.stdout + where.stderr
+    script = target / "bin" / "gbdist"
+    version = subprocess.run([sys.executable, str(script), "--version"], **run)
+    import gbdist
+    assert version.returncode == 0 and version.stdout.strip() == f"gbdist {gbdist.__version__}"
+    explained = subprocess.run([sys.executable, "-m", "gbdist", "explain", "manhattan"], **run)
+    assert explained.returncode == 0 and "union-correction" in explained.stdout
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
+    block = subprocess.run([sys.executable, "-c", first], **run)
+    assert block.returncode == 0, block.stderr
+    assert "(1000, 50)" in block.stdout
