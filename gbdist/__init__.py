@@ -16,7 +16,8 @@ from .front.api import (
 from .errors import (
     AnalysisError, ArityError, BackendError, CorruptInputError, DefinitionError, DomainError,
     DSLSyntaxError, GbdistError, InputError, MetricTypeError, NonFiniteError, NotFittedError,
-    ParameterError, RedefinitionError, ResultTooLargeError, TypeCheckError, UnknownNameError)
+    ParameterError, RedefinitionError, ResultTooLargeError, TypeCheckError, UnknownAttributeError,
+    UnknownNameError)
 from .compiler.explain import Explanation
 from .front import Definitions, define, define_metric, load, metric_names
 from .pairwise import explain, pairwise_distances
@@ -31,7 +32,7 @@ __all__ = [
     "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
     "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
-    "UnknownNameError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
+    "UnknownNameError", "UnknownAttributeError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",
     "ResultTooLargeError", "ParameterError", "NotFittedError", "MetricTypeError",
     "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",

@@ -83,6 +83,11 @@ class UnknownNameError(GbdistError, KeyError, ValueError):
         return self._render()
 
 
+class UnknownAttributeError(UnknownNameError, AttributeError):
+    """An unknown name read as an attribute (``gb.semirings.min_pluss``): also an
+    ``AttributeError``, so ``getattr(ns, name, default)`` and ``hasattr`` still work."""
+
+
 class RedefinitionError(GbdistError):
     """A name is defined twice."""
 

@@ -5,10 +5,18 @@ Two tiers, one lookup:
 * **built-in** ops and semirings are Python objects of the algebra
   (:data:`gbdist.algebra.ops.BY_NAME`, :data:`gbdist.algebra.semirings`, and the
   row-normalising ``normalize``); they are fixed and cannot be redefined;
-* **defined** names come from texts (the built-in library ``metrics.gbd``
-  included) and from Python (``gb.define_metric``): ops, semirings and
-  helpers by name with the source that defined them, and metrics (with their
-  aliases) as :class:`Metric` objects.
+* **library** names are the ops, semirings and helpers that the built-in
+  library ``metrics.gbd`` defines for its metrics (``nnz``, ``norm2``,
+  ``total``, ``spread``, ``pow``, ``abssum`` ...): visible by their plain names,
+  but in a tier of their own, so a user may define the same name; the user's
+  definition then wins for every later text, while the built-in metrics keep
+  the library's (each captured its own scope when it was defined);
+* **defined** names come from users' texts and from Python
+  (``gb.define_metric``): ops, semirings and helpers by name with the source
+  that defined them, and metrics (built-in ones included, with their aliases)
+  as :class:`Metric` objects.
+
+Lookup order (:func:`lookup`): user-defined, built-in, library, metric.
 
 This module knows nothing of the front end that fills it: the built-in
 metrics are loaded from ``gbdist/front/metrics.gbd`` by the front end's
@@ -76,9 +84,32 @@ class Metric:
                 raise InputError(f"parameter {k!r} of {self.name!r} must be a number", got=repr(v))
         out = self.build(A, B, **values)
         if not isinstance(out, ir.Node):
-            raise DefinitionError(f"metric {self.name!r} did not build an expression",
-                                  got=type(out).__name__)
+            raise _not_an_expression(self.name, out)
         return out
+
+
+def _not_an_expression(name: str, out) -> DefinitionError:
+    """What a metric function returned instead of an expression, and how to fix it."""
+    kind = type(out).__name__
+    if isinstance(out, bool) or kind == "bool_":
+        return DefinitionError(
+            f"metric {name!r} returned the Python value {bool(out)}, not an expression over A "
+            "and B: `==` (or `!=`) between gbdist expressions tells whether the two are written "
+            "the same (True/False at once); it does not compare their values",
+            expected="an expression such as gb.eq(gb.mxm(A, B.T, sr), 0)", got=f"{kind} {out}",
+            hint="write gb.eq(a, b) for 1 where a == b and 0 elsewhere, e.g. "
+                 "gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+    if kind == "Sym":
+        return DefinitionError(
+            f"metric {name!r} returned a scalar formula ({out.expr}), not an expression over A "
+            "and B: none of its parts involves A or B (a comparison with `==` between gbdist "
+            "expressions becomes True/False before gb.where sees it)",
+            expected="an expression built from gb.mxm, gb.reduce, ... on A and B", got=kind,
+            hint="compare expressions with gb.eq(a, b) (1 where a == b, else 0), e.g. "
+                 "gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+    return DefinitionError(f"metric {name!r} did not build an expression over A and B",
+                           expected="an expression built from gb.mxm, gb.reduce, ... on A and B",
+                           got=kind, hint="return e.g. gb.mxm(A, B.T, gb.semirings.plus_absdiff)")
 
 
 def python_metric(name: str, fn: Callable, doc: str = "", aliases: tuple = ()) -> Metric:
@@ -115,16 +146,19 @@ def builtin(name: str):
 
 @dataclass
 class Registry:
-    """What has been defined: ``objects`` (ops, semirings, helpers: name ->
-    (object, source)), ``metrics`` (name -> Metric) and ``aliases`` (alias ->
-    metric name)."""
+    """What has been defined: ``objects`` (users' ops, semirings, helpers: name ->
+    (object, source)), ``metrics`` (name -> Metric), ``aliases`` (alias ->
+    metric name) and ``library`` (the built-in library's ops, semirings and
+    helpers: name -> (object, source); a tier below users' names)."""
 
     objects: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
     aliases: dict = field(default_factory=dict)
+    library: dict = field(default_factory=dict)
 
     def copy(self) -> "Registry":
-        return Registry(dict(self.objects), dict(self.metrics), dict(self.aliases))
+        return Registry(dict(self.objects), dict(self.metrics), dict(self.aliases),
+                        dict(self.library))
 
 
 _STATE = Registry()
@@ -153,15 +187,22 @@ def restore(saved: Registry) -> None:
     _bump()
 
 
-def define(name: str, obj, source: str) -> None:
-    """Register an op, semiring or helper defined by ``source`` (a file name or ``<text>``)."""
-    _STATE.objects[name] = (obj, source)
+def define(name: str, obj, source: str, library: bool = False) -> None:
+    """Register an op, semiring or helper defined by ``source`` (a file name or ``<text>``);
+    ``library``: one of the built-in library's, in the tier users' names shadow."""
+    (_STATE.library if library else _STATE.objects)[name] = (obj, source)
     _bump()
 
 
 def defined(name: str) -> tuple | None:
-    """(object, source) of the op, semiring or helper a text defined as ``name``, or None."""
+    """(object, source) of the op, semiring or helper a user's text defined as ``name``,
+    or None (the built-in library's names are not counted: users may take them)."""
     return _STATE.objects.get(name)
+
+
+def library_name(name: str) -> tuple | None:
+    """(object, source) of the built-in library's op, semiring or helper ``name``, or None."""
+    return _STATE.library.get(name)
 
 
 def register_metric(metric: Metric, replace: bool = False) -> Metric:
@@ -209,16 +250,21 @@ def metric_names(aliases: bool = False) -> list[str]:
 
 
 def lookup(name: str):
-    """What ``name`` means globally: a defined op/semiring/helper, a built-in, a metric, or None."""
+    """What ``name`` means globally: a user's op/semiring/helper, a built-in, one of the
+    built-in library's, a metric, or None."""
     hit = _STATE.objects.get(name)
     if hit is not None:
         return hit[0]
     b = BUILTINS.get(name)
     if b is not None:
         return b
+    hit = _STATE.library.get(name)
+    if hit is not None:
+        return hit[0]
     return find_metric(name)
 
 
 def known_names() -> list[str]:
     """Every global name (for close-match suggestions)."""
-    return list(_STATE.objects) + list(BUILTINS) + list(_STATE.metrics) + list(_STATE.aliases)
+    return (list(_STATE.objects) + list(BUILTINS) + list(_STATE.library) + list(_STATE.metrics)
+            + list(_STATE.aliases))

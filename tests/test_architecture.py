@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gbdist"
 
 # Stages from the bottom up: a module may import its own stage or a lower one.
 STAGES = [
-    ("foundation", ("gbdist.errors", "gbdist.resources", "gbdist.version")),
+    ("foundation", ("gbdist.errors", "gbdist.paths", "gbdist.resources", "gbdist.version")),
     ("algebra", ("gbdist.algebra",)),
     ("compiler", ("gbdist.compiler",)),
     ("names", ("gbdist.names",)),

@@ -191,3 +191,19 @@ def test_version_flag(capsys):
 def test_explain_bad_parameters(capsys, param, word):
     rc, _, err = run(capsys, "explain", "minkowski", "-p", param)
     assert rc == 2 and word in err
+
+
+def test_a_closed_output_pipe_is_not_an_internal_error():
+    """`gbdist explain cosine | head -1`: the reader leaving early ends the command quietly."""
+    import os
+    import subprocess
+    import sys
+    r, w = os.pipe()
+    os.close(r)  # nobody reads: every write to stdout fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gbdist", "explain", "cosine"], stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,9 @@ def test_knn_self_join_minkowski_and_progress(data, tmp_path, capsys):
     assert_array_equal(res["indices"], i)
     assert_allclose(res["distances"], d, rtol=1e-12)
     assert not (res["indices"] == np.arange(30)[:, None]).any()
-    assert "100.0%" in err and "[####" in err  # the bar reached the end
+    # tqdm's bar reached the end, with elapsed time and the remaining time (ETA)
+    assert "100%|" in err and "900/900" in err
+    assert re.search(r"\[\d\d:\d\d<\d\d:\d\d", err)
     assert "union-correction" in err
 
 
@@ -107,7 +110,7 @@ def test_clear_errors(data, tmp_path, capsys):
     assert rc == 2 and "cannot read" in err
     rc, _, err = run_cli(["knn", mtx, "--metric", "cosine", "-p", 3, "-o", tmp_path / "o.npz"],
                          capsys)
-    assert rc == 2 and "takes no parameter p" in err
+    assert rc == 2 and "has no parameter 'p'" in err and "takes no parameters" in err
     rc, _, err = run_cli(["knn", mtx, "-k", 40, "-o", tmp_path / "o.npz"], capsys)
     assert rc == 2 and "n_neighbors" in err
 
@@ -226,8 +229,8 @@ def test_bad_working_memory_is_refused(data, tmp_path, capsys, value, word):
 
 
 @pytest.mark.parametrize("argv,word", [(["-k", "0"], "at least 1"), (["-k", "abc"], "whole number"),
-                                       (["-k", "2.5"], "whole number"), (["-p", "nan"], "not a number"),
-                                       (["-p", "x"], "not a number"),
+                                       (["-k", "2.5"], "whole number"), (["-p", "nan"], "needs a number"),
+                                       (["-p", "x"], "needs a number"),
                                        (["--backend", "gpu"], "invalid choice")])
 def test_bad_options_are_refused(data, tmp_path, capsys, argv, word):
     _, _, mtx, _ = data
@@ -381,3 +384,154 @@ def test_npy_and_npz_headers_are_checked_before_allocating(tmp_path, capsys):
     np.savez_compressed(tmp_path / "good.npz", A)
     for name in ("good.npy", "good.npz"):
         assert_allclose(io.read_matrix(tmp_path / name).toarray(), A)
+
+
+def test_no_bar_off_a_terminal_and_nothing_with_quiet(data, tmp_path, capsys):
+    X, Y, mtx, npz = data
+    rc, _, err = run_cli(["knn", mtx, "-k", 2, "--backend", "cpu", "-o", tmp_path / "a"], capsys)
+    assert rc == 0 and "%|" not in err and "gbdist knn:" in err  # capsys is not a terminal
+    rc, _, err = run_cli(["pairwise", mtx, "--progress", "--quiet", "--backend", "cpu", "-o",
+                          tmp_path / "b"], capsys)
+    assert rc == 0 and err == ""
+    assert np.load(tmp_path / "b.npy").shape == (30, 30)
+
+
+CHI2_FILE = """
+# (x - y)^2 / (x + y), 0 where both are 0
+op chi2(x, y) = where(x + y == 0, 0, (x - y)^2 / (x + y))
+
+# alpha * Σ chi2
+metric scaled_chi2(A, B; alpha = 1) = alpha * mxm(A, B.T, semiring(chi2, plus))
+"""
+
+
+def _chi2(X, Y, alpha):
+    X, Y = np.asarray(X.todense(), float), np.asarray(Y.todense(), float)
+    s = X[:, None, :] + Y[None, :, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(s == 0, 0.0, (X[:, None, :] - Y[None, :, :]) ** 2 / s)
+    return alpha * t.sum(axis=2)
+
+
+@pytest.fixture
+def positive(tmp_path):
+    rng = np.random.default_rng(5)
+    X = sps.random(20, 12, density=0.4, random_state=rng, format="csr")
+    Y = sps.random(25, 12, density=0.4, random_state=rng, format="csr")
+    px, py = tmp_path / "x.npz", tmp_path / "y.npz"
+    sps.save_npz(px, X)
+    sps.save_npz(py, Y)
+    f = tmp_path / "chi2.gbd"
+    f.write_text(CHI2_FILE)
+    return X, Y, px, py, f
+
+
+def test_knn_and_pairwise_with_a_metric_file_and_a_parameter(positive, tmp_path, capsys,
+                                                             isolated_definitions):
+    X, Y, px, py, f = positive
+    ref = _chi2(X, Y, 2.5)
+    rc, _, err = run_cli(["pairwise", px, "--index", py, "--file", f, "--metric", "scaled_chi2",
+                          "--param", "alpha=2.5", "--backend", "cpu", "-o", tmp_path / "d"], capsys)
+    assert rc == 0, err
+    assert "metric scaled_chi2 alpha=2.5" in err
+    assert_allclose(np.load(tmp_path / "d.npy"), ref, rtol=1e-6, atol=1e-9)
+    rc, _, err = run_cli(["knn", px, "--index", py, "-f", f, "--metric", "scaled_chi2",
+                          "-p", "alpha=2.5", "-k", 3, "--backend", "cpu", "-o", tmp_path / "n"],
+                         capsys)
+    assert rc == 0, err
+    res = np.load(tmp_path / "n.npz")
+    assert_allclose(res["distances"], np.sort(ref, axis=1)[:, :3], rtol=1e-6, atol=1e-9)
+
+
+def test_pairwise_in_blocks_matches_one_call(data, tmp_path, capsys, monkeypatch):
+    from scipy.spatial.distance import cdist
+    X, Y, mtx, npz = data
+    monkeypatch.setattr(cli_knn, "PAIRS_PER_BLOCK", 7 * 45)  # 7 query rows a block
+    rc, _, err = run_cli(["pairwise", mtx, "--index", npz, "--metric", "minkowski", "-p", 3,
+                          "--backend", "cpu", "--progress", "-o", tmp_path / "d"], capsys)
+    assert rc == 0, err
+    assert "1.35k/1.35k" in err  # 30 x 45 pairs, in five steps
+    ref = cdist(X.toarray(), Y.toarray(), "minkowski", p=3)
+    assert_allclose(np.load(tmp_path / "d.npy"), ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--metric", "cosine", "--param", "p=3"], ["no parameter 'p'", "cosine takes no parameters",
+                                               "drop --param"]),
+    (["--metric", "minkowski", "--param", "q=3"], ["no parameter 'q'", "minkowski takes p"]),
+    (["--metric", "minkowski", "-p", "3", "-p", "p=4"], ["given twice"]),
+    (["--metric", "minkowski", "--param", "p=x"], ["parameter 'p' needs a number", "p=3"]),
+    (["--metric", "minkowski", "--param", "2p=3"], ["not NAME=VALUE"]),
+    (["--metric", "manhatan"], ["unknown metric 'manhatan'", "manhattan"]),
+])
+def test_metric_and_parameter_errors(data, tmp_path, capsys, argv, words):
+    _, _, mtx, _ = data
+    with pytest.raises(SystemExit) if "NAME=VALUE" in words[0] or "needs a number" in words[0] \
+            else _no_raise():
+        rc, _, err = run_cli(["knn", mtx, *argv, "-o", tmp_path / "o"], capsys)
+        assert rc == 2
+        for w in words:
+            assert w in err, err
+    if "NAME=VALUE" in words[0] or "needs a number" in words[0]:  # argparse's own exit
+        err = capsys.readouterr().err
+        for w in words:
+            assert w in err, err
+
+
+class _no_raise:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_metric_file_errors_name_the_file(data, tmp_path, capsys):
+    _, _, mtx, _ = data
+    bad = tmp_path / "bad.gbd"
+    bad.write_text("metric m(A, B) = mxm(A, B.T, semiring(nosuchop, plus))\n")
+    rc, _, err = run_cli(["knn", mtx, "--file", bad, "--metric", "m", "-o", tmp_path / "o"], capsys)
+    assert rc == 2 and "bad.gbd" in err and "nosuchop" in err
+
+
+@pytest.mark.parametrize("module", ["gbdist", "gbdist.cli.knn", "gbdist.cli.demo",
+                                    "gbdist.cli.main"])
+def test_every_entry_point_has_version(module):
+    proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"gbdist {gb.__version__}"
+
+
+def test_demo_options_all_have_help():
+    import argparse
+    from gbdist.cli import demo
+    p = argparse.ArgumentParser()
+    demo.add_arguments(p)
+    for action in p._actions:
+        if not isinstance(action, argparse._HelpAction):
+            assert action.help, action.dest
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "kl_divergence"])
+def test_pairwise_self_join_in_blocks_equals_one_call(data, tmp_path, capsys, monkeypatch, metric):
+    """Without --index the blocks are compared with all of INPUT: the same matrix as one
+    call, the exact zero diagonal included."""
+    X, _, mtx, _ = data
+    if metric == "kl_divergence":
+        Xp = abs(X)
+        mtx = tmp_path / "pos.npz"
+        sps.save_npz(mtx, sps.csr_matrix(Xp))
+    rc, _, err = run_cli(["pairwise", mtx, "--metric", metric, "--backend", "cpu", "-o",
+                          tmp_path / "one"], capsys)
+    assert rc == 0, err
+    monkeypatch.setattr(cli_knn, "PAIRS_PER_BLOCK", 4 * 30)
+    rc, _, err = run_cli(["pairwise", mtx, "--metric", metric, "--backend", "cpu", "-o",
+                          tmp_path / "blocks"], capsys)
+    assert rc == 0, err
+    one, blocks = np.load(tmp_path / "one.npy"), np.load(tmp_path / "blocks.npy")
+    assert_allclose(blocks, one, rtol=1e-6, atol=1e-12, equal_nan=True)
+    if metric != "kl_divergence":  # NaN only where a row is all zeros (cosine, as SciPy)
+        diag = np.diag(blocks)
+        empty = np.asarray(abs(X).sum(axis=1)).ravel() == 0
+        assert (diag[~np.isnan(diag)] == 0).all() and (np.isnan(diag) <= empty).all()

@@ -149,3 +149,50 @@ def test_front_modules_import_one_way():
         visit(n, [])
     for path in (PKG / "front").glob("*.py"):
         assert len(path.read_text().splitlines()) < 500, path.name
+
+
+LIBRARY_HELPERS = ("nnz", "norm2", "total", "spread", "pow", "abssum")
+
+
+def test_users_may_take_the_library_helpers_names(isolated_definitions):
+    """The built-in library's helpers sit in a tier of their own: a user's text may
+    define the same names, later texts see the user's, the built-in metrics keep theirs."""
+    import numpy as np
+    from numpy.testing import assert_allclose
+    from scipy.spatial.distance import cdist
+    for name in LIBRARY_HELPERS:
+        assert names.library_name(name) is not None and names.defined(name) is None
+    d = gb.define("""
+def nnz(M) = reduce(apply(abs, M), max)
+def norm2(M) = reduce(M, min)
+def total(M) = 2 * reduce(M, plus)
+def spread(M, k) = k
+op pow(x; p) = 2 * x
+op abssum(x, y) = abs(x) + abs(y)
+metric uses_them(A, B) = mxm(A, B.T, semiring(abssum, plus)) + total(A)
+""", source="<mine>")
+    for name in LIBRARY_HELPERS:
+        assert names.defined(name)[1] == "<mine>"
+        assert names.lookup(name) is d[name]  # the user's wins
+    rng = np.random.default_rng(3)
+    X, Y = rng.random((6, 5)), rng.random((4, 5))
+    X[X < 0.3] = 0
+    got = gb.pairwise_distances(X, Y, metric="uses_them", backend="cpu")
+    ref = np.abs(X).sum(1)[:, None] + np.abs(Y).sum(1)[None, :] + 2 * X.sum(1)[:, None]
+    assert_allclose(got, ref, rtol=1e-12)
+    # the built-in metrics that use the library's helpers are unchanged
+    for metric, data in (("cosine", (X, Y)), ("correlation", (X, Y)), ("braycurtis", (X, Y)),
+                         ("jaccard", (X > 0, Y > 0)), ("dice", (X > 0, Y > 0)),
+                         ("minkowski", (X, Y))):
+        assert_allclose(gb.pairwise_distances(*data, metric=metric, backend="cpu"),
+                        cdist(*data, metric), rtol=1e-6, atol=1e-12, err_msg=metric)
+    # a second user's text still clashes with the first user's name
+    with pytest.raises(RedefinitionError, match="already defined"):
+        gb.define("def nnz(M) = reduce(M, plus)", source="<other>")
+
+
+def test_library_helpers_stay_visible_until_taken(isolated_definitions):
+    d = gb.define("metric via_lib(A, B) = nnz(A) + nnz(B)", source="<lib-user>")
+    assert d["via_lib"].expression() is not None
+    assert names.lookup("norm2") is names.library_name("norm2")[0]
+    assert "spread" in names.known_names()

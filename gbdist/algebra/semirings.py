@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import ops as _ops
-from ..errors import DefinitionError
+import difflib
+
+from ..errors import DefinitionError, UnknownAttributeError, UnknownNameError
 from .ops import Monoid, Op, as_monoid
 
 
@@ -58,11 +60,18 @@ class Semiring:
 
 def semiring(mul: Op, add, annihilator=UNSET, name: str = "") -> Semiring:
     """``semiring(mul, add, annihilator=...)``: ⊗ first, then ⊕ (a monoid)."""
+    if isinstance(mul, Monoid) and isinstance(add, Op) and not _is_monoid(add):
+        raise _swapped(mul, add)
     if not isinstance(mul, Op) or mul.arity != 2:
         raise DefinitionError("a semiring's mul (⊗) must be a binary op",
                               got=repr(mul), hint="e.g. gb.ops.times, gb.ops.absdiff")
     if isinstance(add, Op):
-        add = as_monoid(add)
+        try:
+            add = as_monoid(add)
+        except DefinitionError:
+            if _is_monoid(mul):
+                raise _swapped(mul, add) from None
+            raise
     if not isinstance(add, Monoid):
         raise DefinitionError("a semiring's add (⊕) must be a monoid", got=repr(add),
                               hint="plus, times, min, max, lor, land or any")
@@ -70,6 +79,29 @@ def semiring(mul: Op, add, annihilator=UNSET, name: str = "") -> Semiring:
         annihilator = _ops._expr(annihilator)
     return Semiring(mul, add, annihilator, name)
 
+
+def _is_monoid(op) -> bool:
+    if isinstance(op, Monoid):
+        return True
+    try:
+        as_monoid(op)
+    except DefinitionError:
+        return False
+    return True
+
+
+def _swapped(mul, add) -> DefinitionError:
+    """``semiring(plus, absdiff)``: python-graphblas's order (monoid first) given to gbdist."""
+    first = mul.op.name if isinstance(mul, Monoid) else mul.name
+    return DefinitionError(
+        f"semiring({first}, {add.name}): {add.name!r} is not a monoid, so it cannot be the add "
+        f"(⊕); the arguments look like python-graphblas's order (the monoid first), but gbdist "
+        f"takes the multiply op (⊗) first, then the add monoid (⊕)",
+        expected="semiring(mul, add), e.g. semiring(absdiff, plus) for Σ |x − y| "
+                 "(python-graphblas writes the monoid first; gbdist follows the paper, ⊗ first)",
+        got=f"mul = {first}, add = {add.name} (no identity e with "
+            f"{add.name}(x, e) = {add.name}(e, x) = x)",
+        hint=f"write semiring({add.name}, {first})")
 
 
 # ---------------------------------------------------------------------------
@@ -85,7 +117,24 @@ class _Namespace:
         return iter(self.__dict__.values())
 
     def __getitem__(self, name):
-        return self.__dict__[name]
+        try:
+            return self.__dict__[name]
+        except (KeyError, TypeError):
+            raise self._unknown(name, UnknownNameError) from None
+
+    def __getattr__(self, name):  # only called for names that are not attributes
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unknown(name, UnknownAttributeError)
+
+    def _unknown(self, name, error):
+        known = sorted(self.__dict__)
+        close = difflib.get_close_matches(str(name), known, n=1)
+        return error(
+            f"unknown semiring {name!r} in gb.semirings", got=repr(name),
+            expected="one of " + ", ".join(known),
+            hint=(f"did you mean {close[0]!r}? " if close else "") +
+                 "or build one: gb.semiring(mul, add), e.g. gb.semiring(gb.ops.plus, gb.ops.min)")
 
     def __contains__(self, name):
         return name in self.__dict__

@@ -3,6 +3,7 @@ power-law sparse matrix, with the compiler's decisions and the timings."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -10,6 +11,8 @@ import scipy.sparse as sps
 
 from ..pairwise import explain, pairwise_distances
 from ..runtime import get_backend
+from ..version import __version__
+from .base import add_progress_options, progress
 
 
 def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent: float = 1.1):
@@ -34,22 +37,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stored entries of the generated matrix, power-law distributed (default 60000)")
     p.add_argument("--queries", type=int, default=500,
                    help="rows used as queries in the pairwise stage (default 500)")
-    p.add_argument("--backend", default="auto", help="cpu, cuda or auto (default)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where to compute: cpu, cuda, or auto (cuda when a GPU and CuPy are "
+                        "available; default)")
     p.add_argument("--metrics", default="cosine,euclidean,manhattan,chebyshev,canberra,jensenshannon",
-                   help="comma-separated metrics timed in the pairwise stage")
-    p.add_argument("-k", type=int, default=10, help="neighbours per row in the kNN stage")
+                   help="comma-separated metrics timed in the pairwise stage (default cosine, "
+                        "euclidean, manhattan, chebyshev, canberra, jensenshannon)")
+    p.add_argument("-k", type=int, default=10,
+                   help="neighbours per row in the kNN stage (default 10)")
     p.add_argument("--knn-metrics", default="cosine,manhattan",
-                   help="comma-separated metrics timed in the kNN stage")
+                   help="comma-separated metrics timed in the kNN stage (default cosine, manhattan)")
+    add_progress_options(p)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="gbdist demo", description=__doc__)
+    p.add_argument("--version", action="version", version=f"gbdist {__version__}",
+                   help="print the gbdist version and exit")
     add_arguments(p)
     return run(p.parse_args(argv))
 
 
 def run(args) -> int:
-
     X = powerlaw_matrix(args.rows, args.cols, args.nnz)
     deg = np.diff(X.indptr)
     Q = X[: args.queries]
@@ -58,7 +67,18 @@ def run(args) -> int:
     print(f"work     distances of {Q.shape[0]} query rows against all {X.shape[0]} rows")
     print(f"backend  {get_backend(args.backend).name}\n")
     print(f"{'metric':<15} {'strategy':<36} {'rank':>4} {'time (s)':>9} {'mean dist':>10}")
-    for name in args.metrics.split(","):
+    metrics, knn_metrics = args.metrics.split(","), args.knn_metrics.split(",")
+    with progress(args, len(metrics) + len(knn_metrics), "metrics", "demo") as bar:
+        _pairwise_stage(X, Q, metrics, args, bar)
+        _knn_stage(X, args, knn_metrics, bar)
+    print("\n`gbdist explain <metric>` shows each decision with its proofs.")
+    return 0
+
+
+def _pairwise_stage(X, Q, metrics, args, bar) -> None:
+    """Distances of the query rows against all rows, one metric at a time."""
+    for name in metrics:
+        bar.set_postfix_str(f"pairwise {name}")
         ex = explain(name)
         strat = ", ".join(p.strategy for p in ex.products)
         ranks = ",".join(str(p.expansion_rank) for p in ex.products if p.expansion_rank) or "-"
@@ -67,22 +87,22 @@ def run(args) -> int:
         D = pairwise_distances(data[: args.queries], data, metric=name, backend=args.backend)
         dt = time.perf_counter() - t0
         D = np.asarray(D.get() if hasattr(D, "get") else D)
-        print(f"{name:<15} {strat:<36} {ranks:>4} {dt:>9.3f} {np.nanmean(D):>10.4f}")
-    _knn_stage(X, args)
-    print("\n`gbdist explain <metric>` shows each decision with its proofs.")
-    return 0
+        bar.write(f"{name:<15} {strat:<36} {ranks:>4} {dt:>9.3f} {np.nanmean(D):>10.4f}",
+                  file=sys.stdout)
+        bar.update(1)
 
 
-def _knn_stage(X, args) -> None:
+def _knn_stage(X, args, metrics, bar) -> None:
     """All-pairs kNN of the whole matrix against itself, checked on a few rows."""
     from ..neighbors import knn
     n = X.shape[0]
-    print(f"\nkNN      all {n} rows against each other, k = {args.k} (self excluded), "
-          "checked against brute force on 20 rows")
-    print(f"{'metric':<15} {'time (s)':>9} {'pairs/s':>10} {'recall@k':>9}")
+    bar.write(f"\nkNN      all {n} rows against each other, k = {args.k} (self excluded), "
+              "checked against brute force on 20 rows", file=sys.stdout)
+    bar.write(f"{'metric':<15} {'time (s)':>9} {'pairs/s':>10} {'recall@k':>9}", file=sys.stdout)
     rng = np.random.default_rng(0)
     sample = rng.choice(n, size=min(20, n), replace=False)
-    for name in args.knn_metrics.split(","):
+    for name in metrics:
+        bar.set_postfix_str(f"knn {name}")
         t0 = time.perf_counter()
         dist, idx = knn(X, k=args.k, metric=name, backend=args.backend)
         dt = time.perf_counter() - t0
@@ -96,7 +116,9 @@ def _knn_stage(X, args) -> None:
             kth = np.sort(ref[r])[args.k - 1]
             hits += int(np.sum(ref[r, idx[i]] <= kth * (1 + 1e-6) + 1e-12))
         recall = hits / (len(sample) * args.k)
-        print(f"{name:<15} {dt:>9.3f} {n * (n - 1) / dt:>10.3g} {recall:>9.3f}")
+        bar.write(f"{name:<15} {dt:>9.3f} {n * (n - 1) / dt:>10.3g} {recall:>9.3f}",
+                  file=sys.stdout)
+        bar.update(1)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     gbdist knn data.mtx.gz -k 10 --metric cosine -o neighbours.npz
     gbdist knn queries.npz --index corpus.mtx -k 5 --metric minkowski -p 3 -o out.npz
     gbdist pairwise data.npz --metric manhattan -o distances.npy
+    gbdist knn data.npz --file my_metrics.gbd --metric chi2_dist --param alpha=0.5 -o out.npz
 
 COMMANDS holds (name, help, add_arguments, run) entries, the shape of
 ``gbdist.cli.main.COMMANDS``, so the main command can take them in; ``python -m
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 
 import numpy as np
 
 from ..errors import InputError
-from .base import run_commands
+from .base import add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -58,26 +58,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value != value:
-        raise argparse.ArgumentTypeError("not a number: nan")
-    return value
-
-
 def _common_args(p, index_help: str):
     p.add_argument("input", metavar="INPUT",
                    help="the query rows: a .mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one "
                         "dense array) or .npy file")
     p.add_argument("--index", metavar="INDEX", help=index_help)
-    p.add_argument("--metric", default="euclidean",
-                   help="a gbdist metric name, e.g. cosine, manhattan, minkowski "
-                        "(default euclidean; `gbdist explain NAME` shows how it is computed)")
-    p.add_argument("-p", type=_number, default=None, metavar="P",
-                   help="the metric's parameter p (minkowski, or a metric defined with a p)")
+    add_metric_options(p)
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
                    help="where to compute: cpu, cuda, or auto (cuda when a GPU and CuPy are "
                         "available; default)")
@@ -85,16 +71,7 @@ def _common_args(p, index_help: str):
                    help="memory budget for one block of distances, a whole number of bytes with "
                         "an optional binary unit (e.g. 256M, 2G; default 512M or half the free "
                         "memory)")
-
-
-def _metric_params(args) -> dict:
-    if args.p is None:
-        return {}
-    from ..front import get_metric
-    if "p" not in get_metric(args.metric).params:
-        raise InputError(f"metric {args.metric!r} takes no parameter p",
-                         hint="-p goes with minkowski (or a metric defined with a p)")
-    return {"p": args.p}
+    add_progress_options(p)
 
 
 def _load(args):
@@ -146,34 +123,6 @@ def _knn_args(p):
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz",
                    help="where to write the int64 indices and the distances (np.savez; .npz is "
                         "appended when the name lacks it)")
-    p.add_argument("--progress", action="store_true",
-                   help="show the progress bar even when stderr is not a terminal")
-
-
-class ProgressBar:
-    """A one-line text bar on a stream, redrawn per block (at most ~10 times a second)."""
-
-    def __init__(self, total: int, stream, enabled: bool, width: int = 30):
-        self.total, self.done, self.stream = max(int(total), 1), 0, stream
-        self.enabled, self.width, self._last = enabled, width, 0.0
-        self.started = time.perf_counter()
-
-    def update(self, pairs: int) -> None:
-        self.done += int(pairs)
-        now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.done >= self.total):
-            self._last = now
-            frac = min(1.0, self.done / self.total)
-            fill = int(round(frac * self.width))
-            rate = self.done / max(now - self.started, 1e-9)
-            self.stream.write(f"\r[{'#' * fill}{'.' * (self.width - fill)}] {frac:6.1%} "
-                              f"{self.done:.3g}/{self.total:.3g} pairs, {rate:.3g} pairs/s")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def _strategy(metric: str, params: dict) -> str:
@@ -189,28 +138,29 @@ def _knn(args) -> int:
     from .. import neighbors
     from ..io import write_knn
     from ..pairwise import metric_program
-    params = _metric_params(args)
+    metric, params = metric_from_args(args)
     target = _output(args.output, ".npz")
     X, Y = _load(args)
     exclude_self = Y is None and not args.include_self
     Yv = X if Y is None else Y
-    plan = metric_program(args.metric, **params).plan
+    plan = metric_program(metric, **params).plan
     budget = neighbors._budget_bytes(args.working_memory)  # the CLI counts bytes
     be = neighbors._backend(args.backend, budget)
     total = X.shape[0] * Yv.shape[0]
-    bar = ProgressBar(total, sys.stderr, args.progress or sys.stderr.isatty())
     start = time.perf_counter()
-    try:
+    with progress(args, total, "pairs", "knn") as bar:
         d, i = neighbors._knn(plan, X, Yv, args.k, be, budget, exclude_self, on_block=bar.update)
-    finally:
-        bar.close()
     seconds = time.perf_counter() - start
     out = write_knn(target, i, d)
-    print(f"gbdist knn: {X.shape[0]} queries x {Yv.shape[0]} index rows, k={args.k}, "
-          f"metric {args.metric}: {total} pairs in {seconds:.3f} s "
-          f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
-          f"strategy {_strategy(args.metric, params)}; wrote {out}", file=sys.stderr)
+    say(args, f"gbdist knn: {X.shape[0]} queries x {Yv.shape[0]} index rows, k={args.k}, "
+              f"metric {_described(metric, params)}: {total} pairs in {seconds:.3f} s "
+              f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
+              f"strategy {_strategy(metric, params)}; wrote {out}")
     return 0
+
+
+def _described(metric: str, params: dict) -> str:
+    return metric + "".join(f" {k}={v:g}" for k, v in params.items())
 
 
 # --- pairwise -----------------------------------------------------------------
@@ -219,8 +169,8 @@ DEFAULT_MAX_BYTES = 2 * 2**30
 
 
 def _pairwise_args(p):
-    _common_args(p, "the rows that index the columns of the output (default: INPUT itself, "
-                     "a square matrix)")
+    _common_args(p, "the rows whose distances to the INPUT rows form the output's columns "
+                     "(default: INPUT itself, a square matrix)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the dense distance matrix (np.save; .npy is appended "
                         "when the name lacks it)")
@@ -228,12 +178,16 @@ def _pairwise_args(p):
                    help="refuse outputs larger than this (n_query * n_index * 8; default 2G)")
 
 
+PAIRS_PER_BLOCK = 2**22  # rows of the output computed per call (and per step of the bar)
+
+
 def _pairwise(args) -> int:
     from ..pairwise import _pairwise
-    params = _metric_params(args)
+    metric, params = metric_from_args(args)
     target = _output(args.output, ".npy")
     X, Y = _load(args)
-    n_index = (X if Y is None else Y).shape[0]
+    Yv = X if Y is None else Y
+    n_index = Yv.shape[0]
     need = X.shape[0] * n_index * 8
     if need > args.max_bytes:
         raise InputError("the dense distance matrix is too large to write",
@@ -241,15 +195,28 @@ def _pairwise(args) -> int:
                          got=f"{X.shape[0]} x {n_index} x 8 = {need} bytes",
                          hint="use `gbdist knn` for nearest neighbours, or raise --max-bytes")
     start = time.perf_counter()
-    # --working-memory counts bytes (the library's working_memory counts MiB)
-    D = _pairwise(X, Y, args.metric, args.backend, args.working_memory, None, "auto", params)
+    rows = max(1, PAIRS_PER_BLOCK // n_index)
+    with progress(args, X.shape[0] * n_index, "pairs", "pairwise") as bar:
+        if rows >= X.shape[0]:  # one call: the library sees the whole (square) problem
+            D = _pairwise(X, Y, metric, args.backend, args.working_memory, None, "auto", params)
+            bar.update(X.shape[0] * n_index)
+        else:  # blocks of query rows against every index row, so the bar moves
+            D = None
+            for r0 in range(0, X.shape[0], rows):
+                # --working-memory counts bytes (the library's working_memory counts MiB)
+                part = np.asarray(_pairwise(X[r0:r0 + rows], Yv, metric, args.backend,
+                                            args.working_memory, None, "auto", params))
+                if D is None:
+                    D = np.empty((X.shape[0], n_index), dtype=part.dtype)
+                D[r0:r0 + part.shape[0]] = part
+                bar.update(part.shape[0] * n_index)
     seconds = time.perf_counter() - start
     try:
         np.save(target, np.asarray(D))
     except OSError as e:
         raise InputError(f"cannot write {str(target)!r}", got=e.strerror or str(e)) from None
-    print(f"gbdist pairwise: {D.shape[0]} x {D.shape[1]} distances, metric {args.metric}, "
-          f"in {seconds:.3f} s; wrote {target}", file=sys.stderr)
+    say(args, f"gbdist pairwise: {D.shape[0]} x {D.shape[1]} distances, metric "
+              f"{_described(metric, params)}, in {seconds:.3f} s; wrote {target}")
     return 0
 
 

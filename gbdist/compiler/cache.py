@@ -5,8 +5,9 @@ Sympy trees are stored as JSON: ``[node type, args...]`` for a whitelist of
 node types, rebuilt by calling those constructors. Nothing is parsed with
 ``sympify``/``eval``, and nothing is unpickled.
 
-Location: ``$GBDIST_CACHE_DIR/analyses`` (default ``~/.cache/gbdist``);
-``GBDIST_CACHE_DIR=off`` disables it. Files are written atomically (a
+Location: ``gbdist.paths.cache_dir("analyses")``: ``$GBDIST_CACHE_DIR/analyses``,
+by default under the platform's user cache directory (platformdirs: ``~/.cache/gbdist``
+on Linux); ``GBDIST_CACHE_DIR=off`` disables it. Files are written atomically (a
 temporary file renamed into place), so concurrent processes are safe.
 
 What the cache trusts (the threat model)
@@ -207,11 +208,9 @@ def check_shape(value) -> None:
 
 
 def directory() -> Path | None:
-    root = os.environ.get("GBDIST_CACHE_DIR", "")
-    if root.lower() in ("off", "0", "none", "false"):
-        return None
-    base = Path(root) if root else Path.home() / ".cache" / "gbdist"
-    return base / "analyses"
+    """Where analyses are stored, or None when caching is off (:mod:`gbdist.paths`)."""
+    from ..paths import cache_dir
+    return cache_dir("analyses")
 
 
 def _versions() -> list:

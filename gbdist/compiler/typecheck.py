@@ -15,7 +15,7 @@ takes the rows of ``B.T``, i.e. ``("B", True)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import ir
 from ..errors import TypeCheckError
@@ -74,8 +74,10 @@ def infer(root: ir.Node, default_roles: dict | None = None) -> Typing:
     # Pass 1: roles from products.
     for node in ir.walk(root):
         if isinstance(node, ir.MxM):
-            claim(row_operand(node.left), "i", node)
-            claim(row_operand(node.right, transpose=True), "j", node)
+            left, right = row_operand(node.left), row_operand(node.right, transpose=True)
+            _check_orientation(node, left, right, default_roles or {})
+            claim(left, "i", node)
+            claim(right, "j", node)
         elif isinstance(node, ir.MxV):
             claim(row_operand(node.matrix), "i", node)
             claim(row_operand(node.vector), "v", node)
@@ -88,6 +90,34 @@ def infer(root: ir.Node, default_roles: dict | None = None) -> Typing:
     for node in ir.walk(root):
         kinds[node.key] = _kind(node, kinds, roles)
     return Typing(kinds, roles, kinds[root.key])
+
+
+def _check_orientation(node, left, right, default_roles: dict) -> None:
+    """A metric's operands hold one sample per row: a product must pair rows with rows.
+
+    Where roles are declared (a metric: A's rows index the output rows, B's rows the
+    output columns), ``mxm(A, B)`` without ``.T`` would sum over B's rows and index the
+    output by B's columns. On square data the shapes agree and the distances are
+    silently wrong, so the missing ``.T`` is refused here, before any data is seen.
+    """
+    for operand, second in ((left, False), (right, True)):
+        name, flipped, _ = operand
+        if not (flipped and name in default_roles):
+            continue
+        if second:
+            fixed = replace(node, right=ir.Transpose(node.right))
+            what = f"is missing a .T on {name}"
+            where = f"{name}'s rows would be summed over, and the output's columns would be {name}'s columns"
+        else:
+            fixed = replace(node, left=node.left.arg if isinstance(node.left, ir.Transpose)
+                            else ir.Transpose(node.left))
+            what = f"has a .T too many on {name}"
+            where = f"the output's rows would be {name}'s columns, not its rows"
+        raise TypeCheckError(
+            f"{ir.to_text(node)} {what}: a metric compares rows (samples) with rows, "
+            f"but here {where}",
+            expected="mxm(A, B.T, ...): A @ B.T, every row of A against every row of B",
+            got=ir.to_text(node), span=_span(node), hint=f"write {ir.to_text(fixed)}")
 
 
 def _value(node, kinds, what: str) -> str:

@@ -146,7 +146,24 @@ exp = _dual("exp", _ops.s_exp)
 abs = _dual("abs", _ops.s_abs)  # noqa: A001
 maximum = _dual("maximum", _ops.s_max)
 minimum = _dual("minimum", _ops.s_min)
-where = _dual("where", _ops.s_where)
+_where = _dual("where", _ops.s_where)
+
+
+def where(cond, a, b):
+    """``where(cond, a, b)`` over formulas (in gb.op) or over the output grid (in metrics)."""
+    if isinstance(cond, (bool, np.bool_)) and _any_ir((a, b)):
+        raise TypeCheckError(
+            f"the condition of gb.where(...) is the Python value {bool(cond)}, not a comparison "
+            "over the output grid", got=f"where({bool(cond)}, ...)",
+            expected="a gbdist value such as gb.eq(gb.mxm(A, B.T, ...), 0)",
+            hint=EQ_HINT)
+    return _where(cond, a, b)
+
+
+# How to compare gbdist expressions; used where an ``==`` left a bool behind.
+EQ_HINT = ("`==` between gbdist expressions tells whether the two are written the same "
+           "(True/False at once); it does not compare their values: write gb.eq(a, b) (1 where a == b, "
+           "else 0), e.g. gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
 
 
 def eq(a, b):

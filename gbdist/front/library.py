@@ -35,7 +35,7 @@ def ensure_builtins() -> None:
         _LOADED = True
         loader = Loader(LIBRARY.read_text(encoding="utf-8"), str(LIBRARY), typecheck=False)
         loader.run()
-        loader.commit()
+        loader.commit(library=True)  # its helpers (nnz, norm2, ...) leave the names to users
 
 
 def find_metric(name) -> Metric | None:
