@@ -59,8 +59,18 @@ def metric_program(metric, **params) -> Program:
         except GbdistError:
             raise
         except Exception as e:  # noqa: BLE001 — a row function failing on symbolic input
-            raise MetricTypeError("a metric callable must build a gbdist expression",
-                                  got=f"{type(e).__name__}: {e}", hint=hint) from e
+            label = getattr(metric, "__name__", type(metric).__name__)
+            raise MetricTypeError(
+                f"metric={label} looks like a row function f(u, v) -> float (scikit-learn/SciPy "
+                "style): gbdist calls a metric callable once, with the symbolic matrices A and B, "
+                "and it failed there",
+                expected="a function of the whole matrices: lambda A, B: gb.mxm(A, B.T, "
+                         "gb.semiring(mul, add))",
+                got=f"{type(e).__name__}: {e}",
+                hint="write the per-column term as an op and sum it: gb.semiring(gb.op('term', "
+                     "lambda x, y: abs(x - y)), gb.ops.plus); or use a named metric "
+                     "(gb.metric_names()); or keep the row function with "
+                     "sklearn.metrics.pairwise_distances") from e
         if not isinstance(expr, ir.Node):
             raise MetricTypeError("a metric callable must return a gbdist expression",
                                   got=type(expr).__name__, hint=hint)

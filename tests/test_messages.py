@@ -127,3 +127,28 @@ def test_a_graph_product_without_roles_keeps_mxm_a_b():
     A, B = gb.matrices("A B")
     ex = gb.explain(gb.mxm(A, B, gb.semirings.plus_times))
     assert ex.products[0].strategy == "intersection"
+
+
+def test_a_row_function_metric_is_named_as_such():
+    """scikit-learn's metric=callable(u, v) is refused with what to write instead."""
+    X = np.eye(3)
+    with pytest.raises(gb.MetricTypeError, match="looks like a row function") as e:
+        gb.pairwise_distances(X, metric=lambda u, v: abs(u - v).sum())
+    assert "lambda A, B: gb.mxm(A, B.T" in str(e.value)
+    assert "sklearn.metrics.pairwise_distances" in str(e.value)
+
+
+def test_the_cpu_fall_back_is_announced_once_with_its_reason(caplog, monkeypatch):
+    import logging
+
+    from gbdist.backends import cuda
+    from gbdist.runtime import core
+    monkeypatch.setattr(core, "_ANNOUNCED", [])
+    monkeypatch.setattr(cuda, "unavailable_reason", lambda: "CuPy is not installed (test)")
+    X = np.eye(3)
+    with caplog.at_level(logging.WARNING, logger="gbdist"):
+        first = gb.pairwise_distances(X, metric="euclidean")
+        gb.pairwise_distances(X, metric="euclidean")
+    said = [r.getMessage() for r in caplog.records if r.name == "gbdist"]
+    assert len(said) == 1 and "runs on the CPU: CuPy is not installed (test)" in said[0]
+    assert np.allclose(first, np.sqrt(2) * (1 - np.eye(3)))

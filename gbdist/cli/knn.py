@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from ..errors import InputError
-from .base import add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say
+from .base import (
+    add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say)
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,

@@ -3,6 +3,8 @@
 → the result, on the device the inputs live on."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from ..compiler import ir
@@ -28,6 +30,20 @@ def bind(plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_fi
                                ensure_non_empty, conditioning, xp)
 
 
+_ANNOUNCED = []
+
+
+def _announce_cpu_fallback(reason: str) -> None:
+    """Say once per process, on the ``gbdist`` logger, that ``backend="auto"`` runs on the CPU
+    and why (a log record rather than a warning: code that treats warnings as errors, such
+    as scikit-learn's estimator checks, keeps working)."""
+    if not _ANNOUNCED:
+        _ANNOUNCED.append(reason)
+        logging.getLogger("gbdist").warning(
+            "backend='auto' runs on the CPU: %s; pass backend='cpu' to choose it, or install "
+            "gbdist[cuda] on a machine with an NVIDIA GPU", reason)
+
+
 def get_backend(name, working_memory: int | None = None) -> Backend:
     """Resolve ``backend=`` ("auto", "cpu", "cuda", or an object implementing
     :class:`gbdist.backends.base.Backend`) to a backend object."""
@@ -43,15 +59,14 @@ def get_backend(name, working_memory: int | None = None) -> Backend:
     if name == "cpu":
         return CPUBackend(host)
     if name in ("cuda", "auto"):
-        try:
-            from ..backends.cuda import CUDABackend, available
-        except ImportError:
-            available = None
-        if available is not None and available():
+        from ..backends.cuda import CUDABackend, unavailable_reason
+        reason = unavailable_reason()
+        if reason is None:
             return CUDABackend(working_memory)
         if name == "cuda":
             raise BackendError("backend='cuda' needs CuPy and an NVIDIA GPU",
-                               got="no usable GPU", hint="pip install 'gbdist[cuda]', or backend='cpu'")
+                               got=reason, hint="pip install 'gbdist[cuda]', or backend='cpu'")
+        _announce_cpu_fallback(reason)
         return CPUBackend(host)
     raise InputError("unknown backend", expected="'auto', 'cpu' or 'cuda'", got=repr(name))
 

@@ -82,11 +82,21 @@ def accumulate(mode: str):
 @functools.lru_cache(maxsize=1)
 def available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
+    return unavailable_reason() is None
+
+
+def unavailable_reason() -> str | None:
+    """Why the CUDA backend cannot run here (None when it can)."""
     try:
         import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # ImportError, CUDARuntimeError: no usable GPU
-        return False
+    except ImportError:
+        return "CuPy is not installed"
+    try:
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return None
+        return "CuPy sees no CUDA device"
+    except Exception as e:  # CUDARuntimeError: no driver, no device
+        return f"CuPy sees no CUDA device ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
 
 
 def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None) -> str:

@@ -17,6 +17,8 @@ import os
 import threading
 import time
 
+from ...paths import cache_dir
+
 _LOCK = threading.Lock()
 GENERATED: dict = {}
 MODULES: dict = {}
@@ -65,9 +67,9 @@ def module(key, source: str, names: tuple[str, ...]):
     with _LOCK:
         mod = MODULES.get(full)
         if mod is None:
-            cache_dir = os.environ.get("GBDIST_CACHE_DIR")
-            if cache_dir:
-                os.environ.setdefault("CUPY_CACHE_DIR", cache_dir)
+            where = cache_dir("cuda")  # gbdist's cache folder (None: caching off, CuPy's own)
+            if where is not None:
+                os.environ.setdefault("CUPY_CACHE_DIR", str(where))
             t0 = time.perf_counter()
             mod = cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
             for n in names:
