@@ -21,6 +21,7 @@ from .errors import (
 from .compiler.explain import Explanation
 from .front import Definitions, define, define_metric, load, metric_names
 from .pairwise import explain, pairwise_distances
+from .runtime import clear_caches
 from .neighbors import (
     KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn, kneighbors_graph,
     pairwise_distances_chunked, radius_neighbors_graph)
@@ -36,5 +37,5 @@ __all__ = [
     "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",
     "ResultTooLargeError", "ParameterError", "NotFittedError", "MetricTypeError",
     "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
-    "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
+    "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked", "clear_caches",
 ]

@@ -43,17 +43,11 @@ def fresh_caches(monkeypatch):
     The on-disk analysis cache is switched off too: a patched analysis must
     neither be served from it nor written into it.
     """
-    from gbdist.algebra import proofs
-    from gbdist.compiler import analysis
-    from gbdist import pairwise
-    from gbdist.compiler import plan
+    import gbdist as gb
     monkeypatch.setenv("GBDIST_CACHE_DIR", "off")
-    caches = (analysis.analyze, plan.cached_plan, pairwise._metric_program, proofs._check)
-    for c in caches:
-        c.cache_clear()
+    gb.clear_caches()
     yield
-    for c in caches:
-        c.cache_clear()
+    gb.clear_caches()
 
 
 @pytest.fixture

@@ -44,9 +44,12 @@ def clear_caches() -> None:
     sources, compiled modules and strategy choices (when CuPy is present), proven
     d(a, a) values and row invariances, and what the stages above registered
     (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
-    analysis cache (gbdist/cache.py) is kept."""
-    from ..compiler import exact
+    analysis cache (gbdist.compiler.cache) is kept. Public as ``gbdist.clear_caches()``."""
+    from ..algebra import proofs
+    from ..compiler import analysis, exact, plan
     from . import invariance
+    for cached in (proofs._check, analysis.analyze, plan.cached_plan):
+        cached.cache_clear()
     exact._CACHE.clear()
     invariance._INV_CACHE.clear()
     for clear in _CLEARERS:
