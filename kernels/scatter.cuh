@@ -11,8 +11,13 @@
 // Correct for intersection (data or structural semantics: only pairs stored
 // on both sides are visited) and for union correction's g (which is 0 where
 // either side is the fill); never used for a two-pass union.
-template <class Spec, typename I>
-__global__ void __launch_bounds__(512)
+//
+// TPB threads per block: 512 for 4-byte accumulators, 1024 for 8-byte ones, so that
+// the SM stays fully occupied when each block's accumulator row takes twice the
+// shared memory (benchmarks/atomics_probe.py: 8-byte shared atomics cost 1.33x the
+// 4-byte ones at 512 threads, 1.10x at 1024).
+template <class Spec, typename I, int TPB>
+__global__ void __launch_bounds__(TPB)
 gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,
            const typename Spec::T* __restrict__ aval, long long n_left,
            const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,
