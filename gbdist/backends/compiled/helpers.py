@@ -1,0 +1,94 @@
+"""Scalar helpers and generic kernels shared by every generated module (Numba, cached).
+
+Generated modules import these instead of defining their own copies, so they are
+compiled once per machine (``cache=True``) and not once per plan.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+INF = np.inf
+NAN = np.nan
+OPT = dict(cache=True, error_model="numpy", nogil=True)
+
+# How a row reduction combines (the monoid's NumPy ufunc in backends/cpu.py).
+PLUS, TIMES, MAX, MIN = 0, 1, 2, 3
+
+
+@njit(**OPT)
+def gb_max(a, b):
+    """np.maximum on scalars: NaN propagates."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+@njit(**OPT)
+def gb_min(a, b):
+    """np.minimum on scalars: NaN propagates."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+@njit(**OPT)
+def gb_sign(a):
+    """np.sign: -1, 0 or 1, NaN for NaN."""
+    if a > 0.0:
+        return 1.0
+    if a < 0.0:
+        return -1.0
+    return a
+
+
+@njit(**OPT)
+def gb_log(a):
+    """np.log: -inf at 0, NaN below."""
+    if a > 0.0:
+        return math.log(a)
+    if a == 0.0:
+        return -INF
+    return NAN
+
+
+@njit(**OPT)
+def gb_order(keys):
+    """A stable argsort of a row's keys."""
+    return np.argsort(keys, kind="mergesort")
+
+
+@njit(**OPT)
+def reduce_rows(ptr, val, K, fill, identity, how, fill_counts, out):
+    """out[i] = ⊕ over row i's stored values (already mapped), then the fill's share
+    for its K − nnz unstored entries (``fill_counts``: the fill differs from the
+    identity), as ``CPUBackend.row_reduce`` does."""
+    for i in range(out.shape[0]):
+        acc = identity
+        for p in range(ptr[i], ptr[i + 1]):
+            v = np.float64(val[p])
+            if how == PLUS:
+                acc = acc + v
+            elif how == TIMES:
+                acc = acc * v
+            elif how == MAX:
+                acc = gb_max(acc, v)
+            else:
+                acc = gb_min(acc, v)
+        missing = K - (ptr[i + 1] - ptr[i])
+        if fill_counts and missing > 0:
+            if how == PLUS:
+                acc = acc + missing * fill
+            elif how == TIMES:
+                acc = acc * fill ** np.float64(missing)
+            elif how == MAX:
+                acc = gb_max(acc, fill)
+            else:
+                acc = gb_min(acc, fill)
+        out[i] = acc
