@@ -70,9 +70,18 @@ def _csr(x) -> sps.csr_matrix:
     return c
 
 
+def _with_data(c: sps.csr_matrix, data: np.ndarray) -> sps.csr_matrix:
+    """``c``'s structure with new values, its index arrays kept as they are (SciPy's
+    constructor would shrink int64 indices to int32)."""
+    out = sps.csr_matrix((data, c.indices, c.indptr), shape=c.shape)
+    out.indices, out.indptr = c.indices, c.indptr
+    return out
+
+
 def _transpose(c: sps.csr_matrix) -> sps.csr_matrix:
     t = c.T.tocsr()
     t.sort_indices()
+    t.indices, t.indptr = t.indices.astype(c.indices.dtype), t.indptr.astype(c.indptr.dtype)
     return t
 
 
@@ -190,7 +199,9 @@ class CompiledCPUBackend:
                 if u not in csc_cache:
                     t = sps.csr_matrix((values[u], d.indices, d.indptr), shape=d.shape).tocsc()
                     t.sort_indices()
-                    csc_cache[u] = (t.indptr, t.indices, t.data)
+                    it = d.indices.dtype  # SciPy may shrink int64 indices: keep the input's
+                    csc_cache[u] = (t.indptr.astype(it, copy=False), t.indices.astype(it, copy=False),
+                                    t.data)
                 arrays += list(csc_cache[u])
             else:
                 arrays += [d.indptr, d.indices, values[u]]
@@ -239,11 +250,9 @@ class CompiledCPUBackend:
                 continue
             c = _csr(inputs[name])
             if name in conditioned:
-                c = sps.csr_matrix((exact.condition_rows(c.indptr, c.data, c.shape[1], inv),
-                                    c.indices, c.indptr), shape=c.shape)
+                c = _with_data(c, exact.condition_rows(c.indptr, c.data, c.shape[1], inv))
             if name in normalised:
-                c = sps.csr_matrix((exact.normalise_rows(c.indptr, c.data, name), c.indices,
-                                    c.indptr), shape=c.shape)
+                c = _with_data(c, exact.normalise_rows(c.indptr, c.data, name))
             base[name] = c
         data: dict = {}
         sides: dict = {}

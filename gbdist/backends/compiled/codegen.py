@@ -191,6 +191,7 @@ def generate(plan: Plan) -> Generated:
         w(2, "dense = np.empty(max(Kw, 1), np.float64)")
         w(2, "pos = np.zeros(max(Kw, 1), np.int64)")
     w(2, "for i in range(r0, r1):")
+    w(3, "pass")
     for s, (step, lu, ru, how) in enumerate(products):
         e = step.node.add.identity_value
         init = e
