@@ -185,11 +185,11 @@ def test_strategies_cover_the_planner():
     for expr in EXPRESSIONS.values():
         gen = generated(gb.compile(expr).plan)
         for step, _, _, how in gen.products:
-            union = how == "union"
+            union = how != "scatter"
             direct = union and not step.node.add.idempotent
             seen.add((how, step.node.add.name, direct, union and step.node.corner_absorbed))
         seen.update(("reduce", st.node.monoid.name) for st, _, _ in gen.reductions)
-    for want in [("union", "min", False, False), ("union", "max", False, True),
+    for want in [("ordered-union", "min", False, False), ("ordered-union", "max", False, True),
                  ("union", "plus", True, False), ("scatter", "plus", False, False),
                  ("reduce", "max"), ("reduce", "times")]:
         assert want in seen, want

@@ -193,7 +193,7 @@ class CompiledCPUBackend:
         # Products (+ the fused epilogue).
         arrays = []
         csc_cache: dict = {}
-        for kind, u in gen.args:
+        for kind, u, s in gen.args:
             d = data[gen.operands[u].base]
             if kind == "rcsc":
                 if u not in csc_cache:
@@ -203,6 +203,12 @@ class CompiledCPUBackend:
                     csc_cache[u] = (t.indptr.astype(it, copy=False), t.indices.astype(it, copy=False),
                                     t.data)
                 arrays += list(csc_cache[u])
+            elif kind == "rsort":
+                out_i = np.empty_like(d.indices)
+                out_v = np.empty(d.indices.shape[0], dtype=np.float64)
+                _run_blocks(getattr(mod, f"rsort_{s}"), (d.indptr, d.indices, values[u], out_i, out_v),
+                            d.shape[0])
+                arrays += [d.indptr, out_i, out_v]
             else:
                 arrays += [d.indptr, d.indices, values[u]]
         if gen.fused:

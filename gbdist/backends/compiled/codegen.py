@@ -79,8 +79,10 @@ class Generated:
     key: str
     operands: list  # Operand, by index
     reductions: list  # (step, operand index, kind)
-    products: list  # (step, left operand index, right operand index, "scatter"|"union")
-    args: list  # ("lcsr" | "rcsc" | "rcsr", operand index): the product kernels' operand arrays
+    products: list  # (step, left operand, right operand, "scatter" | "ordered-union" | "union")
+    args: list  # (kind, operand index, step index or None): the product kernel's operand arrays,
+    # kind "lcsr" (left rows), "rcsc" (right operand by column), "rcsr" (right rows),
+    # "rsort" (right rows, each ordered by f(za, y), with those values: see rsort_<s>)
     fused: bool  # gb_fused (epilogue in the kernel) else gb_planes
     plane_of: dict = field(default_factory=dict)  # step name -> plane index
 
@@ -143,7 +145,9 @@ def generate(plan: Plan) -> Generated:
         elif isinstance(node, ir.Intersect):
             products.append((step, operand(node.left), operand(node.right), "scatter"))
         elif isinstance(node, ir.TwoPassUnion):
-            products.append((step, operand(node.left), operand(node.right), "union"))
+            ordered = node.add.ufunc in (np.maximum, np.minimum)
+            products.append((step, operand(node.left), operand(node.right),
+                             "ordered-union" if ordered else "union"))
         else:
             raise BackendError(f"the compiled CPU backend has no kernel for {type(node).__name__}")
     ops_by_index = sorted(operands.values(), key=lambda o: o.index)
@@ -166,17 +170,20 @@ def generate(plan: Plan) -> Generated:
     plane_of = {step.name: s for s, (step, *_rest) in enumerate(products)}
     args: list = []
 
-    def arg(kind, u):
-        if (kind, u) not in args:
-            args.append((kind, u))
-        return u
+    def arg(kind, u, s=None):
+        if (kind, u, s) not in args:
+            args.append((kind, u, s))
 
-    for step, lu, ru, how in products:
+    for s, (step, lu, ru, how) in enumerate(products):
         arg("lcsr", lu)
-        arg("rcsc" if how == "scatter" else "rcsr", ru)
+        arg("rcsr" if how == "union" else "rcsc", ru)
+        if how == "ordered-union":
+            arg("rsort", ru, s)
+            _rsort_kernel(w, s, step, ops_by_index[lu].fill)
     names = []
-    for kind, u in args:
-        names += [f"{kind[0]}{kind[1:]}_p{u}", f"{kind[0]}{kind[1:]}_i{u}", f"{kind[0]}{kind[1:]}_v{u}"]
+    for kind, u, s in args:
+        tag = kind if s is None else f"{kind}{s}"
+        names += [f"{tag}_p{u}", f"{tag}_i{u}", f"{tag}_v{u}"]
     fn = "gb_fused" if fused else "gb_planes"
     nplanes = max(1, len(products))
     w(0, "")
@@ -186,16 +193,18 @@ def generate(plan: Plan) -> Generated:
     w(1, "Kf = np.float64(K)")
     w(1, "if True:")
     w(2, f"acc = np.empty(({nplanes}, max(n, 1)), np.float64)")
-    unions = [(s, p) for s, p in enumerate(products) if p[3] == "union"]
-    if unions:
+    if any(p[3] != "scatter" for p in products):
         w(2, "dense = np.empty(max(Kw, 1), np.float64)")
         w(2, "pos = np.zeros(max(Kw, 1), np.int64)")
+    if any(p[3] == "ordered-union" for p in products):
+        w(2, "fu = np.zeros(max(n, 1), np.int64)")
+        w(2, "cnt = np.zeros(max(n, 1), np.int64)")
     w(2, "for i in range(r0, r1):")
     w(3, "pass")
     for s, (step, lu, ru, how) in enumerate(products):
         e = step.node.add.identity_value
         init = e
-        if how == "union" and step.node.corner_absorbed:
+        if how != "scatter" and step.node.corner_absorbed:
             init = step.node.corner
         w(3, "for j in range(n):")
         w(4, f"acc[{s}, j] = {float_literal(init)}")
@@ -227,6 +236,8 @@ def generate(plan: Plan) -> Generated:
     for s, (step, lu, ru, how) in enumerate(products):
         if how == "union":
             _union_block(w, s, step, lu, ru, ops_by_index)
+        elif how == "ordered-union":
+            _ordered_union_block(w, s, step, lu, ru, ops_by_index)
     if fused:
         refs = {}
         for step, lu, ru, how in products:
@@ -323,6 +334,104 @@ def _union_block(w: _Writer, s: int, step, lu: int, ru: int, ops_by_index) -> No
         else:
             w(4, "if miss > 0:")
             w(5, f"a = {comb('a', c)}")
+    w(4, f"acc[{s}, j] = a")
+    w(3, "for t in range(na):")
+    w(4, f"pos[lcsr_i{lu}[a0 + t]] = 0")
+
+
+def _order_keys(w: _Writer, indent: int, ufunc, value: str, key: str) -> None:
+    """keys that sort NaN first, then descending (max) or ascending (min)."""
+    sign = "-" if ufunc is np.maximum else ""
+    w(indent, f"{key} = -INF if {value} != {value} else {sign}{value}")
+
+
+def _rsort_kernel(w: _Writer, s: int, step, za: float) -> None:
+    """Each right row's entries ordered by R(y) = f(za, y) (NaN first, then the order
+    in which ⊕ prefers them), with the R values: pass two of an ordered union reads
+    the first entry of row j whose column the left row does not store."""
+    node = step.node
+    r_expr = formula(node.mul.formula, {"x": float_literal(za)})
+    w(0, "")
+    w(0, "@njit(**OPT)")
+    w(0, f"def rsort_{s}(ptr, idx, val, out_i, out_v, r0, r1):")
+    w(1, "for j in range(r0, r1):")
+    w(2, "b0 = ptr[j]")
+    w(2, "nb = ptr[j + 1] - b0")
+    w(2, "keys = np.empty(nb, np.float64)")
+    w(2, "rv = np.empty(nb, np.float64)")
+    w(2, "for t in range(nb):")
+    w(3, "y = np.float64(val[b0 + t])")
+    w(3, f"v = {r_expr}")
+    w(3, "rv[t] = v")
+    _order_keys(w, 3, node.add.ufunc, "v", "keys[t]")
+    w(2, "order = gb_order(keys)")
+    w(2, "for r in range(nb):")
+    w(3, "out_i[b0 + r] = idx[b0 + order[r]]")
+    w(3, "out_v[b0 + r] = rv[order[r]]")
+
+
+def _ordered_union_block(w: _Writer, s: int, step, lu: int, ru: int, ops_by_index) -> None:
+    """A two-pass union with ⊕ = max or min for output row i, in work ∝ intersections.
+
+    (1) the left row's entries in ⊕'s order of L(a) = f(a, zb); a scatter over the
+    right operand's columns ⊕s f(a, b) into every j sharing a column, and keeps
+    fu[j], the first rank of the left row that j does not store (ranks arrive in
+    order, so it advances only while they are contiguous);
+    (2) per j: ⊕ L at rank fu[j] (the best left entry j lacks) and R at the first
+    entry of j's R-ordered row that the left row lacks (pos[k] == 0).
+    """
+    node = step.node
+    uf = node.add.ufunc
+    zb = float_literal(ops_by_index[ru].fill)
+    mul = formula(node.mul.formula)
+    mul_zb = formula(node.mul.formula, {"y": zb})
+    comb = lambda a, b: _comb(uf, a, b)  # noqa: E731
+    corner = node.corner
+    e = node.add.identity_value
+    use_corner = not node.corner_absorbed and not (corner == e or (np.isnan(corner) and np.isnan(e)))
+    w(3, f"# two-pass union ({node.add.name}): step {step.name}")
+    w(3, f"a0 = lcsr_p{lu}[i]")
+    w(3, f"na = lcsr_p{lu}[i + 1] - a0")
+    w(3, f"nv = rsort{s}_p{ru}.shape[0] - 1")
+    w(3, "lval = np.empty(na, np.float64)")
+    w(3, "keys = np.empty(na, np.float64)")
+    w(3, "for t in range(na):")
+    w(4, f"x = np.float64(lcsr_v{lu}[a0 + t])")
+    w(4, f"v = {mul_zb}")
+    w(4, "lval[t] = v")
+    _order_keys(w, 4, uf, "v", "keys[t]")
+    w(3, "order = gb_order(keys)")
+    w(3, "lsorted = np.empty(na, np.float64)")
+    w(3, "for r in range(na):")
+    w(4, f"pos[lcsr_i{lu}[a0 + order[r]]] = r + 1")
+    w(4, "lsorted[r] = lval[order[r]]")
+    w(3, "for j in range(nv):")
+    w(4, "fu[j] = 0")
+    if use_corner:
+        w(4, "cnt[j] = 0")
+    w(3, "for r in range(na):")
+    w(4, "t = order[r]")
+    w(4, f"k = lcsr_i{lu}[a0 + t]")
+    w(4, f"x = np.float64(lcsr_v{lu}[a0 + t])")
+    w(4, f"for q in range(rcsc_p{ru}[k], rcsc_p{ru}[k + 1]):")
+    w(5, f"j = rcsc_i{ru}[q]")
+    w(5, f"y = np.float64(rcsc_v{ru}[q])")
+    w(5, f"acc[{s}, j] = {comb(f'acc[{s}, j]', mul)}")
+    w(5, "if fu[j] == r:")
+    w(6, "fu[j] = r + 1")
+    if use_corner:
+        w(5, "cnt[j] += 1")
+    w(3, "for j in range(nv):")
+    w(4, f"a = acc[{s}, j]")
+    w(4, f"for q in range(rsort{s}_p{ru}[j], rsort{s}_p{ru}[j + 1]):")
+    w(5, f"if pos[rsort{s}_i{ru}[q]] == 0:")
+    w(6, f"a = {comb('a', f'rsort{s}_v{ru}[q]')}")
+    w(6, "break")
+    w(4, "if fu[j] < na:")
+    w(5, f"a = {comb('a', 'lsorted[fu[j]]')}")
+    if use_corner:
+        w(4, f"if K - (na + (rsort{s}_p{ru}[j + 1] - rsort{s}_p{ru}[j]) - cnt[j]) > 0:")
+        w(5, f"a = {comb('a', float_literal(corner))}")
     w(4, f"acc[{s}, j] = a")
     w(3, "for t in range(na):")
     w(4, f"pos[lcsr_i{lu}[a0 + t]] = 0")
