@@ -142,23 +142,22 @@ V = gb.vectors("x")
 steep = gb.op("steep_cpu_test", lambda x, y: gb.exp(abs(x - y) / 4))
 shifted = gb.op("shifted_cpu_test", lambda x, y: abs(x - y) + 1)
 EXPRESSIONS = {
-    # two-pass union, min, corner f(0, 0) = 0 not absorbed (columns stored in neither)
-    "min_plus": gb.mxm(A, B.T, gb.semiring(ops.plus, ops.min)),
-    "max_times": gb.mxm(A, B.T, gb.semiring(ops.times, ops.max)),
+    # two-pass unions with ⊕ = min / max: min-plus (corner f(0, 0) = 0 not absorbed: columns
+    # stored in neither row count), max-times, an absorbed corner, an apply chain on A
+    "ordered_unions": (gb.mxm(A, B.T, gb.semiring(ops.plus, ops.min))
+                       + 2 * gb.mxm(A, B.T, gb.semiring(ops.times, ops.max))
+                       - gb.mxm(A, B.T, gb.semiring(shifted, ops.max))
+                       + gb.mxm(gb.apply(ops.abs, A), B.T, gb.semiring(ops.absdiff, ops.max))),
     # two-pass union summed directly (⊕ = plus is not idempotent), corner exp(0) = 1
     "direct_union": gb.mxm(A, B.T, gb.semiring(steep, ops.plus)),
-    # absorbed corners, apply chains on an operand
-    "absorbed_apply": gb.mxm(gb.apply(ops.abs, A), B.T, gb.semiring(ops.absdiff, ops.max)),
-    "absorbed_shift": gb.mxm(A, B.T, gb.semiring(shifted, ops.max)),
-    # intersection of a constant op, two products over one pair, a chain inside
-    "plus_pair": gb.mxm(A, B.T, gb.semiring(ops.pair, ops.plus)),
-    "two_products": (gb.mxm(A, B.T, gb.semiring(ops.times, ops.plus))
-                     / (1 + gb.mxm(gb.apply(ops.square, A), B.T, gb.semiring(ops.absdiff, ops.plus)))),
-    # outputs that are not (i, j) grids: mxv, a row reduction alone
-    "mxv": gb.mxv(A, V, gb.semiring(ops.times, ops.plus)),
-    "mxv_min": gb.mxv(A, V, gb.semiring(ops.plus, ops.min)),
-    "reduce_max": gb.reduce(A, ops.max),
-    "reduce_times": gb.reduce(gb.apply(ops.exp, A), ops.times),
+    # intersections: a constant op, two products over one pair, a chain inside
+    "intersections": (gb.mxm(A, B.T, gb.semiring(ops.times, ops.plus))
+                      / (1 + gb.mxm(gb.apply(ops.square, A), B.T, gb.semiring(ops.absdiff, ops.plus)))
+                      + gb.mxm(A, B.T, gb.semiring(ops.pair, ops.plus))),
+    # outputs that are not (i, j) grids: mxv (intersection and min-plus union), reductions
+    "mxv": (gb.mxv(A, V, gb.semiring(ops.times, ops.plus))
+            + gb.mxv(A, V, gb.semiring(ops.plus, ops.min))),
+    "reductions": gb.reduce(A, ops.max) + gb.reduce(gb.apply(ops.exp, A), ops.times),
 }
 
 
@@ -193,6 +192,27 @@ def test_strategies_cover_the_planner():
                  ("union", "plus", True, False), ("scatter", "plus", False, False),
                  ("reduce", "max"), ("reduce", "times")]:
         assert want in seen, want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_conditioning_is_the_runtime_s(dtype):
+    """The compiled conditioning gives exactly gbdist.exact.condition_rows' values."""
+    from gbdist import exact
+    from gbdist.backends.compiled import condition_rows
+    rng = np.random.default_rng(11)
+    D = rng.uniform(-3, 3, (40, 9)) * 2.0 ** rng.integers(-60, 60, (40, 1))
+    D[rng.random(D.shape) < 0.3] = 0.0
+    D[:5] = 1e8 + rng.random((5, 9))  # rows storing every column: shifted
+    D[6] = 0.0
+    D[7, :3] = [1e-300, 1.0, 0.0]  # scaling would push 1e-300 below the normal range
+    X = sps.csr_matrix(D.astype(dtype))
+    X.data[X.data == 0] = 0.0
+    for shift in (False, True):
+        inv = exact.Invariance(True, shift, "test")
+        want = exact.condition_rows(X.indptr, X.data, X.shape[1], inv)
+        got = condition_rows(X.indptr, X.data, X.shape[1], inv)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
 
 
 def test_unsorted_and_duplicate_inputs_are_made_canonical():

@@ -85,6 +85,19 @@ def _transpose(c: sps.csr_matrix) -> sps.csr_matrix:
     return t
 
 
+def condition_rows(indptr, data, ncols: int, inv) -> np.ndarray:
+    """``gbdist.exact.condition_rows`` (host arrays) compiled and threaded over rows."""
+    if not (inv.scale or inv.shift) or data.shape[0] == 0:
+        return data
+    from . import helpers
+    out = np.empty(data.shape[0], dtype=data.dtype)
+    info = np.finfo(data.dtype)
+    _run_blocks(helpers.condition_rows, (indptr, data, np.int64(ncols), bool(inv.shift),
+                                         bool(inv.scale), float(info.tiny), float(info.max), out),
+                indptr.shape[0] - 1)
+    return out
+
+
 def threads() -> int:
     """Threads the kernels run on: ``GBDIST_NUM_THREADS``, else ``NUMBA_NUM_THREADS``,
     else the machine's cores."""
@@ -256,7 +269,7 @@ class CompiledCPUBackend:
                 continue
             c = _csr(inputs[name])
             if name in conditioned:
-                c = _with_data(c, exact.condition_rows(c.indptr, c.data, c.shape[1], inv))
+                c = _with_data(c, condition_rows(c.indptr, c.data, c.shape[1], inv))
             if name in normalised:
                 c = _with_data(c, exact.normalise_rows(c.indptr, c.data, name))
             base[name] = c

@@ -92,3 +92,37 @@ def reduce_rows(ptr, val, K, fill, identity, how, fill_counts, out):
             else:
                 acc = gb_min(acc, fill)
         out[i] = acc
+
+
+@njit(**OPT)
+def condition_rows(indptr, data, ncols, shift, scale, tiny, big_max, out, r0, r1):
+    """``gbdist.exact.condition_rows`` for rows r0..r1 (same arithmetic, same order):
+    a row storing all ``ncols`` columns is shifted by its mean (``shift``, when its
+    sum is finite); then each row is scaled by the power of two that brings its
+    largest |value| into [0.5, 1) (``scale``), unless that pushes its smallest
+    nonzero |value| below ``tiny`` or its largest past ``big_max`` (the dtype's)."""
+    for i in range(r0, r1):
+        a0, a1 = indptr[i], indptr[i + 1]
+        mean = 0.0
+        if shift and ncols > 0 and a1 - a0 == ncols:
+            total = 0.0
+            for p in range(a0, a1):
+                total += np.float64(data[p])
+            if math.isfinite(total):
+                mean = total / ncols
+        factor = 1.0
+        if scale:
+            big = 0.0
+            small = INF
+            for p in range(a0, a1):
+                a = abs(np.float64(data[p]) - mean)
+                big = gb_max(big, a)
+                if a > 0.0:
+                    small = min(small, a)
+            if big > 0.0:
+                e = math.frexp(big)[1]
+                f = math.ldexp(1.0, -e)
+                if small * f >= tiny and big * f < big_max:
+                    factor = f
+        for p in range(a0, a1):
+            out[p] = (np.float64(data[p]) - mean) * factor
