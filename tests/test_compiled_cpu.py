@@ -307,3 +307,12 @@ def test_import_gbdist_does_not_import_numba():
                          env=dict(os.environ, PYTHONPATH=ROOT))
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.strip() == "False"
+
+
+def test_cache_off_uses_a_private_directory(monkeypatch, tmp_path):
+    from gbdist.backends.compiled import cache
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GBDIST_CACHE_DIR", "off")
+    d = cache.cache_dir()
+    assert not os.path.exists(tmp_path / "off") and os.path.isdir(d)
+    assert os.path.commonpath([d, str(tmp_path)]) != str(tmp_path)

@@ -7,9 +7,10 @@ the machine code of an earlier process: a built-in metric's first call in a new
 process loads kernels instead of compiling them.
 
 * ``<cache>`` is ``$GBDIST_CACHE_DIR`` (the directory the CUDA backend gives
-  CuPy, see ``backends/cuda/__init__.py``), else ``$XDG_CACHE_HOME/gbdist``
-  or ``~/.cache/gbdist``; an unwritable directory falls back to one under the
-  system's temporary directory.
+  CuPy, see ``backends/cuda/__init__.py``, and the analysis cache's root), else
+  ``~/.cache/gbdist``. ``GBDIST_CACHE_DIR=off`` (as for the analysis cache) and
+  an unwritable directory use a temporary directory of this process instead
+  (kernels then compile in every process).
 * ``key`` = sha256 of the generated source, the generator's version, and the
   Numba, NumPy, Python and gbdist versions (everything that changes the binary).
 * Concurrent processes: the source is written to a temporary file in the same
@@ -31,22 +32,24 @@ _LOCK = threading.Lock()
 _MODULES: dict = {}
 
 
+_PRIVATE: list = []  # this process's temporary directory, when the cache is off
+
+
 def cache_dir() -> str:
     """The directory generated modules are written to (created if missing)."""
-    base = os.environ.get("GBDIST_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "gbdist")
-    path = os.path.join(base, "cpu")
-    try:
-        os.makedirs(path, exist_ok=True)
-        if os.access(path, os.W_OK):
-            return path
-    except OSError:
-        pass
-    path = os.path.join(tempfile.gettempdir(), f"gbdist-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}", "cpu")
-    os.makedirs(path, exist_ok=True)
-    return path
+    root = os.environ.get("GBDIST_CACHE_DIR", "")
+    if root.lower() not in ("off", "0", "none", "false"):
+        base = root or os.path.join(os.path.expanduser("~"), ".cache", "gbdist")
+        path = os.path.join(base, "cpu")
+        try:
+            os.makedirs(path, exist_ok=True)
+            if os.access(path, os.W_OK):
+                return path
+        except OSError:
+            pass
+    if not _PRIVATE:
+        _PRIVATE.append(tempfile.mkdtemp(prefix="gbdist-cpu-"))
+    return _PRIVATE[0]
 
 
 def module_key(source: str) -> str:
