@@ -141,6 +141,7 @@ A, B = gb.matrices("A B")
 V = gb.vectors("x")
 steep = gb.op("steep_cpu_test", lambda x, y: gb.exp(abs(x - y) / 4))
 shifted = gb.op("shifted_cpu_test", lambda x, y: abs(x - y) + 1)
+ratio = gb.op("ratio_cpu_test", lambda x, y: x / (y - 1))  # ±inf, and 0/0 = NaN, at y = 1
 EXPRESSIONS = {
     # two-pass unions with ⊕ = min / max: min-plus (corner f(0, 0) = 0 not absorbed: columns
     # stored in neither row count), max-times, an absorbed corner, an apply chain on A
@@ -158,6 +159,10 @@ EXPRESSIONS = {
     "mxv": (gb.mxv(A, V, gb.semiring(ops.times, ops.plus))
             + gb.mxv(A, V, gb.semiring(ops.plus, ops.min))),
     "reductions": gb.reduce(A, ops.max) + gb.reduce(gb.apply(ops.exp, A), ops.times),
+    # IEEE values as NumPy gives them: log of <= 0 (NaN, -inf), x/0, NaN through max
+    "ieee": (gb.log(gb.mxm(A, B.T, gb.semiring(ops.times, ops.plus)))
+             / gb.mxm(A, B.T, gb.semiring(ops.times, ops.plus))
+             + gb.mxm(A, B.T, gb.semiring(ratio, ops.max))),
 }
 
 
@@ -176,6 +181,9 @@ def test_every_strategy_matches_the_oracle(name, compiled):
     got = runtime.run(plan, inputs, backend="cpu")
     close(got, ref)
     assert np.isfinite(ref).any()  # the comparison is not between two empty answers
+    if name == "ieee":  # the conventions were exercised: NaN and ±inf in the same places
+        assert np.isnan(ref).any() and np.isinf(ref).any()
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
 
 
 def test_strategies_cover_the_planner():
@@ -213,6 +221,18 @@ def test_row_conditioning_is_the_runtime_s(dtype):
         got = condition_rows(X.indptr, X.data, X.shape[1], inv)
         assert got.dtype == want.dtype == dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_printer_refuses_what_it_cannot_print():
+    import sympy as sp
+    from gbdist.backends.compiled.printer import formula
+    from gbdist.errors import BackendError
+    x = sp.Symbol("x", real=True)
+    assert formula(sp.Piecewise((x, x > 0), (0, True))) == "(x if (x > 0.0) else 0.0)"
+    assert formula(sp.Max(x, 2)) in ("gb_max(x, 2.0)", "gb_max(2.0, x)")
+    assert formula(sp.oo * 1) == "INF"
+    with pytest.raises(BackendError):
+        formula(sp.sin(x))
 
 
 def test_unsorted_and_duplicate_inputs_are_made_canonical():

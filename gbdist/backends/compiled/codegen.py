@@ -117,9 +117,10 @@ def _chain_expr(chain, var: str) -> str:
 class _Writer:
     def __init__(self):
         self.lines: list[str] = []
+        self.shift = 0  # added to every indent (the kernel body is written one level deep)
 
     def __call__(self, indent: int, text: str):
-        self.lines.append("    " * indent + text)
+        self.lines.append("    " * max(0, indent + self.shift) + text)
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -191,7 +192,7 @@ def generate(plan: Plan) -> Generated:
     sig = ", ".join(names + ["colred", "rowred", "K", "Kw", "n", "out", "r0", "r1"])
     w(0, f"def {fn}({sig}):")
     w(1, "Kf = np.float64(K)")
-    w(1, "if True:")
+    w.shift = -1
     w(2, f"acc = np.empty(({nplanes}, max(n, 1)), np.float64)")
     if any(p[3] != "scatter" for p in products):
         w(2, "dense = np.empty(max(Kw, 1), np.float64)")
@@ -200,7 +201,8 @@ def generate(plan: Plan) -> Generated:
         w(2, "fu = np.zeros(max(n, 1), np.int64)")
         w(2, "cnt = np.zeros(max(n, 1), np.int64)")
     w(2, "for i in range(r0, r1):")
-    w(3, "pass")
+    if not products and not fused:
+        w(3, "pass")
     for s, (step, lu, ru, how) in enumerate(products):
         e = step.node.add.identity_value
         init = e
@@ -254,6 +256,7 @@ def generate(plan: Plan) -> Generated:
         for s in range(len(products)):
             w(3, "for j in range(n):")
             w(4, f"out[{s}, i, j] = acc[{s}, j]")
+    w.shift = 0
     w(1, "return out")
     from . import helpers
     source = PRELUDE.format(helpers=helpers.__name__) + w.text()

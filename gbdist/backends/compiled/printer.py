@@ -116,7 +116,9 @@ class NumbaPrinter:
                 and not a.exp.has(sp.oo, -sp.oo, sp.zoo, sp.nan))
 
     def _mul(self, e) -> str:
-        """(a·b) / (c·d) as written, like ops._ev_mul."""
+        """(a·b) / (c·d) as written, like ops._ev_mul; −1·a as −a (the same value)."""
+        if len(e.args) == 2 and e.args[0] == -1 and not self._negative_power(e.args[1]):
+            return f"(-{self.p(e.args[1])})"
         num = [self.p(a) for a in e.args if not self._negative_power(a)]
         den = [self._pos_pow(a.base, -a.exp) for a in e.args if self._negative_power(a)]
         out = "(" + " * ".join(num) + ")" if num else "1.0"
