@@ -8,8 +8,14 @@ cached on disk (``cache.py``). Numba is imported on first use only:
 ``import gbdist`` does not load it.
 
 Why Numba: LLVM in a wheel on every platform (no compiler needed on the user's
-machine), ``prange`` for threads, an on-disk cache of machine code, and it
+machine), an on-disk cache of machine code, kernels that release the GIL, and it
 compiles the same kind of expression source the printer emits for CUDA.
+
+Threads: each kernel processes a range of output rows ``[r0, r1)`` and is run
+over blocks of rows on a thread pool (``_run_blocks``), about four blocks per
+thread. Not ``prange``: ``parallel=True`` made every plan's first compilation
+2-4x slower (measured: cosine 4.9 s against 2.5 s, chebyshev 8.3 s against
+4.2 s), and the speed is the same for these row-independent loops.
 
 Inputs are taken as they come: float32 values stay float32 (each kernel reads
 them and accumulates in float64), int32 indices stay int32; Numba compiles one
@@ -100,12 +106,15 @@ def condition_rows(indptr, data, ncols: int, inv) -> np.ndarray:
 
 def threads() -> int:
     """Threads the kernels run on: ``GBDIST_NUM_THREADS``, else ``NUMBA_NUM_THREADS``,
-    else the machine's cores."""
+    else the cores this process may run on."""
     for var in ("GBDIST_NUM_THREADS", "NUMBA_NUM_THREADS"):
         v = os.environ.get(var)
         if v and v.isdigit() and int(v) > 0:
             return int(v)
-    return os.cpu_count() or 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 _POOL: dict = {}

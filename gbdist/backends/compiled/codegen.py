@@ -6,11 +6,12 @@ see ``cache.py``) holds:
 * ``map_u<N>``: one elementwise kernel per row operand that carries an
   ``apply`` chain (the stored values transformed once, in float64, as
   ``backends/cpu.py``'s ``bind_operand`` does); the fill is folded to a constant;
-* ``reduce_<step>``: a row reduction (``RowReduce``), multithreaded over rows,
-  with the fill's contribution for the unstored entries of each row;
+* ``rsort_<s>``: the right operand's rows ordered for an ordered (max/min)
+  two-pass union (row reductions use the shared ``helpers.reduce_rows``);
 * ``gb_fused`` (output over the (i, j) grid) or ``gb_planes`` (other outputs):
-  every product step of the plan in one kernel, multithreaded over blocks of
-  output rows (``prange``). Per output row i it fills one float64 accumulator
+  every product step of the plan in one kernel over output rows ``[r0, r1)``
+  (the backend runs blocks of rows on a thread pool; the kernels release the
+  GIL). Per output row i it fills one float64 accumulator
   row per product step, then (``gb_fused``) writes the epilogue's value for every
   j, so no m×n intermediate exists:
 
@@ -19,14 +20,14 @@ see ``cache.py``) holds:
     stored (k, x) of row i, for each right row j storing k, ⊕ f(x, y) into
     accumulator j. Work ∝ the actual intersections. Steps over the same operand
     pair share one walk.
-  - ``TwoPassUnion``: row i of the left operand is scattered densely (values and
-    ranks), then every right row j is streamed: stored columns give f(a, b) or
-    f(za, b) (pass one) and mark the left entries they hit; pass two ⊕s
-    f(a, zb) over the left entries not hit. For max/min the left entries are
-    sorted by f(a, zb) once per row, so pass two is the first entry not hit
-    (NaN first: NaN propagates like np.maximum); for plus/times (a direct
-    union) every entry not hit is ⊕-ed. The corner f(za, zb) is applied from
-    the union's size as the oracle does.
+  - ``TwoPassUnion`` with ⊕ = max/min (``_ordered_union_block``): the scatter
+    above for A∩B; the left row's entries sorted by f(a, zb) and the right
+    rows by f(za, b) (NaN first: NaN propagates like np.maximum), so pass two
+    is the first left entry j lacks and the first right entry row i lacks.
+  - ``TwoPassUnion`` with ⊕ = plus/times, a direct union (``_union_block``):
+    row i scattered densely, every right row j streamed (f(a, b) or f(za, b)),
+    then f(a, zb) ⊕-ed over the left entries j does not store.
+  The corner f(za, zb) is applied from the union's size as the oracle does.
 
 Conventions follow the NumPy oracle (``backends/cpu.py``): ⊕ is the monoid's
 ufunc (plus, times, max, min), accumulation is in float64 whatever the stored
@@ -41,7 +42,7 @@ import numpy as np
 
 from ... import ir
 from ...errors import BackendError
-from ...ops import X, Y, apply_unary
+from ...ops import apply_unary
 from ...plan import Plan
 from ...typecheck import row_operand
 from .printer import epilogue_expr, float_literal, formula
