@@ -336,3 +336,17 @@ def test_cache_off_uses_a_private_directory(monkeypatch, tmp_path):
     d = cache.cache_dir()
     assert not os.path.exists(tmp_path / "off") and os.path.isdir(d)
     assert os.path.commonpath([d, str(tmp_path)]) != str(tmp_path)
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "chebyshev"])
+def test_knn_through_the_compiled_backend(metric, compiled):
+    """gbdist.knn's host path reads tiles from ``backend.run`` (as for CUDA): same answer."""
+    X, Y = sparse(9, 41, 23), sparse(10, 57, 23)
+    ref = gb.knn(X, Y, k=6, metric=metric, backend="cpu")
+    ref_self = gb.knn(X, None, k=4, metric=metric, backend="cpu")
+    compiled()
+    got = gb.knn(X, Y, k=6, metric=metric, backend="cpu", working_memory=0.01)  # several tiles
+    got_self = gb.knn(X, None, k=4, metric=metric, backend="cpu")
+    for (gd, gi), (rd, ri) in ((got, ref), (got_self, ref_self)):
+        np.testing.assert_array_equal(gi, ri)
+        close(gd, rd)
