@@ -350,3 +350,16 @@ def test_knn_through_the_compiled_backend(metric, compiled):
     for (gd, gi), (rd, ri) in ((got, ref), (got_self, ref_self)):
         np.testing.assert_array_equal(gi, ri)
         close(gd, rd)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_threads():
+    """The thread pool is per process: a child forked after a run still runs (no hang)."""
+    import multiprocessing as mp
+    plan = metric_program("manhattan").plan
+    X = sparse(12, 300, 11)
+    ref = CompiledCPUBackend().run(plan, {"A": X, "B": X})
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(CompiledCPUBackend().run, (plan, {"A": X, "B": X})).get(timeout=120)
+    np.testing.assert_array_equal(got, ref)

@@ -121,10 +121,12 @@ _POOL: dict = {}
 
 
 def _pool(n: int):
+    """A pool of ``n`` threads, per process (a forked child does not inherit the threads)."""
     from concurrent.futures import ThreadPoolExecutor
-    pool = _POOL.get(n)
+    key = (os.getpid(), n)
+    pool = _POOL.get(key)
     if pool is None:
-        pool = _POOL[n] = ThreadPoolExecutor(n, thread_name_prefix="gbdist-cpu")
+        pool = _POOL[key] = ThreadPoolExecutor(n, thread_name_prefix="gbdist-cpu")
     return pool
 
 
