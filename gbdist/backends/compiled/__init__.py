@@ -32,8 +32,8 @@ import scipy.sparse as sps
 from ... import exact, ir
 from ...errors import BackendError, InputError
 from ...plan import Plan
-from ...runtime import (_shape_block, check_domains, compress_columns, result_dtype,
-                        vector_to_row)
+from ...runtime import (_shape_block, allocate_result, check_domains, compress_columns,
+                        result_dtype, vector_to_row)
 
 _GENERATED: dict = {}
 
@@ -236,10 +236,10 @@ class CompiledCPUBackend:
             else:
                 arrays += [d.indptr, d.indices, values[u]]
         if gen.fused:
-            out = np.empty((m, n), dtype=dt)
+            out = allocate_result((m, n), dt)  # typed error when it cannot fit in memory
             kernel = mod.gb_fused
         else:
-            out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
+            out = allocate_result((max(1, len(gen.products)), m, n), np.float64)
             kernel = mod.gb_planes
         head = (*arrays, colred, rowred, np.int64(K), np.int64(Kw), np.int64(n), out)
         _run_blocks(kernel, head, m, self.chunk)
