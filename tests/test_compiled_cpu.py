@@ -113,8 +113,7 @@ def test_the_runtime_really_used_the_compiled_kernels(compiled):
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("metric", ["cosine", "chebyshev"])
-@pytest.mark.parametrize("dtype,itype", [(np.float32, np.int32), (np.float32, np.int64),
-                                         (np.float64, np.int64)])
+@pytest.mark.parametrize("dtype,itype", [(np.float32, np.int32), (np.float64, np.int64)])
 def test_value_and_index_types_are_kept(metric, dtype, itype):
     X = sparse(3, 31, 17, dtype=dtype, itype=itype)
     Y = sparse(4, 19, 17, dtype=dtype, itype=itype)
