@@ -45,7 +45,7 @@ from ...errors import BackendError
 from ...ops import apply_unary
 from ...plan import Plan
 from ...typecheck import row_operand
-from .printer import epilogue_expr, float_literal, formula
+from .printer import epilogue_parts, float_literal, formula
 
 GENERATOR_VERSION = "1"
 
@@ -187,6 +187,20 @@ def generate(plan: Plan) -> Generated:
         tag = kind if s is None else f"{kind}{s}"
         names += [f"{tag}_p{u}", f"{tag}_i{u}", f"{tag}_v{u}"]
     fn = "gb_fused" if fused else "gb_planes"
+    per_row, per_col, final = [], [], None
+    if fused:
+        refs, axes = {}, {}
+        for step, lu, ru, how in products:
+            col_kind = step.kind == "col"
+            refs[step.name] = f"acc[{plane_of[step.name]}, {'0' if col_kind else 'j'}]"
+            axes[step.name] = "i" if col_kind else "ij"
+        cols = [st for st, _, kind in reductions if kind == "col"]
+        rows = [st for st, _, kind in reductions if kind == "row"]
+        for c, st in enumerate(cols):
+            refs[st.name], axes[st.name] = f"colred[{c}, i]", "i"
+        for c, st in enumerate(rows):
+            refs[st.name], axes[st.name] = f"rowred[{c}, j]", "j"
+        per_row, per_col, final = epilogue_parts(plan.epilogue, refs, axes)
     nplanes = max(1, len(products))
     w(0, "")
     w(0, "@njit(**OPT)")
@@ -195,6 +209,10 @@ def generate(plan: Plan) -> Generated:
     w(1, "Kf = np.float64(K)")
     w.shift = -1
     w(2, f"acc = np.empty(({nplanes}, max(n, 1)), np.float64)")
+    for name, src in per_col:  # epilogue parts that vary with j only: once per call
+        w(2, f"{name} = np.empty(max(n, 1), np.float64)")
+        w(2, "for j in range(n):")
+        w(3, f"{name}[j] = {src}")
     if any(p[3] != "scatter" for p in products):
         w(2, "dense = np.empty(max(Kw, 1), np.float64)")
         w(2, "pos = np.zeros(max(Kw, 1), np.int64)")
@@ -242,17 +260,10 @@ def generate(plan: Plan) -> Generated:
         elif how == "ordered-union":
             _ordered_union_block(w, s, step, lu, ru, ops_by_index)
     if fused:
-        refs = {}
-        for step, lu, ru, how in products:
-            refs[step.name] = f"acc[{plane_of[step.name]}, {'0' if step.kind == 'col' else 'j'}]"
-        cols = [st for st, _, kind in reductions if kind == "col"]
-        rows = [st for st, _, kind in reductions if kind == "row"]
-        for c, st in enumerate(cols):
-            refs[st.name] = f"colred[{c}, i]"
-        for c, st in enumerate(rows):
-            refs[st.name] = f"rowred[{c}, j]"
+        for name, src in per_row:  # epilogue parts that vary with i only: once per row
+            w(3, f"{name} = {src}")
         w(3, "for j in range(n):")
-        w(4, f"out[i, j] = {epilogue_expr(plan.epilogue, refs)}")
+        w(4, f"out[i, j] = {final}")
     else:
         for s in range(len(products)):
             w(3, "for j in range(n):")

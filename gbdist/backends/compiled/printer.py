@@ -233,3 +233,36 @@ def _epi(node, memo, refs, ncols) -> str | None:
     if out is None:
         raise BackendError(f"the compiled CPU printer has no rule for {fn}()")
     return out()
+
+
+def epilogue_parts(node: ir.Node, refs: dict, axes: dict, ncols: str = "Kf"):
+    """The epilogue split by what each subexpression varies with, so the kernel computes
+    each once: ``(per_row, per_col, expr)``.
+
+    ``axes`` maps a step name to the output axes its value varies along ("i", "j",
+    "ij"). ``per_row`` is a list of ``(name, source)`` to compute once per output row i
+    (``ei<N>``, e.g. ``sqrt(‖a‖²)``); ``per_col`` a list of ``(name, source)`` to
+    compute once per call for every j into arrays ``ej<N>`` (``source`` over ``j``);
+    ``expr`` the remaining per-(i, j) expression over them."""
+    memo: dict = {}
+    deps: dict = {}
+    per_row: list = []
+    per_col: list = []
+    for n in ir.walk(node):
+        if isinstance(n, ir.Ref):
+            deps[n.key] = frozenset(axes[n.name])
+        elif isinstance(n, ir.Pointwise):
+            deps[n.key] = frozenset().union(*(deps[a.key] for a in n.args))
+        else:
+            deps[n.key] = frozenset()
+        src = _epi(n, memo, refs, ncols)
+        if isinstance(n, ir.Pointwise) and deps[n.key] == {"i"}:
+            name = f"ei{len(per_row)}"
+            per_row.append((name, src))
+            src = name
+        elif isinstance(n, ir.Pointwise) and deps[n.key] == {"j"}:
+            name = f"ej{len(per_col)}"
+            per_col.append((name, src))
+            src = f"{name}[j]"
+        memo[n.key] = src
+    return per_row, per_col, memo[node.key]
