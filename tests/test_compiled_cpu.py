@@ -362,3 +362,30 @@ def test_a_forked_child_gets_its_own_threads():
     with ctx.Pool(1) as pool:
         got = pool.apply_async(CompiledCPUBackend().run, (plan, {"A": X, "B": X})).get(timeout=120)
     np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_self_values_are_written_where_the_runtime_writes_them(dtype):
+    """Compiled identical-row detection == gbdist.exact.apply_self_value (d(a, a) = 0 for
+    euclidean), with equal rows, -0.0 against +0.0, near-equal rows and NaN entries."""
+    from gbdist import exact
+    from gbdist.backends.compiled import apply_self_value
+    X = sparse(13, 40, 11, dtype=dtype)
+    D = X.toarray()
+    D[5] = D[3]
+    D[6] = D[3]
+    D[6, np.flatnonzero(D[6])[:1]] *= 1 + 1e-6  # near-equal: not a match
+    Y = sps.csr_matrix(np.vstack([D[:9], D[3:4]]))
+    X = sps.csr_matrix(D)
+    X.data[X.data == 0] = 0.0
+    Y.data[:1] = -0.0 if Y.data[0] == 0 else Y.data[:1]
+    plan = metric_program("euclidean").plan
+    rng = np.random.default_rng(2)
+    out = rng.uniform(0.1, 1, (X.shape[0], Y.shape[0])).astype(dtype)
+    out[3, 5] = np.nan  # not finite: left as computed
+    want = exact.apply_self_value(plan, out.copy(), (X.indptr, X.indices, X.data),
+                                  (Y.indptr, Y.indices, Y.data))
+    got = out.copy()
+    apply_self_value(plan, got, (X.indptr, X.indices, X.data), (Y.indptr, Y.indices, Y.data))
+    assert (want == 0).sum() >= 4  # rows 3, 5 against 3, 5, 9 of Y at least
+    np.testing.assert_array_equal(got, want)

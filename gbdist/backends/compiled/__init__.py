@@ -104,6 +104,35 @@ def condition_rows(indptr, data, ncols: int, inv) -> np.ndarray:
     return out
 
 
+def _row_hashes(indptr, indices, data):
+    from . import helpers
+    out = np.empty(indptr.shape[0] - 1, dtype=np.uint64)
+    _run_blocks(helpers.row_hashes, (indptr, indices, data, _bit_view(data), out), out.shape[0])
+    return out
+
+
+def _bit_view(data):
+    data = np.ascontiguousarray(data)
+    return data.view(np.uint64 if data.dtype.itemsize == 8 else np.uint32)
+
+
+def apply_self_value(plan: Plan, out: np.ndarray, left: tuple, right: tuple) -> None:
+    """``exact.apply_self_value`` in place on a C-contiguous ``out``, compiled: rows hashed
+    as ``exact.row_hashes`` does, candidates verified entry by entry, the proven d(a, a)
+    written where the computed value is finite."""
+    sv = exact.self_value(plan)
+    if sv.value is None or out.size == 0:
+        return
+    from . import helpers
+    (lp, li, ld), (rp, ri, rd) = left, right
+    hl = _row_hashes(lp, li, ld)
+    hr = hl if (rp is lp and ri is li and rd is ld) else _row_hashes(rp, ri, rd)
+    order = np.argsort(hr, kind="stable")
+    _run_blocks(helpers.write_self_value,
+                (lp, li, ld, _bit_view(ld), rp, ri, rd, _bit_view(rd), hl, hr[order], order,
+                 out.dtype.type(sv.value), out), out.shape[0])
+
+
 def threads() -> int:
     """Threads the kernels run on: ``GBDIST_NUM_THREADS``, else ``NUMBA_NUM_THREADS``,
     else the cores this process may run on."""
@@ -251,8 +280,8 @@ class CompiledCPUBackend:
         pair = exact.operand_pair(plan)
         if pair is not None and plan.output_kind == "matrix" and sides.get("left") and sides.get("right"):
             lk, rk = data[sides["left"]], data[sides["right"]]
-            result = exact.apply_self_value(plan, result, (lk.indptr, lk.indices, lk.data),
-                                            (rk.indptr, rk.indices, rk.data))
+            apply_self_value(plan, result, (lk.indptr, lk.indices, lk.data),
+                             (rk.indptr, rk.indices, rk.data))
         return result
 
     def select_k(self, tile: np.ndarray, k: int, offset: int = 0):

@@ -126,3 +126,58 @@ def condition_rows(indptr, data, ncols, shift, scale, tiny, big_max, out, r0, r1
                     factor = f
         for p in range(a0, a1):
             out[p] = (np.float64(data[p]) - mean) * factor
+
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(**OPT)
+def _mix(z):
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M2
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M3
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**OPT)
+def _bits(data, bits, p):
+    """The value's bit pattern, -0.0 as +0.0 (``exact._value_bits``)."""
+    if data[p] == 0:
+        return np.uint64(0)
+    return np.uint64(bits[p])
+
+
+@njit(**OPT)
+def row_hashes(indptr, indices, data, bits, out, r0, r1):
+    """``exact.row_hashes`` for rows r0..r1: a hash of the (index, value bits) entries."""
+    for i in range(r0, r1):
+        h = np.uint64(0)
+        for p in range(indptr[i], indptr[i + 1]):
+            h += _mix(np.uint64(indices[p]) * _M1 + _bits(data, bits, p))
+        out[i] = _mix(h + np.uint64(indptr[i + 1] - indptr[i]) * _M3)
+
+
+@njit(**OPT)
+def write_self_value(lp, li, ld, lb, rp, ri, rd, rb, hl, hr_sorted, hr_order, value, out, r0, r1):
+    """Where left row i (r0 <= i < r1) equals right row j entry by entry (same columns,
+    same value bits), and out[i, j] is finite, write ``value`` (``exact.apply_self_value``)."""
+    for i in range(r0, r1):
+        lo = np.searchsorted(hr_sorted, hl[i])
+        t = lo
+        while t < hr_sorted.shape[0] and hr_sorted[t] == hl[i]:
+            j = hr_order[t]
+            t += 1
+            na = lp[i + 1] - lp[i]
+            if na != rp[j + 1] - rp[j]:
+                continue
+            same = True
+            for q in range(na):
+                pa, pb = lp[i] + q, rp[j] + q
+                if li[pa] != ri[pb] or _bits(ld, lb, pa) != _bits(rd, rb, pb):
+                    same = False
+                    break
+            if same and math.isfinite(out[i, j]):
+                out[i, j] = value
