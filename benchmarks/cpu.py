@@ -11,6 +11,7 @@ loads the kernels) and scikit-learn's time over gbdist's.
     python benchmarks/prepare_data.py --data-dir ../shared/data --out .bench_data
     python benchmarks/cpu.py --data-dir .bench_data
     python benchmarks/cpu.py --first-call        # fresh processes, cold and warm cache
+    python benchmarks/cpu.py --knn               # k = 10, all pairs, vs NearestNeighbors
 """
 from __future__ import annotations
 
@@ -127,6 +128,33 @@ def first_call(metrics) -> int:
     return 0
 
 
+def knn(data_dir: str, repeat: int, n_jobs: int, k: int = 10) -> int:
+    """k nearest neighbours of every row among all rows (self excluded): gbdist.knn with the
+    compiled backend against scikit-learn's brute force (``NearestNeighbors``); the
+    neighbour distances are compared before timing (indices may differ on ties)."""
+    import gbdist as gb
+    from sklearn.neighbors import NearestNeighbors
+    from benchmarks.datasets import load
+    use_compiled()
+    print(f"{'data':<10} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
+    bad = 0
+    for name in DATASETS:
+        X, _ = load(name, data_dir)
+        for metric in ("cosine", "euclidean", "manhattan"):
+            nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric, n_jobs=n_jobs)
+            ours = gb.knn(X, None, k=k, metric=metric, backend="cpu")
+            theirs = nn.fit(X).kneighbors()
+            if not np.allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-5):
+                print(f"{name:<10} {metric:<10} DISTANCES DIFFER; not timed")
+                bad += 1
+                continue
+            t_ours = median_s(lambda: gb.knn(X, None, k=k, metric=metric, backend="cpu"), repeat)
+            t_sk = median_s(lambda: nn.fit(X).kneighbors(), repeat)
+            print(f"{name:<10} {metric:<10} {t_ours * 1e3:9.1f} ms {t_sk * 1e3:11.1f} ms "
+                  f"{t_sk / t_ours:6.1f}x", flush=True)
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default=str(ROOT / ".bench_data"))
@@ -134,7 +162,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--first-call", action="store_true", help="time first calls in fresh processes")
+    ap.add_argument("--knn", action="store_true", help="k = 10 neighbours of every row, all pairs")
     args = ap.parse_args(argv)
+    if args.knn:
+        return knn(args.data_dir, args.repeat, args.n_jobs)
     if args.first_call:
         return first_call(("cosine", "manhattan", "chebyshev"))
     return compare(args.data_dir, args.queries, args.repeat, args.n_jobs)
