@@ -2,13 +2,16 @@
 
 Same semantics as ``gbdist.neighbors.select_k`` / ``merge_k``: the k smallest
 entries of each row by (distance, column), NaN after every number, ties kept
-by the lowest column. Multithreaded over rows; each row keeps a sorted list of
-its k best (insertion, O(width + k · insertions)).
+by the lowest column. Run over blocks of rows on the backend's thread pool;
+each row keeps a sorted list of its k best (insertion, O(width + k · insertions)),
+most entries rejected by one comparison with the current k-th.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from . import _run_blocks
 
 _OPT = dict(cache=True, nogil=True)
 
@@ -38,22 +41,29 @@ def _insert(bd, bi, cnt, kk, v, idx):
     return cnt + 1 if cnt < kk else cnt
 
 
-@njit(parallel=True, **_OPT)
-def _select(tile, kk, offset, out_d, out_i):
-    for r in prange(tile.shape[0]):
+@njit(**_OPT)
+def _select(tile, kk, offset, out_d, out_i, r0, r1):
+    for r in range(r0, r1):
+        bd, bi = out_d[r], out_i[r]
+        row = tile[r]
         cnt = 0
-        for c in range(tile.shape[1]):
-            cnt = _insert(out_d[r], out_i[r], cnt, kk, tile[r, c], np.int64(c) + offset)
+        for c in range(row.shape[0]):
+            v = row[c]
+            idx = np.int64(c) + offset
+            if cnt == kk and not _before(v, idx, bd[kk - 1], bi[kk - 1]):
+                continue
+            cnt = _insert(bd, bi, cnt, kk, v, idx)
 
 
-@njit(parallel=True, **_OPT)
-def _merge(d1, i1, d2, i2, kk, out_d, out_i):
-    for r in prange(d1.shape[0]):
+@njit(**_OPT)
+def _merge(d1, i1, d2, i2, kk, out_d, out_i, r0, r1):
+    for r in range(r0, r1):
+        bd, bi = out_d[r], out_i[r]
         cnt = 0
         for c in range(d1.shape[1]):
-            cnt = _insert(out_d[r], out_i[r], cnt, kk, np.float64(d1[r, c]), i1[r, c])
+            cnt = _insert(bd, bi, cnt, kk, np.float64(d1[r, c]), i1[r, c])
         for c in range(d2.shape[1]):
-            cnt = _insert(out_d[r], out_i[r], cnt, kk, np.float64(d2[r, c]), i2[r, c])
+            cnt = _insert(bd, bi, cnt, kk, np.float64(d2[r, c]), i2[r, c])
 
 
 def select_k(tile: np.ndarray, k: int, offset: int = 0):
@@ -65,7 +75,7 @@ def select_k(tile: np.ndarray, k: int, offset: int = 0):
     out_d = np.empty((rows, kk), dtype=tile.dtype)
     out_i = np.empty((rows, kk), dtype=np.int64)
     if kk and rows:
-        _select(tile, kk, np.int64(offset), out_d, out_i)
+        _run_blocks(_select, (tile, kk, np.int64(offset), out_d, out_i), rows)
     return out_d, out_i
 
 
@@ -78,5 +88,5 @@ def merge_k(d1, i1, d2, i2, k: int):
     out_d = np.empty((rows, kk), dtype=np.float64)
     out_i = np.empty((rows, kk), dtype=np.int64)
     if kk and rows:
-        _merge(d1, i1, d2, i2, kk, out_d, out_i)
+        _run_blocks(_merge, (d1, i1, d2, i2, kk, out_d, out_i), rows)
     return out_d, out_i
