@@ -33,13 +33,16 @@ METRICS = ("cosine", "euclidean", "manhattan", "canberra", "chebyshev")
 DATASETS = ("kos", "movielens")
 
 
-def use_compiled() -> None:
-    """backend='cpu' answered by the compiled backend (until the runtime makes it the default)."""
-    from gbdist import runtime
-    from gbdist.backends.compiled import CompiledCPUBackend
+def use_compiled(topk: bool = False) -> None:
+    """backend='cpu' answered by the compiled backend (until the runtime makes it the
+    default); ``topk``: kNN's host selection and merging by the compiled kernels too."""
+    from gbdist import neighbors, runtime
+    from gbdist.backends.compiled import CompiledCPUBackend, topk as ctopk
     original = runtime.get_backend
     runtime.get_backend = (lambda name, wm=None: CompiledCPUBackend(wm) if name == "cpu"
                            else original(name, wm))
+    if topk:
+        neighbors.select_k, neighbors.merge_k = ctopk.select_k, ctopk.merge_k
 
 
 def sklearn_pd(Q, X, metric: str, n_jobs: int):
@@ -135,7 +138,7 @@ def knn(data_dir: str, repeat: int, n_jobs: int, k: int = 10) -> int:
     import gbdist as gb
     from sklearn.neighbors import NearestNeighbors
     from benchmarks.datasets import load
-    use_compiled()
+    use_compiled(topk=True)
     print(f"{'data':<10} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
     bad = 0
     for name in DATASETS:
