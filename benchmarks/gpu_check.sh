@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install carried wheels, run tests/gpu, run the
+# One call on the GPU machine: install carried wheels, run the GPU tests (-m gpu), run the
 # benchmark, print a short table last. Full logs and JSON go under $OUT.
 #   BENCH_ARGS="--datasets movielens,kos" bash benchmarks/gpu_check.sh
 set -uo pipefail
@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import cupy, numpy, scipy, sympy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sympy', sympy.__version__)"
 if [ "${SKIP_TESTS:-0}" != "1" ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/gpu ${TEST_ARGS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests ${TEST_ARGS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 fi
 if [ "${FIRST_CALL:-0}" = "1" ]; then
   cache=$(mktemp -d)
