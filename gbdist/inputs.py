@@ -511,26 +511,9 @@ def check_domains(plan, data: dict) -> None:
     ``data`` values have ``.data`` (the stored values); a device operand may also offer
     ``device_min()``, used where the minimum decides (gbdist.runtime.bind).
     """
-    checked = set()
-    sides = []
-    for p in plan.products:
-        op = p.analysis.semiring.mul
-        node = p.node
-        pairs = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
-            ((node.matrix, False), (node.vector, False))
-        for var, (operand, flip) in zip(("x", "y"), pairs):
-            sides.append((op, var, row_operand(operand, flip)))
-    for node in ir.walk(plan.expr):
-        if isinstance(node, ir.RowReduce):
-            sides.append((None, "x", row_operand(node.arg)))
-    for op, var, (name, flipped, chain) in sides:
-        key = (op.key if op else None, var, name, flipped, chain)
-        if (name, flipped) not in data or key in checked:
+    for op, var, name, flipped, chain in _domain_sides(plan):
+        if (name, flipped) not in data:
             continue
-        checked.add(key)
-        ops_ = chain + ((op,) if op else ())
-        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
-            continue  # nothing to check: no need to evaluate the chain on the data
         d = data[(name, flipped)]
         if op is not None and not chain and hasattr(d, "device_min") and not _guarded_bases(op.formula):
             lo = d.device_min()  # a device operand, a nonnegative domain: its minimum decides
@@ -543,6 +526,45 @@ def check_domains(plan, data: dict) -> None:
             values = apply_unary(c, values)
         if op:
             _check_op_domain(op, var, values, f"input {name}")
+
+
+_SIDES: dict = {}
+
+
+def _domain_sides(plan) -> tuple:
+    """The (op, var, name, flipped, chain) operand sides of ``plan`` whose values need a
+    domain check (an op of the chain or the product is nonnegative, or takes a power or a
+    log of one side), each once; remembered per plan (the answer depends on the plan only)."""
+    key = plan.expr.key
+    found = _SIDES.get(key)
+    if found is not None:
+        return found
+    checked = set()
+    sides = []
+    for p in plan.products:
+        op = p.analysis.semiring.mul
+        node = p.node
+        pairs = ((node.left, False), (node.right, True)) if isinstance(node, ir.MxM) else \
+            ((node.matrix, False), (node.vector, False))
+        for var, (operand, flip) in zip(("x", "y"), pairs):
+            sides.append((op, var, row_operand(operand, flip)))
+    for node in ir.walk(plan.expr):
+        if isinstance(node, ir.RowReduce):
+            sides.append((None, "x", row_operand(node.arg)))
+    out = []
+    for op, var, (name, flipped, chain) in sides:
+        k = (op.key if op else None, var, name, flipped, chain)
+        if k in checked:
+            continue
+        checked.add(k)
+        ops_ = chain + ((op,) if op else ())
+        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
+            continue  # nothing to check: no need to evaluate the chain on the data
+        out.append((op, var, name, flipped, chain))
+    if len(_SIDES) > 1024:
+        _SIDES.clear()
+    _SIDES[key] = found = tuple(out)
+    return found
 
 
 def _check_op_domain(op, var: str, values: np.ndarray, what: str) -> None:

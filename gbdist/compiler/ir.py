@@ -314,9 +314,18 @@ def rewrite(root: Node, fn) -> Node:
     return memo[root.key]
 
 
+_SYMBOLS: dict = {}
+
+
 def symbols(root: Node) -> list[Node]:
-    """The Matrix and Vector operands of an expression, in first-seen order."""
-    return [n for n in walk(root) if isinstance(n, (Matrix, Vector))]
+    """The Matrix and Vector operands of an expression, in first-seen order (remembered per
+    expression: every call of a compiled program asks for them)."""
+    found = _SYMBOLS.get(root.key)
+    if found is None:
+        if len(_SYMBOLS) > 4096:
+            _SYMBOLS.clear()
+        found = _SYMBOLS[root.key] = tuple(n for n in walk(root) if isinstance(n, (Matrix, Vector)))
+    return list(found)
 
 
 def base_operand(node: Node) -> Node | None:

@@ -44,6 +44,7 @@ def names() -> tuple[str, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=1)
 def source() -> str:
     return read("kernels", "topk.cuh")
 
