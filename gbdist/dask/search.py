@@ -124,6 +124,9 @@ class Run:
     checkpoint: str | None
     assemble: object
     resumed: list = field(default_factory=list)
+    partitions: tuple = ()
+    symmetric: bool = False
+    pair_tasks: int = 0  # distance tasks submitted (a symmetric block pair counts once)
 
     def result(self):
         if self.futures:
@@ -205,6 +208,8 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
     run = _start(client, "knn", Qp, Ip, metric, params, extra, checkpoint, submit_block,
                  assemble)
     run.partitions = (Qp, Ip)
+    run.symmetric = sym
+    run.pair_tasks = len(both) + len(run.futures) if sym else len(run.futures) * Ip.n_partitions
     return run
 
 
