@@ -254,12 +254,11 @@ def radius_submit(X, Y=None, radius=1.0, metric="euclidean", *, client=None, exc
         exclude_self = Y is None
     Qp = partition(X, client, partition_rows, n_partitions)
     Ip = Qp if Y is None else partition(Y, client, partition_rows, n_partitions)
-    n = Ip.n_rows
     common = (metric, params, backend, working_memory)
 
     def submit_block(b):
         parts = [client.submit(tasks.pair_radius, Qp.futures[b], Ip.futures[c], radius,
-                               int(Ip.offsets[c]), n, *common, pure=True)
+                               *common, pure=True)
                  for c in range(Ip.n_partitions)]
         return client.submit(tasks.finish_radius, int(Qp.offsets[b]), bool(exclude_self),
                              bool(sort_results), *parts, pure=True)

@@ -152,15 +152,14 @@ def pair_symmetric(Xr, Xc, k: int, r0: int, c0: int, metric, params: dict, backe
     return rows_best, cols_best
 
 
-def pair_radius(Q, I, radius, col0: int, n_index: int, metric, params: dict, backend,
-                working_memory) -> sps.csr_matrix:
-    """Pairs of Q x I within radius, as a CSR of distances over the global index columns."""
+def pair_radius(Q, I, radius, metric, params: dict, backend, working_memory) -> sps.csr_matrix:
+    """Pairs of Q x I within radius, as a CSR of distances (I's local columns; the query
+    block's last task puts the index blocks side by side)."""
     est = NearestNeighbors(radius=radius, metric=metric, metric_params=dict(params) or None,
                            backend=backend, working_memory=working_memory).fit(I)
     g = est.radius_neighbors_graph(Q, mode="distance")
-    g = sps.csr_matrix((host(g.data), host(g.indices).astype(np.int64) + col0, host(g.indptr)),
-                       shape=(Q.shape[0], n_index))
-    return g
+    return sps.csr_matrix((host(g.data), host(g.indices).astype(np.int64), host(g.indptr)),
+                          shape=(Q.shape[0], I.shape[0]))
 
 
 def finish_radius(row0: int, exclude_self: bool, sort_results: bool, *parts) -> sps.csr_matrix:
