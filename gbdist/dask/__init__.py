@@ -16,9 +16,9 @@ except ImportError as e:  # pragma: no cover - the optional extra is missing
                       "pip install 'gbdist[dask]' (dask[distributed])") from e
 
 from .estimator import NearestNeighbors
-from .partition import Partitions, partition
+from .partition import Partitions, partition, to_device
 from .search import (
     FAN_IN, Run, knn, knn_submit, pairwise_distances_chunked, radius_neighbors, radius_submit)
 
 __all__ = ["knn", "knn_submit", "NearestNeighbors", "radius_neighbors", "radius_submit",
-           "pairwise_distances_chunked", "partition", "Partitions", "Run", "FAN_IN"]
+           "pairwise_distances_chunked", "partition", "to_device", "Partitions", "Run", "FAN_IN"]

@@ -124,3 +124,11 @@ def partition(X, client, partition_rows=None, n_partitions=None) -> Partitions:
         for a, b in zip(edges[:-1], edges[1:]):
             futures.append(client.submit(tasks.block, Xr[int(a):int(b)], pure=True))
     return Partitions(futures, edges, int(shape[1]), X)
+
+
+def to_device(parts: Partitions, client) -> Partitions:
+    """The same partitions as CuPy CSR matrices on each worker's GPU (made on the workers,
+    so nothing passes through the client; a lost one is rebuilt from its host block).
+    Tasks on device partitions run gbdist's CUDA backend and send back only their lists."""
+    futures = client.map(tasks.to_device, parts.futures, pure=True)
+    return Partitions(list(futures), parts.offsets, parts.n_features, parts.source)

@@ -46,31 +46,50 @@ def empty_list(rows: int, dtype=np.float64):
     return np.empty((rows, 0), dtype=dtype), np.empty((rows, 0), dtype=np.int64)
 
 
-def select_k(D: np.ndarray, k: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k smallest entries of each row of D by (value, column), NaN last; columns + offset."""
+def _xp(a):
+    """NumPy, or CuPy for a device array (the selection runs where the distances are)."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def select_k(D, k: int, offset: int):
+    """The k smallest entries of each row of D by (value, column), NaN last; columns + offset.
+
+    On the host or, for a CuPy D, on the device (both sorts are stable, NaN last)."""
+    xp = _xp(D)
     rows, width = D.shape
     kk = min(k, width)
     if kk == 0 or rows == 0:
-        return np.empty((rows, kk), dtype=D.dtype), np.empty((rows, kk), dtype=np.int64)
-    cols = np.arange(width, dtype=np.int64)
+        return xp.empty((rows, kk), dtype=D.dtype), xp.empty((rows, kk), dtype=np.int64)
+    cols = xp.arange(width, dtype=np.int64)
     if kk < width:
-        kth = np.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
-        kth_nan, d_nan = np.isnan(kth), np.isnan(D)
+        kth = xp.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
+        kth_nan, d_nan = xp.isnan(kth), xp.isnan(D)
         less = (D < kth) | (kth_nan & ~d_nan)
         equal = (D == kth) | (kth_nan & d_nan)
         need = kk - less.sum(axis=1)
-        over = np.flatnonzero(equal.sum(axis=1) > need)
+        over = xp.flatnonzero(equal.sum(axis=1) > need)
         if over.size:  # more ties than places: the lowest columns
-            equal[over] &= np.cumsum(equal[over], axis=1) <= need[over, None]
-        _, picked = np.nonzero(less | equal)
+            equal[over] &= xp.cumsum(equal[over], axis=1) <= need[over, None]
+        _, picked = xp.nonzero(less | equal)
         cols = picked.reshape(rows, kk).astype(np.int64)
-        values = np.take_along_axis(D, cols, axis=1)
+        values = xp.take_along_axis(D, cols, axis=1)
     else:
-        cols = np.broadcast_to(cols, (rows, width))
+        cols = xp.broadcast_to(cols, (rows, width))
         values = D
-    order = np.argsort(values, axis=1, kind="stable")  # equal values keep column order
-    return (np.take_along_axis(values, order, axis=1),
-            np.take_along_axis(cols, order, axis=1) + np.int64(offset))
+    order = xp.argsort(values, axis=1, **({"kind": "stable"} if xp is np else {}))
+    return (xp.take_along_axis(values, order, axis=1),
+            xp.take_along_axis(cols, order, axis=1) + np.int64(offset))
+
+
+def to_device(x):
+    """A partition copied to the worker's GPU (CuPy CSR), for :func:`partition.to_device`."""
+    import cupyx.scipy.sparse as cps
+    if sps.issparse(x):
+        return cps.csr_matrix(sps.csr_matrix(x))
+    return x if not isinstance(x, np.ndarray) else cps.csr_matrix(sps.csr_matrix(x))
 
 
 def merge(parts, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -142,11 +161,14 @@ def pair_symmetric(Xr, Xc, k: int, r0: int, c0: int, metric, params: dict, backe
     parts = []
     for D in pairwise_distances_chunked(Xr, Xc, metric=metric, backend=backend,
                                         working_memory=working_memory, **params):
-        D = host(D)
+        xp = _xp(D)  # CuPy inputs give device distances: select there, move only the lists
         n = D.shape[0]
-        parts.append(select_k(D, k, c0))
-        cols_best = merge([cols_best, select_k(np.ascontiguousarray(D.T), k, r0 + start)], k)
+        d, i = select_k(D, k, c0)
+        parts.append((host(d), host(i)))
+        d, i = select_k(xp.ascontiguousarray(D.T), k, r0 + start)
+        cols_best = merge([cols_best, (host(d), host(i))], k)
         start += n
+        del D
     if parts:
         rows_best = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     return rows_best, cols_best
