@@ -188,7 +188,7 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
     def submit_block(b):
         if sym:
             leaves = [client.submit(tasks.pair_knn, Qp.futures[b], Qp.futures[b], need,
-                                    int(Qo[b]), *common, pure=True)]
+                                    int(Qo[b]), *common, None, pure=True)]
             leaves += [client.submit(tasks.part, pair(r, b), 1, pure=True) for r in range(b)]
             leaves += [client.submit(tasks.part, pair(b, c), 0, pure=True)
                        for c in range(b + 1, Qp.n_partitions)]

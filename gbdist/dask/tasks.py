@@ -141,13 +141,17 @@ def finish(k: int, exclude_self: bool, row0: int, *parts):
 # ---------------------------------------------------------------------------
 
 
-def pair_knn(Q, I, k: int, col0: int, metric, params: dict, backend, working_memory):
-    """The k best of index block I (global rows col0...) for each row of Q: gb.knn on the pair."""
+def pair_knn(Q, I, k: int, col0: int, metric, params: dict, backend, working_memory,
+             symmetric=False):
+    """The k best of index block I (global rows col0...) for each row of Q: gb.knn on the pair.
+
+    ``symmetric=None`` lets a diagonal block of a symmetric self-join (Q is I) use gb.knn's
+    own symmetric tiles."""
     kk = min(k, I.shape[0])
     if kk == 0:
         return empty_list(Q.shape[0])
     d, i = knn(Q, I, k=kk, metric=metric, backend=backend, working_memory=working_memory,
-               exclude_self=False, symmetric=False, **params)
+               exclude_self=False, symmetric=symmetric if Q is I else False, **params)
     return host(d), host(i) + np.int64(col0)
 
 
