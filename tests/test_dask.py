@@ -203,3 +203,25 @@ def test_worker_killed_mid_run_with_processes():
         c.sync(nanny.kill)  # the worker process dies with its partitions and results
         assert done_before < len(run.futures)  # it died mid-run
         _same(run.result(), ref)
+
+
+def test_merge_tree_of_several_levels(client, monkeypatch):
+    import gbdist.dask.search as search
+    X = _data(dtype=np.float32)
+    ref = gb.knn(X[20:], X, k=8, metric="canberra")
+    _same(gbd.knn(X[20:], X, k=8, metric="canberra", client=client, partition_rows=3), ref)
+    monkeypatch.setattr(search, "FAN_IN", 2)  # 20 index blocks: a tree five levels deep
+    _same(gbd.knn(X[20:], X, k=8, metric="canberra", client=client, partition_rows=3), ref)
+
+
+def test_merge_is_the_total_order_in_any_grouping():
+    rng = np.random.default_rng(5)
+    d = rng.integers(0, 4, size=(6, 40)).astype(np.float64)
+    d[rng.random(d.shape) < 0.1] = np.nan
+    idx = np.broadcast_to(np.arange(40, dtype=np.int64), d.shape)
+    want = np.lexsort((idx, d), axis=1)[:, :7]  # brute force over the whole row
+    parts = [tasks.select_k(d[:, a:a + 9], 7, a) for a in range(0, 40, 9)]
+    for grouped in (tasks.merge(parts, 7),
+                    tasks.merge([tasks.merge(parts[:2], 7), tasks.merge(parts[2:], 7)], 7)):
+        np.testing.assert_array_equal(grouped[1], want)
+        np.testing.assert_array_equal(grouped[0], np.take_along_axis(d, want, axis=1))
