@@ -26,6 +26,7 @@ STAGES = [
     ("front", ("gbdist.front",)),
     ("user API", ("gbdist.pairwise", "gbdist.io", "gbdist.graph")),
     ("neighbors", ("gbdist.neighbors",)),
+    ("distributed", ("gbdist.dask",)),  # user API over Dask; builds on neighbors
     ("cli", ("gbdist.cli",)),
     ("package", ("gbdist", "gbdist.__main__")),
 ]

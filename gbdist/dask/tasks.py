@@ -1,0 +1,241 @@
+"""What one Dask task runs: ordinary single-device gbdist on a (query block, index block) pair.
+
+Every function here is pure (same inputs, same output, bit for bit), takes and returns
+host or device blocks plus small arrays, and never sees more than two row partitions:
+that is what lets Dask recompute any of them after a worker is lost.
+
+Order is gbdist's: candidates sorted by (distance, global index), NaN distances last
+(NumPy's order), so merging partial lists in any grouping gives the single-process answer.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..neighbors import NearestNeighbors, knn, pairwise_distances_chunked
+
+
+def proven_symmetric(metric, params: dict) -> bool:
+    """Whether gbdist has *proven* d(a, b) == d(b, a) for this metric (its own analysis).
+
+    The one place this package reads the symmetry proof (gbdist.compiler.symmetry).
+    """
+    from ..compiler.symmetry import is_symmetric
+    from ..pairwise import metric_program
+    return bool(is_symmetric(metric_program(metric, **params).plan))
+
+
+def host(a):
+    """A NumPy copy of a device array (CuPy), or the array itself."""
+    get = getattr(a, "get", None)
+    return get() if callable(get) and not isinstance(a, np.ndarray) else a
+
+
+def block(x):
+    """A partition as the task graph stores it (the identity: the data is the task's input)."""
+    return x
+
+
+# ---------------------------------------------------------------------------
+# top-k lists
+# ---------------------------------------------------------------------------
+
+
+def empty_list(rows: int, dtype=np.float64):
+    return np.empty((rows, 0), dtype=dtype), np.empty((rows, 0), dtype=np.int64)
+
+
+def _xp(a):
+    """NumPy, or CuPy for a device array (the selection runs where the distances are)."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def select_k(D, k: int, offset: int):
+    """The k smallest entries of each row of D by (value, column), NaN last; columns + offset.
+
+    On the host or, for a CuPy D, on the device (both sorts are stable, NaN last)."""
+    xp = _xp(D)
+    rows, width = D.shape
+    kk = min(k, width)
+    if kk == 0 or rows == 0:
+        return xp.empty((rows, kk), dtype=D.dtype), xp.empty((rows, kk), dtype=np.int64)
+    cols = xp.arange(width, dtype=np.int64)
+    if kk < width:
+        kth = xp.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
+        kth_nan, d_nan = xp.isnan(kth), xp.isnan(D)
+        less = (D < kth) | (kth_nan & ~d_nan)
+        equal = (D == kth) | (kth_nan & d_nan)
+        need = kk - less.sum(axis=1)
+        over = xp.flatnonzero(equal.sum(axis=1) > need)
+        if over.size:  # more ties than places: the lowest columns
+            equal[over] &= xp.cumsum(equal[over], axis=1) <= need[over, None]
+        _, picked = xp.nonzero(less | equal)
+        cols = picked.reshape(rows, kk).astype(np.int64)
+        values = xp.take_along_axis(D, cols, axis=1)
+    else:
+        cols = xp.broadcast_to(cols, (rows, width))
+        values = D
+    order = xp.argsort(values, axis=1, **({"kind": "stable"} if xp is np else {}))
+    return (xp.take_along_axis(values, order, axis=1),
+            xp.take_along_axis(cols, order, axis=1) + np.int64(offset))
+
+
+def to_device(x):
+    """A partition copied to the worker's GPU (CuPy CSR), for :func:`partition.to_device`."""
+    import cupyx.scipy.sparse as cps
+    if sps.issparse(x):
+        return cps.csr_matrix(sps.csr_matrix(x))
+    return x if not isinstance(x, np.ndarray) else cps.csr_matrix(sps.csr_matrix(x))
+
+
+def merge(parts, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of several candidate lists per row, by (distance, global index)."""
+    parts = [p for p in parts if p[0].shape[1]] or parts[:1]
+    if len(parts) == 1 and parts[0][0].shape[1] <= k:
+        return parts[0]
+    d = np.concatenate([p[0] for p in parts], axis=1)
+    i = np.concatenate([p[1] for p in parts], axis=1)
+    order = np.lexsort((i, d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, axis=1), np.take_along_axis(i, order, axis=1)
+
+
+def merge_task(k: int, *parts):
+    return merge(list(parts), k)
+
+
+def part(pair, which: int):
+    """One side of a symmetric pair's result (0: the row block's list, 1: the column block's)."""
+    return pair[which]
+
+
+def drop_self(d: np.ndarray, i: np.ndarray, k: int, row0: int):
+    """From k + 1 candidates per query (global rows row0...), drop the query's own index.
+
+    gbdist's (and scikit-learn's) rule: drop index q for query q; when q is not among the
+    candidates, drop the first if it lies at distance 0 (duplicates of q with lower
+    indices), else the last.
+    """
+    rows = d.shape[0]
+    hit = i == (np.int64(row0) + np.arange(rows, dtype=np.int64))[:, None]
+    other = np.where(d[:, 0] == 0, 0, i.shape[1] - 1)
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), other)
+    keep = np.ones(i.shape, dtype=bool)
+    keep[np.arange(rows), drop] = False
+    return d[keep].reshape(rows, k), i[keep].reshape(rows, k)
+
+
+def finish(k: int, exclude_self: bool, row0: int, *parts):
+    """The last merge of one query block: its k (+1) best, then its own index dropped."""
+    d, i = merge(list(parts), k + 1 if exclude_self else k)
+    if exclude_self:
+        d, i = drop_self(d, i, k, row0)
+    return d, i
+
+
+# ---------------------------------------------------------------------------
+# pair tasks
+# ---------------------------------------------------------------------------
+
+
+def pair_knn(Q, I, k: int, col0: int, metric, params: dict, backend, working_memory,
+             symmetric=False):
+    """The k best of index block I (global rows col0...) for each row of Q: gb.knn on the pair.
+
+    ``symmetric=None`` lets a diagonal block of a symmetric self-join (Q is I) use gb.knn's
+    own symmetric tiles."""
+    kk = min(k, I.shape[0])
+    if kk == 0:
+        return empty_list(Q.shape[0])
+    d, i = knn(Q, I, k=kk, metric=metric, backend=backend, working_memory=working_memory,
+               exclude_self=False, symmetric=symmetric if Q is I else False, **params)
+    return host(d), host(i) + np.int64(col0)
+
+
+def pair_symmetric(Xr, Xc, k: int, r0: int, c0: int, metric, params: dict, backend,
+                   working_memory):
+    """One off-diagonal block pair (r, c) of a symmetric self-join, computed once: the
+    distance rows of Xr against Xc (in chunks) give Xr's candidates and, transposed, Xc's."""
+    rows_best = empty_list(Xr.shape[0])
+    cols_best = empty_list(Xc.shape[0])
+    start = 0
+    parts = []
+    for D in pairwise_distances_chunked(Xr, Xc, metric=metric, backend=backend,
+                                        working_memory=working_memory, **params):
+        xp = _xp(D)  # CuPy inputs give device distances: select there, move only the lists
+        n = D.shape[0]
+        d, i = select_k(D, k, c0)
+        parts.append((host(d), host(i)))
+        d, i = select_k(xp.ascontiguousarray(D.T), k, r0 + start)
+        cols_best = merge([cols_best, (host(d), host(i))], k)
+        start += n
+        del D
+    if parts:
+        rows_best = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    return rows_best, cols_best
+
+
+def pair_radius(Q, I, radius, metric, params: dict, backend, working_memory) -> sps.csr_matrix:
+    """Pairs of Q x I within radius, as a CSR of distances (I's local columns; the query
+    block's last task puts the index blocks side by side)."""
+    est = NearestNeighbors(radius=radius, metric=metric, metric_params=dict(params) or None,
+                           backend=backend, working_memory=working_memory).fit(I)
+    g = est.radius_neighbors_graph(Q, mode="distance")
+    return sps.csr_matrix((host(g.data), host(g.indices).astype(np.int64), host(g.indptr)),
+                          shape=(Q.shape[0], I.shape[0]))
+
+
+def finish_radius(row0: int, exclude_self: bool, sort_results: bool, *parts) -> sps.csr_matrix:
+    """One query block's pairs: the index blocks side by side (columns ascending), its own
+    index dropped in a self-join, sorted by (distance, index) if asked."""
+    g = sps.hstack(parts, format="csr") if len(parts) > 1 else parts[0]
+    rows = np.repeat(np.arange(g.shape[0], dtype=np.int64), np.diff(g.indptr))
+    c, v = np.asarray(g.indices, dtype=np.int64), g.data
+    # hstack of blocks in index order keeps each row's columns ascending; sort anyway
+    keep = np.ones(c.size, dtype=bool)
+    if exclude_self:
+        keep = c != rows + row0
+    rows, c, v = rows[keep], c[keep], v[keep]
+    order = np.lexsort((c, v, rows) if sort_results else (c, rows))
+    indptr = np.zeros(g.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=g.shape[0]), out=indptr[1:])
+    return v[order], c[order], indptr
+
+
+# ---------------------------------------------------------------------------
+# generic reductions
+# ---------------------------------------------------------------------------
+
+
+def pair_reduce(Q, I, r0: int, c0: int, reduce_func, metric, params: dict, backend,
+                working_memory):
+    """``reduce_func(D, r0, c0)`` on the distances of Q x I (None: the block itself)."""
+    chunks = [host(D) for D in pairwise_distances_chunked(
+        Q, I, metric=metric, backend=backend, working_memory=working_memory, **params)]
+    D = np.concatenate(chunks) if chunks else np.empty((0, I.shape[0]))
+    return D if reduce_func is None else reduce_func(D, r0, c0)
+
+
+def combine_task(combine, *parts):
+    out = parts[0]
+    for p in parts[1:]:
+        out = combine(out, p)
+    return out
+
+
+def hstack_task(*parts):
+    return np.concatenate(parts, axis=1)
+
+
+def warm(metric, params: dict, backend, n_features: int):
+    """Compile and cache the metric's plan on a worker (a tiny search), once."""
+    rng = np.random.default_rng(0)
+    X = sps.random(4, max(1, n_features), density=0.5, format="csr", random_state=rng)
+    X.data = np.abs(X.data) + 0.1
+    try:
+        knn(X, k=1, metric=metric, backend=backend, **params)
+    except Exception:  # noqa: BLE001 - warming is best effort; the real task reports errors
+        return False
+    return True
