@@ -8,7 +8,7 @@ import pytest
 
 import gbdist as gb
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "language.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 BLOCK = re.compile(r"^```([\w-]+)\n(.*?)^```", re.S | re.M)
 
 

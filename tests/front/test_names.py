@@ -14,7 +14,7 @@ from gbdist import names
 from gbdist.errors import RedefinitionError, UnknownNameError
 from gbdist.front import ensure_builtins, find_metric, get_metric
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "gbdist"
 
 

@@ -19,7 +19,7 @@ from gbdist.cli import knn as cli_knn
 from gbdist import io
 from datagen import random_dense
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

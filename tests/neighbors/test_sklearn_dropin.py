@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 GB_NEIGHBORS = "from gbdist import NearestNeighbors, KNeighborsTransformer, kneighbors_graph"
 GB_METRICS = "from gbdist import pairwise_distances"
 

@@ -26,7 +26,7 @@ from gbdist.backends.compiled import CompiledCPUBackend, generated  # noqa: E402
 from gbdist.errors import DomainError  # noqa: E402
 from gbdist.pairwise import metric_program  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def sparse(seed: int, m: int, k: int, density: float = 0.25, dtype=np.float64, itype=np.int32,

@@ -25,7 +25,7 @@ import gbdist as gb
 import gbdist.io
 from gbdist.errors import CorruptInputError, NonFiniteError, ResultTooLargeError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_python(code: str, timeout: int = 240) -> subprocess.CompletedProcess:

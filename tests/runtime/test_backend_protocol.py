@@ -15,7 +15,7 @@ from gbdist.backends.base import Backend
 from gbdist.backends.cpu import CPUBackend
 from gbdist.pairwise import metric_program
 
-ROOT = Path(__file__).resolve().parents[1] / "gbdist"
+ROOT = Path(__file__).resolve().parents[2] / "gbdist"
 
 
 class Counting(CPUBackend):

@@ -16,7 +16,7 @@ from gbdist.algebra import ops
 from gbdist.front import check, get_metric, library
 from gbdist.algebra.semirings import semiring, semirings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # --- the same metrics written with the Python API (the reference IR) -----------
 
