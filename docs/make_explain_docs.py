@@ -6,7 +6,7 @@
 docs/explain_tour.md is the rendered form of examples/explain_tour.ipynb: its
 Markdown and code cells as they are, and after the cells tagged ``docs`` in
 their metadata the output the explanation API gives (``to_markdown()``, or a
-link to a picture). tests/test_explain_docs.py keeps it in sync.
+link to a picture). tests/compiler/test_explain_docs.py keeps it in sync.
 """
 from __future__ import annotations
 

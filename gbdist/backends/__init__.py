@@ -14,6 +14,6 @@ backend it has.
   the strategy table, the one cache of compiled modules.
 
 Imports run downward only: nothing here imports from :mod:`gbdist.runtime`,
-:mod:`gbdist.neighbors` or :mod:`gbdist.pairwise` (tests/test_backend_protocol.py
+:mod:`gbdist.neighbors` or :mod:`gbdist.pairwise` (tests/runtime/test_backend_protocol.py
 checks it).
 """
