@@ -532,7 +532,7 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
         names += tuple(f"gb_gather<Spec, {rows}, {m}, {g}, {itype}>" for m in modes for g in groups)
         names += (f"gb_chunk_ptr<{itype}>",)
         if "scatter" in gen.strategies:
-            names += (f"gb_scatter<Spec, {itype}, {1024 if gen.acc_itemsize == 8 else 512}>",)
+            names += (f"gb_scatter<Spec, {itype}, 512>", f"gb_scatter<Spec, {itype}, 1024>")
         if "dense" in gen.strategies:
             for terms in gen.dense_maps:
                 for (lname, _), (rname, _) in terms:

@@ -200,14 +200,16 @@ def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
     return bt_indices, bt.data, tptr, J, ntiles
 
 
-def _scatter_threads(job: Job) -> int:
-    """Threads per scatter block: 1024 when accumulators are 8 bytes, so the SM stays fully
-    occupied with half as many blocks resident (benchmarks/atomics_probe.py)."""
-    return 1024 if job.at.itemsize == 8 else THREADS
+def _scatter_threads(smem: int) -> int:
+    """Threads per scatter block: 1024 where a block's accumulator row is so large that
+    fewer than four 512-thread blocks fit on an SM (8-byte accumulators on wide outputs),
+    so the SM stays fully occupied; else 512 (benchmarks/atomics_probe.py)."""
+    per_sm = 228 * 1024  # shared memory per SM on sm_90 (the blocks' rows share it)
+    return 1024 if per_sm // max(smem + 1024, 1) < 4 else THREADS
 
 
-def _scatter_kernel(job: Job) -> str:
-    return f"gb_scatter<Spec, {job.itype_c}, {_scatter_threads(job)}>"
+def _scatter_kernel(job: Job, threads: int) -> str:
+    return f"gb_scatter<Spec, {job.itype_c}, {threads}>"
 
 
 def _scatter_launch(mod, job: Job):
@@ -216,10 +218,11 @@ def _scatter_launch(mod, job: Job):
     nacc = len(job.gen.accumulators)
     bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, nacc * job.at.itemsize, 0)
     out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
-    fn = mod.get_function(_scatter_kernel(job))
     smem = nacc * J * job.at.itemsize
+    threads = _scatter_threads(smem)
+    fn = mod.get_function(_scatter_kernel(job, threads))
     fn.max_dynamic_shared_size_bytes = smem
-    fn((job.n_left, ntiles), (_scatter_threads(job),),
+    fn((job.n_left, ntiles), (threads,),
        (left.indptr, left.indices, left.data, np.int64(job.n_left),
         bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
         np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
@@ -329,7 +332,7 @@ def _dense_estimate(job: Job):
 
 TABLE = {
     "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate),
-    "scatter": Strategy("scatter", lambda job: (_scatter_kernel(job),
+    "scatter": Strategy("scatter", lambda job: (_scatter_kernel(job, THREADS), _scatter_kernel(job, 1024),
                                                 f"gb_chunk_ptr<{job.itype_c}>"),
                         _scatter_launch, _scatter_estimate),
     "dense": Strategy("dense", _dense_kernels, _dense_launch, _dense_estimate),
