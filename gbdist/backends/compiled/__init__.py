@@ -225,13 +225,26 @@ class CompiledCPUBackend(CPUBackend):
             if b.right_sliceable and (c0, c1) != (0, b.n):
                 hi = int(rk.indptr[c1])
                 lo2 = int(rk.indptr[c0])
-                right_ = (rk.indptr[c0:c1 + 1] - rk.indptr[c0], rk.indices[lo2:hi], rk.data[lo2:hi])
+                right_ = (rk.indptr[c0:c1 + 1] - rk.indptr[c0], rk.indices[lo2:hi],
+                          rk.data[lo2:hi])
             else:
                 right_ = (rk.indptr, rk.indices, rk.data)
             out = _rows.apply_self_value(p.value, out, left, right_)
         # a fused kernel keeps no step values: suspect None, the runtime's repair scans
         # the rows large enough to overflow (gbdist.runtime.direct.Repair)
         return Tile(out, None)
+
+    def cell_bytes(self, plan, dtype) -> int:
+        """A matrix tile is written once by the fused kernel (its values, plus 8 bytes of
+        slack per cell for the repair's masks); other outputs keep one float64 plane per
+        product step and the NumPy epilogue's temporaries (3)."""
+        if plan.output_kind == "matrix":
+            return np.dtype(dtype).itemsize + 8
+        return 8 * (len(plan.steps) + 3)
+
+    def row_bytes(self, bound: Bound) -> int:
+        """The kernels' per-thread scratch is per tile, not per left row."""
+        return 0
 
     def _planes_epilogue(self, p: CompiledPrepared, planes, colred, rowred, m: int, n: int):
         """The epilogue of a plan whose output is not an (i, j) grid, on the kernel's
