@@ -41,7 +41,7 @@ from ...compiler import exact
 from ...compiler.plan import Plan
 from ...errors import InputError
 from .. import rows as _rows
-from ..base import Bound, Tile, has_rewrite, shape_output
+from ..base import Bound, Tile, shape_output
 from ..cpu import CPUBackend, compress_columns
 from .threads import run_blocks as _run_blocks
 from .threads import threads
@@ -106,7 +106,6 @@ class CompiledPrepared:
         self.mod = mod = _module(plan)
         self.pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
         self.value = exact.self_value(plan).value if self.pair is not None else None
-        self.rewrite = has_rewrite(plan)
         self.K = bound.ncols
         self.Kw = bound.width
         data = bound.data
