@@ -2,8 +2,9 @@
 
 500 query rows against all rows of each prepared data set, scikit-learn's
 ``pairwise_distances(Q, X, metric, n_jobs=2)`` against gbdist's
-``pairwise_distances(Q, X, metric, backend="cpu")`` answered by the compiled
-backend (the whole user path: validation, kernels, exact d(a, a), fixes).
+``pairwise_distances(Q, X, metric, backend="compiled")`` (the whole user path:
+binding and validation by the runtime, the compiled kernels tile by tile, exact
+d(a, a), the direct-form repair).
 The two results are checked against each other before anything is timed; the
 table shows medians of 5 runs (after one untimed warm-up call that compiles or
 loads the kernels) and scikit-learn's time over gbdist's.
@@ -33,18 +34,6 @@ METRICS = ("cosine", "euclidean", "manhattan", "canberra", "chebyshev")
 DATASETS = ("kos", "movielens")
 
 
-def use_compiled(topk: bool = False) -> None:
-    """backend='cpu' answered by the compiled backend (until the runtime makes it the
-    default); ``topk``: kNN's host selection and merging by the compiled kernels too."""
-    from gbdist import neighbors, runtime
-    from gbdist.backends.compiled import CompiledCPUBackend, topk as ctopk
-    original = runtime.get_backend
-    runtime.get_backend = (lambda name, wm=None: CompiledCPUBackend(wm) if name == "cpu"
-                           else original(name, wm))
-    if topk:
-        neighbors.select_k, neighbors.merge_k = ctopk.select_k, ctopk.merge_k
-
-
 def sklearn_pd(Q, X, metric: str, n_jobs: int):
     """scikit-learn's answer: ``pairwise_distances`` where it takes sparse input (cosine,
     euclidean, manhattan); for the others (canberra, chebyshev, which
@@ -71,14 +60,13 @@ def median_s(fn, repeat: int = 5) -> float:
 def compare(data_dir: str, queries: int, repeat: int, n_jobs: int) -> int:
     import gbdist as gb
     from benchmarks.datasets import load
-    use_compiled()
     print(f"{'data':<10} {'metric':<10} {'gbdist compiled':>16} {'scikit-learn':>14} {'ratio':>7}   max |diff|")
     bad = 0
     for name in DATASETS:
         X, meta = load(name, data_dir)
         Q = X[:queries]
         for metric in METRICS:
-            ours = gb.pairwise_distances(Q, X, metric=metric, backend="cpu")  # compiles / loads
+            ours = gb.pairwise_distances(Q, X, metric=metric, backend="compiled")  # compiles / loads
             theirs = sklearn_pd(Q, X, metric, n_jobs)
             diff = float(np.nanmax(np.abs(ours.astype(np.float64) - theirs)))
             tol = 1e-4 * max(1.0, float(np.nanmax(np.abs(theirs))))
@@ -86,7 +74,7 @@ def compare(data_dir: str, queries: int, repeat: int, n_jobs: int) -> int:
                 print(f"{name:<10} {metric:<10} RESULTS DIFFER (max |diff| {diff:.3g}); not timed")
                 bad += 1
                 continue
-            t_ours = median_s(lambda: gb.pairwise_distances(Q, X, metric=metric, backend="cpu"), repeat)
+            t_ours = median_s(lambda: gb.pairwise_distances(Q, X, metric=metric, backend="compiled"), repeat)
             t_sk = median_s(lambda: sklearn_pd(Q, X, metric, n_jobs), repeat)
             print(f"{name:<10} {metric:<10} {t_ours * 1e3:13.1f} ms {t_sk * 1e3:11.1f} ms "
                   f"{t_sk / t_ours:6.1f}x   {diff:.2g}", flush=True)
@@ -100,16 +88,14 @@ import numpy as np, scipy.sparse as sps
 import gbdist as gb
 t1 = time.perf_counter()
 sys.path.insert(0, {root!r})
-from benchmarks.cpu import use_compiled
-use_compiled()
 X = sps.random(300, 2000, density=0.01, format="csr", random_state=0, dtype=np.float32)
 out = []
 for metric in {metrics!r}:
     t = time.perf_counter()
-    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
+    gb.pairwise_distances(X, X, metric=metric, backend="compiled")
     first = time.perf_counter() - t
     t = time.perf_counter()
-    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
+    gb.pairwise_distances(X, X, metric=metric, backend="compiled")
     out.append((metric, first, time.perf_counter() - t))
 print(f"import gbdist {{(t1 - t0) * 1e3:.0f}} ms")
 for metric, first, second in out:
@@ -133,25 +119,24 @@ def first_call(metrics) -> int:
 
 def knn(data_dir: str, repeat: int, n_jobs: int, k: int = 10) -> int:
     """k nearest neighbours of every row among all rows (self excluded): gbdist.knn with the
-    compiled backend against scikit-learn's brute force (``NearestNeighbors``); the
+    compiled backend (its compiled top-k selection and merging) against scikit-learn's brute force (``NearestNeighbors``); the
     neighbour distances are compared before timing (indices may differ on ties)."""
     import gbdist as gb
     from sklearn.neighbors import NearestNeighbors
     from benchmarks.datasets import load
-    use_compiled(topk=True)
     print(f"{'data':<10} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
     bad = 0
     for name in DATASETS:
         X, _ = load(name, data_dir)
         for metric in ("cosine", "euclidean", "manhattan"):
             nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric, n_jobs=n_jobs)
-            ours = gb.knn(X, None, k=k, metric=metric, backend="cpu")
+            ours = gb.knn(X, None, k=k, metric=metric, backend="compiled")
             theirs = nn.fit(X).kneighbors()
             if not np.allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-5):
                 print(f"{name:<10} {metric:<10} DISTANCES DIFFER; not timed")
                 bad += 1
                 continue
-            t_ours = median_s(lambda: gb.knn(X, None, k=k, metric=metric, backend="cpu"), repeat)
+            t_ours = median_s(lambda: gb.knn(X, None, k=k, metric=metric, backend="compiled"), repeat)
             t_sk = median_s(lambda: nn.fit(X).kneighbors(), repeat)
             print(f"{name:<10} {metric:<10} {t_ours * 1e3:9.1f} ms {t_sk * 1e3:11.1f} ms "
                   f"{t_sk / t_ours:6.1f}x", flush=True)

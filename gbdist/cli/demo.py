@@ -37,9 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stored entries of the generated matrix, power-law distributed (default 60000)")
     p.add_argument("--queries", type=int, default=500,
                    help="rows used as queries in the pairwise stage (default 500)")
-    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
-                   help="where to compute: cpu, cuda, or auto (cuda when a GPU and CuPy are "
-                        "available; default)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "compiled", "cuda"),
+                   help="where to compute: cpu, compiled (Numba), cuda, or auto (cuda when "
+                        "a GPU and CuPy are available; default)")
     p.add_argument("--metrics", default="cosine,euclidean,manhattan,chebyshev,canberra,jensenshannon",
                    help="comma-separated metrics timed in the pairwise stage (default cosine, "
                         "euclidean, manhattan, chebyshev, canberra, jensenshannon)")

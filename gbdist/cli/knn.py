@@ -65,9 +65,9 @@ def _common_args(p, index_help: str):
                         "dense array) or .npy file")
     p.add_argument("--index", metavar="INDEX", help=index_help)
     add_metric_options(p)
-    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
-                   help="where to compute: cpu, cuda, or auto (cuda when a GPU and CuPy are "
-                        "available; default)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "compiled", "cuda"),
+                   help="where to compute: cpu, compiled (Numba), cuda, or auto (cuda when "
+                        "a GPU and CuPy are available; default)")
     p.add_argument("--working-memory", type=parse_bytes, default=None, metavar="BYTES",
                    help="memory budget for one block of distances, a whole number of bytes with "
                         "an optional binary unit (e.g. 256M, 2G; default 512M or half the free "

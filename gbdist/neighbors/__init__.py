@@ -31,5 +31,5 @@ def _budget_bytes(nbytes) -> int | None:
 
 
 def _backend(backend, budget: int | None = None):
-    """A backend name ("auto", "cpu", "cuda") or a backend object, resolved."""
+    """A backend name ("auto", "cpu", "compiled", "cuda") or a backend object, resolved."""
     return get_backend(backend, budget)

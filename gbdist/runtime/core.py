@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 
@@ -44,20 +45,46 @@ def _announce_cpu_fallback(reason: str) -> None:
             "gbdist[cuda] on a machine with an NVIDIA GPU", reason)
 
 
+CPU_BACKENDS = ("compiled", "numpy")
+
+
+def _compiled(host):
+    """The compiled CPU backend, or a BackendError naming Numba when it is missing."""
+    from ..backends.compiled import CompiledCPUBackend, available
+    if not available():
+        raise BackendError("backend='compiled' needs Numba", got="numba is not installed",
+                           hint="pip install 'gbdist[cpu]' (or numba), or backend='cpu'")
+    return CompiledCPUBackend(host)
+
+
+def cpu_backend(host) -> Backend:
+    """What ``backend="cpu"`` (and ``"auto"`` without a GPU) runs on: ``GBDIST_CPU_BACKEND``
+    (``numpy``, the default, or ``compiled``)."""
+    choice = os.environ.get("GBDIST_CPU_BACKEND", "").strip().lower() or "numpy"
+    if choice not in CPU_BACKENDS:
+        raise InputError("unknown GBDIST_CPU_BACKEND", expected="'compiled' or 'numpy'",
+                         got=repr(choice), hint="unset it for the default (numpy)")
+    return _compiled(host) if choice == "compiled" else CPUBackend(host)
+
+
 def get_backend(name, working_memory: int | None = None) -> Backend:
-    """Resolve ``backend=`` ("auto", "cpu", "cuda", or an object implementing
-    :class:`gbdist.backends.base.Backend`) to a backend object."""
+    """Resolve ``backend=`` ("auto", "cpu", "compiled", "cuda", or an object implementing
+    :class:`gbdist.backends.base.Backend`) to a backend object. "compiled" is the Numba
+    backend; "cpu" is the one ``GBDIST_CPU_BACKEND`` names (:func:`cpu_backend`)."""
     if not isinstance(name, str):
         if isinstance(name, Backend):
             return name
-        raise InputError("unknown backend", expected="'auto', 'cpu', 'cuda' or a backend object",
+        raise InputError("unknown backend",
+                         expected="'auto', 'cpu', 'compiled', 'cuda' or a backend object",
                          got=repr(name))
     working_memory = check_working_memory(working_memory)
     # the host backend's chunked temporaries within a tile (triplets, union passes) take
     # half the budget, as its cell_bytes counts them
     host = None if working_memory is None else max(1, working_memory // 2)
     if name == "cpu":
-        return CPUBackend(host)
+        return cpu_backend(host)
+    if name == "compiled":
+        return _compiled(host)
     if name in ("cuda", "auto"):
         from ..backends.cuda import CUDABackend, unavailable_reason
         reason = unavailable_reason()
@@ -67,8 +94,9 @@ def get_backend(name, working_memory: int | None = None) -> Backend:
             raise BackendError("backend='cuda' needs CuPy and an NVIDIA GPU",
                                got=reason, hint="pip install 'gbdist[cuda]', or backend='cpu'")
         _announce_cpu_fallback(reason)
-        return CPUBackend(host)
-    raise InputError("unknown backend", expected="'auto', 'cpu' or 'cuda'", got=repr(name))
+        return cpu_backend(host)
+    raise InputError("unknown backend", expected="'auto', 'cpu', 'compiled' or 'cuda'",
+                     got=repr(name))
 
 
 def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,

@@ -1,6 +1,8 @@
 """The compiled CPU backend (Numba) against the NumPy oracle (backends/cpu.py).
 
-One differential test runs every named metric, and every strategy the planner
+Everything goes through the public path: ``backend="compiled"`` against
+``backend="cpu"`` with ``GBDIST_CPU_BACKEND=numpy`` (the oracle, whatever the
+environment the suite runs in). One differential test runs every named metric, and every strategy the planner
 produces, through both backends on random sparse inputs with empty rows,
 explicit zeros, duplicates (summed), negative values; float32 and float64 values,
 int32 and int64 indices. Kernels are compiled once per plan and type and shared
@@ -21,9 +23,11 @@ pytest.importorskip("numba")
 
 import gbdist as gb  # noqa: E402
 from gbdist.algebra import ops
+from gbdist.compiler import ir
 from gbdist import runtime  # noqa: E402
 from gbdist.backends.compiled import CompiledCPUBackend, generated  # noqa: E402
-from gbdist.errors import DomainError  # noqa: E402
+from gbdist.backends.cpu import CPUBackend  # noqa: E402
+from gbdist.errors import BackendError, DomainError, InputError  # noqa: E402
 from gbdist.pairwise import metric_program  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -53,16 +57,10 @@ def sparse(seed: int, m: int, k: int, density: float = 0.25, dtype=np.float64, i
     return c
 
 
-@pytest.fixture
-def compiled(monkeypatch):
-    """backend='cpu' answered by the compiled backend (the oracle is computed first)."""
-    original = runtime.get_backend
-
-    def patch():
-        monkeypatch.setattr(runtime, "get_backend",
-                            lambda name, wm=None: CompiledCPUBackend(wm) if name == "cpu"
-                            else original(name, wm))
-    return patch
+@pytest.fixture(autouse=True)
+def numpy_oracle(monkeypatch):
+    """backend='cpu' is the NumPy oracle in these tests, whatever GBDIST_CPU_BACKEND says."""
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "numpy")
 
 
 def close(got, ref, rtol=1e-9, atol=1e-9):
@@ -90,21 +88,26 @@ def _oracle(metric, X, Y):
 
 
 @pytest.mark.parametrize("metric", gb.metric_names())
-def test_every_metric_matches_the_oracle(metric, compiled):
+def test_every_metric_matches_the_oracle(metric):
     ref, (X, Y) = _oracle(metric, X64, Y64)
     ref_self, _ = _oracle(metric, X, None)
-    compiled()
-    got = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
-    got_self = gb.pairwise_distances(X, None, metric=metric, backend="cpu")
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="compiled")
+    got_self = gb.pairwise_distances(X, None, metric=metric, backend="compiled")
+    # several row tiles: the kernels read row blocks through views of the row pointers
+    got_tiled = gb.pairwise_distances(X, Y, metric=metric, backend="compiled",
+                                      working_memory=4096)
     assert got.dtype == ref.dtype == np.float64
     close(got, ref)
     close(got_self, ref_self)
+    np.testing.assert_array_equal(got_tiled, got)
+    # the proven d(a, a) is the runtime's (backends/rows.py), written where the oracle writes it
+    np.testing.assert_array_equal(np.diag(got_self), np.diag(ref_self))
 
 
-def test_the_runtime_really_used_the_compiled_kernels(compiled):
-    compiled()
+def test_the_runtime_really_used_the_compiled_kernels():
+    assert isinstance(runtime.get_backend("compiled"), CompiledCPUBackend)
     plan = metric_program("manhattan").plan
-    gb.pairwise_distances(abs(X64), abs(Y64), metric="manhattan", backend="cpu")
+    gb.pairwise_distances(abs(X64), abs(Y64), metric="manhattan", backend="compiled")
     from gbdist.backends.compiled import _module
     assert _module(plan).gb_fused.signatures, "the fused kernel was never called"
 
@@ -120,14 +123,16 @@ def test_value_and_index_types_are_kept(metric, dtype, itype):
     Y = sparse(4, 19, 17, dtype=dtype, itype=itype)
     plan = metric_program(metric).plan
     ref = runtime.run(plan, {"A": X, "B": Y}, backend="cpu")
-    got = CompiledCPUBackend().run(plan, {"A": X, "B": Y})
+    got = runtime.run(plan, {"A": X, "B": Y}, backend="compiled")
     assert got.dtype == ref.dtype == np.dtype(dtype)
     close(got, ref, rtol=1e-5 if dtype == np.float32 else 1e-9,
           atol=1e-5 if dtype == np.float32 else 1e-9)
     from gbdist.backends.compiled import _module
-    vname = "float32" if dtype == np.float32 else "float64"
-    iname = "int32" if itype == np.int32 else "int64"
-    # the kernel read the stored arrays themselves: no float64 / int64 copies were made
+    # the kernel reads the operands as the runtime bound them (gbdist.runtime.bind: values
+    # float64 on the host today; index width as bound): no copy to other types is made here
+    bound = runtime.bind(plan, {"A": X, "B": Y})
+    vname = str(bound.data[("A", False)].dtype)
+    iname = str(bound.data[("A", False)].indices.dtype)
     one_d = [{str(a.dtype) for a in sig if getattr(a, "ndim", 0) == 1}
              for sig in _module(plan).gb_fused.signatures]
     assert any(iname in kinds and vname in kinds for kinds in one_d), one_d
@@ -167,18 +172,17 @@ EXPRESSIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(EXPRESSIONS))
-def test_every_strategy_matches_the_oracle(name, compiled):
+def test_every_strategy_matches_the_oracle(name):
     expr = EXPRESSIONS[name]
     plan = gb.compile(expr).plan
     X = sparse(5, 33, 21) * 0.5
     inputs = {"A": X}
-    if "B" in {s.name for s in gb.ir.symbols(plan.expr)}:
+    if "B" in {s.name for s in ir.symbols(plan.expr)}:
         inputs["B"] = sparse(6, 27, 21) * 0.5
-    if "x" in {s.name for s in gb.ir.symbols(plan.expr)}:
+    if "x" in {s.name for s in ir.symbols(plan.expr)}:
         inputs["x"] = np.random.default_rng(7).uniform(-1, 1, 21)
     ref = runtime.run(plan, inputs, backend="cpu")
-    compiled()
-    got = runtime.run(plan, inputs, backend="cpu")
+    got = runtime.run(plan, inputs, backend="compiled")
     close(got, ref)
     assert np.isfinite(ref).any()  # the comparison is not between two empty answers
     if name == "ieee":  # the conventions were exercised: NaN and ±inf in the same places
@@ -202,27 +206,6 @@ def test_strategies_cover_the_planner():
         assert want in seen, want
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_conditioning_is_the_runtime_s(dtype):
-    """The compiled conditioning gives exactly gbdist.backends.rows.condition_rows' values."""
-    from gbdist.compiler import exact
-    from gbdist.backends.compiled import condition_rows
-    rng = np.random.default_rng(11)
-    D = rng.uniform(-3, 3, (40, 9)) * 2.0 ** rng.integers(-60, 60, (40, 1))
-    D[rng.random(D.shape) < 0.3] = 0.0
-    D[:5] = 1e8 + rng.random((5, 9))  # rows storing every column: shifted
-    D[6] = 0.0
-    D[7, :3] = [1e-300, 1.0, 0.0]  # scaling would push 1e-300 below the normal range
-    X = sps.csr_matrix(D.astype(dtype))
-    X.data[X.data == 0] = 0.0
-    for shift in (False, True):
-        inv = exact.Invariance(True, shift, "test")
-        want = exact.condition_rows(X.indptr, X.data, X.shape[1], inv)
-        got = condition_rows(X.indptr, X.data, X.shape[1], inv)
-        assert got.dtype == want.dtype == dtype
-        np.testing.assert_array_equal(got, want)
-
-
 def test_the_printer_refuses_what_it_cannot_print():
     import sympy as sp
     from gbdist.backends.compiled.printer import formula
@@ -242,7 +225,7 @@ def test_unsorted_and_duplicate_inputs_are_made_canonical():
     messy.has_sorted_indices = False
     plan = metric_program("manhattan").plan
     ref = runtime.run(plan, {"A": messy, "B": messy}, backend="cpu")
-    got = CompiledCPUBackend().run(plan, {"A": messy, "B": messy})
+    got = runtime.run(plan, {"A": messy, "B": messy}, backend="compiled")
     close(got, ref)
 
 
@@ -339,14 +322,14 @@ def test_cache_off_uses_a_private_directory(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("metric", ["manhattan", "chebyshev"])
-def test_knn_through_the_compiled_backend(metric, compiled):
-    """gbdist.knn's host path reads tiles from ``backend.run`` (as for CUDA): same answer."""
+def test_knn_through_the_compiled_backend(metric):
+    """gbdist.knn reads tiles from ``run_tile`` and selects with the compiled top-k: same
+    answer as the oracle, with row and column tiles."""
     X, Y = sparse(9, 41, 23), sparse(10, 57, 23)
     ref = gb.knn(X, Y, k=6, metric=metric, backend="cpu")
     ref_self = gb.knn(X, None, k=4, metric=metric, backend="cpu")
-    compiled()
-    got = gb.knn(X, Y, k=6, metric=metric, backend="cpu", working_memory=0.01)  # several tiles
-    got_self = gb.knn(X, None, k=4, metric=metric, backend="cpu")
+    got = gb.knn(X, Y, k=6, metric=metric, backend="compiled", working_memory=0.01)
+    got_self = gb.knn(X, None, k=4, metric=metric, backend="compiled")
     for (gd, gi), (rd, ri) in ((got, ref), (got_self, ref_self)):
         np.testing.assert_array_equal(gi, ri)
         close(gd, rd)
@@ -356,35 +339,45 @@ def test_knn_through_the_compiled_backend(metric, compiled):
 def test_a_forked_child_gets_its_own_threads():
     """The thread pool is per process: a child forked after a run still runs (no hang)."""
     import multiprocessing as mp
-    plan = metric_program("manhattan").plan
     X = sparse(12, 300, 11)
-    ref = CompiledCPUBackend().run(plan, {"A": X, "B": X})
+    ref = _compiled_manhattan(X)
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
-        got = pool.apply_async(CompiledCPUBackend().run, (plan, {"A": X, "B": X})).get(timeout=120)
+        got = pool.apply_async(_compiled_manhattan, (X,)).get(timeout=120)
     np.testing.assert_array_equal(got, ref)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_self_values_are_written_where_the_runtime_writes_them(dtype):
-    """Compiled identical-row detection == gbdist.backends.rows.apply_self_value (d(a, a) = 0 for
-    euclidean): equal rows, a near-equal row, a non-finite computed value."""
-    from gbdist.compiler import exact
-    from gbdist.backends.compiled import apply_self_value
-    X = sparse(13, 40, 11, dtype=dtype)
-    D = X.toarray()
-    D[5] = D[3]
-    D[6] = D[3]
-    D[6, np.flatnonzero(D[6])[:1]] *= 1 + 1e-6  # near-equal: not a match
-    Y = sps.csr_matrix(np.vstack([D[:9], D[3:4]]))
-    X = sps.csr_matrix(D)
-    plan = metric_program("euclidean").plan
-    rng = np.random.default_rng(2)
-    out = rng.uniform(0.1, 1, (X.shape[0], Y.shape[0])).astype(dtype)
-    out[3, 5] = np.nan  # not finite: left as computed
-    want = exact.apply_self_value(plan, out.copy(), (X.indptr, X.indices, X.data),
-                                  (Y.indptr, Y.indices, Y.data))
-    got = out.copy()
-    apply_self_value(plan, got, (X.indptr, X.indices, X.data), (Y.indptr, Y.indices, Y.data))
-    assert (want == 0).sum() >= 4  # rows 3, 5 against 3, 5, 9 of Y at least
-    np.testing.assert_array_equal(got, want)
+def _compiled_manhattan(X):
+    return gb.pairwise_distances(X, X, metric="manhattan", backend="compiled")
+
+
+# ---------------------------------------------------------------------------
+# selection: backend="compiled", GBDIST_CPU_BACKEND
+# ---------------------------------------------------------------------------
+
+def test_gbdist_cpu_backend_chooses_what_cpu_runs(monkeypatch):
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "compiled")
+    assert isinstance(runtime.get_backend("cpu"), CompiledCPUBackend)
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "numpy")
+    be = runtime.get_backend("cpu")
+    assert isinstance(be, CPUBackend) and not isinstance(be, CompiledCPUBackend)
+    monkeypatch.delenv("GBDIST_CPU_BACKEND")
+    assert not isinstance(runtime.get_backend("cpu"), CompiledCPUBackend)  # numpy: the default
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "fortran")
+    with pytest.raises(InputError, match="GBDIST_CPU_BACKEND"):
+        runtime.get_backend("cpu")
+
+
+def test_compiled_without_numba_names_numba(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    with pytest.raises(BackendError, match="[Nn]umba"):
+        gb.pairwise_distances(X64, metric="cosine", backend="compiled")
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "compiled")
+    with pytest.raises(BackendError, match="[Nn]umba"):
+        runtime.get_backend("cpu")
+
+
+def test_compiled_refuses_a_cuda_strategy():
+    plan = metric_program("cosine").plan
+    with pytest.raises(InputError, match="strategy"):
+        runtime.run(plan, {"A": X64, "B": Y64}, backend="compiled", strategy="gather")

@@ -11,8 +11,16 @@ Why Numba: LLVM in a wheel on every platform (no compiler needed on the user's
 machine), an on-disk cache of machine code, kernels that release the GIL, and it
 compiles the same kind of expression source the printer emits for CUDA.
 
+It implements the backend protocol (:mod:`gbdist.backends.base`) as a subclass of
+:class:`~gbdist.backends.cpu.CPUBackend`: the same memory model and tiling, the runtime's
+bound operands (never re-bound or re-checked here), :meth:`CompiledCPUBackend.run_tile`
+running the plan's generated kernel on one output tile (left rows ``r0:r1`` read through
+a view of the row pointers, right rows ``c0:c1`` per column tile), the proven d(a, a)
+written by :func:`gbdist.backends.rows.apply_self_value` as on the NumPy backend, and
+:meth:`select_k` / :meth:`merge_k` compiled (``topk.py``).
+
 Threads: each kernel processes a range of output rows ``[r0, r1)`` and is run
-over blocks of rows on a thread pool (``_run_blocks``), about four blocks per
+over blocks of rows on a thread pool (``threads.py``), about four blocks per
 thread. Not ``prange``: ``parallel=True`` made every plan's first compilation
 2-4x slower (measured: cosine 4.9 s against 2.5 s, chebyshev 8.3 s against
 4.2 s), and the speed is the same for these row-independent loops.
@@ -24,16 +32,19 @@ is computed in float64 and written once in the result dtype.
 """
 from __future__ import annotations
 
-import os
+import dataclasses
 
 import numpy as np
 import scipy.sparse as sps
 
-from ...compiler import exact, ir
-from ...errors import BackendError, InputError
+from ...compiler import exact
 from ...compiler.plan import Plan
-from ...runtime import (
-    _shape_block, allocate_result, check_domains, compress_columns, result_dtype, vector_to_row)
+from ...errors import InputError
+from .. import rows as _rows
+from ..base import Bound, Tile, shape_output
+from ..cpu import CPUBackend, compress_columns
+from .threads import run_blocks as _run_blocks
+from .threads import threads
 
 _GENERATED: dict = {}
 
@@ -67,111 +78,14 @@ def _module(plan: Plan):
     return load(generated(plan).source)
 
 
-def _csr(x) -> sps.csr_matrix:
-    """CSR with sorted indices and no duplicates, without a copy when already so."""
-    c = x if sps.isspmatrix_csr(x) or isinstance(x, sps.csr_array) else sps.csr_matrix(x)
-    if not c.has_canonical_format:
-        c = c.copy()
-        c.sum_duplicates()
-    return c
-
-
-def _with_data(c: sps.csr_matrix, data: np.ndarray) -> sps.csr_matrix:
-    """``c``'s structure with new values, its index arrays kept as they are (SciPy's
-    constructor would shrink int64 indices to int32)."""
-    out = sps.csr_matrix((data, c.indices, c.indptr), shape=c.shape)
-    out.indices, out.indptr = c.indices, c.indptr
-    return out
-
-
-def _transpose(c: sps.csr_matrix) -> sps.csr_matrix:
-    t = c.T.tocsr()
-    t.sort_indices()
-    t.indices, t.indptr = t.indices.astype(c.indices.dtype), t.indptr.astype(c.indptr.dtype)
-    return t
-
-
-def condition_rows(indptr, data, ncols: int, inv) -> np.ndarray:
-    """``gbdist.backends.rows.condition_rows`` (host arrays) compiled and threaded over rows."""
-    if not (inv.scale or inv.shift) or data.shape[0] == 0:
-        return data
-    from . import helpers
-    out = np.empty(data.shape[0], dtype=data.dtype)
-    info = np.finfo(data.dtype)
-    _run_blocks(helpers.condition_rows, (indptr, data, np.int64(ncols), bool(inv.shift),
-                                         bool(inv.scale), float(info.tiny), float(info.max), out),
-                indptr.shape[0] - 1)
-    return out
-
-
-def _row_hashes(indptr, indices, data):
-    from . import helpers
-    out = np.empty(indptr.shape[0] - 1, dtype=np.uint64)
-    _run_blocks(helpers.row_hashes, (indptr, indices, data, _bit_view(data), out), out.shape[0])
-    return out
-
-
-def _bit_view(data):
-    data = np.ascontiguousarray(data)
-    return data.view(np.uint64 if data.dtype.itemsize == 8 else np.uint32)
-
-
-def apply_self_value(plan: Plan, out: np.ndarray, left: tuple, right: tuple) -> None:
-    """``exact.apply_self_value`` in place on a C-contiguous ``out``, compiled: rows hashed
-    as ``exact.row_hashes`` does, candidates verified entry by entry, the proven d(a, a)
-    written where the computed value is finite."""
-    sv = exact.self_value(plan)
-    if sv.value is None or out.size == 0:
-        return
-    from . import helpers
-    (lp, li, ld), (rp, ri, rd) = left, right
-    hl = _row_hashes(lp, li, ld)
-    hr = hl if (rp is lp and ri is li and rd is ld) else _row_hashes(rp, ri, rd)
-    order = np.argsort(hr, kind="stable")
-    _run_blocks(helpers.write_self_value,
-                (lp, li, ld, _bit_view(ld), rp, ri, rd, _bit_view(rd), hl, hr[order], order,
-                 out.dtype.type(sv.value), out), out.shape[0])
-
-
-def threads() -> int:
-    """Threads the kernels run on: ``GBDIST_NUM_THREADS``, else ``NUMBA_NUM_THREADS``,
-    else the cores this process may run on."""
-    for var in ("GBDIST_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        v = os.environ.get(var)
-        if v and v.isdigit() and int(v) > 0:
-            return int(v)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-_POOL: dict = {}
-
-
-def _pool(n: int):
-    """A pool of ``n`` threads, per process (a forked child does not inherit the threads)."""
-    from concurrent.futures import ThreadPoolExecutor
-    key = (os.getpid(), n)
-    pool = _POOL.get(key)
-    if pool is None:
-        pool = _POOL[key] = ThreadPoolExecutor(n, thread_name_prefix="gbdist-cpu")
-    return pool
-
-
-def _run_blocks(kernel, head: tuple, m: int, rows: int | None = None) -> None:
-    """Run ``kernel(*head, r0, r1)`` over blocks of output rows on the thread pool (the
-    kernels release the GIL), about four blocks per thread for balance."""
-    t = threads()
-    rows = rows or max(1, min(256, -(-m // (4 * t))))
-    blocks = [(r0, min(m, r0 + rows)) for r0 in range(0, m, rows)]
-    if t == 1 or len(blocks) <= 1:
-        for r0, r1 in blocks:
-            kernel(*head, np.int64(r0), np.int64(r1))
-        return
-    futures = [_pool(t).submit(kernel, *head, np.int64(r0), np.int64(r1)) for r0, r1 in blocks]
-    for f in futures:
-        f.result()
+def _host(v) -> sps.csr_matrix:
+    """A bound operand on the host, its value and index types kept (a CuPy one is copied
+    once)."""
+    if hasattr(v.data, "get"):
+        out = sps.csr_matrix((v.data.get(), v.indices.get(), v.indptr.get()), shape=v.shape)
+        out.indices, out.indptr = v.indices.get(), v.indptr.get()
+        return out
+    return v
 
 
 def _how(ufunc) -> int:
@@ -180,162 +94,180 @@ def _how(ufunc) -> int:
             np.minimum: helpers.MIN}[ufunc]
 
 
-class CompiledCPUBackend:
-    """Runs whole plans with generated, multithreaded Numba kernels."""
+class CompiledPrepared:
+    """A bound plan with its generated module: operand values mapped once (apply chains),
+    right rows ordered once (ordered unions), the right side of each column tile (CSC
+    by column, row reductions) computed once per column tile."""
+
+    def __init__(self, bound: Bound, exact_pass: bool):
+        plan = bound.plan
+        self.bound = bound
+        self.gen = gen = generated(plan)
+        self.mod = mod = _module(plan)
+        self.pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
+        self.value = exact.self_value(plan).value if self.pair is not None else None
+        self.K = bound.ncols
+        self.Kw = bound.width
+        data = bound.data
+        self.values = {}
+        for u in gen.operands:
+            raw = data[u.base].data
+            self.values[u.index] = getattr(mod, f"map_u{u.index}")(raw) if u.mapped else raw
+        self.sorted = {}  # (operand, step) -> (indices, values) of rows ordered for a union
+        for kind, u, s in gen.args:
+            if kind == "rsort":
+                d = data[gen.operands[u].base]
+                out_i = np.empty_like(d.indices)
+                out_v = np.empty(d.indices.shape[0], dtype=np.float64)
+                _run_blocks(getattr(mod, f"rsort_{s}"),
+                            (d.indptr, d.indices, self.values[u], out_i, out_v), d.shape[0])
+                self.sorted[(u, s)] = (out_i, out_v)
+        self.cols = [(st, u) for st, u, kind in gen.reductions if kind == "col"]
+        self.rows = [(st, u) for st, u, kind in gen.reductions if kind == "row"]
+        self._right = None
+
+    def reduce(self, group, r0: int, r1: int) -> np.ndarray:
+        """The row reductions of ``group`` over rows r0:r1 of their operands."""
+        from . import helpers
+        buf = np.zeros((max(1, len(group)), max(0, r1 - r0)), dtype=np.float64)
+        for c, (st, u) in enumerate(group):
+            op = self.gen.operands[u]
+            d = self.bound.data[op.base]
+            a, b = min(r0, d.shape[0]), min(r1, d.shape[0])
+            monoid = st.node.monoid
+            fill, e = op.fill, monoid.identity_value
+            counts = not (fill == e or (np.isnan(fill) and np.isnan(e)))
+            out = np.zeros(b - a, dtype=np.float64)
+            helpers.reduce_rows(d.indptr[a:b + 1], self.values[u], np.int64(self.K),
+                                np.float64(fill), np.float64(e), _how(monoid.ufunc), counts, out)
+            buf[c, :b - a] = out
+        return buf
+
+    def right(self, c0: int, c1: int):
+        """The product kernel's right-side arrays and row reductions for columns c0:c1."""
+        if self._right is None or self._right[:2] != (c0, c1):
+            b, gen = self.bound, self.gen
+            if not b.right_sliceable:
+                c0_, c1_ = 0, max((v.shape[0] for k, v in b.data.items() if k not in b.left_keys),
+                                  default=1)
+            else:
+                c0_, c1_ = c0, c1
+            arrays = {}
+            for kind, u, s in gen.args:
+                if kind == "lcsr":
+                    continue
+                d = b.data[gen.operands[u].base]
+                a, e = min(c0_, d.shape[0]), min(c1_, d.shape[0])
+                ptr = d.indptr[a:e + 1]
+                if kind == "rcsc":
+                    lo, hi = int(ptr[0]), int(ptr[-1])
+                    t = sps.csr_matrix((self.values[u][lo:hi], d.indices[lo:hi], ptr - lo),
+                                       shape=(e - a, d.shape[1])).tocsc()
+                    t.sort_indices()
+                    it = d.indices.dtype  # SciPy may shrink int64 indices: keep the input's
+                    arrays[(kind, u, s)] = (t.indptr.astype(it, copy=False),
+                                            t.indices.astype(it, copy=False), t.data)
+                elif kind == "rsort":
+                    arrays[(kind, u, s)] = (ptr, *self.sorted[(u, s)])
+                else:
+                    arrays[(kind, u, s)] = (ptr, d.indices, self.values[u])
+            n = c1_ - c0_
+            rowred = self.reduce(self.rows, c0_, c1_)
+            self._right = (c0, c1, arrays, rowred, n)
+        return self._right[2:]
+
+
+class CompiledCPUBackend(CPUBackend):
+    """The NumPy backend's protocol and memory model, each tile computed by the plan's
+    generated, multithreaded Numba kernel (see the module)."""
 
     name = "compiled"
 
-    def __init__(self, working_memory: int | None = None, chunk: int | None = None):
-        self.working_memory = working_memory
-        self.chunk = chunk
-
-    # -- entry points ------------------------------------------------------------
-
-    def run(self, plan: Plan, inputs: dict, working_memory=None, drop_zeros=False, dtype=None,
-            strategy: str = "auto"):
-        """The dense result of the whole plan on ``inputs`` (name -> SciPy sparse, or a
-        dense vector for a Vector operand), in ``dtype`` (default: from the inputs)."""
+    def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> CompiledPrepared:
         if strategy != "auto":
-            raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the compiled CPU "
-                             "backend has one kernel per primitive", hint="use strategy='auto'")
-        dt = result_dtype({k: (v if hasattr(v, "dtype") else np.zeros(0)) for k, v in inputs.items()},
-                          dtype)
-        syms = {s.name: s for s in ir.symbols(plan.expr)}
-        if set(syms) != set(inputs):
-            raise InputError("the program's inputs do not match", expected=", ".join(sorted(syms)),
-                             got=", ".join(sorted(inputs)))
-        gen = generated(plan)
-        mod = _module(plan)
-        data, sides = self._bind(plan, inputs, syms)
-        widths = {d.shape[1] for d in data.values()}
-        if len(widths) > 1:
-            raise InputError("the operands of a product must have the same number of columns (k)",
-                             got=", ".join(f"{k[0]}: {d.shape[1]}" for k, d in data.items()))
-        K = widths.pop() if widths else 0
-        check_domains(plan, data)
-        data = compress_columns(data, K)
-        Kw = next((d.shape[1] for d in data.values()), 0)
-        left_keys = {key for step in plan.steps for side, key in step.sides if side == "left"}
-        right_keys = {key for step in plan.steps for side, key in step.sides if side == "right"}
-        m = max((data[k].shape[0] for k in left_keys), default=1)
-        n = max((data[k].shape[0] for k in right_keys), default=1)
+            raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {self.name} CPU "
+                             "backend has one kernel per primitive",
+                             hint="use backend='cuda', or strategy='auto'")
+        data = compress_columns({k: _host(v) for k, v in bound.data.items()}, bound.ncols)
+        return CompiledPrepared(dataclasses.replace(bound, data=data), exact)
 
-        # Operand values through their apply chains (float64), else as stored.
-        values = {}
-        for u in gen.operands:
-            raw = data[u.base].data
-            values[u.index] = getattr(mod, f"map_u{u.index}")(raw) if u.mapped else raw
-
-        # Row reductions.
-        cols = [(st, u) for st, u, kind in gen.reductions if kind == "col"]
-        rows = [(st, u) for st, u, kind in gen.reductions if kind == "row"]
-        colred = np.zeros((max(1, len(cols)), m), dtype=np.float64)
-        rowred = np.zeros((max(1, len(rows)), n), dtype=np.float64)
-        from . import helpers
-        for buf, group in ((colred, cols), (rowred, rows)):
-            for c, (st, u) in enumerate(group):
-                d = data[gen.operands[u].base]
-                monoid = st.node.monoid
-                fill, e = gen.operands[u].fill, monoid.identity_value
-                counts = not (fill == e or (np.isnan(fill) and np.isnan(e)))
-                out = np.zeros(d.shape[0], dtype=np.float64)
-                helpers.reduce_rows(d.indptr, values[u], np.int64(K), np.float64(fill),
-                                    np.float64(e), _how(monoid.ufunc), counts, out)
-                buf[c, :d.shape[0]] = out
-
-        # Products (+ the fused epilogue).
+    def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
+        b, gen = p.bound, p.gen
+        plan = b.plan
+        right, rowred, n = p.right(c0, c1)
+        m = r1 - r0
         arrays = []
-        csc_cache: dict = {}
         for kind, u, s in gen.args:
-            d = data[gen.operands[u].base]
-            if kind == "rcsc":
-                if u not in csc_cache:
-                    t = sps.csr_matrix((values[u], d.indices, d.indptr), shape=d.shape).tocsc()
-                    t.sort_indices()
-                    it = d.indices.dtype  # SciPy may shrink int64 indices: keep the input's
-                    csc_cache[u] = (t.indptr.astype(it, copy=False), t.indices.astype(it, copy=False),
-                                    t.data)
-                arrays += list(csc_cache[u])
-            elif kind == "rsort":
-                out_i = np.empty_like(d.indices)
-                out_v = np.empty(d.indices.shape[0], dtype=np.float64)
-                _run_blocks(getattr(mod, f"rsort_{s}"), (d.indptr, d.indices, values[u], out_i, out_v),
-                            d.shape[0])
-                arrays += [d.indptr, out_i, out_v]
+            if kind == "lcsr":
+                d = b.data[gen.operands[u].base]
+                arrays += [d.indptr[r0:r1 + 1], d.indices, p.values[u]]
             else:
-                arrays += [d.indptr, d.indices, values[u]]
+                arrays += list(right[(kind, u, s)])
+        colred = p.reduce(p.cols, r0, r1)
         if gen.fused:
-            out = allocate_result((m, n), dt)  # typed error when it cannot fit in memory
-            kernel = mod.gb_fused
+            out = np.empty((m, n), dtype=b.dtype)
+            kernel = p.mod.gb_fused
         else:
-            out = allocate_result((max(1, len(gen.products)), m, n), np.float64)
-            kernel = mod.gb_planes
-        head = (*arrays, colred, rowred, np.int64(K), np.int64(Kw), np.int64(n), out)
-        _run_blocks(kernel, head, m, self.chunk)
-        if gen.fused:
-            result = out
-        else:
-            result = self._numpy_epilogue(plan, gen, out, colred, rowred, cols, rows, K, m, n)
-            result = np.ascontiguousarray(result).astype(dt)
-        pair = exact.operand_pair(plan)
-        if pair is not None and plan.output_kind == "matrix" and sides.get("left") and sides.get("right"):
-            lk, rk = data[sides["left"]], data[sides["right"]]
-            apply_self_value(plan, result, (lk.indptr, lk.indices, lk.data),
-                             (rk.indptr, rk.indices, rk.data))
-        return result
+            out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
+            kernel = p.mod.gb_planes
+        head = (*arrays, colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out)
+        _run_blocks(kernel, head, m)
+        if not gen.fused:
+            out = self._planes_epilogue(p, out, colred, rowred, m, n)
+        kind = plan.output_kind
+        out = shape_output(out, kind, r1 - r0, c1 - c0)
+        if kind == "matrix" and p.pair is not None:
+            lk, rk = b.data[p.pair[0]], b.data[p.pair[1]]
+            lo = int(lk.indptr[r0])
+            left = (lk.indptr[r0:r1 + 1] - lk.indptr[r0], lk.indices[lo:int(lk.indptr[r1])],
+                    lk.data[lo:int(lk.indptr[r1])])
+            if b.right_sliceable and (c0, c1) != (0, b.n):
+                hi = int(rk.indptr[c1])
+                lo2 = int(rk.indptr[c0])
+                right_ = (rk.indptr[c0:c1 + 1] - rk.indptr[c0], rk.indices[lo2:hi],
+                          rk.data[lo2:hi])
+            else:
+                right_ = (rk.indptr, rk.indices, rk.data)
+            out = _rows.apply_self_value(p.value, out, left, right_)
+        # a fused kernel keeps no step values: suspect None, the runtime's repair scans
+        # the rows large enough to overflow (gbdist.runtime.direct.Repair)
+        return Tile(out, None)
 
-    def select_k(self, tile: np.ndarray, k: int, offset: int = 0):
-        """The k smallest entries of each row of ``tile`` by (distance, column), NaN last."""
+    def cell_bytes(self, plan, dtype) -> int:
+        """A matrix tile is written once by the fused kernel (its values, plus 8 bytes of
+        slack per cell for the repair's masks); other outputs keep one float64 plane per
+        product step and the NumPy epilogue's temporaries (3)."""
+        if plan.output_kind == "matrix":
+            return np.dtype(dtype).itemsize + 8
+        return 8 * (len(plan.steps) + 3)
+
+    def row_bytes(self, bound: Bound) -> int:
+        """The kernels' per-thread scratch is per tile, not per left row."""
+        return 0
+
+    def _planes_epilogue(self, p: CompiledPrepared, planes, colred, rowred, m: int, n: int):
+        """The epilogue of a plan whose output is not an (i, j) grid, on the kernel's
+        planes (NumPy's, as the oracle evaluates it)."""
+        plan, gen = p.bound.plan, p.gen
+        results = {}
+        for step, *_ in gen.products:
+            s = gen.plane_of[step.name]
+            results[step.name] = planes[s][:, :1] if step.kind == "col" else planes[s]
+        for c, (st, _) in enumerate(p.cols):
+            results[st.name] = colred[c][:, None]
+        for c, (st, _) in enumerate(p.rows):
+            results[st.name] = rowred[c][None, :]
+        return np.asarray(self.epilogue(plan.epilogue, results, p.K), dtype=np.float64)
+
+    def select_k(self, D, k: int, offset: int = 0):
+        """The k smallest entries of each row of ``D`` by (distance, column), NaN last."""
         from .topk import select_k
-        return select_k(tile, k, offset)
+        return select_k(D, k, offset)
 
     def merge_k(self, d1, i1, d2, i2, k: int):
         """Merge two per-row candidate lists into the k best (distance, index)."""
         from .topk import merge_k
         return merge_k(d1, i1, d2, i2, k)
 
-    # -- helpers -----------------------------------------------------------------
 
-    def _bind(self, plan: Plan, inputs: dict, syms: dict):
-        """Every (name, transposed) operand the steps read, canonical CSR, conditioned and
-        normalised as the runtime does (``runtime.bind``), values in their stored dtype."""
-        inv, conditioned = exact.conditioned_names(plan)
-        normalised = exact.normalised_names(plan)
-        base: dict = {}
-        for name in syms:
-            if isinstance(syms[name], ir.Vector):
-                x = inputs[name]
-                base[name] = _csr(x) if sps.issparse(x) else vector_to_row(x, name)
-                continue
-            c = _csr(inputs[name])
-            if name in conditioned:
-                c = _with_data(c, condition_rows(c.indptr, c.data, c.shape[1], inv))
-            if name in normalised:
-                c = _with_data(c, exact.normalise_rows(c.indptr, c.data, name))
-            base[name] = c
-        data: dict = {}
-        sides: dict = {}
-        for step in plan.steps:
-            for side, key in step.sides:
-                if key not in data:
-                    name, flipped = key
-                    data[key] = _transpose(base[name]) if flipped else base[name]
-                sides.setdefault(side, key)
-        return data, sides
-
-    @staticmethod
-    def _numpy_epilogue(plan, gen, planes, colred, rowred, cols, rows, K, m, n):
-        from ..cpu import CPUBackend
-        results = {}
-        for step, *_ in gen.products:
-            s = gen.plane_of[step.name]
-            results[step.name] = planes[s][:, :1] if step.kind == "col" else planes[s]
-        for c, (st, _) in enumerate(cols):
-            results[st.name] = colred[c][:, None]
-        for c, (st, _) in enumerate(rows):
-            results[st.name] = rowred[c][None, :]
-        out = CPUBackend().epilogue(plan.epilogue, results, K)
-        return _shape_block(out, plan.output_kind, m, n)
-
-
-__all__ = ["CompiledCPUBackend", "available", "generate_source", "BackendError"]
+__all__ = ["CompiledCPUBackend", "available", "generate_source", "generated", "threads"]

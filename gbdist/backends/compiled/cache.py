@@ -6,11 +6,10 @@ objects by the source file's path and stamp, in ``__pycache__`` beside it) finds
 the machine code of an earlier process: a built-in metric's first call in a new
 process loads kernels instead of compiling them.
 
-* ``<cache>`` is ``$GBDIST_CACHE_DIR`` (the directory the CUDA backend gives
-  CuPy, see ``backends/cuda/__init__.py``, and the analysis cache's root), else
-  ``~/.cache/gbdist``. ``GBDIST_CACHE_DIR=off`` (as for the analysis cache) and
-  an unwritable directory use a temporary directory of this process instead
-  (kernels then compile in every process).
+* ``<cache>/cpu`` is ``gbdist.paths.cache_dir("cpu")`` (``$GBDIST_CACHE_DIR/cpu``, else the
+  platform's user cache directory). ``GBDIST_CACHE_DIR=off`` and an unwritable directory
+  use a temporary directory of this process instead (kernels then compile in every
+  process).
 * ``key`` = sha256 of the generated source, the generator's version, and the
   Numba, NumPy, Python and gbdist versions (everything that changes the binary).
 * Concurrent processes: the source is written to a temporary file in the same
@@ -28,6 +27,9 @@ import sys
 import tempfile
 import threading
 
+from ... import paths
+from ...version import __version__ as gbdist_version
+
 _LOCK = threading.Lock()
 _MODULES: dict = {}
 
@@ -36,15 +38,14 @@ _PRIVATE: list = []  # this process's temporary directory, when the cache is off
 
 
 def cache_dir() -> str:
-    """The directory generated modules are written to (created if missing)."""
-    root = os.environ.get("GBDIST_CACHE_DIR", "")
-    if root.lower() not in ("off", "0", "none", "false"):
-        base = root or os.path.join(os.path.expanduser("~"), ".cache", "gbdist")
-        path = os.path.join(base, "cpu")
+    """The directory generated modules are written to (created if missing):
+    ``gbdist.paths.cache_dir("cpu")``, else a temporary directory of this process."""
+    path = paths.cache_dir("cpu")
+    if path is not None:
         try:
             os.makedirs(path, exist_ok=True)
             if os.access(path, os.W_OK):
-                return path
+                return str(path)
         except OSError:
             pass
     if not _PRIVATE:
@@ -55,7 +56,6 @@ def cache_dir() -> str:
 def module_key(source: str) -> str:
     import numba
     import numpy
-    from ... import __version__ as gbdist_version
     parts = (source, numba.__version__, numpy.__version__, sys.version, gbdist_version)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 

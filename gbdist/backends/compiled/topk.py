@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import _run_blocks
+from .threads import run_blocks as _run_blocks
 
 _OPT = dict(cache=True, nogil=True)
 
