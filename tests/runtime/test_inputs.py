@@ -428,7 +428,14 @@ for metric in ("euclidean", "manhattan", "chebyshev", "cosine", "canberra", "ham
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     out[metric] = [peak, D.tolist()]
-out["maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# The peak resident size of this process. /proc's VmHWM belongs to this program's own
+# address space; getrusage's ru_maxrss also counts the parent's size at fork (a large
+# pytest process would be reported), so it is only the fall-back off Linux.
+try:
+    with open("/proc/self/status") as f:
+        out["maxrss_kib"] = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    out["maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps(out))
 """
 
