@@ -6,18 +6,12 @@ backend maps stored values with it (:func:`apply_unary`, :func:`apply_binary`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-
 import functools
 
 import numpy as np
 import sympy as sp
 
 from ..errors import DefinitionError
-
-if TYPE_CHECKING:  # the ops module imports this one
-    from .ops import Op
 
 
 # ---------------------------------------------------------------------------
@@ -191,13 +185,16 @@ def evaluable(expr: sp.Basic) -> bool:
     return True
 
 
-def apply_unary(op: Op, values: np.ndarray) -> np.ndarray:
+def apply_unary(op, values: np.ndarray) -> np.ndarray:
+    """A unary op (anything with a ``formula`` over x: an :class:`~gbdist.algebra.ops.Op`)
+    on an array of values, as written."""
     with np.errstate(all="ignore"):
         out = evaluate(op.formula, {"x": values})
     return np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(values))
 
 
-def apply_binary(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def apply_binary(op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A binary op (a ``formula`` over x and y) on two arrays, broadcast, as written."""
     a, b = np.broadcast_arrays(a, b)
     with np.errstate(all="ignore"):
         out = evaluate(op.formula, {"x": a, "y": b})
