@@ -315,3 +315,19 @@ def store(key: str, record: dict) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def remembered(memo: dict, name: str, fmt: int, key, decode, compute, encode):
+    """The value for ``key``: from the process-wide ``memo``, else decoded from its on-disk
+    record (``name``, ``fmt``, ``key``), else computed and written to both. ``decode``
+    raises TypeError, KeyError or ValueError on a missing or malformed record (a miss)."""
+    value = memo.get(key)
+    if value is None:
+        disk = key_of(name, fmt, key)
+        try:
+            value = decode(load(disk))
+        except (TypeError, KeyError, ValueError):
+            value = compute()
+            store(disk, encode(value))
+        memo[key] = value
+    return value

@@ -238,20 +238,13 @@ _CACHE: dict = {}
 def self_value(plan) -> SelfValue:
     """The proven value of d(a, a) for ``plan`` (cached by the plan's structural key, in
     the process and in the on-disk analysis cache, gbdist/cache.py)."""
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())))
-    sv = _CACHE.get(key)
-    if sv is None:
-        from . import cache
-        disk = cache.key_of("exact.self_value", FORMAT, key)
-        rec = cache.load(disk)
-        try:
-            v = rec["value"]
-            sv = SelfValue(None if v is None else float(v), str(rec["statement"]), str(rec["checked"]))
-        except (TypeError, KeyError, ValueError):
-            sv = _self_value_uncached(plan)
-            cache.store(disk, {"value": sv.value, "statement": sv.statement, "checked": sv.checked})
-        _CACHE[key] = sv
-    return sv
+    from . import cache
+    return cache.remembered(
+        _CACHE, "exact.self_value", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items()))),
+        lambda r: SelfValue(None if r["value"] is None else float(r["value"]), str(r["statement"]),
+                            str(r["checked"])),
+        lambda: _self_value_uncached(plan),
+        lambda sv: {"value": sv.value, "statement": sv.statement, "checked": sv.checked})
 
 
 _NUMERIC_CHECK: list = []  # the runtime's checker (a CPU run), registered at its import

@@ -152,19 +152,11 @@ _INV_CACHE: dict = {}
 def invariance(plan) -> Invariance:
     """The per-row invariances of ``plan`` (cached by the plan's structural key, in the
     process and on disk)."""
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())))
-    inv = _INV_CACHE.get(key)
-    if inv is None:
-        disk = cache.key_of("exact.invariance", FORMAT, key)
-        rec = cache.load(disk)
-        try:
-            inv = Invariance(rec["scale"] is True, rec["shift"] is True, str(rec["detail"]))
-        except (TypeError, KeyError):
-            inv = _invariance_uncached(plan)
-            cache.store(disk, {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
-        _INV_CACHE[key] = inv
-    return inv
-
+    return cache.remembered(
+        _INV_CACHE, "exact.invariance", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items()))),
+        lambda r: Invariance(r["scale"] is True, r["shift"] is True, str(r["detail"])),
+        lambda: _invariance_uncached(plan),
+        lambda inv: {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
 
 
 def conditioned_names(plan) -> tuple[Invariance, tuple[str, ...]]:
