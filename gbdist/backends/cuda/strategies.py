@@ -204,7 +204,7 @@ def _scatter_threads(smem: int) -> int:
     """Threads per scatter block: 1024 where a block's accumulator row is so large that
     fewer than four 512-thread blocks fit on an SM (8-byte accumulators on wide outputs),
     so the SM stays fully occupied; else 512 (benchmarks/atomics_probe.py)."""
-    per_sm = 228 * 1024  # shared memory per SM on sm_90 (the blocks' rows share it)
+    per_sm = _device_attr("MaxSharedMemoryPerMultiprocessor", 228 * 1024)  # blocks share it
     return 1024 if per_sm // max(smem + 1024, 1) < 4 else THREADS
 
 
