@@ -45,13 +45,14 @@ def clear_caches() -> None:
     d(a, a) values and row invariances, and what the stages above registered
     (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
     analysis cache (gbdist.compiler.cache) is kept. Public as ``gbdist.clear_caches()``."""
+    from .. import inputs
     from ..algebra import proofs
-    from ..compiler import analysis, exact, plan
+    from ..compiler import analysis, exact, ir, plan
     from . import invariance
     for cached in (proofs._check, analysis.analyze, plan.cached_plan):
         cached.cache_clear()
-    exact._CACHE.clear()
-    invariance._INV_CACHE.clear()
+    for memo in (exact._CACHE, invariance._INV_CACHE, ir._SYMBOLS, inputs._SIDES):
+        memo.clear()
     for clear in _CLEARERS:
         clear()
     try:
