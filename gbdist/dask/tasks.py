@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from ..neighbors import NearestNeighbors, knn, pairwise_distances_chunked
+from ..neighbors import NearestNeighbors, knn, knn_both, pairwise_distances_chunked
 
 
 def proven_symmetric(metric, params: dict) -> bool:
@@ -43,44 +43,6 @@ def block(x):
 
 def empty_list(rows: int, dtype=np.float64):
     return np.empty((rows, 0), dtype=dtype), np.empty((rows, 0), dtype=np.int64)
-
-
-def _xp(a):
-    """NumPy, or CuPy for a device array (the selection runs where the distances are)."""
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-    return cupy
-
-
-def select_k(D, k: int, offset: int):
-    """The k smallest entries of each row of D by (value, column), NaN last; columns + offset.
-
-    On the host or, for a CuPy D, on the device (both sorts are stable, NaN last)."""
-    xp = _xp(D)
-    rows, width = D.shape
-    kk = min(k, width)
-    if kk == 0 or rows == 0:
-        return xp.empty((rows, kk), dtype=D.dtype), xp.empty((rows, kk), dtype=np.int64)
-    cols = xp.arange(width, dtype=np.int64)
-    if kk < width:
-        kth = xp.partition(D, kk - 1, axis=1)[:, kk - 1:kk]  # NaN sorts last
-        kth_nan, d_nan = xp.isnan(kth), xp.isnan(D)
-        less = (D < kth) | (kth_nan & ~d_nan)
-        equal = (D == kth) | (kth_nan & d_nan)
-        need = kk - less.sum(axis=1)
-        over = xp.flatnonzero(equal.sum(axis=1) > need)
-        if over.size:  # more ties than places: the lowest columns
-            equal[over] &= xp.cumsum(equal[over], axis=1) <= need[over, None]
-        _, picked = xp.nonzero(less | equal)
-        cols = picked.reshape(rows, kk).astype(np.int64)
-        values = xp.take_along_axis(D, cols, axis=1)
-    else:
-        cols = xp.broadcast_to(cols, (rows, width))
-        values = D
-    order = xp.argsort(values, axis=1, **({"kind": "stable"} if xp is np else {}))
-    return (xp.take_along_axis(values, order, axis=1),
-            xp.take_along_axis(cols, order, axis=1) + np.int64(offset))
 
 
 def to_device(x):
@@ -156,25 +118,12 @@ def pair_knn(Q, I, k: int, col0: int, metric, params: dict, backend, working_mem
 
 def pair_symmetric(Xr, Xc, k: int, r0: int, c0: int, metric, params: dict, backend,
                    working_memory):
-    """One off-diagonal block pair (r, c) of a symmetric self-join, computed once: the
-    distance rows of Xr against Xc (in chunks) give Xr's candidates and, transposed, Xc's."""
-    rows_best = empty_list(Xr.shape[0])
-    cols_best = empty_list(Xc.shape[0])
-    start = 0
-    parts = []
-    for D in pairwise_distances_chunked(Xr, Xc, metric=metric, backend=backend,
-                                        working_memory=working_memory, **params):
-        xp = _xp(D)  # CuPy inputs give device distances: select there, move only the lists
-        n = D.shape[0]
-        d, i = select_k(D, k, c0)
-        parts.append((host(d), host(i)))
-        d, i = select_k(xp.ascontiguousarray(D.T), k, r0 + start)
-        cols_best = merge([cols_best, (host(d), host(i))], k)
-        start += n
-        del D
-    if parts:
-        rows_best = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
-    return rows_best, cols_best
+    """One off-diagonal block pair (r, c) of a symmetric self-join, computed once: one pass
+    over the Xr × Xc distances (:func:`gbdist.neighbors.knn_both`, the backend's own tiles,
+    top-k selection and merge) gives Xr's candidates and, transposed, Xc's."""
+    (dr, ir), (dc, ic) = knn_both(Xr, Xc, k, metric=metric, backend=backend,
+                                  working_memory=working_memory, **params)
+    return (host(dr), host(ir) + np.int64(c0)), (host(dc), host(ic) + np.int64(r0))
 
 
 def pair_radius(Q, I, radius, metric, params: dict, backend, working_memory) -> sps.csr_matrix:

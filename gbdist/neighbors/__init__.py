@@ -13,7 +13,8 @@ from ..runtime import check_working_memory, get_backend, register_cache
 from .estimators import (
     KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, kneighbors_graph,
     radius_neighbors_graph)
-from .search import Search, _knn, _radius, drop_self, knn, knn_plan, pairwise_distances_chunked
+from .search import (
+    Search, _knn, _radius, drop_self, knn, knn_both, knn_plan, pairwise_distances_chunked)
 from ..compiler import symmetry
 from ..compiler.symmetry import is_symmetric
 
@@ -21,7 +22,7 @@ register_cache(symmetry._SYMMETRY.clear)
 
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
-           "is_symmetric", "select_k", "merge_k", "drop_self", "knn_plan", "Search"]
+           "is_symmetric", "select_k", "merge_k", "drop_self", "knn_plan", "knn_both", "Search"]
 
 
 def _budget_bytes(nbytes) -> int | None:

@@ -35,7 +35,7 @@ from ..runtime import (
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
 
-__all__ = ["knn", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
+__all__ = ["knn", "knn_both", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
            "drop_self"]
 
 
@@ -149,6 +149,49 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     if exclude_self:
         best_d, best_i = drop_self(best_d, best_i, k, xp)
     return s.host(best_d.astype(s.b.dtype, copy=False)), s.host(best_i)
+
+
+def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=None, **params):
+    """Both directions of one block pair under a metric proven symmetric, from ONE pass over
+    the X × Y distances: ``((d, i) of X's k nearest in Y, (d, i) of Y's k nearest in X)``.
+
+    Each tile feeds its rows' top-k (``select_k``) and, transposed, its columns' — what
+    the symmetric self-join does above its diagonal, for two different blocks (the
+    off-diagonal block pairs of a partitioned self-join, :mod:`gbdist.dask`). Indices are
+    local (0-based in the other block); order by (distance, index), NaN last."""
+    X, Y = as_input(X, "X"), as_input(Y, "Y")
+    plan = metric_program(metric, **params).plan
+    if not is_symmetric(plan):
+        raise InputError("knn_both needs a metric proven symmetric (d(a, b) == d(b, a))",
+                         got=ir_text(plan), hint="run knn(X, Y) and knn(Y, X) instead")
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    m, n = _nrows(X, "X"), _nrows(Y, "Y")
+    s = Search(plan, X, Y, be, budget)
+    xp = s.xp
+    kr, kc = min(k, n), min(k, m)
+    rows = cols = None
+    for r0, r1, c0, c1, D in s.tiles():
+        if rows is None:  # placeholders sort after every real candidate
+            rows = (xp.full((m, kr), np.nan, dtype=D.dtype),
+                    xp.full((m, kr), np.iinfo(np.int64).max, dtype=xp.int64))
+            cols = (xp.full((n, kc), np.nan, dtype=D.dtype),
+                    xp.full((n, kc), np.iinfo(np.int64).max, dtype=xp.int64))
+        if kr:
+            d, i = be.select_k(D, kr, c0)
+            rows[0][r0:r1], rows[1][r0:r1] = be.merge_k(rows[0][r0:r1], rows[1][r0:r1], d, i, kr)
+        if kc:
+            DT = xp.ascontiguousarray(D.T)
+            del D
+            d, i = be.select_k(DT, kc, r0)
+            del DT
+            cols[0][c0:c1], cols[1][c0:c1] = be.merge_k(cols[0][c0:c1], cols[1][c0:c1], d, i, kc)
+    if rows is None:  # an empty side
+        dt = s.b.dtype
+        rows = (xp.empty((m, kr), dtype=dt), xp.empty((m, kr), dtype=xp.int64))
+        cols = (xp.empty((n, kc), dtype=dt), xp.empty((n, kc), dtype=xp.int64))
+    out = tuple((s.host(d.astype(s.b.dtype, copy=False)), s.host(i)) for d, i in (rows, cols))
+    return out[0], out[1]
 
 
 def _radius(plan, X, Y, radius, be, budget: int | None, exclude_self: bool, sort_results: bool,

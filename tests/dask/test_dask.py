@@ -19,6 +19,7 @@ da = pytest.importorskip("dask.array")
 import gbdist as gb  # noqa: E402
 import gbdist.dask as gbd  # noqa: E402
 from gbdist.dask import tasks  # noqa: E402
+from gbdist.backends.cpu import select_k as cpu_select_k  # noqa: E402
 
 UNEVEN = [5, 22, 1, 19, 13]  # 60 rows: partitions smaller than k, one of a single row
 
@@ -220,7 +221,7 @@ def test_merge_is_the_total_order_in_any_grouping():
     d[rng.random(d.shape) < 0.1] = np.nan
     idx = np.broadcast_to(np.arange(40, dtype=np.int64), d.shape)
     want = np.lexsort((idx, d), axis=1)[:, :7]  # brute force over the whole row
-    parts = [tasks.select_k(d[:, a:a + 9], 7, a) for a in range(0, 40, 9)]
+    parts = [cpu_select_k(d[:, a:a + 9], 7, a) for a in range(0, 40, 9)]
     for grouped in (tasks.merge(parts, 7),
                     tasks.merge([tasks.merge(parts[:2], 7), tasks.merge(parts[2:], 7)], 7)):
         np.testing.assert_array_equal(grouped[1], want)

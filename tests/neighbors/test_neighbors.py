@@ -23,7 +23,7 @@ import gbdist as gb
 from gbdist import neighbors
 from gbdist.front import get_metric
 from datagen import random_dense
-from test_metrics import METRICS
+from metric_cases import METRICS
 
 BUILTIN = [n for n in gb.metric_names() if get_metric(n).source.endswith("metrics.gbd")]
 

@@ -1,0 +1,60 @@
+"""The named metrics' SciPy (or brute-force float64) references, shared by the metric,
+neighbour and estimator tests: name -> (params, data kind, reference, power)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+
+def _cdist(name, **kw):
+    def ref(a, b):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return cdist(a, b, name, **kw)
+    return ref
+
+
+def _hellinger(a, b):
+    return cdist(np.sqrt(a), np.sqrt(b)) / np.sqrt(2.0)
+
+
+def _kl_shared_support(a, b):
+    out = np.zeros((len(a), len(b)))
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            s = (x != 0) & (y != 0)
+            out[i, j] = np.sum(x[s] * np.log(x[s] / y[s]))
+    return out
+
+
+def _inner(a, b):
+    return a @ b.T
+
+
+# name -> (params, data kind, reference, power): ``power`` is the root the metric
+# takes of its semiring sum (2 for euclidean); see assert_metric_close.
+METRICS = {
+    "euclidean": ({}, "real", _cdist("euclidean"), 2),
+    "sqeuclidean": ({}, "real", _cdist("sqeuclidean"), 1),
+    "manhattan": ({}, "real", _cdist("cityblock"), 1),
+    "chebyshev": ({}, "real", _cdist("chebyshev"), 1),
+    "minkowski-p1": ({"p": 1}, "real", _cdist("minkowski", p=1), 1),
+    "minkowski-p1.5": ({"p": 1.5}, "real", _cdist("minkowski", p=1.5), 1.5),
+    "minkowski-p3": ({"p": 3}, "real", _cdist("minkowski", p=3), 3),
+    "minkowski-p4": ({"p": 4}, "real", _cdist("minkowski", p=4), 4),
+    "canberra": ({}, "real", _cdist("canberra"), 1),
+    "braycurtis": ({}, "real", _cdist("braycurtis"), 1),
+    "cosine": ({}, "real", _cdist("cosine"), 1),
+    "correlation": ({}, "real", _cdist("correlation"), 1),
+    "hamming": ({}, "real", _cdist("hamming"), 1),
+    "jaccard": ({}, "binary", _cdist("jaccard"), 1),
+    "dice": ({}, "binary", _cdist("dice"), 1),
+    "russellrao": ({}, "binary", _cdist("russellrao"), 1),
+    "hellinger": ({}, "nonneg", _hellinger, 2),
+    "jensenshannon": ({}, "prob", _cdist("jensenshannon"), 2),
+    "jensenshannon_unnormalized": ({}, "prob", _cdist("jensenshannon"), 2),
+    "kl_divergence": ({}, "nonneg", _kl_shared_support, 1),
+    "inner_product": ({}, "real", _inner, 1),
+}
