@@ -56,6 +56,19 @@ def _median_ms(fn, repeats: int) -> tuple[float, list]:
     return statistics.median(times), times
 
 
+def _task_seconds(records) -> dict:
+    """Seconds of worker compute per task name (the key's prefix), from a task stream: where
+    the time of a partitioned run goes (pair tasks, tree merges, the last merge per block)."""
+    out: dict = {}
+    for rec in records:
+        name = rec["key"][0] if isinstance(rec["key"], tuple) else str(rec["key"])
+        name = name.rsplit("-", 1)[0]
+        for s in rec.get("startstops", ()):
+            if s.get("action") == "compute":
+                out[name] = out.get(name, 0.0) + s["stop"] - s["start"]
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def _compare(ref, got) -> dict:
     rd, ri = ref
     gd, gi = got
@@ -147,15 +160,23 @@ def main(argv=None) -> int:
                     failed = True
                     print(f"  MISMATCH {metric}, {n_parts} partitions: {cmp}", flush=True)
                 dask_ms, dask_times = _median_ms(run, args.repeats)
+                with distributed.get_task_stream(client) as stream:  # one more run, profiled
+                    t0 = time.perf_counter()
+                    run()
+                    profiled_ms = (time.perf_counter() - t0) * 1e3
+                by_task = _task_seconds(stream.data)
                 row = {"dataset": meta.get("name", "powerlaw"), "shape": list(X.shape),
                        "nnz": int(X.nnz), "k": args.k, "metric": metric, "partitions": n_parts,
                        "cluster": what, "backend": backend, "single_ms": single_ms,
                        "single_times": single_times, "dask_ms": dask_ms,
-                       "dask_times": dask_times, "overhead": dask_ms / single_ms - 1, **cmp}
+                       "dask_times": dask_times, "overhead": dask_ms / single_ms - 1,
+                       "profiled_ms": profiled_ms, "task_seconds": by_task, **cmp}
                 rows.append(row)
                 print(f"  {metric:10s} partitions {n_parts}: single {single_ms:9.1f} ms, dask "
                       f"{dask_ms:9.1f} ms, overhead {100 * row['overhead']:+.1f}%, equal "
                       f"{cmp['equal']}", flush=True)
+                print("    worker time by task: " + ", ".join(
+                    f"{name} {sec * 1e3:.0f} ms" for name, sec in by_task.items()), flush=True)
             del parts
     cluster.close()
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
