@@ -180,6 +180,11 @@ def _gather_estimate(job: Job):
 # --- scatter and sorted -----------------------------------------------------------
 
 
+# Most shared-memory bytes of accumulators per scatter/sorted block; None: the device's
+# opt-in limit (one column tile as wide as fits).
+SCATTER_SMEM_CAP: int | None = None
+
+
 def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
     """Bᵀ in CSR (row k lists the j storing column k) and, for output tiles of J
     columns sized to shared memory, each k's offsets per tile (gb_chunk_ptr)."""
@@ -190,6 +195,8 @@ def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
     bt.sort_indices()
     itype = right.indptr.dtype
     optin = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024)
+    if SCATTER_SMEM_CAP:  # a probe's override (benchmarks/scatter_tiles_probe.py)
+        optin = min(optin, SCATTER_SMEM_CAP + 1024 + reserved)
     J = max(1, min(job.n_right, (optin - 1024 - reserved) // bytes_per_column))
     ntiles = -(-job.n_right // J)
     tptr = cupy.empty(K * (ntiles + 1), dtype=itype)
