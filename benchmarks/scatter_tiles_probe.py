@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import gbdist as gb  # noqa: E402
 from benchmarks import datasets, peers  # noqa: E402
 
-CAPS_KIB = (0, 112, 74, 56, 37)  # 0: the device's limit (today's rule)
+CAPS_KIB = (None, 0, 112, 74, 56, 37)  # None: the occupancy rule; 0: the device's limit
 
 
 def main(argv=None) -> int:
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     import cupyx.scipy.sparse as cps
     from gbdist.backends.cuda import accumulate, strategies
     rows = []
-    print(f"{'data set':<13} {'metric':<10} {'mode':<8} " + " ".join(f"{c or 'max':>7}" for c in CAPS_KIB)
+    print(f"{'data set':<13} {'metric':<10} {'mode':<8} " + " ".join(f"{'auto' if c is None else c or 'max':>7}" for c in CAPS_KIB)
           + "  (ms; cap KiB)")
     for name in args.datasets.split(","):
         X = datasets.load(name, args.data_dir)[0].astype(np.float32)
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
             for mode in ("float32", "float64"):
                 times, ref = {}, None
                 for cap in CAPS_KIB:
-                    strategies.SCATTER_SMEM_CAP = cap * 1024 or None
+                    strategies.SCATTER_SMEM_CAP = None if cap is None else cap * 1024
                     def call():
                         with accumulate(mode):
                             return gb.pairwise_distances(Qg, Xg, metric=metric, backend="cuda",

@@ -12,10 +12,12 @@
 // on both sides are visited) and for union correction's g (which is 0 where
 // either side is the fill); never used for a two-pass union.
 //
-// TPB threads per block: 1024 where a block's accumulator row is so large that fewer
-// than four 512-thread blocks fit on an SM (8-byte accumulators on wide outputs), so
-// the SM stays fully occupied; else 512 (benchmarks/atomics_probe.py: 8-byte shared
-// atomics cost 1.33x the 4-byte ones at 512 threads, 1.10x at 1024).
+// Column tiles are capped so that four 512-thread blocks fit on an SM (full occupancy;
+// strategies._scatter_cap): on an H100 that beat one tile as wide as fits by 5-36%
+// although each tile walks A's row again. TPB is then 512; 1024 remains for a tile
+// forced wider (strategies.SCATTER_SMEM_CAP = 0), where fewer than four 512-thread
+// blocks would fit (benchmarks/atomics_probe.py: 8-byte shared atomics cost 1.33x the
+// 4-byte ones at 512 threads, 1.10x at 1024).
 template <class Spec, typename I, int TPB>
 __global__ void __launch_bounds__(TPB)
 gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,

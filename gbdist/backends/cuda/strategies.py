@@ -180,12 +180,28 @@ def _gather_estimate(job: Job):
 # --- scatter and sorted -----------------------------------------------------------
 
 
-# Most shared-memory bytes of accumulators per scatter/sorted block; None: the device's
-# opt-in limit (one column tile as wide as fits).
+# Most shared-memory bytes of accumulators per scatter block. None: the occupancy rule
+# (_scatter_cap); 0: the device's opt-in limit per block (one column tile as wide as
+# fits: the rule before 2026-11-23); an int: that many bytes (benchmarks/scatter_tiles_probe.py).
 SCATTER_SMEM_CAP: int | None = None
 
 
-def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
+def _scatter_cap() -> int:
+    """Accumulator bytes per scatter block such that four 512-thread blocks fit on an SM
+    (2048 threads, full occupancy), 1 KiB of each block's share kept for the runtime.
+
+    Narrower column tiles walk A's row once per tile, but occupancy matters more: on an
+    H100 (228 KiB per SM) capping the tile at 56 KiB made scatter 5-36% faster than one
+    tile as wide as fits, in float32 and float64, on Newsgroups, SEC names and a 283K-
+    column power-law output, and changed nothing measurable on KOS and Tabula Muris
+    (benchmarks/results/h100-2026-11-23c-scatter-tiles*.json)."""
+    if SCATTER_SMEM_CAP is not None:
+        return SCATTER_SMEM_CAP
+    per_sm = _device_attr("MaxSharedMemoryPerMultiprocessor", 228 * 1024)
+    return max(per_sm // 4 - 1024, 1024)
+
+
+def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int, cap: int = 0):
     """Bᵀ in CSR (row k lists the j storing column k) and, for output tiles of J
     columns sized to shared memory, each k's offsets per tile (gb_chunk_ptr)."""
     import cupy
@@ -195,9 +211,10 @@ def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int):
     bt.sort_indices()
     itype = right.indptr.dtype
     optin = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024)
-    if SCATTER_SMEM_CAP:  # a probe's override (benchmarks/scatter_tiles_probe.py)
-        optin = min(optin, SCATTER_SMEM_CAP + 1024 + reserved)
-    J = max(1, min(job.n_right, (optin - 1024 - reserved) // bytes_per_column))
+    limit = optin - 1024 - reserved
+    if cap:
+        limit = min(limit, cap)
+    J = max(1, min(job.n_right, limit // bytes_per_column))
     ntiles = -(-job.n_right // J)
     tptr = cupy.empty(K * (ntiles + 1), dtype=itype)
     bt_indices = bt.indices.astype(itype)
@@ -223,7 +240,8 @@ def _scatter_launch(mod, job: Job):
     import cupy
     left = job.left
     nacc = len(job.gen.accumulators)
-    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, nacc * job.at.itemsize, 0)
+    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, nacc * job.at.itemsize, 0,
+                                                    cap=_scatter_cap())
     out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
     smem = nacc * J * job.at.itemsize
     threads = _scatter_threads(smem)
