@@ -223,7 +223,7 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
             fn = lambda v: binary(op, np.asarray(s), v, dt, xp)  # noqa: E731
     at_zero = 0.0
     if A.effective_fill == 0:
-        at_zero = float(np.asarray(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64))[0])
+        at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
     dec = rule.apply_value("apply", at_zero, (A.effective_fill,))
     keys, vals = A.keys(), _vals(A)
     if mask is not None:
@@ -261,7 +261,7 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
     elif op == "nonzero":
         keep = vals != 0
     else:
-        t = np.asarray(k)
+        t = k.item() if hasattr(k, "item") else k
         keep = {"==": vals == t, "!=": vals != t, ">": vals > t, ">=": vals >= t,
                 "<": vals < t, "<=": vals <= t}[op]
     dec = rule.Decision("select", True, A.fill if A.effective_fill is not None else rule.ABSENT,
