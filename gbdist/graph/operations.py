@@ -352,8 +352,10 @@ def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):
     K = get_kernels(backend, A.on_device)
     indptr = xp.asarray([0, vals.size], dtype=np.int64)
     nzero = xp.asarray([total - vals.size if A.fill == 0 else 0], dtype=np.int64)
-    v, _ = _reduce_segments("reduce_scalar", _Seg(indptr, vals), nzero, monoid, dt,
-                            0 if A.fill == 0 else rule.ABSENT, K, A.on_device)
+    v, present = _reduce_segments("reduce_scalar", _Seg(indptr, vals), nzero, monoid, dt,
+                                  0 if A.fill == 0 else rule.ABSENT, K, A.on_device)
+    if not bool(present[0]):  # nothing stored: the identity (a kernel's value there is unset)
+        return dt.type(identity_value(monoid, dt))
     return dt.type(v[0].item() if hasattr(v[0], "item") else v[0])
 
 
