@@ -1,0 +1,60 @@
+"""Triangles and k-trusses: masked products over ``plus_pair``.
+
+``plus_pair`` has ⊗ = pair (1 for every pair of stored entries, whatever their values) and
+⊕ = plus, so ``(A ⊕.⊗ B)(i, j)`` *counts* the k with A(i, k) and B(k, j) both stored.
+
+**Triangles** (Sandia's L·Lᵀ). Let L be the strictly lower triangle of the undirected
+adjacency (``select(A, "tril", -1)``: one copy of each edge, self loops gone). Then
+
+    C<L> = L ⊕.⊗ Lᵀ        C(i, j) = #{k : L(i, k), L(j, k)}  for each edge j < i
+
+counts, for the edge (i, j), the common neighbours k < j < i: every triangle once, at its two
+largest vertices. The mask ``L`` (structural) is the point: only entries on edges are
+computed, never the n × n two-hop matrix. The count is ``reduce_scalar(C, plus)``.
+
+**k-truss**: the largest subgraph where every edge lies on at least k - 2 triangles *of the
+subgraph*. Start from the edges C (self loops removed) and repeat
+
+    S<C> = C ⊕.⊗ C            support of each edge: its triangles within C
+    C = select(S, ">=", k-2)   drop the edges with too little support
+
+until no edge is dropped.
+"""
+from __future__ import annotations
+
+import gbdist as gb
+from gbdist import graph as gr
+
+from ._common import as_matrix, plus_pair, require_undirected
+
+
+def triangle_count(A, *, backend: str = "auto") -> int:
+    """Number of triangles of an undirected graph (self loops and values ignored), as
+    ``sum(networkx.triangles(G).values()) // 3``. A directed input is an InputError."""
+    M = as_matrix(A)
+    require_undirected(M, "triangle_count")
+    L = gr.select(M, "tril", -1, backend=backend)
+    if not L.nvals:
+        return 0
+    C = gr.mxm(L, L.T, plus_pair, mask=L.S, backend=backend)
+    return int(gr.reduce_scalar(C, gb.ops.plus, backend=backend))
+
+
+def ktruss(A, k: int, *, backend: str = "auto"):
+    """The k-truss of an undirected graph as a :class:`gbdist.Matrix`: its pattern holds both
+    directions of every edge of the truss, its values the edge's support (triangles within
+    the truss). ``k >= 3``; the 3-truss is every edge on a triangle. Self loops are ignored.
+    Same edges as ``networkx.k_truss(G, k)``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 3:
+        raise gb.ParameterError("k must be an integer >= 3",
+                                expected="k >= 3 (the 2-truss would be the graph itself)",
+                                got=repr(k))
+    M = as_matrix(A)
+    require_undirected(M, "ktruss")
+    C = gr.select(M, "offdiag", backend=backend)
+    while True:
+        nvals = C.nvals
+        S = gr.mxm(C, C, plus_pair, mask=C.S, backend=backend)
+        C = gr.select(S, ">=", k - 2, backend=backend)
+        if C.nvals == nvals:
+            return C
