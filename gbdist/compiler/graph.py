@@ -126,13 +126,15 @@ def _ewise_fill0(operation, op, union) -> Decision:
         p1 = check(f"{op.name}(x, 0) = x: an entry of A alone keeps its value", f.xreplace({Y: 0}), X, dom)
         p2 = check(f"{op.name}(0, y) = y: an entry of B alone keeps its value", f.xreplace({X: 0}), Y, dom)
         why = "0 is the identity of {0}: the union of stored entries is exact"
+        why_not = "0 is not the identity of {0} (an entry stored on one side only would change)"
     else:
         p1 = check(f"{op.name}(x, 0) = 0: A's entries without a partner vanish", f.xreplace({Y: 0}), 0, dom)
         p2 = check(f"{op.name}(0, y) = 0: B's entries without a partner vanish", f.xreplace({X: 0}), 0, dom)
         why = "0 annihilates {0}: the intersection of stored entries is exact"
+        why_not = "0 does not annihilate {0} (an entry stored on one side only would count)"
     if not (p1.holds and p2.holds):
         failed = "; ".join(p.claim for p in (p1, p2) if not p.holds)
-        raise _refuse(operation, f"not proven: {failed}")
+        raise _refuse(operation, f"{why_not.format(op.name)}; not proven: {failed}")
     return Decision(operation, True, 0, why.format(op.name), (p1, p2))
 
 

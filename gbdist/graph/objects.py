@@ -384,7 +384,7 @@ def _as_csr(x):
         else:
             if x.ndim != 2:
                 raise InputError("a Matrix needs 2-D data", got=f"{x.ndim}-D array")
-            csr = cps.csr_matrix(x)
+            csr = cps.csr_matrix(x.astype(S.check_dtype(x.dtype, "the matrix"), copy=False))
         if not csr.has_canonical_format:
             csr = csr.copy()
             csr.sum_duplicates()
@@ -399,7 +399,7 @@ def _as_csr(x):
         arr = np.asarray(x)
         if arr.ndim != 2:
             raise InputError("a Matrix needs 2-D data", got=f"{arr.ndim}-D array")
-        return sps.csr_matrix(arr)
+        return sps.csr_matrix(arr.astype(S.check_dtype(arr.dtype, "the matrix"), copy=False))
     raise InputError("cannot make a gb.Matrix from this", got=type(x).__name__,
                      expected="SciPy/cupyx sparse, a 2-D NumPy/CuPy array, or a gb.Matrix")
 
