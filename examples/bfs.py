@@ -53,7 +53,8 @@ print("deepest level:", levels.max(), "| unreachable:", int((levels < 0).sum()))
 ref = csgraph.shortest_path(A, unweighted=True, indices=0)
 ref = np.where(np.isinf(ref), -1, ref).astype(np.int64)
 assert np.array_equal(levels, ref), "levels differ from SciPy csgraph"
-nxl = nx.single_source_shortest_path_length(nx.from_scipy_sparse_array(A, create_using=nx.DiGraph), 0)
+nxl = nx.single_source_shortest_path_length(
+    nx.from_scipy_sparse_array(A, create_using=nx.DiGraph), 0)
 assert all(levels[v] == d for v, d in nxl.items()) and (levels >= 0).sum() == len(nxl)
 assert visited.nvals == (levels >= 0).sum() and len(sizes) == levels.max() + 1
 reached = np.flatnonzero(levels > 0)

@@ -32,9 +32,10 @@ from ._common import as_matrix, host, plus_pair, plus_times
 def _shared_and_degrees(A, backend):
     M = as_matrix(A)
     n = M.nrows
-    P = gr.apply(gb.ops.second, M, right=1.0, backend=backend)  # pattern, value 1 on each edge
-    Z = gr.apply(gb.ops.second, M, right=0.0, backend=backend)  # pattern, value 0
-    shared = gr.mxm(P, P.T, plus_pair, mask=P.S, backend=backend)
+    # the pattern with value 1 on each edge (P) and with value 0 (Z), whatever A's dtype
+    P = gr.apply(gb.ops.second, M, right=1.0, dtype=np.float64, backend=backend)
+    Z = gr.apply(gb.ops.second, M, right=0.0, dtype=np.float64, backend=backend)
+    shared = gr.mxm(P, P.T, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
     shared = gr.ewise_add(shared, Z, gb.ops.plus, backend=backend)  # 0 where none shared
     d = gr.reduce_rows(P, gb.ops.plus, backend=backend)  # absent: no out-edge
     deg = np.zeros(n)

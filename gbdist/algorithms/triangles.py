@@ -22,6 +22,8 @@ until no edge is dropped.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import gbdist as gb
 from gbdist import graph as gr
 
@@ -36,8 +38,9 @@ def triangle_count(A, *, backend: str = "auto") -> int:
     L = gr.select(M, "tril", -1, backend=backend)
     if not L.nvals:
         return 0
-    C = gr.mxm(L, L.T, plus_pair, mask=L.S, backend=backend)
-    return int(gr.reduce_scalar(C, gb.ops.plus, backend=backend))
+    # int64 counts whatever A's dtype (plus over a bool A would stay bool)
+    C = gr.mxm(L, L.T, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
+    return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):
@@ -54,7 +57,7 @@ def ktruss(A, k: int, *, backend: str = "auto"):
     C = gr.select(M, "offdiag", backend=backend)
     while True:
         nvals = C.nvals
-        S = gr.mxm(C, C, plus_pair, mask=C.S, backend=backend)
+        S = gr.mxm(C, C, plus_pair, mask=C.S, dtype=np.int64, backend=backend)
         C = gr.select(S, ">=", k - 2, backend=backend)
         if C.nvals == nvals:
             return C

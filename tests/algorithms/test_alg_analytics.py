@@ -173,3 +173,18 @@ def test_similarity_on_an_edge_into_a_sink():
     cos, jac = edges_of(alg.cosine(A)), edges_of(alg.jaccard(A))
     assert cos == {(0, 1): 0.0, (0, 2): pytest.approx(1 / math.sqrt(2)), (2, 1): 0.0}
     assert jac == {(0, 1): 0.0, (0, 2): 0.5, (2, 1): 0.0}
+
+
+def test_integer_and_boolean_inputs():
+    A, G = random_graph(5, n=50, p=0.25)
+    C = A.tocoo()
+    B = sps.csr_matrix((np.ones(C.nnz, dtype=bool), (C.row, C.col)), shape=A.shape)
+    I = A.astype(np.int64)
+    ref = sum(nx.triangles(G).values()) // 3
+    assert alg.triangle_count(B) == alg.triangle_count(I) == ref
+    assert_array_equal(alg.connected_components(B), alg.connected_components(A))
+    assert set(edges_of(alg.ktruss(I, 3))) == set(edges_of(alg.ktruss(A, 3)))
+    got = edges_of(alg.jaccard(B))
+    assert got == pytest.approx(edges_of(alg.jaccard(A)))
+    # PageRank on integer weights: the same as on their float64 copy
+    np.testing.assert_allclose(alg.pagerank(I.astype(np.int32)), alg.pagerank(A), rtol=1e-12)

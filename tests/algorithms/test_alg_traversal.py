@@ -143,3 +143,21 @@ def test_source_and_shape_are_checked(fn):
         fn(A, 1.5)
     with pytest.raises(gb.InputError, match="square"):
         fn(sps.random(4, 5, density=0.5, format="csr", random_state=0), 0)
+
+
+def test_integer_and_boolean_adjacency():
+    A, G = random_graph(4, directed=True, p=0.15)
+    n = A.shape[0]
+    ref_levels = nx_levels(G, 0, n)
+    C = A.tocoo()
+    B = sps.csr_matrix((np.ones(C.nnz, dtype=bool), (C.row, C.col)), shape=A.shape)
+    assert B.nnz == A.nnz  # every edge, the 0-weight ones included
+    assert_array_equal(alg.bfs_levels(B, 0), ref_levels)
+    assert_array_equal(alg.bfs_parents(gb.Matrix(B), 0), alg.bfs_parents(A, 0))
+    I = A.astype(np.int32)
+    d = alg.sssp(I, 0)
+    assert d.dtype == np.float64
+    ref = np.full(n, np.inf)
+    for v, x in nx.single_source_bellman_ford_path_length(G, 0).items():
+        ref[v] = x
+    assert_array_equal(d, ref)
