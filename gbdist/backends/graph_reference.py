@@ -87,39 +87,36 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     ``[0, nseg)``. Returns ``(folded (nseg,), present (nseg,))``; absent segments hold
     garbage (callers overwrite with the identity).
 
-    A pairwise tree: each round combines positions 2t and 2t+1 within a segment, so the
-    op is applied O(log longest segment) times on whole arrays; associativity is all it
-    needs (the order of the terms is kept).
+    A pairwise tree in place: in the round of width w, the element of rank t (t a
+    multiple of 2w within its segment) takes ``op(v[t], v[t + w])`` when the segment
+    reaches that far; so the op is applied on whole arrays O(log longest segment)
+    times, O(n) work in all, and associativity is all it needs (term order is kept).
     """
-    values = _cast(values, dtype, xp)
+    values = xp.array(_cast(values, dtype, xp), copy=True)
     seg = xp.asarray(seg_ids)
     out = xp.zeros(nseg, dtype=values.dtype)
     present = xp.zeros(nseg, dtype=bool)
-    if seg.size == 0:
+    n = seg.size
+    if n == 0:
         return out, present
-    while True:
-        n = seg.size
-        starts = xp.ones(n, dtype=bool)
-        starts[1:] = seg[1:] != seg[:-1]
-        if bool(starts.all()):
-            break
-        # rank within segment
-        start_pos = xp.nonzero(starts)[0]
-        seg_index = xp.cumsum(starts) - 1
-        rank = xp.arange(n) - start_pos[seg_index]
-        left = xp.nonzero(rank % 2 == 0)[0]
-        has_right = xp.zeros(left.size, dtype=bool)
-        nxt = left + 1
-        ok = nxt < n
-        has_right[ok] = seg[nxt[ok]] == seg[left[ok]]
-        combined = values[left].copy()
-        lr = left[has_right]
-        if lr.size:
-            combined[has_right] = binary(op, values[lr], values[lr + 1], dtype, xp)
-        values = combined
-        seg = seg[left]
-    out[seg] = values
-    present[seg] = True
+    starts = xp.ones(n, dtype=bool)
+    starts[1:] = seg[1:] != seg[:-1]
+    start_pos = xp.nonzero(starts)[0]
+    seg_index = xp.cumsum(starts) - 1
+    rank = xp.arange(n) - start_pos[seg_index]
+    seg_len = xp.diff(xp.concatenate([start_pos, xp.asarray([n])]))
+    left = (seg_len[seg_index] - rank)  # elements from here to the segment's end
+    cand = xp.arange(n)
+    width = 1
+    longest = int(seg_len.max())
+    while width < longest:
+        cand = cand[rank[cand] % (2 * width) == 0]
+        sel = cand[left[cand] > width]
+        if sel.size:
+            values[sel] = binary(op, values[sel], values[sel + width], dtype, xp)
+        width *= 2
+    out[seg[start_pos]] = values[start_pos]
+    present[seg[start_pos]] = True
     return out, present
 
 
@@ -197,9 +194,11 @@ class ReferenceGraphKernels:
         prod = binary(sr.mul, A.data[a_pos[owner]], B.data[b_pos], out_dtype)
         order = np.argsort(keys, kind="stable")  # terms of one entry in k order
         keys, prod = keys[order], prod[order]
-        uniq, seg = np.unique(keys, return_inverse=True)
-        folded, _ = fold_segments(sr.add.op, seg, prod, uniq.size, out_dtype)
-        return uniq, folded
+        starts = np.ones(keys.size, dtype=bool)
+        starts[1:] = keys[1:] != keys[:-1]
+        seg = np.cumsum(starts) - 1
+        folded, _ = fold_segments(sr.add.op, seg, prod, int(starts.sum()), out_dtype)
+        return keys[starts], folded
 
     def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
         m = A.shape[0]

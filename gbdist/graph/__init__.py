@@ -19,13 +19,15 @@ from .operations import (
 from .indexing import assign, extract
 from .dispatch import available, get_kernels
 from ..compiler.graph import Decision, GraphSemanticsError
+from ..errors import ParameterError
 
 
 def explain(result_or_operation) -> str:
     """The fill decision of a graph result (``result.decision``) as text."""
     d = getattr(result_or_operation, "decision", result_or_operation)
     if not isinstance(d, Decision):
-        raise TypeError("explain() takes a graph result (with .decision) or a Decision")
+        raise ParameterError("gr.explain takes a graph result (with .decision) or a Decision",
+                             got=type(result_or_operation).__name__)
     return d.explain()
 
 

@@ -204,9 +204,7 @@ class Matrix(_Cached):
             return False
         if _family(self.dtype) != _family(other.dtype):
             return False
-        xp = self.xp
-        a, b = self.to_host() if self.on_device else self, other.to_host()
-        del xp
+        a, b = self.to_host(), other.to_host()
         return bool(np.array_equal(a.keys(), b.keys())
                     and np.array_equal(a._csr.data, b._csr.data, equal_nan=a.dtype.kind == "f"))
 

@@ -84,6 +84,10 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     K = get_kernels(backend, on_device)
     C = K.spgemm(A.csr, B.csr, sr, mask=None if mask is None else mask.pattern_csr(),
                  complement=bool(mask and mask.complement), out_dtype=dt)
+    if out is None:  # the kernel applied the mask already: C is the result
+        res = Matrix(fill=dec.result_fill, _csr=C)
+        res.decision = dec
+        return res
     from .sparse import csr_keys
     return finish(Matrix, csr_keys(C, A.xp), C.data, shape, dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)

@@ -95,7 +95,6 @@ def merge_union(ka, va, kb, vb, both, dtype, xp=np):
     """Union of two sorted key sets: ``both(va, vb)`` where both hold a key, the one
     present elsewhere (cast to ``dtype``). Returns sorted keys and values."""
     pos, found = locate(ka, kb, xp)
-    only_a = ~found
     in_b_used = xp.zeros(kb.shape, dtype=bool)
     in_b_used[pos[found]] = True
     keys = xp.concatenate([ka, kb[~in_b_used]])
@@ -104,7 +103,6 @@ def merge_union(ka, va, kb, vb, both, dtype, xp=np):
         vals_a[found] = both(va[found], vb[pos[found]])
     vals = xp.concatenate([vals_a, xp.asarray(vb[~in_b_used]).astype(dtype)])
     order = xp.argsort(keys, kind="stable")
-    del only_a
     return keys[order], vals[order]
 
 
