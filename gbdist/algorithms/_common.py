@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 import gbdist as gb
-from gbdist import graph as gr
 
 o = gb.ops
 
