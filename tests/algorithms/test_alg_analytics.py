@@ -188,3 +188,19 @@ def test_integer_and_boolean_inputs():
     assert got == pytest.approx(edges_of(alg.jaccard(A)))
     # PageRank on integer weights: the same as on their float64 copy
     np.testing.assert_allclose(alg.pagerank(I.astype(np.int32)), alg.pagerank(A), rtol=1e-12)
+
+
+def test_backend_is_passed_through():
+    A, _ = random_graph(6, n=40, p=0.2)
+    ref = {"bfs": alg.bfs_levels(A, 0), "cc": alg.connected_components(A),
+           "tc": alg.triangle_count(A), "pr": alg.pagerank(A, tol=1e-10)}
+    got = {"bfs": alg.bfs_levels(A, 0, backend="reference"),
+           "cc": alg.connected_components(A, backend="reference"),
+           "tc": alg.triangle_count(A, backend="reference"),
+           "pr": alg.pagerank(A, tol=1e-10, backend="reference")}
+    assert_array_equal(got["bfs"], ref["bfs"])
+    assert_array_equal(got["cc"], ref["cc"])
+    assert got["tc"] == ref["tc"]
+    np.testing.assert_allclose(got["pr"], ref["pr"], rtol=1e-12)
+    with pytest.raises(gb.GbdistError):  # host data on the CUDA kernels: a typed error
+        alg.bfs_levels(A, 0, backend="cuda")
