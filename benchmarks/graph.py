@@ -51,7 +51,8 @@ def _rss() -> int:
 
 def peak_growth(fn) -> int:
     """Bytes: the largest resident-set growth during one call of ``fn``."""
-    base, peak, done = _rss(), [0], threading.Event()
+    base = _rss()
+    peak, done = [base], threading.Event()
 
     def sample():
         while not done.is_set():
