@@ -81,7 +81,14 @@ def pagerank(G, alpha=0.85, tol=1e-6, max_iter=100):
     raise RuntimeError("pagerank did not converge")
 
 
-def triangle_count(G):
+def triangle_count(G, presort_skew=8.0):
+    """As gbdist's: vertices renumbered by increasing degree on skewed graphs. (SuiteSparse
+    alone is fastest with *decreasing* degree at 10^6 edges; ``presort_skew=None`` turns
+    the relabelling off.)"""
+    deg = G.reduce_rowwise(grb.agg.count).new().to_dense(fill_value=0)
+    if presort_skew is not None and deg.size and deg.max() > presort_skew * max(deg.mean(), 1):
+        order = np.argsort(deg, kind="stable")
+        G = G[order, order].new()
     L = grb.select.tril(G, -1).new()
     C = grb.Matrix(INT64, G.nrows, G.ncols)
     C(L.S) << L.mxm(L.T, semiring.plus_pair)

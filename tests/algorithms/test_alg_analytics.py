@@ -204,3 +204,19 @@ def test_backend_is_passed_through():
     np.testing.assert_allclose(got["pr"], ref["pr"], rtol=1e-12)
     with pytest.raises(gb.GbdistError):  # host data on the CUDA kernels: a typed error
         alg.bfs_levels(A, 0, backend="cuda")
+
+
+def test_triangle_count_on_a_skewed_graph_is_relabelled_by_degree():
+    # a hub joined to every vertex plus a sparse random part: max degree >> mean degree,
+    # so triangle_count renumbers the vertices by degree first (the count must not change)
+    rng = np.random.default_rng(8)
+    n = 200
+    keep = np.triu(rng.random((n, n)) < 0.02, 1)
+    keep[0, 1:] = True
+    r, c = np.nonzero(keep)
+    A = sps.csr_matrix((np.ones(2 * r.size), (np.r_[r, c], np.r_[c, r])), shape=(n, n))
+    deg = np.diff(A.indptr)
+    assert deg.max() > 8 * deg.mean()
+    ref = sum(nx.triangles(nx.from_scipy_sparse_array(A)).values()) // 3
+    assert ref > 100
+    assert alg.triangle_count(shuffled(A, 3)) == alg.triangle_count(A) == ref
