@@ -11,8 +11,9 @@ adjacency (``select(A, "tril", -1)``: one copy of each edge, self loops gone). T
 counts, for the edge (i, j), the common neighbours k < j < i: every triangle once, at its two
 largest vertices. The mask ``L`` (structural) is the point: only entries on edges are
 computed, never the n × n two-hop matrix. The count is ``reduce_scalar(C, plus)``. On a
-skewed (power-law) graph the vertices are first renumbered by increasing degree with
-``extract(A, order, order)``: the count is the same, the work much smaller.
+skewed (power-law) graph the vertices are first renumbered by increasing degree
+(``extract(A, order, order)``; on the host the coordinates renamed through ``to_coo`` /
+``Matrix.from_coo``, which is cheaper): the count is the same, the work much smaller.
 
 **k-truss**: the largest subgraph where every edge lies on at least k - 2 triangles *of the
 subgraph*. Start from the edges C (self loops removed) and repeat
@@ -51,20 +52,29 @@ PRESORT_SKEW = 8.0
 
 
 def _by_degree(M, backend):
-    """The same graph with its vertices renumbered by increasing degree (``extract`` with the
-    permutation on both sides), when the degree distribution is skewed.
+    """The same graph with its vertices renumbered by increasing degree, when the degree
+    distribution is skewed.
 
     The count does not depend on the numbering, but the work does: after the relabelling a
     hub has the largest id, so in L = tril(A) its row holds its neighbours while its
     *column* — the part a masked L·Lᵀ walks over again and again — is short (only the few
     vertices of even higher degree). On power-law graphs this is the difference between
-    work ~ Σ deg² and work ~ Σ min(deg)² (measured: 2.2x faster at 10^6 edges)."""
+    work ~ Σ deg² and work ~ Σ min(deg)² (measured on 1.1e7 power-law edges: the masked
+    product 5 s instead of 44 s)."""
     indptr = M.csr.indptr
     deg = np.diff(indptr.get() if hasattr(indptr, "get") else np.asarray(indptr))
-    if deg.size == 0 or deg.max() <= PRESORT_SKEW * max(deg.mean(), 1.0):
+    if deg.size == 0 or deg.max() <= PRESORT_SKEW * max(deg.mean(), 1.0) \
+            or (deg[:-1] <= deg[1:]).all():  # not skewed, or numbered that way already
         return M
     order = np.argsort(deg, kind="stable")
-    return gr.extract(M, order, order, backend=backend)
+    if M.on_device:
+        return gr.extract(M, order, order, backend=backend)
+    # on the host, renaming the coordinates is cheaper than the general extract
+    # (measured 0.29 s against 0.69 s at 10^6 edges); the same matrix either way
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    r, c, v = M.to_coo()
+    return gb.Matrix.from_coo(rank[r], rank[c], v, M.shape, dtype=M.dtype)
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):
