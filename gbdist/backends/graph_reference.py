@@ -51,10 +51,22 @@ def binary(op, a, b, dtype, xp=np):
     env = {"x": a, "y": b}
     if ct.kind == "f":
         env["__dtype__"] = ct.type
-    with np.errstate(all="ignore"):
-        out = evaluate(op.formula, env)
+    out = _evaluate(op.formula, env, xp)
     out = xp.broadcast_to(xp.asarray(out), a.shape)
     return _cast(out, dtype, xp)
+
+
+def _evaluate(formula, env, xp):
+    """The formula on ``env``'s arrays; on CuPy arrays, the few nodes the NumPy walker
+    cannot run there (a Piecewise builds NumPy arrays) are evaluated on host copies."""
+    with np.errstate(all="ignore"):
+        if xp is np:
+            return evaluate(formula, env)
+        try:
+            return evaluate(formula, env)
+        except TypeError:
+            host = {k: (v.get() if hasattr(v, "get") else v) for k, v in env.items()}
+            return xp.asarray(evaluate(formula, host))
 
 
 def unary(op, a, dtype, xp=np):
@@ -64,8 +76,7 @@ def unary(op, a, dtype, xp=np):
     env = {"x": a}
     if ct.kind == "f":
         env["__dtype__"] = ct.type
-    with np.errstate(all="ignore"):
-        out = evaluate(op.formula, env)
+    out = _evaluate(op.formula, env, xp)
     out = xp.broadcast_to(xp.asarray(out), a.shape)
     return _cast(out, dtype, xp)
 
@@ -120,6 +131,17 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     return out, present
 
 
+def owners(counts, xp=np):
+    """``repeat(arange(len(counts)), counts)``: for every element of the concatenated
+    segments, the segment it belongs to (CuPy's repeat takes no array of counts)."""
+    counts = xp.asarray(counts).astype(np.int64)
+    if xp is np:
+        return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if counts.size else 0
+    return xp.searchsorted(ends, xp.arange(total, dtype=np.int64), side="right").astype(np.int64)
+
+
 def _expand_rows(indptr, rows, xp=np):
     """Positions of the stored entries of ``rows`` (in order) and, per position, which
     element of ``rows`` it came from."""
@@ -128,7 +150,7 @@ def _expand_rows(indptr, rows, xp=np):
     starts = indptr[rows].astype(np.int64)
     lens = (indptr[rows + 1] - indptr[rows]).astype(np.int64)
     total = int(lens.sum()) if lens.size else 0
-    owner = xp.repeat(xp.arange(rows.size, dtype=np.int64), lens)
+    owner = owners(lens, xp)
     if total == 0:
         return xp.zeros(0, dtype=np.int64), owner
     first = xp.cumsum(lens) - lens
@@ -137,7 +159,7 @@ def _expand_rows(indptr, rows, xp=np):
 
 
 def _pattern_keys(mask, ncols, xp=np):
-    rows = xp.repeat(xp.arange(mask.shape[0], dtype=np.int64), xp.diff(mask.indptr).astype(np.int64))
+    rows = owners(xp.diff(mask.indptr), xp)
     keys = rows * ncols + mask.indices.astype(np.int64)
     return xp.sort(keys)
 

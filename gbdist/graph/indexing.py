@@ -17,7 +17,7 @@ from . import sparse as S
 from .masks import as_mask
 from .objects import Matrix, Vector, as_matrix, as_vector
 from .operations import _check_out, finish
-from ..backends.graph_reference import binary
+from ..backends.graph_reference import binary, owners
 from ..compiler import graph as rule
 from . import types as T
 
@@ -31,7 +31,7 @@ def _remap(idx_of_entries, selection, xp):
     lo = xp.searchsorted(ss, idx_of_entries, side="left")
     hi = xp.searchsorted(ss, idx_of_entries, side="right")
     cnt = (hi - lo).astype(np.int64)
-    entry = xp.repeat(xp.arange(idx_of_entries.size, dtype=np.int64), cnt)
+    entry = owners(cnt, xp)
     if entry.size == 0:
         return entry, entry
     first = xp.cumsum(cnt) - cnt
@@ -71,7 +71,7 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
     csr = A.csr
     starts, ends = csr.indptr[ri].astype(np.int64), csr.indptr[ri + 1].astype(np.int64)
     lens = ends - starts
-    new_row = xp.repeat(xp.arange(ri.size, dtype=np.int64), lens)
+    new_row = owners(lens, xp)
     first = xp.cumsum(lens) - lens
     pos = xp.arange(new_row.size, dtype=np.int64) - first[new_row] + starts[new_row]
     entry, new_col = _remap(csr.indices[pos].astype(np.int64), ci, xp)

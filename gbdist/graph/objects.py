@@ -36,6 +36,8 @@ def _check_fill(fill):
 class _Cached:
     """Version-keyed cache of prepared forms."""
 
+    decision = None  # on results: the fill decision (gbdist.compiler.graph.Decision)
+
     def _init_cache(self):
         self._version = 0
         self._cache = {}
@@ -73,7 +75,8 @@ class Matrix(_Cached):
     def _set(self, csr, dtype=None):
         dt = S.check_dtype(csr.dtype if dtype is None else dtype, "the matrix")
         if csr.dtype != dt:
-            csr = csr.astype(dt)
+            csr = (S.make_csr(csr.data.astype(dt), csr.indices, csr.indptr, csr.shape, True)
+                   if is_cupy(csr.indptr) else csr.astype(dt))
         self._csr = csr
         self._changed()
 
@@ -124,7 +127,7 @@ class Matrix(_Cached):
     nvals = property(lambda self: int(self._csr.nnz))
     dtype = property(lambda self: self._csr.dtype)
     fill = property(lambda self: self._fill)
-    on_device = property(lambda self: is_cupy(self._csr))
+    on_device = property(lambda self: is_cupy(self._csr.indptr))
     ndim = 2
 
     @property
@@ -148,7 +151,7 @@ class Matrix(_Cached):
             return self._transpose_of
 
         def build():
-            t = Matrix(fill=self._fill, _csr=_transpose(self._csr))
+            t = Matrix(fill=self._fill, _csr=_transpose(self._csr, self.on_device))
             t._transpose_of, t._made_at = self, self._version
             return t
         return self.prepared("T", build)
@@ -173,7 +176,7 @@ class Matrix(_Cached):
 
     def to_cupy(self):
         return self._csr if self.on_device else self.prepared(
-            "device", lambda: S.cupyx_sparse().csr_matrix(self._csr))
+            "device", lambda: S.to_device_csr(self._csr))
 
     def to_dense(self, fill=0):
         """A dense array (``xp``) with ``fill`` where nothing is stored."""
@@ -365,7 +368,9 @@ def _dedup(keys, values, dtype, dup_op, xp):
     return uniq, vals
 
 
-def _transpose(csr):
+def _transpose(csr, on_device):
+    if on_device:
+        return S.transpose_csr(csr, True)
     t = csr.T.tocsr()
     if not t.has_canonical_format:
         t.sort_indices()
@@ -375,6 +380,8 @@ def _transpose(csr):
 def _as_csr(x):
     if isinstance(x, Matrix):
         return x._csr
+    if isinstance(x, S.DeviceCSR):
+        return x
     if is_cupy(x):
         cps = S.cupyx_sparse()
         if cps.issparse(x):
@@ -382,7 +389,10 @@ def _as_csr(x):
         else:
             if x.ndim != 2:
                 raise InputError("a Matrix needs 2-D data", got=f"{x.ndim}-D array")
-            csr = cps.csr_matrix(x.astype(S.check_dtype(x.dtype, "the matrix"), copy=False))
+            arr = x.astype(S.check_dtype(x.dtype, "the matrix"), copy=False)
+            rows, cols = S.cupy().nonzero(arr)
+            keys = rows.astype(np.int64) * arr.shape[1] + cols
+            return S.keys_csr(keys, arr[rows, cols], arr.shape, True)
         if not csr.has_canonical_format:
             csr = csr.copy()
             csr.sum_duplicates()

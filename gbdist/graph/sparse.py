@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
+from ..backends.graph_reference import owners
 from ..errors import InputError
 
 DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),
@@ -44,10 +45,62 @@ def check_dtype(dtype, label: str) -> np.dtype:
                      hint=f"cast it first, e.g. {label}.astype(np.float64)")
 
 
+class DeviceCSR:
+    """A canonical CSR of CuPy arrays for the integer types, which cupyx.scipy.sparse does
+    not hold (it takes bool, float32/64 and complex only). Read like a cupyx CSR: ``data``,
+    ``indices``, ``indptr``, ``shape``, ``nnz``, ``dtype``; ``get()`` is the SciPy CSR."""
+
+    has_canonical_format = True
+    has_sorted_indices = True
+    format = "csr"
+
+    def __init__(self, data, indices, indptr, shape):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    nnz = property(lambda self: int(self.data.size))
+    dtype = property(lambda self: self.data.dtype)
+
+    def copy(self):
+        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+
+    def astype(self, dtype):
+        return make_csr(self.data.astype(dtype), self.indices, self.indptr, self.shape, True)
+
+    def get(self):
+        return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()),
+                              shape=self.shape)
+
+    def __repr__(self):
+        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+
 def make_csr(data, indices, indptr, shape, on_device: bool):
+    """SciPy CSR on the host; on the device cupyx CSR, or :class:`DeviceCSR` for integers."""
     if on_device:
+        if np.dtype(data.dtype).kind in "iu":
+            return DeviceCSR(data, indices, indptr, shape)
         return cupyx_sparse().csr_matrix((data, indices, indptr), shape=shape)
     return sps.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def to_device_csr(csr):
+    """A host CSR on the device (cupyx, or DeviceCSR for integers)."""
+    cp = cupy()
+    return make_csr(cp.asarray(csr.data), cp.asarray(csr.indices), cp.asarray(csr.indptr),
+                    csr.shape, True)
+
+
+def transpose_csr(csr, on_device: bool):
+    """The canonical CSR of the transpose (any xp, any dtype)."""
+    xp = xp_of(on_device)
+    m, n = csr.shape
+    keys = csr_keys(csr, xp)
+    rows = keys // max(n, 1)
+    cols = keys - rows * n
+    tkeys = cols * m + rows
+    order = xp.argsort(tkeys, kind="stable")
+    return keys_csr(tkeys[order], csr.data[order], (n, m), on_device)
 
 
 def index_dtype(*sizes) -> np.dtype:
@@ -57,7 +110,7 @@ def index_dtype(*sizes) -> np.dtype:
 def csr_keys(csr, xp=np):
     """Sorted keys ``i * ncols + j`` of a canonical CSR's stored entries (row-major order)."""
     m, n = csr.shape
-    rows = xp.repeat(xp.arange(m, dtype=np.int64), xp.diff(csr.indptr).astype(np.int64))
+    rows = owners(xp.diff(csr.indptr), xp)
     return rows * n + csr.indices.astype(np.int64)
 
 

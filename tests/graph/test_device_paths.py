@@ -31,7 +31,8 @@ class _HostStandIn:
     def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
         C = self._ref.spgemm(A.get(), B.get(), sr, mask=None if mask is None else mask.get(),
                              complement=complement, out_dtype=out_dtype)
-        return self._cps.csr_matrix(C)
+        from gbdist.graph.sparse import to_device_csr
+        return to_device_csr(C)
 
     def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
         y, p = self._ref.spmv(A.get(), x.get(), self._h(x_present), sr, mask=self._h(mask),
@@ -108,3 +109,24 @@ def test_every_operation_on_device_matches_host():
     _same(Cd, Ch)
     np.testing.assert_array_equal(Ad.to_dense().get(), Ah.to_dense())
     assert Ad.to_scipy().nnz == Ah.nvals
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_, np.float32])
+def test_integer_and_bool_matrices_on_device(dtype):
+    # cupyx.scipy.sparse holds no integers: those live in gbdist.graph.sparse.DeviceCSR
+    rng = np.random.default_rng(1)
+    A, _, _ = random_graph(rng, 25, p=0.25, dtype=dtype)
+    Ah = gb.Matrix(A)
+    Ad = Ah.to_device()
+    assert Ad.on_device and Ad.dtype == np.dtype(dtype)
+    _same(gr.mxm(Ad, Ad, gb.semirings.plus_times), gr.mxm(Ah, Ah, gb.semirings.plus_times))
+    _same(gr.mxm(Ad, Ad.T, gb.semirings.min_plus, mask=Ad.S),
+          gr.mxm(Ah, Ah.T, gb.semirings.min_plus, mask=Ah.S))
+    _same(gr.ewise_add(Ad, Ad.T, gb.ops.lor), gr.ewise_add(Ah, Ah.T, gb.ops.lor))
+    _same(gr.apply(gb.ops.nonzero, Ad), gr.apply(gb.ops.nonzero, Ah))
+    _same(gr.reduce_rows(Ad, gb.ops.max), gr.reduce_rows(Ah, gb.ops.max))
+    _same(gr.select(Ad, "triu", 1), gr.select(Ah, "triu", 1))
+    _same(gr.extract(Ad, [0, 4, 2], None), gr.extract(Ah, [0, 4, 2], None))
+    D = gb.Matrix(__import__("cupy").asarray(A.toarray()))
+    assert D.on_device and D.dtype == np.dtype(dtype) and D.nvals == (A.toarray() != 0).sum()
+    assert gb.Matrix(Ad.to_cupy()).isequal(Ah)

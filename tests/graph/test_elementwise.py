@@ -122,3 +122,32 @@ def test_select_vector_values():
     r = gr.select(v, ">", 0)
     assert r.indices.tolist() == [3] and r.values.tolist() == [5.0]
     assert gr.select(v, "nonzero").indices.tolist() == [3, 4]
+
+
+def test_matches_python_graphblas_elementwise_select_reduce():
+    pytest.importorskip("graphblas")
+    from graphblas import binary, io as gio, monoid, select as gsel
+    rng = np.random.default_rng(21)
+    A, _, _ = random_graph(rng, 25, p=0.2, zeros=5)
+    B, _, _ = random_graph(rng, 25, p=0.2, zeros=5)
+    GA, GB = gio.from_scipy_sparse(A), gio.from_scipy_sparse(B)
+    Am, Bm = gb.Matrix(A), gb.Matrix(B)
+
+    def same(ours, theirs):
+        w = gio.to_scipy_sparse(theirs, format="csr")
+        w.sort_indices()
+        g = ours.to_scipy()
+        np.testing.assert_array_equal(g.indptr, w.indptr)
+        np.testing.assert_array_equal(g.indices, w.indices)
+        np.testing.assert_allclose(g.data, w.data)
+
+    same(gr.ewise_add(Am, Bm, gb.ops.minus), GA.ewise_add(GB, binary.minus).new())
+    same(gr.ewise_mult(Am, Bm, gb.ops.max), GA.ewise_mult(GB, binary.max).new())
+    same(gr.select(Am, "tril", -1), GA.select(gsel.tril, -1).new())
+    same(gr.select(Am, ">=", 2), GA.select(gsel.valuege, 2).new())
+    same(gr.apply(gb.ops.minus, Am, left=3), GA.apply(binary.minus, left=3).new())
+    for ours, theirs in ((gr.reduce_rows(Am, gb.ops.min), GA.reduce_rowwise(monoid.min).new()),
+                         (gr.reduce_cols(Am, gb.ops.plus), GA.reduce_columnwise(monoid.plus).new())):
+        idx, vals = theirs.to_coo()
+        np.testing.assert_array_equal(ours.indices, idx.astype(np.int64))
+        np.testing.assert_allclose(ours.values, vals)
