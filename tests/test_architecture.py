@@ -29,6 +29,7 @@ STAGES = [
     ("distributed", ("gbdist.dask",)),  # user API over Dask; builds on neighbors
     ("cli", ("gbdist.cli",)),
     ("package", ("gbdist", "gbdist.__main__")),
+    ("algorithms", ("gbdist.algorithms",)),  # written with the public API only
 ]
 MAX_LINES = 500
 

@@ -1,0 +1,266 @@
+"""Graph benchmark: gbdist.algorithms and single products against python-graphblas
+(SuiteSparse:GraphBLAS) and networkx, on power-law graphs of 10^4-10^7 edges.
+
+For every size the graph comes from ``benchmarks/graphs.py`` (``power_law_graph``: Chung-Lu,
+undirected, average degree ~17, weights in [1, 2)). Each row runs gbdist's function, the same
+algebra written in python-graphblas (``benchmarks/graph_peers.py``) and networkx where it is
+feasible (up to ``--nx-max-edges``); the answers are checked against each other (and SciPy's
+csgraph where it has the algorithm) *before* anything is timed. Times are medians of
+``--repeat`` runs after one warm-up call (Numba compiles there); "ratio" is gbdist's time over
+SuiteSparse's (below 1: gbdist faster). "peak MiB" is the largest resident-set growth during
+one gbdist call (sampled every millisecond from /proc/self/statm).
+
+    python benchmarks/graph.py                         # 1e4, 1e5, 1e6 edges
+    python benchmarks/graph.py --edges 1e7 --only triangle_count,pagerank,mxv
+    python benchmarks/graph.py --device                # gbdist's GPU path as well (CuPy)
+    python benchmarks/graph.py --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sps
+from scipy.sparse import csgraph
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import gbdist as gb  # noqa: E402
+from gbdist import algorithms as alg  # noqa: E402
+from gbdist import graph as gr  # noqa: E402
+
+from benchmarks import graph_peers as peers  # noqa: E402
+from benchmarks.graphs import power_law_graph  # noqa: E402
+
+NAMES = ("mxm", "mxm_masked", "mxv", "bfs_levels", "bfs_parents", "sssp", "pagerank",
+         "triangle_count", "connected_components", "ktruss", "jaccard", "cosine")
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_growth(fn) -> int:
+    """Bytes: the largest resident-set growth during one call of ``fn``."""
+    base = _rss()
+    peak, done = [base], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        fn()
+    finally:
+        done.set()
+        t.join()
+    return max(peak[0], _rss()) - base
+
+
+def median_time(fn, repeat: int) -> float:
+    fn()  # warm-up: compilation, cached transposes
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def csr_of(M):
+    """SciPy CSR of a gbdist or graphblas matrix, sorted, for comparisons."""
+    if isinstance(M, gb.Matrix):
+        S = M.to_host().to_scipy() if M.on_device else M.to_scipy()
+    else:
+        S = peers.grb.io.to_scipy_sparse(M, format="csr")
+    S = sps.csr_matrix(S)
+    S.sort_indices()
+    return S
+
+
+def same_matrix(a, b, what, rtol=1e-12):
+    A, B = csr_of(a), csr_of(b)
+    assert A.shape == B.shape and np.array_equal(A.indptr, B.indptr) \
+        and np.array_equal(A.indices, B.indices), f"{what}: patterns differ"
+    np.testing.assert_allclose(A.data, B.data, rtol=rtol, err_msg=what)
+
+
+def cases(A, nx_ok: bool):
+    """name -> (gbdist call, SuiteSparse call, networkx call or None, check(ours, peer))."""
+    n = A.shape[0]
+    G, P = gb.Matrix(A), peers.to_grb(A)
+    x = np.random.default_rng(0).random(n)
+    xv, xg = gb.Vector(x), peers.grb.Vector.from_dense(x)
+    src = int(np.argmax(np.diff(A.indptr)))  # the biggest hub: BFS reaches the giant part
+    nxg = None
+    if nx_ok:
+        import networkx as nx
+        nxg = nx.from_scipy_sparse_array(A)
+    pr = lambda d: np.array([d[i] for i in range(n)])  # noqa: E731
+    eq = np.testing.assert_array_equal
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-15)  # noqa: E731
+    S = peers.semiring
+    out = {
+        "mxm": (lambda: gr.mxm(G, G, gb.semirings.plus_times),
+                lambda: P.mxm(P, S.plus_times).new(), None,
+                lambda a, b: same_matrix(a, b, "mxm", 1e-9)),
+        "mxm_masked": (lambda: gr.mxm(G, G, gb.semirings.plus_pair, mask=G.S),
+                       lambda: _masked(P), None, lambda a, b: same_matrix(a, b, "mxm<A>")),
+        "mxv": (lambda: gr.mxv(G, xv, gb.semirings.plus_times),
+                lambda: P.mxv(xg, S.plus_times).new(), None,
+                lambda a, b: close(a.to_dense(), b.to_dense(fill_value=0.0))),
+        "bfs_levels": (lambda: alg.bfs_levels(G, src), lambda: peers.bfs_levels(P, src),
+                       nxg and (lambda: nx.single_source_shortest_path_length(nxg, src)), eq),
+        "bfs_parents": (lambda: alg.bfs_parents(G, src), lambda: peers.bfs_parents(P, src),
+                        None, eq),
+        "sssp": (lambda: alg.sssp(G, src), lambda: peers.sssp(P, src),
+                 nxg and (lambda: nx.single_source_bellman_ford_path_length(nxg, src)), close),
+        "pagerank": (lambda: alg.pagerank(G), lambda: peers.pagerank(P),
+                     nxg and (lambda: nx.pagerank(nxg)),
+                     lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6)),
+        "triangle_count": (lambda: alg.triangle_count(G), lambda: peers.triangle_count(P),
+                           nxg and (lambda: sum(nx.triangles(nxg).values()) // 3),
+                           lambda a, b: a == b or _fail("triangles", a, b)),
+        "connected_components": (lambda: alg.connected_components(G),
+                                 lambda: peers.connected_components(P),
+                                 nxg and (lambda: list(nx.connected_components(nxg))), eq),
+        "ktruss": (lambda: alg.ktruss(G, 4), lambda: peers.ktruss(P, 4),
+                   None, lambda a, b: same_matrix(a, b, "ktruss")),
+        "jaccard": (lambda: alg.jaccard(G), lambda: peers.jaccard(P), None,
+                    lambda a, b: same_matrix(a, b, "jaccard", 1e-12)),
+        "cosine": (lambda: alg.cosine(G), lambda: peers.cosine(P), None,
+                   lambda a, b: same_matrix(a, b, "cosine", 1e-12)),
+    }
+    refs = {  # independent answers from SciPy / networkx, checked once
+        "bfs_levels": lambda r: eq(r, _levels_scipy(A, src)),
+        "sssp": lambda r: close(r, csgraph.dijkstra(A, indices=src)),
+        "connected_components": lambda r: eq(r, _components_scipy(A)),
+    }
+    if nxg is not None:
+        refs["pagerank"] = lambda r: np.testing.assert_allclose(r, pr(nx.pagerank(nxg)),
+                                                                rtol=1e-6)
+        refs["triangle_count"] = lambda r: r == sum(nx.triangles(nxg).values()) // 3 or \
+            _fail("triangles vs networkx", r, None)
+    return out, refs
+
+
+def _fail(what, a, b):
+    raise AssertionError(f"{what}: {a} != {b}")
+
+
+def _masked(P):
+    C = peers.grb.Matrix(peers.INT64, P.nrows, P.ncols)
+    C(P.S) << P.mxm(P, peers.semiring.plus_pair)
+    return C
+
+
+def _levels_scipy(A, s):
+    d = csgraph.shortest_path(A, unweighted=True, indices=s)
+    return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+
+def _components_scipy(A):
+    k, lab = csgraph.connected_components(A, directed=False)
+    first = np.full(k, A.shape[0], dtype=np.int64)
+    np.minimum.at(first, lab, np.arange(A.shape[0]))
+    return first[lab]
+
+
+def run_size(edges: float, args) -> list[dict]:
+    n = max(16, int(edges / 17))
+    A = power_law_graph(n, avg_degree=17, seed=0)
+    A.indices, A.indptr = A.indices.astype(np.int64), A.indptr.astype(np.int64)
+    print(f"\n## {A.nnz:.2e} stored entries (n = {n}, undirected power law)", flush=True)
+    print(f"{'operation':22s} {'gbdist s':>10s} {'SuiteSparse s':>13s} {'ratio':>7s} "
+          f"{'networkx s':>10s} {'peak MiB':>9s}" + (f"  {'gpu s':>8s}" if args.device else ""))
+    calls, refs = cases(A, A.nnz <= args.nx_max_edges)
+    rows = []
+    for name in NAMES:
+        if args.only and name not in args.only:
+            continue
+        if name == "mxm" and A.nnz > args.mxm_max_edges:
+            continue  # A·A of a power-law graph: the output alone is far larger than A
+        ours, peer, nxf, check = calls[name]
+        r_ours, r_peer = ours(), peer()
+        check(r_ours, r_peer)  # results checked before timing
+        if name in refs:
+            refs[name](r_ours)
+        t_ours = median_time(ours, args.repeat)
+        t_peer = median_time(peer, args.repeat)
+        t_nx = median_time(nxf, 1) if nxf else None
+        peak = peak_growth(ours) / 2**20
+        row = dict(edges=int(A.nnz), n=n, op=name, gbdist_s=t_ours, suitesparse_s=t_peer,
+                   ratio=t_ours / t_peer, networkx_s=t_nx, peak_mib=peak)
+        if args.device:
+            row["gpu_s"] = _gpu_time(name, A, args)
+        rows.append(row)
+        print(f"{name:22s} {t_ours:10.4f} {t_peer:13.4f} {row['ratio']:7.2f} "
+              f"{(f'{t_nx:10.3f}' if t_nx else '         -')} {peak:9.1f}"
+              + (f"  {row['gpu_s']:8.4f}" if args.device else ""), flush=True)
+    return rows
+
+
+def _gpu_time(name, A, args):
+    """gbdist on the device (the matrix moved once, outside the timing), checked against the
+    host answer; synchronised by bringing the (small) result back."""
+    import cupy as cp
+    Gd = gb.Matrix(A).to_device()
+    n = A.shape[0]
+    src = int(np.argmax(np.diff(A.indptr)))
+    xv = gb.Vector(cp.asarray(np.random.default_rng(0).random(n)))
+    f = {"mxm": lambda: gr.mxm(Gd, Gd, gb.semirings.plus_times),
+         "mxm_masked": lambda: gr.mxm(Gd, Gd, gb.semirings.plus_pair, mask=Gd.S),
+         "mxv": lambda: gr.mxv(Gd, xv, gb.semirings.plus_times),
+         "bfs_levels": lambda: alg.bfs_levels(Gd, src),
+         "bfs_parents": lambda: alg.bfs_parents(Gd, src),
+         "sssp": lambda: alg.sssp(Gd, src), "pagerank": lambda: alg.pagerank(Gd),
+         "triangle_count": lambda: alg.triangle_count(Gd),
+         "connected_components": lambda: alg.connected_components(Gd),
+         "ktruss": lambda: alg.ktruss(Gd, 4), "jaccard": lambda: alg.jaccard(Gd),
+         "cosine": lambda: alg.cosine(Gd)}[name]
+
+    def synced():
+        r = f()
+        cp.cuda.Device().synchronize()
+        return r
+    return median_time(synced, args.repeat)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--edges", default="1e4,1e5,1e6", help="comma-separated edge counts")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--only", default="", help="comma-separated operation names")
+    p.add_argument("--nx-max-edges", type=float, default=2e5)
+    p.add_argument("--mxm-max-edges", type=float, default=2e6)
+    p.add_argument("--device", action="store_true", help="also time gbdist's GPU path")
+    p.add_argument("--json", default="", help="write the rows to this file")
+    args = p.parse_args(argv)
+    args.only = set(filter(None, args.only.split(",")))
+    unknown = args.only - set(NAMES)
+    if unknown:
+        p.error(f"unknown operations {sorted(unknown)}; choose from {', '.join(NAMES)}")
+    print(f"CPU cores: {os.cpu_count()}; SuiteSparse threads: "
+          f"{peers.grb.ss.config['nthreads']}; gbdist graph kernels: "
+          f"{type(gr.get_kernels('auto')).__name__}")
+    rows = []
+    for e in args.edges.split(","):
+        rows += run_size(float(e), args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

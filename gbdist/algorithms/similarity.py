@@ -1,0 +1,75 @@
+"""Jaccard and cosine similarity of adjacent vertices: one masked ``plus_pair`` product.
+
+For every edge (i, j) the shared neighbours are counted by
+
+    C<A> = A ⊕.⊗ Aᵀ   over plus_pair     C(i, j) = |N(i) ∩ N(j)|
+
+masked by the edges themselves (structural mask ``A.S``): the two-hop pairs that are not
+edges are never computed. With the degrees ``d = reduce_rows(pattern, plus)``, the edge
+values d(i) and d(j) come from products with the diagonal matrix D = diag(d) (``D·P`` scales
+rows, ``P·D`` scales columns, P the pattern with value 1), and
+
+    jaccard(i, j) = |N(i) ∩ N(j)| / (d(i) + d(j) - |N(i) ∩ N(j)|)
+    cosine(i, j)  = |N(i) ∩ N(j)| / sqrt(d(i) · d(j))
+
+are ``ewise`` operations on matrices with the same pattern (the edges). Edges with no shared
+neighbour have no entry in C; an ``ewise_add`` with the all-zero edge matrix puts the 0 back.
+Neighbourhoods are out-neighbourhoods (row i of A); values are ignored (a stored 0 is an
+edge); a self loop makes a vertex its own neighbour (networkx's ``jaccard_coefficient``
+counts it in the union but leaves u and v out of the intersection: the two agree on graphs
+without self loops).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import gbdist as gb
+from gbdist import graph as gr
+
+from ._common import as_matrix, host, plus_pair, plus_times
+
+
+def _shared_and_degrees(A, backend):
+    M = as_matrix(A)
+    n = M.nrows
+    # the pattern with value 1 on each edge (P) and with value 0 (Z), whatever A's dtype
+    P = gr.apply(gb.ops.second, M, right=1.0, dtype=np.float64, backend=backend)
+    Z = gr.apply(gb.ops.second, M, right=0.0, dtype=np.float64, backend=backend)
+    shared = gr.mxm(P, P.T, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
+    shared = gr.ewise_add(shared, Z, gb.ops.plus, backend=backend)  # 0 where none shared
+    d = gr.reduce_rows(P, gb.ops.plus, backend=backend)  # absent: no out-edge
+    deg = np.zeros(n)
+    deg[host(d.indices)] = host(d.values)
+    every = np.arange(n)  # D stores every degree, 0 too: an edge into a vertex without
+    D = gb.Matrix.from_coo(every, every, deg, (n, n), dtype=np.float64)  # out-edges keeps d(j)
+    if getattr(M, "on_device", False):
+        D = D.to_device()
+    d_row = gr.mxm(D, P, plus_times, backend=backend)   # d(i) on edge (i, j)
+    d_col = gr.mxm(P, D, plus_times, backend=backend)   # d(j) on edge (i, j)
+    return shared, d_row, d_col
+
+
+def jaccard(A, *, backend: str = "auto"):
+    """Jaccard similarity |N(i) ∩ N(j)| / |N(i) ∪ N(j)| on every edge (i, j), as a
+    :class:`gbdist.Matrix` with A's pattern (float64). For an undirected graph the values
+    are ``networkx.jaccard_coefficient(G, G.edges)``."""
+    shared, d_row, d_col = _shared_and_degrees(A, backend)
+    union = gr.ewise_mult(gr.ewise_mult(d_row, d_col, gb.ops.plus, backend=backend), shared,
+                          gb.ops.minus, backend=backend)
+    return gr.ewise_mult(shared, union, gb.ops.div, backend=backend)
+
+
+def cosine(A, *, backend: str = "auto"):
+    """Cosine similarity |N(i) ∩ N(j)| / sqrt(|N(i)| |N(j)|) of the (binary) neighbourhood
+    vectors on every edge (i, j), as a :class:`gbdist.Matrix` with A's pattern (float64);
+    0 on an edge into a vertex with no out-edge (an empty neighbourhood)."""
+    shared, d_row, d_col = _shared_and_degrees(A, backend)
+    norm = gr.apply(gb.ops.sqrt, gr.ewise_mult(d_row, d_col, gb.ops.times, backend=backend),
+                    backend=backend)
+    # d(i) >= 1 on an edge (i, j); d(j) = 0 only when j has no out-edge, and then nothing is
+    # shared: max(norm, 1) changes no other value and makes that 0/0 a 0
+    norm = gr.apply(gb.ops.max, norm, right=1.0, backend=backend)
+    return gr.ewise_mult(shared, norm, gb.ops.div, backend=backend)
+
+
+__all__ = ["jaccard", "cosine"]
