@@ -20,6 +20,7 @@ Output column indices are int32 (cupyx's index type).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,19 +116,25 @@ class CudaGraphKernels:
         import cupy
         self.xp = cupy
         self.acc64 = bool(acc64)
+        self._sources: dict = {}  # (id(mul), id(monoid), dtype) -> (mul, monoid, source, key)
 
     # -- compilation ------------------------------------------------------------------------
 
-    def _module(self, mul, monoid, out_dtype, names):
+    def _kernel(self, mul, monoid, out_dtype, name: str):
+        """The compiled kernel ``name`` for ⊗ = ``mul``, ⊕ = ``monoid``: one module per
+        instantiation, so only the bins an input uses are ever compiled (then cached)."""
         out = np.dtype(out_dtype)
-        fkey = ("graph", None if mul is None else mul.key, monoid.key, out.str, self.acc64)
+        fast = (id(mul), id(monoid), out.str)
+        hit = self._sources.get(fast)
+        if hit is None or hit[0] is not mul or hit[1] is not monoid:
+            fkey = ("graph", None if mul is None else mul.key, monoid.key, out.str, self.acc64)
 
-        def make():
-            src = gc.source(gc.functor(mul, monoid, out, self.acc64))
-            return src, gc.key(src)
+            def make():
+                src = gc.source(gc.functor(mul, monoid, out, self.acc64))
+                return src, gc.key(src)
 
-        src, key = cache.generated(fkey, make)
-        return cache.module(key, src, tuple(names))
+            hit = self._sources[fast] = (mul, monoid) + cache.generated(fkey, make)
+        return cache.module(hit[3], hit[2], (name,)).get_function(name)
 
     def _finish(self, values, out_dtype):
         """Accumulator values → ``out_dtype`` (bool: nonzero)."""
@@ -169,7 +176,7 @@ class CudaGraphKernels:
         edges = [s for s, _, _ in gc.SHARED_BINS]
         bins = _bins(ub, edges, skip_zero=True)
         I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
-        mod = self._module(sr.mul, sr.add, out, gc.spgemm_names(I, TA, TB, mode))
+        kernel = functools.partial(self._kernel, sr.mul, sr.add, out)
         dummy = cupy.zeros(1, dtype=it)
         Mp = dummy if Mp is None else Mp
         Mj = dummy if Mj is None else Mj
@@ -183,11 +190,11 @@ class CudaGraphKernels:
             for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]):
                 if rows.size == 0:
                     continue
-                fn = mod.get_function(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
+                fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
                 fn((_grid(rows.size, rpb),), (32 * wpr * rpb,),
                    (rows, np.int64(rows.size), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
-            fn = mod.get_function(gc.global_name(I, TA, TB, numeric, mode))
             for rows, toff, total in chunks:
+                fn = kernel(gc.global_name(I, TA, TB, numeric, mode))
                 keys = cupy.empty(total, dtype=cupy.int32)
                 vals = cupy.empty(total if numeric else 1, dtype=work)
                 fn((rows.size,), (512,), (rows, np.int64(rows.size), toff, keys, vals,
@@ -244,7 +251,6 @@ class CudaGraphKernels:
         work = gc.work_dtype(out, self.acc64)
         I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
         names = gc.spmv_names(I, TA, TX, bool(complement))
-        mod = self._module(sr.mul, sr.add, out, names)
         y = cupy.empty(m, dtype=work)
         yp = cupy.empty(m, dtype=cupy.bool_)
         if m == 0:
@@ -253,7 +259,7 @@ class CudaGraphKernels:
         for (_, g), rows, name in zip(gc.SPMV_BINS + ((0, 0),), bins, names):
             if rows.size == 0:
                 continue
-            fn = mod.get_function(name)
+            fn = self._kernel(sr.mul, sr.add, out, name)
             if g == 0:
                 fn((rows.size,), (256,), (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
             else:
@@ -279,12 +285,11 @@ class CudaGraphKernels:
         work = gc.work_dtype(out, self.acc64)
         name = gc.spmspv_name(gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(uv.dtype, "values of u"),
                               gc.index_ctype(ui.dtype), bool(complement))
-        mod = self._module(sr.mul, sr.add, out, (name,))
         ident = _identity(sr.add, work, out)
         y = cupy.full(n, ident, dtype=work)
         yp = cupy.zeros(n, dtype=cupy.int32)
         if ui.size:
-            mod.get_function(name)((_grid(ui.size * 32, 256),), (256,),
+            self._kernel(sr.mul, sr.add, out, name)((_grid(ui.size * 32, 256),), (256,),
                                    (ui, uv, np.int64(ui.size), Ap, Aj, Ax, _ptr(ym), y, yp))
         return self._finish(y, out), yp.astype(cupy.bool_)
 
@@ -298,12 +303,11 @@ class CudaGraphKernels:
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
         name = gc.segment_name(P, gc.ctype(vals.dtype))
-        mod = self._module(None, monoid, out, (name,))
         nseg = max(int(ptr.size) - 1, 0)
         res = cupy.empty(nseg, dtype=work)
         present = cupy.empty(nseg, dtype=cupy.bool_)
         if nseg:
-            mod.get_function(name)((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
+            self._kernel(None, monoid, out, name)((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
         return self._finish(res, out), present
 
 
