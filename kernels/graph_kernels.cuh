@@ -5,6 +5,7 @@
 // (gbdist/backends/cuda/graph_codegen.py):
 //   typedef ... W;            // accumulator type (int for bool results)
 //   typedef ... M;            // math type the formulas are evaluated in (double or float)
+//   static M load(T v);       // an operand value: cast to the result's compute type, then M
 //   KIND                      // 0 any other monoid (CAS loop), 1 plus, 2 min, 3 max, 4 any
 //   static W mul(M x, M y);   // ⊗, result cast to W (bool: != 0)
 //   static W add(W a, W b);   // ⊕
@@ -128,7 +129,7 @@ __device__ __forceinline__ long long gb_row_products(
   for (long long p = (long long)Ap[row] + t / TEAM; p < a1; p += T / TEAM) {
     const long long k = (long long)Aj[p];
     M av = (M)0;
-    if constexpr (NUMERIC) av = (M)Ax[p];
+    if constexpr (NUMERIC) av = F::load(Ax[p]);
     const long long b1 = (long long)Bp[k + 1];
     for (long long q = (long long)Bp[k] + t % TEAM; q < b1; q += TEAM) {
       const int j = (int)Bj[q];
@@ -136,7 +137,7 @@ __device__ __forceinline__ long long gb_row_products(
       bool fresh;
       const unsigned slot = gb_hash_insert(keys, mask, j, fresh);
       fresh_count += fresh ? 1 : 0;
-      if constexpr (NUMERIC) gb_atomic_combine_g<F>(&vals[slot], F::mul(av, (M)Bx[q]));
+      if constexpr (NUMERIC) gb_atomic_combine_g<F>(&vals[slot], F::mul(av, F::load(Bx[q])));
     }
   }
   return fresh_count;
@@ -265,7 +266,7 @@ __device__ __forceinline__ void gb_spmv_lane(long long row, int lane, int step,
   for (long long p = (long long)Ap[row] + lane; p < a1; p += step) {
     const long long k = (long long)Aj[p];
     if (xp != nullptr && !xp[k]) continue;
-    const typename F::W v = F::mul((M)Ax[p], (M)x[k]);
+    const typename F::W v = F::mul(F::load(Ax[p]), F::load(x[k]));
     acc = has ? F::add(acc, v) : v;
     has = 1;
   }
@@ -338,12 +339,12 @@ __global__ void gb_spmspv(const TI* __restrict__ uidx, const TU* __restrict__ uv
   const int lane = (int)(tid % 32);
   if (e >= nu) return;
   const long long k = (long long)uidx[e];
-  const M uv = (M)uval[e];
+  const M uv = F::load(uval[e]);
   const long long a1 = (long long)Ap[k + 1];
   for (long long p = (long long)Ap[k] + lane; p < a1; p += 32) {
     const long long j = (long long)Aj[p];
     if (ymask != nullptr && (COMP ? ymask[j] : !ymask[j])) continue;
-    gb_atomic_combine_g<F>(&y[j], F::mul(uv, (M)Ax[p]));
+    gb_atomic_combine_g<F>(&y[j], F::mul(uv, F::load(Ax[p])));
     yp[j] = 1;
   }
 }
@@ -363,7 +364,7 @@ __global__ void gb_segment_reduce(const P* __restrict__ ptr, long long nseg, con
   if (s < nseg) {
     const long long e = (long long)ptr[s + 1];
     for (long long p = (long long)ptr[s] + lane; p < e; p += 32) {
-      const W v = F::cast((typename F::M)values[p]);
+      const W v = F::cast(F::load(values[p]));
       acc = has ? F::add(acc, v) : v;
       has = 1;
     }

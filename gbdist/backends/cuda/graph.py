@@ -21,7 +21,6 @@ Output column indices are int32 (cupyx's index type).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,27 +31,37 @@ from . import graph_codegen as gc
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 
 
-@dataclass
 class DeviceCSR:
-    """A CSR matrix on the device for dtypes cupyx cannot hold (int32, int64)."""
+    """A canonical CSR of CuPy arrays for the integer result types (cupyx.scipy.sparse holds
+    bool, float32/64 and complex only). Read like a cupyx CSR: ``data``, ``indices``,
+    ``indptr``, ``shape``, ``nnz``, ``dtype``, ``copy()``, ``astype()``; ``get()`` is the
+    SciPy CSR. (The same interface as ``gbdist.graph.sparse.DeviceCSR``, which the users'
+    API stage owns; backends may not import it.)"""
 
-    data: object
-    indices: object
-    indptr: object
-    shape: tuple
+    has_canonical_format = True
+    has_sorted_indices = True
+    format = "csr"
 
-    @property
-    def dtype(self):
-        return self.data.dtype
+    def __init__(self, data, indices, indptr, shape):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
 
-    @property
-    def nnz(self) -> int:
-        return int(self.data.shape[0])
+    nnz = property(lambda self: int(self.data.size))
+    dtype = property(lambda self: self.data.dtype)
+
+    def copy(self):
+        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+
+    def astype(self, dtype):
+        return make_csr(self.data.astype(dtype), self.indices, self.indptr, self.shape)
 
     def get(self):
         """The matrix as a SciPy ``csr_matrix`` on the host."""
         import scipy.sparse as sps
         return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
+
+    def __repr__(self):
+        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
 
 
 def make_csr(data, indices, indptr, shape):

@@ -7,9 +7,11 @@ The functor ``GbF`` holds ⊗ (``mul``, over x = the left value and y = the righ
 
 * ``W``, the accumulator type: the output dtype, except bool (``int`` holding 0/1, so that
   atomics exist) and float32 with ``acc64`` (double);
-* ``M``, the type formulas are evaluated in: ``float`` for float32 work, else ``double``
-  (integer and boolean values are evaluated as the NumPy reference does, in float64, then cast;
-  a boolean result is ``value != 0``).
+* ``M``, the type formulas are evaluated in: ``float`` for float32 work, else ``double``;
+  operand values are first cast to the result's compute type ``C`` (as
+  :mod:`gbdist.backends.graph_reference` does: the result type, float64 for bool), and every
+  ⊗/⊕ result is cast back to ``W`` (a boolean result is ``value != 0``). Integer formulas
+  are thus evaluated in double: exact below 2^53.
 
 ``KIND`` selects the atomic ⊕: 1 plus (atomicAdd), 2 min and 3 max (atomicMin/atomicMax on
 integers, a compare-and-swap loop on floats), 4 any (a plain store), 0 any other monoid
@@ -108,6 +110,7 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
     mtype = np.dtype(np.float32) if work == np.float32 else np.dtype(np.float64)
     printer = CudaPrinter(mtype)
     W, M = CTYPES[work], CTYPES[mtype]
+    C = M if boolean else W  # operands are cast to the compute type first (as the reference)
     kind = monoid_kind(monoid)
     cast = "(W)((v) != (M)0)" if boolean else "(W)(v)"
     if kind == 1:
@@ -126,6 +129,8 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
         "struct GbF {",
         f"  typedef {W} W;",
         f"  typedef {M} M;",
+        f"  typedef {C} C;",
+        "  template <typename T> __device__ static __forceinline__ M load(T v) { return (M)(C)v; }",
         f"  static constexpr int KIND = {kind};",
         f"  __device__ static __forceinline__ W cast(M v) {{ return {cast}; }}",
         "  __device__ static __forceinline__ W mul(M x, M y) {",
