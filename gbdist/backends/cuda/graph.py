@@ -20,7 +20,6 @@ Output column indices are int32 (cupyx's index type).
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -129,9 +128,9 @@ class CudaGraphKernels:
 
     # -- compilation ------------------------------------------------------------------------
 
-    def _kernel(self, mul, monoid, out_dtype, name: str):
-        """The compiled kernel ``name`` for ⊗ = ``mul``, ⊕ = ``monoid``: one module per
-        instantiation, so only the bins an input uses are ever compiled (then cached)."""
+    def _kernels(self, mul, monoid, out_dtype, names) -> dict:
+        """{name: compiled kernel} for ⊗ = ``mul``, ⊕ = ``monoid``: one module holding just
+        the instantiations a call launches (the bins its input uses), cached by that set."""
         out = np.dtype(out_dtype)
         fast = (id(mul), id(monoid), out.str)
         hit = self._sources.get(fast)
@@ -143,7 +142,11 @@ class CudaGraphKernels:
                 return src, gc.key(src)
 
             hit = self._sources[fast] = (mul, monoid) + cache.generated(fkey, make)
-        return cache.module(hit[3], hit[2], (name,)).get_function(name)
+        names = tuple(names)
+        if not names:
+            return {}
+        mod = cache.module(hit[3], hit[2], names)
+        return {n: mod.get_function(n) for n in names}
 
     def _finish(self, values, out_dtype):
         """Accumulator values → ``out_dtype`` (bool: nonzero)."""
@@ -185,7 +188,11 @@ class CudaGraphKernels:
         edges = [s for s, _, _ in gc.SHARED_BINS]
         bins = _bins(ub, edges, skip_zero=True)
         I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
-        kernel = functools.partial(self._kernel, sr.mul, sr.add, out)
+        used = [(S, wpr, rpb) for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]) if rows.size]
+        names = [gc.shared_name(I, TA, TB, S, wpr, rpb, num, mode) for num in (False, True) for S, wpr, rpb in used]
+        if bins[-1].size:
+            names += [gc.global_name(I, TA, TB, num, mode) for num in (False, True)]
+        kernel = self._kernels(sr.mul, sr.add, out, names).__getitem__
         dummy = cupy.zeros(1, dtype=it)
         Mp = dummy if Mp is None else Mp
         Mj = dummy if Mj is None else Mj
@@ -265,10 +272,11 @@ class CudaGraphKernels:
         if m == 0:
             return self._finish(y, out), yp
         bins = _spmv_bins(A, Ap)
+        fns = self._kernels(sr.mul, sr.add, out, [n for n, rows in zip(names, bins) if rows.size])
         for (_, g), rows, name in zip(gc.SPMV_BINS + ((0, 0),), bins, names):
             if rows.size == 0:
                 continue
-            fn = self._kernel(sr.mul, sr.add, out, name)
+            fn = fns[name]
             if g == 0:
                 fn((rows.size,), (256,), (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
             else:
@@ -298,7 +306,7 @@ class CudaGraphKernels:
         y = cupy.full(n, ident, dtype=work)
         yp = cupy.zeros(n, dtype=cupy.int32)
         if ui.size:
-            self._kernel(sr.mul, sr.add, out, name)((_grid(ui.size * 32, 256),), (256,),
+            self._kernels(sr.mul, sr.add, out, (name,))[name]((_grid(ui.size * 32, 256),), (256,),
                                    (ui, uv, np.int64(ui.size), Ap, Aj, Ax, _ptr(ym), y, yp))
         return self._finish(y, out), yp.astype(cupy.bool_)
 
@@ -316,7 +324,7 @@ class CudaGraphKernels:
         res = cupy.empty(nseg, dtype=work)
         present = cupy.empty(nseg, dtype=cupy.bool_)
         if nseg:
-            self._kernel(None, monoid, out, name)((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
+            self._kernels(None, monoid, out, (name,))[name]((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
         return self._finish(res, out), present
 
 
