@@ -24,25 +24,28 @@ SR_PROB = gb.semiring(gb.ops.times, PROBOR)
 
 
 def powerlaw(m, n, seed, dtype=np.float64, long_row=0, avg=6.0):
-    """Random CSR (SciPy) with power-law row degrees and column popularity, every 5th row
-    empty, values in -2..4 (0 included: stored zeros) or random bools (False included)."""
+    """Random CSR (SciPy) with power-law row degrees and column popularity (duplicates drawn
+    are merged), every 5th row empty, row 1 holding ``long_row`` distinct columns; values in
+    -2..4 (0 included: stored zeros) or random bools (False included)."""
     rng = np.random.default_rng(seed)
     deg = np.minimum((rng.pareto(1.3, m) * avg / 2).astype(np.int64) + 1, n)
     deg[::5] = 0
     if long_row:
-        deg[1] = min(long_row, n)
-    p = 1.0 / np.arange(1, n + 1) ** 0.7
-    p /= p.sum()
+        deg[1] = 0
+    cdf = np.cumsum(1.0 / np.arange(1, n + 1) ** 0.7)
     perm = rng.permutation(n)
-    cols = [np.sort(perm[rng.choice(n, size=d, replace=False, p=p)]) for d in deg]
-    indptr = np.concatenate([[0], np.cumsum(deg)])
-    indices = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
-    nnz = int(indptr[-1])
+    rows = np.repeat(np.arange(m, dtype=np.int64), deg)
+    cols = perm[np.minimum(np.searchsorted(cdf, rng.random(rows.size) * cdf[-1]), n - 1)]
+    if long_row:
+        rows = np.concatenate([rows, np.ones(min(long_row, n), np.int64)])
+        cols = np.concatenate([cols, rng.choice(n, size=min(long_row, n), replace=False)])
+    keys = np.unique(rows * n + cols)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // n, minlength=m))])
     if np.dtype(dtype) == np.bool_:
-        data = rng.random(nnz) < 0.8
+        data = rng.random(keys.size) < 0.8
     else:
-        data = rng.integers(-2, 5, nnz).astype(dtype)
-    return sps.csr_matrix((data, indices, indptr.astype(np.int32)), shape=(m, n))
+        data = rng.integers(-2, 5, keys.size).astype(dtype)
+    return sps.csr_matrix((data, (keys % n).astype(np.int32), indptr.astype(np.int32)), shape=(m, n))
 
 
 def dev(S):
