@@ -1,0 +1,167 @@
+"""CUDA graph kernels (issue 12) against cuSPARSE on random power-law graphs.
+
+For each size (10^5 … 10^7 edges, average degree ~16): plus_times SpGEMM ``A @ A`` and
+SpMV ``A @ x`` against cupyx (cuSPARSE), and min_plus / plus_pair at the same sizes.
+Every result is checked before it is timed (cupyx for plus_times and plus_pair, sampled
+rows brute-forced on the host for min_plus). Times are medians of CUDA-event timings after
+a warm-up (compilation excluded). Prints a table; writes JSON to $OUT/graph_gpu.json when
+OUT is set.
+
+    python benchmarks/graph_gpu.py [--edges 1e5,1e6,1e7] [--reps 10]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def powerlaw_graph(edges: int, seed: int = 0, skew: float = 1.6):
+    """n = edges / 16 vertices; endpoints drawn as n * u^skew (a power-law degree profile),
+    relabelled at random; duplicates summed; values uniform in (0, 1]. Returns cupyx CSR."""
+    import cupyx.scipy.sparse as cps
+    import scipy.sparse as sps
+    n = max(edges // 16, 16)
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    src = perm[(n * rng.random(edges) ** skew).astype(np.int64) % n]
+    dst = perm[(n * rng.random(edges) ** skew).astype(np.int64) % n]
+    val = 1.0 - rng.random(edges)
+    A = sps.csr_matrix((val, (src, dst)), shape=(n, n))  # duplicates summed
+    A.sort_indices()
+    return cps.csr_matrix(A)
+
+
+def median_ms(fn, reps: int) -> float:
+    import cupy
+    fn()  # warm-up (compilation, caches)
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return float(np.median(times))
+
+
+def _same_csr(C, R, rtol=1e-9):
+    import cupy
+    R = R.copy()
+    R.sort_indices()
+    assert C.shape == R.shape and C.nnz == R.nnz, (C.nnz, R.nnz)
+    assert bool(cupy.all(C.indptr.astype(cupy.int64) == R.indptr.astype(cupy.int64)))
+    assert bool(cupy.all(C.indices == R.indices))
+    assert bool(cupy.allclose(C.data.astype(cupy.float64), R.data.astype(cupy.float64), rtol=rtol))
+
+
+def _check_min_plus_rows(A, C, rows):
+    """min over k of A(i,k) + A(k,j) for sampled rows i, on the host."""
+    Ah = A.get()
+    Ch = C.get()
+    for i in rows:
+        acc = {}
+        for p in range(Ah.indptr[i], Ah.indptr[i + 1]):
+            k, a = Ah.indices[p], Ah.data[p]
+            for q in range(Ah.indptr[k], Ah.indptr[k + 1]):
+                j = Ah.indices[q]
+                acc[j] = min(acc.get(j, np.inf), a + Ah.data[q])
+        cols = Ch.indices[Ch.indptr[i]:Ch.indptr[i + 1]]
+        vals = Ch.data[Ch.indptr[i]:Ch.indptr[i + 1]]
+        assert list(cols) == sorted(acc), i
+        assert np.allclose(vals, [acc[j] for j in cols]), i
+
+
+def run(edges_list, reps: int):
+    import cupy
+    import cupyx.scipy.sparse as cps
+
+    import gbdist as gb
+    from gbdist.backends.cuda.graph import CudaGraphKernels
+    K = CudaGraphKernels()
+    sr = gb.semirings
+    rows_out = []
+    for edges in edges_list:
+        A = powerlaw_graph(edges)
+        n = A.shape[0]
+        ones = cps.csr_matrix((cupy.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+        x = cupy.random.default_rng(1).random(n)
+        deg = cupy.diff(A.indptr)
+        flops = int(cupy.sum(deg[A.indices].astype(cupy.int64)))
+        rec = {"edges": int(A.nnz), "n": n, "max_degree": int(deg.max()), "spgemm_products": flops}
+        # --- SpMV ---
+        y, _ = K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64)
+        assert bool(cupy.allclose(y, A @ x, rtol=1e-9))
+        rec["spmv_cusparse_ms"] = median_ms(lambda: A @ x, reps)
+        rec["spmv_plus_times_ms"] = median_ms(lambda: K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64), reps)
+        ym, pm = K.spmv(A, x, None, sr.min_plus, out_dtype=np.float64)
+        Ah, xh = A.get(), x.get()
+        for i in np.random.default_rng(2).choice(n, min(n, 200), replace=False):
+            seg = slice(Ah.indptr[i], Ah.indptr[i + 1])
+            if Ah.indptr[i + 1] > Ah.indptr[i]:
+                assert np.isclose(float(ym[int(i)]), (Ah.data[seg] + xh[Ah.indices[seg]]).min())
+            assert bool(pm[int(i)]) == (Ah.indptr[i + 1] > Ah.indptr[i])
+        rec["spmv_min_plus_ms"] = median_ms(lambda: K.spmv(A, x, None, sr.min_plus, out_dtype=np.float64), reps)
+        yc, _ = K.spmv(A, x, None, sr.plus_pair, out_dtype=np.float64)
+        assert bool(cupy.all(yc == deg.astype(cupy.float64)))
+        rec["spmv_plus_pair_ms"] = median_ms(lambda: K.spmv(A, x, None, sr.plus_pair, out_dtype=np.float64), reps)
+        # --- SpGEMM ---
+        if flops <= 4e9:
+            r = max(2, reps // 3)
+            C = K.spgemm(A, A, sr.plus_times, out_dtype=np.float64)
+            _same_csr(C, A @ A)
+            rec["spgemm_out_nnz"] = int(C.nnz)
+            rec["spgemm_cusparse_ms"] = median_ms(lambda: A @ A, r)
+            rec["spgemm_plus_times_ms"] = median_ms(lambda: K.spgemm(A, A, sr.plus_times, out_dtype=np.float64), r)
+            Cp = K.spgemm(A, A, sr.plus_pair, out_dtype=np.float64)
+            _same_csr(Cp, ones @ ones)
+            rec["spgemm_plus_pair_ms"] = median_ms(lambda: K.spgemm(A, A, sr.plus_pair, out_dtype=np.float64), r)
+            Cm = K.spgemm(A, A, sr.min_plus, out_dtype=np.float64)
+            assert Cm.nnz == C.nnz
+            _check_min_plus_rows(A, Cm, np.random.default_rng(3).choice(n, min(n, 30), replace=False))
+            rec["spgemm_min_plus_ms"] = median_ms(lambda: K.spgemm(A, A, sr.min_plus, out_dtype=np.float64), r)
+            del C, Cp, Cm
+        rows_out.append(rec)
+        print(_line(rec), flush=True)
+        del A, ones
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows_out
+
+
+COLUMNS = [("edges", "edges"), ("spmv_cusparse_ms", "SpMV cuSP"), ("spmv_plus_times_ms", "SpMV +x"),
+           ("spmv_min_plus_ms", "SpMV min+"), ("spmv_plus_pair_ms", "SpMV +pair"),
+           ("spgemm_cusparse_ms", "SpGEMM cuSP"), ("spgemm_plus_times_ms", "SpGEMM +x"),
+           ("spgemm_min_plus_ms", "SpGEMM min+"), ("spgemm_plus_pair_ms", "SpGEMM +pair")]
+
+
+def _line(rec) -> str:
+    cells = []
+    for key, _ in COLUMNS:
+        v = rec.get(key)
+        cells.append(f"{v:>12.3f}" if isinstance(v, float) else f"{v if v is not None else '-':>12}")
+    return "".join(cells)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edges", default="1e5,1e6,1e7")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args(argv)
+    edges = [int(float(e)) for e in args.edges.split(",")]
+    print("times in ms (CUDA-event medians)")
+    print("".join(f"{label:>12}" for _, label in COLUMNS))
+    rows = run(edges, args.reps)
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "graph_gpu.json"), "w") as f:
+            json.dump({"rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""CUDA graph kernels (issue 12): :class:`CudaGraphKernels` implements the ``GraphKernels``
+interface on CuPy device data.
+
+* :meth:`~CudaGraphKernels.spgemm`: row-binned shared-memory hash SpGEMM. Per row an upper
+  bound of its distinct columns (Σ over A(i,k) of deg_B(k), at most n, at most the mask row's
+  size for a plain mask); rows binned by it into tables of 32 … 4096 shared-memory slots and a
+  global-memory table for larger rows; per non-empty bin one symbolic launch (distinct columns
+  per row) → exclusive scan → one numeric launch (insert-or-combine, atomic ⊕), each shared
+  row sorted in the kernel, the global-table rows sorted afterwards with one CuPy sort.
+  Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
+* :meth:`~CudaGraphKernels.spmv` (pull): rows binned by degree: a thread per row for short
+  rows, 4, 16 or 32 lanes for medium ones, a 256-thread block for long ones.
+* :meth:`~CudaGraphKernels.spmspv` (push): a warp per frontier entry, atomic ⊕ into y.
+* :meth:`~CudaGraphKernels.segment_reduce`: a warp per segment.
+
+Results: ``cupyx.scipy.sparse.csr_matrix`` for bool/float32/float64 results; cupyx has no
+integer sparse matrices, so int32/int64 results are a :class:`DeviceCSR` (the same
+``data``/``indices``/``indptr``/``shape`` attributes and ``get()``). Operands may be either.
+Output column indices are int32 (cupyx's index type).
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from ...errors import BackendError, InputError
+from . import cache
+from . import graph_codegen as gc
+
+_GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
+
+
+class DeviceCSR:
+    """A canonical CSR of CuPy arrays for the integer result types (cupyx.scipy.sparse holds
+    bool, float32/64 and complex only). Read like a cupyx CSR: ``data``, ``indices``,
+    ``indptr``, ``shape``, ``nnz``, ``dtype``, ``copy()``, ``astype()``; ``get()`` is the
+    SciPy CSR. (The same interface as ``gbdist.graph.sparse.DeviceCSR``, which the users'
+    API stage owns; backends may not import it.)"""
+
+    has_canonical_format = True
+    has_sorted_indices = True
+    format = "csr"
+
+    def __init__(self, data, indices, indptr, shape):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    nnz = property(lambda self: int(self.data.size))
+    dtype = property(lambda self: self.data.dtype)
+
+    def copy(self):
+        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+
+    def astype(self, dtype):
+        return make_csr(self.data.astype(dtype), self.indices, self.indptr, self.shape)
+
+    def get(self):
+        """The matrix as a SciPy ``csr_matrix`` on the host."""
+        import scipy.sparse as sps
+        return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
+
+    def __repr__(self):
+        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+
+def make_csr(data, indices, indptr, shape):
+    """cupyx CSR where cupyx supports the dtype, else :class:`DeviceCSR`."""
+    if data.dtype.char in "?fd":
+        import cupyx.scipy.sparse as cps
+        return cps.csr_matrix((data, indices, indptr), shape=shape)
+    return DeviceCSR(data, indices, indptr, tuple(int(s) for s in shape))
+
+
+def _csr_parts(M, what: str, index=None):
+    """(indptr, indices, data) of a device CSR operand, indices in ``index`` dtype if given."""
+    import cupy
+    try:
+        ptr, idx, val = M.indptr, M.indices, M.data
+    except AttributeError:
+        raise InputError(f"{what} must be a CSR matrix on the device", expected="cupyx csr_matrix",
+                         got=type(M).__name__) from None
+    if not all(isinstance(a, cupy.ndarray) for a in (ptr, idx, val)):
+        raise InputError(f"{what} must live on the device", got=type(ptr).__name__,
+                         hint="use the reference or compiled kernels for host data")
+    it = np.dtype(index) if index is not None else np.promote_types(ptr.dtype, idx.dtype)
+    gc.index_ctype(it)
+    gc.ctype(val.dtype, f"values of {what}")
+    return ptr.astype(it, copy=False), idx.astype(it, copy=False), val
+
+
+def _ptr(a):
+    """A device array, or a null pointer for None."""
+    return np.uint64(0) if a is None else a
+
+
+def _grid(n: int, per_block: int) -> int:
+    return int(max(1, -(-n // per_block)))
+
+
+def _bins(keys, edges, skip_zero: bool):
+    """Row ids grouped by bin: bin b holds the rows with edges[b-1] < key <= edges[b]; the last
+    bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin.
+    Returns a list of CuPy int64 arrays (one per bin)."""
+    import cupy
+    b = cupy.searchsorted(cupy.asarray(edges, dtype=keys.dtype), keys, side="left")
+    nb = len(edges) + 1
+    if skip_zero:
+        b = cupy.where(keys == 0, nb, b)
+    order = cupy.argsort(b)  # CuPy sorts with CUB's radix sort: stable, rows stay ascending
+    counts = cupy.bincount(b, minlength=nb + 1).get()
+    out, start = [], 0
+    for c in counts[:nb]:
+        out.append(order[start:start + int(c)].astype(cupy.int64))
+        start += int(c)
+    return out
+
+
+class CudaGraphKernels:
+    """GraphKernels on CuPy data. ``acc64``: float32 results accumulate in float64."""
+
+    name = "cuda"
+
+    def __init__(self, acc64: bool = False):
+        import cupy
+        self.xp = cupy
+        self.acc64 = bool(acc64)
+        self._sources: dict = {}  # (id(mul), id(monoid), dtype) -> (mul, monoid, source, key)
+
+    # -- compilation ------------------------------------------------------------------------
+
+    def _kernels(self, mul, monoid, out_dtype, names) -> dict:
+        """{name: compiled kernel} for ⊗ = ``mul``, ⊕ = ``monoid``: one module holding just
+        the instantiations a call launches (the bins its input uses), cached by that set."""
+        out = np.dtype(out_dtype)
+        fast = (id(mul), id(monoid), out.str)
+        hit = self._sources.get(fast)
+        if hit is None or hit[0] is not mul or hit[1] is not monoid:
+            fkey = ("graph", None if mul is None else mul.key, monoid.key, out.str, self.acc64)
+
+            def make():
+                src = gc.source(gc.functor(mul, monoid, out, self.acc64))
+                return src, gc.key(src)
+
+            hit = self._sources[fast] = (mul, monoid) + cache.generated(fkey, make)
+        names = tuple(names)
+        if not names:
+            return {}
+        mod = cache.module(hit[3], hit[2], names)
+        return {n: mod.get_function(n) for n in names}
+
+    def _finish(self, values, out_dtype):
+        """Accumulator values → ``out_dtype`` (bool: nonzero)."""
+        out = np.dtype(out_dtype)
+        return values if values.dtype == out else values.astype(out)
+
+    # -- SpGEMM -----------------------------------------------------------------------------
+
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+        import cupy
+        Ap, Aj, Ax = _csr_parts(A, "A")
+        it = Ap.dtype
+        Bp, Bj, Bx = _csr_parts(B, "B", it)
+        m, k = (int(s) for s in A.shape)
+        k2, n = (int(s) for s in B.shape)
+        if k != k2:
+            raise InputError("spgemm: inner dimensions differ", got=f"{A.shape} @ {B.shape}")
+        if n >= 2**31 - 1:
+            raise BackendError("the CUDA SpGEMM stores column indices as int32",
+                               got=f"{n} columns", hint="use the compiled CPU kernels")
+        mode = 0
+        Mp = Mj = None
+        if mask is not None:
+            if tuple(int(s) for s in mask.shape) != (m, n):
+                raise InputError("spgemm: the mask's shape differs from the result's",
+                                 expected=str((m, n)), got=str(tuple(mask.shape)))
+            Mp, Mj, _ = _csr_parts(mask, "mask", it)
+            mode = 2 if complement else 1
+        out = np.dtype(out_dtype)
+        work = gc.work_dtype(out, self.acc64)
+        # Upper bound of each row's distinct columns.
+        degB = cupy.diff(Bp).astype(cupy.int64)
+        csum = cupy.concatenate([cupy.zeros(1, cupy.int64), cupy.cumsum(degB[Aj], dtype=cupy.int64)])
+        Ap64 = Ap.astype(cupy.int64)
+        ub = csum[Ap64[1:]] - csum[Ap64[:-1]]
+        ub = cupy.minimum(ub, n)
+        if mode == 1:
+            ub = cupy.minimum(ub, cupy.diff(Mp).astype(cupy.int64))
+        edges = [s for s, _, _ in gc.SHARED_BINS]
+        bins = _bins(ub, edges, skip_zero=True)
+        I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
+        used = [(S, wpr, rpb) for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]) if rows.size]
+        names = [gc.shared_name(I, TA, TB, S, wpr, rpb, num, mode) for num in (False, True) for S, wpr, rpb in used]
+        if bins[-1].size:
+            names += [gc.global_name(I, TA, TB, num, mode) for num in (False, True)]
+        kernel = self._kernels(sr.mul, sr.add, out, names).__getitem__
+        dummy = cupy.zeros(1, dtype=it)
+        Mp = dummy if Mp is None else Mp
+        Mj = dummy if Mj is None else Mj
+        counts = cupy.zeros(m, dtype=cupy.int64)
+        Cp = cupy.zeros(m + 1, dtype=cupy.int64)
+        Cj = cupy.zeros(0, dtype=cupy.int32)
+        Cx = cupy.zeros(0, dtype=work)
+        chunks = self._global_chunks(bins[-1], ub)
+
+        def launch(numeric: bool, Cj, Cx):
+            for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]):
+                if rows.size == 0:
+                    continue
+                fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
+                fn((_grid(rows.size, rpb),), (32 * wpr * rpb,),
+                   (rows, np.int64(rows.size), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
+            for rows, toff, total in chunks:
+                fn = kernel(gc.global_name(I, TA, TB, numeric, mode))
+                keys = cupy.empty(total, dtype=cupy.int32)
+                vals = cupy.empty(total if numeric else 1, dtype=work)
+                fn((rows.size,), (512,), (rows, np.int64(rows.size), toff, keys, vals,
+                                          Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
+                del keys, vals
+
+        launch(False, Cj, Cx)
+        Cp[1:] = cupy.cumsum(counts)
+        nnz = int(Cp[-1])
+        Cj = cupy.empty(nnz, dtype=cupy.int32)
+        Cx = cupy.empty(nnz, dtype=work)
+        if nnz:
+            launch(True, Cj, Cx)
+            if bins[-1].size:
+                _sort_rows(Cp, Cj, Cx, bins[-1], n)
+        indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
+        return make_csr(self._finish(Cx, out), Cj, indptr, (m, n))
+
+    @staticmethod
+    def _global_chunks(rows, ub):
+        """Rows of the global-table bin in chunks of at most _GLOBAL_SLOTS table slots (one row
+        may exceed it alone): [(rows, table offsets, total slots)]. A row's table has the
+        power of two >= 2 * its bound slots."""
+        import cupy
+        if rows.size == 0:
+            return []
+        need = (2 * ub[rows]).get()
+        host = (np.int64(1) << np.ceil(np.log2(need)).astype(np.int64)).astype(np.int64)
+        out, start = [], 0
+        while start < len(host):
+            stop, total = start, 0
+            while stop < len(host) and (stop == start or total + host[stop] <= _GLOBAL_SLOTS):
+                total += int(host[stop])
+                stop += 1
+            toff = cupy.asarray(np.concatenate([[0], np.cumsum(host[start:stop])]).astype(np.int64))
+            out.append((rows[start:stop], toff, total))
+            start = stop
+        return out
+
+    # -- SpMV / SpMSpV ----------------------------------------------------------------------
+
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+        import cupy
+        Ap, Aj, Ax = _csr_parts(A, "A")
+        m, n = (int(s) for s in A.shape)
+        x = cupy.asarray(x)
+        if x.shape != (n,):
+            raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
+        xp = None if x_present is None else cupy.asarray(x_present, dtype=cupy.bool_)
+        ym = None if mask is None else cupy.asarray(mask, dtype=cupy.bool_)
+        if ym is not None and ym.shape != (m,):
+            raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
+        out = np.dtype(out_dtype)
+        work = gc.work_dtype(out, self.acc64)
+        I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
+        names = gc.spmv_names(I, TA, TX, bool(complement))
+        y = cupy.empty(m, dtype=work)
+        yp = cupy.empty(m, dtype=cupy.bool_)
+        if m == 0:
+            return self._finish(y, out), yp
+        bins = _spmv_bins(A, Ap)
+        fns = self._kernels(sr.mul, sr.add, out, [n for n, rows in zip(names, bins) if rows.size])
+        for (_, g), rows, name in zip(gc.SPMV_BINS + ((0, 0),), bins, names):
+            if rows.size == 0:
+                continue
+            fn = fns[name]
+            if g == 0:
+                fn((rows.size,), (256,), (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
+            else:
+                fn((_grid(rows.size * g, 256),), (256,),
+                   (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
+        return self._finish(y, out), yp
+
+    def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
+        import cupy
+        Ap, Aj, Ax = _csr_parts(A, "A")
+        m, n = (int(s) for s in A.shape)
+        ui = cupy.asarray(u_idx)
+        uv = cupy.asarray(u_val)
+        if ui.ndim != 1 or uv.shape != ui.shape:
+            raise InputError("spmspv: u_idx and u_val must be 1-D of one length",
+                             got=f"{ui.shape} and {uv.shape}")
+        if ui.dtype not in (np.int32, np.int64):
+            ui = ui.astype(cupy.int64)
+        ym = None if mask is None else cupy.asarray(mask, dtype=cupy.bool_)
+        if ym is not None and ym.shape != (n,):
+            raise InputError("spmspv: the mask has the wrong length", expected=f"({n},)", got=str(ym.shape))
+        out = np.dtype(out_dtype)
+        work = gc.work_dtype(out, self.acc64)
+        name = gc.spmspv_name(gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(uv.dtype, "values of u"),
+                              gc.index_ctype(ui.dtype), bool(complement))
+        ident = _identity(sr.add, work, out)
+        y = cupy.full(n, ident, dtype=work)
+        yp = cupy.zeros(n, dtype=cupy.int32)
+        if ui.size:
+            self._kernels(sr.mul, sr.add, out, (name,))[name]((_grid(ui.size * 32, 256),), (256,),
+                                   (ui, uv, np.int64(ui.size), Ap, Aj, Ax, _ptr(ym), y, yp))
+        return self._finish(y, out), yp.astype(cupy.bool_)
+
+    # -- reductions -------------------------------------------------------------------------
+
+    def segment_reduce(self, indptr, values, monoid, *, out_dtype):
+        import cupy
+        ptr = cupy.asarray(indptr)
+        vals = cupy.asarray(values)
+        P = gc.index_ctype(ptr.dtype)
+        out = np.dtype(out_dtype)
+        work = gc.work_dtype(out, self.acc64)
+        name = gc.segment_name(P, gc.ctype(vals.dtype))
+        nseg = max(int(ptr.size) - 1, 0)
+        res = cupy.empty(nseg, dtype=work)
+        present = cupy.empty(nseg, dtype=cupy.bool_)
+        if nseg:
+            self._kernels(None, monoid, out, (name,))[name]((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
+        return self._finish(res, out), present
+
+
+def _identity(monoid, work: np.dtype, out: np.dtype):
+    """⊕'s identity as a NumPy scalar of the accumulator dtype (±inf: the integer limits)."""
+    v = float(monoid.identity_value)
+    if out == np.bool_:
+        return work.type(1 if (v != 0 and not np.isnan(v)) else 0)
+    if work.kind == "i":
+        info = np.iinfo(work)
+        if np.isinf(v):
+            return work.type(info.max if v > 0 else info.min)
+        return work.type(int(v))
+    return work.type(v)
+
+
+def _spmv_bins(A, Ap):
+    """Row ids per SpMV bin (SPMV_BINS, then the block bin), cached on the matrix object
+    (keyed by its indptr buffer and shape) so repeated products reuse them."""
+    import cupy
+    key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
+    memo = getattr(A, "_gbdist_spmv_bins", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    deg = cupy.diff(Ap).astype(cupy.int64)
+    bins = _bins(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
+    try:
+        A._gbdist_spmv_bins = (key, bins)
+    except AttributeError:
+        pass
+    return bins
+
+
+def _sort_rows(Cp, Cj, Cx, rows, n: int) -> None:
+    """Sort the entries of ``rows`` (written unsorted by the global-table kernel) by column."""
+    import cupy
+    starts = Cp[rows]
+    lens = Cp[rows + 1] - starts
+    ends = cupy.cumsum(lens)
+    total = int(ends[-1])
+    if total == 0:
+        return
+    t = cupy.arange(total, dtype=cupy.int64)
+    seg = cupy.searchsorted(ends, t, side="right")
+    pos = starts[seg] + (t - (ends[seg] - lens[seg]))
+    order = cupy.argsort(seg * np.int64(n) + Cj[pos].astype(cupy.int64))
+    Cj[pos] = Cj[pos][order]
+    Cx[pos] = Cx[pos][order]

@@ -1,0 +1,377 @@
+// Graph kernels (issue 12): row-binned hash SpGEMM, SpMV (pull), SpMSpV (push) and
+// segment reductions over any semiring / monoid.
+//
+// Every kernel is a template over a functor struct F generated from the ops' formulas
+// (gbdist/backends/cuda/graph_codegen.py):
+//   typedef ... W;            // accumulator type (int for bool results)
+//   typedef ... M;            // math type the formulas are evaluated in (double or float)
+//   static M load(T v);       // an operand value: cast to the result's compute type, then M
+//   KIND                      // 0 any other monoid (CAS loop), 1 plus, 2 min, 3 max, 4 any
+//   static W mul(M x, M y);   // ⊗, result cast to W (bool: != 0)
+//   static W add(W a, W b);   // ⊕
+//   static W identity();      // ⊕'s identity in W
+// Structural semantics: an output entry exists iff at least one ⊗ term exists for it.
+
+// ---------------------------------------------------------------------------
+// Bit casts and atomic ⊕ (shared or global memory)
+// ---------------------------------------------------------------------------
+
+template <typename T> struct gb_bits_of;
+template <> struct gb_bits_of<int> { typedef unsigned int U; };
+template <> struct gb_bits_of<float> { typedef unsigned int U; };
+template <> struct gb_bits_of<long long> { typedef unsigned long long U; };
+template <> struct gb_bits_of<double> { typedef unsigned long long U; };
+
+template <typename T>
+__device__ __forceinline__ typename gb_bits_of<T>::U gb_to_bits(T v) {
+  union { T t; typename gb_bits_of<T>::U u; } c;
+  c.t = v;
+  return c.u;
+}
+template <typename T>
+__device__ __forceinline__ T gb_from_bits(typename gb_bits_of<T>::U u) {
+  union { T t; typename gb_bits_of<T>::U u; } c;
+  c.u = u;
+  return c.t;
+}
+
+template <class F>
+__device__ __forceinline__ void gb_atomic_cas_combine(typename F::W* addr, typename F::W v) {
+  typedef typename F::W W;
+  typedef typename gb_bits_of<W>::U U;
+  U* a = reinterpret_cast<U*>(addr);
+  U old = *a, assumed;
+  do {
+    assumed = old;
+    const U next = gb_to_bits<W>(F::add(gb_from_bits<W>(assumed), v));
+    if (next == assumed) return;
+    old = atomicCAS(a, assumed, next);
+  } while (assumed != old);
+}
+
+__device__ __forceinline__ void gb_atomic_plus(int* a, int v) { atomicAdd(a, v); }
+__device__ __forceinline__ void gb_atomic_plus(float* a, float v) { atomicAdd(a, v); }
+__device__ __forceinline__ void gb_atomic_plus(double* a, double v) { atomicAdd(a, v); }
+__device__ __forceinline__ void gb_atomic_plus(long long* a, long long v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(a), (unsigned long long)v);
+}
+
+template <typename W> struct gb_is_int { static constexpr bool value = false; };
+template <> struct gb_is_int<int> { static constexpr bool value = true; };
+template <> struct gb_is_int<long long> { static constexpr bool value = true; };
+
+// *addr = *addr ⊕ v, atomically.
+template <class F>
+__device__ __forceinline__ void gb_atomic_combine_g(typename F::W* addr, typename F::W v) {
+  typedef typename F::W W;
+  if constexpr (F::KIND == 1) {
+    gb_atomic_plus(addr, v);
+  } else if constexpr (F::KIND == 4) {
+    *reinterpret_cast<volatile W*>(addr) = v;  // any: one of the values, whichever lands last
+  } else if constexpr (F::KIND == 2 && gb_is_int<W>::value) {
+    atomicMin(addr, v);
+  } else if constexpr (F::KIND == 3 && gb_is_int<W>::value) {
+    atomicMax(addr, v);
+  } else {
+    gb_atomic_cas_combine<F>(addr, v);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Hash tables: keys are column indices (int), -1 marks an empty slot; linear probing.
+// ---------------------------------------------------------------------------
+
+// The slot holding `col` (inserted if absent); fresh = whether this call inserted it.
+__device__ __forceinline__ unsigned gb_hash_insert(int* keys, unsigned mask, int col, bool& fresh) {
+  unsigned h = ((unsigned)col * 2654435761u) & mask;
+  while (true) {
+    const int old = atomicCAS(&keys[h], -1, col);
+    if (old == -1) { fresh = true; return h; }
+    if (old == col) { fresh = false; return h; }
+    h = (h + 1) & mask;
+  }
+}
+
+// Whether column `col` is stored in the (sorted) mask row [lo, hi).
+template <typename I>
+__device__ __forceinline__ bool gb_in_row(const I* __restrict__ idx, long long lo, long long hi, long long col) {
+  while (lo < hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    const long long v = (long long)idx[mid];
+    if (v == col) return true;
+    if (v < col) lo = mid + 1; else hi = mid;
+  }
+  return false;
+}
+
+// MASK: 0 none, 1 only (i, j) in the mask row, 2 only (i, j) NOT in the mask row.
+template <int MASK, typename I>
+__device__ __forceinline__ bool gb_allowed(const I* __restrict__ Mj, long long m0, long long m1, long long j) {
+  if constexpr (MASK == 0) return true;
+  else if constexpr (MASK == 1) return gb_in_row(Mj, m0, m1, j);
+  else return !gb_in_row(Mj, m0, m1, j);
+}
+
+// Insert every product of row `row` of A·B into a table of `mask + 1` slots; the caller's
+// group of T threads shares the table. Teams of TEAM lanes take one entry A(i,k) each and
+// stride over row k of B. Returns how many keys this thread inserted first.
+template <class F, int MASK, bool NUMERIC, int T, int TEAM, typename I, typename TA, typename TB>
+__device__ __forceinline__ long long gb_row_products(
+    long long row, int t, int* keys, typename F::W* vals, unsigned mask,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj) {
+  typedef typename F::M M;
+  long long m0 = 0, m1 = 0;
+  if constexpr (MASK != 0) { m0 = (long long)Mp[row]; m1 = (long long)Mp[row + 1]; }
+  long long fresh_count = 0;
+  const long long a1 = (long long)Ap[row + 1];
+  for (long long p = (long long)Ap[row] + t / TEAM; p < a1; p += T / TEAM) {
+    const long long k = (long long)Aj[p];
+    M av = (M)0;
+    if constexpr (NUMERIC) av = F::load(Ax[p]);
+    const long long b1 = (long long)Bp[k + 1];
+    for (long long q = (long long)Bp[k] + t % TEAM; q < b1; q += TEAM) {
+      const int j = (int)Bj[q];
+      if (!gb_allowed<MASK>(Mj, m0, m1, (long long)j)) continue;
+      bool fresh;
+      const unsigned slot = gb_hash_insert(keys, mask, j, fresh);
+      fresh_count += fresh ? 1 : 0;
+      if constexpr (NUMERIC) gb_atomic_combine_g<F>(&vals[slot], F::mul(av, F::load(Bx[q])));
+    }
+  }
+  return fresh_count;
+}
+
+// ---------------------------------------------------------------------------
+// SpGEMM, rows whose product bound fits a shared-memory table of S slots.
+// WPR warps per row; RPB rows per block (RPB > 1 only with WPR == 1, so that a row's
+// threads are one warp and synchronise with __syncwarp). rows: the bin's row ids.
+// Symbolic (NUMERIC false): counts[row] += distinct columns.  Numeric: the row's entries,
+// sorted by column (rank = number of smaller keys), written at Cp[row].
+// ---------------------------------------------------------------------------
+template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
+    const long long* __restrict__ rows, long long nrows,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  typedef typename F::W W;
+  static_assert(RPB == 1 || WPR == 1, "several rows per block need one warp per row");
+  constexpr int T = 32 * WPR;
+  __shared__ int skeys[RPB * S];
+  __shared__ W svals[NUMERIC ? RPB * S : 1];
+  const int g = threadIdx.x / T;
+  const int t = threadIdx.x % T;
+  const long long r = (long long)blockIdx.x * RPB + g;
+  if (r >= nrows) return;  // RPB > 1: a whole warp leaves; RPB == 1: the whole block
+  const long long row = rows[r];
+  int* keys = skeys + g * S;
+  W* vals = svals + (NUMERIC ? g * S : 0);
+  for (int s = t; s < S; s += T) {
+    keys[s] = -1;
+    if constexpr (NUMERIC) vals[s] = F::identity();
+  }
+  if constexpr (RPB == 1) __syncthreads(); else __syncwarp();
+  const long long fresh = gb_row_products<F, MASK, NUMERIC, T, 8>(
+      row, t, keys, vals, (unsigned)(S - 1), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj);
+  if constexpr (!NUMERIC) {
+    if (fresh) atomicAdd(reinterpret_cast<unsigned long long*>(&counts[row]), (unsigned long long)fresh);
+  } else {
+    if constexpr (RPB == 1) __syncthreads(); else __syncwarp();
+    const long long base = Cp[row];
+    for (int s = t; s < S; s += T) {
+      const int k = keys[s];
+      if (k < 0) continue;
+      int rank = 0;
+      for (int u = 0; u < S; ++u) {
+        const int o = keys[u];
+        rank += (o >= 0 && o < k) ? 1 : 0;
+      }
+      Cj[base + rank] = k;
+      Cx[base + rank] = vals[s];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SpGEMM, rows too large for shared memory: a block per row, a global-memory table of
+// toff[r+1] - toff[r] slots (a power of two) per row of the chunk. The numeric pass
+// writes the row's entries unsorted; the host sorts these rows afterwards.
+// ---------------------------------------------------------------------------
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(512) gb_spgemm_global(
+    const long long* __restrict__ rows, long long nrows, const long long* __restrict__ toff,
+    int* __restrict__ gkeys, typename F::W* __restrict__ gvals,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  typedef typename F::W W;
+  __shared__ unsigned long long cursor;
+  const long long r = blockIdx.x;
+  if (r >= nrows) return;
+  const long long row = rows[r];
+  const long long size = toff[r + 1] - toff[r];
+  int* keys = gkeys + toff[r];
+  W* vals = gvals + (NUMERIC ? toff[r] : 0);
+  for (long long s = threadIdx.x; s < size; s += blockDim.x) {
+    keys[s] = -1;
+    if constexpr (NUMERIC) vals[s] = F::identity();
+  }
+  if (threadIdx.x == 0) cursor = 0;
+  __syncthreads();
+  const long long fresh = gb_row_products<F, MASK, NUMERIC, 512, 8>(
+      row, threadIdx.x, keys, vals, (unsigned)(size - 1), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj);
+  if constexpr (!NUMERIC) {
+    if (fresh) atomicAdd(reinterpret_cast<unsigned long long*>(&counts[row]), (unsigned long long)fresh);
+  } else {
+    __syncthreads();
+    const long long base = Cp[row];
+    for (long long s = threadIdx.x; s < size; s += blockDim.x) {
+      const int k = keys[s];
+      if (k < 0) continue;
+      const unsigned long long pos = atomicAdd(&cursor, 1ULL);
+      Cj[base + pos] = k;
+      Cx[base + pos] = vals[s];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SpMV (pull): y(i) = ⊕_{k: A(i,k) stored, x_present[k]} mul(A(i,k), x[k]).
+// G lanes per row (1, 4, 8, 16 or 32); rows: the bin's row ids. xp: present flags or null.
+// ymask: bool per row or null; COMP: keep rows where ymask is false.
+// ---------------------------------------------------------------------------
+template <class F, int G>
+__device__ __forceinline__ void gb_group_combine(typename F::W& acc, int& has) {
+#pragma unroll
+  for (int off = G / 2; off > 0; off >>= 1) {
+    const typename F::W o = __shfl_xor_sync(0xffffffffu, acc, off, G);
+    const int oh = __shfl_xor_sync(0xffffffffu, has, off, G);
+    if (oh) acc = has ? F::add(acc, o) : o;
+    has |= oh;
+  }
+}
+
+template <class F, typename I, typename TA, typename TX>
+__device__ __forceinline__ void gb_spmv_lane(long long row, int lane, int step,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, typename F::W& acc, int& has) {
+  typedef typename F::M M;
+  const long long a1 = (long long)Ap[row + 1];
+  for (long long p = (long long)Ap[row] + lane; p < a1; p += step) {
+    const long long k = (long long)Aj[p];
+    if (xp != nullptr && !xp[k]) continue;
+    const typename F::W v = F::mul(F::load(Ax[p]), F::load(x[k]));
+    acc = has ? F::add(acc, v) : v;
+    has = 1;
+  }
+}
+
+template <class F, typename I, typename TA, typename TX, int G, bool COMP>
+__global__ void gb_spmv_group(const long long* __restrict__ rows, long long nrows,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = tid / G;
+  const int lane = (int)(tid % G);
+  long long row = -1;
+  if (r < nrows) row = rows[r];
+  bool keep = row >= 0;
+  if (keep && ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
+  typename F::W acc = F::identity();
+  int has = 0;
+  if (keep) gb_spmv_lane<F>(row, lane, G, Ap, Aj, Ax, x, xp, acc, has);
+  if constexpr (G > 1) gb_group_combine<F, G>(acc, has);  // every lane of the warp takes part
+  if (lane == 0 && row >= 0) {
+    y[row] = has ? acc : F::identity();
+    yp[row] = has != 0;
+  }
+}
+
+// A block of 256 threads per (long) row.
+template <class F, typename I, typename TA, typename TX, bool COMP>
+__global__ void __launch_bounds__(256) gb_spmv_block(const long long* __restrict__ rows, long long nrows,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  typedef typename F::W W;
+  __shared__ W wacc[8];
+  __shared__ int whas[8];
+  const long long r = blockIdx.x;
+  if (r >= nrows) return;
+  const long long row = rows[r];
+  bool keep = true;
+  if (ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
+  W acc = F::identity();
+  int has = 0;
+  if (keep) gb_spmv_lane<F>(row, threadIdx.x, 256, Ap, Aj, Ax, x, xp, acc, has);
+  gb_group_combine<F, 32>(acc, has);
+  if (threadIdx.x % 32 == 0) { wacc[threadIdx.x / 32] = acc; whas[threadIdx.x / 32] = has; }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    W a = F::identity();
+    int h = 0;
+    for (int w = 0; w < 8; ++w) {
+      if (whas[w]) { a = h ? F::add(a, wacc[w]) : wacc[w]; h = 1; }
+    }
+    y[row] = h ? a : F::identity();
+    yp[row] = h != 0;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SpMSpV (push): a warp per frontier entry k scatters mul(u(k), A(k,j)) into y(j) with
+// atomic ⊕ (y starts at the identity) and marks yp[j]. ymask/COMP filter the outputs j.
+// ---------------------------------------------------------------------------
+template <class F, typename I, typename TA, typename TU, typename TI, bool COMP>
+__global__ void gb_spmspv(const TI* __restrict__ uidx, const TU* __restrict__ uval, long long nu,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const bool* __restrict__ ymask, typename F::W* __restrict__ y, int* __restrict__ yp) {
+  typedef typename F::M M;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long e = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (e >= nu) return;
+  const long long k = (long long)uidx[e];
+  const M uv = F::load(uval[e]);
+  const long long a1 = (long long)Ap[k + 1];
+  for (long long p = (long long)Ap[k] + lane; p < a1; p += 32) {
+    const long long j = (long long)Aj[p];
+    if (ymask != nullptr && (COMP ? ymask[j] : !ymask[j])) continue;
+    gb_atomic_combine_g<F>(&y[j], F::mul(uv, F::load(Ax[p])));
+    yp[j] = 1;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Segment reduction: a warp per segment s, ⊕ of values[ptr[s]:ptr[s+1]].
+// ---------------------------------------------------------------------------
+template <class F, typename P, typename TV>
+__global__ void gb_segment_reduce(const P* __restrict__ ptr, long long nseg, const TV* __restrict__ values,
+                                  typename F::W* __restrict__ out, bool* __restrict__ present) {
+  typedef typename F::W W;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long s = tid / 32;
+  const int lane = (int)(tid % 32);
+  W acc = F::identity();
+  int has = 0;
+  if (s < nseg) {
+    const long long e = (long long)ptr[s + 1];
+    for (long long p = (long long)ptr[s] + lane; p < e; p += 32) {
+      const W v = F::cast(F::load(values[p]));
+      acc = has ? F::add(acc, v) : v;
+      has = 1;
+    }
+  }
+  gb_group_combine<F, 32>(acc, has);
+  if (lane == 0 && s < nseg) {
+    out[s] = has ? acc : F::identity();
+    present[s] = has != 0;
+  }
+}

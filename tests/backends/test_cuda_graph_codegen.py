@@ -1,0 +1,103 @@
+"""CI guard for the CUDA graph kernels (issue 12): the functors printed from the ops'
+formulas, and every kernel instantiation the host code launches, compile for sm_90 with
+nvcc (no GPU needed); ptxas checks the shared-memory tables fit."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import gbdist as gb
+from gbdist.algebra.formulas import X, Y
+from gbdist.algebra.ops import as_monoid, make_op
+from gbdist.backends.cuda import graph_codegen as gc
+
+NVCC = shutil.which("nvcc")
+SR = gb.semirings
+PROBOR = make_op("probor", X + Y - X * Y)
+
+
+def _nvcc(source: str, mode: str = "--ptx"):
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.cu")
+        with open(src, "w") as f:
+            f.write(source)
+        return subprocess.run([NVCC, mode, "-arch=sm_90", "-std=c++17", "-o", os.path.join(d, "k.out"), src],
+                              capture_output=True, text=True)
+
+
+def _all_names(out, mask: int, itype="int"):
+    """What the host launches for one functor: SpGEMM (one mask mode), SpMV, SpMSpV, segments."""
+    tv = gc.CTYPES[np.dtype(out)]
+    names = gc.spgemm_names(itype, tv, "bool", mask)
+    names += gc.spmv_names(itype, tv, "double", mask == 2)
+    names += (gc.spmspv_name(itype, tv, "float", "int", mask == 1),
+              gc.segment_name("long long", tv), gc.segment_name("int", "bool"))
+    return names
+
+
+COMPILE = [
+    (np.float64, "plus_times", 0), (np.float32, "min_plus", 1), (np.int32, "max_times", 2),
+    (np.int64, "min_plus", 0), (np.bool_, "lor_land", 1), (np.int32, "plus_pair", 2),
+    (np.float64, "any_pair", 0), (np.float64, "probor", 2), (np.bool_, "max_min", 0),
+]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("out,name,mask", COMPILE, ids=[f"{np.dtype(o).name}-{n}-m{m}" for o, n, m in COMPILE])
+def test_graph_kernels_compile(out, name, mask):
+    sr = gb.semiring(gb.ops.times, PROBOR) if name == "probor" else SR[name]
+    src = gc.standalone(gc.functor(sr.mul, sr.add, out), _all_names(out, mask, "int" if mask != 1 else "long long"))
+    r = _nvcc(src)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.nvcc
+def test_widest_tables_fit_shared_memory():
+    """8-byte accumulators in the largest shared bin (4096 slots: 48 KiB) pass ptxas, with
+    float32 accumulating in float64 too."""
+    for out, acc64 in ((np.int64, False), (np.float32, True)):
+        src = gc.standalone(gc.functor(SR.plus_times.mul, SR.plus_times.add, out, acc64),
+                            gc.spgemm_names("long long", "double", "float", 2))
+        r = _nvcc(src, "-cubin")
+        assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_functor_types_and_atomics():
+    f = gc.functor(SR.min_plus.mul, SR.min_plus.add, np.int32)
+    assert "typedef int W;" in f and "typedef double M;" in f and "KIND = 2;" in f
+    assert "return 2147483647;" in f  # +inf identity of min as the int32 maximum
+    f = gc.functor(SR.max_plus.mul, SR.max_plus.add, np.int64)
+    assert "KIND = 3;" in f and "(-9223372036854775807LL - 1LL)" in f
+    f = gc.functor(SR.lor_land.mul, SR.lor_land.add, np.bool_)
+    assert "typedef int W;" in f and "(W)((v) != (M)0)" in f and "KIND = 0;" in f
+    f = gc.functor(SR.plus_times.mul, SR.plus_times.add, np.float32)
+    assert "typedef float W;" in f and "typedef float M;" in f and "KIND = 1;" in f
+    f = gc.functor(SR.plus_times.mul, SR.plus_times.add, np.float32, acc64=True)
+    assert "typedef double W;" in f and "typedef double M;" in f
+    f = gc.functor(SR.any_pair.mul, SR.any_pair.add, np.float64)
+    assert "KIND = 4;" in f and "return b;" in f
+    f = gc.functor(gb.ops.times, as_monoid(PROBOR), np.float64)
+    assert "KIND = 0;" in f and "x*y" in f and "return cast(-x*y + x + y);" in f.replace("\n", " ").replace("    ", "")
+
+
+def test_unsupported_types_are_typed_errors():
+    with pytest.raises(gb.InputError):
+        gc.functor(SR.plus_times.mul, SR.plus_times.add, np.complex64)
+    with pytest.raises(gb.InputError):
+        gc.index_ctype(np.int16)
+    with pytest.raises(gb.InputError):
+        gc.ctype(np.uint8)
+
+
+def test_bins_cover_every_bound_once():
+    sizes = [s for s, _, _ in gc.SHARED_BINS]
+    assert sizes == sorted(sizes) and all(s & (s - 1) == 0 for s in sizes)
+    for s, wpr, rpb in gc.SHARED_BINS:
+        assert rpb == 1 or wpr == 1
+        assert rpb * s * (4 + 8) <= 48 * 1024  # keys + 8-byte values, static shared memory
+        assert 32 * wpr * rpb <= 1024
+    bounds = [b for b, _ in gc.SPMV_BINS]
+    assert bounds == sorted(bounds) and all(g in (1, 4, 8, 16, 32) for _, g in gc.SPMV_BINS)
