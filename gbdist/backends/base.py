@@ -122,6 +122,44 @@ class Backend(Protocol):
     def to_host(self, x) -> np.ndarray: ...
 
 
+class DeviceCSR:
+    """A canonical CSR of CuPy arrays for the integer result types (cupyx.scipy.sparse holds
+    bool, float32/64 and complex only). Read like a cupyx CSR: ``data``, ``indices``,
+    ``indptr``, ``shape``, ``nnz``, ``dtype``, ``copy()``, ``astype()``; ``get()`` is the
+    SciPy CSR. The CUDA graph kernels return it for integer results and
+    :mod:`gbdist.graph` holds integer device matrices in it."""
+
+    has_canonical_format = True
+    has_sorted_indices = True
+    format = "csr"
+
+    def __init__(self, data, indices, indptr, shape):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    nnz = property(lambda self: int(self.data.size))
+    dtype = property(lambda self: self.data.dtype)
+
+    def copy(self):
+        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+
+    def astype(self, dtype):
+        """A copy with values of ``dtype`` (a cupyx CSR where cupyx holds that dtype)."""
+        data = self.data.astype(dtype)
+        if data.dtype.char in "?fd":
+            import cupyx.scipy.sparse as cps
+            return cps.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        return DeviceCSR(data, self.indices, self.indptr, self.shape)
+
+    def get(self):
+        """The matrix as a SciPy ``csr_matrix`` on the host."""
+        import scipy.sparse as sps
+        return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
+
+    def __repr__(self):
+        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+
 def has_rewrite(plan) -> bool:
     """True when some product is not computed as written on finite data (an expansion or
     a union correction), so overflow can appear in the rewrite only."""

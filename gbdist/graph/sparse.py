@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
+from ..backends.base import DeviceCSR
 from ..backends.graph_reference import owners
 from ..errors import InputError
 
@@ -43,36 +44,6 @@ def check_dtype(dtype, label: str) -> np.dtype:
     raise InputError(f"{label} has an unsupported dtype", got=str(dt),
                      expected="bool, int32, int64, float32 or float64",
                      hint=f"cast it first, e.g. {label}.astype(np.float64)")
-
-
-class DeviceCSR:
-    """A canonical CSR of CuPy arrays for the integer types, which cupyx.scipy.sparse does
-    not hold (it takes bool, float32/64 and complex only). Read like a cupyx CSR: ``data``,
-    ``indices``, ``indptr``, ``shape``, ``nnz``, ``dtype``; ``get()`` is the SciPy CSR."""
-
-    has_canonical_format = True
-    has_sorted_indices = True
-    format = "csr"
-
-    def __init__(self, data, indices, indptr, shape):
-        self.data, self.indices, self.indptr = data, indices, indptr
-        self.shape = (int(shape[0]), int(shape[1]))
-
-    nnz = property(lambda self: int(self.data.size))
-    dtype = property(lambda self: self.data.dtype)
-
-    def copy(self):
-        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
-
-    def astype(self, dtype):
-        return make_csr(self.data.astype(dtype), self.indices, self.indptr, self.shape, True)
-
-    def get(self):
-        return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()),
-                              shape=self.shape)
-
-    def __repr__(self):
-        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
 
 
 def make_csr(data, indices, indptr, shape, on_device: bool):

@@ -14,7 +14,7 @@ interface on CuPy device data.
 * :meth:`~CudaGraphKernels.segment_reduce`: a warp per segment.
 
 Results: ``cupyx.scipy.sparse.csr_matrix`` for bool/float32/float64 results; cupyx has no
-integer sparse matrices, so int32/int64 results are a :class:`DeviceCSR` (the same
+integer sparse matrices, so int32/int64 results are a :class:`gbdist.backends.base.DeviceCSR` (the same
 ``data``/``indices``/``indptr``/``shape`` attributes and ``get()``). Operands may be either.
 Output column indices are int32 (cupyx's index type).
 """
@@ -24,43 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import BackendError, InputError
+from ..base import DeviceCSR
 from . import cache
 from . import graph_codegen as gc
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
-
-
-class DeviceCSR:
-    """A canonical CSR of CuPy arrays for the integer result types (cupyx.scipy.sparse holds
-    bool, float32/64 and complex only). Read like a cupyx CSR: ``data``, ``indices``,
-    ``indptr``, ``shape``, ``nnz``, ``dtype``, ``copy()``, ``astype()``; ``get()`` is the
-    SciPy CSR. (The same interface as ``gbdist.graph.sparse.DeviceCSR``, which the users'
-    API stage owns; backends may not import it.)"""
-
-    has_canonical_format = True
-    has_sorted_indices = True
-    format = "csr"
-
-    def __init__(self, data, indices, indptr, shape):
-        self.data, self.indices, self.indptr = data, indices, indptr
-        self.shape = (int(shape[0]), int(shape[1]))
-
-    nnz = property(lambda self: int(self.data.size))
-    dtype = property(lambda self: self.data.dtype)
-
-    def copy(self):
-        return DeviceCSR(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
-
-    def astype(self, dtype):
-        return make_csr(self.data.astype(dtype), self.indices, self.indptr, self.shape)
-
-    def get(self):
-        """The matrix as a SciPy ``csr_matrix`` on the host."""
-        import scipy.sparse as sps
-        return sps.csr_matrix((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
-
-    def __repr__(self):
-        return f"DeviceCSR({self.shape}, nnz={self.nnz}, dtype={self.dtype})"
 
 
 def make_csr(data, indices, indptr, shape):
