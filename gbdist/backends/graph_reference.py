@@ -52,7 +52,9 @@ def binary(op, a, b, dtype, xp=np):
     if ct.kind == "f":
         env["__dtype__"] = ct.type
     out = _evaluate(op.formula, env, xp)
-    out = xp.broadcast_to(xp.asarray(out), a.shape)
+    # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
+    # in-place writes need real storage
+    out = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(out), a.shape))
     return _cast(out, dtype, xp)
 
 
@@ -77,7 +79,9 @@ def unary(op, a, dtype, xp=np):
     if ct.kind == "f":
         env["__dtype__"] = ct.type
     out = _evaluate(op.formula, env, xp)
-    out = xp.broadcast_to(xp.asarray(out), a.shape)
+    # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
+    # in-place writes need real storage
+    out = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(out), a.shape))
     return _cast(out, dtype, xp)
 
 

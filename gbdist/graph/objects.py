@@ -93,7 +93,7 @@ class Matrix(_Cached):
         cols = xp.asarray(cols).astype(np.int64).ravel()
         values = xp.asarray(values)
         if values.ndim == 0:
-            values = xp.broadcast_to(values, rows.shape)
+            values = xp.ascontiguousarray(xp.broadcast_to(values, rows.shape))
         values = values.ravel()
         if not (rows.size == cols.size == values.size):
             raise InputError("from_coo: rows, cols and values differ in length",
@@ -246,7 +246,7 @@ class Vector(_Cached):
         idx = xp.asarray(indices).astype(np.int64).ravel()
         values = xp.asarray(values)
         if values.ndim == 0:
-            values = xp.broadcast_to(values, idx.shape)
+            values = xp.ascontiguousarray(xp.broadcast_to(values, idx.shape))
         values = values.ravel()
         if idx.size != values.size:
             raise InputError("from_coo: indices and values differ in length",

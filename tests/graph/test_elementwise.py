@@ -151,3 +151,14 @@ def test_matches_python_graphblas_elementwise_select_reduce():
         idx, vals = theirs.to_coo()
         np.testing.assert_array_equal(ours.indices, idx.astype(np.int64))
         np.testing.assert_allclose(ours.values, vals)
+
+
+def test_a_constant_apply_stores_real_values():
+    """apply(second, A, right=1.0) evaluates a constant formula: the values must be an
+    array of their own (a broadcast view with stride 0 made the CUDA reduction read past
+    it), and the reductions of the result must count every entry."""
+    A = gb.Matrix(sps.random(6, 7, density=0.5, format="csr", random_state=0))
+    P = gr.apply(gb.ops.second, A, right=1.0, dtype=np.float64)
+    assert P.csr.data.strides == (8,)
+    np.testing.assert_array_equal(gr.reduce_rows(P, gb.ops.plus).values,
+                                  np.diff(A.csr.indptr).astype(np.float64))

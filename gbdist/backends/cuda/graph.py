@@ -53,7 +53,9 @@ def _csr_parts(M, what: str, index=None):
     it = np.dtype(index) if index is not None else np.promote_types(ptr.dtype, idx.dtype)
     gc.index_ctype(it)
     gc.ctype(val.dtype, f"values of {what}")
-    return ptr.astype(it, copy=False), idx.astype(it, copy=False), val
+    # kernels read raw memory: a strided or broadcast array (stride 0) must become dense
+    c = cupy.ascontiguousarray
+    return c(ptr.astype(it, copy=False)), c(idx.astype(it, copy=False)), c(val)
 
 
 def _ptr(a):
@@ -224,11 +226,11 @@ class CudaGraphKernels:
         import cupy
         Ap, Aj, Ax = _csr_parts(A, "A")
         m, n = (int(s) for s in A.shape)
-        x = cupy.asarray(x)
+        x = cupy.ascontiguousarray(cupy.asarray(x))
         if x.shape != (n,):
             raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
-        xp = None if x_present is None else cupy.asarray(x_present, dtype=cupy.bool_)
-        ym = None if mask is None else cupy.asarray(mask, dtype=cupy.bool_)
+        xp = None if x_present is None else cupy.ascontiguousarray(cupy.asarray(x_present, dtype=cupy.bool_))
+        ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
         if ym is not None and ym.shape != (m,):
             raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
         out = np.dtype(out_dtype)
@@ -256,14 +258,14 @@ class CudaGraphKernels:
         import cupy
         Ap, Aj, Ax = _csr_parts(A, "A")
         m, n = (int(s) for s in A.shape)
-        ui = cupy.asarray(u_idx)
-        uv = cupy.asarray(u_val)
+        ui = cupy.ascontiguousarray(cupy.asarray(u_idx))
+        uv = cupy.ascontiguousarray(cupy.asarray(u_val))
         if ui.ndim != 1 or uv.shape != ui.shape:
             raise InputError("spmspv: u_idx and u_val must be 1-D of one length",
                              got=f"{ui.shape} and {uv.shape}")
         if ui.dtype not in (np.int32, np.int64):
             ui = ui.astype(cupy.int64)
-        ym = None if mask is None else cupy.asarray(mask, dtype=cupy.bool_)
+        ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
         if ym is not None and ym.shape != (n,):
             raise InputError("spmspv: the mask has the wrong length", expected=f"({n},)", got=str(ym.shape))
         out = np.dtype(out_dtype)
@@ -282,8 +284,8 @@ class CudaGraphKernels:
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
         import cupy
-        ptr = cupy.asarray(indptr)
-        vals = cupy.asarray(values)
+        ptr = cupy.ascontiguousarray(cupy.asarray(indptr))
+        vals = cupy.ascontiguousarray(cupy.asarray(values))
         P = gc.index_ctype(ptr.dtype)
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
