@@ -6,7 +6,12 @@ import pytest
 from gbdist.graph import dispatch
 from graphcase import KERNEL_SETS
 
-@pytest.fixture(params=KERNEL_SETS)
+# the CUDA set carries the gpu marker, so `pytest -m gpu tests` (benchmarks/gpu_check.sh)
+# runs every graph test through the CUDA kernels
+PARAMS = [pytest.param(n, marks=pytest.mark.gpu) if n == "cuda" else n for n in KERNEL_SETS]
+
+
+@pytest.fixture(params=PARAMS)
 def kernels(request):
     """A kernel set by name; the missing ones are skipped (compiled: Numba + the gcpu
     module; cuda: CuPy, a GPU and the gcuda module)."""
