@@ -6,7 +6,9 @@
   is hashed from its indices and value bits; rows with equal hashes are compared entry by
   entry, so a hash collision never writes a wrong value;
 * :func:`condition_rows`: the per-row shift / scaling a metric is proven invariant under
-  (:func:`gbdist.runtime.invariance.invariance`), so expanded sums neither cancel nor overflow;
+  (:func:`gbdist.runtime.invariance.invariance`), so expanded sums neither cancel nor overflow
+  (on the host in one compiled pass once the compiled backend is chosen: it registers its
+  kernel through :func:`register_host_condition`; the same values, tested bit for bit);
 * :func:`normalise_rows`: ``apply(normalize, A)``, rows divided by their sums.
 
 On CuPy arrays of float32/float64 values and int32/int64 indices these run through the
@@ -139,6 +141,16 @@ def apply_self_value(value, out, left, right, xp=np):
     return out
 
 
+_HOST_CONDITION: list = []
+
+
+def register_host_condition(fn) -> None:
+    """Let ``fn(indptr, data, ncols, inv)`` condition host rows (returning the new values,
+    or None to leave it to NumPy): the compiled CPU backend registers its kernel when it is
+    chosen, so that NumPy-only processes never import Numba."""
+    _HOST_CONDITION[:] = [fn]
+
+
 def condition_rows(indptr, data, ncols: int, inv, xp=np):
     """New values for CSR rows, transformed as ``inv`` allows, to avoid cancellation and
     overflow: a row that stores all k columns is shifted by its mean (when ``inv.shift``:
@@ -152,6 +164,10 @@ def condition_rows(indptr, data, ncols: int, inv, xp=np):
     if _device(xp, data, indptr):
         from .cuda import rows as dev_rows
         return dev_rows.condition(indptr, data, ncols, inv.shift, inv.scale)
+    if xp is np and _HOST_CONDITION:  # the compiled backend's one-pass kernel, once chosen
+        out = _HOST_CONDITION[0](indptr, data, ncols, inv)
+        if out is not None:
+            return out
     v = data.astype(xp.float64)
     ip = indptr.astype(xp.int64)
     counts = ip[1:] - ip[:-1]

@@ -412,3 +412,40 @@ def test_compiled_refuses_a_cuda_strategy():
     plan = metric_program("cosine").plan
     with pytest.raises(InputError, match="strategy"):
         runtime.run(plan, {"A": X64, "B": Y64}, backend="compiled", strategy="gather")
+
+
+# ---------------------------------------------------------------------------
+# the runtime's row conditioning, compiled (registered when the backend is chosen)
+# ---------------------------------------------------------------------------
+
+def test_compiled_row_conditioning_gives_numpys_values(monkeypatch):
+    """helpers.condition_rows against rows.condition_rows's NumPy path, bit for bit: empty
+    rows, rows storing every column (shifted by their mean), values near the ends of the
+    range (the scale is skipped where it would underflow or overflow), ±inf, float32."""
+    from gbdist.backends import rows
+    from gbdist.backends.compiled import condition_host
+    from gbdist.runtime.invariance import Invariance
+    monkeypatch.setattr(rows, "_HOST_CONDITION", [])  # rows.condition_rows: NumPy only
+    rng = np.random.default_rng(7)
+    checked = 0
+    for trial in range(150):
+        m, k = int(rng.integers(0, 8)), int(rng.integers(1, 6))
+        dtype = (np.float32, np.float64)[trial % 2]
+        X = sps.random(m, k, density=rng.uniform(0, 1), format="csr", dtype=dtype,
+                       random_state=int(rng.integers(1 << 30)))
+        X.data *= dtype(10.0 ** int(rng.integers(-300, 300) if dtype == np.float64
+                                     else rng.integers(-30, 30)))
+        if X.nnz and rng.random() < 0.3:
+            X.data[int(rng.integers(X.nnz))] = np.inf
+        for shift in (False, True):
+            for scale in (False, True):
+                inv = Invariance(scale=scale, shift=shift, detail="test")
+                if not (shift or scale):
+                    continue
+                with np.errstate(all="ignore"):
+                    ref = rows.condition_rows(X.indptr, X.data, k, inv)
+                    got = condition_host(X.indptr, X.data, k, inv)
+                assert got.dtype == ref.dtype
+                np.testing.assert_array_equal(got, ref)
+                checked += 1
+    assert checked == 450

@@ -205,11 +205,28 @@ class CompiledPrepared:
         return self._right[2:]
 
 
+def condition_host(indptr, data, ncols: int, inv):
+    """:func:`gbdist.backends.rows.condition_rows` for host rows in one compiled pass
+    (``helpers.condition_rows``; the same values), or None without Numba."""
+    if not available():
+        return None
+    from . import helpers
+    out = np.empty(data.shape[0], dtype=np.float64)
+    helpers.condition_rows(indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
+                           float(np.finfo(data.dtype).tiny), float(np.finfo(data.dtype).max),
+                           out)
+    return out.astype(data.dtype, copy=False)
+
+
 class CompiledCPUBackend(CPUBackend):
     """The NumPy backend's protocol and memory model, each tile computed by the plan's
     generated, multithreaded Numba kernel (see the module)."""
 
     name = "compiled"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _rows.register_host_condition(condition_host)  # the runtime's binding, compiled
 
     def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> CompiledPrepared:
         if strategy != "auto":
