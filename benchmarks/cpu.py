@@ -12,7 +12,8 @@ against scikit-learn on 2 cores.
 * knn: k = 10 neighbours of every row among all rows (self excluded), ``gbdist.knn``
   against ``NearestNeighbors(algorithm="brute", n_jobs=2)``.
 * first call: fresh processes, an empty kernel cache (cold), then the same one (warm);
-  and ``import gbdist`` alone.
+  and ``import gbdist`` alone. Wall and CPU time of the process (the CPU time is what
+  a shared, loaded machine distorts least).
 
 Every result is checked against scikit-learn's (or SciPy's) before it is timed; times
 are medians (after one untimed call that compiles or loads the kernels); the ratio is the
@@ -94,7 +95,8 @@ def median_s(fn, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int) -> list:
+def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int,
+            metrics=tuple(METRICS)) -> list:
     """The pairwise part: one row per (data set, metric)."""
     import gbdist as gb
     from benchmarks.datasets import load
@@ -102,7 +104,8 @@ def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int) -> 
     print(f"{'data':<13} {'metric':<14} {'gbdist':>10} {'peer':>12} {'ratio':>7}   max |diff|")
     for name in datasets:
         X0, _ = load(name, data_dir)
-        for metric, (sk_name, kw) in METRICS.items():
+        for metric in metrics:
+            sk_name, kw = METRICS[metric]
             X = _normalised(X0) if metric == "jensenshannon" else X0
             Q = X[:queries]
             peer_name = "scipy cdist (dense)" if sk_name is None else "scikit-learn"
@@ -140,20 +143,22 @@ def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int) -> 
 
 FIRST_CALL = r"""
 import sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np, scipy.sparse as sps
 import gbdist as gb
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 X = sps.random(300, 2000, density=0.01, format="csr", random_state=0, dtype=np.float32)
-out = []
+out, cpu = [], []
 for metric in {metrics!r}:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     gb.pairwise_distances(X, X, metric=metric, backend="cpu")
-    first = time.perf_counter() - t
+    first, first_cpu = time.perf_counter() - t, time.process_time() - c
     t = time.perf_counter()
     gb.pairwise_distances(X, X, metric=metric, backend="cpu")
     out.append((metric, first, time.perf_counter() - t))
-print("RESULT", repr(dict(import_s=t1 - t0, calls=out, backend=gb.runtime.get_backend("cpu").name)))
+    cpu.append(first_cpu)
+print("RESULT", repr(dict(import_s=t1 - t0, import_cpu_s=c1 - c0, calls=out, first_cpu_s=cpu,
+                          backend=gb.runtime.get_backend("cpu").name)))
 """
 
 
@@ -178,6 +183,9 @@ def first_call(metrics=("cosine", "manhattan", "chebyshev"), repeat: int = 3) ->
         out["cold"] = _child(code, env)
         warm = [_child(code, env) for _ in range(repeat)]
     out["warm"] = dict(import_s=statistics.median(w["import_s"] for w in warm),
+                       import_cpu_s=statistics.median(w["import_cpu_s"] for w in warm),
+                       first_cpu_s=[statistics.median(w["first_cpu_s"][i] for w in warm)
+                                    for i in range(len(warm[0]["calls"]))],
                        calls=[(m, statistics.median(w["calls"][i][1] for w in warm),
                                statistics.median(w["calls"][i][2] for w in warm))
                               for i, (m, *_rest) in enumerate(warm[0]["calls"])],
@@ -188,9 +196,11 @@ def first_call(metrics=("cosine", "manhattan", "chebyshev"), repeat: int = 3) ->
         _child(imp, dict(os.environ, PYTHONPATH=str(ROOT)))["import_s"] for _ in range(repeat))
     for label in ("cold", "warm"):
         r = out[label]
-        print(f"-- {label} kernel cache ({r['backend']}): import gbdist {r['import_s'] * 1e3:.0f} ms")
-        for metric, first, second in r["calls"]:
-            print(f"   {metric:<10} first call {first * 1e3:8.1f} ms   second {second * 1e3:7.1f} ms")
+        print(f"-- {label} kernel cache ({r['backend']}): import gbdist {r['import_s'] * 1e3:.0f} ms"
+              f" (CPU {r['import_cpu_s'] * 1e3:.0f} ms)")
+        for (metric, first, second), fc in zip(r["calls"], r["first_cpu_s"]):
+            print(f"   {metric:<10} first call {first * 1e3:8.1f} ms (CPU {fc * 1e3:7.1f} ms)"
+                  f"   second {second * 1e3:7.1f} ms")
     print(f"-- import gbdist alone: {out['import_gbdist_s'] * 1e3:.0f} ms (median of {repeat})")
     return out
 
@@ -236,6 +246,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--cpu-datasets", default="kos,movielens,tabula_muris",
                     help="comma-separated prepared sets (also: newsgroups, sec_names)")
+    ap.add_argument("--cpu-metrics", default=",".join(METRICS),
+                    help="comma-separated, among: " + ", ".join(METRICS))
     ap.add_argument("--cpu-only", default=",".join(PARTS),
                     help="comma-separated: " + ", ".join(PARTS))
 
@@ -254,7 +266,7 @@ def run_cpu(args) -> dict:
     print(f"CPU section: backend={out['backend']}; {out['machine']}", flush=True)
     if "pairwise" in parts:
         out["pairwise"] = compare(args.data_dir, sets, args.cpu_queries, args.cpu_repeat,
-                                  args.n_jobs)
+                                  args.n_jobs, [m for m in args.cpu_metrics.split(",") if m])
     if "knn" in parts:
         out["knn"] = knn(args.data_dir, sets, max(1, args.cpu_repeat // 2), args.n_jobs)
     if "first-call" in parts:
