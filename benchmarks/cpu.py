@@ -1,23 +1,35 @@
-"""CPU section: gbdist's compiled CPU backend (Numba) against scikit-learn.
+"""CPU section of the benchmark runner: gbdist's default CPU backend (compiled, Numba)
+against scikit-learn on 2 cores.
 
-500 query rows against all rows of each prepared data set, scikit-learn's
-``pairwise_distances(Q, X, metric, n_jobs=2)`` against gbdist's
-``pairwise_distances(Q, X, metric, backend="compiled")`` (the whole user path:
-binding and validation by the runtime, the compiled kernels tile by tile, exact
-d(a, a), the direct-form repair).
-The two results are checked against each other before anything is timed; the
-table shows medians of 5 runs (after one untimed warm-up call that compiles or
-loads the kernels) and scikit-learn's time over gbdist's.
+* pairwise: 500 query rows against all rows of each prepared data set, for every named
+  metric scikit-learn also computes (:data:`METRICS`): ``pairwise_distances(Q, X, metric,
+  n_jobs=2)`` where it takes sparse input, else ``DistanceMetric.pairwise`` (its Cython walk
+  over each pair's union) split over 2 column slices the way ``pairwise_distances`` splits
+  its own functions; gbdist's ``pairwise_distances(Q, X, metric, backend="cpu")`` (the
+  whole user path: binding and validation, the compiled kernels tile by tile, exact
+  d(a, a), the direct-form repair). Jensen-Shannon against SciPy's ``cdist`` on dense
+  copies (scikit-learn has no sparse Jensen-Shannon), on row-normalised inputs.
+* knn: k = 10 neighbours of every row among all rows (self excluded), ``gbdist.knn``
+  against ``NearestNeighbors(algorithm="brute", n_jobs=2)``.
+* first call: fresh processes, an empty kernel cache (cold), then the same one (warm);
+  and ``import gbdist`` alone. Wall and CPU time of the process (the CPU time is what
+  a shared, loaded machine distorts least).
+
+Every result is checked against scikit-learn's (or SciPy's) before it is timed; times
+are medians (after one untimed call that compiles or loads the kernels); the ratio is the
+peer's time over gbdist's (> 1: gbdist is faster).
 
     python benchmarks/prepare_data.py --data-dir ../shared/data --out .bench_data
-    python benchmarks/cpu.py --data-dir .bench_data
-    python benchmarks/cpu.py --first-call        # fresh processes, cold and warm cache
-    python benchmarks/cpu.py --knn               # k = 10, all pairs, vs NearestNeighbors
+    python benchmarks/cpu.py --data-dir .bench_data --json cpu.json   # everything
+    python benchmarks/run.py --cpu --data-dir .bench_data --json cpu.json   # the same
+    python benchmarks/cpu.py --cpu-only first-call                   # one part
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -30,22 +42,48 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-METRICS = ("cosine", "euclidean", "manhattan", "canberra", "chebyshev")
-DATASETS = ("kos", "movielens")
+# gbdist name -> (scikit-learn metric, its keyword arguments); None: SciPy's cdist
+METRICS = {
+    "cosine": ("cosine", {}), "euclidean": ("euclidean", {}), "manhattan": ("manhattan", {}),
+    "sqeuclidean": ("sqeuclidean", {}), "canberra": ("canberra", {}),
+    "chebyshev": ("chebyshev", {}), "braycurtis": ("braycurtis", {}),
+    "minkowski": ("minkowski", {"p": 3}), "jensenshannon": (None, {}),
+}
+SPARSE_SKLEARN = ("cosine", "euclidean", "manhattan")
+# scikit-learn's DistanceMetric("braycurtis") on sparse rows disagrees with SciPy (by 0.38 on
+# MovieLens rows): timed against it, checked against SciPy's cdist on 20 query rows
+CHECK_WITH_SCIPY = ("braycurtis",)
+DATASETS = ("kos", "movielens", "tabula_muris", "newsgroups", "sec_names")
+PARTS = ("pairwise", "knn", "first-call")
 
 
-def sklearn_pd(Q, X, metric: str, n_jobs: int):
+def sklearn_pd(Q, X, metric: str, n_jobs: int, **kw):
     """scikit-learn's answer: ``pairwise_distances`` where it takes sparse input (cosine,
-    euclidean, manhattan); for the others (canberra, chebyshev, which
-    ``pairwise_distances`` refuses on sparse input) ``DistanceMetric.pairwise``, the
-    Cython walk over each pair's union, split over ``n_jobs`` column slices the way
-    ``pairwise_distances`` does (sklearn's ``_parallel_pairwise``)."""
+    euclidean, manhattan); for the others, which ``pairwise_distances`` refuses on sparse
+    input, ``DistanceMetric.pairwise`` (the Cython walk over each pair's union) split over
+    ``n_jobs`` column slices the way ``pairwise_distances`` does (``_parallel_pairwise``)."""
     from sklearn.metrics import DistanceMetric, pairwise_distances
-    if metric in ("cosine", "euclidean", "manhattan"):
+    if metric in SPARSE_SKLEARN:
         return pairwise_distances(Q, X, metric=metric, n_jobs=n_jobs)
     from sklearn.metrics.pairwise import _parallel_pairwise
-    dm = DistanceMetric.get_metric(metric)
+    if metric == "sqeuclidean":
+        dm = DistanceMetric.get_metric("euclidean")
+        return _parallel_pairwise(Q, X, lambda a, b: dm.pairwise(a, b) ** 2, n_jobs)
+    dm = DistanceMetric.get_metric(metric, **kw)
     return _parallel_pairwise(Q, X, lambda a, b: dm.pairwise(a, b), n_jobs)
+
+
+def scipy_js(Q, X):
+    """SciPy's Jensen-Shannon distance on dense copies (natural log, as gbdist)."""
+    from scipy.spatial.distance import cdist
+    return cdist(Q.toarray(), X.toarray(), "jensenshannon")
+
+
+def _normalised(X):
+    import scipy.sparse as sps
+    s = np.asarray(X.sum(axis=1)).ravel()
+    s[s == 0] = 1.0
+    return sps.csr_matrix(sps.diags(1.0 / s) @ X)
 
 
 def median_s(fn, repeat: int = 5) -> float:
@@ -57,106 +95,199 @@ def median_s(fn, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def compare(data_dir: str, queries: int, repeat: int, n_jobs: int) -> int:
+def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int,
+            metrics=tuple(METRICS)) -> list:
+    """The pairwise part: one row per (data set, metric)."""
     import gbdist as gb
     from benchmarks.datasets import load
-    print(f"{'data':<10} {'metric':<10} {'gbdist compiled':>16} {'scikit-learn':>14} {'ratio':>7}   max |diff|")
-    bad = 0
-    for name in DATASETS:
-        X, meta = load(name, data_dir)
-        Q = X[:queries]
-        for metric in METRICS:
-            ours = gb.pairwise_distances(Q, X, metric=metric, backend="compiled")  # compiles / loads
-            theirs = sklearn_pd(Q, X, metric, n_jobs)
-            diff = float(np.nanmax(np.abs(ours.astype(np.float64) - theirs)))
-            tol = 1e-4 * max(1.0, float(np.nanmax(np.abs(theirs))))
-            if not np.allclose(ours, theirs, rtol=1e-4, atol=tol, equal_nan=True):
-                print(f"{name:<10} {metric:<10} RESULTS DIFFER (max |diff| {diff:.3g}); not timed")
-                bad += 1
+    rows = []
+    print(f"{'data':<13} {'metric':<14} {'gbdist':>10} {'peer':>12} {'ratio':>7}   max |diff|")
+    for name in datasets:
+        X0, _ = load(name, data_dir)
+        for metric in metrics:
+            sk_name, kw = METRICS[metric]
+            X = _normalised(X0) if metric == "jensenshannon" else X0
+            Q = X[:queries]
+            peer_name = "scipy cdist (dense)" if sk_name is None else "scikit-learn"
+            if sk_name is None and X.shape[1] * (X.shape[0] + Q.shape[0]) > 1.5e8:
+                rows.append(dict(dataset=name, metric=metric, skipped="dense copy too large"))
                 continue
-            t_ours = median_s(lambda: gb.pairwise_distances(Q, X, metric=metric, backend="compiled"), repeat)
-            t_sk = median_s(lambda: sklearn_pd(Q, X, metric, n_jobs), repeat)
-            print(f"{name:<10} {metric:<10} {t_ours * 1e3:13.1f} ms {t_sk * 1e3:11.1f} ms "
-                  f"{t_sk / t_ours:6.1f}x   {diff:.2g}", flush=True)
-    return 1 if bad else 0
+            ours_fn = lambda: gb.pairwise_distances(Q, X, metric=metric, backend="cpu", **kw)  # noqa: E731
+            peer_fn = (lambda: scipy_js(Q, X)) if sk_name is None else \
+                (lambda: sklearn_pd(Q, X, sk_name, n_jobs, **kw))  # noqa: E731
+            ours = ours_fn()  # compiles or loads the kernels
+            theirs = peer_fn()
+            if metric in CHECK_WITH_SCIPY:  # scikit-learn's sparse answer is not the metric
+                from scipy.spatial.distance import cdist
+                n = min(20, Q.shape[0])
+                ours, theirs = ours[:n], cdist(Q[:n].toarray(), X.toarray(), metric)
+                peer_name += " (checked against SciPy cdist: scikit-learn's sparse " \
+                             f"{metric} differs from it)"
+            diff = float(np.nanmax(np.abs(ours.astype(np.float64) - theirs)))
+            # float32 sets: scikit-learn computes cosine in float32 (gbdist in float64)
+            rel = 1e-4 if X.dtype == np.float32 else 1e-6
+            tol = rel * max(1.0, float(np.nanmax(np.abs(theirs))))
+            ok = bool(np.allclose(ours, theirs, rtol=rel, atol=tol, equal_nan=True))
+            row = dict(dataset=name, metric=metric, shape=list(X.shape), queries=Q.shape[0],
+                       peer=peer_name, max_abs_diff=diff, checked=ok)
+            if not ok:
+                print(f"{name:<13} {metric:<14} RESULTS DIFFER (max |diff| {diff:.3g}); not timed")
+                rows.append(row)
+                continue
+            row["gbdist_ms"] = median_s(ours_fn, repeat) * 1e3
+            row["peer_ms"] = median_s(peer_fn, repeat) * 1e3
+            row["ratio"] = row["peer_ms"] / row["gbdist_ms"]
+            rows.append(row)
+            print(f"{name:<13} {metric:<14} {row['gbdist_ms']:7.1f} ms {row['peer_ms']:9.1f} ms "
+                  f"{row['ratio']:6.1f}x   {diff:.2g}", flush=True)
+    return rows
 
 
 FIRST_CALL = r"""
 import sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np, scipy.sparse as sps
 import gbdist as gb
-t1 = time.perf_counter()
-sys.path.insert(0, {root!r})
+t1, c1 = time.perf_counter(), time.process_time()
 X = sps.random(300, 2000, density=0.01, format="csr", random_state=0, dtype=np.float32)
-out = []
+out, cpu = [], []
 for metric in {metrics!r}:
+    t, c = time.perf_counter(), time.process_time()
+    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
+    first, first_cpu = time.perf_counter() - t, time.process_time() - c
     t = time.perf_counter()
-    gb.pairwise_distances(X, X, metric=metric, backend="compiled")
-    first = time.perf_counter() - t
-    t = time.perf_counter()
-    gb.pairwise_distances(X, X, metric=metric, backend="compiled")
+    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
     out.append((metric, first, time.perf_counter() - t))
-print(f"import gbdist {{(t1 - t0) * 1e3:.0f}} ms")
-for metric, first, second in out:
-    print(f"{{metric:<10}} first call {{first * 1e3:8.1f}} ms   second {{second * 1e3:7.1f}} ms")
+    cpu.append(first_cpu)
+print("RESULT", repr(dict(import_s=t1 - t0, import_cpu_s=c1 - c0, calls=out, first_cpu_s=cpu,
+                          backend=gb.runtime.get_backend("cpu").name)))
 """
 
 
-def first_call(metrics) -> int:
-    """Fresh processes: an empty cache directory (cold), then the same one again (warm)."""
-    code = FIRST_CALL.format(root=str(ROOT), metrics=tuple(metrics))
+def _child(code: str, env: dict) -> dict:
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       cwd=str(ROOT))
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode or not line:
+        raise RuntimeError(r.stderr[-2000:])
+    import ast
+    return ast.literal_eval(line[-1][len("RESULT "):])
+
+
+def first_call(metrics=("cosine", "manhattan", "chebyshev"), repeat: int = 3) -> dict:
+    """Fresh processes: an empty kernel cache (cold), then the same one (warm, ``repeat``
+    processes, medians); and ``import gbdist`` alone (``repeat`` processes, median)."""
+    code = FIRST_CALL.format(metrics=tuple(metrics))
+    out: dict = {}
     with tempfile.TemporaryDirectory() as d:
-        for label in ("cold cache", "warm cache"):
-            # the first metric of each process also pays for importing Numba
-            env = dict(os.environ, GBDIST_CACHE_DIR=d)
-            t = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-            print(f"-- {label} (process {time.perf_counter() - t:.1f} s)")
-            print(r.stdout.rstrip() or r.stderr[-2000:])
-    return 0
+        env = dict(os.environ, GBDIST_CACHE_DIR=d, PYTHONPATH=str(ROOT))
+        env.pop("GBDIST_CPU_BACKEND", None)
+        out["cold"] = _child(code, env)
+        warm = [_child(code, env) for _ in range(repeat)]
+    out["warm"] = dict(import_s=statistics.median(w["import_s"] for w in warm),
+                       import_cpu_s=statistics.median(w["import_cpu_s"] for w in warm),
+                       first_cpu_s=[statistics.median(w["first_cpu_s"][i] for w in warm)
+                                    for i in range(len(warm[0]["calls"]))],
+                       calls=[(m, statistics.median(w["calls"][i][1] for w in warm),
+                               statistics.median(w["calls"][i][2] for w in warm))
+                              for i, (m, *_rest) in enumerate(warm[0]["calls"])],
+                       backend=warm[0]["backend"])
+    imp = "import time; t = time.perf_counter(); import gbdist; " \
+          "print('RESULT', repr(dict(import_s=time.perf_counter() - t)))"
+    out["import_gbdist_s"] = statistics.median(
+        _child(imp, dict(os.environ, PYTHONPATH=str(ROOT)))["import_s"] for _ in range(repeat))
+    for label in ("cold", "warm"):
+        r = out[label]
+        print(f"-- {label} kernel cache ({r['backend']}): import gbdist {r['import_s'] * 1e3:.0f} ms"
+              f" (CPU {r['import_cpu_s'] * 1e3:.0f} ms)")
+        for (metric, first, second), fc in zip(r["calls"], r["first_cpu_s"]):
+            print(f"   {metric:<10} first call {first * 1e3:8.1f} ms (CPU {fc * 1e3:7.1f} ms)"
+                  f"   second {second * 1e3:7.1f} ms")
+    print(f"-- import gbdist alone: {out['import_gbdist_s'] * 1e3:.0f} ms (median of {repeat})")
+    return out
 
 
-def knn(data_dir: str, repeat: int, n_jobs: int, k: int = 10) -> int:
-    """k nearest neighbours of every row among all rows (self excluded): gbdist.knn with the
-    compiled backend (its compiled top-k selection and merging) against scikit-learn's brute force (``NearestNeighbors``); the
-    neighbour distances are compared before timing (indices may differ on ties)."""
+def knn(data_dir: str, datasets, repeat: int, n_jobs: int, k: int = 10) -> list:
+    """k nearest neighbours of every row among all rows (self excluded): gbdist.knn on the
+    default CPU backend (compiled tiles, compiled top-k selection and merging) against
+    scikit-learn's brute force (``NearestNeighbors``); the neighbour distances are compared
+    before timing (indices may differ on ties)."""
     import gbdist as gb
     from sklearn.neighbors import NearestNeighbors
     from benchmarks.datasets import load
-    print(f"{'data':<10} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
-    bad = 0
-    for name in DATASETS:
+    rows = []
+    print(f"{'data':<13} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
+    for name in datasets:
         X, _ = load(name, data_dir)
+        if X.shape[0] > 20000:
+            rows.append(dict(dataset=name, skipped="all pairs too many for this machine"))
+            continue
         for metric in ("cosine", "euclidean", "manhattan"):
             nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric, n_jobs=n_jobs)
-            ours = gb.knn(X, None, k=k, metric=metric, backend="compiled")
+            ours = gb.knn(X, None, k=k, metric=metric, backend="cpu")
             theirs = nn.fit(X).kneighbors()
-            if not np.allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-5):
-                print(f"{name:<10} {metric:<10} DISTANCES DIFFER; not timed")
-                bad += 1
+            ok = bool(np.allclose(ours[0], theirs[0], rtol=1e-6, atol=1e-6))
+            row = dict(dataset=name, metric=metric, k=k, rows=X.shape[0], checked=ok)
+            if not ok:
+                print(f"{name:<13} {metric:<10} DISTANCES DIFFER; not timed")
+                rows.append(row)
                 continue
-            t_ours = median_s(lambda: gb.knn(X, None, k=k, metric=metric, backend="compiled"), repeat)
-            t_sk = median_s(lambda: nn.fit(X).kneighbors(), repeat)
-            print(f"{name:<10} {metric:<10} {t_ours * 1e3:9.1f} ms {t_sk * 1e3:11.1f} ms "
-                  f"{t_sk / t_ours:6.1f}x", flush=True)
-    return 1 if bad else 0
+            row["gbdist_ms"] = median_s(lambda: gb.knn(X, None, k=k, metric=metric,
+                                                       backend="cpu"), repeat) * 1e3
+            row["peer_ms"] = median_s(lambda: nn.fit(X).kneighbors(), repeat) * 1e3
+            row["ratio"] = row["peer_ms"] / row["gbdist_ms"]
+            rows.append(row)
+            print(f"{name:<13} {metric:<10} {row['gbdist_ms']:9.1f} ms {row['peer_ms']:11.1f} ms "
+                  f"{row['ratio']:6.1f}x", flush=True)
+    return rows
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--cpu-queries", type=int, default=500)
+    ap.add_argument("--cpu-repeat", type=int, default=5)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--cpu-datasets", default="kos,movielens,tabula_muris",
+                    help="comma-separated prepared sets (also: newsgroups, sec_names)")
+    ap.add_argument("--cpu-metrics", default=",".join(METRICS),
+                    help="comma-separated, among: " + ", ".join(METRICS))
+    ap.add_argument("--cpu-only", default=",".join(PARTS),
+                    help="comma-separated: " + ", ".join(PARTS))
+
+
+def run_cpu(args) -> dict:
+    """Every part named in ``args.only``; returns what the JSON holds."""
+    import gbdist as gb
+    parts = [p for p in args.cpu_only.split(",") if p]
+    sets = [d for d in args.cpu_datasets.split(",") if d]
+    out = dict(machine=dict(cpus=os.cpu_count(), affinity=len(os.sched_getaffinity(0))
+                            if hasattr(os, "sched_getaffinity") else None,
+                            load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
+                            python=platform.python_version()),
+               gbdist=gb.__version__, backend=gb.runtime.get_backend("cpu").name,
+               queries=args.cpu_queries, repeat=args.cpu_repeat, n_jobs=args.n_jobs)
+    print(f"CPU section: backend={out['backend']}; {out['machine']}", flush=True)
+    if "pairwise" in parts:
+        out["pairwise"] = compare(args.data_dir, sets, args.cpu_queries, args.cpu_repeat,
+                                  args.n_jobs, [m for m in args.cpu_metrics.split(",") if m])
+    if "knn" in parts:
+        out["knn"] = knn(args.data_dir, sets, max(1, args.cpu_repeat // 2), args.n_jobs)
+    if "first-call" in parts:
+        out["first_call"] = first_call()
+    out["machine"]["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default=str(ROOT / ".bench_data"))
-    ap.add_argument("--queries", type=int, default=500)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--first-call", action="store_true", help="time first calls in fresh processes")
-    ap.add_argument("--knn", action="store_true", help="k = 10 neighbours of every row, all pairs")
+    ap.add_argument("--json", default=None)
+    add_arguments(ap)
     args = ap.parse_args(argv)
-    if args.knn:
-        return knn(args.data_dir, args.repeat, args.n_jobs)
-    if args.first_call:
-        return first_call(("cosine", "manhattan", "chebyshev"))
-    return compare(args.data_dir, args.queries, args.repeat, args.n_jobs)
+    out = run_cpu(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    bad = [r for part in ("pairwise", "knn") for r in out.get(part, []) if r.get("checked") is False]
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ the device before timing; the first call's time (compilation included) is
 reported separately.
 
     python benchmarks/run.py --data-dir .bench_data --json out.json
+    python benchmarks/run.py --cpu --data-dir .bench_data --json cpu.json   # CPU section
+
+The CPU section (``--cpu``, benchmarks/cpu.py; no GPU needed): gbdist's default CPU
+backend against scikit-learn with ``n_jobs=2`` on every named metric it also computes,
+kNN (k = 10) against its brute force, first calls and ``import gbdist``.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gbdist as gb  # noqa: E402
 from benchmarks import datasets, peers  # noqa: E402
+from benchmarks import cpu as cpu_bench  # noqa: E402
 from benchmarks import knn as knn_bench  # noqa: E402
 from benchmarks.knn import _fmt  # noqa: E402  (one number formatter for both tables)
 
@@ -203,7 +209,15 @@ def main(argv=None) -> int:
                         "benchmarks/accuracy.py times both and checks accuracy")
     p.add_argument("--json", default=None)
     knn_bench.add_arguments(p)
+    p.add_argument("--cpu", action="store_true",
+                   help="the CPU section (benchmarks/cpu.py) instead of the GPU runs")
+    cpu_bench.add_arguments(p)
     args = p.parse_args(argv)
+    if args.cpu:
+        out = cpu_bench.run_cpu(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+        return 0
     from gbdist.backends.cuda import set_accumulate
     set_accumulate(args.accumulate)  # validates
     args.metrics = [m for m in args.metrics.split(",") if m]

@@ -25,10 +25,23 @@ def rng():
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_analysis_cache(tmp_path_factory):
-    """The suite's on-disk analysis cache lives in a temporary directory."""
+    """The suite's on-disk analysis cache lives in a temporary directory. The compiled CPU
+    kernels (``<cache>/cpu``) are shared with the user's kernel cache instead: a module's
+    file name is the hash of its generated source and of the Numba, NumPy, Python and
+    gbdist versions, so a later run loads what an earlier one compiled (a fresh machine
+    compiles each kernel once, and the processes the suite starts share them)."""
     import os
+    from gbdist import paths
     old = os.environ.get("GBDIST_CACHE_DIR")
-    os.environ["GBDIST_CACHE_DIR"] = str(tmp_path_factory.mktemp("gbdist-cache"))
+    root = tmp_path_factory.mktemp("gbdist-cache")
+    kernels = paths.cache_dir("cpu")  # where the user's kernels live (None: caching off)
+    if kernels is not None:
+        try:
+            kernels.mkdir(parents=True, exist_ok=True)
+            os.symlink(kernels, root / "cpu", target_is_directory=True)
+        except OSError:
+            pass  # no links, or not writable: the kernels compile into the temporary root
+    os.environ["GBDIST_CACHE_DIR"] = str(root)
     yield
     if old is None:
         os.environ.pop("GBDIST_CACHE_DIR", None)

@@ -6,7 +6,9 @@
   is hashed from its indices and value bits; rows with equal hashes are compared entry by
   entry, so a hash collision never writes a wrong value;
 * :func:`condition_rows`: the per-row shift / scaling a metric is proven invariant under
-  (:func:`gbdist.runtime.invariance.invariance`), so expanded sums neither cancel nor overflow;
+  (:func:`gbdist.runtime.invariance.invariance`), so expanded sums neither cancel nor overflow
+  (on the host in one compiled pass once the compiled backend is chosen: it registers its
+  kernel through :func:`register_host_condition`; the same values, tested bit for bit);
 * :func:`normalise_rows`: ``apply(normalize, A)``, rows divided by their sums.
 
 On CuPy arrays of float32/float64 values and int32/int64 indices these run through the
@@ -91,7 +93,11 @@ def identical_pairs(left, right, xp=np):
     n_entries = int(la.sum())
     if n_entries:
         starts = xp.cumsum(la) - la
-        pair = xp.searchsorted(xp.cumsum(la), xp.arange(n_entries, dtype=xp.int64), side="right")
+        if xp is np:  # the entries of pair t are a contiguous run
+            pair = np.repeat(np.arange(la.shape[0], dtype=np.int64), la)
+        else:
+            pair = xp.searchsorted(xp.cumsum(la), xp.arange(n_entries, dtype=xp.int64),
+                                   side="right")
         within = xp.arange(n_entries, dtype=xp.int64) - starts[pair]
         pa = lp64[i][pair] + within
         pb = rp64[j][pair] + within
@@ -135,6 +141,16 @@ def apply_self_value(value, out, left, right, xp=np):
     return out
 
 
+_HOST_CONDITION: list = []
+
+
+def register_host_condition(fn) -> None:
+    """Let ``fn(indptr, data, ncols, inv)`` condition host rows (returning the new values,
+    or None to leave it to NumPy): the compiled CPU backend registers its kernel when it is
+    chosen, so that NumPy-only processes never import Numba."""
+    _HOST_CONDITION[:] = [fn]
+
+
 def condition_rows(indptr, data, ncols: int, inv, xp=np):
     """New values for CSR rows, transformed as ``inv`` allows, to avoid cancellation and
     overflow: a row that stores all k columns is shifted by its mean (when ``inv.shift``:
@@ -148,31 +164,57 @@ def condition_rows(indptr, data, ncols: int, inv, xp=np):
     if _device(xp, data, indptr):
         from .cuda import rows as dev_rows
         return dev_rows.condition(indptr, data, ncols, inv.shift, inv.scale)
+    if xp is np and _HOST_CONDITION:  # the compiled backend's one-pass kernel, once chosen
+        out = _HOST_CONDITION[0](indptr, data, ncols, inv)
+        if out is not None:
+            return out
     v = data.astype(xp.float64)
     ip = indptr.astype(xp.int64)
     counts = ip[1:] - ip[:-1]
     nrows = counts.shape[0]
-    row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
+    host = xp is np
+    if host:  # rows are contiguous runs: repeat / bincount / reduceat, no searchsorted
+        row = np.repeat(np.arange(nrows, dtype=np.int64), counts)
+    else:
+        row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
     if inv.shift and ncols > 0:
         full = counts == ncols
         if bool(full.any()):
-            sums = xp.zeros(nrows, dtype=xp.float64)
-            _scatter_add(sums, row, v, xp)
+            if host:  # bincount adds in entry order, as np.add.at does
+                sums = np.bincount(row, weights=v, minlength=nrows).astype(np.float64)
+            else:
+                sums = xp.zeros(nrows, dtype=xp.float64)
+                _scatter_add(sums, row, v, xp)
             mean = xp.where(full & xp.isfinite(sums), sums / ncols, 0.0)  # inf rows stay as given
             v = v - mean[row]
     if inv.scale:
         a = xp.abs(v)
-        big = xp.zeros(nrows, dtype=xp.float64)
-        _scatter_max(big, row, a, xp)
-        small = xp.full(nrows, xp.inf, dtype=xp.float64)
-        _scatter_min(small, row, xp.where(a > 0, a, xp.inf), xp)
+        if host:
+            big = _row_reduce(np.maximum, a, ip, counts, 0.0)
+            small = _row_reduce(np.minimum, np.where(a > 0, a, np.inf), ip, counts, np.inf)
+        else:
+            big = xp.zeros(nrows, dtype=xp.float64)
+            _scatter_max(big, row, a, xp)
+            small = xp.full(nrows, xp.inf, dtype=xp.float64)
+            _scatter_min(small, row, xp.where(a > 0, a, xp.inf), xp)
         _, e = xp.frexp(xp.where(big > 0, big, 1.0))
         factor = xp.ldexp(xp.ones(nrows, dtype=xp.float64), -e)
         tiny = float(np.finfo(data.dtype).tiny)
         ok = (big > 0) & (small * factor >= tiny) & (big * factor < float(np.finfo(data.dtype).max))
         factor = xp.where(ok, factor, 1.0)
-        v = v * factor[row]
+        v = v * (np.repeat(factor, counts) if host else factor[row])
     return v.astype(data.dtype)
+
+
+def _row_reduce(ufunc, vals, ip, counts, empty: float):
+    """``ufunc`` (np.maximum / np.minimum: exact, any order) over each CSR row's run of
+    ``vals``, ``empty`` for a row without entries, combined with ``empty`` (as the
+    scatter into a buffer filled with it does)."""
+    out = np.full(counts.shape[0], empty, dtype=np.float64)
+    nz = counts > 0
+    if vals.shape[0] and nz.any():
+        out[nz] = ufunc(ufunc.reduceat(vals[:int(ip[-1])], ip[:-1][nz]), empty)
+    return out
 
 
 def _scatter_add(out, idx, vals, xp):

@@ -59,18 +59,26 @@ def _compiled(host):
 
 def cpu_backend(host) -> Backend:
     """What ``backend="cpu"`` (and ``"auto"`` without a GPU) runs on: ``GBDIST_CPU_BACKEND``
-    (``numpy``, the default, or ``compiled``)."""
-    choice = os.environ.get("GBDIST_CPU_BACKEND", "").strip().lower() or "numpy"
-    if choice not in CPU_BACKENDS:
+    (``compiled`` or ``numpy``); unset, the compiled backend when Numba imports, else the
+    NumPy backend (the reference, always there)."""
+    choice = os.environ.get("GBDIST_CPU_BACKEND", "").strip().lower()
+    if choice and choice not in CPU_BACKENDS:
         raise InputError("unknown GBDIST_CPU_BACKEND", expected="'compiled' or 'numpy'",
-                         got=repr(choice), hint="unset it for the default (numpy)")
-    return _compiled(host) if choice == "compiled" else CPUBackend(host)
+                         got=repr(choice),
+                         hint="unset it for the default (compiled when Numba is installed)")
+    if choice == "numpy":
+        return CPUBackend(host)
+    if choice == "compiled":
+        return _compiled(host)
+    from ..backends.compiled import available
+    return _compiled(host) if available() else CPUBackend(host)
 
 
 def get_backend(name, working_memory: int | None = None) -> Backend:
     """Resolve ``backend=`` ("auto", "cpu", "compiled", "cuda", or an object implementing
     :class:`gbdist.backends.base.Backend`) to a backend object. "compiled" is the Numba
-    backend; "cpu" is the one ``GBDIST_CPU_BACKEND`` names (:func:`cpu_backend`)."""
+    backend; "cpu" is the compiled one when Numba imports, else the NumPy one
+    (``GBDIST_CPU_BACKEND`` overrides: :func:`cpu_backend`)."""
     if not isinstance(name, str):
         if isinstance(name, Backend):
             return name

@@ -128,14 +128,36 @@ def test_value_and_index_types_are_kept(metric, dtype, itype):
     close(got, ref, rtol=1e-5 if dtype == np.float32 else 1e-9,
           atol=1e-5 if dtype == np.float32 else 1e-9)
     from gbdist.backends.compiled import _module
-    # the kernel reads the operands as the runtime bound them (gbdist.runtime.bind: values
-    # float64 on the host today; index width as bound): no copy to other types is made here
+    # the kernel reads the values as the runtime bound them (gbdist.runtime.bind: float64
+    # on the host today) and every index array in one type, int32 here (it fits)
     bound = runtime.bind(plan, {"A": X, "B": Y})
     vname = str(bound.data[("A", False)].dtype)
-    iname = str(bound.data[("A", False)].indices.dtype)
     one_d = [{str(a.dtype) for a in sig if getattr(a, "ndim", 0) == 1}
              for sig in _module(plan).gb_fused.signatures]
-    assert any(iname in kinds and vname in kinds for kinds in one_d), one_d
+    assert {vname, "int32"} in one_d, one_d
+    assert not any("int64" in kinds for kinds in one_d), one_d
+
+
+def test_one_signature_serves_index_and_result_types():
+    """int32 and int64 indices, mixed between the operands, and float32 / float64 results
+    all run the fused kernel compiled once (one_index_type; a float64 tile cast once)."""
+    from gbdist.backends.compiled import _module, one_index_type
+    plan = metric_program("braycurtis").plan
+    X64 = sparse(3, 31, 17, dtype=np.float64, itype=np.int64)
+    Y32 = sparse(4, 19, 17, dtype=np.float64, itype=np.int32)
+    for dt in (np.float64, np.float32):
+        for X, Y in ((X64, Y32), (Y32, X64), (X64, X64)):
+            got = runtime.run(plan, {"A": X, "B": Y}, backend="compiled", dtype=dt)
+            assert got.dtype == np.dtype(dt)
+            oracle = runtime.run(plan, {"A": X, "B": Y}, backend=CPUBackend(), dtype=dt)
+            close(got, oracle, rtol=1e-6 if dt == np.float32 else 1e-12, atol=1e-6)
+    assert len(_module(plan).gb_fused.signatures) == 1
+    # an operand already in the common type is not copied
+    Z = sparse(2, 5, 17, dtype=np.float64, itype=np.int32)
+    assert one_index_type({"A": Z})["A"] is Z
+    w = one_index_type({"A": Z, "B": X64})
+    assert w["A"] is Z and w["B"].indices.dtype == np.int32 and w["B"].indptr.dtype == np.int32
+    assert np.array_equal(w["B"].indices, X64.indices)
 
 
 # ---------------------------------------------------------------------------
@@ -362,7 +384,16 @@ def test_gbdist_cpu_backend_chooses_what_cpu_runs(monkeypatch):
     be = runtime.get_backend("cpu")
     assert isinstance(be, CPUBackend) and not isinstance(be, CompiledCPUBackend)
     monkeypatch.delenv("GBDIST_CPU_BACKEND")
-    assert not isinstance(runtime.get_backend("cpu"), CompiledCPUBackend)  # numpy: the default
+    # unset: the compiled backend when Numba imports (it does here), for "cpu" and for
+    # "auto" without a GPU
+    assert isinstance(runtime.get_backend("cpu"), CompiledCPUBackend)
+    from gbdist.backends.cuda import unavailable_reason
+    if unavailable_reason() is not None:
+        assert isinstance(runtime.get_backend("auto"), CompiledCPUBackend)
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    be = runtime.get_backend("cpu")  # without Numba: the NumPy backend, no error
+    assert isinstance(be, CPUBackend) and not isinstance(be, CompiledCPUBackend)
+    monkeypatch.delitem(sys.modules, "numba")
     monkeypatch.setenv("GBDIST_CPU_BACKEND", "fortran")
     with pytest.raises(InputError, match="GBDIST_CPU_BACKEND"):
         runtime.get_backend("cpu")
@@ -381,3 +412,40 @@ def test_compiled_refuses_a_cuda_strategy():
     plan = metric_program("cosine").plan
     with pytest.raises(InputError, match="strategy"):
         runtime.run(plan, {"A": X64, "B": Y64}, backend="compiled", strategy="gather")
+
+
+# ---------------------------------------------------------------------------
+# the runtime's row conditioning, compiled (registered when the backend is chosen)
+# ---------------------------------------------------------------------------
+
+def test_compiled_row_conditioning_gives_numpys_values(monkeypatch):
+    """helpers.condition_rows against rows.condition_rows's NumPy path, bit for bit: empty
+    rows, rows storing every column (shifted by their mean), values near the ends of the
+    range (the scale is skipped where it would underflow or overflow), ±inf, float32."""
+    from gbdist.backends import rows
+    from gbdist.backends.compiled import condition_host
+    from gbdist.runtime.invariance import Invariance
+    monkeypatch.setattr(rows, "_HOST_CONDITION", [])  # rows.condition_rows: NumPy only
+    rng = np.random.default_rng(7)
+    checked = 0
+    for trial in range(150):
+        m, k = int(rng.integers(0, 8)), int(rng.integers(1, 6))
+        dtype = (np.float32, np.float64)[trial % 2]
+        X = sps.random(m, k, density=rng.uniform(0, 1), format="csr", dtype=dtype,
+                       random_state=int(rng.integers(1 << 30)))
+        X.data *= dtype(10.0 ** int(rng.integers(-300, 300) if dtype == np.float64
+                                     else rng.integers(-30, 30)))
+        if X.nnz and rng.random() < 0.3:
+            X.data[int(rng.integers(X.nnz))] = np.inf
+        for shift in (False, True):
+            for scale in (False, True):
+                inv = Invariance(scale=scale, shift=shift, detail="test")
+                if not (shift or scale):
+                    continue
+                with np.errstate(all="ignore"):
+                    ref = rows.condition_rows(X.indptr, X.data, k, inv)
+                    got = condition_host(X.indptr, X.data, k, inv)
+                assert got.dtype == ref.dtype
+                np.testing.assert_array_equal(got, ref)
+                checked += 1
+    assert checked == 450

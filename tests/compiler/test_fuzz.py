@@ -18,6 +18,13 @@ overflows where long double does not (x² of 1e200) are counted as
 ``overflow`` and not compared: the formula's float64 value is then not the
 mathematical one, and overflow-safe evaluation is a separate matter.
 
+The cases run on the NumPy backend (``GBDIST_CPU_BACKEND=numpy``): every random case
+is a new plan, and on the compiled backend (the default CPU path) each would compile
+its own Numba kernel, so the case timeout would time Numba's compiler (1-3 s a case
+on an idle core, past 10 s on a loaded one) rather than gbdist. The compiled kernels
+are checked against the NumPy backend by tests/backends/test_compiled_cpu.py;
+``GBDIST_FUZZ_BACKEND=compiled`` fuzzes them here too.
+
 Modest size by default; ``GBDIST_SLOW_TESTS=1`` runs thousands of cases and
 prints the summary.
 """
@@ -43,6 +50,12 @@ EPS = np.finfo(np.float64).eps
 
 CONSTANTS = (0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -1.25, 0.3, 0.123, 1.5, 7.0, 5e-9, 1e-12, 1e-310)
 SCALES = (1.0, 1.0, 1.0, 1e-310, 1e-300, 1e-150, 1e50, 1e150, 1e300, 1e8)
+
+
+@pytest.fixture(autouse=True)
+def _fuzzed_backend(monkeypatch):
+    """``backend="cpu"`` here is ``GBDIST_FUZZ_BACKEND`` (default: the NumPy backend)."""
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", os.environ.get("GBDIST_FUZZ_BACKEND", "numpy"))
 
 
 class CaseTimeout(BaseException):

@@ -1,5 +1,7 @@
-"""The CPU backend's chunking: a tiny memory budget gives the same numbers as one
-block, and a large input stays within its budget."""
+"""The CPU backends' chunking: a tiny memory budget gives the same numbers as one
+block (on what ``backend="cpu"`` runs: the compiled backend when Numba imports), and
+the NumPy backend's triplet expansion and union passes are split within a tile and a
+large input stays within its budget (those tests pin ``GBDIST_CPU_BACKEND=numpy``)."""
 from __future__ import annotations
 
 import tracemalloc
@@ -17,13 +19,14 @@ A, B = gb.matrices("A B")
 
 
 class Spy:
-    """Counts output tiles (CPUBackend.run_tile, the protocol's call per tile) and triplet
-    chunks (cpu._triplets)."""
+    """Counts output tiles (``run_tile`` of the backend ``backend="cpu"`` resolves to, the
+    protocol's call per tile) and the NumPy backend's triplet chunks (cpu._triplets)."""
 
     def __init__(self, monkeypatch):
         self.blocks = 0
         self.triplet_chunks = 0
-        real_blocks, real_triplets = cpu.CPUBackend.run_tile, cpu._triplets
+        cls = type(gb.runtime.get_backend("cpu"))
+        real_blocks, real_triplets = cls.run_tile, cpu._triplets
 
         def blocks(*a, **k):
             self.blocks += 1
@@ -34,7 +37,7 @@ class Spy:
                 self.triplet_chunks += 1
                 yield item
 
-        monkeypatch.setattr(cpu.CPUBackend, "run_tile", blocks)
+        monkeypatch.setattr(cls, "run_tile", blocks)
         monkeypatch.setattr(cpu, "_triplets", triplets)
 
 
@@ -49,7 +52,7 @@ def test_tiny_budget_same_as_one_block(metric, params, monkeypatch):
     X, Y = random_dense(rng, 40, 60, kind), random_dense(rng, 30, 60, kind)
     one = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", **params)
     spy = Spy(monkeypatch)
-    many = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=2048 / 2**20,
+    many = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", working_memory=512 / 2**20,
                                  **params)
     assert spy.blocks >= 20  # row blocks of one or two rows
     assert_allclose(many, one, rtol=1e-12, atol=1e-12, equal_nan=True)
@@ -62,6 +65,7 @@ def test_tiny_budget_same_as_one_block(metric, params, monkeypatch):
     gb.semiring(gb.ops.minus, gb.ops.max),
 ])
 def test_chunked_triplets_and_union_passes(sr, monkeypatch):
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "numpy")  # the NumPy backend's triplet chunks
     rng = np.random.default_rng(1)
     X, Y = random_dense(rng, 35, 50), random_dense(rng, 25, 50)
     program = gb.compile(gb.mxm(A, B.T, sr))
@@ -87,8 +91,11 @@ def test_budget_splits_triplets_within_a_block():
 
 
 @pytest.mark.parametrize("metric", ["chebyshev", "canberra", "euclidean"])
-def test_large_input_stays_within_the_budget(metric):
-    """A wide input (k = 100 000): peak memory follows working_memory, not m × k."""
+def test_large_input_stays_within_the_budget(metric, monkeypatch):
+    """A wide input (k = 100 000): peak memory follows working_memory, not m × k (the NumPy
+    backend: tracemalloc sees NumPy's allocations, not those of Numba's kernels, whose
+    resident memory tests/runtime/test_inputs.py measures)."""
+    monkeypatch.setenv("GBDIST_CPU_BACKEND", "numpy")
     X = sps.random(300, 100_000, density=2e-4, random_state=0, format="csr")
     Y = sps.random(6, 100_000, density=2e-4, random_state=1, format="csr")
     gb.pairwise_distances(X[:2], Y[:2], metric=metric, backend="cpu")  # plan cached

@@ -26,9 +26,11 @@ thread. Not ``prange``: ``parallel=True`` made every plan's first compilation
 4.2 s), and the speed is the same for these row-independent loops.
 
 Inputs are taken as they come: float32 values stay float32 (each kernel reads
-them and accumulates in float64), int32 indices stay int32; Numba compiles one
-specialisation per (value type, index type), cached like the rest. The result
-is computed in float64 and written once in the result dtype.
+them and accumulates in float64), int32 indices stay int32. So that each kernel
+is compiled once, not once per combination of types, all operands of a call share
+one index type (:func:`one_index_type`: int32 whenever it fits, the type SciPy
+gives; an int64-indexed operand that fits is copied to int32) and the fused
+kernel writes a float64 tile, cast once when the result dtype is float32.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sps
 
+from ...algebra.evaluate import apply_unary
 from ...compiler import exact
 from ...compiler.plan import Plan
 from ...errors import InputError
@@ -88,6 +91,29 @@ def _host(v) -> sps.csr_matrix:
     return v
 
 
+def one_index_type(data: dict) -> dict:
+    """The operands with one index type for all their index arrays, so that each kernel is
+    compiled for one signature: int32 when every operand's entries and columns fit (the
+    type SciPy gives), else int64. An operand already of that type is not copied."""
+    mats = {id(v): v for v in data.values()}.values()
+    big = max((max(v.indptr[-1] if v.indptr.shape[0] else 0, v.shape[1]) for v in mats),
+              default=0)
+    it = np.dtype(np.int32 if big < 2**31 - 1 else np.int64)
+    if all(v.indices.dtype == it and v.indptr.dtype == it for v in mats):
+        return data
+    done = {}
+    for v in mats:
+        if v.indices.dtype == it and v.indptr.dtype == it:
+            done[id(v)] = v
+            continue
+        out = sps.csr_matrix(v.shape, dtype=v.dtype)
+        # set the arrays directly: the constructor may pick another index type
+        out.data, out.indices, out.indptr = (v.data, v.indices.astype(it, copy=False),
+                                             v.indptr.astype(it, copy=False))
+        done[id(v)] = out
+    return {k: done[id(v)] for k, v in data.items()}
+
+
 def _how(ufunc) -> int:
     from . import helpers
     return {np.add: helpers.PLUS, np.multiply: helpers.TIMES, np.maximum: helpers.MAX,
@@ -111,8 +137,10 @@ class CompiledPrepared:
         data = bound.data
         self.values = {}
         for u in gen.operands:
-            raw = data[u.base].data
-            self.values[u.index] = getattr(mod, f"map_u{u.index}")(raw) if u.mapped else raw
+            values = data[u.base].data
+            for op in u.chain:  # the NumPy evaluator, as the oracle's bind_operand maps
+                values = apply_unary(op, values)
+            self.values[u.index] = np.asarray(values, dtype=np.float64) if u.mapped else values
         self.sorted = {}  # (operand, step) -> (indices, values) of rows ordered for a union
         for kind, u, s in gen.args:
             if kind == "rsort":
@@ -177,11 +205,28 @@ class CompiledPrepared:
         return self._right[2:]
 
 
+def condition_host(indptr, data, ncols: int, inv):
+    """:func:`gbdist.backends.rows.condition_rows` for host rows in one compiled pass
+    (``helpers.condition_rows``; the same values), or None without Numba."""
+    if not available():
+        return None
+    from . import helpers
+    out = np.empty(data.shape[0], dtype=np.float64)
+    helpers.condition_rows(indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
+                           float(np.finfo(data.dtype).tiny), float(np.finfo(data.dtype).max),
+                           out)
+    return out.astype(data.dtype, copy=False)
+
+
 class CompiledCPUBackend(CPUBackend):
     """The NumPy backend's protocol and memory model, each tile computed by the plan's
     generated, multithreaded Numba kernel (see the module)."""
 
     name = "compiled"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _rows.register_host_condition(condition_host)  # the runtime's binding, compiled
 
     def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> CompiledPrepared:
         if strategy != "auto":
@@ -189,7 +234,7 @@ class CompiledCPUBackend(CPUBackend):
                              "backend has one kernel per primitive",
                              hint="use backend='cuda', or strategy='auto'")
         data = compress_columns({k: _host(v) for k, v in bound.data.items()}, bound.ncols)
-        return CompiledPrepared(dataclasses.replace(bound, data=data), exact)
+        return CompiledPrepared(dataclasses.replace(bound, data=one_index_type(data)), exact)
 
     def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         b, gen = p.bound, p.gen
@@ -204,8 +249,8 @@ class CompiledCPUBackend(CPUBackend):
             else:
                 arrays += list(right[(kind, u, s)])
         colred = p.reduce(p.cols, r0, r1)
-        if gen.fused:
-            out = np.empty((m, n), dtype=b.dtype)
+        if gen.fused:  # float64 whatever the result dtype: one signature per kernel
+            out = np.empty((m, n), dtype=np.float64)
             kernel = p.mod.gb_fused
         else:
             out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
@@ -214,6 +259,8 @@ class CompiledCPUBackend(CPUBackend):
         _run_blocks(kernel, head, m)
         if not gen.fused:
             out = self._planes_epilogue(p, out, colred, rowred, m, n)
+        elif out.dtype != b.dtype:
+            out = out.astype(b.dtype)
         kind = plan.output_kind
         out = shape_output(out, kind, r1 - r0, c1 - c0)
         if kind == "matrix" and p.pair is not None:
@@ -234,11 +281,13 @@ class CompiledCPUBackend(CPUBackend):
         return Tile(out, None)
 
     def cell_bytes(self, plan, dtype) -> int:
-        """A matrix tile is written once by the fused kernel (its values, plus 8 bytes of
-        slack per cell for the repair's masks); other outputs keep one float64 plane per
-        product step and the NumPy epilogue's temporaries (3)."""
+        """A matrix tile is written once by the fused kernel in float64 (then cast once
+        when the result dtype differs), plus 8 bytes of slack per cell for the repair's
+        masks; other outputs keep one float64 plane per product step and the NumPy
+        epilogue's temporaries (3)."""
         if plan.output_kind == "matrix":
-            return np.dtype(dtype).itemsize + 8
+            size = np.dtype(dtype).itemsize
+            return 16 + (size if size != 8 else 0)
         return 8 * (len(plan.steps) + 3)
 
     def row_bytes(self, bound: Bound) -> int:

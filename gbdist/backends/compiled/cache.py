@@ -10,8 +10,9 @@ process loads kernels instead of compiling them.
   platform's user cache directory). ``GBDIST_CACHE_DIR=off`` and an unwritable directory
   use a temporary directory of this process instead (kernels then compile in every
   process).
-* ``key`` = sha256 of the generated source, the generator's version, and the
-  Numba, NumPy, Python and gbdist versions (everything that changes the binary).
+* ``key`` = sha256 of the generated source, the text of ``helpers.py`` (whose kernels
+  the modules call: Numba's cache keeps them inlined), and the Numba, NumPy, Python and
+  gbdist versions (everything that changes the binary).
 * Concurrent processes: the source is written to a temporary file in the same
   directory and linked into place only if no file has that name yet
   (``os.link`` fails if it exists; ``os.replace`` where links are not
@@ -53,10 +54,24 @@ def cache_dir() -> str:
     return _PRIVATE[0]
 
 
+_HELPERS: list = []
+
+
+def _helpers_source() -> str:
+    """The text of ``helpers.py``: the generated modules call its kernels, and Numba's cache
+    of a module keeps their machine code inlined, so a change there must change the key."""
+    if not _HELPERS:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers.py")
+        with open(path, encoding="utf-8") as f:
+            _HELPERS.append(f.read())
+    return _HELPERS[0]
+
+
 def module_key(source: str) -> str:
     import numba
     import numpy
-    parts = (source, numba.__version__, numpy.__version__, sys.version, gbdist_version)
+    parts = (source, _helpers_source(), numba.__version__, numpy.__version__, sys.version,
+             gbdist_version)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 

@@ -92,3 +92,35 @@ def reduce_rows(ptr, val, K, fill, identity, how, fill_counts, out):
             else:
                 acc = gb_min(acc, fill)
         out[i] = acc
+
+
+@njit(**OPT)
+def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out):
+    """``gbdist.backends.rows.condition_rows`` on the host, one pass per row (same values:
+    the row sum added in entry order, the same power-of-two factor and the same guards),
+    into ``out`` (float64)."""
+    for i in range(ip.shape[0] - 1):
+        a, b = ip[i], ip[i + 1]
+        mean = 0.0
+        if shift and ncols > 0 and b - a == ncols:
+            total = 0.0
+            for p in range(a, b):
+                total += np.float64(data[p])
+            if math.isfinite(total):
+                mean = total / ncols
+        big = 0.0
+        small = INF
+        for p in range(a, b):
+            v = np.float64(data[p]) - mean
+            out[p] = v
+            m = abs(v)
+            if m > big:
+                big = m
+            if m > 0.0 and m < small:
+                small = m
+        if scale and big > 0.0:
+            e = math.frexp(big)[1]
+            factor = math.ldexp(1.0, -e)
+            if small * factor >= tiny and big * factor < fmax:
+                for p in range(a, b):
+                    out[p] = out[p] * factor
