@@ -9,7 +9,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
 fi
-for extra in .whl/dask .whl_dcuda/dcuda; do  # Dask (tests/dask on a GPU worker), dask-cuda
+for extra in .whl/dask .whl_dcuda/dcuda .whl_graph; do  # Dask, dask-cuda, python-graphblas (peers)
   if ls $extra/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $extra/*.whl
   fi
