@@ -47,6 +47,8 @@ SCIPY_SPGEMM = False
 # output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
 HASH_MIN_N = 1 << 16
 HASH_RATIO = 64
+# The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
+MASKED_FORM = "auto"
 # Below this many ⊗ terms a kernel runs on the calling thread.
 SERIAL_WORK = 1 << 15
 # SpMSpV below this many ⊗ terms runs on one thread (the column split bisects every row).
@@ -255,7 +257,8 @@ class CompiledGraphKernels:
         if mi.size:
             rowid = np.repeat(np.arange(m), mdeg)
             dot = dot + np.bincount(rowid, weights=bcol[mi], minlength=m).astype(np.int64)
-        use_dot = float(dot.sum()) < float(terms.sum())
+        use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
+                   and float(dot.sum()) < float(terms.sum()))
         if use_dot:
             T = _transpose(B)
             ranges = _ranges(dot + mdeg + 1, m, float(dot.sum()) + m)

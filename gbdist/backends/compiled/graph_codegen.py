@@ -32,6 +32,7 @@ from numba import njit
 from {helpers} import INF, NAN, OPT, gb_log, gb_max, gb_min, gb_sign
 
 WT = np.{wt}
+U = np.uint64  # unsigned positions: no negative-index wraparound test per load
 
 
 @njit(inline="always", **OPT)
@@ -52,13 +53,13 @@ def spgemm_count(ap, ai, bp, bi, mp, mi, mmode, n, r0, r1, rownnz):
     mst = np.full(n if mmode != 0 else 1, -1, np.int64)
     for i in range(r0, r1):
         if mmode != 0:
-            for q in range(mp[i], mp[i + 1]):
-                mst[mi[q]] = i
+            for q in range(U(mp[i]), U(mp[i + 1])):
+                mst[U(mi[q])] = i
         c = 0
-        for p in range(ap[i], ap[i + 1]):
-            k = ai[p]
-            for q in range(bp[k], bp[k + 1]):
-                j = bi[q]
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
+            for q in range(U(bp[k]), U(bp[k + U(1)])):
+                j = U(bi[q])
                 if stamp[j] != i:
                     if mmode != 0 and mst[j] == i:
                         continue
@@ -77,15 +78,15 @@ def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, r0, r1):
     mst = np.full(n if mmode != 0 else 1, -1, np.int64)
     for i in range(r0, r1):
         if mmode != 0:
-            for q in range(mp[i], mp[i + 1]):
-                mst[mi[q]] = i
+            for q in range(U(mp[i]), U(mp[i + 1])):
+                mst[U(mi[q])] = i
         start = cp[i]
         c = 0
-        for p in range(ap[i], ap[i + 1]):
-            k = ai[p]
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
             a = WT(ax[p])
-            for q in range(bp[k], bp[k + 1]):
-                j = bi[q]
+            for q in range(U(bp[k]), U(bp[k + U(1)])):
+                j = U(bi[q])
                 if mmode != 0 and mst[j] == i:
                     continue
                 t = gb_mul(a, WT(bx[q]))
@@ -98,7 +99,7 @@ def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, r0, r1):
                     acc[j] = gb_add(acc[j], t)
         ci[start:start + c].sort()
         for q in range(start, start + c):
-            cx[q] = acc[ci[q]]
+            cx[q] = acc[U(ci[q])]
 
 
 @njit(**OPT)
@@ -124,10 +125,10 @@ def spgemm_hash(ap, ai, ax, bp, bi, bx, cp, ci, cx, ub, r0, r1):
         mask = s - 1
         start = cp[i]
         c = 0
-        for p in range(ap[i], ap[i + 1]):
-            k = ai[p]
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
             a = WT(ax[p])
-            for q in range(bp[k], bp[k + 1]):
+            for q in range(U(bp[k]), U(bp[k + U(1)])):
                 j = np.int64(bi[q])
                 t = gb_mul(a, WT(bx[q]))
                 h = (j * 0x9E3779B1) & mask
@@ -166,14 +167,14 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
         if lo == hi:
             continue
         for q in range(lo, hi):
-            mst[mi[q]] = i
-            pos[mi[q]] = q
+            mst[U(mi[q])] = i
+            pos[U(mi[q])] = q
             pres[q] = False
-        for p in range(ap[i], ap[i + 1]):
-            k = ai[p]
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
             a = WT(ax[p])
-            for q in range(bp[k], bp[k + 1]):
-                j = bi[q]
+            for q in range(U(bp[k]), U(bp[k + U(1)])):
+                j = U(bi[q])
                 if mst[j] != i:
                     continue
                 t = gb_mul(a, WT(bx[q]))
@@ -192,10 +193,10 @@ def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, buf, pres, r0, r1):
     for i in range(r0, r1):
         alo, ahi = ap[i], ap[i + 1]
         for m in range(mp[i], mp[i + 1]):
-            j = mi[m]
+            j = U(mi[m])
             p = alo
             q = tp[j]
-            qe = tp[j + 1]
+            qe = tp[j + U(1)]
             found = False
             acc = WT(0)
             if p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1]:
@@ -230,8 +231,8 @@ def spmv(ap, ai, ax, x, xp, has_xp, mask, mmode, ident, y, yp, r0, r1):
             continue
         found = False
         acc = ident
-        for p in range(ap[i], ap[i + 1]):
-            k = ai[p]
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
             if has_xp and not xp[k]:
                 continue
             t = gb_mul(WT(ax[p]), WT(x[k]))
@@ -250,16 +251,17 @@ def spmspv(ap, ai, ax, uidx, uval, mask, mmode, part, y, yp, c0, c1):
     output columns j in [c0, c1) (``part``: find c0 in each row by bisection; the column
     blocks partition the output, so threads never share an entry)."""
     for t in range(uidx.shape[0]):
-        k = uidx[t]
+        k = U(uidx[t])
         lo = ap[k]
-        hi = ap[k + 1]
+        hi = ap[k + U(1)]
         if part:
             lo = lo + np.searchsorted(ai[lo:hi], c0)
         u = WT(uval[t])
-        for p in range(lo, hi):
+        for p in range(U(lo), U(hi)):
             j = ai[p]
             if j >= c1:
                 break
+            j = U(j)
             if (mmode == 1 and not mask[j]) or (mmode == 2 and mask[j]):
                 continue
             v = gb_mul(u, WT(ax[p]))

@@ -1,0 +1,56 @@
+"""Random power-law graphs for the graph benchmarks (importable by every graph benchmark).
+
+``power_law_graph(n, avg_degree=17, exponent=2.1, seed=0)`` is a Chung-Lu graph: each
+vertex gets a weight w_i ∝ (i + i0)^(-1/(exponent-1)), edge endpoints are drawn with
+probability ∝ w, self-loops are dropped, the graph is symmetrised and duplicates merged,
+so the result is an undirected simple graph (symmetric CSR, sorted indices, no
+diagonal) whose degrees follow a power law, with about ``avg_degree`` stored entries
+per row. Values are float64 weights in [1, 2) (``weighted=False``: all 1.0).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+
+def power_law_graph(n: int, avg_degree: float = 17.0, exponent: float = 2.1, seed: int = 0,
+                    weighted: bool = True, index_dtype=np.int32) -> sps.csr_matrix:
+    rng = np.random.default_rng(seed)
+    i0 = max(1.0, n / 1000.0)  # caps the largest expected degree (about n / 20)
+    w = (np.arange(n) + i0) ** (-1.0 / (exponent - 1.0))
+    p = w / w.sum()
+    target = int(n * avg_degree)
+    rows_all, cols_all = [], []
+    have = 0
+    draw = int(target * 0.55)
+    A = None
+    for _ in range(6):
+        r = rng.choice(n, size=draw, p=p)
+        c = rng.choice(n, size=draw, p=p)
+        keep = r != c
+        rows_all.append(r[keep])
+        cols_all.append(c[keep])
+        r = np.concatenate(rows_all)
+        c = np.concatenate(cols_all)
+        A = sps.coo_matrix((np.ones(2 * r.size), (np.r_[r, c], np.r_[c, r])), shape=(n, n)).tocsr()
+        have = A.nnz
+        if have >= target:
+            break
+        draw = max(1, int((target - have) * 0.6))
+    A.sum_duplicates()
+    A.sort_indices()
+    perm = rng.permutation(n)  # hubs spread over the ids, as in real graphs
+    A = A[perm][:, perm].tocsr()
+    A.sort_indices()
+    if weighted:
+        U = sps.triu(A, k=1).tocoo()
+        vals = 1.0 + rng.random(U.nnz)
+        A = sps.coo_matrix((np.r_[vals, vals], (np.r_[U.row, U.col], np.r_[U.col, U.row])),
+                           shape=(n, n)).tocsr()
+    else:
+        A.data[:] = 1.0
+    A.eliminate_zeros()
+    A.sort_indices()
+    A.indices = A.indices.astype(index_dtype)
+    A.indptr = A.indptr.astype(index_dtype)
+    return A
