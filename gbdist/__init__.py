@@ -9,6 +9,7 @@
     gb.define("metric l1_text(A, B) = mxm(A, B.T, semiring(absdiff, plus))")
 """
 from .algebra import ops
+from .algebra.ops import monoid
 from .algebra.semirings import UNSET, Semiring, semirings
 from .front.api import (
     Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm, mxv, ncols, op,
@@ -26,6 +27,9 @@ from .neighbors import (
     KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn, kneighbors_graph,
     pairwise_distances_chunked, radius_neighbors_graph)
 
+from . import graph
+from .graph import Matrix, Vector
+
 from .version import __version__
 
 __all__ = [
@@ -38,4 +42,5 @@ __all__ = [
     "ResultTooLargeError", "ParameterError", "NotFittedError", "MetricTypeError",
     "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
     "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked", "clear_caches",
+    "monoid", "graph", "Matrix", "Vector",
 ]

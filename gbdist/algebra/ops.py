@@ -278,6 +278,33 @@ def as_monoid(op: Op) -> Monoid:
     return Monoid(op, identity, idempotent, invertible, commutative)
 
 
+def monoid(op: Op, identity=None) -> Monoid:
+    """``gb.monoid(op, identity=None)``: a user monoid (⊕ of a semiring, or a reduction).
+
+    Without ``identity`` it is derived (:func:`as_monoid`); a declared identity e is
+    checked: ``op(x, e) = op(e, x) = x`` must hold, else a DefinitionError. E.g.
+    probabilistic or: ``gb.monoid(gb.op("por", lambda x, y: x + y - x*y))`` (identity 0)."""
+    from .proofs import equivalent
+
+    if isinstance(op, Monoid):
+        op = op.op
+    if not isinstance(op, Op) or op.arity != 2:
+        raise DefinitionError("a monoid needs a binary op", got=repr(op))
+    if identity is None:
+        return as_monoid(op)
+    e = _expr(identity)
+    if not (equivalent(op.at(y=e), X, op.domain)
+            and equivalent(op.at(x=e).xreplace({Y: X}), X, op.domain)):
+        raise DefinitionError(
+            f"{show(e)} is not an identity of {op.name!r}",
+            expected=f"{op.name}(x, e) = {op.name}(e, x) = x", got=f"e = {show(e)}",
+            hint="leave identity=None to derive it")
+    idempotent = equivalent(op.formula.xreplace({Y: X}), X, op.domain)
+    invertible = op.domain != "boolean" and equivalent(op.formula, X + Y, op.domain)
+    commutative = equivalent(op.formula, op.formula.xreplace({X: Y, Y: X}), op.domain)
+    return Monoid(op, e, idempotent, invertible, commutative, identity_declared=True)
+
+
 # ---------------------------------------------------------------------------
 # Built-in operators
 # ---------------------------------------------------------------------------

@@ -145,3 +145,39 @@ def shape_output(out, kind: str, rows: int, cols: int, xp=np):
     if out.shape == shape:
         return out
     return xp.ascontiguousarray(xp.broadcast_to(out, shape))
+
+
+@runtime_checkable
+class GraphKernels(Protocol):
+    """The kernels behind the graph operations (:mod:`gbdist.graph`), one set per backend:
+    ``graph_reference.ReferenceGraphKernels`` (NumPy), ``compiled.graph.CompiledGraphKernels``
+    (Numba), ``cuda.graph.CudaGraphKernels`` (CuPy). Constructed with no arguments.
+
+    Every kernel computes *structural* semantics: only stored entries take part; a stored
+    0 is a value like any other; an output entry is stored iff at least one ⊗ term exists
+    for it (and the mask allows it). Operands are canonical CSR (sorted indices, no
+    duplicates; SciPy on the host, cupyx on the device); dense vectors are 1-D ``xp``
+    arrays. Values are combined with the ops' formulas (``sr.mul``, ``sr.add.op``,
+    ``sr.add.identity``), user ops included; the result dtype is ``out_dtype``.
+    """
+
+    name: str  # "reference", "compiled", "cuda"
+    xp: Any  # numpy or cupy
+
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype) -> Any:
+        """CSR ``C(i,j) = ⊕_{k: A(i,k), B(k,j) stored} mul(A(i,k), B(k,j))``, sorted
+        indices. ``mask``: a CSR whose *pattern* restricts the output; ``complement``:
+        keep only (i, j) not in the mask."""
+
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype) -> tuple:
+        """Pull: ``y(i) = ⊕_{k: A(i,k) stored, x_present[k]} mul(A(i,k), x[k])``.
+        ``x_present``: bool (n,) or None (all present); ``mask``: bool (m,) or None.
+        Returns ``(y (m,), y_present (m,))``; y is the ⊕ identity where not present."""
+
+    def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype) -> tuple:
+        """Push (vxm): ``y(j) = ⊕_{k in u_idx, A(k,j) stored} mul(u(k), A(k,j))``, walking
+        the rows of A named by ``u_idx`` (sorted, unique). Returns ``(y (n,), y_present (n,))``."""
+
+    def segment_reduce(self, indptr, values, monoid, *, out_dtype) -> tuple:
+        """Per segment s: ⊕ of ``values[indptr[s]:indptr[s+1]]``; returns ``(values,
+        present)``, present = the segment is non-empty (the identity elsewhere)."""

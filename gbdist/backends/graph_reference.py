@@ -1,0 +1,272 @@
+"""The reference graph kernels: NumPy, structural semantics, simple and obviously right.
+
+Implements :class:`gbdist.backends.base.GraphKernels` on host data (SciPy CSR, NumPy
+vectors). Every ⊗ term is materialised as a (row, column, value) triple, vectorised
+over the whole operand, then the terms of each output entry are folded with the ⊕
+op in index order (:func:`fold_segments`, a pairwise tree over sorted segments). Ops
+are evaluated from their formulas with :func:`gbdist.algebra.evaluate.evaluate` in the
+output's type (integers stay exact), so user ops and monoids need no NumPy ufunc.
+The compiled and CUDA kernels are tested against this module.
+
+Also home of the small value helpers the graph operations share with every backend:
+:func:`binary`, :func:`unary` (an op on arrays in a given dtype) and
+:func:`identity_value` (a monoid's identity in a dtype: ±inf is the type's max/min
+for integers).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..algebra.evaluate import evaluate
+from ..algebra.ops import constant_value
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """The type ops are evaluated in for results of ``dtype``: the dtype itself, except
+    bool, which is computed in float64 and cast (nonzero is true)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float64) if dtype == np.bool_ else dtype
+
+
+def _cast(values, dtype, xp=np):
+    dtype = np.dtype(dtype)
+    values = xp.asarray(values)
+    if dtype == np.bool_:
+        return values != 0
+    if dtype.kind in "iu" and values.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            info = np.iinfo(dtype)
+            values = xp.where(xp.isnan(values), 0, xp.clip(values, info.min, info.max))
+    return values.astype(dtype, copy=False)
+
+
+def binary(op, a, b, dtype, xp=np):
+    """``op(a, b)`` elementwise (broadcast) in ``dtype``: inputs cast to the compute type,
+    the formula evaluated as written, the result cast to ``dtype``."""
+    ct = compute_dtype(dtype)
+    a = _cast(a, ct, xp)
+    b = _cast(b, ct, xp)
+    a, b = xp.broadcast_arrays(a, b)
+    env = {"x": a, "y": b}
+    if ct.kind == "f":
+        env["__dtype__"] = ct.type
+    out = _evaluate(op.formula, env, xp)
+    out = xp.broadcast_to(xp.asarray(out), a.shape)
+    return _cast(out, dtype, xp)
+
+
+def _evaluate(formula, env, xp):
+    """The formula on ``env``'s arrays; on CuPy arrays, the few nodes the NumPy walker
+    cannot run there (a Piecewise builds NumPy arrays) are evaluated on host copies."""
+    with np.errstate(all="ignore"):
+        if xp is np:
+            return evaluate(formula, env)
+        try:
+            return evaluate(formula, env)
+        except TypeError:
+            host = {k: (v.get() if hasattr(v, "get") else v) for k, v in env.items()}
+            return xp.asarray(evaluate(formula, host))
+
+
+def unary(op, a, dtype, xp=np):
+    """``op(a)`` elementwise in ``dtype`` (see :func:`binary`)."""
+    ct = compute_dtype(dtype)
+    a = _cast(a, ct, xp)
+    env = {"x": a}
+    if ct.kind == "f":
+        env["__dtype__"] = ct.type
+    out = _evaluate(op.formula, env, xp)
+    out = xp.broadcast_to(xp.asarray(out), a.shape)
+    return _cast(out, dtype, xp)
+
+
+def identity_value(monoid, dtype):
+    """The monoid's identity as a scalar of ``dtype`` (+inf → the integer type's max)."""
+    dtype = np.dtype(dtype)
+    v = constant_value(monoid.identity)
+    if dtype == np.bool_:
+        return np.bool_(v != 0)
+    if dtype.kind in "iu" and not np.isfinite(v):
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if v > 0 else info.min)
+    return dtype.type(v)
+
+
+def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
+    """⊕ of ``values`` per segment, in order. ``seg_ids`` sorted (non-decreasing) in
+    ``[0, nseg)``. Returns ``(folded (nseg,), present (nseg,))``; absent segments hold
+    garbage (callers overwrite with the identity).
+
+    A pairwise tree in place: in the round of width w, the element of rank t (t a
+    multiple of 2w within its segment) takes ``op(v[t], v[t + w])`` when the segment
+    reaches that far; so the op is applied on whole arrays O(log longest segment)
+    times, O(n) work in all, and associativity is all it needs (term order is kept).
+    """
+    values = xp.array(_cast(values, dtype, xp), copy=True)
+    seg = xp.asarray(seg_ids)
+    out = xp.zeros(nseg, dtype=values.dtype)
+    present = xp.zeros(nseg, dtype=bool)
+    n = seg.size
+    if n == 0:
+        return out, present
+    starts = xp.ones(n, dtype=bool)
+    starts[1:] = seg[1:] != seg[:-1]
+    start_pos = xp.nonzero(starts)[0]
+    seg_index = xp.cumsum(starts) - 1
+    rank = xp.arange(n) - start_pos[seg_index]
+    seg_len = xp.diff(xp.concatenate([start_pos, xp.asarray([n])]))
+    left = (seg_len[seg_index] - rank)  # elements from here to the segment's end
+    cand = xp.arange(n)
+    width = 1
+    longest = int(seg_len.max())
+    while width < longest:
+        cand = cand[rank[cand] % (2 * width) == 0]
+        sel = cand[left[cand] > width]
+        if sel.size:
+            values[sel] = binary(op, values[sel], values[sel + width], dtype, xp)
+        width *= 2
+    out[seg[start_pos]] = values[start_pos]
+    present[seg[start_pos]] = True
+    return out, present
+
+
+def owners(counts, xp=np):
+    """``repeat(arange(len(counts)), counts)``: for every element of the concatenated
+    segments, the segment it belongs to (CuPy's repeat takes no array of counts)."""
+    counts = xp.asarray(counts).astype(np.int64)
+    if xp is np:
+        return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if counts.size else 0
+    return xp.searchsorted(ends, xp.arange(total, dtype=np.int64), side="right").astype(np.int64)
+
+
+def _expand_rows(indptr, rows, xp=np):
+    """Positions of the stored entries of ``rows`` (in order) and, per position, which
+    element of ``rows`` it came from."""
+    indptr = xp.asarray(indptr)
+    rows = xp.asarray(rows, dtype=np.int64)
+    starts = indptr[rows].astype(np.int64)
+    lens = (indptr[rows + 1] - indptr[rows]).astype(np.int64)
+    total = int(lens.sum()) if lens.size else 0
+    owner = owners(lens, xp)
+    if total == 0:
+        return xp.zeros(0, dtype=np.int64), owner
+    first = xp.cumsum(lens) - lens
+    pos = xp.arange(total, dtype=np.int64) - first[owner] + starts[owner]
+    return pos, owner
+
+
+def _pattern_keys(mask, ncols, xp=np):
+    rows = owners(xp.diff(mask.indptr), xp)
+    keys = rows * ncols + mask.indices.astype(np.int64)
+    return xp.sort(keys)
+
+
+def _in_sorted(keys, sorted_keys, xp=np):
+    if sorted_keys.size == 0:
+        return xp.zeros(keys.shape, dtype=bool)
+    pos = xp.searchsorted(sorted_keys, keys)
+    pos = xp.minimum(pos, sorted_keys.size - 1)
+    return sorted_keys[pos] == keys
+
+
+class ReferenceGraphKernels:
+    """The NumPy oracle for :class:`gbdist.backends.base.GraphKernels`."""
+
+    name = "reference"
+    xp = np
+    BLOCK = 1 << 22  # ⊗ terms materialised at once (row blocks keep memory bounded)
+
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+        m, n = A.shape[0], B.shape[1]
+        mkeys = None if mask is None else _pattern_keys(mask, n)
+        blen = np.diff(B.indptr).astype(np.int64)
+        a_rows = np.repeat(np.arange(m), np.diff(A.indptr).astype(np.int64))
+        row_work = np.bincount(a_rows, weights=blen[A.indices], minlength=m)
+        keys_out, vals_out = [], []
+        r0 = 0
+        while r0 < m:
+            r1, acc = r0, 0
+            while r1 < m and (r1 == r0 or acc + row_work[r1] <= self.BLOCK):
+                acc += row_work[r1]
+                r1 += 1
+            k, v = self._spgemm_rows(A, B, sr, r0, r1, n, mkeys, complement, out_dtype)
+            keys_out.append(k)
+            vals_out.append(v)
+            r0 = r1
+        keys = np.concatenate(keys_out) if keys_out else np.zeros(0, np.int64)
+        vals = np.concatenate(vals_out) if vals_out else np.zeros(0, out_dtype)
+        return _keys_to_csr(keys, vals, (m, n), out_dtype)
+
+    def _spgemm_rows(self, A, B, sr, r0, r1, n, mkeys, complement, out_dtype):
+        a_pos = np.arange(A.indptr[r0], A.indptr[r1], dtype=np.int64)
+        a_row = np.repeat(np.arange(r0, r1, dtype=np.int64), np.diff(A.indptr[r0:r1 + 1]).astype(np.int64))
+        k = A.indices[a_pos].astype(np.int64)
+        b_pos, owner = _expand_rows(B.indptr, k)
+        i = a_row[owner]
+        j = B.indices[b_pos].astype(np.int64)
+        keys = i * n + j
+        if mkeys is not None:
+            keep = _in_sorted(keys, mkeys)
+            if complement:
+                keep = ~keep
+            keys, owner, b_pos = keys[keep], owner[keep], b_pos[keep]
+        prod = binary(sr.mul, A.data[a_pos[owner]], B.data[b_pos], out_dtype)
+        order = np.argsort(keys, kind="stable")  # terms of one entry in k order
+        keys, prod = keys[order], prod[order]
+        starts = np.ones(keys.size, dtype=bool)
+        starts[1:] = keys[1:] != keys[:-1]
+        seg = np.cumsum(starts) - 1
+        folded, _ = fold_segments(sr.add.op, seg, prod, int(starts.sum()), out_dtype)
+        return keys[starts], folded
+
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+        m = A.shape[0]
+        rows = np.arange(m, dtype=np.int64)
+        if mask is not None:
+            allowed = np.asarray(mask, dtype=bool)
+            rows = rows[~allowed if complement else allowed]
+        pos, owner = _expand_rows(A.indptr, rows)
+        kk = A.indices[pos]
+        if x_present is not None:
+            keep = np.asarray(x_present, dtype=bool)[kk]
+            pos, owner, kk = pos[keep], owner[keep], kk[keep]
+        prod = binary(sr.mul, A.data[pos], np.asarray(x)[kk], out_dtype)
+        folded, present = fold_segments(sr.add.op, rows[owner], prod, m, out_dtype)
+        folded[~present] = identity_value(sr.add, out_dtype)
+        return folded, present
+
+    def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
+        n = A.shape[1]
+        u_idx = np.asarray(u_idx, dtype=np.int64)
+        pos, owner = _expand_rows(A.indptr, u_idx)
+        j = A.indices[pos].astype(np.int64)
+        if mask is not None:
+            allowed = np.asarray(mask, dtype=bool)[j]
+            keep = ~allowed if complement else allowed
+            pos, owner, j = pos[keep], owner[keep], j[keep]
+        prod = binary(sr.mul, np.asarray(u_val)[owner], A.data[pos], out_dtype)
+        order = np.argsort(j, kind="stable")  # within a column, terms in k order
+        folded, present = fold_segments(sr.add.op, j[order], prod[order], n, out_dtype)
+        folded[~present] = identity_value(sr.add, out_dtype)
+        return folded, present
+
+    def segment_reduce(self, indptr, values, monoid, *, out_dtype):
+        indptr = np.asarray(indptr, dtype=np.int64)
+        nseg = indptr.size - 1
+        seg = np.repeat(np.arange(nseg, dtype=np.int64), np.diff(indptr))
+        folded, present = fold_segments(monoid.op, seg, values, nseg, out_dtype)
+        folded[~present] = identity_value(monoid, out_dtype)
+        return folded, present
+
+
+def _keys_to_csr(keys, vals, shape, dtype) -> sps.csr_matrix:
+    m, n = shape
+    rows = keys // n if n else keys
+    cols = keys - rows * n if n else keys
+    itype = np.int32 if max(m, n, keys.size) < 2**31 - 1 else np.int64
+    indptr = np.zeros(m + 1, dtype=itype)
+    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:]) if m else None
+    return sps.csr_matrix((np.asarray(vals, dtype=dtype), cols.astype(itype), indptr), shape=shape)

@@ -1,0 +1,38 @@
+"""Graph operations (GraphBLAS): sparse results, masks, accumulators, vectors.
+
+    import gbdist as gb
+    from gbdist import graph as gr
+
+    A = gb.Matrix(adjacency)                       # fill="absent": a graph
+    C = gr.mxm(A, A, gb.semirings.plus_pair, mask=A.S)   # triangles per edge
+    w = gr.vxm(frontier, A, gb.semirings.any_pair, mask=~visited.S, replace=True)
+
+docs/graph_api.md is the reference. Operands are :class:`Matrix` / :class:`Vector`
+(SciPy/CuPy sparse and NumPy/CuPy arrays are wrapped as graphs); results are sparse
+and live where the operands live.
+"""
+from .objects import ABSENT, Matrix, Vector
+from .masks import Mask
+from .operations import (
+    apply, ewise_add, ewise_mult, mxm, mxv, nvals, reduce_cols, reduce_rows, reduce_scalar,
+    select, vxm)
+from .indexing import assign, extract
+from .dispatch import available, get_kernels
+from ..compiler.graph import Decision, GraphSemanticsError
+from ..errors import ParameterError
+
+
+def explain(result_or_operation) -> str:
+    """The fill decision of a graph result (``result.decision``) as text."""
+    d = getattr(result_or_operation, "decision", result_or_operation)
+    if not isinstance(d, Decision):
+        raise ParameterError("gr.explain takes a graph result (with .decision) or a Decision",
+                             got=type(result_or_operation).__name__)
+    return d.explain()
+
+
+__all__ = [
+    "Matrix", "Vector", "Mask", "ABSENT", "mxm", "mxv", "vxm", "ewise_add", "ewise_mult",
+    "apply", "select", "reduce_rows", "reduce_cols", "reduce_scalar", "extract", "assign",
+    "nvals", "explain", "Decision", "GraphSemanticsError", "available", "get_kernels",
+]

@@ -1,0 +1,128 @@
+"""Masks and the GraphBLAS write-back ``C<M, replace> = accum(C, T)``.
+
+A :class:`Mask` is a Matrix/Vector read as a pattern: structural (``A.S``: every stored
+entry) or by value (``A.V``: stored entries whose value is truthy, nonzero), possibly
+complemented (``~A.S``). A bare Matrix/Vector given as ``mask=`` is a value mask.
+
+:func:`write_back` is the last step of every operation (the GraphBLAS C API rule):
+``Z = accum(C, T)`` (the union: accum where both are stored, the one present elsewhere)
+when an accumulator is given, else ``Z = T``; then with a mask, C keeps its entries
+outside the mask unless ``replace=True`` (then they are deleted) and takes Z inside it.
+Without ``out`` C is empty. Entries are handled as sorted keys (:mod:`.sparse`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from . import sparse as S
+
+
+class Mask:
+    """``source`` read as a pattern; ``structural`` or by value; ``complement``."""
+
+    def __init__(self, source, structural: bool, complement: bool = False):
+        self.source = source
+        self.structural = structural
+        self.complement = complement
+
+    def __invert__(self) -> "Mask":
+        return Mask(self.source, self.structural, not self.complement)
+
+    def __repr__(self):
+        kind = "S" if self.structural else "V"
+        return f"{'~' if self.complement else ''}{self.source!r}.{kind}"
+
+    @property
+    def shape(self):
+        return self.source.shape
+
+    def keys(self):
+        """Sorted keys of the pattern (before complementing), cached on the source."""
+        src = self.source
+        if self.structural:
+            return src.keys()
+
+        def build():
+            keys = src.keys()
+            vals = src.csr.data if src.ndim == 2 else src.values
+            return keys[vals != 0]
+        return src.prepared("value-mask-keys", build)
+
+    def allows(self, keys):
+        """Bool per key: may the output hold it?"""
+        inside = S.member(keys, self.keys(), self.source.xp)
+        return ~inside if self.complement else inside
+
+    def pattern_csr(self):
+        """The pattern (uncomplemented) as a CSR, for the kernels (cached)."""
+        src = self.source
+        if self.structural:
+            return src.csr
+
+        def build():
+            csr = src.csr
+            keep = csr.data != 0
+            xp = src.xp
+            keys = src.keys()[keep]
+            return S.keys_csr(keys, xp.ones(keys.size, dtype=bool), csr.shape, src.on_device)
+        return src.prepared("value-mask-csr", build)
+
+    def dense(self):
+        """The pattern (uncomplemented) as a bool vector (vector masks), cached."""
+        src = self.source
+
+        def build():
+            out = src.xp.zeros(src.size, dtype=bool)
+            out[self.keys()] = True
+            return out
+        return src.prepared(("mask-dense", self.structural), build)
+
+
+def as_mask(mask, shape, what: str):
+    """``mask=`` argument → a :class:`Mask` (or None), shape-checked."""
+    if mask is None:
+        return None
+    if hasattr(mask, "prepared") and hasattr(mask, "keys"):  # a gb.Matrix / gb.Vector
+        mask = Mask(mask, structural=False)
+    if not isinstance(mask, Mask):
+        raise InputError(f"{what}: a mask must be a gb.Matrix / gb.Vector or its .S / .V",
+                         got=type(mask).__name__, hint="mask=M.S (structural) or mask=M.V (values)")
+    if tuple(mask.shape) != tuple(shape):
+        raise InputError(f"{what}: the mask's shape differs from the result's",
+                         expected=str(tuple(shape)), got=str(tuple(mask.shape)))
+    return mask
+
+
+def write_back(keys, vals, dtype, *, out, mask, accum, replace):
+    """Apply ``C<mask, replace> = accum(C, T)``; returns the final (keys, values) in
+    ``dtype``. ``keys``/``vals``: T, sorted. ``out``: C or None."""
+    from ..backends.graph_reference import binary
+    xp = _xp(keys)
+    vals = xp.asarray(vals).astype(dtype, copy=False)
+    if out is None:
+        if mask is not None:
+            keep = mask.allows(keys)
+            keys, vals = keys[keep], vals[keep]
+        return keys, vals
+    ck, cv = out.keys(), (out.csr.data if out.ndim == 2 else out.values)
+    if accum is not None:
+        op = getattr(accum, "op", accum)
+        zk, zv = S.merge_union(ck, cv, keys, vals, lambda a, b: binary(op, a, b, dtype, xp), dtype, xp)
+    else:
+        zk, zv = keys, vals
+    if mask is None:
+        return zk, xp.asarray(zv).astype(dtype, copy=False)
+    keep = mask.allows(zk)
+    zk, zv = zk[keep], zv[keep]
+    if replace:
+        return zk, zv.astype(dtype, copy=False)
+    outside = ~mask.allows(ck)
+    k = xp.concatenate([zk, ck[outside]])
+    v = xp.concatenate([zv.astype(dtype, copy=False), cv[outside].astype(dtype)])
+    order = xp.argsort(k, kind="stable")
+    return k[order], v[order]
+
+
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else S.cupy()

@@ -1,0 +1,433 @@
+"""Graph operands: :class:`Matrix` and :class:`Vector`, which know their semantics.
+
+Each holds its data where it lives (a canonical SciPy CSR / NumPy arrays on the host,
+cupyx CSR / CuPy arrays on the device), its dtype (bool, int32, int64, float32,
+float64) and its *fill*: ``"absent"`` (a graph: only stored entries exist, a stored 0
+is an edge of weight 0) or ``0`` (data: unstored entries are zeros). Prepared forms
+(the transpose, entry keys, value patterns, dense vector forms, anything a kernel wants)
+are cached on the object under a version number that every in-place change bumps, so
+repeated operations copy nothing and a changed object never serves a stale form.
+
+Inputs are not copied when they are already canonical: do not modify a SciPy/CuPy
+matrix in place after wrapping it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..errors import InputError
+from ..inputs import is_cupy
+from . import sparse as S
+from .masks import Mask
+
+ABSENT = "absent"
+
+
+def _check_fill(fill):
+    if isinstance(fill, str) and fill == ABSENT:
+        return ABSENT
+    if not isinstance(fill, str) and fill is not None and not isinstance(fill, bool) and fill == 0:
+        return 0
+    raise InputError("unknown fill", got=repr(fill),
+                     expected="'absent' (graph: only stored entries exist) or 0 (data)")
+
+
+class _Cached:
+    """Version-keyed cache of prepared forms."""
+
+    def _init_cache(self):
+        self._version = 0
+        self._cache = {}
+
+    def prepared(self, name, build):
+        """The cached form ``name`` of this object, built by ``build()`` once per version."""
+        hit = self._cache.get(name)
+        if hit is not None and hit[0] == self._version:
+            return hit[1]
+        value = build()
+        self._cache[name] = (self._version, value)
+        return value
+
+    def _changed(self):
+        self._version += 1
+        self._cache.clear()
+
+
+class Matrix(_Cached):
+    """A sparse matrix operand: ``gb.Matrix(x, fill="absent", dtype=None)``.
+
+    ``x``: a SciPy sparse matrix/array (any format), a cupyx sparse matrix, a 2-D NumPy
+    or CuPy array (its nonzeros are stored), or a Matrix (shares its data). Duplicates in
+    a COO input are summed (SciPy's rule); use :meth:`from_coo` to refuse or combine them.
+    """
+
+    def __init__(self, x=None, fill=ABSENT, dtype=None, *, _csr=None):
+        self._init_cache()
+        self._fill = _check_fill(fill)
+        if _csr is None:
+            _csr = _as_csr(x)
+        self._transpose_of = None
+        self._set(_csr, dtype)
+
+    def _set(self, csr, dtype=None):
+        dt = S.check_dtype(csr.dtype if dtype is None else dtype, "the matrix")
+        if csr.dtype != dt:
+            csr = (S.make_csr(csr.data.astype(dt), csr.indices, csr.indptr, csr.shape, True)
+                   if is_cupy(csr.indptr) else csr.astype(dt))
+        self._csr = csr
+        self._changed()
+
+    # --- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_coo(cls, rows, cols, values, shape, dtype=None, dup_op=None, fill=ABSENT,
+                 on_device=False):
+        """A matrix from coordinates. Duplicates are an InputError unless ``dup_op`` (a
+        binary op, e.g. ``gb.ops.plus``) combines them (in the order given)."""
+        xp = S.xp_of(on_device)
+        m, n = (int(shape[0]), int(shape[1]))
+        rows = xp.asarray(rows).astype(np.int64).ravel()
+        cols = xp.asarray(cols).astype(np.int64).ravel()
+        values = xp.asarray(values)
+        if values.ndim == 0:
+            values = xp.broadcast_to(values, rows.shape)
+        values = values.ravel()
+        if not (rows.size == cols.size == values.size):
+            raise InputError("from_coo: rows, cols and values differ in length",
+                             got=f"{rows.size}, {cols.size}, {values.size}")
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= m or int(cols.min()) < 0
+                          or int(cols.max()) >= n):
+            raise InputError("from_coo: an index is outside the shape", expected=f"shape {(m, n)}",
+                             got=f"rows in [{int(rows.min())}, {int(rows.max())}], "
+                                 f"cols in [{int(cols.min())}, {int(cols.max())}]")
+        dt = S.check_dtype(values.dtype if dtype is None else dtype, "values")
+        keys, vals = _dedup(rows * n + cols, values, dt, dup_op, xp)
+        return cls(fill=fill, _csr=S.keys_csr(keys, vals, (m, n), on_device))
+
+    @classmethod
+    def sparse(cls, shape, dtype=np.float64, fill=ABSENT, on_device=False):
+        """An empty matrix (no stored entries)."""
+        xp = S.xp_of(on_device)
+        z = xp.zeros(0, dtype=np.int64)
+        return cls(fill=fill, _csr=S.keys_csr(z, xp.zeros(0, dtype=S.check_dtype(dtype, "dtype")),
+                                             (int(shape[0]), int(shape[1])), on_device))
+
+    def dup(self, dtype=None, fill=None) -> "Matrix":
+        """A copy (data copied), optionally cast / with another fill."""
+        return Matrix(fill=self._fill if fill is None else fill, dtype=dtype, _csr=self._csr.copy())
+
+    # --- properties -----------------------------------------------------------------------
+
+    shape = property(lambda self: tuple(int(s) for s in self._csr.shape))
+    nrows = property(lambda self: int(self._csr.shape[0]))
+    ncols = property(lambda self: int(self._csr.shape[1]))
+    nvals = property(lambda self: int(self._csr.nnz))
+    dtype = property(lambda self: self._csr.dtype)
+    fill = property(lambda self: self._fill)
+    on_device = property(lambda self: is_cupy(self._csr.indptr))
+    ndim = 2
+
+    @property
+    def xp(self):
+        return S.xp_of(self.on_device)
+
+    @property
+    def csr(self):
+        """The canonical CSR (shared, not a copy: do not modify it)."""
+        return self._csr
+
+    @property
+    def effective_fill(self):
+        """The fill, or None when every entry is stored (the fill then means nothing)."""
+        return None if self.nvals == self.nrows * self.ncols else self._fill
+
+    @property
+    def T(self) -> "Matrix":
+        """The transpose (cached on this matrix; ``A.T.T is A``)."""
+        if self._transpose_of is not None and self._transpose_of._version == self._made_at:
+            return self._transpose_of
+
+        def build():
+            t = Matrix(fill=self._fill, _csr=_transpose(self._csr, self.on_device))
+            t._transpose_of, t._made_at = self, self._version
+            return t
+        return self.prepared("T", build)
+
+    def keys(self):
+        """Sorted int64 keys ``i * ncols + j`` of the stored entries (cached)."""
+        return self.prepared("keys", lambda: S.csr_keys(self._csr, self.xp))
+
+    @property
+    def S(self) -> Mask:
+        return Mask(self, structural=True)
+
+    @property
+    def V(self) -> Mask:
+        return Mask(self, structural=False)
+
+    # --- conversion -----------------------------------------------------------------------
+
+    def to_scipy(self) -> sps.csr_matrix:
+        """A SciPy CSR on the host (shares memory with the matrix when it lives there)."""
+        return self.prepared("host", lambda: self._csr.get()) if self.on_device else self._csr
+
+    def to_cupy(self):
+        return self._csr if self.on_device else self.prepared(
+            "device", lambda: S.to_device_csr(self._csr))
+
+    def to_dense(self, fill=0):
+        """A dense array (``xp``) with ``fill`` where nothing is stored."""
+        xp = self.xp
+        dt = np.result_type(self.dtype, np.asarray(fill).dtype) if fill != 0 else self.dtype
+        out = xp.full(self.shape, fill, dtype=dt)
+        keys = self.keys()
+        n = max(self.ncols, 1)
+        out[keys // n, keys % n] = self._csr.data
+        return out
+
+    def to_coo(self):
+        """``(rows, cols, values)``, row-major."""
+        keys = self.keys()
+        n = max(self.ncols, 1)
+        return keys // n, keys % n, self._csr.data.copy()
+
+    def to_device(self) -> "Matrix":
+        return self if self.on_device else Matrix(fill=self._fill, _csr=self.to_cupy())
+
+    def to_host(self) -> "Matrix":
+        return Matrix(fill=self._fill, _csr=self.to_scipy()) if self.on_device else self
+
+    def isequal(self, other) -> bool:
+        """Same shape, pattern and values, dtypes of the same family (bool / int / float)."""
+        other = other if isinstance(other, Matrix) else Matrix(other)
+        if self.shape != other.shape or self.nvals != other.nvals:
+            return False
+        if _family(self.dtype) != _family(other.dtype):
+            return False
+        a, b = self.to_host(), other.to_host()
+        return bool(np.array_equal(a.keys(), b.keys())
+                    and np.array_equal(a._csr.data, b._csr.data, equal_nan=a.dtype.kind == "f"))
+
+    def __repr__(self):
+        where = "device" if self.on_device else "host"
+        return (f"gb.Matrix({self.nrows}×{self.ncols}, nvals={self.nvals}, dtype={self.dtype}, "
+                f"fill={self._fill!r}, {where})")
+
+    def __eq__(self, other):  # an object, not an elementwise comparison
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+class Vector(_Cached):
+    """A sparse vector operand: ``gb.Vector(dense_1d)`` stores every entry."""
+
+    def __init__(self, x=None, fill=ABSENT, dtype=None, *, _parts=None):
+        self._init_cache()
+        self._fill = _check_fill(fill)
+        if _parts is None:
+            if isinstance(x, Vector):
+                _parts = (x._idx, x._vals, x._size)
+            else:
+                _parts = _dense_parts(x)
+        self._set(*_parts, dtype=dtype)
+
+    def _set(self, idx, vals, size, dtype=None):
+        dt = S.check_dtype(vals.dtype if dtype is None else dtype, "the vector")
+        self._idx, self._vals, self._size = idx, vals.astype(dt, copy=False), int(size)
+        self._changed()
+
+    @classmethod
+    def from_coo(cls, indices, values, size, dtype=None, dup_op=None, fill=ABSENT, on_device=False):
+        xp = S.xp_of(on_device)
+        idx = xp.asarray(indices).astype(np.int64).ravel()
+        values = xp.asarray(values)
+        if values.ndim == 0:
+            values = xp.broadcast_to(values, idx.shape)
+        values = values.ravel()
+        if idx.size != values.size:
+            raise InputError("from_coo: indices and values differ in length",
+                             got=f"{idx.size}, {values.size}")
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+            raise InputError("from_coo: an index is outside the vector", expected=f"size {size}",
+                             got=f"indices in [{int(idx.min())}, {int(idx.max())}]")
+        dt = S.check_dtype(values.dtype if dtype is None else dtype, "values")
+        keys, vals = _dedup(idx, values, dt, dup_op, xp)
+        return cls(fill=fill, _parts=(keys, vals, size))
+
+    @classmethod
+    def sparse(cls, size, dtype=np.float64, fill=ABSENT, on_device=False):
+        xp = S.xp_of(on_device)
+        return cls(fill=fill, _parts=(xp.zeros(0, np.int64),
+                                      xp.zeros(0, S.check_dtype(dtype, "dtype")), size))
+
+    def dup(self, dtype=None, fill=None) -> "Vector":
+        return Vector(fill=self._fill if fill is None else fill, dtype=dtype,
+                      _parts=(self._idx.copy(), self._vals.copy(), self._size))
+
+    size = property(lambda self: self._size)
+    shape = property(lambda self: (self._size,))
+    nvals = property(lambda self: int(self._idx.size))
+    dtype = property(lambda self: self._vals.dtype)
+    fill = property(lambda self: self._fill)
+    on_device = property(lambda self: is_cupy(self._idx))
+    indices = property(lambda self: self._idx)
+    values = property(lambda self: self._vals)
+    ndim = 1
+
+    @property
+    def xp(self):
+        return S.xp_of(self.on_device)
+
+    @property
+    def effective_fill(self):
+        return None if self.nvals == self._size else self._fill
+
+    def keys(self):
+        return self._idx
+
+    def dense_parts(self):
+        """``(values (size,), present bool (size,))``, cached; 0 where absent."""
+        def build():
+            xp = self.xp
+            vals = xp.zeros(self._size, dtype=self.dtype)
+            present = xp.zeros(self._size, dtype=bool)
+            vals[self._idx] = self._vals
+            present[self._idx] = True
+            return vals, present
+        return self.prepared("dense", build)
+
+    def to_dense(self, fill=0):
+        xp = self.xp
+        dt = np.result_type(self.dtype, np.asarray(fill).dtype) if fill != 0 else self.dtype
+        out = xp.full(self._size, fill, dtype=dt)
+        out[self._idx] = self._vals
+        return out
+
+    S = property(lambda self: Mask(self, structural=True))
+    V = property(lambda self: Mask(self, structural=False))
+
+    def to_device(self) -> "Vector":
+        if self.on_device:
+            return self
+        cp = S.cupy()
+        return Vector(fill=self._fill, _parts=(cp.asarray(self._idx), cp.asarray(self._vals), self._size))
+
+    def to_host(self) -> "Vector":
+        if not self.on_device:
+            return self
+        return Vector(fill=self._fill, _parts=(self._idx.get(), self._vals.get(), self._size))
+
+    def isequal(self, other) -> bool:
+        other = other if isinstance(other, Vector) else Vector(other)
+        if self.size != other.size or self.nvals != other.nvals:
+            return False
+        if _family(self.dtype) != _family(other.dtype):
+            return False
+        a, b = self.to_host(), other.to_host()
+        return bool(np.array_equal(a._idx, b._idx)
+                    and np.array_equal(a._vals, b._vals, equal_nan=a.dtype.kind == "f"))
+
+    def __repr__(self):
+        where = "device" if self.on_device else "host"
+        return (f"gb.Vector(size={self._size}, nvals={self.nvals}, dtype={self.dtype}, "
+                f"fill={self._fill!r}, {where})")
+
+    def __len__(self):
+        return self._size
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _family(dt) -> str:
+    return "bool" if dt == np.bool_ else "int" if dt.kind in "iu" else dt.kind
+
+
+def _dedup(keys, values, dtype, dup_op, xp):
+    order = xp.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    if keys.size < 2 or not bool((keys[1:] == keys[:-1]).any()):
+        return keys, values.astype(dtype)
+    if dup_op is None:
+        dup = int(keys[1:][keys[1:] == keys[:-1]][0])
+        raise InputError("duplicate coordinates", got=f"key {dup} appears more than once",
+                         hint="pass dup_op=gb.ops.plus (or any binary op) to combine them")
+    from ..backends.graph_reference import fold_segments
+    uniq, seg = xp.unique(keys, return_inverse=True)
+    op = getattr(dup_op, "op", dup_op)
+    vals, _ = fold_segments(op, seg.ravel(), values, int(uniq.size), dtype, xp)
+    return uniq, vals
+
+
+def _transpose(csr, on_device):
+    if on_device:
+        return S.transpose_csr(csr, True)
+    t = csr.T.tocsr()
+    if not t.has_canonical_format:
+        t.sort_indices()
+    return t
+
+
+def _as_csr(x):
+    if isinstance(x, Matrix):
+        return x._csr
+    if isinstance(x, S.DeviceCSR):
+        return x
+    if is_cupy(x):
+        cps = S.cupyx_sparse()
+        if cps.issparse(x):
+            csr = x.tocsr()
+        else:
+            if x.ndim != 2:
+                raise InputError("a Matrix needs 2-D data", got=f"{x.ndim}-D array")
+            arr = x.astype(S.check_dtype(x.dtype, "the matrix"), copy=False)
+            rows, cols = S.cupy().nonzero(arr)
+            keys = rows.astype(np.int64) * arr.shape[1] + cols
+            return S.keys_csr(keys, arr[rows, cols], arr.shape, True)
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        return csr
+    if sps.issparse(x):
+        csr = sps.csr_matrix(x) if x.format == "csr" else x.tocsr()
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        return csr
+    if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
+        arr = np.asarray(x)
+        if arr.ndim != 2:
+            raise InputError("a Matrix needs 2-D data", got=f"{arr.ndim}-D array")
+        return sps.csr_matrix(arr.astype(S.check_dtype(arr.dtype, "the matrix"), copy=False))
+    raise InputError("cannot make a gb.Matrix from this", got=type(x).__name__,
+                     expected="SciPy/cupyx sparse, a 2-D NumPy/CuPy array, or a gb.Matrix")
+
+
+def _dense_parts(x):
+    if x is None:
+        raise InputError("gb.Vector needs data", hint="gb.Vector.sparse(size, dtype) for an empty one")
+    if is_cupy(x):
+        cp = S.cupy()
+        arr = cp.asarray(x)
+        xp = cp
+    else:
+        arr = np.asarray(x)
+        xp = np
+    if arr.ndim != 1:
+        raise InputError("a Vector needs 1-D data", got=f"{arr.ndim}-D array")
+    return xp.arange(arr.size, dtype=np.int64), arr, arr.size
+
+
+def as_matrix(x, label="A") -> Matrix:
+    return x if isinstance(x, Matrix) else Matrix(x)
+
+
+def as_vector(x, label="u") -> Vector:
+    return x if isinstance(x, Vector) else Vector(x)

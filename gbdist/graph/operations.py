@@ -1,0 +1,369 @@
+"""The GraphBLAS operations: products, element-wise, apply, select, reductions.
+
+Every operation takes ``mask=None, accum=None, out=None, replace=False, dtype=None,
+backend="auto"`` and follows the GraphBLAS C API: ``T = op(...)`` (computed only
+inside the mask when one is given), then ``C<mask, replace> = accum(C, T)``
+(:func:`.masks.write_back`). Products run on a kernel set
+(:mod:`.dispatch`); the other operations are plain sorted-key array work on the
+operands' ``xp`` (NumPy or CuPy). The fill rule (:mod:`gbdist.compiler.graph`) decides,
+from the algebra, whether fill-0 operands may be computed structurally; its decision is
+on every result as ``result.decision``. Extract/assign live in :mod:`.indexing`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.graph_reference import binary, fold_segments, identity_value, unary
+from ..compiler import graph as rule
+from ..errors import InputError
+from .dispatch import get_kernels
+from .masks import as_mask, write_back
+from .objects import Matrix, Vector, as_matrix, as_vector
+from . import sparse as S
+from . import types as T
+
+PUSH_FRACTION = 1 / 16
+"""mxv/vxm walk the stored rows of the vector's entries (push) when the vector stores
+fewer than this fraction of its entries; else every row pulls from a dense vector."""
+
+
+def _device(*objs) -> bool:
+    flags = {o.on_device for o in objs if o is not None}
+    if len(flags) > 1:
+        raise InputError("operands live on different devices", got="host and device operands",
+                         hint="move them with .to_device() / .to_host()")
+    return flags.pop() if flags else False
+
+
+def _check_out(out, kind, shape, what):
+    if out is None:
+        return None
+    if not isinstance(out, kind) or tuple(out.shape) != tuple(shape):
+        raise InputError(f"{what}: out= must be a gb.{kind.__name__} of the result's shape",
+                         expected=f"gb.{kind.__name__} of shape {tuple(shape)}",
+                         got=repr(out))
+    return out
+
+
+def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, replace, on_device):
+    """Write T = (keys, vals) through the mask/accumulator into ``out`` or a new object."""
+    keys, vals = write_back(keys, vals, dtype, out=out, mask=mask, accum=accum, replace=replace)
+    if kind is Matrix:
+        from .sparse import keys_csr
+        csr = keys_csr(keys, vals, shape, on_device)
+        if out is not None:
+            out._set(csr, out.dtype)
+            res = out
+        else:
+            res = Matrix(fill=fill, _csr=csr)
+    else:
+        if out is not None:
+            out._set(keys, vals, shape[0], out.dtype)
+            res = out
+        else:
+            res = Vector(fill=fill, _parts=(keys, vals, shape[0]))
+    res.decision = decision
+    return res
+
+
+# --- products --------------------------------------------------------------------------
+
+
+def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
+    """``C(i,j) = ⊕_k mul(A(i,k), B(k,j))`` over stored entries; a sparse Matrix."""
+    A, B, sr = as_matrix(A), as_matrix(B), T.semiring_arg(sr, "mxm")
+    if A.ncols != B.nrows:
+        raise InputError("mxm: inner dimensions differ", expected=f"B with {A.ncols} rows",
+                         got=f"A {A.shape}, B {B.shape}")
+    shape = (A.nrows, B.ncols)
+    mask = as_mask(mask, shape, "mxm")
+    out = _check_out(out, Matrix, shape, "mxm")
+    dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill))
+    dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op])
+    on_device = _device(A, B, mask and mask.source, out)
+    K = get_kernels(backend, on_device)
+    C = K.spgemm(A.csr, B.csr, sr, mask=None if mask is None else mask.pattern_csr(),
+                 complement=bool(mask and mask.complement), out_dtype=dt)
+    if out is None:  # the kernel applied the mask already: C is the result
+        res = Matrix(fill=dec.result_fill, _csr=C)
+        res.decision = dec
+        return res
+    from .sparse import csr_keys
+    return finish(Matrix, csr_keys(C, A.xp), C.data, shape, dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
+    """``w(i) = ⊕_k mul(A(i,k), u(k))`` over stored entries; a sparse Vector."""
+    A, u, sr = as_matrix(A), as_vector(u), T.semiring_arg(sr, "mxv")
+    if A.ncols != u.size:
+        raise InputError("mxv: the vector's size differs from the matrix's columns",
+                         expected=f"size {A.ncols}", got=f"A {A.shape}, u size {u.size}")
+    return _matvec("mxv", A, u, sr, pull_matrix=A, push_matrix=lambda: A.T, flip_for_push=True,
+                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend)
+
+
+def vxm(u, A, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
+    """``w(j) = ⊕_k mul(u(k), A(k,j))`` over stored entries; a sparse Vector."""
+    u, A, sr = as_vector(u), as_matrix(A), T.semiring_arg(sr, "vxm")
+    if A.nrows != u.size:
+        raise InputError("vxm: the vector's size differs from the matrix's rows",
+                         expected=f"size {A.nrows}", got=f"u size {u.size}, A {A.shape}")
+    return _matvec("vxm", A, u, sr, pull_matrix=None, push_matrix=lambda: A, flip_for_push=False,
+                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend)
+
+
+def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, accum, out,
+            replace, dtype, backend):
+    size = A.nrows if name == "mxv" else A.ncols
+    mask = as_mask(mask, (size,), name)
+    out = _check_out(out, Vector, (size,), name)
+    dec = rule.product(name, sr, (A.effective_fill, u.effective_fill))
+    dt = T.result_dtype(out, dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op])
+    on_device = _device(A, u, mask and mask.source, out)
+    K = get_kernels(backend, on_device)
+    kmask = None if mask is None else mask.dense()
+    comp = bool(mask and mask.complement)
+    if u.nvals < PUSH_FRACTION * u.size:
+        M = push_matrix()
+        s = T.flipped(sr) if flip_for_push else sr
+        y, present = K.spmspv(M.csr, u.indices, u.values, s, mask=kmask, complement=comp,
+                              out_dtype=dt)
+    else:
+        M = pull_matrix if pull_matrix is not None else A.T
+        s = sr if pull_matrix is not None else T.flipped(sr)
+        x, xp_ = u.dense_parts()
+        y, present = K.spmv(M.csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
+                            complement=comp, out_dtype=dt)
+    keys = A.xp.nonzero(present)[0].astype(np.int64)
+    return finish(Vector, keys, y[keys], (size,), dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+# --- element-wise ----------------------------------------------------------------------
+
+
+def _pair(A, B, what):
+    if isinstance(A, Vector) or isinstance(B, Vector) or getattr(A, "ndim", 2) == 1:
+        A, B, kind = as_vector(A), as_vector(B), Vector
+    else:
+        A, B, kind = as_matrix(A), as_matrix(B), Matrix
+    if A.shape != B.shape:
+        raise InputError(f"{what}: shapes differ", expected="operands of one shape",
+                         got=f"{A.shape} and {B.shape}")
+    return A, B, kind
+
+
+def _vals(x):
+    return x.csr.data if x.ndim == 2 else x.values
+
+
+def ewise_add(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
+              backend="auto"):
+    """Union: ``op(a, b)`` where both are stored, the stored one elsewhere."""
+    return _ewise("ewise_add", A, B, op, True, mask, accum, out, replace, dtype)
+
+
+def ewise_mult(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
+               backend="auto"):
+    """Intersection: ``op(a, b)`` where both are stored."""
+    return _ewise("ewise_mult", A, B, op, False, mask, accum, out, replace, dtype)
+
+
+def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
+    A, B, kind = _pair(A, B, name)
+    op = T.binary_arg(op, name)
+    mask = as_mask(mask, A.shape, name)
+    out = _check_out(out, kind, A.shape, name)
+    dec = rule.ewise(name, op, union, (A.effective_fill, B.effective_fill))
+    dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [op])
+    on_device = _device(A, B, mask and mask.source, out)
+    xp = A.xp
+    ka, kb = A.keys(), B.keys()
+    va, vb = _vals(A), _vals(B)
+    if mask is not None:  # T outside the mask is never written: compute only inside it
+        ka_keep, kb_keep = mask.allows(ka), mask.allows(kb)
+        ka, va, kb, vb = ka[ka_keep], va[ka_keep], kb[kb_keep], vb[kb_keep]
+    both = lambda a, b: binary(op, a, b, dt, xp)  # noqa: E731
+    from .sparse import merge_intersection, merge_union
+    if union:
+        keys, vals = merge_union(ka, va, kb, vb, both, dt, xp)
+    else:
+        keys, vals = merge_intersection(ka, va, kb, vb, both, xp)
+    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
+                  out=out, replace=replace, on_device=on_device)
+
+
+# --- apply / select --------------------------------------------------------------------
+
+
+def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, replace=False,
+          dtype=None, backend="auto"):
+    """A unary op on the stored values; a binary op with a bound scalar: ``right=s`` gives
+    ``op(a, s)``, ``left=s`` gives ``op(s, a)``."""
+    A = A if isinstance(A, (Matrix, Vector)) else (
+        as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
+    kind = Matrix if isinstance(A, Matrix) else Vector
+    mask = as_mask(mask, A.shape, "apply")
+    out = _check_out(out, kind, A.shape, "apply")
+    xp = A.xp
+    if left is not None and right is not None:
+        raise InputError("apply: give left= or right=, not both")
+    if left is None and right is None:
+        op = T.unary_arg(op, "apply")
+        dt = T.result_dtype(out, dtype, [A.dtype], [op])
+        fn = lambda v: unary(op, v, dt, xp)  # noqa: E731
+    else:
+        op = T.binary_arg(op, "apply")
+        s = right if right is not None else left
+        dt = T.result_dtype(out, dtype, [A.dtype], [op], scalars=[s])
+        if right is not None:
+            fn = lambda v: binary(op, v, np.asarray(s), dt, xp)  # noqa: E731
+        else:
+            fn = lambda v: binary(op, np.asarray(s), v, dt, xp)  # noqa: E731
+    at_zero = 0.0
+    if A.effective_fill == 0:
+        at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
+    dec = rule.apply_value("apply", at_zero, (A.effective_fill,))
+    keys, vals = A.keys(), _vals(A)
+    if mask is not None:
+        keep = mask.allows(keys)
+        keys, vals = keys[keep], vals[keep]
+    return finish(kind, keys, fn(vals), A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
+                  out=out, replace=replace, on_device=A.on_device)
+
+
+SELECTORS = ("tril", "triu", "diag", "offdiag", "==", "!=", ">", ">=", "<", "<=", "nonzero")
+
+
+def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=None,
+           backend="auto"):
+    """The stored entries that pass ``op``: positional ``"tril"`` (j <= i + k), ``"triu"``
+    (j >= i + k), ``"diag"`` (j == i + k), ``"offdiag"`` (j != i + k); value predicates
+    ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0)."""
+    A = A if isinstance(A, (Matrix, Vector)) else (
+        as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
+    kind = Matrix if isinstance(A, Matrix) else Vector
+    if op not in SELECTORS:
+        raise InputError("select: unknown selector", got=repr(op), expected=" ".join(SELECTORS))
+    mask = as_mask(mask, A.shape, "select")
+    out = _check_out(out, kind, A.shape, "select")
+    dt = T.result_dtype(out, dtype, [A.dtype], [])
+    keys, vals = A.keys(), _vals(A)
+    if op in ("tril", "triu", "diag", "offdiag"):
+        if kind is Vector:
+            raise InputError(f"select: {op!r} is positional and needs a Matrix",
+                             hint="value predicates work on vectors")
+        n = max(A.ncols, 1)
+        i, j = keys // n, keys % n
+        d = j - i
+        keep = {"tril": d <= k, "triu": d >= k, "diag": d == k, "offdiag": d != k}[op]
+    elif op == "nonzero":
+        keep = vals != 0
+    else:
+        t = k.item() if hasattr(k, "item") else k
+        keep = {"==": vals == t, "!=": vals != t, ">": vals > t, ">=": vals >= t,
+                "<": vals < t, "<=": vals <= t}[op]
+    dec = rule.Decision("select", True, A.fill if A.effective_fill is not None else rule.ABSENT,
+                        "select keeps or drops stored entries; an unstored entry stays unstored "
+                        "(for fill=0 data a dropped entry becomes a 0)")
+    return finish(kind, keys[keep], vals[keep], A.shape, dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+
+
+# --- reductions ------------------------------------------------------------------------
+
+
+def _zeros_folded(monoid, counts, dt, xp):
+    """``0 ⊕ 0 ⊕ ... (counts times)`` per entry, by doubling (the monoid is associative)."""
+    acc = xp.full(counts.shape, identity_value(monoid, dt), dtype=dt)
+    base = xp.zeros(counts.shape, dtype=dt)
+    c = counts.astype(np.int64).copy()
+    while bool((c > 0).any()):
+        odd = (c & 1) == 1
+        if bool(odd.any()):
+            acc[odd] = binary(monoid.op, acc[odd], base[odd], dt, xp)
+        c >>= 1
+        if bool((c > 0).any()):
+            base = binary(monoid.op, base, base, dt, xp)
+    return acc
+
+
+def _reduce_segments(name, A_csr, nzero_per_seg, monoid, dt, fill, K, on_device):
+    vals, present = K.segment_reduce(A_csr.indptr, A_csr.data, monoid, out_dtype=dt)
+    xp = S.xp_of(on_device)
+    if fill == 0:
+        zeros = _zeros_folded(monoid, nzero_per_seg, dt, xp)
+        has_z = nzero_per_seg > 0
+        both = present & has_z
+        vals = xp.where(present, vals, zeros)
+        if bool(both.any()):
+            vals[both] = binary(monoid.op, vals[both], zeros[both], dt, xp)
+        present = xp.ones(present.shape, dtype=bool)
+    return vals, present
+
+
+def reduce_rows(A, monoid, *, mask=None, accum=None, out=None, replace=False, dtype=None,
+                backend="auto"):
+    """``w(i) = ⊕_j A(i, j)`` over stored entries (a graph: present where the row has
+    entries) or over every entry (fill=0 data: the zeros count)."""
+    return _reduce_axis("reduce_rows", as_matrix(A), monoid, mask, accum, out, replace, dtype,
+                        backend, transpose=False)
+
+
+def reduce_cols(A, monoid, *, mask=None, accum=None, out=None, replace=False, dtype=None,
+                backend="auto"):
+    """``w(j) = ⊕_i A(i, j)``."""
+    return _reduce_axis("reduce_cols", as_matrix(A), monoid, mask, accum, out, replace, dtype,
+                        backend, transpose=True)
+
+
+def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, transpose):
+    monoid = T.monoid_arg(monoid, name)
+    M = A.T if transpose else A
+    size = M.nrows
+    mask = as_mask(mask, (size,), name)
+    out = _check_out(out, Vector, (size,), name)
+    dec = rule.reduction(name, monoid, A.fill)
+    dt = T.result_dtype(out, dtype, [A.dtype], [monoid.op])
+    K = get_kernels(backend, A.on_device)
+    xp = A.xp
+    nzero = M.ncols - xp.diff(M.csr.indptr).astype(np.int64)
+    vals, present = _reduce_segments(name, M.csr, nzero, monoid, dt, A.fill, K, A.on_device)
+    keys = xp.nonzero(present)[0].astype(np.int64)
+    return finish(Vector, keys, vals[keys], (size,), dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+
+
+def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):
+    """``⊕`` of every stored value (and of the zeros, for fill=0 data); the identity when
+    nothing is stored. A NumPy scalar."""
+    A = A if isinstance(A, (Matrix, Vector)) else (
+        as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
+    monoid = T.monoid_arg(monoid, "reduce_scalar")
+    dt = T.result_dtype(None, dtype, [A.dtype], [monoid.op])
+    xp = A.xp
+    vals = _vals(A)
+    total = A.nrows * A.ncols if isinstance(A, Matrix) else A.size
+    K = get_kernels(backend, A.on_device)
+    indptr = xp.asarray([0, vals.size], dtype=np.int64)
+    nzero = xp.asarray([total - vals.size if A.fill == 0 else 0], dtype=np.int64)
+    v, _ = _reduce_segments("reduce_scalar", _Seg(indptr, vals), nzero, monoid, dt,
+                            0 if A.fill == 0 else rule.ABSENT, K, A.on_device)
+    return dt.type(v[0].item() if hasattr(v[0], "item") else v[0])
+
+
+class _Seg:
+    def __init__(self, indptr, data):
+        self.indptr, self.data = indptr, data
+
+
+def nvals(x) -> int:
+    """Number of stored entries of a Matrix or Vector (or SciPy / NumPy input)."""
+    if isinstance(x, (Matrix, Vector)):
+        return x.nvals
+    return (as_vector(x) if getattr(x, "ndim", 2) == 1 else as_matrix(x)).nvals
+
+
+__all__ = ["mxm", "mxv", "vxm", "ewise_add", "ewise_mult", "apply", "select", "reduce_rows",
+           "reduce_cols", "reduce_scalar", "nvals", "fold_segments"]

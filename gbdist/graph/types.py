@@ -1,0 +1,117 @@
+"""Result types and the argument checks shared by the graph operations.
+
+Result dtype: ``out.dtype`` when ``out`` is given; else ``dtype=``; else NumPy's
+``result_type`` of the operands when every op keeps that type (a formula built from
++, −, ×, integer powers, min, max, abs, comparisons and integer constants keeps
+integers; on bool it stays bool, so ``lor``/``land``/``pair`` and GraphBLAS's
+``plus`` = or on bool); otherwise float64.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from ..algebra.ops import Monoid, Op, as_monoid
+from ..algebra.semirings import Semiring
+from ..errors import DefinitionError, TypeCheckError
+from . import sparse as S
+
+_KEEPS = (sp.Add, sp.Max, sp.Min, sp.Abs, sp.Piecewise, sp.ITE, sp.Eq, sp.Ne, sp.StrictLessThan,
+          sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan, sp.And, sp.Or, sp.Not, sp.Xor,
+          sp.sign)
+
+
+@functools.lru_cache(maxsize=512)
+def _keeps_formula(formula) -> bool:
+    for node in sp.preorder_traversal(formula):
+        if node.is_Symbol or node in (sp.true, sp.false):
+            continue
+        if node.is_Number:
+            if not node.is_Integer:
+                return False
+            continue
+        if isinstance(node, (sp.core.containers.Tuple,
+                             sp.functions.elementary.piecewise.ExprCondPair)):
+            continue
+        if isinstance(node, sp.Mul):
+            if any(isinstance(a, sp.Pow) and not (a.exp.is_Integer and a.exp > 0) for a in node.args):
+                return False
+            continue
+        if isinstance(node, sp.Pow):
+            if not (node.exp.is_Integer and node.exp > 0):
+                return False
+            continue
+        if not isinstance(node, _KEEPS):
+            return False
+    return True
+
+
+def keeps_type(*ops) -> bool:
+    """True when every op's formula keeps integer (and bool) types."""
+    return all(_keeps_formula(o.formula) for o in ops)
+
+
+def result_dtype(out, dtype, operand_dtypes, ops, scalars=()) -> np.dtype:
+    if out is not None:
+        return np.dtype(out.dtype)
+    if dtype is not None:
+        return S.check_dtype(dtype, "dtype=")
+    rt = np.result_type(*operand_dtypes, *scalars)
+    if rt.kind == "f":
+        return S.check_dtype(rt, "the result")
+    if keeps_type(*ops):
+        return S.check_dtype(rt, "the result")
+    return np.dtype(np.float64)
+
+
+def semiring_arg(sr, what: str) -> Semiring:
+    if isinstance(sr, Semiring):
+        return sr
+    raise TypeCheckError(f"{what} needs a semiring", got=repr(sr),
+                         hint="gb.semirings.plus_times, or gb.semiring(mul, add)")
+
+
+def monoid_arg(m, what: str) -> Monoid:
+    if isinstance(m, Monoid):
+        return m
+    if isinstance(m, Op) and m.arity == 2:
+        try:
+            return as_monoid(m)
+        except DefinitionError as e:
+            raise TypeCheckError(f"{what} needs a monoid: {e.message}", got=repr(m),
+                                 hint="gb.monoid(op, identity=...) declares one") from None
+    raise TypeCheckError(f"{what} needs a monoid", got=repr(m),
+                         hint="gb.ops.plus / min / max / times / lor / land, or gb.monoid(op)")
+
+
+def binary_arg(op, what: str) -> Op:
+    if isinstance(op, Monoid):
+        return op.op
+    if isinstance(op, Semiring):
+        raise TypeCheckError(f"{what} takes a binary op, not a semiring", got=repr(op),
+                             hint="e.g. gb.ops.plus")
+    if isinstance(op, Op) and op.arity == 2:
+        return op
+    raise TypeCheckError(f"{what} needs a binary op", got=repr(op), hint="e.g. gb.ops.plus, gb.ops.min")
+
+
+def unary_arg(op, what: str) -> Op:
+    if isinstance(op, Op) and op.arity == 1:
+        return op
+    raise TypeCheckError(f"{what} needs a unary op (or a binary op with left= or right=)",
+                         got=repr(op), hint="e.g. gb.ops.abs, or gr.apply(gb.ops.plus, A, right=1)")
+
+
+@functools.lru_cache(maxsize=256)
+def flipped(sr: Semiring) -> Semiring:
+    """The semiring with ⊗'s arguments swapped: ``mul'(x, y) = mul(y, x)`` (to run vxm as
+    a pull over Aᵀ, or mxv as a push over Aᵀ)."""
+    from ..algebra.formulas import X, Y
+    mul = sr.mul
+    f = mul.formula.xreplace({X: Y, Y: X})
+    if f == mul.formula:
+        return sr
+    return Semiring(Op(f"{mul.name}_flipped", f, 2, mul.domain, mul.doc), sr.add, sr.annihilator,
+                    sr.name)
