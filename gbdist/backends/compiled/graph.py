@@ -12,8 +12,9 @@ compilation, and the speed is the same for these row-independent loops).
 Types: operands' value and index types are taken as they come (int32 indices stay
 int32; Numba specialises). The work type is int64 when ``out_dtype`` and every operand
 are integer or bool (exact integer accumulation), else float64 (float32 accumulates in
-float64); results are cast once to ``out_dtype``. The ⊕ identity appears only where an
-output is not present (±inf becomes the integer type's extreme, or False/True for bool).
+float64); results are cast once to ``out_dtype`` as the reference
+(:mod:`gbdist.backends.graph_reference`) casts. The ⊕ identity appears only where an
+output is not present, written as the reference writes it.
 
 Strategies (``spgemm``):
 
@@ -38,6 +39,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sps
 
+from ..graph_reference import _cast as _ref_cast
+from ..graph_reference import identity_value
 from .threads import _pool, threads
 
 # Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
@@ -77,17 +80,9 @@ def _module(sr_mul, sr_add_op, work: str):
 
 
 def _identity(monoid, dtype) -> object:
-    """The ⊕ identity as a scalar of ``dtype`` (±inf clamped for integers and bool)."""
-    e = float(monoid.identity_value)
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return np.bool_(e > 0)
-    if dt.kind in "iu":
-        if np.isinf(e):
-            info = np.iinfo(dt)
-            return dt.type(info.max if e > 0 else info.min)
-        return dt.type(e)
-    return dt.type(e)
+    """The ⊕ identity as a scalar of ``dtype``, as the reference writes it (±inf: the
+    integer type's max/min; bool: identity != 0)."""
+    return identity_value(monoid, dtype)
 
 
 def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
@@ -139,10 +134,11 @@ def _make_csr(indptr, indices, data, shape, itype) -> sps.csr_matrix:
 
 
 def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
-    dt = np.dtype(out_dtype)
-    if dt.kind == "b":
-        return values != 0
-    return values.astype(dt, copy=False)
+    """The work-type results in ``out_dtype`` as the reference casts (bool: nonzero;
+    float to integer: clipped, NaN to 0)."""
+    if values.dtype == np.dtype(out_dtype):
+        return values
+    return _ref_cast(values, out_dtype)
 
 
 _TRANSPOSES: dict = {}

@@ -97,9 +97,17 @@ def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, r0, r1):
                     c += 1
                 else:
                     acc[j] = gb_add(acc[j], t)
-        ci[start:start + c].sort()
-        for q in range(start, start + c):
-            cx[q] = acc[U(ci[q])]
+        if n < 16 * c:  # a dense row: the stamps in column order are already sorted
+            q = start
+            for j in range(n):
+                if stamp[j] == i:
+                    ci[q] = j
+                    cx[q] = acc[j]
+                    q += 1
+        else:
+            ci[start:start + c].sort()
+            for q in range(start, start + c):
+                cx[q] = acc[U(ci[q])]
 
 
 @njit(**OPT)
