@@ -259,6 +259,7 @@ def test_spmv_every_type(K, dtype, itype):
 @pytest.mark.parametrize("masking", MASKS)
 def test_spmv_semirings_and_masks(K, monkeypatch, sr, masking):
     monkeypatch.setattr(cg, "SERIAL_WORK", 0)
+    monkeypatch.setattr(cg, "SPMV_SERIAL", 0)
     A = graph(22, 200, 150, density=0.05, values="prob" if sr is POR else "int")
     rng = np.random.default_rng(23)
     x = rng.random(150) if sr is POR else rng.integers(0, 3, 150).astype(np.float64)

@@ -54,6 +54,8 @@ HASH_RATIO = 64
 MASKED_FORM = "auto"
 # Below this many ⊗ terms a kernel runs on the calling thread.
 SERIAL_WORK = 1 << 15
+# SpMV below this many stored entries (plus rows) runs on one thread.
+SPMV_SERIAL = 1 << 18
 # SpMSpV below this many ⊗ terms runs on one thread (the column split bisects every row).
 SPMSPV_PARALLEL_WORK = 1 << 17
 
@@ -99,6 +101,19 @@ def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
         cuts = np.searchsorted(cum, np.linspace(0, cum[-1], nb + 1)[1:-1], side="right")
         cuts = np.concatenate(([0], cuts, [m])).astype(np.int64)
     cuts = np.unique(cuts)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _nnz_ranges(indptr: np.ndarray, m: int) -> list:
+    """One range of rows per thread with about equal stored entries (SpMV); one range
+    below SPMV_SERIAL entries (the pool's dispatch would cost more than it saves)."""
+    t = threads()
+    nnz = int(indptr[m]) if m else 0
+    if t == 1 or m <= 1 or nnz + m < SPMV_SERIAL:
+        return [(0, m)]
+    targets = np.linspace(0, nnz, t + 1)[1:-1]
+    cuts = np.concatenate(([0], np.searchsorted(indptr, targets), [m])).astype(np.int64)
+    cuts = np.unique(np.clip(cuts, 0, m))
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
@@ -285,7 +300,7 @@ class CompiledGraphKernels:
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
         ident = _identity(sr.add, wt)
-        ranges = _ranges(None, m, float(ai.shape[0]))
+        ranges = _nnz_ranges(ap, m)
         _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
         return self._finish(y, yp, sr.add, out_dtype)
 
