@@ -63,9 +63,16 @@ _MODULES: dict = {}
 _LOCK = threading.Lock()
 
 
+_WORK: dict = {}
+
+
 def _work_type(out_dtype, *dtypes) -> str:
-    kinds = [np.dtype(d).kind for d in (out_dtype, *dtypes)]
-    return "int64" if all(k in "biu" for k in kinds) else "float64"
+    key = (out_dtype, *dtypes)
+    w = _WORK.get(key)
+    if w is None:
+        kinds = [np.dtype(d).kind for d in key]
+        w = _WORK[key] = "int64" if all(k in "biu" for k in kinds) else "float64"
+    return w
 
 
 def _module(sr_mul, sr_add_op, work: str):
@@ -84,7 +91,14 @@ def _module(sr_mul, sr_add_op, work: str):
 def _identity(monoid, dtype) -> object:
     """The ⊕ identity as a scalar of ``dtype``, as the reference writes it (±inf: the
     integer type's max/min; bool: identity != 0)."""
-    return identity_value(monoid, dtype)
+    key = (id(monoid), dtype)  # Monoid.key prints the identity: too slow per call
+    hit = _IDENTITIES.get(key)
+    if hit is None or hit[0] is not monoid:
+        hit = _IDENTITIES[key] = (monoid, identity_value(monoid, dtype))
+    return hit[1]
+
+
+_IDENTITIES: dict = {}
 
 
 def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
@@ -107,9 +121,11 @@ def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
 def _nnz_ranges(indptr: np.ndarray, m: int) -> list:
     """One range of rows per thread with about equal stored entries (SpMV); one range
     below SPMV_SERIAL entries (the pool's dispatch would cost more than it saves)."""
-    t = threads()
     nnz = int(indptr[m]) if m else 0
-    if t == 1 or m <= 1 or nnz + m < SPMV_SERIAL:
+    if m <= 1 or nnz + m < SPMV_SERIAL:
+        return [(0, m)]
+    t = threads()
+    if t == 1:
         return [(0, m)]
     targets = np.linspace(0, nnz, t + 1)[1:-1]
     cuts = np.concatenate(([0], np.searchsorted(indptr, targets), [m])).astype(np.int64)
@@ -313,7 +329,7 @@ class CompiledGraphKernels:
         work = _work_type(out_dtype, ax.dtype, u_val.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         wt = np.int64 if work == "int64" else np.float64
-        y = np.empty(n, dtype=wt)
+        y = np.full(n, _identity(sr.add, wt), dtype=wt)
         yp = np.zeros(n, dtype=np.bool_)
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
@@ -330,7 +346,6 @@ class CompiledGraphKernels:
                               np.int64(a), np.int64(b)) for a, b in ranges]
             for f in fs:
                 f.result()
-        y[~yp] = _identity(sr.add, wt)
         return self._finish(y, yp, sr.add, out_dtype)
 
     # -- segmented reduction ----------------------------------------------------------
@@ -352,9 +367,9 @@ class CompiledGraphKernels:
 
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
-        out = _cast(y, out_dtype)
-        if not yp.all():
-            out[~yp] = _identity(monoid, out_dtype)
-        return out, yp
+        """The kernels wrote the work type's identity where nothing is present; cast as
+        the reference casts, it is the identity of ``out_dtype`` (±inf or the int64
+        extremes clip to the integer type's extremes; bool: nonzero)."""
+        return _cast(y, out_dtype), yp
 
 __all__ = ["CompiledGraphKernels"]
