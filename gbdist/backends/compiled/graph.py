@@ -119,7 +119,7 @@ def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
 
 
 def _nnz_ranges(indptr: np.ndarray, m: int) -> list:
-    """One range of rows per thread with about equal stored entries (SpMV); one range
+    """About four ranges of rows per thread with equal stored entries (SpMV); one range
     below SPMV_SERIAL entries (the pool's dispatch would cost more than it saves)."""
     nnz = int(indptr[m]) if m else 0
     if m <= 1 or nnz + m < SPMV_SERIAL:
@@ -127,21 +127,36 @@ def _nnz_ranges(indptr: np.ndarray, m: int) -> list:
     t = threads()
     if t == 1:
         return [(0, m)]
-    targets = np.linspace(0, nnz, t + 1)[1:-1]
+    targets = np.linspace(0, nnz, 4 * t + 1)[1:-1]
     cuts = np.concatenate(([0], np.searchsorted(indptr, targets), [m])).astype(np.int64)
     cuts = np.unique(np.clip(cuts, 0, m))
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
 def _run(kernel, head: tuple, ranges: list, tail: tuple = ()) -> None:
-    """``kernel(*head, r0, r1, *tail)`` for every range, on the thread pool."""
+    """``kernel(*head, r0, r1, *tail)`` for every range: the calling thread and up to
+    threads() − 1 pool threads take ranges from a shared queue until none is left (the
+    caller works instead of waiting, so a pool thread that starts late on a busy machine
+    costs nothing but its share)."""
     if len(ranges) == 1:
         r0, r1 = ranges[0]
         kernel(*head, np.int64(r0), np.int64(r1), *tail)
         return
-    pool = _pool(threads())
-    futures = [pool.submit(kernel, *head, np.int64(r0), np.int64(r1), *tail)
-               for r0, r1 in ranges]
+    todo = iter(ranges)
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                r = next(todo, None)
+            if r is None:
+                return
+            kernel(*head, np.int64(r[0]), np.int64(r[1]), *tail)
+
+    t = threads()
+    pool = _pool(t)
+    futures = [pool.submit(worker) for _ in range(min(t, len(ranges)) - 1)]
+    worker()
     for f in futures:
         f.result()
 
@@ -317,7 +332,10 @@ class CompiledGraphKernels:
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
         ident = _identity(sr.add, wt)
         ranges = _nnz_ranges(ap, m)
-        _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
+        if has_xp or mask is not None:
+            _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
+        else:
+            _run(mod.spmv_all, (ap, ai, ax, x, ident, y, yp), ranges)
         return self._finish(y, yp, sr.add, out_dtype)
 
     # -- sparse vector × matrix (push) ----------------------------------------------

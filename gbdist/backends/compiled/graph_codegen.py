@@ -254,6 +254,23 @@ def spmv(ap, ai, ax, x, xp, has_xp, mask, mmode, ident, y, yp, r0, r1):
 
 
 @njit(**OPT)
+def spmv_all(ap, ai, ax, x, ident, y, yp, r0, r1):
+    """spmv with every x(k) present and no mask: the first term starts the row."""
+    for i in range(r0, r1):
+        lo = U(ap[i])
+        hi = U(ap[i + 1])
+        if lo < hi:
+            acc = gb_mul(WT(ax[lo]), WT(x[U(ai[lo])]))
+            for p in range(lo + U(1), hi):
+                acc = gb_add(acc, gb_mul(WT(ax[p]), WT(x[U(ai[p])])))
+            y[i] = acc
+            yp[i] = True
+        else:
+            y[i] = ident
+            yp[i] = False
+
+
+@njit(**OPT)
 def spmspv(ap, ai, ax, uidx, uval, mask, mmode, part, y, yp, c0, c1):
     """Push: for each k in uidx (in order), scatter mul(u(k), A(k, j)) into y(j) for the
     output columns j in [c0, c1) (``part``: find c0 in each row by bisection; the column
