@@ -57,7 +57,7 @@ SERIAL_WORK = 1 << 15
 # SpMV below this many stored entries (plus rows) runs on one thread.
 SPMV_SERIAL = 1 << 18
 # SpMSpV below this many ⊗ terms runs on one thread (the column split bisects every row).
-SPMSPV_PARALLEL_WORK = 1 << 17
+SPMSPV_PARALLEL_WORK = 1 << 23
 
 _MODULES: dict = {}
 _LOCK = threading.Lock()

@@ -178,11 +178,15 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
             mst[U(mi[q])] = i
             pos[U(mi[q])] = q
             pres[q] = False
+        last = mi[hi - 1]  # B's rows are sorted: nothing past the mask's last column
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
             a = WT(ax[p])
             for q in range(U(bp[k]), U(bp[k + U(1)])):
-                j = U(bi[q])
+                jj = bi[q]
+                if jj > last:
+                    break
+                j = U(jj)
                 if mst[j] != i:
                     continue
                 t = gb_mul(a, WT(bx[q]))
