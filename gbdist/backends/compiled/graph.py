@@ -29,7 +29,13 @@ Strategies (``spgemm``):
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
 * plus_times on int/float values with no mask, when every stored value is positive and
   far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
-  :data:`SCIPY_SPGEMM` (measured in benchmarks/graph_cpu_kernels.py).
+  :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py).
+
+``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
+vector, no mask and every x present is SciPy's ``A @ x`` (:data:`SCIPY_SPMV`, the same
+loop). ``spmspv`` pushes the rows named by ``u_idx`` into a dense accumulator and
+presence array, on one thread below :data:`SPMSPV_PARALLEL_WORK` terms, else split by
+output column blocks (measured slower on 2 shared cores at every frontier tried).
 """
 from __future__ import annotations
 
@@ -46,6 +52,10 @@ from .threads import _pool, threads
 # Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
 # off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py).
 SCIPY_SPGEMM = False
+# plus_times SpMV with float64 (or int64) values and x, no mask, every x present: SciPy's
+# A @ x (one C++ loop, the same sums). Measured on the 2 shared cores: the compiled kernel
+# on one thread is as fast as SciPy, on two threads no faster under the others' load.
+SCIPY_SPMV = True
 # Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the
 # output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
 HASH_MIN_N = 1 << 16
@@ -321,6 +331,12 @@ class CompiledGraphKernels:
     def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
         ap, ai, ax, (m, k) = _csr(A)
         x = np.asarray(x)
+        if (SCIPY_SPMV and mask is None and x_present is None and _is_plus_times(sr)
+                and ax.dtype == x.dtype == np.dtype(out_dtype)
+                and ax.dtype in (np.float64, np.int64)):
+            # SciPy's csr_matvec is this very loop (same order of summation), in C++
+            y = np.asarray(A @ x).reshape(-1)
+            return y, np.diff(ap) > 0
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         wt = np.int64 if work == "int64" else np.float64
