@@ -33,7 +33,7 @@ Strategies (``spgemm``):
 
 ``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
 vector, no mask and every x present is SciPy's ``A @ x`` (:data:`SCIPY_SPMV`, the same
-loop). ``spmspv`` pushes the rows named by ``u_idx`` into a dense accumulator and
+loop) below :data:`SCIPY_SPMV` stored entries. ``spmspv`` pushes the rows named by ``u_idx`` into a dense accumulator and
 presence array, on one thread below :data:`SPMSPV_PARALLEL_WORK` terms, else split by
 output column blocks (measured slower on 2 shared cores at every frontier tried).
 """
@@ -52,10 +52,11 @@ from .threads import _pool, threads
 # Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
 # off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py).
 SCIPY_SPGEMM = False
-# plus_times SpMV with float64 (or int64) values and x, no mask, every x present: SciPy's
-# A @ x (one C++ loop, the same sums). Measured on the 2 shared cores: the compiled kernel
-# on one thread is as fast as SciPy, on two threads no faster under the others' load.
-SCIPY_SPMV = True
+# plus_times SpMV with float64 (or int64) values and x, no mask, every x present, below
+# this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the
+# 2 shared cores (benchmarks/graph_cpu_kernels.py): SciPy faster at 1.8M entries (the
+# 2-thread kernel 1.55x its time), the 2-thread kernel faster at 18.7M (0.65x).
+SCIPY_SPMV = 1 << 22
 # Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the
 # output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
 HASH_MIN_N = 1 << 16
@@ -331,7 +332,8 @@ class CompiledGraphKernels:
     def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
         ap, ai, ax, (m, k) = _csr(A)
         x = np.asarray(x)
-        if (SCIPY_SPMV and mask is None and x_present is None and _is_plus_times(sr)
+        if (ai.shape[0] < SCIPY_SPMV and mask is None and x_present is None
+                and _is_plus_times(sr)
                 and ax.dtype == x.dtype == np.dtype(out_dtype)
                 and ax.dtype in (np.float64, np.int64)):
             # SciPy's csr_matvec is this very loop (same order of summation), in C++
