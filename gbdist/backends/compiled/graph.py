@@ -5,7 +5,8 @@ Each semiring gets one generated module (:mod:`.graph_codegen`: ``gb_mul``/``gb_
 printed from the ops' formulas by the compiled backend's printer, user monoids
 included), cached on disk like the plan kernels (:mod:`.cache`). Kernels work on ranges
 of rows and release the GIL; ranges are balanced by work (Σ of the row's ⊗ terms) and
-run on the backend's thread pool (:mod:`.threads`), about four per thread. Not
+taken from a shared queue by the calling thread and the backend's pool threads
+(:mod:`.threads`), about four ranges per thread. Not
 ``prange``: see :mod:`gbdist.backends.compiled` (``parallel=True`` doubles every first
 compilation, and the speed is the same for these row-independent loops).
 
@@ -19,12 +20,15 @@ output is not present, written as the reference writes it.
 Strategies (``spgemm``):
 
 * no mask: symbolic Gustavson (row sizes) then numeric Gustavson into the exact CSR,
-  with a dense accumulator row per range (a stamp array, never reset) when the output
-  width is moderate or the rows are dense, else a hash accumulator per row;
-* mask: per row the cost of the dot-product form (Σ over the mask's (i, j) of
+  with a dense accumulator row per range (a stamp array, never reset; rows holding over
+  n/16 columns read off in column order, others sorted), or, when the output is wider
+  than :data:`HASH_MIN_N` and the median row's ⊗ terms are under n/:data:`HASH_RATIO`,
+  an open-addressing hash accumulator per row;
+* mask: the cost of the dot-product form (Σ over the mask's (i, j) of
   deg A(i,:) + deg B(:,j)) against Gustavson filtered by the mask (Σ of A(i,:)'s
-  B-row degrees); the cheaper one runs, both writing into the mask's pattern with a
-  presence flag, compacted once. The dot form needs B's transpose: built once per B and
+  B-row degrees; each B row walked only up to the mask row's last column); the cheaper
+  one runs (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
+  a presence flag, compacted once. The dot form needs B's transpose: built once per B and
   kept while B lives (a weak reference, checked by identity and buffers);
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
 * plus_times on int/float values with no mask, when every stored value is positive and
@@ -32,10 +36,11 @@ Strategies (``spgemm``):
   :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py).
 
 ``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
-vector, no mask and every x present is SciPy's ``A @ x`` (:data:`SCIPY_SPMV`, the same
-loop) below :data:`SCIPY_SPMV` stored entries. ``spmspv`` pushes the rows named by ``u_idx`` into a dense accumulator and
-presence array, on one thread below :data:`SPMSPV_PARALLEL_WORK` terms, else split by
-output column blocks (measured slower on 2 shared cores at every frontier tried).
+vector, no mask and every x present is SciPy's ``A @ x`` (the same loop) below
+:data:`SCIPY_SPMV` stored entries. ``spmspv`` pushes the rows named by ``u_idx`` into a
+dense accumulator and presence array, on one thread below :data:`SPMSPV_PARALLEL_WORK`
+terms, else split by output column blocks (measured slower on 2 shared cores at every
+frontier tried).
 """
 from __future__ import annotations
 
