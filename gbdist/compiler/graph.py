@@ -82,16 +82,19 @@ def _refuse(operation: str, why: str):
              "gb.mxm / gb.pairwise_distances for a dense result")
 
 
-def _structural(operation: str) -> Decision:
-    return Decision(operation, True, ABSENT,
+def _structural(operation: str, declared=()) -> Decision:
+    data = bool(declared) and all(d == 0 and not isinstance(d, str) for d in declared)
+    return Decision(operation, True, 0 if data else ABSENT,
                     "every operand is a graph (fill='absent') or fully stored: only stored "
-                    "entries take part, a stored 0 is a value")
+                    "entries take part, a stored 0 is a value"
+                    + ("; the operands are data, so the result's fill is 0" if data else ""))
 
 
-def product(operation: str, sr: Semiring, fills) -> Decision:
-    """mxm / mxv / vxm."""
+def product(operation: str, sr: Semiring, fills, declared=()) -> Decision:
+    """mxm / mxv / vxm. ``fills``: the operands' effective fills (None: fully stored);
+    ``declared``: their declared fills (all 0: the result is data, fill 0)."""
     if _fills(fills) != {0}:
-        return _structural(operation)
+        return _structural(operation, declared)
     return _product_fill0(operation, sr.mul, sr.add)
 
 
@@ -112,10 +115,10 @@ def _product_fill0(operation, mul, add) -> Decision:
                     "computed structurally, result fill 0", tuple(a.proofs))
 
 
-def ewise(operation: str, op, union: bool, fills) -> Decision:
+def ewise(operation: str, op, union: bool, fills, declared=()) -> Decision:
     """ewise_add (union) / ewise_mult (intersection)."""
     if _fills(fills) != {0}:
-        return _structural(operation)
+        return _structural(operation, declared)
     return _ewise_fill0(operation, op, union)
 
 
@@ -138,10 +141,10 @@ def _ewise_fill0(operation, op, union) -> Decision:
     return Decision(operation, True, 0, why.format(op.name), (p1, p2))
 
 
-def apply_value(operation: str, at_zero: float, fills) -> Decision:
+def apply_value(operation: str, at_zero: float, fills, declared=()) -> Decision:
     """apply: ``at_zero`` is the op evaluated at an unstored 0 (with the bound scalar)."""
     if _fills(fills) != {0}:
-        return _structural(operation)
+        return _structural(operation, declared)
     if at_zero != 0:
         raise _refuse(operation, f"the op maps the unstored zeros to {at_zero:g}")
     return Decision(operation, True, 0, "the op maps 0 to 0: applied to stored values only")

@@ -36,6 +36,8 @@ def _check_fill(fill):
 class _Cached:
     """Version-keyed cache of prepared forms."""
 
+    decision = None  # on results: the fill decision (gbdist.compiler.graph.Decision)
+
     def _init_cache(self):
         self._version = 0
         self._cache = {}

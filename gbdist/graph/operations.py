@@ -47,6 +47,8 @@ def _check_out(out, kind, shape, what):
 
 def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, replace, on_device):
     """Write T = (keys, vals) through the mask/accumulator into ``out`` or a new object."""
+    if accum is not None:
+        accum = T.binary_arg(accum, "accum")
     keys, vals = write_back(keys, vals, dtype, out=out, mask=mask, accum=accum, replace=replace)
     if kind is Matrix:
         from .sparse import keys_csr
@@ -78,13 +80,15 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     shape = (A.nrows, B.ncols)
     mask = as_mask(mask, shape, "mxm")
     out = _check_out(out, Matrix, shape, "mxm")
-    dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill))
+    dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
     dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op])
     on_device = _device(A, B, mask and mask.source, out)
     K = get_kernels(backend, on_device)
     C = K.spgemm(A.csr, B.csr, sr, mask=None if mask is None else mask.pattern_csr(),
                  complement=bool(mask and mask.complement), out_dtype=dt)
-    if out is None:  # the kernel applied the mask already: C is the result
+    if out is None:  # the kernel applied the mask already: C is the result (accum has no C)
+        if accum is not None:
+            T.binary_arg(accum, "accum")
         res = Matrix(fill=dec.result_fill, _csr=C)
         res.decision = dec
         return res
@@ -118,7 +122,7 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
     size = A.nrows if name == "mxv" else A.ncols
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
-    dec = rule.product(name, sr, (A.effective_fill, u.effective_fill))
+    dec = rule.product(name, sr, (A.effective_fill, u.effective_fill), (A.fill, u.fill))
     dt = T.result_dtype(out, dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op])
     on_device = _device(A, u, mask and mask.source, out)
     K = get_kernels(backend, on_device)
@@ -175,7 +179,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     op = T.binary_arg(op, name)
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
-    dec = rule.ewise(name, op, union, (A.effective_fill, B.effective_fill))
+    dec = rule.ewise(name, op, union, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
     dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [op])
     on_device = _device(A, B, mask and mask.source, out)
     xp = A.xp
@@ -224,7 +228,7 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
     at_zero = 0.0
     if A.effective_fill == 0:
         at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
-    dec = rule.apply_value("apply", at_zero, (A.effective_fill,))
+    dec = rule.apply_value("apply", at_zero, (A.effective_fill,), (A.fill,))
     keys, vals = A.keys(), _vals(A)
     if mask is not None:
         keep = mask.allows(keys)
@@ -264,7 +268,7 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
         t = k.item() if hasattr(k, "item") else k
         keep = {"==": vals == t, "!=": vals != t, ">": vals > t, ">=": vals >= t,
                 "<": vals < t, "<=": vals <= t}[op]
-    dec = rule.Decision("select", True, A.fill if A.effective_fill is not None else rule.ABSENT,
+    dec = rule.Decision("select", True, A.fill,
                         "select keeps or drops stored entries; an unstored entry stays unstored "
                         "(for fill=0 data a dropped entry becomes a 0)")
     return finish(kind, keys[keep], vals[keep], A.shape, dt, dec.result_fill, dec, mask=mask,

@@ -89,3 +89,15 @@ def test_duplicates_and_index_errors():
         gr.extract(A, [7], None)
     with pytest.raises(gb.InputError, match="integers"):
         gr.extract(A, [0.5], None)
+
+
+def test_fully_stored_data_keeps_fill0_and_accum_is_checked():
+    X = gb.Matrix(np.arange(1.0, 10.0).reshape(3, 3), fill=0)  # every entry stored
+    assert X.effective_fill is None
+    S = gr.select(X, "tril")
+    assert S.fill == 0 and S.nvals == 6  # dropped entries of data are zeros
+    np.testing.assert_array_equal(S.to_dense(), np.tril(X.to_dense()))
+    assert gr.mxm(X, X, gb.semirings.plus_times).fill == 0
+    with pytest.raises(gb.TypeCheckError, match="binary op"):
+        gr.mxm(A, B, gb.semirings.plus_times, accum=gb.semirings.plus_times)
+    assert A.decision is None

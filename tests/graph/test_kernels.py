@@ -19,8 +19,8 @@ def _to(name, x):
     if name != "cuda":
         return x
     import cupy as cp
-    import cupyx.scipy.sparse as cps
-    return cps.csr_matrix(x) if hasattr(x, "tocsr") else cp.asarray(x)
+    from gbdist.graph.sparse import to_device_csr  # cupyx CSR, DeviceCSR for integers
+    return to_device_csr(x) if hasattr(x, "tocsr") else cp.asarray(x)
 
 
 def _host(x):
