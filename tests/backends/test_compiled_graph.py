@@ -346,6 +346,16 @@ def test_segment_reduce(K, monkeypatch, monoid, dtype):
     assert np.all(out[~pres] == cg._identity(mon, dtype))
 
 
+def test_identity_where_absent_in_narrow_integer_types(K):
+    """Accumulated in int64, written as int32: absent entries hold int32's identity."""
+    A = sps.csr_matrix(np.array([[1, 0], [0, 0]], dtype=np.int32))
+    y, yp = K.spmv(A, np.array([3, 4], dtype=np.int32), None, S.min_plus, out_dtype=np.int32)
+    assert yp.tolist() == [True, False] and y.tolist() == [4, np.iinfo(np.int32).max]
+    out, pres = K.segment_reduce(np.array([0, 0, 1]), np.array([5], dtype=np.int32),
+                                 S.max_times.add, out_dtype=np.int32)
+    assert pres.tolist() == [False, True] and out.tolist() == [np.iinfo(np.int32).min, 5]
+
+
 def test_integer_accumulation_is_exact(K):
     """int64 values near 2^53: float64 accumulation would round, int64 does not."""
     big = 2 ** 53 + 1

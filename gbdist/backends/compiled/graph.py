@@ -408,9 +408,13 @@ class CompiledGraphKernels:
 
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
-        """The kernels wrote the work type's identity where nothing is present; cast as
-        the reference casts, it is the identity of ``out_dtype`` (±inf or the int64
-        extremes clip to the integer type's extremes; bool: nonzero)."""
-        return _cast(y, out_dtype), yp
+        """Cast as the reference casts; where nothing is present the kernels wrote the work
+        type's identity, rewritten as ``out_dtype``'s when the types differ (an int64
+        extreme does not cast to the int32 one)."""
+        out = _cast(y, out_dtype)
+        if out is not y and not yp.all():
+            out[~yp] = _identity(monoid, out_dtype)
+        return out, yp
+
 
 __all__ = ["CompiledGraphKernels"]
