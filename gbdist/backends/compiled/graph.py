@@ -1,0 +1,420 @@
+"""Compiled CPU graph kernels: the ``GraphKernels`` interface (sparse-output products,
+SpMV, SpMSpV, segmented reductions) with Numba, for any semiring the algebra checks.
+
+Each semiring gets one generated module (:mod:`.graph_codegen`: ``gb_mul``/``gb_add``
+printed from the ops' formulas by the compiled backend's printer, user monoids
+included), cached on disk like the plan kernels (:mod:`.cache`). Kernels work on ranges
+of rows and release the GIL; ranges are balanced by work (Σ of the row's ⊗ terms) and
+taken from a shared queue by the calling thread and the backend's pool threads
+(:mod:`.threads`), about four ranges per thread. Not
+``prange``: see :mod:`gbdist.backends.compiled` (``parallel=True`` doubles every first
+compilation, and the speed is the same for these row-independent loops).
+
+Types: operands' value and index types are taken as they come (int32 indices stay
+int32; Numba specialises). The work type is int64 when ``out_dtype`` and every operand
+are integer or bool (exact integer accumulation), else float64 (float32 accumulates in
+float64); results are cast once to ``out_dtype`` as the reference
+(:mod:`gbdist.backends.graph_reference`) casts. The ⊕ identity appears only where an
+output is not present, written as the reference writes it.
+
+Strategies (``spgemm``):
+
+* no mask: symbolic Gustavson (row sizes) then numeric Gustavson into the exact CSR,
+  with a dense accumulator row per range (a stamp array, never reset; rows holding over
+  n/16 columns read off in column order, others sorted), or, when the output is wider
+  than :data:`HASH_MIN_N` and the median row's ⊗ terms are under n/:data:`HASH_RATIO`,
+  an open-addressing hash accumulator per row;
+* mask: the cost of the dot-product form (Σ over the mask's (i, j) of
+  deg A(i,:) + deg B(:,j)) against Gustavson filtered by the mask (Σ of A(i,:)'s
+  B-row degrees; each B row walked only up to the mask row's last column); the cheaper
+  one runs (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
+  a presence flag, compacted once. The dot form needs B's transpose: built once per B and
+  kept while B lives (a weak reference, checked by identity and buffers);
+* complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
+* plus_times on int/float values with no mask, when every stored value is positive and
+  far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
+  :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py).
+
+``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
+vector, no mask and every x present is SciPy's ``A @ x`` (the same loop) below
+:data:`SCIPY_SPMV` stored entries. ``spmspv`` pushes the rows named by ``u_idx`` into a
+dense accumulator and presence array, on one thread below :data:`SPMSPV_PARALLEL_WORK`
+terms, else split by output column blocks (measured slower on 2 shared cores at every
+frontier tried).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..graph_reference import _cast as _ref_cast
+from ..graph_reference import identity_value
+from .threads import _pool, threads
+
+# Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
+# off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py).
+SCIPY_SPGEMM = False
+# plus_times SpMV with float64 (or int64) values and x, no mask, every x present, below
+# this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the
+# 2 shared cores (benchmarks/graph_cpu_kernels.py): SciPy faster at 1.8M entries (the
+# 2-thread kernel 1.55x its time), the 2-thread kernel faster at 18.7M (0.65x).
+SCIPY_SPMV = 1 << 22
+# Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the
+# output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
+HASH_MIN_N = 1 << 16
+HASH_RATIO = 64
+# The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
+MASKED_FORM = "auto"
+# Below this many ⊗ terms a kernel runs on the calling thread.
+SERIAL_WORK = 1 << 15
+# SpMV below this many stored entries (plus rows) runs on one thread.
+SPMV_SERIAL = 1 << 18
+# SpMSpV below this many ⊗ terms runs on one thread (the column split bisects every row).
+SPMSPV_PARALLEL_WORK = 1 << 23
+
+_MODULES: dict = {}
+_LOCK = threading.Lock()
+
+
+_WORK: dict = {}
+
+
+def _work_type(out_dtype, *dtypes) -> str:
+    key = (out_dtype, *dtypes)
+    w = _WORK.get(key)
+    if w is None:
+        kinds = [np.dtype(d).kind for d in key]
+        w = _WORK[key] = "int64" if all(k in "biu" for k in kinds) else "float64"
+    return w
+
+
+def _module(sr_mul, sr_add_op, work: str):
+    key = (sr_mul.key, sr_add_op.key, work)
+    mod = _MODULES.get(key)
+    if mod is None:
+        from .cache import load
+        from .graph_codegen import generate
+        with _LOCK:
+            mod = _MODULES.get(key)
+            if mod is None:
+                mod = _MODULES[key] = load(generate(sr_mul.formula, sr_add_op.formula, work))
+    return mod
+
+
+def _identity(monoid, dtype) -> object:
+    """The ⊕ identity as a scalar of ``dtype``, as the reference writes it (±inf: the
+    integer type's max/min; bool: identity != 0)."""
+    key = (id(monoid), dtype)  # Monoid.key prints the identity: too slow per call
+    hit = _IDENTITIES.get(key)
+    if hit is None or hit[0] is not monoid:
+        hit = _IDENTITIES[key] = (monoid, identity_value(monoid, dtype))
+    return hit[1]
+
+
+_IDENTITIES: dict = {}
+
+
+def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
+    """Row ranges of about equal work (``work``: per-row cost, or None: equal rows),
+    about four per thread; one range when the job is small."""
+    t = threads()
+    if t == 1 or m <= 1 or total < SERIAL_WORK:
+        return [(0, m)]
+    nb = min(m, 4 * t)
+    if work is None:
+        cuts = np.linspace(0, m, nb + 1).astype(np.int64)
+    else:
+        cum = np.cumsum(work, dtype=np.float64)
+        cuts = np.searchsorted(cum, np.linspace(0, cum[-1], nb + 1)[1:-1], side="right")
+        cuts = np.concatenate(([0], cuts, [m])).astype(np.int64)
+    cuts = np.unique(cuts)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _nnz_ranges(indptr: np.ndarray, m: int) -> list:
+    """About four ranges of rows per thread with equal stored entries (SpMV); one range
+    below SPMV_SERIAL entries (the pool's dispatch would cost more than it saves)."""
+    nnz = int(indptr[m]) if m else 0
+    if m <= 1 or nnz + m < SPMV_SERIAL:
+        return [(0, m)]
+    t = threads()
+    if t == 1:
+        return [(0, m)]
+    targets = np.linspace(0, nnz, 4 * t + 1)[1:-1]
+    cuts = np.concatenate(([0], np.searchsorted(indptr, targets), [m])).astype(np.int64)
+    cuts = np.unique(np.clip(cuts, 0, m))
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _run(kernel, head: tuple, ranges: list, tail: tuple = ()) -> None:
+    """``kernel(*head, r0, r1, *tail)`` for every range: the calling thread and up to
+    threads() − 1 pool threads take ranges from a shared queue until none is left (the
+    caller works instead of waiting, so a pool thread that starts late on a busy machine
+    costs nothing but its share)."""
+    if len(ranges) == 1:
+        r0, r1 = ranges[0]
+        kernel(*head, np.int64(r0), np.int64(r1), *tail)
+        return
+    todo = iter(ranges)
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                r = next(todo, None)
+            if r is None:
+                return
+            kernel(*head, np.int64(r[0]), np.int64(r[1]), *tail)
+
+    t = threads()
+    pool = _pool(t)
+    futures = [pool.submit(worker) for _ in range(min(t, len(ranges)) - 1)]
+    worker()
+    for f in futures:
+        f.result()
+
+
+def _csr(A):
+    """indptr, indices, data, shape of a canonical CSR (SciPy matrix or array)."""
+    return A.indptr, A.indices, A.data, A.shape
+
+
+def _index_dtype(nnz: int, *arrays) -> np.dtype:
+    wide = any(a.dtype == np.int64 for a in arrays) or nnz >= 2 ** 31 - 1
+    return np.dtype(np.int64 if wide else np.int32)
+
+
+def _make_csr(indptr, indices, data, shape, itype) -> sps.csr_matrix:
+    out = sps.csr_matrix((data, indices, indptr), shape=shape)
+    out.indices = indices.astype(itype, copy=False)  # SciPy may change the index type
+    out.indptr = indptr.astype(itype, copy=False)
+    out.has_sorted_indices = True
+    return out
+
+
+def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
+    """The work-type results in ``out_dtype`` as the reference casts (bool: nonzero;
+    float to integer: clipped, NaN to 0)."""
+    if values.dtype == np.dtype(out_dtype):
+        return values
+    return _ref_cast(values, out_dtype)
+
+
+_TRANSPOSES: dict = {}
+
+
+def _transpose(B):
+    """B's transpose as canonical CSR (B's CSC), kept while B lives and its buffers are
+    unchanged."""
+    key = id(B)
+    hit = _TRANSPOSES.get(key)
+    stamp = (B.shape, B.nnz, B.data.ctypes.data, B.indices.ctypes.data, B.indptr.ctypes.data)
+    if hit is not None and hit[0]() is B and hit[1] == stamp:
+        return hit[2]
+    T = B.T.tocsr()
+    T.sort_indices()
+    it = B.indices.dtype
+    T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
+    try:
+        ref = weakref.ref(B, lambda _r, k=key: _TRANSPOSES.pop(k, None))
+    except TypeError:
+        return T
+    _TRANSPOSES[key] = (ref, stamp, T)
+    return T
+
+
+def _scipy_safe(A, B) -> bool:
+    """SciPy's product drops entries that sum or multiply to 0: safe only when every stored
+    value is positive and products cannot under/overflow."""
+    for M in (A, B):
+        d = M.data
+        if d.dtype.kind not in "iuf" or d.size == 0:
+            return False
+        lo, hi = d.min(), d.max()
+        if not (lo > 0):
+            return False
+        if d.dtype.kind == "f" and (lo < 1e-150 or hi > 1e150):
+            return False
+        if d.dtype.kind in "iu" and hi > 2 ** 20:
+            return False
+    return True
+
+
+def _is_plus_times(sr) -> bool:
+    from ...algebra import ops
+    return sr.mul.key == ops.times.key and sr.add.op.key == ops.plus.key
+
+
+class CompiledGraphKernels:
+    """The graph kernels of the ``GraphKernels`` protocol, compiled with Numba (see the
+    module)."""
+
+    name = "compiled"
+    xp = np
+
+    # -- sparse × sparse -> sparse ---------------------------------------------------
+
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+        ap, ai, ax, (m, ka) = _csr(A)
+        bp, bi, bx, (kb, n) = _csr(B)
+        if ka != kb:
+            from ...errors import InputError
+            raise InputError("spgemm operands do not conform", expected=f"B with {ka} rows",
+                             got=f"A {A.shape}, B {B.shape}")
+        work = _work_type(out_dtype, ax.dtype, bx.dtype)
+        if (SCIPY_SPGEMM and mask is None and _is_plus_times(sr)
+                and work == "float64" and _scipy_safe(A, B)):
+            C = sps.csr_matrix(A @ B)
+            C.sort_indices()
+            return _make_csr(C.indptr, C.indices, _cast(C.data, out_dtype), (m, n),
+                             _index_dtype(C.nnz, ai, bi))
+        mod = _module(sr.mul, sr.add.op, work)
+        bdeg = np.diff(bp)
+        terms = np.zeros(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
+        if ai.size:
+            rowid = np.repeat(np.arange(m), np.diff(ap))
+            terms = np.bincount(rowid, weights=bdeg[ai], minlength=m).astype(np.int64)
+        if mask is not None and not complement:
+            return self._masked(mod, A, B, mask, terms, work, out_dtype)
+        mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
+        mmode = np.int64(2 if mask is not None else 0)
+        n64 = np.int64(n)
+        ranges = _ranges(terms + 1, m, float(terms.sum()) + m)
+        rownnz = np.zeros(m, dtype=np.int64)
+        _run(mod.spgemm_count, (ap, ai, bp, bi, mp, mi, mmode, n64), ranges, (rownnz,))
+        cp = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(rownnz, out=cp[1:])
+        nnz = int(cp[-1])
+        itype = _index_dtype(nnz, ai, bi)
+        ci = np.empty(nnz, dtype=itype)
+        wt = np.int64 if work == "int64" else np.float64
+        cx = np.empty(nnz, dtype=wt)
+        hashed = mask is None and n > HASH_MIN_N and nnz > 0 and (
+            np.median(terms) * HASH_RATIO < n)
+        if hashed:
+            _run(mod.spgemm_hash, (ap, ai, ax, bp, bi, bx, cp, ci, cx, terms), ranges)
+        else:
+            _run(mod.spgemm_fill, (ap, ai, ax, bp, bi, bx, mp, mi, mmode, n64, cp, ci, cx),
+                 ranges)
+        return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
+
+    def _masked(self, mod, A, B, mask, terms, work, out_dtype):
+        ap, ai, ax, (m, _) = _csr(A)
+        bp, bi, bx, (_, n) = _csr(B)
+        mp, mi = mask.indptr, mask.indices
+        mdeg = np.diff(mp)
+        wt = np.int64 if work == "int64" else np.float64
+        buf = np.empty(mi.shape[0], dtype=wt)
+        pres = np.zeros(mi.shape[0], dtype=np.bool_)
+        # cost of the dot form: each mask entry merges A(i,:) with B(:,j)
+        bcol = np.bincount(bi, minlength=n) if bi.size else np.zeros(n, np.int64)
+        dot = mdeg * np.diff(ap)
+        if mi.size:
+            rowid = np.repeat(np.arange(m), mdeg)
+            dot = dot + np.bincount(rowid, weights=bcol[mi], minlength=m).astype(np.int64)
+        use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
+                   and float(dot.sum()) < float(terms.sum()))
+        if use_dot:
+            T = _transpose(B)
+            ranges = _ranges(dot + mdeg + 1, m, float(dot.sum()) + m)
+            _run(mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data, mp, mi, buf, pres),
+                 ranges)
+        else:
+            ranges = _ranges(terms + mdeg + 1, m, float(terms.sum()) + m)
+            _run(mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n), buf, pres),
+                 ranges)
+        keep = np.concatenate(([0], np.cumsum(pres, dtype=np.int64)))
+        cp = keep[mp.astype(np.int64)]
+        nnz = int(cp[-1])
+        itype = _index_dtype(nnz, ai, bi, mi)
+        return _make_csr(cp, mi[pres], _cast(buf[pres], out_dtype), (m, n), itype)
+
+    # -- matrix × dense vector (pull) -----------------------------------------------
+
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+        ap, ai, ax, (m, k) = _csr(A)
+        x = np.asarray(x)
+        if (ai.shape[0] < SCIPY_SPMV and mask is None and x_present is None
+                and _is_plus_times(sr)
+                and ax.dtype == x.dtype == np.dtype(out_dtype)
+                and ax.dtype in (np.float64, np.int64)):
+            # SciPy's csr_matvec is this very loop (same order of summation), in C++
+            y = np.asarray(A @ x).reshape(-1)
+            return y, np.diff(ap) > 0
+        work = _work_type(out_dtype, ax.dtype, x.dtype)
+        mod = _module(sr.mul, sr.add.op, work)
+        wt = np.int64 if work == "int64" else np.float64
+        y = np.empty(m, dtype=wt)
+        yp = np.empty(m, dtype=np.bool_)
+        has_xp = x_present is not None
+        xp = np.asarray(x_present, dtype=np.bool_) if has_xp else np.ones(1, np.bool_)
+        mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
+        mmode = np.int64(0 if mask is None else 2 if complement else 1)
+        ident = _identity(sr.add, wt)
+        ranges = _nnz_ranges(ap, m)
+        if has_xp or mask is not None:
+            _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
+        else:
+            _run(mod.spmv_all, (ap, ai, ax, x, ident, y, yp), ranges)
+        return self._finish(y, yp, sr.add, out_dtype)
+
+    # -- sparse vector × matrix (push) ----------------------------------------------
+
+    def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
+        ap, ai, ax, (m, n) = _csr(A)
+        u_idx = np.asarray(u_idx)
+        u_val = np.asarray(u_val)
+        work = _work_type(out_dtype, ax.dtype, u_val.dtype)
+        mod = _module(sr.mul, sr.add.op, work)
+        wt = np.int64 if work == "int64" else np.float64
+        y = np.full(n, _identity(sr.add, wt), dtype=wt)
+        yp = np.zeros(n, dtype=np.bool_)
+        mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
+        mmode = np.int64(0 if mask is None else 2 if complement else 1)
+        total = float(np.diff(ap)[u_idx].sum()) if u_idx.size else 0.0
+        t = threads()
+        if t == 1 or total < SPMSPV_PARALLEL_WORK:
+            mod.spmspv(ap, ai, ax, u_idx, u_val, mk, mmode, False, y, yp,
+                       np.int64(0), np.int64(n))
+        else:  # the output split into column blocks, one per thread
+            cuts = np.linspace(0, n, t + 1).astype(np.int64)
+            ranges = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            pool = _pool(t)
+            fs = [pool.submit(mod.spmspv, ap, ai, ax, u_idx, u_val, mk, mmode, True, y, yp,
+                              np.int64(a), np.int64(b)) for a, b in ranges]
+            for f in fs:
+                f.result()
+        return self._finish(y, yp, sr.add, out_dtype)
+
+    # -- segmented reduction ----------------------------------------------------------
+
+    def segment_reduce(self, indptr, values, monoid, *, out_dtype):
+        values = np.asarray(values)
+        indptr = np.asarray(indptr)
+        work = _work_type(out_dtype, values.dtype)
+        from ...algebra.ops import pair
+        mod = _module(pair, monoid.op, work)
+        wt = np.int64 if work == "int64" else np.float64
+        s = indptr.shape[0] - 1
+        out = np.empty(max(s, 0), dtype=wt)
+        pres = np.empty(max(s, 0), dtype=np.bool_)
+        if s > 0:
+            ranges = _ranges(None, s, float(values.shape[0]))
+            _run(mod.segment_reduce, (indptr, values, _identity(monoid, wt), out, pres), ranges)
+        return self._finish(out, pres, monoid, out_dtype)
+
+    @staticmethod
+    def _finish(y, yp, monoid, out_dtype):
+        """Cast as the reference casts; where nothing is present the kernels wrote the work
+        type's identity, rewritten as ``out_dtype``'s when the types differ (an int64
+        extreme does not cast to the int32 one)."""
+        out = _cast(y, out_dtype)
+        if out is not y and not yp.all():
+            out[~yp] = _identity(monoid, out_dtype)
+        return out, yp
+
+
+__all__ = ["CompiledGraphKernels"]
