@@ -421,7 +421,7 @@ def test_compiled_refuses_a_cuda_strategy():
 def test_compiled_row_conditioning_gives_numpys_values(monkeypatch):
     """helpers.condition_rows against rows.condition_rows's NumPy path, bit for bit: empty
     rows, rows storing every column (shifted by their mean), values near the ends of the
-    range (the scale is skipped where it would underflow or overflow), ±inf, float32."""
+    range (the scale is skipped where it would underflow or overflow), ±inf, NaN, float32."""
     from gbdist.backends import rows
     from gbdist.backends.compiled import condition_host
     from gbdist.runtime.invariance import Invariance
@@ -437,6 +437,8 @@ def test_compiled_row_conditioning_gives_numpys_values(monkeypatch):
                                      else rng.integers(-30, 30)))
         if X.nnz and rng.random() < 0.3:
             X.data[int(rng.integers(X.nnz))] = np.inf
+        if X.nnz and rng.random() < 0.3:  # NumPy's maximum propagates it: row left unscaled
+            X.data[int(rng.integers(X.nnz))] = np.nan
         for shift in (False, True):
             for scale in (False, True):
                 inv = Invariance(scale=scale, shift=shift, detail="test")

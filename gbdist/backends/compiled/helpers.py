@@ -110,15 +110,18 @@ def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out):
                 mean = total / ncols
         big = 0.0
         small = INF
+        nan = False  # NumPy's maximum propagates a NaN: such a row is left unscaled
         for p in range(a, b):
             v = np.float64(data[p]) - mean
             out[p] = v
             m = abs(v)
+            if m != m:
+                nan = True
             if m > big:
                 big = m
             if m > 0.0 and m < small:
                 small = m
-        if scale and big > 0.0:
+        if scale and big > 0.0 and not nan:
             e = math.frexp(big)[1]
             factor = math.ldexp(1.0, -e)
             if small * factor >= tiny and big * factor < fmax:
