@@ -204,7 +204,7 @@ def run_size(edges: float, args) -> list[dict]:
         row = dict(edges=int(A.nnz), n=n, op=name, gbdist_s=t_ours, suitesparse_s=t_peer,
                    ratio=t_ours / t_peer, networkx_s=t_nx, peak_mib=peak)
         if args.device:
-            row["gpu_s"] = _gpu_time(name, A, args)
+            row["gpu_s"] = _gpu_time(name, A, args, r_ours)
         rows.append(row)
         print(f"{name:22s} {t_ours:10.4f} {t_peer:13.4f} {row['ratio']:7.2f} "
               f"{(f'{t_nx:10.3f}' if t_nx else '         -')} {peak:9.1f}"
@@ -212,9 +212,34 @@ def run_size(edges: float, args) -> list[dict]:
     return rows
 
 
-def _gpu_time(name, A, args):
+def _host_form(r):
+    """A result in a comparable host form: dense values (and the pattern of a Matrix)."""
+    if isinstance(r, gb.Matrix):
+        c = r.to_host().to_scipy()
+        c.sort_indices()
+        return ("matrix", c.indptr, c.indices, np.asarray(c.data, dtype=np.float64))
+    if isinstance(r, gb.Vector):
+        v = r.to_host() if getattr(r, "on_device", False) else r
+        return ("vector", np.asarray(v.indices), np.asarray(v.values, dtype=np.float64))
+    if hasattr(r, "get"):
+        r = r.get()
+    return ("array", np.asarray(r, dtype=np.float64))
+
+
+def _check_gpu(name, got, want):
+    """The device answer against the host one: exact structure, values to 1e-6 (float sums
+    in another order)."""
+    g, w = _host_form(got), _host_form(want)
+    assert g[0] == w[0], f"{name}: device result kind {g[0]} != host {w[0]}"
+    for a, b in zip(g[1:-1], w[1:-1]):
+        np.testing.assert_array_equal(a, b, err_msg=f"{name}: device pattern differs")
+    np.testing.assert_allclose(g[-1], w[-1], rtol=1e-6, atol=1e-12,
+                               err_msg=f"{name}: device values differ")
+
+
+def _gpu_time(name, A, args, host_result):
     """gbdist on the device (the matrix moved once, outside the timing), checked against the
-    host answer; synchronised by bringing the (small) result back."""
+    host answer before timing; each timed call synchronises the device."""
     import cupy as cp
     Gd = gb.Matrix(A).to_device()
     n = A.shape[0]
@@ -235,6 +260,7 @@ def _gpu_time(name, A, args):
         r = f()
         cp.cuda.Device().synchronize()
         return r
+    _check_gpu(name, synced(), host_result)  # checked before timing
     return median_time(synced, args.repeat)
 
 
