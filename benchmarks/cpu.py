@@ -119,8 +119,9 @@ def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int,
             theirs = peer_fn()
             if metric in CHECK_WITH_SCIPY:  # scikit-learn's sparse answer is not the metric
                 from scipy.spatial.distance import cdist
-                n = min(20, Q.shape[0])
-                ours, theirs = ours[:n], cdist(Q[:n].toarray(), X.toarray(), metric)
+                n = min(20, Q.shape[0])  # and at most ~5e7 dense cells of X (Newsgroups: 287 rows)
+                m = min(X.shape[0], max(1, int(5e7 // max(X.shape[1], 1))))
+                ours, theirs = ours[:n, :m], cdist(Q[:n].toarray(), X[:m].toarray(), metric)
                 peer_name += " (checked against SciPy cdist: scikit-learn's sparse " \
                              f"{metric} differs from it)"
             diff = float(np.nanmax(np.abs(ours.astype(np.float64) - theirs)))
