@@ -22,7 +22,6 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -38,35 +37,12 @@ from gbdist import algorithms as alg  # noqa: E402
 from gbdist import graph as gr  # noqa: E402
 
 from benchmarks import graph_peers as peers  # noqa: E402
-from benchmarks.graphs import power_law_graph  # noqa: E402
+from benchmarks.graphs import peak_growth, power_law_graph  # noqa: E402
 
 NAMES = ("mxm", "mxm_masked", "mxv", "bfs_levels", "bfs_parents", "sssp", "pagerank",
          "triangle_count", "connected_components", "ktruss", "jaccard", "cosine")
 
 
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def peak_growth(fn) -> int:
-    """Bytes: the largest resident-set growth during one call of ``fn``."""
-    base = _rss()
-    peak, done = [base], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss())
-            time.sleep(0.001)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    try:
-        fn()
-    finally:
-        done.set()
-        t.join()
-    return max(peak[0], _rss()) - base
 
 
 def median_time(fn, repeat: int) -> float:

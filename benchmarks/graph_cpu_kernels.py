@@ -20,10 +20,8 @@ the largest resident-set growth seen during one gbdist call (sampled every milli
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -33,33 +31,9 @@ import scipy.sparse as sps
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.graphs import power_law_graph  # noqa: E402
+from benchmarks.graphs import peak_growth, power_law_graph  # noqa: E402
 
 
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def peak_growth(fn) -> int:
-    """Bytes: the largest resident-set growth during one call of ``fn``."""
-    base = _rss()
-    peak = [base]
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss())
-            time.sleep(0.001)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    try:
-        fn()
-    finally:
-        done.set()
-        t.join()
-    return max(peak[0], _rss()) - base
 
 
 def median_times(ours, peer, repeat: int) -> tuple:

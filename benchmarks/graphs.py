@@ -9,6 +9,10 @@ per row. Values are float64 weights in [1, 2) (``weighted=False``: all 1.0).
 """
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 import numpy as np
 import scipy.sparse as sps
 
@@ -54,3 +58,28 @@ def power_law_graph(n: int, avg_degree: float = 17.0, exponent: float = 2.1, see
     A.indices = A.indices.astype(index_dtype)
     A.indptr = A.indptr.astype(index_dtype)
     return A
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_growth(fn) -> int:
+    """Bytes: the largest resident-set growth during one call of ``fn``."""
+    base = _rss()
+    peak, done = [base], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        fn()
+    finally:
+        done.set()
+        t.join()
+    return max(peak[0], _rss()) - base
