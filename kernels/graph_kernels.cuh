@@ -144,12 +144,143 @@ __device__ __forceinline__ long long gb_row_products(
 }
 
 // ---------------------------------------------------------------------------
-// SpGEMM, rows whose product bound fits a shared-memory table of S slots.
-// WPR warps per row; RPB rows per block (RPB > 1 only with WPR == 1, so that a row's
-// threads are one warp and synchronise with __syncwarp). rows: the bin's row ids.
-// Symbolic (NUMERIC false): counts[row] += distinct columns.  Numeric: the row's entries,
-// sorted by column (rank = number of smaller keys), written at Cp[row].
+// SpGEMM, rows whose table fits shared memory: S slots (a power of two, at least twice the
+// row's bound, so linear probing stays short). WPR warps per row; RPB rows per block (RPB > 1
+// only with WPR == 1, so that a row's threads are one warp and synchronise with __syncwarp).
+// rows: the bin's row ids. The tables are dynamic shared memory: RPB * S * (4 + sizeof(W))
+// bytes in the numeric pass (values first, for alignment), RPB * S * 4 in the symbolic pass.
+// Symbolic (NUMERIC false): counts[row] += distinct columns.  Numeric: the row's entries
+// written at Cp[row] in column order (gb_sorted_write).
 // ---------------------------------------------------------------------------
+template <int RPB>
+__device__ __forceinline__ void gb_group_sync() {
+  if constexpr (RPB == 1) __syncthreads(); else __syncwarp();
+}
+
+// Exclusive prefix sums of cnt[0, B) in place, by the T threads of one group; scratch: 32
+// ints of the group. Ends with the group synchronised.
+template <int T, int RPB>
+__device__ __forceinline__ void gb_group_exclusive_scan(int* cnt, int B, int t, int* scratch) {
+  const int per = (B + T - 1) / T;
+  const int lo = t * per < B ? t * per : B;
+  const int hi = lo + per < B ? lo + per : B;
+  int local = 0;
+  for (int i = lo; i < hi; ++i) local += cnt[i];
+  const int lane = t & 31;
+  int x = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if constexpr (T > 32) {
+    const int warp = t >> 5;
+    if (lane == 31) scratch[warp] = x;
+    gb_group_sync<RPB>();
+    if (warp == 0) {
+      int w = lane < T / 32 ? scratch[lane] : 0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
+      }
+      if (lane < T / 32) scratch[lane] = w;
+    }
+    gb_group_sync<RPB>();
+    if (warp > 0) x += scratch[warp - 1];
+  }
+  int run = x - local;
+  for (int i = lo; i < hi; ++i) {
+    const int v = cnt[i];
+    cnt[i] = run;
+    run += v;
+  }
+  gb_group_sync<RPB>();
+}
+
+// The numeric pass's ending: the table's entries (keys[s] >= 0) sorted by column and written
+// at C[base ...]. A bucket sort: entries compacted to the front (through registers), each
+// put in one of S / 2 buckets by its place between the row's smallest and largest column,
+// bucket counts scanned, entries staged bucket by bucket, and each entry's rank = its
+// bucket's start + the smaller keys in its bucket (about one on spread-out rows; at worst
+// the whole row, on rows whose columns crowd together). O(S / T) work a thread and ten
+// group synchronisations, where a sorting network over the table costs O(S log² S / T).
+template <int S, int T, int RPB, typename W>
+__device__ __forceinline__ void gb_sorted_write(int* keys, W* vals, int* scr, int t, long long base,
+                                                int* __restrict__ Cj, W* __restrict__ Cx) {
+  constexpr int PER = S / T;       // table slots a thread reads
+  constexpr int B = S / 2;         // buckets; a row of this bin has at most S / 2 entries
+  constexpr int PE = (B + T - 1) / T;  // compacted entries a thread holds
+  int rk[PER];
+  W rv[PER];
+  int lo_c = 0x7fffffff, hi_c = -1;
+#pragma unroll
+  for (int u = 0; u < PER; ++u) {
+    rk[u] = keys[t + u * T];
+    rv[u] = vals[t + u * T];
+    if (rk[u] >= 0) { lo_c = rk[u] < lo_c ? rk[u] : lo_c; hi_c = rk[u] > hi_c ? rk[u] : hi_c; }
+  }
+  if (hi_c >= 0) { atomicMin(&scr[33], lo_c); atomicMax(&scr[34], hi_c); }
+  gb_group_sync<RPB>();  // every slot read: the table may be overwritten
+#pragma unroll
+  for (int u = 0; u < PER; ++u) {
+    if (rk[u] >= 0) {
+      const int p = atomicAdd(&scr[32], 1);
+      keys[p] = rk[u];
+      vals[p] = rv[u];
+    }
+  }
+  gb_group_sync<RPB>();
+  const int c = scr[32];
+  const int cmin = scr[33];
+  const long long span = (long long)scr[34] - cmin + 1;
+  int ek[PE], eb[PE], ea[PE];
+  W ev[PE];
+#pragma unroll
+  for (int u = 0; u < PE; ++u) {
+    const int i = t + u * T;
+    eb[u] = -1;
+    if (i < c) {
+      ek[u] = keys[i];
+      ev[u] = vals[i];
+      eb[u] = (int)(((long long)(ek[u] - cmin) * B) / span);
+    }
+  }
+  gb_group_sync<RPB>();  // compacted entries are in registers
+  int* cnt = keys;        // B bucket counters, then starts
+  int* stage = keys + B;  // the keys, bucket by bucket
+  for (int i = t; i < B; i += T) cnt[i] = 0;
+  gb_group_sync<RPB>();
+#pragma unroll
+  for (int u = 0; u < PE; ++u) if (eb[u] >= 0) ea[u] = atomicAdd(&cnt[eb[u]], 1);
+  gb_group_sync<RPB>();
+  gb_group_exclusive_scan<T, RPB>(cnt, B, t, scr);
+#pragma unroll
+  for (int u = 0; u < PE; ++u) if (eb[u] >= 0) stage[cnt[eb[u]] + ea[u]] = ek[u];
+  gb_group_sync<RPB>();
+  int rank[PE];
+#pragma unroll
+  for (int u = 0; u < PE; ++u) {
+    rank[u] = 0;
+    if (eb[u] < 0) continue;
+    const int s0 = cnt[eb[u]];
+    const int s1 = eb[u] + 1 < B ? cnt[eb[u] + 1] : c;
+    int r = s0;
+    for (int p = s0; p < s1; ++p) r += stage[p] < ek[u] ? 1 : 0;
+    rank[u] = r;
+  }
+  gb_group_sync<RPB>();  // counters and stage read: the table holds the sorted row next
+#pragma unroll
+  for (int u = 0; u < PE; ++u) {
+    if (eb[u] >= 0) { keys[rank[u]] = ek[u]; vals[rank[u]] = ev[u]; }
+  }
+  gb_group_sync<RPB>();
+  for (int i = t; i < c; i += T) {
+    Cj[base + i] = keys[i];
+    Cx[base + i] = vals[i];
+  }
+}
+
 template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
 __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
     const long long* __restrict__ rows, long long nrows,
@@ -161,38 +292,31 @@ __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
   typedef typename F::W W;
   static_assert(RPB == 1 || WPR == 1, "several rows per block need one warp per row");
   constexpr int T = 32 * WPR;
-  __shared__ int skeys[RPB * S];
-  __shared__ W svals[NUMERIC ? RPB * S : 1];
+  extern __shared__ __align__(16) unsigned char gb_smem[];
+  W* svals = reinterpret_cast<W*>(gb_smem);
+  int* skeys = reinterpret_cast<int*>(gb_smem + (NUMERIC ? sizeof(W) * RPB * S : 0));
+  __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
   const int g = threadIdx.x / T;
   const int t = threadIdx.x % T;
   const long long r = (long long)blockIdx.x * RPB + g;
   if (r >= nrows) return;  // RPB > 1: a whole warp leaves; RPB == 1: the whole block
   const long long row = rows[r];
+  int* scr = scratch + g * 36;
+  if (NUMERIC && t == 0) { scr[32] = 0; scr[33] = 0x7fffffff; scr[34] = -1; }
   int* keys = skeys + g * S;
   W* vals = svals + (NUMERIC ? g * S : 0);
   for (int s = t; s < S; s += T) {
     keys[s] = -1;
     if constexpr (NUMERIC) vals[s] = F::identity();
   }
-  if constexpr (RPB == 1) __syncthreads(); else __syncwarp();
+  gb_group_sync<RPB>();
   const long long fresh = gb_row_products<F, MASK, NUMERIC, T, 8>(
       row, t, keys, vals, (unsigned)(S - 1), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj);
   if constexpr (!NUMERIC) {
     if (fresh) atomicAdd(reinterpret_cast<unsigned long long*>(&counts[row]), (unsigned long long)fresh);
   } else {
-    if constexpr (RPB == 1) __syncthreads(); else __syncwarp();
-    const long long base = Cp[row];
-    for (int s = t; s < S; s += T) {
-      const int k = keys[s];
-      if (k < 0) continue;
-      int rank = 0;
-      for (int u = 0; u < S; ++u) {
-        const int o = keys[u];
-        rank += (o >= 0 && o < k) ? 1 : 0;
-      }
-      Cj[base + rank] = k;
-      Cx[base + rank] = vals[s];
-    }
+    gb_group_sync<RPB>();
+    gb_sorted_write<S, T, RPB, W>(keys, vals, scr, t, Cp[row], Cj, Cx);
   }
 }
 
@@ -243,7 +367,7 @@ __global__ void __launch_bounds__(512) gb_spgemm_global(
 
 // ---------------------------------------------------------------------------
 // SpMV (pull): y(i) = ⊕_{k: A(i,k) stored, x_present[k]} mul(A(i,k), x[k]).
-// G lanes per row (1, 4, 8, 16 or 32); rows: the bin's row ids. xp: present flags or null.
+// G lanes per row (1, 4, 16 or 32) or a block per row, by degree. xp: present flags or null.
 // ymask: bool per row or null; COMP: keep rows where ymask is false.
 // ---------------------------------------------------------------------------
 template <class F, int G>
@@ -272,40 +396,54 @@ __device__ __forceinline__ void gb_spmv_lane(long long row, int lane, int step,
   }
 }
 
-template <class F, typename I, typename TA, typename TX, int G, bool COMP>
-__global__ void gb_spmv_group(const long long* __restrict__ rows, long long nrows,
-    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
-    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
-    typename F::W* __restrict__ y, bool* __restrict__ yp) {
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+// One launch for every degree bin: rows holds the bins' row ids one after another; meta holds
+// the bins' first row (meta[b], b = 0..NB) and first block (meta[NB + 1 + b]); bin b < NB - 1
+// gives GS[b] lanes per row (256 threads a block), the last bin a 256-thread block per row.
+template <class F, int G, typename I, typename TA, typename TX, bool COMP>
+__device__ __forceinline__ void gb_spmv_binned_group(const long long* __restrict__ rows, long long r0,
+    long long nrows, long long block, const I* __restrict__ Ap, const I* __restrict__ Aj,
+    const TA* __restrict__ Ax, const TX* __restrict__ x, const bool* __restrict__ xp,
+    const bool* __restrict__ ymask, typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  const long long tid = block * 256 + threadIdx.x;
   const long long r = tid / G;
   const int lane = (int)(tid % G);
   long long row = -1;
-  if (r < nrows) row = rows[r];
+  if (r < nrows) row = rows[r0 + r];
   bool keep = row >= 0;
   if (keep && ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
   typename F::W acc = F::identity();
   int has = 0;
   if (keep) gb_spmv_lane<F>(row, lane, G, Ap, Aj, Ax, x, xp, acc, has);
-  if constexpr (G > 1) gb_group_combine<F, G>(acc, has);  // every lane of the warp takes part
+  if constexpr (G > 1) gb_group_combine<F, G>(acc, has);
   if (lane == 0 && row >= 0) {
     y[row] = has ? acc : F::identity();
     yp[row] = has != 0;
   }
 }
 
-// A block of 256 threads per (long) row.
 template <class F, typename I, typename TA, typename TX, bool COMP>
-__global__ void __launch_bounds__(256) gb_spmv_block(const long long* __restrict__ rows, long long nrows,
+__global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restrict__ rows,
+    const long long* __restrict__ meta,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
     typename F::W* __restrict__ y, bool* __restrict__ yp) {
   typedef typename F::W W;
+  constexpr int NB = 5;  // SPMV_BINS (4 group bins) + the block bin
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
+  switch (b) {
+    case 0: gb_spmv_binned_group<F, 1, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 1: gb_spmv_binned_group<F, 4, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 2: gb_spmv_binned_group<F, 16, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 3: gb_spmv_binned_group<F, 32, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    default: break;
+  }
   __shared__ W wacc[8];
   __shared__ int whas[8];
-  const long long r = blockIdx.x;
-  if (r >= nrows) return;
-  const long long row = rows[r];
+  const long long row = rows[r0 + block];
   bool keep = true;
   if (ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
   W acc = F::identity();

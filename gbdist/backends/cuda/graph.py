@@ -3,13 +3,16 @@ interface on CuPy device data.
 
 * :meth:`~CudaGraphKernels.spgemm`: row-binned shared-memory hash SpGEMM. Per row an upper
   bound of its distinct columns (Σ over A(i,k) of deg_B(k), at most n, at most the mask row's
-  size for a plain mask); rows binned by it into tables of 32 … 4096 shared-memory slots and a
-  global-memory table for larger rows; per non-empty bin one symbolic launch (distinct columns
-  per row) → exclusive scan → one numeric launch (insert-or-combine, atomic ⊕), each shared
-  row sorted in the kernel, the global-table rows sorted afterwards with one CuPy sort.
+  size for a plain mask); rows binned by it into shared-memory tables of 32 … 8192 slots
+  (at least twice the bound: short probe sequences) and a global-memory table for larger
+  rows; per non-empty bin one symbolic launch (distinct columns per row) → exclusive scan →
+  rows binned again by their exact sizes → one numeric launch per bin (insert-or-combine,
+  atomic ⊕; each shared row sorted in the kernel by a bitonic network and written in order),
+  the global-table rows sorted afterwards with one CuPy sort.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
-* :meth:`~CudaGraphKernels.spmv` (pull): rows binned by degree: a thread per row for short
-  rows, 4, 16 or 32 lanes for medium ones, a 256-thread block for long ones.
+* :meth:`~CudaGraphKernels.spmv` (pull): rows binned by degree (once per matrix, cached on
+  it): a thread per row for short rows, 4, 16 or 32 lanes for medium ones, a 256-thread
+  block for long ones — all bins in one launch.
 * :meth:`~CudaGraphKernels.spmspv` (push): a warp per frontier entry, atomic ⊕ into y.
 * :meth:`~CudaGraphKernels.segment_reduce`: a warp per segment.
 
@@ -67,22 +70,60 @@ def _grid(n: int, per_block: int) -> int:
     return int(max(1, -(-n // per_block)))
 
 
+_BIN_SOURCE = None
+
+
+def _bin_kernels():
+    """The two row-binning kernels of ``kernels/graph_bins.cuh`` (one module per process)."""
+    global _BIN_SOURCE
+    if _BIN_SOURCE is None:
+        from ...resources import read
+        src = read("kernels", "graph_bins.cuh")
+        _BIN_SOURCE = (src, "graph-bins-" + gc.key(src))
+    mod = cache.module(_BIN_SOURCE[1], _BIN_SOURCE[0], ("gb_bin_count", "gb_bin_scatter"))
+    return mod.get_function("gb_bin_count"), mod.get_function("gb_bin_scatter")
+
+
+_EDGES: dict = {}
+
+
 def _bins(keys, edges, skip_zero: bool):
     """Row ids grouped by bin: bin b holds the rows with edges[b-1] < key <= edges[b]; the last
-    bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin.
+    bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin. Two kernel
+    launches and one read of the counts (rows inside a bin in no particular order).
     Returns a list of CuPy int64 arrays (one per bin)."""
+    out, offsets = _binned_rows(keys, edges, skip_zero)
+    return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
+
+
+def _binned_rows(keys, edges, skip_zero: bool):
+    """(every binned row id, bin after bin; the host offsets of the bins in it)."""
     import cupy
-    b = cupy.searchsorted(cupy.asarray(edges, dtype=keys.dtype), keys, side="left")
-    nb = len(edges) + 1
-    if skip_zero:
-        b = cupy.where(keys == 0, nb, b)
-    order = cupy.argsort(b)  # CuPy sorts with CUB's radix sort: stable, rows stay ascending
-    counts = cupy.bincount(b, minlength=nb + 1).get()
-    out, start = [], 0
-    for c in counts[:nb]:
-        out.append(order[start:start + int(c)].astype(cupy.int64))
-        start += int(c)
-    return out
+    keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
+    m, ne = int(keys.size), len(edges)
+    dev = cupy.cuda.Device().id
+    ekey = (tuple(int(e) for e in edges), dev)
+    e = _EDGES.get(ekey)
+    if e is None:
+        e = _EDGES[ekey] = cupy.asarray(np.asarray(edges, dtype=np.int64))
+    count, scatter = _bin_kernels()
+    bin_ = cupy.empty(max(m, 1), dtype=cupy.int32)
+    counts = cupy.zeros(ne + 1, dtype=cupy.uint64)
+    grid = (_grid(m, 256),)
+    if m:
+        count(grid, (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)), bin_, counts))
+    host = counts.get().astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(host)])
+    out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
+    if out.size:
+        cursor = cupy.asarray(offsets[:-1].astype(np.uint64))
+        scatter(grid, (256,), (bin_, np.int64(m), np.int32(ne), cursor, out))
+    return out, offsets
+
+
+def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
+    """Dynamic shared memory of one block of the shared-table SpGEMM kernel."""
+    return rpb * S * (4 + (work.itemsize if numeric else 0))
 
 
 class CudaGraphKernels:
@@ -155,30 +196,31 @@ class CudaGraphKernels:
         ub = cupy.minimum(ub, n)
         if mode == 1:
             ub = cupy.minimum(ub, cupy.diff(Mp).astype(cupy.int64))
-        edges = [s for s, _, _ in gc.SHARED_BINS]
-        bins = _bins(ub, edges, skip_zero=True)
+        # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
+        edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
         I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
-        used = [(S, wpr, rpb) for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]) if rows.size]
-        names = [gc.shared_name(I, TA, TB, S, wpr, rpb, num, mode) for num in (False, True) for S, wpr, rpb in used]
-        if bins[-1].size:
-            names += [gc.global_name(I, TA, TB, num, mode) for num in (False, True)]
-        kernel = self._kernels(sr.mul, sr.add, out, names).__getitem__
         dummy = cupy.zeros(1, dtype=it)
         Mp = dummy if Mp is None else Mp
         Mj = dummy if Mj is None else Mj
         counts = cupy.zeros(m, dtype=cupy.int64)
         Cp = cupy.zeros(m + 1, dtype=cupy.int64)
-        Cj = cupy.zeros(0, dtype=cupy.int32)
-        Cx = cupy.zeros(0, dtype=work)
-        chunks = self._global_chunks(bins[-1], ub)
 
-        def launch(numeric: bool, Cj, Cx):
+        def names(bins, numeric):
+            used = [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
+                    for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]) if rows.size]
+            return used + ([gc.global_name(I, TA, TB, numeric, mode)] if bins[-1].size else [])
+
+        def launch(bins, chunks, numeric: bool, Cj, Cx):
             for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]):
                 if rows.size == 0:
                     continue
                 fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
+                smem = _shared_bytes(S, rpb, numeric, work)
+                if smem > 32 * 1024:  # above 48 KiB with the static scratch: opt in
+                    fn.max_dynamic_shared_size_bytes = smem
                 fn((_grid(rows.size, rpb),), (32 * wpr * rpb,),
-                   (rows, np.int64(rows.size), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
+                   (rows, np.int64(rows.size), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx),
+                   shared_mem=smem)
             for rows, toff, total in chunks:
                 fn = kernel(gc.global_name(I, TA, TB, numeric, mode))
                 keys = cupy.empty(total, dtype=cupy.int32)
@@ -187,15 +229,24 @@ class CudaGraphKernels:
                                           Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
                 del keys, vals
 
-        launch(False, Cj, Cx)
+        # Symbolic: rows binned by their bound; each row's distinct columns counted.
+        sym = _bins(ub, edges, skip_zero=True)
+        kernel = self._kernels(sr.mul, sr.add, out, names(sym, False)).__getitem__
+        launch(sym, self._global_chunks(sym[-1], ub), False, cupy.zeros(0, dtype=cupy.int32),
+               cupy.zeros(0, dtype=work))
+        del sym
         Cp[1:] = cupy.cumsum(counts)
         nnz = int(Cp[-1])
         Cj = cupy.empty(nnz, dtype=cupy.int32)
         Cx = cupy.empty(nnz, dtype=work)
         if nnz:
-            launch(True, Cj, Cx)
-            if bins[-1].size:
-                _sort_rows(Cp, Cj, Cx, bins[-1], n)
+            # Numeric: rows binned again by their exact size, so a row whose products mostly
+            # combine (or fall outside the mask) gets the smaller table its result needs.
+            num = _bins(counts, edges, skip_zero=True)
+            kernel = self._kernels(sr.mul, sr.add, out, names(num, True)).__getitem__
+            launch(num, self._global_chunks(num[-1], counts), True, Cj, Cx)
+            if num[-1].size:
+                _sort_rows(Cp, Cj, Cx, num[-1], n)
         indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
         return make_csr(self._finish(Cx, out), Cj, indptr, (m, n))
 
@@ -236,22 +287,15 @@ class CudaGraphKernels:
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
         I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
-        names = gc.spmv_names(I, TA, TX, bool(complement))
         y = cupy.empty(m, dtype=work)
         yp = cupy.empty(m, dtype=cupy.bool_)
         if m == 0:
             return self._finish(y, out), yp
-        bins = _spmv_bins(A, Ap)
-        fns = self._kernels(sr.mul, sr.add, out, [n for n, rows in zip(names, bins) if rows.size])
-        for (_, g), rows, name in zip(gc.SPMV_BINS + ((0, 0),), bins, names):
-            if rows.size == 0:
-                continue
-            fn = fns[name]
-            if g == 0:
-                fn((rows.size,), (256,), (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
-            else:
-                fn((_grid(rows.size * g, 256),), (256,),
-                   (rows, np.int64(rows.size), Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
+        rows, meta, blocks = _spmv_bins(A, Ap)
+        name = gc.spmv_name(I, TA, TX, bool(complement))
+        fn = self._kernels(sr.mul, sr.add, out, (name,))[name]
+        if blocks:
+            fn((blocks,), (256,), (rows, meta, Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
         return self._finish(y, out), yp
 
     def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
@@ -312,20 +356,26 @@ def _identity(monoid, work: np.dtype, out: np.dtype):
 
 
 def _spmv_bins(A, Ap):
-    """Row ids per SpMV bin (SPMV_BINS, then the block bin), cached on the matrix object
-    (keyed by its indptr buffer and shape) so repeated products reuse them."""
+    """(row ids by degree bin, one after another; meta: the bins' first rows then first
+    blocks, on the device; total blocks) for the one-launch SpMV kernel, cached on the matrix
+    object (keyed by its indptr buffer and shape) so repeated products reuse them."""
     import cupy
     key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
     memo = getattr(A, "_gbdist_spmv_bins", None)
     if memo is not None and memo[0] == key:
         return memo[1]
     deg = cupy.diff(Ap).astype(cupy.int64)
-    bins = _bins(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
+    rows, offsets = _binned_rows(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
+    sizes = np.diff(offsets).astype(np.int64)
+    per_block = np.array([256 // g for _, g in gc.SPMV_BINS] + [1], dtype=np.int64)
+    blocks = -(-sizes // per_block)
+    meta = np.concatenate([[0], np.cumsum(sizes), [0], np.cumsum(blocks)]).astype(np.int64)
+    memo = (rows, cupy.asarray(meta), int(blocks.sum()))
     try:
-        A._gbdist_spmv_bins = (key, bins)
+        A._gbdist_spmv_bins = (key, memo)
     except AttributeError:
         pass
-    return bins
+    return memo
 
 
 def _sort_rows(Cp, Cj, Cx, rows, n: int) -> None:

@@ -33,10 +33,13 @@ CTYPES = {np.dtype(np.bool_): "bool", np.dtype(np.int32): "int", np.dtype(np.int
           np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 INDEX_CTYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
-# Shared-memory SpGEMM bins: (table slots S, warps per row, rows per block).
+# Shared-memory SpGEMM bins: (table slots S, warps per row, rows per block); a bin takes the
+# rows of at most S / 2 columns. The tables are dynamic shared memory (S = 8192 with 8-byte
+# values: 96 KiB a block).
 SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 4), (256, 2, 1), (512, 4, 1), (1024, 8, 1),
-               (2048, 16, 1), (4096, 16, 1))
-# SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block (G = 0).
+               (2048, 16, 1), (4096, 16, 1), (8192, 16, 1))
+# SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
+# one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
 
 
@@ -174,11 +177,9 @@ def global_name(I, TA, TB, numeric: bool, mask: int) -> str:
     return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
-def spmv_names(I: str, TA: str, TX: str, comp: bool) -> tuple[str, ...]:
-    c = "true" if comp else "false"
-    out = [f"gb_spmv_group<GbF, {I}, {TA}, {TX}, {g}, {c}>" for _, g in SPMV_BINS]
-    out.append(f"gb_spmv_block<GbF, {I}, {TA}, {TX}, {c}>")
-    return tuple(out)
+def spmv_name(I: str, TA: str, TX: str, comp: bool) -> str:
+    return f"gb_spmv_binned<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}>"
+
 
 
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:
