@@ -64,7 +64,7 @@ X = sps.random(300, 2000, density=0.01, format="csr", random_state=0, dtype=np.f
 mark("data")
 import gbdist as gb
 mark("import gbdist")
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in __HEAVY__)
+heavy = sorted({m.split(".")[0] for m in sys.modules} & __HEAVY__)
 import gbdist.pairwise
 mark("modules")
 from gbdist.front.library import ensure_builtins
