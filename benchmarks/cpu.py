@@ -11,9 +11,10 @@ against scikit-learn on 2 cores.
   copies (scikit-learn has no sparse Jensen-Shannon), on row-normalised inputs.
 * knn: k = 10 neighbours of every row among all rows (self excluded), ``gbdist.knn``
   against ``NearestNeighbors(algorithm="brute", n_jobs=2)``.
-* first call: fresh processes, an empty kernel cache (cold), then the same one (warm);
-  and ``import gbdist`` alone. Wall and CPU time of the process (the CPU time is what
-  a shared, loaded machine distorts least).
+* first call: fresh processes, an empty disk cache (cold), then the same one (warm), the
+  first call split into stages; ``import gbdist`` and ``gbdist --help`` alone
+  (``benchmarks/startup.py``). Wall and CPU time of the process (the CPU time is what a
+  shared, loaded machine distorts least).
 
 Every result is checked against scikit-learn's (or SciPy's) before it is timed; times
 are medians (after one untimed call that compiles or loads the kernels); the ratio is the
@@ -31,9 +32,7 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -144,68 +143,11 @@ def compare(data_dir: str, datasets, queries: int, repeat: int, n_jobs: int,
     return rows
 
 
-FIRST_CALL = r"""
-import sys, time
-t0, c0 = time.perf_counter(), time.process_time()
-import numpy as np, scipy.sparse as sps
-import gbdist as gb
-t1, c1 = time.perf_counter(), time.process_time()
-X = sps.random(300, 2000, density=0.01, format="csr", random_state=0, dtype=np.float32)
-out, cpu = [], []
-for metric in {metrics!r}:
-    t, c = time.perf_counter(), time.process_time()
-    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
-    first, first_cpu = time.perf_counter() - t, time.process_time() - c
-    t = time.perf_counter()
-    gb.pairwise_distances(X, X, metric=metric, backend="cpu")
-    out.append((metric, first, time.perf_counter() - t))
-    cpu.append(first_cpu)
-print("RESULT", repr(dict(import_s=t1 - t0, import_cpu_s=c1 - c0, calls=out, first_cpu_s=cpu,
-                          backend=gb.runtime.get_backend("cpu").name)))
-"""
-
-
-def _child(code: str, env: dict) -> dict:
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       cwd=str(ROOT))
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(r.stderr[-2000:])
-    import ast
-    return ast.literal_eval(line[-1][len("RESULT "):])
-
-
-def first_call(metrics=("cosine", "manhattan", "chebyshev"), repeat: int = 3) -> dict:
-    """Fresh processes: an empty kernel cache (cold), then the same one (warm, ``repeat``
-    processes, medians); and ``import gbdist`` alone (``repeat`` processes, median)."""
-    code = FIRST_CALL.format(metrics=tuple(metrics))
-    out: dict = {}
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, GBDIST_CACHE_DIR=d, PYTHONPATH=str(ROOT))
-        env.pop("GBDIST_CPU_BACKEND", None)
-        out["cold"] = _child(code, env)
-        warm = [_child(code, env) for _ in range(repeat)]
-    out["warm"] = dict(import_s=statistics.median(w["import_s"] for w in warm),
-                       import_cpu_s=statistics.median(w["import_cpu_s"] for w in warm),
-                       first_cpu_s=[statistics.median(w["first_cpu_s"][i] for w in warm)
-                                    for i in range(len(warm[0]["calls"]))],
-                       calls=[(m, statistics.median(w["calls"][i][1] for w in warm),
-                               statistics.median(w["calls"][i][2] for w in warm))
-                              for i, (m, *_rest) in enumerate(warm[0]["calls"])],
-                       backend=warm[0]["backend"])
-    imp = "import time; t = time.perf_counter(); import gbdist; " \
-          "print('RESULT', repr(dict(import_s=time.perf_counter() - t)))"
-    out["import_gbdist_s"] = statistics.median(
-        _child(imp, dict(os.environ, PYTHONPATH=str(ROOT)))["import_s"] for _ in range(repeat))
-    for label in ("cold", "warm"):
-        r = out[label]
-        print(f"-- {label} kernel cache ({r['backend']}): import gbdist {r['import_s'] * 1e3:.0f} ms"
-              f" (CPU {r['import_cpu_s'] * 1e3:.0f} ms)")
-        for (metric, first, second), fc in zip(r["calls"], r["first_cpu_s"]):
-            print(f"   {metric:<10} first call {first * 1e3:8.1f} ms (CPU {fc * 1e3:7.1f} ms)"
-                  f"   second {second * 1e3:7.1f} ms")
-    print(f"-- import gbdist alone: {out['import_gbdist_s'] * 1e3:.0f} ms (median of {repeat})")
-    return out
+def first_call(metrics=("cosine", "manhattan", "chebyshev"), repeat: int = 5) -> dict:
+    """Start-up in fresh processes (``benchmarks/startup.py``): ``import gbdist``,
+    ``gbdist --help``, and the first call stage by stage with an empty and a warm cache."""
+    from benchmarks.startup import measure
+    return measure(metrics, repeat)
 
 
 def knn(data_dir: str, datasets, repeat: int, n_jobs: int, k: int = 10) -> list:

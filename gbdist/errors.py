@@ -6,7 +6,10 @@ text carry a :class:`Span` and print the offending line with a caret.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -152,13 +155,34 @@ def _sklearn_not_fitted():
     return base
 
 
-class NotFittedError(GbdistError, _sklearn_not_fitted()):
-    """An estimator is queried before ``fit``.
+def _make_not_fitted_error() -> type:
+    class NotFittedError(GbdistError, _sklearn_not_fitted()):
+        """An estimator is queried before ``fit``.
 
-    Also scikit-learn's ``sklearn.exceptions.NotFittedError`` (itself a
-    ``ValueError`` and an ``AttributeError``), which ``check_is_fitted`` and
-    scikit-learn users catch.
-    """
+        Also scikit-learn's ``sklearn.exceptions.NotFittedError`` (itself a
+        ``ValueError`` and an ``AttributeError``), which ``check_is_fitted`` and
+        scikit-learn users catch.
+
+        The class is made on first access (``gbdist.errors.NotFittedError``, or a
+        ``from ... import`` of it): its base imports scikit-learn (about a second),
+        which ``import gbdist`` must not pay. It is one class for the process.
+        """
+
+    NotFittedError.__module__ = __name__
+    NotFittedError.__qualname__ = "NotFittedError"
+    return NotFittedError
+
+
+def __getattr__(name: str):
+    """PEP 562: ``NotFittedError`` is created (importing scikit-learn) when first read."""
+    if name == "NotFittedError":
+        with _LOCK:  # one class, even when two threads read it first at once
+            cls = globals().get("_NOT_FITTED")
+            if cls is None:
+                cls = globals()["_NOT_FITTED"] = _make_not_fitted_error()
+            globals()["NotFittedError"] = cls  # later reads skip this function
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class MetricTypeError(TypeCheckError, TypeError):

@@ -3,6 +3,7 @@
     cache_dir("analyses")  # the compiler's analyses (gbdist.compiler.cache)
     cache_dir("cuda")      # compiled CUDA modules
     cache_dir("cpu")       # compiled CPU kernels
+    cache_dir("parser")    # the metric language's parser tables (gbdist.front.parser_cache)
 
 The root is ``$GBDIST_CACHE_DIR`` when it is set (``off``, ``0``, ``none`` or
 ``false`` turn every cache off: :func:`cache_dir` then returns None), else the

@@ -6,17 +6,15 @@ import argparse
 import sys
 import time
 
-import numpy as np
-import scipy.sparse as sps
-
-from ..pairwise import explain, pairwise_distances
-from ..runtime import get_backend
 from ..version import __version__
 from .base import add_progress_options, progress
 
 
 def powerlaw_matrix(n_rows: int, n_cols: int, nnz: int, seed: int = 0, exponent: float = 1.1):
     """Rows and columns with Zipf-like degrees; ratings-like values in (0, 5]."""
+    import numpy as np
+    import scipy.sparse as sps
+
     rng = np.random.default_rng(seed)
     row_w = 1.0 / np.arange(1, n_rows + 1) ** (exponent - 0.4)
     col_w = 1.0 / np.arange(1, n_cols + 1) ** exponent
@@ -59,6 +57,10 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
+    import numpy as np
+
+    from ..runtime import get_backend
+
     X = powerlaw_matrix(args.rows, args.cols, args.nnz)
     deg = np.diff(X.indptr)
     Q = X[: args.queries]
@@ -77,6 +79,11 @@ def run(args) -> int:
 
 def _pairwise_stage(X, Q, metrics, args, bar) -> None:
     """Distances of the query rows against all rows, one metric at a time."""
+    import numpy as np
+    import scipy.sparse as sps
+
+    from ..pairwise import explain, pairwise_distances
+
     for name in metrics:
         bar.set_postfix_str(f"pairwise {name}")
         ex = explain(name)
@@ -94,7 +101,11 @@ def _pairwise_stage(X, Q, metrics, args, bar) -> None:
 
 def _knn_stage(X, args, metrics, bar) -> None:
     """All-pairs kNN of the whole matrix against itself, checked on a few rows."""
+    import numpy as np
+
     from ..neighbors import knn
+    from ..pairwise import pairwise_distances
+
     n = X.shape[0]
     bar.write(f"\nkNN      all {n} rows against each other, k = {args.k} (self excluded), "
               "checked against brute force on 20 rows", file=sys.stdout)

@@ -15,8 +15,6 @@ import argparse
 import re
 import time
 
-import numpy as np
-
 from ..errors import InputError
 from .base import (
     add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say)
@@ -183,6 +181,8 @@ PAIRS_PER_BLOCK = 2**22  # rows of the output computed per call (and per step of
 
 
 def _pairwise(args) -> int:
+    import numpy as np
+
     from ..pairwise import _pairwise
     metric, params = metric_from_args(args)
     target = _output(args.output, ".npy")

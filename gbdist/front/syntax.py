@@ -36,9 +36,11 @@ MAX_FILE_BYTES = 64 * 2**20  # a metric file larger than this is refused
 
 @functools.cache
 def parser() -> Lark:
-    """The lark LALR parser for ``grammar/gbdist.lark``, built on first use."""
-    return Lark(read("grammar", "gbdist.lark"), parser="lalr", start=["start", "expression"],
-                propagate_positions=True, maybe_placeholders=True)
+    """The lark LALR parser for ``grammar/gbdist.lark``, built on first use, or loaded
+    from the on-disk cache of an earlier process (:mod:`gbdist.front.parser_cache`)."""
+    from .parser_cache import cached_lark
+    return cached_lark(read("grammar", "gbdist.lark"), parser="lalr", start=["start", "expression"],
+                       propagate_positions=True, maybe_placeholders=True)
 
 
 # Readable names for the grammar's terminals in "Expected: ..." lines.
