@@ -23,7 +23,8 @@ from ..names import ROLES, Metric
 from ..compiler.typecheck import infer
 from .expr import ExprBuilder
 from .formula import FormulaBuilder, make_op
-from .graphdef import GraphBuilder, build_monoid
+from .graph_builder import GraphBuilder
+from .graphdef import build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
 from .syntax import Source, parse_tree, suggest
 
