@@ -57,8 +57,8 @@ class GraphBuilder(Builder):
         fits = {"array": ("matrix", "vector")}.get(kind, (kind,))
         if have in fits:
             return
-        if have == "any" and kind != "scalar":
-            if isinstance(ref.source, str):
+        if have == "any":
+            if isinstance(ref.source, str):  # an operand takes the kind of its first use
                 if kind != "array":
                     self.kinds[ref.source] = kind
                 return

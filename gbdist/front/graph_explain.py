@@ -95,7 +95,7 @@ def _ran(v) -> tuple:
 
 
 def _fills_of(g: GraphDef, fills) -> dict:
-    arrays = [o for o in g.operands if g.kinds[o] != "index"]
+    arrays = [o for o in g.operands if g.kinds[o] not in ("index", "scalar")]
     if isinstance(fills, dict):
         unknown = sorted(set(fills) - set(arrays))
         if unknown:
@@ -190,7 +190,8 @@ _REFUSED = "refused"
 
 
 def _is_scalar(g: GraphDef, r: Ref) -> bool:
-    return isinstance(r.source, int) and g.steps[r.source].kind == "scalar"
+    kind = g.kinds[r.source] if isinstance(r.source, str) else g.steps[r.source].kind
+    return kind == "scalar"
 
 
 def _step_lines(g: GraphDef, s: Step, fill):

@@ -59,16 +59,19 @@ def _bind(g: GraphDef, args, kwargs) -> dict:
 def _wrap(x, kind: str, name: str, graph: str):
     """An operand as the operations take it: gb.Matrix / gb.Vector (SciPy, CuPy and NumPy
     inputs wrapped as graphs, fill 'absent'), an index array, or a number."""
-    if kind == "index":
+    if kind == "index" or isinstance(x, (Matrix, Vector)):
         return x
-    if isinstance(x, (Matrix, Vector)):
+    ndim = getattr(x, "ndim", None) if not isinstance(x, (int, float)) else 0
+    if kind in ("scalar", "any") and ndim == 0 and not isinstance(x, bool):
         return x
-    ndim = getattr(x, "ndim", None)
+    if kind == "scalar":
+        raise InputError(f"operand {name!r} of graph {graph!r} is a number",
+                         got=type(x).__name__)
     if kind == "vector" or (kind == "any" and ndim == 1):
         return Vector(x)
     if kind == "matrix" or (kind == "any" and ndim == 2):
         return Matrix(x)
-    raise InputError(f"operand {name!r} of graph {graph!r} must be a matrix or a vector",
+    raise InputError(f"operand {name!r} of graph {graph!r} must be a matrix, a vector or a number",
                      got=type(x).__name__)
 
 
@@ -85,7 +88,8 @@ def trace(graph, *operands, backend: str = "auto", **named) -> GraphExplanation:
     final result is ``.result``."""
     g = _graph(graph)
     result, values, env = _execute(g, operands, named, backend)
-    fills = {o: getattr(env[o], "fill", None) for o in g.operands if g.kinds[o] != "index"}
+    fills = {o: getattr(env[o], "fill", None) for o in g.operands
+             if g.kinds[o] not in ("index", "scalar")}
     return explain_graph(g, fills).with_run(values, result)
 
 
