@@ -61,7 +61,8 @@ class GraphExplanation:
         for e in self.steps:
             names = g.names.get(e.step.index)
             target = names[0] if names else f"%{e.step.index + 1}"
-            out.append(f"step {e.step.index + 1}: {target} = {e.text}    -> {e.step.kind}")
+            kind = "matrix or vector (as its input)" if e.step.kind == "any" else e.step.kind
+            out.append(f"step {e.step.index + 1}: {target} = {e.text}    -> {kind}")
             out += [f"    {line}" for line in e.lines]
             out += [f"    ran: {line}" for line in e.ran]
         out.append(f"result: {g.label(g.result)}")
@@ -174,7 +175,7 @@ def _decide(g: GraphDef, s: Step, fill):
             if ins[0] == 0:
                 at_zero = _at_zero(s.algebra, s.bound)
                 if at_zero is None:
-                    return None, "decided when it runs (the bound scalar is computed)"
+                    return None, "decided when it runs (the bound scalar is known only then)"
             return rule.apply_value("apply", at_zero, tuple(ins), tuple(ins)), None
         if op.startswith("reduce_"):
             return rule.reduction(op, s.algebra, ins[0]), None
