@@ -330,3 +330,21 @@ def test_check_reports_graph_steps():
     reports = gb.front.check("graph g(A) = mxm(A, A.T, plus_pair, mask=A.S)\ngraph h(A) = mxm(A)")
     assert reports[0].ok and "mxm(A, A.T, plus_pair, mask=A.S)" in reports[0].lines[0]
     assert not reports[1].ok
+
+
+def test_library_steps_equal_the_python_api_on_the_same_operands():
+    G, A = weighted_digraph(n=50, m=200, seed=7)
+    M = gb.Matrix(A)
+    rng = np.random.default_rng(0)
+    q = gr.Vector.from_coo(rng.choice(50, 5, replace=False), True, 50)
+    visited = gr.Vector.from_coo(rng.choice(50, 20, replace=False), True, 50)
+    want = gr.vxm(q, M, gb.semirings.any_pair, mask=~visited.S, replace=True)
+    assert gr.run("bfs_step", M, q, visited).isequal(want)
+    d = gr.Vector.from_coo([0, 3, 9], [0.0, 2.0, 5.0], 50)
+    out = d.dup()
+    want = gr.vxm(d, M, gb.semirings.min_plus, accum=gb.ops.min, out=out)
+    assert gr.run("bellman_ford_step", M, d).isequal(want)
+    two = gr.run("two_hop_count", M)
+    R = gr.ewise_add(gr.mxm(M, M, gb.semirings.any_pair), M, gb.ops.pair)
+    ref = gr.reduce_rows(gr.apply(gb.ops.pair, gr.select(R, "offdiag"), right=1), gb.ops.plus)
+    assert two.isequal(ref)
