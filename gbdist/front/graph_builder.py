@@ -14,14 +14,14 @@ from lark import Tree
 
 from ..algebra.ops import Monoid, Op
 from ..algebra.semirings import Semiring
-from ..errors import ArityError, GbdistError, TypeCheckError, UnknownNameError
+from ..errors import ArityError, DefinitionError, TypeCheckError, UnknownNameError
 from .builder import Builder, budgeted
 from .expr import ExprBuilder
 from .graphdef import (
     DTYPES, GRAPH_FUNCTIONS, KEYWORDS, POSITIONAL_SELECTORS, SELECTORS, GraphDef, MaskRef, Ref,
     Step)
 from .scope import describe, known_names, lookup, number_text
-from .syntax import Source, located, suggest
+from .syntax import MAX_FORMULA_NODES, Source, located, suggest
 
 class GraphBuilder(Builder):
     """A ``graph`` body → a :class:`GraphDef` (steps in order, every name and kind checked)."""
@@ -291,11 +291,21 @@ class GraphBuilder(Builder):
         hit = self.memo.get(key)
         if hit is not None:
             return Ref(hit)
-        i = len(self.steps)
+        i = self.new_index(tree)
         self.steps.append(Step(i, operation, tuple(inputs), kind=kind, span=self.src.span(tree),
                                **fields))
         self.memo[key] = i
         return Ref(i)
+
+    def new_index(self, tree) -> int:
+        """The index of a new step; a definition of more than MAX_FORMULA_NODES steps (graphs
+        calling graphs on different operands double at every level) is refused."""
+        if len(self.steps) >= MAX_FORMULA_NODES:
+            raise DefinitionError(f"graph {self.name!r} grows too large (more than "
+                                  f"{MAX_FORMULA_NODES} operations once the graphs it calls are "
+                                  "written out)", span=self.src.span(tree),
+                                  hint="a graph that calls another twice doubles at every level")
+        return len(self.steps)
 
     def _product(self, name, tree, pos, kw, env, kinds, result):
         self.arity(name, tree, pos, 3)
@@ -370,7 +380,7 @@ class GraphBuilder(Builder):
         k = None
         if kt is not None:
             k = self.scalar(kt, env, "select()'s k")
-            if word in POSITIONAL_SELECTORS and not (isinstance(k, float) and k.is_integer()):
+            if word in POSITIONAL_SELECTORS and isinstance(k, float) and not k.is_integer():
                 raise TypeCheckError(f"select(..., {word}, k) needs a whole number k (a diagonal)",
                                      got=describe(k), span=self.src.span(kt))
         elif word not in POSITIONAL_SELECTORS and word != "nonzero":
@@ -469,7 +479,7 @@ class GraphBuilder(Builder):
                 (k, id(v) if isinstance(v, (Op, Monoid, Semiring)) else v) for k, v in fields.items())))
             hit = self.memo.get(key)
             if hit is None:
-                hit = len(self.steps)
+                hit = self.new_index(tree)
                 self.steps.append(Step(hit, s.operation, tuple(inputs), kind=kind,
                                        span=self.src.span(tree), **fields))
                 self.memo[key] = hit

@@ -348,3 +348,12 @@ def test_library_steps_equal_the_python_api_on_the_same_operands():
     R = gr.ewise_add(gr.mxm(M, M, gb.semirings.any_pair), M, gb.ops.pair)
     ref = gr.reduce_rows(gr.apply(gb.ops.pair, gr.select(R, "offdiag"), right=1), gb.ops.plus)
     assert two.isequal(ref)
+
+
+def test_graphs_calling_graphs_are_bounded():
+    lines = ["graph g0(A) = apply(abs, A)"]
+    for k in range(1, 16):
+        lines.append(f"graph g{k}(A) = ewise_add(g{k - 1}(apply(abs, A)), "
+                     f"g{k - 1}(apply(neg, A)), plus)")
+    e = error_of("\n".join(lines), gb.DefinitionError)
+    assert "grows too large" in e.message and e.span is not None
