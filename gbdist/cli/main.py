@@ -108,10 +108,12 @@ def _explain(args) -> int:
     from ..compiler.explain import Explanation
     explanation = _explanation(args)
     if not isinstance(explanation, Explanation):  # a graph definition's steps
-        if args.cuda or args.param or (args.format or "text") not in ("text", "md"):
+        fmt = args.format or "text"
+        if args.cuda or args.param or fmt not in ("text", "md", "html"):
             raise GbdistError(f"{args.target!r} is a graph definition: its explanation is text",
-                              expected="--format text or md, without --cuda or -p")
-        data = explanation.to_markdown() if args.format == "md" else str(explanation) + "\n"
+                              expected="--format text, md or html, without --cuda or -p")
+        data = {"md": explanation.to_markdown, "html": explanation._repr_html_}.get(
+            fmt, lambda: str(explanation) + "\n")()
         if args.output:
             try:
                 with open(args.output, "w", encoding="utf-8") as fh:

@@ -11,6 +11,7 @@ shows the decision the operation actually took (``result.decision``) and its res
 """
 from __future__ import annotations
 
+import html as _html
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -51,7 +52,8 @@ class GraphExplanation:
 
     def _lines(self) -> list[str]:
         g = self.graph
-        assumed = ", ".join(f"{o}: fill={f!r}" for o, f in self.fills.items())
+        assumed = ", ".join(f"{o} ({g.kinds[o] if g.kinds[o] != 'any' else 'matrix or vector'}): "
+                            f"fill={f!r}" for o, f in self.fills.items())
         out = [f"{g!r}" + (f" — {g.doc.splitlines()[0]}" if g.doc else ""),
                "  " + " ".join(g.text.split()),
                ("operand fills (as run): " if self.has_run else
@@ -77,6 +79,9 @@ class GraphExplanation:
         return f"### `{self.graph!r}`\n\n```text\n{self}\n```\n"
 
     _repr_markdown_ = to_markdown
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{_html.escape(str(self))}</pre>"
 
 
 def _show(v) -> str:

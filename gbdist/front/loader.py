@@ -282,6 +282,10 @@ class Loader:
         name, span = self._claim(name_tok)
         operands = self._names(operands_tree)
         self._unique(operands, "operand")
+        for t in operands:
+            if str(t) == "backend":  # gr.run(name, ..., backend=...) takes that keyword
+                raise RedefinitionError("'backend' cannot be an operand of a graph",
+                                        span=self.src.span(t), hint="choose another name")
         m = tree.meta
         g = GraphBuilder(self.src, self._scope(), name, tuple(map(str, operands))).build_graph(
             body, self.src.text[m.start_pos:m.end_pos], self._doc(span))

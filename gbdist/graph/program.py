@@ -75,14 +75,14 @@ def _wrap(x, kind: str, name: str, graph: str):
                      got=type(x).__name__)
 
 
-def run(graph, *operands, backend: str = "auto", **named):
+def run(graph, /, *operands, backend: str = "auto", **named):
     """Run a graph definition (a name or ``defs.graphs[name]``) on its operands, given in
     order or by name; ``backend`` goes to every operation. Returns the last step's result
     (a gb.Matrix, gb.Vector or NumPy scalar, with ``.decision`` where it has one)."""
     return _execute(_graph(graph), operands, named, backend)[0]
 
 
-def trace(graph, *operands, backend: str = "auto", **named) -> GraphExplanation:
+def trace(graph, /, *operands, backend: str = "auto", **named) -> GraphExplanation:
     """:func:`run`, keeping each step's result: a :class:`GraphExplanation` whose steps show
     the decision each operation took (``result.decision``) and the result's dtype; the
     final result is ``.result``."""

@@ -357,3 +357,11 @@ def test_graphs_calling_graphs_are_bounded():
                      f"g{k - 1}(apply(neg, A)), plus)")
     e = error_of("\n".join(lines), gb.DefinitionError)
     assert "grows too large" in e.message and e.span is not None
+
+
+def test_operand_named_backend_is_refused_and_html_explain():
+    e = error_of("graph g(A, backend) = mxm(A, A, plus_pair)", gb.GbdistError)
+    assert "'backend'" in e.message
+    points_at(e, "backend")
+    html = gb.explain("bfs_step")._repr_html_()
+    assert html.startswith("<pre>") and "not visited.S" in html and "A (matrix)" in html
