@@ -205,7 +205,8 @@ def _step_lines(g: GraphDef, s: Step, fill):
     if s.algebra is not None:
         lines.append("algebra: " + _algebra(s.algebra))
     if s.operation == "select":
-        k = "" if s.k is None else f", k = {g.label(s.k)}"
+        k = f", k = {g.label(s.k)}" if s.k is not None else (
+            ", k = 0" if s.selector in ("tril", "triu", "diag", "offdiag") else "")
         lines.append(f"selector: {s.selector}{k} (keeps stored entries with "
                      f"{_SELECT_WORDS.get(s.selector, f'value {s.selector} k')})")
     if s.bound is not None:
@@ -251,9 +252,10 @@ def _dtype_text(s: Step) -> str:
         return "out's dtype"
     if s.operation in ("select", "extract", "assign"):
         return "the input's dtype"
-    ops = {"mxm": "⊗ and ⊕", "mxv": "⊗ and ⊕", "vxm": "⊗ and ⊕"}.get(s.operation, "the op")
+    ops = {"mxm": "⊗ and ⊕ keep", "mxv": "⊗ and ⊕ keep", "vxm": "⊗ and ⊕ keep"}.get(
+        s.operation, "the op keeps")
     return ("the operands' common dtype when it is floating, or when " + ops +
-            " keep(s) integers and bool (+, −, ×, min, max, comparisons); else float64")
+            " integers and bool (+, −, ×, min, max, comparisons); else float64")
 
 
 __all__ = ["GraphExplanation", "StepExplanation", "explain_graph"]
