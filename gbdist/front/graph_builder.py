@@ -10,6 +10,8 @@ is :func:`.graphdef.build_monoid`.
 """
 from __future__ import annotations
 
+import math
+
 from lark import Tree
 
 from ..algebra.ops import Monoid, Op
@@ -82,6 +84,8 @@ class GraphBuilder(Builder):
         name = str(tree.children[0])
         if name in env:
             return env[name]
+        if name == "inf":
+            return math.inf
         thing = lookup(name, self.scope)
         if thing is not None:
             return thing

@@ -365,3 +365,13 @@ def test_operand_named_backend_is_refused_and_html_explain():
     points_at(e, "backend")
     html = gb.explain("bfs_step")._repr_html_()
     assert html.startswith("<pre>") and "not visited.S" in html and "A (matrix)" in html
+
+
+def test_inf_and_negative_numbers_as_bound_scalars():
+    gb.define("graph capped(A) = apply(min, A, right=inf)\n"
+              "graph low(A) = select(A, lt, -0.25)")
+    A = sps.random(12, 12, density=0.4, random_state=6, format="csr")
+    A.data -= 0.5
+    assert np.array_equal(gr.run("capped", A).to_scipy().toarray(), A.toarray())
+    low = gr.run("low", A).to_scipy()
+    assert np.array_equal(np.sort(low.data), np.sort(A.data[A.data < -0.25]))
