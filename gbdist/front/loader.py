@@ -24,7 +24,7 @@ from ..compiler.typecheck import infer
 from .expr import ExprBuilder
 from .formula import FormulaBuilder, make_op
 from .graph_builder import GraphBuilder
-from .graphdef import build_monoid
+from .graphdef import GRAPH_FUNCTIONS, build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
 from .syntax import Source, parse_tree, suggest
 
@@ -280,6 +280,9 @@ class Loader:
     def _graph_def(self, tree):
         name_tok, operands_tree, body = tree.children
         name, span = self._claim(name_tok)
+        if name in GRAPH_FUNCTIONS:
+            raise RedefinitionError(f"{name!r} is a graph operation", span=span,
+                                    hint="choose another name")
         operands = self._names(operands_tree)
         self._unique(operands, "operand")
         for t in operands:

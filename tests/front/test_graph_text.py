@@ -375,3 +375,11 @@ def test_inf_and_negative_numbers_as_bound_scalars():
     assert np.array_equal(gr.run("capped", A).to_scipy().toarray(), A.toarray())
     low = gr.run("low", A).to_scipy()
     assert np.array_equal(np.sort(low.data), np.sort(A.data[A.data < -0.25]))
+
+
+def test_graph_named_like_an_operation_is_refused_and_library_names_can_be_taken():
+    e = error_of("graph select(A) = A", gb.GbdistError)
+    assert "graph operation" in e.message
+    gb.define("graph triangle_count(A) = reduce_scalar(A, plus)")  # the user's wins
+    A = sps.csr_matrix(np.array([[0, 2.0], [3.0, 0]]))
+    assert gr.run("triangle_count", A) == 5.0
