@@ -15,8 +15,8 @@ Two tiers, one lookup:
   the library's (each captured its own scope when it was defined);
 * **defined** names come from users' texts and from Python
   (``gb.define_metric``): ops, semirings, monoids, helpers and graph definitions
-  (``graph NAME(A) = ...``) by name with the source that defined them, and metrics (built-in ones included, with their aliases)
-  as :class:`Metric` objects.
+  (``graph NAME(A) = ...``) by name with the source that defined them, and
+  metrics (built-in ones included, with their aliases) as :class:`Metric` objects.
 
 Lookup order (:func:`lookup`): user-defined, built-in, library, metric.
 
