@@ -11,6 +11,7 @@ is :func:`.graphdef.build_monoid`.
 from __future__ import annotations
 
 import math
+from functools import partialmethod
 
 from lark import Tree
 
@@ -31,6 +32,7 @@ class GraphBuilder(Builder):
     def __init__(self, src: Source, scope: dict, name: str, operands: tuple[str, ...]):
         self.src, self.scope, self.name, self.operands = src, scope, name, operands
         self.kinds = {o: "any" for o in operands}
+        self.arrays: set = set()  # operands used where a matrix or a vector fits
         self.steps: list[Step] = []
         self.memo: dict = {}
         self.let_names: dict = {}
@@ -61,13 +63,18 @@ class GraphBuilder(Builder):
             return
         if have == "any":
             if isinstance(ref.source, str):  # an operand takes the kind of its first use
-                if kind != "array":
+                if kind == "array":
+                    self.arrays.add(ref.source)
+                    return
+                if kind in ("matrix", "vector") or ref.source not in self.arrays:
                     self.kinds[ref.source] = kind
-                return
+                    return
+                have = "matrix or vector"
             if kind in ("matrix", "vector", "array"):
                 return  # a step whose kind follows an operand not yet known: checked at run time
         words = {"array": "a matrix or a vector", "index": "an index array (rows=, cols=)"}
-        got = f"{self.label_of(ref)}, {'an operand used as ' if isinstance(ref.source, str) else ''}a {have}"
+        used = "an operand used as " if isinstance(ref.source, str) else ""
+        got = f"{self.label_of(ref)}, {used}a {have}"
         raise TypeCheckError(f"{what} needs {words.get(kind, 'a ' + kind)}", got=got,
                              span=self.src.span(tree))
 
@@ -241,6 +248,13 @@ class GraphBuilder(Builder):
         positional, keywords, params = self._arguments(tree)
         if params:
             raise ArityError(f"{name}() takes no parameters after ';'")
+        seen = set()
+        for a in (tree.children[1].children if tree.children[1] is not None else ()):
+            if isinstance(a, Tree) and a.data == "keyword":
+                k = str(a.children[0])
+                if k in seen:
+                    raise ArityError(f"{name}() is given {k}= twice", span=self.src.span(a))
+                seen.add(k)
         if name not in GRAPH_FUNCTIONS or name in env:
             thing = lookup(name, self.scope)
             if isinstance(thing, GraphDef):
@@ -311,7 +325,7 @@ class GraphBuilder(Builder):
                                   hint="a graph that calls another twice doubles at every level")
         return len(self.steps)
 
-    def _product(self, name, tree, pos, kw, env, kinds, result):
+    def _product(self, name, tree, pos, kw, env, *, kinds, result):
         self.arity(name, tree, pos, 3)
         inputs = []
         for t, k in zip(pos[:2], kinds):
@@ -321,14 +335,9 @@ class GraphBuilder(Builder):
         sr = self.semiring(pos[2], env, f"{name}()")
         return self.emit(tree, kw, env, name, inputs, result, algebra=sr)
 
-    def _fn_mxm(self, tree, pos, kw, env):
-        return self._product("mxm", tree, pos, kw, env, ("matrix", "matrix"), "matrix")
-
-    def _fn_mxv(self, tree, pos, kw, env):
-        return self._product("mxv", tree, pos, kw, env, ("matrix", "vector"), "vector")
-
-    def _fn_vxm(self, tree, pos, kw, env):
-        return self._product("vxm", tree, pos, kw, env, ("vector", "matrix"), "vector")
+    _fn_mxm = partialmethod(_product, "mxm", kinds=("matrix", "matrix"), result="matrix")
+    _fn_mxv = partialmethod(_product, "mxv", kinds=("matrix", "vector"), result="vector")
+    _fn_vxm = partialmethod(_product, "vxm", kinds=("vector", "matrix"), result="vector")
 
     def _same_kind(self, refs, trees, what) -> str:
         kinds = {self.kind_of(r) for r in refs} - {"any"}
@@ -348,11 +357,8 @@ class GraphBuilder(Builder):
         op = self.binary(pos[2], env, f"{name}()")
         return self.emit(tree, kw, env, name, refs, kind, algebra=op)
 
-    def _fn_ewise_add(self, tree, pos, kw, env):
-        return self._ewise("ewise_add", tree, pos, kw, env)
-
-    def _fn_ewise_mult(self, tree, pos, kw, env):
-        return self._ewise("ewise_mult", tree, pos, kw, env)
+    _fn_ewise_add = partialmethod(_ewise, "ewise_add")
+    _fn_ewise_mult = partialmethod(_ewise, "ewise_mult")
 
     def _fn_apply(self, tree, pos, kw, env):
         self.arity("apply", tree, pos, 2)
@@ -393,21 +399,16 @@ class GraphBuilder(Builder):
         rest = {k_: v for k_, v in kw.items() if k_ != "k"}
         return self.emit(tree, rest, env, "select", [a], kind, selector=SELECTORS[word], k=k)
 
-    def _reduce(self, name, tree, pos, kw, env, kind):
+    def _reduce(self, name, tree, pos, kw, env, *, kind):
         self.arity(name, tree, pos, 2)
         a = self.value(pos[0], env, f"{name}()")
         self.require(a, "matrix" if kind == "vector" else "array", pos[0], f"{name}()")
         m = self.monoid(pos[1], env, f"{name}()")
         return self.emit(tree, kw, env, name, [a], kind, algebra=m)
 
-    def _fn_reduce_rows(self, tree, pos, kw, env):
-        return self._reduce("reduce_rows", tree, pos, kw, env, "vector")
-
-    def _fn_reduce_cols(self, tree, pos, kw, env):
-        return self._reduce("reduce_cols", tree, pos, kw, env, "vector")
-
-    def _fn_reduce_scalar(self, tree, pos, kw, env):
-        return self._reduce("reduce_scalar", tree, pos, kw, env, "scalar")
+    _fn_reduce_rows = partialmethod(_reduce, "reduce_rows", kind="vector")
+    _fn_reduce_cols = partialmethod(_reduce, "reduce_cols", kind="vector")
+    _fn_reduce_scalar = partialmethod(_reduce, "reduce_scalar", kind="scalar")
 
     def _indices(self, kw, env, what):
         out = {}

@@ -383,3 +383,15 @@ def test_graph_named_like_an_operation_is_refused_and_library_names_can_be_taken
     gb.define("graph triangle_count(A) = reduce_scalar(A, plus)")  # the user's wins
     A = sps.csr_matrix(np.array([[0, 2.0], [3.0, 0]]))
     assert gr.run("triangle_count", A) == 5.0
+
+
+def test_keyword_twice_and_an_array_operand_used_as_indices():
+    e = error_of("graph e(A) = mxm(A, A, plus_pair, mask=A.S, mask=A.V)", ArityError)
+    assert "mask= twice" in e.message
+    points_at(e, "mask=A.V")
+    e = error_of("graph e(A) = extract(A, rows=A)", TypeCheckError)
+    assert "index array" in e.message and "matrix or vector" in e.got
+    gb.define("graph f(A, s) = apply(plus, s, right=A)")  # A a scalar, s an array: fine
+    e = error_of("graph e(A, s) = apply(plus, A, right=s)\ngraph g(A) = apply(plus, A, right=A)",
+                 TypeCheckError)
+    assert e.span.line == 2
