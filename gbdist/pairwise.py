@@ -1,6 +1,7 @@
 """``pairwise_distances`` and ``explain``: the user-facing entry points for metrics."""
 from __future__ import annotations
 
+import difflib
 import functools
 import numbers
 from typing import Callable
@@ -13,9 +14,10 @@ from . import names, runtime
 from .front import find_metric, get_metric
 from .front.graph_explain import explain_graph
 from .front.graphdef import GraphDef
-from .front.library import find_graph
+from .front.library import find_graph, graph_names
 from .front.api import Program, compile
-from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
+from .errors import (
+    GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
 from .compiler.explain import Explanation
 from .front.describe import describe
@@ -303,8 +305,14 @@ def explain(metric, **params) -> Explanation:
     A graph definition's name (``gb.explain("triangle_count")``) gives its steps with the
     algebra and fill decision of each (:mod:`gbdist.front.graph_explain`); ``fills=``
     says what the operands are assumed to be ("absent": graphs, the default; 0: data)."""
-    if isinstance(metric, str) and find_metric(metric) is None and find_graph(metric) is not None:
-        return explain_graph(find_graph(metric), **params)
+    if isinstance(metric, str) and find_metric(metric) is None:
+        g = find_graph(metric)
+        if g is not None:
+            return explain_graph(g, **params)
+        close = difflib.get_close_matches(metric, graph_names(), n=1)
+        if close and not difflib.get_close_matches(metric, names.metric_names(aliases=True), n=1):
+            raise UnknownNameError(f"unknown metric or graph definition {metric!r}",
+                                   hint=f"did you mean {close[0]!r}?")
     if isinstance(metric, GraphDef):
         return explain_graph(metric, **params)
     if isinstance(metric, str):

@@ -395,3 +395,12 @@ def test_keyword_twice_and_an_array_operand_used_as_indices():
     e = error_of("graph e(A, s) = apply(plus, A, right=s)\ngraph g(A) = apply(plus, A, right=A)",
                  TypeCheckError)
     assert e.span.line == 2
+
+
+def test_explain_unknown_name_suggests_a_graph():
+    with pytest.raises(UnknownNameError) as info:
+        gb.explain("triangle_cont")
+    assert "triangle_count" in info.value.hint
+    with pytest.raises(UnknownNameError) as info:
+        gb.explain("manhatan")
+    assert "manhattan" in info.value.hint
