@@ -1,4 +1,5 @@
-"""ONE registry of names: ops, semirings, helpers and metrics, built-in and user.
+"""ONE registry of names: ops, semirings, monoids, helpers, graph definitions and metrics,
+built-in and user.
 
 Two tiers, one lookup:
 
@@ -7,14 +8,15 @@ Two tiers, one lookup:
   row-normalising ``normalize``); they are fixed and cannot be redefined;
 * **library** names are the ops, semirings and helpers that the built-in
   library ``metrics.gbd`` defines for its metrics (``nnz``, ``norm2``,
-  ``total``, ``spread``, ``pow``, ``abssum`` ...): visible by their plain names,
+  ``total``, ``spread``, ``pow``, ``abssum`` ...) and the graph definitions of
+  ``graph.gbd`` (``triangle_count`` ...): visible by their plain names,
   but in a tier of their own, so a user may define the same name; the user's
   definition then wins for every later text, while the built-in metrics keep
   the library's (each captured its own scope when it was defined);
 * **defined** names come from users' texts and from Python
-  (``gb.define_metric``): ops, semirings and helpers by name with the source
-  that defined them, and metrics (built-in ones included, with their aliases)
-  as :class:`Metric` objects.
+  (``gb.define_metric``): ops, semirings, monoids, helpers and graph definitions
+  (``graph NAME(A) = ...``) by name with the source that defined them, and
+  metrics (built-in ones included, with their aliases) as :class:`Metric` objects.
 
 Lookup order (:func:`lookup`): user-defined, built-in, library, metric.
 

@@ -1,6 +1,7 @@
 """``pairwise_distances`` and ``explain``: the user-facing entry points for metrics."""
 from __future__ import annotations
 
+import difflib
 import functools
 import numbers
 from typing import Callable
@@ -10,9 +11,13 @@ import scipy.sparse as sps
 
 from .compiler import ir
 from . import names, runtime
-from .front import get_metric
+from .front import find_metric, get_metric
+from .front.graph_explain import explain_graph
+from .front.graphdef import GraphDef
+from .front.library import find_graph, graph_names
 from .front.api import Program, compile
-from .errors import GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError
+from .errors import (
+    GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
 from .compiler.explain import Explanation
 from .front.describe import describe
@@ -295,7 +300,21 @@ def _promised_shape(out, kind: str, swapped: bool, nx: int, ny: int):
 def explain(metric, **params) -> Explanation:
     """The compiler's account of a metric (by name) or any expression: the decisions, the
     proofs and the plan, with the row invariance the runtime checks numerically and, for a
-    metric written in the text language, its definition with its ``let`` names."""
+    metric written in the text language, its definition with its ``let`` names.
+
+    A graph definition's name (``gb.explain("triangle_count")``) gives its steps with the
+    algebra and fill decision of each (:mod:`gbdist.front.graph_explain`); ``fills=``
+    says what the operands are assumed to be ("absent": graphs, the default; 0: data)."""
+    if isinstance(metric, str) and find_metric(metric) is None:
+        g = find_graph(metric)
+        if g is not None:
+            return explain_graph(g, **params)
+        close = difflib.get_close_matches(metric, graph_names(), n=1)
+        if close and not difflib.get_close_matches(metric, names.metric_names(aliases=True), n=1):
+            raise UnknownNameError(f"unknown metric or graph definition {metric!r}",
+                                   hint=f"did you mean {close[0]!r}?")
+    if isinstance(metric, GraphDef):
+        return explain_graph(metric, **params)
     if isinstance(metric, str):
         m = get_metric(metric)
         title = f"{m.name}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")

@@ -4,6 +4,7 @@
     gbdist explain "mxm(A, B.T, semiring(absdiff, plus))"
     gbdist explain chi2_dist --file my_metrics.gbd --cuda
     gbdist explain manhattan --format svg -o manhattan.svg
+    gbdist explain triangle_count --fills 0     (a graph definition: its steps)
     gbdist check my_metrics.gbd
 
 Each subcommand is a (name, help, add_arguments, run) entry in COMMANDS, so a
@@ -34,6 +35,9 @@ def _explain_args(p):
                    help="a metric file whose definitions are loaded first (may be repeated)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="a metric parameter, e.g. -p p=4 for minkowski")
+    p.add_argument("--fills", default=None, choices=("absent", "0"),
+                   help="for a graph definition: the operands are graphs (absent, the default) "
+                        "or data (0); the fill decisions follow")
     p.add_argument("--cuda", action="store_true", help="also print the generated CUDA source")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"),
                    help="the dtype of the generated CUDA (default float32)")
@@ -73,6 +77,11 @@ def _explanation(args):
         loaded.metrics.update(d.metrics)
         loaded.helpers.update(d.helpers)
     params = _params(args.param)
+    if getattr(args, "fills", None) is not None:
+        from ..front.library import find_graph
+        if find_graph(args.target) is None:
+            raise GbdistError("--fills goes with a graph definition", got=args.target)
+        params["fills"] = 0 if args.fills == "0" else "absent"
     if find_metric(args.target) is not None or args.target.isidentifier():
         return explain(args.target, **params)  # an unknown name says "unknown metric"
     if params:
@@ -96,7 +105,24 @@ def _cuda_source(explanation, dtype: str) -> str:
 
 
 def _explain(args) -> int:
+    from ..compiler.explain import Explanation
     explanation = _explanation(args)
+    if not isinstance(explanation, Explanation):  # a graph definition's steps
+        fmt = args.format or "text"
+        if args.cuda or args.param or fmt not in ("text", "md", "html"):
+            raise GbdistError(f"{args.target!r} is a graph definition: its explanation is text",
+                              expected="--format text, md or html, without --cuda or -p")
+        data = {"md": explanation.to_markdown, "html": explanation._repr_html_}.get(
+            fmt, lambda: str(explanation) + "\n")()
+        if args.output:
+            try:
+                with open(args.output, "w", encoding="utf-8") as fh:
+                    fh.write(data)
+            except OSError as e:
+                raise GbdistError(f"cannot write {args.output}", got=str(e)) from None
+        else:
+            print(data, end="")
+        return 0
     if args.cuda:
         explanation = explanation.with_cuda(_cuda_source(explanation, args.dtype))
     from ..compiler.explain_figures import render

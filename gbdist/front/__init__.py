@@ -6,9 +6,10 @@ What this stage owns
       positions, the limits), names and scopes (:mod:`.scope`), the two
       builders — op bodies to sympy formulas (:mod:`.formula`), metric bodies
       to IR (:mod:`.expr`) over a shared walk and work budget
-      (:mod:`.builder`) —, the loader that turns a text into definitions and
+      (:mod:`.builder`), graph definitions to checked steps (:mod:`.graphdef`,
+      :mod:`.graph_builder`; their explanation :mod:`.graph_explain`) —, the loader that turns a text into definitions and
       registers them (:mod:`.loader`), and ``gbdist check`` (:mod:`.check`);
-    * the built-in library ``metrics.gbd``, written in the text language, and
+    * the built-in libraries ``metrics.gbd`` and ``graph.gbd``, written in the text language, and
       the lookups that must see it (:mod:`.library`: ``get_metric``,
       ``metric_names``, ``define``, ``load``, ``define_metric``);
     * the Python API (:mod:`.api`: ``gb.mxm``, ``gb.op``, ``gb.compile`` ...).
@@ -32,7 +33,8 @@ What it may import
     (``gbdist/__init__`` imports ``gbdist.front.api`` for the public names).
 
 Import order inside the package (no circle): syntax → scope → builder →
-formula → expr → loader → library → check; api stands apart.
+formula → expr → graphdef → graph_builder → loader → library → check
+(graph_explain after graphdef); api stands apart.
 """
 from .check import CheckReport, check
 from .library import (

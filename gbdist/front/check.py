@@ -22,7 +22,7 @@ from .scope import ParamOp
 class CheckReport:
     """The verdict on one definition of a file (``gbdist check``)."""
 
-    kind: str  # "op", "semiring", "def", "metric", "alias", "syntax"
+    kind: str  # "op", "semiring", "monoid", "def", "metric", "graph", "alias", "syntax"
     name: str
     span: Span | None
     ok: bool
@@ -98,4 +98,8 @@ def _verify(kind: str, obj) -> list[str]:
         return lines
     if kind == "def":
         return [f"{obj!r}: inlined where it is called"]
+    if kind == "monoid":
+        return [repr(obj)]
+    if kind == "graph":
+        return [f"step {s.index + 1}: {obj.step_text(s)} -> {s.kind}" for s in obj.steps]
     return ["alias of a metric defined above"]

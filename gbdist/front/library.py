@@ -19,11 +19,13 @@ from .. import names
 from ..errors import InputError, TypeCheckError
 from ..names import Metric
 from .expr import ExprBuilder
+from .graphdef import GraphDef
 from .loader import Definitions, Loader
 from .scope import describe
 from .syntax import Source, parse_tree, read_source
 
 LIBRARY = Path(__file__).resolve().parent / "metrics.gbd"
+GRAPH_LIBRARY = LIBRARY.with_name("graph.gbd")  # graph definitions (triangle_count, ...)
 
 _LOADED = False
 
@@ -36,6 +38,22 @@ def ensure_builtins() -> None:
         loader = Loader(LIBRARY.read_text(encoding="utf-8"), str(LIBRARY), typecheck=False)
         loader.run()
         loader.commit(library=True)  # its helpers (nnz, norm2, ...) leave the names to users
+        loader = Loader(GRAPH_LIBRARY.read_text(encoding="utf-8"), str(GRAPH_LIBRARY))
+        loader.run()
+        loader.commit(library=True)
+
+
+def find_graph(name):
+    """The graph definition called ``name`` (a user's, or the built-in library's), or None."""
+    ensure_builtins()
+    thing = names.lookup(name) if isinstance(name, str) else None
+    return thing if isinstance(thing, GraphDef) else None
+
+
+def graph_names() -> list[str]:
+    """The names of every graph definition, sorted."""
+    ensure_builtins()
+    return sorted(n for n in set(names.known_names()) if isinstance(names.lookup(n), GraphDef))
 
 
 def find_metric(name) -> Metric | None:

@@ -23,13 +23,16 @@ from ..names import ROLES, Metric
 from ..compiler.typecheck import infer
 from .expr import ExprBuilder
 from .formula import FormulaBuilder, make_op
+from .graph_builder import GraphBuilder
+from .graphdef import GRAPH_FUNCTIONS, build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
 from .syntax import Source, parse_tree, suggest
 
 
 @dataclass
 class Definitions:
-    """What a text defined, by name: ``.ops``, ``.semirings``, ``.metrics``, ``.helpers``."""
+    """What a text defined, by name: ``.ops``, ``.semirings``, ``.metrics``, ``.helpers``,
+    ``.monoids``, ``.graphs`` (run with ``gbdist.graph.run``)."""
 
     source: str
     ops: dict = field(default_factory=dict)
@@ -37,23 +40,28 @@ class Definitions:
     metrics: dict = field(default_factory=dict)
     helpers: dict = field(default_factory=dict)
     aliases: dict = field(default_factory=dict)  # alias -> metric name
+    monoids: dict = field(default_factory=dict)
+    graphs: dict = field(default_factory=dict)
     spans: dict = field(default_factory=dict)  # name -> Span of its definition
     _all: dict = field(default_factory=dict, repr=False)  # every name above, in order
     _order: dict = field(default_factory=dict, repr=False)  # name -> position in _all
 
     def __getitem__(self, name: str):
-        for table in (self.ops, self.semirings, self.metrics, self.helpers):
+        for table in (self.ops, self.semirings, self.metrics, self.helpers, self.monoids,
+                      self.graphs):
             if name in table:
                 return table[name]
         raise UnknownNameError(f"{name!r} is not defined in {self.source}",
                                hint=suggest(name, self.names()))
 
     def names(self) -> list[str]:
-        return list(self.ops) + list(self.semirings) + list(self.metrics) + list(self.helpers)
+        return (list(self.ops) + list(self.semirings) + list(self.metrics) + list(self.helpers)
+                + list(self.monoids) + list(self.graphs))
 
     @property
     def scope(self) -> dict:
-        return {**self.ops, **self.semirings, **self.metrics, **self.helpers}
+        return {**self.ops, **self.semirings, **self.metrics, **self.helpers, **self.monoids,
+                **self.graphs}
 
     def add(self, table: dict, name: str, obj) -> None:
         """Record ``obj`` under ``name`` in ``table`` (ops, semirings, ...), in definition order."""
@@ -261,6 +269,33 @@ class Loader:
         self.defs.add(self.defs.metrics, target,
                       Metric(m.name, m.build, m.params, m.doc, m.source, aliases))
 
+    def _monoid_def(self, tree):
+        name_tok, body = tree.children
+        name, span = self._claim(name_tok)
+        m = build_monoid(ExprBuilder(self.src, self._scope()), body, name)
+        self.defs.add(self.defs.monoids, name, m)
+        self.defs.spans[name] = span
+        return m
+
+    def _graph_def(self, tree):
+        name_tok, operands_tree, body = tree.children
+        name, span = self._claim(name_tok)
+        if name in GRAPH_FUNCTIONS:
+            raise RedefinitionError(f"{name!r} is a graph operation", span=span,
+                                    hint="choose another name")
+        operands = self._names(operands_tree)
+        self._unique(operands, "operand")
+        for t in operands:
+            if str(t) == "backend":  # gr.run(name, ..., backend=...) takes that keyword
+                raise RedefinitionError("'backend' cannot be an operand of a graph",
+                                        span=self.src.span(t), hint="choose another name")
+        m = tree.meta
+        g = GraphBuilder(self.src, self._scope(), name, tuple(map(str, operands))).build_graph(
+            body, self.src.text[m.start_pos:m.end_pos], self._doc(span))
+        self.defs.add(self.defs.graphs, name, g)
+        self.defs.spans[name] = span
+        return g
+
     # -- registration ----------------------------------------------------------
 
     def commit(self, library: bool = False) -> Definitions:
@@ -269,7 +304,8 @@ class Loader:
         on it (compiled metric programs) do not serve a stale definition.
         ``library``: the built-in library's text, whose ops, semirings and helpers go
         to the tier that users' names shadow."""
-        for table in (self.defs.ops, self.defs.semirings, self.defs.helpers):
+        for table in (self.defs.ops, self.defs.semirings, self.defs.helpers, self.defs.monoids,
+                      self.defs.graphs):
             for name, obj in table.items():
                 names.define(name, obj, self.src.name, library=library)
         for m in self.defs.metrics.values():

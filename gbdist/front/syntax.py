@@ -45,7 +45,7 @@ def parser() -> Lark:
 
 # Readable names for the grammar's terminals in "Expected: ..." lines.
 _OPERATORS = {"ADD_OP", "MUL_OP", "POW_OP", "COMPARE", "AND", "OR", "DOT", "MINUS", "PLUS"}
-_STARTS = {"OP", "SEMIRING", "DEF", "METRIC", "ALIAS"}
+_STARTS = {"OP", "SEMIRING", "DEF", "METRIC", "ALIAS", "MONOID", "GRAPH"}
 _TERMINAL_WORDS = {"NAME": "a name", "NUMBER": "a number", "$END": "the end of the text"}
 
 
@@ -53,7 +53,7 @@ def _expected_text(terminals) -> str:
     terminals = set(terminals or ())
     words = []
     if terminals & _STARTS:
-        words.append("a definition (op, semiring, def, metric or alias)")
+        words.append("a definition (op, semiring, monoid, def, metric, graph or alias)")
     named = []
     for t in terminals - _OPERATORS - _STARTS:
         if t in _TERMINAL_WORDS:

@@ -9,7 +9,8 @@
 
 docs/graph_api.md is the reference. Operands are :class:`Matrix` / :class:`Vector`
 (SciPy/CuPy sparse and NumPy/CuPy arrays are wrapped as graphs); results are sparse
-and live where the operands live.
+and live where the operands live. Graph definitions written in the text language
+(``graph triangles(A) = ...``, docs/language.md) run with :func:`run` / :func:`trace`.
 """
 from .objects import ABSENT, Matrix, Vector
 from .masks import Mask
@@ -18,6 +19,7 @@ from .operations import (
     select, vxm)
 from .indexing import assign, extract
 from .dispatch import available, get_kernels
+from .program import run, trace
 from ..compiler.graph import Decision, GraphSemanticsError
 from ..errors import ParameterError
 
@@ -34,5 +36,5 @@ def explain(result_or_operation) -> str:
 __all__ = [
     "Matrix", "Vector", "Mask", "ABSENT", "mxm", "mxv", "vxm", "ewise_add", "ewise_mult",
     "apply", "select", "reduce_rows", "reduce_cols", "reduce_scalar", "extract", "assign",
-    "nvals", "explain", "Decision", "GraphSemanticsError", "available", "get_kernels",
+    "nvals", "explain", "run", "trace", "Decision", "GraphSemanticsError", "available", "get_kernels",
 ]

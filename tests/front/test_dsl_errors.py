@@ -65,7 +65,7 @@ def test_syntax_error_unknown_keyword_or_missing_equals():
     assert "'='" in err.expected
     err = error_of("function f(x) = x")
     assert isinstance(err, gb.DSLSyntaxError)
-    assert "a definition (op, semiring, def, metric or alias)" in err.expected
+    assert "a definition (op, semiring, monoid, def, metric, graph or alias)" in err.expected
 
 
 def test_injection_attempt_is_a_syntax_error_and_runs_nothing(monkeypatch):

@@ -1,0 +1,261 @@
+"""``gb.explain`` of a graph definition: each step, its algebra and the compiler's decision.
+
+Before running (``gb.explain("triangle_count")``), each step shows its semiring, monoid or
+op, the fill decision of :mod:`gbdist.compiler.graph` for the fills the operands are
+*assumed* to have (``fills=``: ``"absent"`` — graphs — by default, ``0`` for data, or one
+per operand), the mask (structural or by value, complemented, replace), the accumulator
+and the result-dtype rule. The rule is the compiler's own (``rule.product``,
+``rule.ewise``, ``rule.apply_value``, ``rule.reduction``), called exactly as the
+operations call it; a step it refuses shows why. After a run (``gr.trace``) each step also
+shows the decision the operation actually took (``result.decision``) and its result.
+"""
+from __future__ import annotations
+
+import html as _html
+from dataclasses import dataclass, replace
+
+import sympy as sp
+
+from ..algebra.formulas import X, Y
+from ..algebra.ops import Monoid, Op
+from ..algebra.semirings import Semiring
+from ..compiler import graph as rule
+from ..errors import GbdistError, InputError
+from .graphdef import GraphDef, MaskRef, Ref, Step
+
+_SELECT_WORDS = {"tril": "j <= i + k", "triu": "j >= i + k", "diag": "j == i + k",
+                 "offdiag": "j != i + k", "nonzero": "value != 0"}
+
+
+@dataclass(frozen=True)
+class StepExplanation:
+    step: Step
+    text: str  # the step in the language, inputs by name
+    lines: tuple  # algebra, decision, mask, accumulator, dtype
+    result_fill: object  # "absent", 0, or None (unknown: refused or decided at run time)
+    ran: tuple = ()  # after a run: the decision taken and the result
+
+
+@dataclass(frozen=True)
+class GraphExplanation:
+    """What a graph definition will do (and, after ``gr.trace``, what it did)."""
+
+    graph: GraphDef
+    fills: dict
+    steps: tuple
+    result: object = None
+    has_run: bool = False
+
+    def with_run(self, values, result) -> "GraphExplanation":
+        steps = tuple(replace(e, ran=_ran(v)) for e, v in zip(self.steps, values))
+        return replace(self, steps=steps, result=result, has_run=True)
+
+    def _lines(self) -> list[str]:
+        g = self.graph
+        assumed = ", ".join(f"{o} ({g.kinds[o] if g.kinds[o] != 'any' else 'matrix or vector'}): "
+                            f"fill={f!r}" for o, f in self.fills.items())
+        out = [f"{g!r}" + (f" — {g.doc.splitlines()[0]}" if g.doc else ""),
+               "  " + " ".join(g.text.split()),
+               ("operand fills (as run): " if self.has_run else
+                "operand fills assumed: ") + (assumed or "none"),
+               "  fill 'absent': a graph, only stored entries exist; fill 0: data, unstored "
+               "entries are zeros"]
+        for e in self.steps:
+            names = g.names.get(e.step.index)
+            target = names[0] if names else f"%{e.step.index + 1}"
+            kind = "matrix or vector (as its input)" if e.step.kind == "any" else e.step.kind
+            out.append(f"step {e.step.index + 1}: {target} = {e.text}    -> {kind}")
+            out += [f"    {line}" for line in e.lines]
+            out += [f"    ran: {line}" for line in e.ran]
+        out.append(f"result: {g.label(g.result)}")
+        if self.has_run:
+            out.append(f"  = {_show(self.result)}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self._lines())
+
+    def to_markdown(self) -> str:
+        return f"### `{self.graph!r}`\n\n```text\n{self}\n```\n"
+
+    _repr_markdown_ = to_markdown
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{_html.escape(str(self))}</pre>"
+
+
+def _show(v) -> str:
+    if hasattr(v, "nvals"):
+        return repr(v)
+    return f"{v!r} ({type(v).__name__})"
+
+
+def _ran(v) -> tuple:
+    d = getattr(v, "decision", None)
+    lines = []
+    if d is not None:
+        kind = "structural" if d.structural else "fill"
+        lines.append(f"{kind} semantics, result fill {d.result_fill!r}")
+    lines.append(_show(v))
+    return tuple(lines)
+
+
+def _fills_of(g: GraphDef, fills) -> dict:
+    arrays = [o for o in g.operands if g.kinds[o] not in ("index", "scalar")]
+    if isinstance(fills, dict):
+        unknown = sorted(set(fills) - set(arrays))
+        if unknown:
+            raise InputError(f"graph {g.name!r} has no matrix or vector operand {unknown[0]!r}",
+                             expected=", ".join(arrays))
+        out = {o: fills.get(o, rule.ABSENT) for o in arrays}
+    else:
+        out = {o: fills for o in arrays}
+    for o, f in out.items():
+        if not (f == rule.ABSENT or (f == 0 and not isinstance(f, (str, bool)))):
+            raise InputError(f"the fill of operand {o!r} is 'absent' (a graph) or 0 (data)",
+                             got=repr(f))
+    return out
+
+
+def explain_graph(g: GraphDef, fills="absent") -> GraphExplanation:
+    """The explanation of ``g`` before it runs, its operands assumed to have ``fills``."""
+    fills = _fills_of(g, fills)
+    step_fill: dict[int, object] = {}
+
+    def fill(ref):
+        if isinstance(ref, Ref):
+            return fills.get(ref.source) if isinstance(ref.source, str) else step_fill.get(ref.source)
+        return None  # a number
+
+    steps = []
+    for s in g.steps:
+        lines, result_fill = _step_lines(g, s, fill)
+        step_fill[s.index] = result_fill
+        steps.append(StepExplanation(s, g.step_text(s), tuple(lines), result_fill))
+    return GraphExplanation(g, fills, tuple(steps))
+
+
+def _algebra(a) -> str:
+    if isinstance(a, Semiring):
+        label = f"semiring {a.name}" if a.name else "semiring"
+        return (f"{label}: ⊗ = {a.mul.name}(x, y) = {a.mul.formula}, ⊕ = {a.add.name} "
+                f"(identity {a.add.identity})")
+    if isinstance(a, Monoid):
+        return f"monoid {a.name}: {a.op.formula} (identity {a.identity})"
+    if isinstance(a, Op):
+        return f"op {a.name}: {a.formula}"
+    return ""
+
+
+def _at_zero(op: Op, bound) -> float | None:
+    """op at an unstored 0 (with the bound number), as ``apply`` computes it; None: unknown."""
+    if bound is None:
+        subs = {X: 0}
+    elif isinstance(bound[1], float):
+        subs = {X: 0, Y: bound[1]} if bound[0] == "right" else {X: bound[1], Y: 0}
+    else:
+        return None  # a scalar computed by the graph: known when it runs
+    try:
+        v = complex(sp.N(op.formula.xreplace(subs)))
+    except (TypeError, ValueError):
+        return float("nan")
+    return v.real if v.imag == 0 else float("nan")
+
+
+def _decide(g: GraphDef, s: Step, fill):
+    """(Decision or None, why not) from the compiler's rule, as the operation calls it."""
+    ins = [fill(r) for r in s.inputs if isinstance(r, Ref) and not _is_scalar(g, r)]
+    if _REFUSED in ins:
+        return _REFUSED, "not reached: a step before it is refused for these fills"
+    if any(f is None for f in ins):
+        return None, "decided when it runs (an input's fill is known only then)"
+    op = s.operation
+    try:
+        if op in ("mxm", "mxv", "vxm"):
+            return rule.product(op, s.algebra, tuple(ins), tuple(ins)), None
+        if op in ("ewise_add", "ewise_mult"):
+            return rule.ewise(op, s.algebra, op == "ewise_add", tuple(ins), tuple(ins)), None
+        if op == "apply":
+            at_zero = 0.0
+            if ins[0] == 0:
+                at_zero = _at_zero(s.algebra, s.bound)
+                if at_zero is None:
+                    return None, "decided when it runs (the bound scalar is known only then)"
+            return rule.apply_value("apply", at_zero, tuple(ins), tuple(ins)), None
+        if op.startswith("reduce_"):
+            return rule.reduction(op, s.algebra, ins[0]), None
+    except GbdistError as e:
+        return _REFUSED, f"REFUSED: {e.message}"
+    why = {"select": "select keeps or drops stored entries; an unstored entry stays unstored",
+           "extract": "indexing moves stored entries; unstored entries stay unstored",
+           "assign": "indexing moves stored entries; unstored entries stay unstored"}[op]
+    return rule.Decision(op, True, ins[0], why), None
+
+
+_REFUSED = "refused"
+
+
+def _is_scalar(g: GraphDef, r: Ref) -> bool:
+    kind = g.kinds[r.source] if isinstance(r.source, str) else g.steps[r.source].kind
+    return kind == "scalar"
+
+
+def _step_lines(g: GraphDef, s: Step, fill):
+    lines = []
+    if s.algebra is not None:
+        lines.append("algebra: " + _algebra(s.algebra))
+    if s.operation == "select":
+        k = f", k = {g.label(s.k)}" if s.k is not None else (
+            ", k = 0" if s.selector in ("tril", "triu", "diag", "offdiag") else "")
+        lines.append(f"selector: {s.selector}{k} (keeps stored entries with "
+                     f"{_SELECT_WORDS.get(s.selector, f'value {s.selector} k')})")
+    if s.bound is not None:
+        lines.append(f"bound scalar: {s.bound[0]}={g.label(s.bound[1])} "
+                     + ("(op(a, s))" if s.bound[0] == "right" else "(op(s, a))"))
+    d, why_not = _decide(g, s, fill)
+    if d is not None and d is not _REFUSED:
+        head, *rest = str(d).splitlines()
+        lines.append("decision: " + head)
+        lines += [line.strip() and "  " + line.strip() for line in rest]
+        result_fill = d.result_fill
+    else:
+        lines.append("decision: " + why_not)
+        result_fill = d  # None (known at run time) or _REFUSED
+    if s.kind != "scalar":
+        lines.append("mask: " + _mask_text(g, s.mask, s.replace))
+        if s.accum is not None:
+            lines.append(f"accumulator: {s.accum.name} — out={g.label(s.out)} keeps its entries; "
+                         f"where both are stored the value is {s.accum.name}(out, result)")
+        elif s.out is not None:
+            lines.append(f"out={g.label(s.out)}: the result is written into a copy of it "
+                         "(no accumulator: inside the mask its entries are replaced)")
+    lines.append("result dtype: " + _dtype_text(s))
+    return lines, result_fill
+
+
+def _mask_text(g: GraphDef, m: MaskRef | None, replace_: bool) -> str:
+    if m is None:
+        return "none (every entry of the result may be written)"
+    kind = "structural (the stored entries" if m.structural else "by value (the stored nonzero entries"
+    text = f"{kind} of {g.label(m.ref)})"
+    if m.complement:
+        text = f"complemented {text}: written only where the pattern has no entry"
+    if replace_:
+        text += "; replace: entries of the output outside the mask are deleted"
+    return text
+
+
+def _dtype_text(s: Step) -> str:
+    if s.dtype is not None:
+        return f"{s.dtype} (dtype=)"
+    if s.out is not None:
+        return "out's dtype"
+    if s.operation in ("select", "extract", "assign"):
+        return "the input's dtype"
+    ops = {"mxm": "⊗ and ⊕ keep", "mxv": "⊗ and ⊕ keep", "vxm": "⊗ and ⊕ keep"}.get(
+        s.operation, "the op keeps")
+    return ("the operands' common dtype when it is floating, or when " + ops +
+            " integers and bool (+, −, ×, min, max, comparisons); else float64")
+
+
+__all__ = ["GraphExplanation", "StepExplanation", "explain_graph"]
