@@ -99,6 +99,7 @@ def test_bins_cover_every_bound_once():
         assert rpb == 1 or wpr == 1
         assert rpb * s * (4 + 8) <= 227 * 1024  # keys + 8-byte values: sm_90's dynamic shared limit
         assert 32 * wpr * rpb <= 1024
+        assert s // (32 * wpr) <= 16  # table slots a thread holds in the numeric pass's sort
     bounds = [b for b, _ in gc.SPMV_BINS]
     assert bounds == sorted(bounds)
     # gb_spmv_binned switches on exactly these lane counts, then the block bin (NB = 5)

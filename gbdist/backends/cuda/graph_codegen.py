@@ -34,10 +34,11 @@ CTYPES = {np.dtype(np.bool_): "bool", np.dtype(np.int32): "int", np.dtype(np.int
 INDEX_CTYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
 # Shared-memory SpGEMM bins: (table slots S, warps per row, rows per block); a bin takes the
-# rows of at most S / 2 columns. The tables are dynamic shared memory (S = 8192 with 8-byte
-# values: 96 KiB a block).
+# rows of at most S / 2 columns. The tables are dynamic shared memory (S = 16384 with 8-byte
+# values: 192 KiB, one block an SM); S / (32 * warps) <= 16 keeps the numeric pass's sort in
+# registers (64 a thread).
 SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 4), (256, 2, 1), (512, 4, 1), (1024, 8, 1),
-               (2048, 16, 1), (4096, 16, 1), (8192, 16, 1))
+               (2048, 16, 1), (4096, 16, 1), (8192, 16, 1), (16384, 32, 1))
 # SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
 # one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
