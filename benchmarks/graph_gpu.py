@@ -1,7 +1,9 @@
 """CUDA graph kernels (issue 12) against cuSPARSE on random power-law graphs.
 
 For each size (10^5 … 10^7 edges, average degree ~16): plus_times SpGEMM ``A @ A`` and
-SpMV ``A @ x`` against cupyx (cuSPARSE), and min_plus / plus_pair at the same sizes.
+SpMV ``A @ x`` against cupyx (cuSPARSE), and min_plus / plus_pair at the same sizes; SpMV
+with compensated sums; and on the symmetric ``S = A + Aᵀ``, SpMV reading all of S against
+the symmetric kernel reading its upper triangle only (and cuSPARSE's ``S @ x``).
 Every result is checked before it is timed (cupyx for plus_times and plus_pair, sampled
 rows brute-forced on the host for min_plus). Times are medians of CUDA-event timings after
 a warm-up (compilation excluded). Prints a table; writes JSON to $OUT/graph_gpu.json when
@@ -110,6 +112,24 @@ def run(edges_list, reps: int):
         yc, _ = K.spmv(A, x, None, sr.plus_pair, out_dtype=np.float64)
         assert bool(cupy.all(yc == deg.astype(cupy.float64)))
         rec["spmv_plus_pair_ms"] = median_ms(lambda: K.spmv(A, x, None, sr.plus_pair, out_dtype=np.float64), reps)
+        # compensated sums (Neumaier) against the plain plus_times kernel
+        yk, _ = K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64, compensated=True)
+        assert bool(cupy.allclose(yk, A @ x, rtol=1e-12))
+        rec["spmv_compensated_ms"] = median_ms(
+            lambda: K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64, compensated=True), reps)
+        # symmetric SpMV: S = A + Aᵀ read whole, or its upper triangle only
+        S = (A + A.T).tocsr()
+        S.sort_indices()
+        U = cps.triu(S, format="csr")
+        U.sort_indices()
+        ys, _ = K.spmv_symmetric(U, x, None, sr.plus_times, out_dtype=np.float64)
+        assert bool(cupy.allclose(ys, S @ x, rtol=1e-9))
+        rec["sym_edges"] = int(S.nnz)
+        rec["sym_spmv_cusparse_ms"] = median_ms(lambda: S @ x, reps)
+        rec["sym_spmv_full_ms"] = median_ms(lambda: K.spmv(S, x, None, sr.plus_times, out_dtype=np.float64), reps)
+        rec["sym_spmv_triangle_ms"] = median_ms(
+            lambda: K.spmv_symmetric(U, x, None, sr.plus_times, out_dtype=np.float64), reps)
+        del S, U
         # --- SpGEMM ---
         if flops <= 4e9:
             r = max(2, reps // 3)
@@ -136,7 +156,9 @@ def run(edges_list, reps: int):
 COLUMNS = [("edges", "edges"), ("spmv_cusparse_ms", "SpMV cuSP"), ("spmv_plus_times_ms", "SpMV +x"),
            ("spmv_min_plus_ms", "SpMV min+"), ("spmv_plus_pair_ms", "SpMV +pair"),
            ("spgemm_cusparse_ms", "SpGEMM cuSP"), ("spgemm_plus_times_ms", "SpGEMM +x"),
-           ("spgemm_min_plus_ms", "SpGEMM min+"), ("spgemm_plus_pair_ms", "SpGEMM +pair")]
+           ("spgemm_min_plus_ms", "SpGEMM min+"), ("spgemm_plus_pair_ms", "SpGEMM +pair"),
+           ("spmv_compensated_ms", "SpMV Kahan"), ("sym_spmv_cusparse_ms", "symSpMV cuSP"),
+           ("sym_spmv_full_ms", "symSpMV full"), ("sym_spmv_triangle_ms", "symSpMV tri")]
 
 
 def _line(rec) -> str:

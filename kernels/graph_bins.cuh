@@ -1,15 +1,17 @@
 // Row binning for the graph kernels (issue 12): bin each row by a key (a product bound, an
-// exact count, a degree) against ascending edges, then gather the rows of each bin together.
-// Two launches and one host read of the per-bin counts; rows inside a bin are in no
-// particular order (each row is computed on its own). At most 31 edges.
+// exact count, a degree) against ascending edges, then gather the rows of each bin together,
+// in ascending row order inside each bin (a stable counting sort: neighbouring threads then
+// read neighbouring rows). Blocks of 256 threads; at most 31 edges.
 //
 // gb_bin_count: bin[i] = the first b with keys[i] <= edges[b], ne when above the last edge,
-// -1 when skip_zero and keys[i] == 0; counts[b] += rows of bin b.
-// gb_bin_scatter: out[cursor[b]++] = i for the rows of bin b (cursor starts at the bins' offsets).
+// -1 when skip_zero and keys[i] == 0; blockcounts[b * gridDim.x + block] = rows of bin b in
+// the block.
+// gb_bin_scatter: out[starts[b * gridDim.x + block] + (earlier rows of bin b in the block)] = i,
+// starts being the exclusive prefix sums of blockcounts (bin-major).
 
 extern "C" __global__ void __launch_bounds__(256) gb_bin_count(
     const long long* __restrict__ keys, long long m, const long long* __restrict__ edges, int ne,
-    int skip_zero, int* __restrict__ bin, unsigned long long* __restrict__ counts) {
+    int skip_zero, int* __restrict__ bin, long long* __restrict__ blockcounts) {
   __shared__ unsigned int local[32];
   for (int q = threadIdx.x; q <= ne; q += blockDim.x) local[q] = 0;
   __syncthreads();
@@ -26,25 +28,55 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_count(
   }
   __syncthreads();
   for (int q = threadIdx.x; q <= ne; q += blockDim.x) {
-    if (local[q]) atomicAdd(&counts[q], (unsigned long long)local[q]);
+    blockcounts[(long long)q * gridDim.x + blockIdx.x] = (long long)local[q];
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
-    const int* __restrict__ bin, long long m, int ne, unsigned long long* __restrict__ cursor,
+    const int* __restrict__ bin, long long m, int ne, const long long* __restrict__ starts,
     long long* __restrict__ out) {
-  __shared__ unsigned int local[32];
-  __shared__ unsigned long long base[32];
-  for (int q = threadIdx.x; q <= ne; q += blockDim.x) local[q] = 0;
-  __syncthreads();
+  __shared__ unsigned int warpcount[8][32];  // rows of each bin in each warp of the block
+  const int lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5;
+  for (int q = lane; q <= ne; q += 32) warpcount[w][q] = 0;
+  __syncwarp();
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const int b = i < m ? bin[i] : -1;
-  unsigned int mine = 0;
-  if (b >= 0) mine = atomicAdd(&local[b], 1u);
+  const unsigned peers = __match_any_sync(0xffffffffu, b);
+  const int rank = __popc(peers & ((1u << lane) - 1u));
+  if (b >= 0 && rank == 0) warpcount[w][b] = __popc(peers);
   __syncthreads();
-  for (int q = threadIdx.x; q <= ne; q += blockDim.x) {
-    if (local[q]) base[q] = atomicAdd(&cursor[q], (unsigned long long)local[q]);
+  if (b >= 0) {
+    long long pos = starts[(long long)b * gridDim.x + blockIdx.x] + rank;
+    for (int v = 0; v < w; ++v) pos += warpcount[v][b];
+    out[pos] = i;
   }
-  __syncthreads();
-  if (b >= 0) out[base[b] + mine] = i;
+}
+
+// SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the mask row's size when Mp
+// is not null) — a warp per row.
+template <typename I>
+__global__ void __launch_bounds__(256) gb_spgemm_bound(
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const I* __restrict__ Bp,
+    const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long row = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (row >= m) return;  // a whole warp: rows are warp-aligned
+  long long s = 0;
+  const long long a1 = (long long)Ap[row + 1];
+  for (long long p = (long long)Ap[row] + lane; p < a1; p += 32) {
+    const long long k = (long long)Aj[p];
+    s += (long long)Bp[k + 1] - (long long)Bp[k];
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  if (lane == 0) {
+    if (s > n) s = n;
+    if (Mp != nullptr) {
+      const long long mm = (long long)Mp[row + 1] - (long long)Mp[row];
+      if (s > mm) s = mm;
+    }
+    ub[row] = s;
+  }
 }

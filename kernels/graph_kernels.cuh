@@ -368,7 +368,8 @@ __global__ void __launch_bounds__(512) gb_spgemm_global(
 // ---------------------------------------------------------------------------
 // SpMV (pull): y(i) = ⊕_{k: A(i,k) stored, x_present[k]} mul(A(i,k), x[k]).
 // G lanes per row (1, 4, 16 or 32) or a block per row, by degree. xp: present flags or null.
-// ymask: bool per row or null; COMP: keep rows where ymask is false.
+// ymask: bool per row or null; COMP: keep rows where ymask is false. CSUM: compensated sums
+// (for ⊕ = plus on floats; ignored otherwise).
 // ---------------------------------------------------------------------------
 template <class F, int G>
 __device__ __forceinline__ void gb_group_combine(typename F::W& acc, int& has) {
@@ -381,25 +382,67 @@ __device__ __forceinline__ void gb_group_combine(typename F::W& acc, int& has) {
   }
 }
 
-template <class F, typename I, typename TA, typename TX>
+template <typename W> struct gb_is_float { static constexpr bool value = false; };
+template <> struct gb_is_float<float> { static constexpr bool value = true; };
+template <> struct gb_is_float<double> { static constexpr bool value = true; };
+
+// Compensated sums (Neumaier): s + c is the running sum with about one rounding of error,
+// whatever the number of terms. Used for ⊕ = plus on floats when the caller asks for it.
+template <class F, bool CSUM>
+struct gb_csum { static constexpr bool on = CSUM && F::KIND == 1 && gb_is_float<typename F::W>::value; };
+
+template <typename W>
+__device__ __forceinline__ void gb_neumaier(W& s, W& c, W v) {
+  const W t = s + v;
+  c += (fabs(s) >= fabs(v)) ? ((s - t) + v) : ((v - t) + s);
+  s = t;
+}
+
+// The group's partial sums combined, compensated: (s, c) of every lane into lane 0's.
+template <class F, int G>
+__device__ __forceinline__ void gb_group_combine_csum(typename F::W& s, typename F::W& c, int& has) {
+#pragma unroll
+  for (int off = G / 2; off > 0; off >>= 1) {
+    const typename F::W os = __shfl_xor_sync(0xffffffffu, s, off, G);
+    const typename F::W oc = __shfl_xor_sync(0xffffffffu, c, off, G);
+    const int oh = __shfl_xor_sync(0xffffffffu, has, off, G);
+    if (oh) {
+      if (has) { gb_neumaier(s, c, os); c += oc; } else { s = os; c = oc; }
+    }
+    has |= oh;
+  }
+}
+
+// One lane's share of row `row`: entries lane, lane + step, ...; compensated when CS.
+template <class F, bool CS, typename I, typename TA, typename TX>
 __device__ __forceinline__ void gb_spmv_lane(long long row, int lane, int step,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
-    const TX* __restrict__ x, const bool* __restrict__ xp, typename F::W& acc, int& has) {
-  typedef typename F::M M;
+    const TX* __restrict__ x, const bool* __restrict__ xp, typename F::W& acc,
+    typename F::W& comp, int& has) {
   const long long a1 = (long long)Ap[row + 1];
   for (long long p = (long long)Ap[row] + lane; p < a1; p += step) {
     const long long k = (long long)Aj[p];
     if (xp != nullptr && !xp[k]) continue;
     const typename F::W v = F::mul(F::load(Ax[p]), F::load(x[k]));
-    acc = has ? F::add(acc, v) : v;
+    if constexpr (CS) {
+      if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
+    } else {
+      acc = has ? F::add(acc, v) : v;
+    }
     has = 1;
   }
+}
+
+template <class F, int G, bool CS>
+__device__ __forceinline__ void gb_combine(typename F::W& acc, typename F::W& comp, int& has) {
+  if constexpr (CS) gb_group_combine_csum<F, G>(acc, comp, has);
+  else gb_group_combine<F, G>(acc, has);
 }
 
 // One launch for every degree bin: rows holds the bins' row ids one after another; meta holds
 // the bins' first row (meta[b], b = 0..NB) and first block (meta[NB + 1 + b]); bin b < NB - 1
 // gives GS[b] lanes per row (256 threads a block), the last bin a 256-thread block per row.
-template <class F, int G, typename I, typename TA, typename TX, bool COMP>
+template <class F, int G, bool CS, typename I, typename TA, typename TX, bool COMP>
 __device__ __forceinline__ void gb_spmv_binned_group(const long long* __restrict__ rows, long long r0,
     long long nrows, long long block, const I* __restrict__ Ap, const I* __restrict__ Aj,
     const TA* __restrict__ Ax, const TX* __restrict__ x, const bool* __restrict__ xp,
@@ -411,17 +454,18 @@ __device__ __forceinline__ void gb_spmv_binned_group(const long long* __restrict
   if (r < nrows) row = rows[r0 + r];
   bool keep = row >= 0;
   if (keep && ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
-  typename F::W acc = F::identity();
+  typename F::W acc = F::identity(), comp = (typename F::W)0;
   int has = 0;
-  if (keep) gb_spmv_lane<F>(row, lane, G, Ap, Aj, Ax, x, xp, acc, has);
-  if constexpr (G > 1) gb_group_combine<F, G>(acc, has);
+  if (keep) gb_spmv_lane<F, CS>(row, lane, G, Ap, Aj, Ax, x, xp, acc, comp, has);
+  if constexpr (G > 1) gb_combine<F, G, CS>(acc, comp, has);
   if (lane == 0 && row >= 0) {
+    if constexpr (CS) acc = acc + comp;
     y[row] = has ? acc : F::identity();
     yp[row] = has != 0;
   }
 }
 
-template <class F, typename I, typename TA, typename TX, bool COMP>
+template <class F, typename I, typename TA, typename TX, bool COMP, bool CSUM>
 __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restrict__ rows,
     const long long* __restrict__ meta,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
@@ -429,37 +473,123 @@ __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restric
     typename F::W* __restrict__ y, bool* __restrict__ yp) {
   typedef typename F::W W;
   constexpr int NB = 5;  // SPMV_BINS (4 group bins) + the block bin
+  constexpr bool CS = gb_csum<F, CSUM>::on;
   const long long blk = blockIdx.x;
   int b = 0;
 #pragma unroll
   for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
   const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
   switch (b) {
-    case 0: gb_spmv_binned_group<F, 1, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
-    case 1: gb_spmv_binned_group<F, 4, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
-    case 2: gb_spmv_binned_group<F, 16, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
-    case 3: gb_spmv_binned_group<F, 32, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 0: gb_spmv_binned_group<F, 1, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 1: gb_spmv_binned_group<F, 4, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 2: gb_spmv_binned_group<F, 16, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
+    case 3: gb_spmv_binned_group<F, 32, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
     default: break;
   }
-  __shared__ W wacc[8];
+  __shared__ W wacc[8], wcomp[8];
   __shared__ int whas[8];
   const long long row = rows[r0 + block];
   bool keep = true;
   if (ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
-  W acc = F::identity();
+  W acc = F::identity(), comp = (W)0;
   int has = 0;
-  if (keep) gb_spmv_lane<F>(row, threadIdx.x, 256, Ap, Aj, Ax, x, xp, acc, has);
-  gb_group_combine<F, 32>(acc, has);
-  if (threadIdx.x % 32 == 0) { wacc[threadIdx.x / 32] = acc; whas[threadIdx.x / 32] = has; }
+  if (keep) gb_spmv_lane<F, CS>(row, threadIdx.x, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
+  gb_combine<F, 32, CS>(acc, comp, has);
+  if (threadIdx.x % 32 == 0) {
+    wacc[threadIdx.x / 32] = acc; wcomp[threadIdx.x / 32] = comp; whas[threadIdx.x / 32] = has;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    W a = F::identity();
+    W a = F::identity(), c = (W)0;
     int h = 0;
     for (int w = 0; w < 8; ++w) {
-      if (whas[w]) { a = h ? F::add(a, wacc[w]) : wacc[w]; h = 1; }
+      if (!whas[w]) continue;
+      if constexpr (CS) {
+        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
+      } else {
+        a = h ? F::add(a, wacc[w]) : wacc[w];
+      }
+      h = 1;
     }
+    if constexpr (CS) a = a + c;
     y[row] = h ? a : F::identity();
     yp[row] = h != 0;
+  }
+}
+
+// Symmetric SpMV: A = U + Uᵀ − diag with U the upper triangle (diagonal included) of a
+// symmetric A; reads U only (about half of A). Each stored U(i,j) adds mul(U(i,j), x[j]) to
+// y[i] (summed in the row's lanes, then one atomic ⊕) and, off the diagonal, mul(U(i,j), x[i])
+// to y[j] (an atomic ⊕). y starts at ⊕'s identity, yp at 0. Bins and meta as gb_spmv_binned
+// (over U's row degrees).
+// One lane's share of row `row` (entries lane, lane + step, ...); the CW lanes of a combine
+// group then fold their row sums and one of them adds it to y[row] atomically.
+template <class F, int CW, typename I, typename TA, typename TX, bool COMP>
+__device__ __forceinline__ void gb_spmv_sym_lane(long long row, int lane, int step,
+    const I* __restrict__ Up, const I* __restrict__ Uj, const TA* __restrict__ Ux,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, int* __restrict__ yp) {
+  typedef typename F::W W;
+  typedef typename F::M M;
+  W acc = F::identity();
+  int has = 0;
+  if (row >= 0) {
+    const bool xi = xp == nullptr || xp[row];
+    const M xv = F::load(x[row]);
+    const bool keep_i = ymask == nullptr || (COMP ? !ymask[row] : ymask[row]);
+    const long long a1 = (long long)Up[row + 1];
+    for (long long p = (long long)Up[row] + lane; p < a1; p += step) {
+      const long long j = (long long)Uj[p];
+      const M a = F::load(Ux[p]);
+      if (keep_i && (xp == nullptr || xp[j])) {
+        const W v = F::mul(a, F::load(x[j]));
+        acc = has ? F::add(acc, v) : v;
+        has = 1;
+      }
+      if (j != row && xi && (ymask == nullptr || (COMP ? !ymask[j] : ymask[j]))) {
+        gb_atomic_combine_g<F>(&y[j], F::mul(a, xv));
+        yp[j] = 1;
+      }
+    }
+  }
+  if constexpr (CW > 1) gb_group_combine<F, CW>(acc, has);
+  if (lane % CW == 0 && row >= 0 && has) {
+    gb_atomic_combine_g<F>(&y[row], acc);
+    yp[row] = 1;
+  }
+}
+
+template <class F, int G, typename I, typename TA, typename TX, bool COMP>
+__device__ __forceinline__ void gb_spmv_sym_group(const long long* __restrict__ rows, long long r0,
+    long long nrows, long long block, const I* __restrict__ Up, const I* __restrict__ Uj,
+    const TA* __restrict__ Ux, const TX* __restrict__ x, const bool* __restrict__ xp,
+    const bool* __restrict__ ymask, typename F::W* __restrict__ y, int* __restrict__ yp) {
+  const long long tid = block * 256 + threadIdx.x;
+  const long long r = tid / G;
+  const long long row = r < nrows ? rows[r0 + r] : -1;
+  gb_spmv_sym_lane<F, G, I, TA, TX, COMP>(row, (int)(tid % G), G, Up, Uj, Ux, x, xp, ymask, y, yp);
+}
+
+template <class F, typename I, typename TA, typename TX, bool COMP>
+__global__ void __launch_bounds__(256) gb_spmv_symmetric(const long long* __restrict__ rows,
+    const long long* __restrict__ meta,
+    const I* __restrict__ Up, const I* __restrict__ Uj, const TA* __restrict__ Ux,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, int* __restrict__ yp) {
+  constexpr int NB = 5;
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
+  switch (b) {
+    case 0: gb_spmv_sym_group<F, 1, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;
+    case 1: gb_spmv_sym_group<F, 4, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;
+    case 2: gb_spmv_sym_group<F, 16, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;
+    case 3: gb_spmv_sym_group<F, 32, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;
+    default:  // a long row: 256 lanes, each warp adding its share to y[row]
+      gb_spmv_sym_lane<F, 32, I, TA, TX, COMP>(rows[r0 + block], threadIdx.x, 256, Up, Uj, Ux, x, xp, ymask, y, yp);
+      return;
   }
 }
 

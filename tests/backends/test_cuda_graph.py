@@ -138,6 +138,41 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
 
 
+def test_spgemm_global_table_rows_match_scipy():
+    """Rows whose bound passes the largest shared table (8,192 columns) take the global-memory
+    table and the sort afterwards; the rest of the rows the shared bins."""
+    A = powerlaw(600, 30000, 4, long_row=1500, avg=10)
+    B = powerlaw(30000, 30000, 5, avg=12)
+    ub = np.minimum([np.diff(B.indptr)[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(600)], 30000)
+    assert ub.max() > 8192 and ((ub > 16) & (ub <= 512)).any()
+    C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64).get()
+    ones = sps.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+    pattern = ones @ sps.csr_matrix((np.ones(B.nnz), B.indices, B.indptr), shape=B.shape)
+    pattern.sort_indices()
+    np.testing.assert_array_equal(C.indptr, pattern.indptr)
+    np.testing.assert_array_equal(C.indices, pattern.indices)  # sorted by column in every row
+    np.testing.assert_allclose(C.toarray(), (A @ B).toarray(), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("skip_zero", [False, True])
+def test_row_bins_are_a_stable_partition(skip_zero):
+    """_bins: every row (but the zero-key ones when skipped) in exactly one bin, the bin its key
+    falls in, rows ascending inside each bin (the order the kernels read memory in)."""
+    from gbdist.backends.cuda.graph import _bins
+    rng = np.random.default_rng(7)
+    keys = (rng.pareto(1.1, 100_003) * 20).astype(np.int64)
+    keys[::7] = 0
+    edges = [1, 4, 16, 64, 256, 1024]
+    bins = [b.get() for b in _bins(cupy.asarray(keys), edges, skip_zero=skip_zero)]
+    want_bin = np.searchsorted(edges, keys, side="left")
+    seen = np.concatenate(bins)
+    expect_rows = np.flatnonzero(keys != 0) if skip_zero else np.arange(keys.size)
+    np.testing.assert_array_equal(np.sort(seen), expect_rows)
+    for b, rows in enumerate(bins):
+        assert np.all(np.diff(rows) > 0)
+        assert np.all(want_bin[rows] == b)
+
+
 CASES = [
     (np.float64, "min_plus"), (np.float32, "plus_times"), (np.int32, "plus_times"),
     (np.int64, "min_plus"), (np.int64, "max_times"), (np.bool_, "lor_land"),
@@ -339,3 +374,74 @@ def test_graph_operations_run_on_the_device():
             assert w.to_host().isequal(op(uh, gb.Matrix(A), SR.min_plus, backend="reference"))
     r = gr.reduce_rows(Ad, gb.ops.max)
     assert r.to_host().isequal(gr.reduce_rows(A, gb.ops.max, backend="reference"))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_spmv_compensated_sums_match_fsum(dtype):
+    """compensated=True: plus_times rows summed with Neumaier's compensation, in every degree
+    bin (1 … 4,000 entries a row), come within a couple of roundings of math.fsum of the
+    rounded products; the plain sum of the cancelling rows does not."""
+    import math
+    rng = np.random.default_rng(11)
+    degs = [0, 3, 12, 50, 700, 4000]
+    rows, cols, vals = [], [], []
+    n = 5000
+    for i, d in enumerate(degs * 3):
+        c = rng.choice(n, d, replace=False)
+        big = rng.choice([-1.0, 1.0], d) * 10.0 ** rng.integers(0, 9 if dtype == np.float64 else 4, d)
+        v = np.where(np.arange(d) % 2 == 0, big, -big) + rng.random(d)  # pairs that cancel
+        rows += [i] * d
+        cols += list(c)
+        vals += list(v)
+    A = sps.csr_matrix((np.asarray(vals, dtype), (rows, cols)), shape=(len(degs) * 3, n))
+    A.sort_indices()
+    x = np.ones(n, dtype)
+    y, yp = K.spmv(dev(A), cupy.asarray(x), None, SR.plus_times, out_dtype=dtype, compensated=True)
+    y0, _ = K.spmv(dev(A), cupy.asarray(x), None, SR.plus_times, out_dtype=dtype)
+    y, y0, yp = y.get(), y0.get(), yp.get()
+    eps = np.finfo(dtype).eps
+    worse = 0
+    for i in range(A.shape[0]):
+        seg = slice(A.indptr[i], A.indptr[i + 1])
+        exact = math.fsum((A.data[seg].astype(dtype) * x[A.indices[seg]]).astype(np.float64))
+        assert bool(yp[i]) == (A.indptr[i + 1] > A.indptr[i])
+        if not yp[i]:
+            continue
+        scale = float(np.abs(A.data[seg]).max())
+        assert abs(float(y[i]) - exact) <= 2 * eps * abs(exact) + 4 * eps * eps * scale * (A.indptr[i + 1] - A.indptr[i]), (i, y[i], exact)
+        worse += abs(float(y0[i]) - exact) > abs(float(y[i]) - exact)
+    assert worse > 0  # the plain sums lose digits the compensated ones keep
+
+
+SYM_CASES = [(np.float64, "plus_times"), (np.float64, "min_plus"), (np.int64, "max_times"),
+             (np.bool_, "lor_land"), (np.float32, "plus_times")]
+
+
+@pytest.mark.parametrize("dtype,name", SYM_CASES, ids=[f"{np.dtype(d).name}-{n}" for d, n in SYM_CASES])
+@pytest.mark.parametrize("variant", ["plain", "x_present", "mask", "complement"])
+def test_spmv_symmetric_reads_one_triangle(dtype, name, variant):
+    """spmv_symmetric(triu(A)) equals spmv(A) on a symmetric A (power-law degrees, a long row,
+    empty rows, stored zeros on and off the diagonal), with a sparse x and with masks."""
+    P = powerlaw(3000, 3000, 21, dtype, long_row=1500, avg=8)
+    A = (P + P.T).tocsr() if dtype != np.bool_ else ((P + P.T) != 0).tocsr()
+    A = A.astype(dtype)
+    A.setdiag(np.where(np.arange(3000) % 3 == 0, 0, 2).astype(dtype))  # stored zeros on the diagonal
+    A.sort_indices()
+    assert (abs(A - A.T) > 0).nnz == 0
+    U = sps.triu(A, format="csr")
+    U.sort_indices()
+    rng = np.random.default_rng(5)
+    x = (rng.integers(-3, 5, 3000)).astype(dtype)
+    xp = rng.random(3000) < 0.6 if variant == "x_present" else None
+    mask = rng.random(3000) < 0.5 if variant in ("mask", "complement") else None
+    comp = variant == "complement"
+    sr = SR[name]
+    dx = cupy.asarray(x)
+    dxp = None if xp is None else cupy.asarray(xp)
+    dm = None if mask is None else cupy.asarray(mask)
+    y, yp = K.spmv(dev(A), dx, dxp, sr, mask=dm, complement=comp, out_dtype=dtype)
+    ys, yps = K.spmv_symmetric(dev(U), dx, dxp, sr, mask=dm, complement=comp, out_dtype=dtype)
+    yp, yps = yp.get(), yps.get()
+    np.testing.assert_array_equal(yps, yp)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(ys.get()[yp].astype(np.float64), y.get()[yp].astype(np.float64), rtol=rtol)

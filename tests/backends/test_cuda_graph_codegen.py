@@ -32,7 +32,8 @@ def _all_names(out, mask: int, itype="int"):
     """What the host launches for one functor: SpGEMM (one mask mode), SpMV, SpMSpV, segments."""
     tv = gc.CTYPES[np.dtype(out)]
     names = gc.spgemm_names(itype, tv, "bool", mask)
-    names += (gc.spmv_name(itype, tv, "double", mask == 2),)
+    names += (gc.spmv_name(itype, tv, "double", mask == 2), gc.spmv_name(itype, tv, "float", mask == 1, True),
+              gc.spmv_symmetric_name(itype, tv, "double", mask == 2))
     names += (gc.spmspv_name(itype, tv, "float", "int", mask == 1),
               gc.segment_name("long long", tv), gc.segment_name("int", "bool"))
     return names
@@ -110,5 +111,6 @@ def test_bins_cover_every_bound_once():
 @pytest.mark.nvcc
 def test_bin_kernels_compile():
     from gbdist.resources import read
-    r = _nvcc(read("kernels", "graph_bins.cuh"))
+    r = _nvcc(read("kernels", "graph_bins.cuh") + "\n[[maybe_unused]] void* const gb_b[] = "
+              "{(void*)&gb_spgemm_bound<int>, (void*)&gb_spgemm_bound<long long>};\n")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -73,14 +73,21 @@ def _grid(n: int, per_block: int) -> int:
 _BIN_SOURCE = None
 
 
-def _bin_kernels():
-    """The two row-binning kernels of ``kernels/graph_bins.cuh`` (one module per process)."""
+_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>")
+
+
+def _bin_module():
+    """The functor-free kernels of ``kernels/graph_bins.cuh`` (one module per process)."""
     global _BIN_SOURCE
     if _BIN_SOURCE is None:
         from ...resources import read
         src = read("kernels", "graph_bins.cuh")
         _BIN_SOURCE = (src, "graph-bins-" + gc.key(src))
-    mod = cache.module(_BIN_SOURCE[1], _BIN_SOURCE[0], ("gb_bin_count", "gb_bin_scatter"))
+    return cache.module(_BIN_SOURCE[1], _BIN_SOURCE[0], _BIN_NAMES)
+
+
+def _bin_kernels():
+    mod = _bin_module()
     return mod.get_function("gb_bin_count"), mod.get_function("gb_bin_scatter")
 
 
@@ -90,7 +97,7 @@ _EDGES: dict = {}
 def _bins(keys, edges, skip_zero: bool):
     """Row ids grouped by bin: bin b holds the rows with edges[b-1] < key <= edges[b]; the last
     bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin. Two kernel
-    launches and one read of the counts (rows inside a bin in no particular order).
+    launches, a scan and one read of the counts; rows ascending inside each bin.
     Returns a list of CuPy int64 arrays (one per bin)."""
     out, offsets = _binned_rows(keys, edges, skip_zero)
     return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
@@ -107,17 +114,17 @@ def _binned_rows(keys, edges, skip_zero: bool):
     if e is None:
         e = _EDGES[ekey] = cupy.asarray(np.asarray(edges, dtype=np.int64))
     count, scatter = _bin_kernels()
+    nblocks = _grid(m, 256)
     bin_ = cupy.empty(max(m, 1), dtype=cupy.int32)
-    counts = cupy.zeros(ne + 1, dtype=cupy.uint64)
-    grid = (_grid(m, 256),)
+    blockcounts = cupy.zeros((ne + 1) * nblocks, dtype=cupy.int64)
     if m:
-        count(grid, (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)), bin_, counts))
-    host = counts.get().astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(host)])
+        count((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)),
+                                   bin_, blockcounts))
+    ends = cupy.cumsum(blockcounts)  # bin-major: bin 0's blocks, then bin 1's ...
+    offsets = np.concatenate([[0], ends[nblocks - 1::nblocks].get()]).astype(np.int64)
     out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
     if out.size:
-        cursor = cupy.asarray(offsets[:-1].astype(np.uint64))
-        scatter(grid, (256,), (bin_, np.int64(m), np.int32(ne), cursor, out))
+        scatter((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
     return out, offsets
 
 
@@ -188,14 +195,12 @@ class CudaGraphKernels:
             mode = 2 if complement else 1
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
-        # Upper bound of each row's distinct columns.
-        degB = cupy.diff(Bp).astype(cupy.int64)
-        csum = cupy.concatenate([cupy.zeros(1, cupy.int64), cupy.cumsum(degB[Aj], dtype=cupy.int64)])
-        Ap64 = Ap.astype(cupy.int64)
-        ub = csum[Ap64[1:]] - csum[Ap64[:-1]]
-        ub = cupy.minimum(ub, n)
-        if mode == 1:
-            ub = cupy.minimum(ub, cupy.diff(Mp).astype(cupy.int64))
+        # Upper bound of each row's distinct columns (one kernel, a warp a row).
+        ub = cupy.empty(m, dtype=cupy.int64)
+        if m:
+            bound = _bin_module().get_function(f"gb_spgemm_bound<{gc.index_ctype(it)}>")
+            bound((_grid(m * 32, 256),), (256,),
+                  (Ap, Aj, Bp, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub))
         # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
         edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
         I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
@@ -273,7 +278,8 @@ class CudaGraphKernels:
 
     # -- SpMV / SpMSpV ----------------------------------------------------------------------
 
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+             compensated=False):
         import cupy
         Ap, Aj, Ax = _csr_parts(A, "A")
         m, n = (int(s) for s in A.shape)
@@ -292,11 +298,39 @@ class CudaGraphKernels:
         if m == 0:
             return self._finish(y, out), yp
         rows, meta, blocks = _spmv_bins(A, Ap)
-        name = gc.spmv_name(I, TA, TX, bool(complement))
+        name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated))
         fn = self._kernels(sr.mul, sr.add, out, (name,))[name]
         if blocks:
             fn((blocks,), (256,), (rows, meta, Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
         return self._finish(y, out), yp
+
+    def spmv_symmetric(self, U, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+        """``spmv`` of the symmetric matrix whose upper triangle (diagonal included) is ``U``,
+        reading U only: each off-diagonal entry also pushes into y[j] with an atomic ⊕."""
+        import cupy
+        Up, Uj, Ux = _csr_parts(U, "U")
+        m, n = (int(s) for s in U.shape)
+        if m != n:
+            raise InputError("spmv_symmetric: U must be square", got=str(U.shape))
+        x = cupy.ascontiguousarray(cupy.asarray(x))
+        if x.shape != (n,):
+            raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
+        xp = None if x_present is None else cupy.ascontiguousarray(cupy.asarray(x_present, dtype=cupy.bool_))
+        ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
+        if ym is not None and ym.shape != (m,):
+            raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
+        out = np.dtype(out_dtype)
+        work = gc.work_dtype(out, self.acc64)
+        y = cupy.full(m, _identity(sr.add, work, out), dtype=work)
+        yp = cupy.zeros(m, dtype=cupy.int32)
+        if m:
+            rows, meta, blocks = _spmv_bins(U, Up)
+            name = gc.spmv_symmetric_name(gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype),
+                                          gc.ctype(x.dtype, "values of x"), bool(complement))
+            fn = self._kernels(sr.mul, sr.add, out, (name,))[name]
+            if blocks:
+                fn((blocks,), (256,), (rows, meta, Up, Uj, Ux, x, _ptr(xp), _ptr(ym), y, yp))
+        return self._finish(y, out), yp.astype(cupy.bool_)
 
     def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
         import cupy

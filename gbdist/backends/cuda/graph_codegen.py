@@ -178,9 +178,15 @@ def global_name(I, TA, TB, numeric: bool, mask: int) -> str:
     return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
-def spmv_name(I: str, TA: str, TX: str, comp: bool) -> str:
-    return f"gb_spmv_binned<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}>"
+def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
+    """The one-launch SpMV; ``comp``: complemented mask; ``csum``: compensated sums."""
+    return (f"gb_spmv_binned<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
+            f"{'true' if csum else 'false'}>")
 
+
+
+def spmv_symmetric_name(I: str, TA: str, TX: str, comp: bool) -> str:
+    return f"gb_spmv_symmetric<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}>"
 
 
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:
