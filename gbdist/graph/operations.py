@@ -17,7 +17,7 @@ from ..backends.graph_reference import binary, fold_segments, identity_value, un
 from ..compiler import graph as rule
 from ..errors import InputError
 from .dispatch import get_kernels
-from .masks import as_mask, write_back
+from .masks import as_mask, space_of, write_back
 from .objects import Matrix, Vector, as_matrix, as_vector
 from . import sparse as S
 from . import types as T
@@ -185,15 +185,15 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     xp = A.xp
     ka, kb = A.keys(), B.keys()
     va, vb = _vals(A), _vals(B)
+    space = space_of(A)
     if mask is not None:  # T outside the mask is never written: compute only inside it
         ka_keep, kb_keep = mask.allows(ka), mask.allows(kb)
         ka, va, kb, vb = ka[ka_keep], va[ka_keep], kb[kb_keep], vb[kb_keep]
     both = lambda a, b: binary(op, a, b, dt, xp)  # noqa: E731
-    from .sparse import merge_intersection, merge_union
-    if union:
-        keys, vals = merge_union(ka, va, kb, vb, both, dt, xp)
+    if union:  # full or dense operands merge through dense arrays (sparse.DENSE_SHARE)
+        keys, vals = S.merge_union(ka, va, kb, vb, both, dt, xp, space=space)
     else:
-        keys, vals = merge_intersection(ka, va, kb, vb, both, xp)
+        keys, vals = S.merge_intersection(ka, va, kb, vb, both, xp, space=space)
     return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
                   out=out, replace=replace, on_device=on_device)
 
