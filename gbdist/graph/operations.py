@@ -139,9 +139,18 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
         x, xp_ = u.dense_parts()
         y, present = K.spmv(M.csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
                             complement=comp, out_dtype=dt)
-    keys = A.xp.nonzero(present)[0].astype(np.int64)
-    return finish(Vector, keys, y[keys], (size,), dt, dec.result_fill, dec, mask=mask,
+    keys, vals = _present_entries(present, y, A.xp)
+    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _present_entries(present, y, xp):
+    """The stored entries of a dense result with a presence flag: every position (no
+    gather) when all are present, else the present ones."""
+    if bool(present.all()):
+        return xp.arange(present.size, dtype=np.int64), y
+    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
+    return keys, y[keys]
 
 
 # --- element-wise ----------------------------------------------------------------------
@@ -334,8 +343,8 @@ def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, tra
     xp = A.xp
     nzero = M.ncols - xp.diff(M.csr.indptr).astype(np.int64)
     vals, present = _reduce_segments(name, M.csr, nzero, monoid, dt, A.fill, K, A.on_device)
-    keys = xp.nonzero(present)[0].astype(np.int64)
-    return finish(Vector, keys, vals[keys], (size,), dt, dec.result_fill, dec, mask=mask,
+    keys, vals = _present_entries(present, vals, xp)
+    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=A.on_device)
 
 

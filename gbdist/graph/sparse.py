@@ -180,17 +180,21 @@ def _union_dense(ka, va, kb, vb, both, dtype, xp, space):
         if ks.size:
             out[ks] = both(vf[ks], vs) if full_a else both(vs, vf[ks])
         return kf, out
-    da = _dense_values(ka, va, space, xp)
-    pa = present_of(ka, space, xp)
-    in_a = pa[kb]  # b's entries that a holds too
-    present = pa
+    present = present_of(ka, space, xp)
+    in_a = present[kb]  # b's entries that a holds too
     present[kb] = True
-    out = xp.zeros(space, dtype=dtype)
+    out = xp.empty(space, dtype=dtype)  # read only where present
     out[ka] = va.astype(dtype, copy=False)
-    kb_only, kb_both = kb[~in_a], kb[in_a]
-    out[kb_only] = vb[~in_a].astype(dtype, copy=False)
-    if kb_both.size:
-        out[kb_both] = both(da[kb_both], vb[in_a])
+    overlap = bool(in_a.any())
+    if overlap:  # a's values where both hold the key, before b's overwrite them
+        kbb = kb[in_a]
+        if kbb.size * 16 < space:
+            a_at = va[xp.searchsorted(ka, kbb)]
+        else:
+            a_at = _dense_values(ka, va, space, xp)[kbb]
+    out[kb] = vb.astype(dtype, copy=False)
+    if overlap:
+        out[kbb] = both(a_at, vb[in_a])
     keys = xp.flatnonzero(present).astype(np.int64, copy=False)
     return keys, out[keys]
 
