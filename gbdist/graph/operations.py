@@ -11,6 +11,8 @@ on every result as ``result.decision``. Extract/assign live in :mod:`.indexing`.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..backends.graph_reference import binary, fold_segments, identity_value, unary
@@ -144,13 +146,26 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
                   accum=accum, out=out, replace=replace, on_device=on_device)
 
 
+_LAST_PRESENT: list = [None, None]  # (weak reference to a presence array, its keys)
+
+
 def _present_entries(present, y, xp):
     """The stored entries of a dense result with a presence flag: every position (no
-    gather) when all are present, else the present ones."""
+    gather) when all are present, else the present ones. A kernel that returns the same
+    (cached, read-only) presence array again, as plus_times SpMV returns its matrix's
+    non-empty rows, gets the keys found last time."""
+    ref, keys = _LAST_PRESENT
+    if ref is not None and ref() is present:
+        return keys, (y if keys.size == y.size else y[keys])
     if bool(present.all()):
-        return xp.arange(present.size, dtype=np.int64), y
-    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
-    return keys, y[keys]
+        keys = xp.arange(present.size, dtype=np.int64)
+    else:
+        keys = xp.flatnonzero(present).astype(np.int64, copy=False)
+    try:
+        _LAST_PRESENT[:] = [weakref.ref(present), keys]
+    except TypeError:
+        pass
+    return keys, (y if keys.size == y.size else y[keys])
 
 
 # --- element-wise ----------------------------------------------------------------------
