@@ -94,8 +94,8 @@ class Matrix(_Cached):
         binary op, e.g. ``gb.ops.plus``) combines them (in the order given)."""
         xp = S.xp_of(on_device)
         m, n = (int(shape[0]), int(shape[1]))
-        rows = xp.asarray(rows).astype(np.int64).ravel()
-        cols = xp.asarray(cols).astype(np.int64).ravel()
+        rows = xp.asarray(rows).astype(np.int64, copy=False).ravel()
+        cols = xp.asarray(cols).astype(np.int64, copy=False).ravel()
         values = xp.asarray(values)
         if values.ndim == 0:
             values = xp.ascontiguousarray(xp.broadcast_to(values, rows.shape))
