@@ -161,6 +161,11 @@ class Matrix(_Cached):
             return t
         return self.prepared("T", build)
 
+    def has_transpose(self) -> bool:
+        """Whether ``self.T`` is at hand without computing it."""
+        return self.has_prepared("T") or (self._transpose_of is not None
+                                          and self._transpose_of._version == self._made_at)
+
     def keys(self):
         """Sorted int64 keys ``i * ncols + j`` of the stored entries (cached)."""
         return self.prepared("keys", lambda: S.csr_keys(self._csr, self.xp))
