@@ -272,14 +272,21 @@ def main(argv=None) -> None:
     p.add_argument("--mxm-max-edges", type=float, default=2e6)
     p.add_argument("--device", action="store_true", help="also time gbdist's GPU path")
     p.add_argument("--json", default="", help="write the rows to this file")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads for both gbdist and SuiteSparse (default: each its own)")
     args = p.parse_args(argv)
+    if args.threads:
+        os.environ["GBDIST_NUM_THREADS"] = str(args.threads)
+        peers.grb.ss.config["nthreads"] = args.threads
     args.only = set(filter(None, args.only.split(",")))
     unknown = args.only - set(NAMES)
     if unknown:
         p.error(f"unknown operations {sorted(unknown)}; choose from {', '.join(NAMES)}")
     print(f"CPU cores: {os.cpu_count()}; SuiteSparse threads: "
           f"{peers.grb.ss.config['nthreads']}; gbdist graph kernels: "
-          f"{type(gr.get_kernels('auto')).__name__}")
+          f"{type(gr.get_kernels('auto')).__name__}, threads "
+          f"{os.environ.get('GBDIST_NUM_THREADS', 'all')}; load average "
+          f"{os.getloadavg()[0]:.1f}")
     rows = []
     for e in args.edges.split(","):
         rows += run_size(float(e), args)
