@@ -425,7 +425,10 @@ def _as_csr(x):
             csr.sum_duplicates()
         return csr
     if sps.issparse(x):
-        csr = sps.csr_matrix(x) if x.format == "csr" else x.tocsr()
+        # a csr_matrix is kept as it is (the kernels' per-matrix caches then serve every
+        # call given the same SciPy object); other CSR types are wrapped without a copy
+        csr = x if type(x) is sps.csr_matrix else (
+            sps.csr_matrix(x) if x.format == "csr" else x.tocsr())
         if not csr.has_canonical_format:
             csr = csr.copy()
             csr.sum_duplicates()

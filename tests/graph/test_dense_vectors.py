@@ -182,3 +182,36 @@ def test_from_coo_duplicates_combined_in_the_order_given(dup):
     r, c, x = M.to_coo()
     np.testing.assert_array_equal(r * 10 + c, sorted(want))
     np.testing.assert_array_equal(x, [want[i] for i in sorted(want)])
+
+
+@pytest.mark.parametrize("edge_share", [0.0, 2.0])  # always pull / push when not full
+@pytest.mark.parametrize("op", ["mxv", "vxm"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.bool_])
+def test_unmasked_push_by_edge_share_matches_brute_force(kernels, monkeypatch, edge_share,
+                                                         op, dtype):
+    """operations.PUSH_EDGE_SHARE: a half-full vector pushes or pulls by the edges its rows
+    hold; both give the brute-force min_plus (lor_land for bool) product."""
+    from gbdist.graph import operations as O
+    from graphcase import random_graph
+    monkeypatch.setattr(O, "PUSH_EDGE_SHARE", edge_share)
+    rng = np.random.default_rng(8)
+    A, W, P = random_graph(rng, 30, 30, p=0.2, dtype=dtype)
+    u, wu, pu = _vec(rng, 30, 14, dtype)
+    G = dev(kernels, gb.Matrix(A))
+    G.T  # mxv pushes only when Aᵀ is at hand
+    sr = gb.semirings.lor_land if np.dtype(dtype) == np.bool_ else gb.semirings.min_plus
+    if op == "mxv":
+        w = gr.mxv(G, dev(kernels, u), sr, backend=_b(kernels))
+    else:
+        w = gr.vxm(dev(kernels, u), G, sr, backend=_b(kernels))
+    Wc, uc = W.astype(dtype).astype(float), wu.astype(dtype).astype(float)
+    M, MP = (Wc, P) if op == "mxv" else (Wc.T, P.T)
+    want, present = np.zeros(30), np.zeros(30, bool)
+    for i in range(30):
+        terms = [(float(M[i, k] != 0 and uc[k] != 0) if np.dtype(dtype) == np.bool_
+                  else M[i, k] + uc[k]) for k in range(30) if MP[i, k] and pu[k]]
+        if terms:
+            want[i] = max(terms) if np.dtype(dtype) == np.bool_ else min(terms)
+            present[i] = True
+    assert present.any() and (~present).any()
+    assert_matches(w, want, present, w.dtype)
