@@ -7,8 +7,10 @@ algebra written in python-graphblas (``benchmarks/graph_peers.py``) and networkx
 feasible (up to ``--nx-max-edges``); the answers are checked against each other (and SciPy's
 csgraph where it has the algorithm) *before* anything is timed. Times are medians of
 ``--repeat`` runs after one warm-up call (Numba compiles there); "ratio" is gbdist's time over
-SuiteSparse's (below 1: gbdist faster). "peak MiB" is the largest resident-set growth during
-one gbdist call (sampled every millisecond from /proc/self/statm).
+SuiteSparse's (below 1: gbdist faster); the two are timed interleaved (one of each in
+turn), so a change in the load of a shared machine affects both; ``mxv`` is also timed
+against SciPy's ``A @ x`` the same way ("vs_scipy"). "peak MiB" is the largest
+resident-set growth during one gbdist call (sampled every millisecond from /proc/self/statm).
 
     python benchmarks/graph.py                         # 1e4, 1e5, 1e6 edges
     python benchmarks/graph.py --edges 1e7 --only triangle_count,pagerank,mxv
@@ -53,6 +55,21 @@ def median_time(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def paired_times(ours, peer, repeat: int) -> tuple[float, float]:
+    """Medians of ``repeat`` runs of each, interleaved (ours, peer, peer, ours, ...) after
+    one warm-up call of each, so that a change in the machine's load (other processes on
+    the shared cores) falls on both sides alike."""
+    ours(), peer()
+    t_o, t_p = [], []
+    for r in range(repeat):
+        pair = ((ours, t_o), (peer, t_p)) if r % 2 == 0 else ((peer, t_p), (ours, t_o))
+        for fn, acc in pair:
+            t0 = time.perf_counter()
+            fn()
+            acc.append(time.perf_counter() - t0)
+    return statistics.median(t_o), statistics.median(t_p)
 
 
 def csr_of(M):
@@ -173,18 +190,24 @@ def run_size(edges: float, args) -> list[dict]:
         check(r_ours, r_peer)  # results checked before timing
         if name in refs:
             refs[name](r_ours)
-        t_ours = median_time(ours, args.repeat)
-        t_peer = median_time(peer, args.repeat)
+        t_ours, t_peer = paired_times(ours, peer, args.repeat)
+        extra = {}
+        if name == "mxv":  # the issue's SpMV target is against SciPy's A @ x
+            x = np.random.default_rng(0).random(n)
+            t_o2, t_sp = paired_times(ours, lambda: A @ x, args.repeat)
+            extra = dict(scipy_s=t_sp, vs_scipy=t_o2 / t_sp)
         t_nx = median_time(nxf, 1) if nxf else None
         peak = peak_growth(ours) / 2**20
         row = dict(edges=int(A.nnz), n=n, op=name, gbdist_s=t_ours, suitesparse_s=t_peer,
-                   ratio=t_ours / t_peer, networkx_s=t_nx, peak_mib=peak)
+                   ratio=t_ours / t_peer, networkx_s=t_nx, peak_mib=peak, **extra)
         if args.device:
             row["gpu_s"] = _gpu_time(name, A, args, r_ours)
         rows.append(row)
         print(f"{name:22s} {t_ours:10.4f} {t_peer:13.4f} {row['ratio']:7.2f} "
               f"{(f'{t_nx:10.3f}' if t_nx else '         -')} {peak:9.1f}"
-              + (f"  {row['gpu_s']:8.4f}" if args.device else ""), flush=True)
+              + (f"  {row['gpu_s']:8.4f}" if args.device else "")
+              + (f"  (SciPy A @ x {extra['scipy_s']:.4f} s, ratio {extra['vs_scipy']:.2f})"
+                 if extra else ""), flush=True)
     return rows
 
 
@@ -249,14 +272,21 @@ def main(argv=None) -> None:
     p.add_argument("--mxm-max-edges", type=float, default=2e6)
     p.add_argument("--device", action="store_true", help="also time gbdist's GPU path")
     p.add_argument("--json", default="", help="write the rows to this file")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads for both gbdist and SuiteSparse (default: each its own)")
     args = p.parse_args(argv)
+    if args.threads:
+        os.environ["GBDIST_NUM_THREADS"] = str(args.threads)
+        peers.grb.ss.config["nthreads"] = args.threads
     args.only = set(filter(None, args.only.split(",")))
     unknown = args.only - set(NAMES)
     if unknown:
         p.error(f"unknown operations {sorted(unknown)}; choose from {', '.join(NAMES)}")
     print(f"CPU cores: {os.cpu_count()}; SuiteSparse threads: "
           f"{peers.grb.ss.config['nthreads']}; gbdist graph kernels: "
-          f"{type(gr.get_kernels('auto')).__name__}")
+          f"{type(gr.get_kernels('auto')).__name__}, threads "
+          f"{os.environ.get('GBDIST_NUM_THREADS', 'all')}; load average "
+          f"{os.getloadavg()[0]:.1f}")
     rows = []
     for e in args.edges.split(","):
         rows += run_size(float(e), args)

@@ -5,6 +5,8 @@ On random power-law graphs (``benchmarks/graphs.py``, average degree ~17):
 * plus_times ``spmv`` (dense x) against SciPy's ``A @ x`` (target: within 1.2x);
 * min_plus ``spmv`` against SuiteSparse's ``A.mxv(x, min_plus)``;
 * plus_times and plus_pair SpGEMM ``A @ A`` against SuiteSparse (and SciPy);
+* min_plus ``vxm`` of a vector holding 2-70% of the vertices, by push (``spmspv``)
+  against pull (``spmv`` of Aᵀ), the measurement behind ``PUSH_EDGE_SHARE``;
 * masked SpGEMM ``C<L> = L ⊕.⊗ L.T`` with plus_pair (triangle counting) against
   SuiteSparse (target for SuiteSparse comparisons: within 1.5x).
 
@@ -120,6 +122,25 @@ def rows(n: int, repeat: int, skip_aa: bool):
                 row("plus_times spgemm A@A", lambda: K.spgemm(A, A, S.plus_times,
                                                              out_dtype=np.float64),
                     lambda: A @ A, "scipy")
+    # vxm by push (SpMSpV over the vector's rows) against pull (SpMV of Aᵀ with x's
+    # presence) for vectors of a share of the vertices: the rule of
+    # gbdist.graph.operations.PUSH_EDGE_SHARE (the "peer" column is the pull)
+    AT = A.T.tocsr()
+    AT.sort_indices()
+    AT.indices, AT.indptr = AT.indices.astype(A.indices.dtype), AT.indptr.astype(A.indptr.dtype)
+    rng = np.random.default_rng(3)
+    for share in (0.02, 0.1, 0.4, 0.7):
+        idx = np.sort(rng.choice(n, max(1, int(share * n)), replace=False))
+        val = rng.random(idx.size)
+        xd = np.zeros(n)
+        xd[idx] = val
+        xpres = np.zeros(n, dtype=bool)
+        xpres[idx] = True
+        push = lambda: K.spmspv(A, idx, val, S.min_plus, out_dtype=np.float64)  # noqa: E731
+        pull = lambda: K.spmv(AT, xd, xpres, S.min_plus, out_dtype=np.float64)  # noqa: E731
+        (y1, p1), (y2, p2) = push(), pull()
+        assert np.array_equal(p1, p2) and np.allclose(y1[p1], y2[p2], rtol=1e-12)
+        row(f"min_plus vxm push, {share:.0%} of u", push, pull, "pull")
     # triangle counting: C<L> = L plus_pair L.T
     L = sps.tril(A, k=-1).tocsr()
     L.sort_indices()

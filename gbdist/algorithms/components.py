@@ -47,17 +47,19 @@ def connected_components(A, *, backend: str = "auto") -> np.ndarray:
         mngf = gr.mxv(M, gf, min_second, backend=backend)
         # stochastic hooking: f(f(i)) = min(f(f(i)), mngf(i)), a scatter with duplicates done
         # as a min-reduction of the rows of the matrix with entries (f(i), i) = mngf(i)
-        fi = host(f.values).astype(np.int64)
+        fi = host(f.values).astype(np.int64, copy=False)
         present = host(mngf.indices)
-        H = gb.Matrix.from_coo(fi[present], present, host(mngf.values).astype(np.int64),
-                               (n, n), dtype=np.int64)
+        H = gb.Matrix.from_coo(fi[present], present,  # mngf's type is the float semiring's
+                               host(mngf.values).astype(np.int64, copy=False), (n, n),
+                               dtype=np.int64)
         if getattr(M, "on_device", False):
             H = H.to_device()
         hooks = gr.reduce_rows(H, gb.ops.min, backend=backend)
         f = gr.ewise_add(f, hooks, gb.ops.min, backend=backend)
         f = gr.ewise_add(f, mngf, gb.ops.min, backend=backend)       # aggressive hooking
         f = gr.ewise_add(f, gf, gb.ops.min, backend=backend)         # shortcutting
-        new_gf = gr.extract(f, host(f.values).astype(np.int64), backend=backend)  # f[f]
+        new_gf = gr.extract(f, host(f.values).astype(np.int64, copy=False),
+                            backend=backend)  # f[f]
         if new_gf.isequal(gf):
             return host(f.to_dense(fill=0)).astype(np.int64)
         gf = new_gf

@@ -7,7 +7,9 @@ With ⊗ = + (extend a path by an edge) and ⊕ = min (keep the cheapest), one p
 relaxes every edge leaving the vertices in ``d``. Bellman–Ford repeats ``d = min(d, t)``.
 A vertex whose distance did not change cannot improve its neighbours again, so only the
 vertices that changed in the last round (the *frontier*, a sparse vector) are pushed: the
-same answer as relaxing every edge each round, at the cost of the edges that matter.
+same answer as relaxing every edge each round, at the cost of the edges that matter. The
+frontier is the part of ``t`` that is new or shorter than ``d``, found on ``t``'s entries
+only (not by comparing the whole of ``d`` before and after).
 
 Structural semantics: only stored entries are edges, so an explicitly stored 0 is an edge of
 weight 0 (it is *not* "no edge"), and an unreachable vertex never gets an entry (+inf).
@@ -40,12 +42,12 @@ def sssp(A, source, *, backend: str = "auto") -> np.ndarray:
     for _ in range(n + 1):
         # relax the edges leaving the vertices that changed last round
         t = gr.vxm(frontier, M, min_plus, backend=backend)
-        new = gr.ewise_add(d, t, gb.ops.min, backend=backend)
-        # unchanged: stored in both with equal values; the rest of `new` is the frontier
-        same = gr.select(gr.ewise_mult(new, d, gb.ops.eq, backend=backend), "==", 1,
-                         backend=backend)
-        frontier = gr.apply(gb.ops.identity, new, mask=~same.S, backend=backend)
-        d = new
+        # no better: t(j) >= d(j) where both are stored (the sign of t - d is exact in
+        # floating point); the rest of t is new or shorter, the next frontier
+        no_better = gr.select(gr.ewise_mult(t, d, gb.ops.minus, backend=backend), ">=", 0,
+                              backend=backend)
+        frontier = gr.apply(gb.ops.identity, t, mask=~no_better.S, backend=backend)
+        d = gr.ewise_add(d, frontier, gb.ops.min, backend=backend)
         if not frontier.nvals:
             break
     else:

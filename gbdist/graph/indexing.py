@@ -51,9 +51,16 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
         v = as_vector(A)
         xp = v.xp
         idx = xp.asarray(S.index_list(rows, v.size, "indices"))
-        entry, new = _remap(v.indices, idx, xp)
-        order = xp.argsort(new, kind="stable")
-        keys, vals = new[order], v.values[entry[order]]
+        if v.nvals == v.size:  # full: a gather, every selected entry is stored
+            keys, vals = xp.arange(idx.size, dtype=np.int64), v.values[idx]
+        elif v.has_prepared("dense") or S.dense_space(v.size, v.nvals, idx.size):
+            dv, pv = v.dense_parts()  # dense: gather values and presence, no sort
+            keys = xp.flatnonzero(pv[idx]).astype(np.int64, copy=False)
+            vals = dv[idx[keys]]
+        else:
+            entry, new = _remap(v.indices, idx, xp)
+            order = xp.argsort(new, kind="stable")
+            keys, vals = new[order], v.values[entry[order]]
         shape = (int(idx.size),)
         mask = as_mask(mask, shape, "extract")
         out = _check_out(out, Vector, shape, "extract")

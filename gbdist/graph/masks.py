@@ -50,8 +50,15 @@ class Mask:
         return src.prepared("value-mask-keys", build)
 
     def allows(self, keys):
-        """Bool per key: may the output hold it?"""
-        inside = S.member(keys, self.keys(), self.source.xp)
+        """Bool per key: may the output hold it? A vector mask is read through its dense
+        pattern (:meth:`dense`) when that is built already or the keys are many; other
+        masks search their sorted keys (dense when they fill the key space)."""
+        src = self.source
+        if src.ndim == 1 and (src.has_prepared(("mask-dense", self.structural))
+                              or S.dense_space(src.size, keys.size, src.nvals)):
+            inside = self.dense()[keys]
+        else:
+            inside = S.member(keys, self.keys(), src.xp, space=space_of(src))
         return ~inside if self.complement else inside
 
     def pattern_csr(self):
@@ -108,7 +115,8 @@ def write_back(keys, vals, dtype, *, out, mask, accum, replace):
     ck, cv = out.keys(), (out.csr.data if out.ndim == 2 else out.values)
     if accum is not None:
         op = getattr(accum, "op", accum)
-        zk, zv = S.merge_union(ck, cv, keys, vals, lambda a, b: binary(op, a, b, dtype, xp), dtype, xp)
+        zk, zv = S.merge_union(ck, cv, keys, vals, lambda a, b: binary(op, a, b, dtype, xp),
+                               dtype, xp, space=space_of(out))
     else:
         zk, zv = keys, vals
     if mask is None:
@@ -122,6 +130,11 @@ def write_back(keys, vals, dtype, *, out, mask, accum, replace):
     v = xp.concatenate([zv.astype(dtype, copy=False), cv[outside].astype(dtype)])
     order = xp.argsort(k, kind="stable")
     return k[order], v[order]
+
+
+def space_of(x) -> int:
+    """The key space of a Matrix (m·n) or Vector (its size)."""
+    return x.size if x.ndim == 1 else x.shape[0] * x.shape[1]
 
 
 def _xp(a):

@@ -2,7 +2,9 @@
 
 Entries of a matrix are handled as sorted int64 *keys* ``i * ncols + j`` with their
 values (a vector's keys are its indices): union, intersection, masks and write-back are
-then sorted-array merges (``searchsorted``), the same code on the host and the device.
+then sorted-array merges (``searchsorted``), or, when the keys fill at least
+:data:`DENSE_SHARE` of the key space (full vectors, frontiers grown large), scatters
+into dense arrays of the key space; the same code on the host and the device.
 Nothing here imports CuPy at import time.
 """
 from __future__ import annotations
@@ -99,10 +101,34 @@ def keys_csr(keys, values, shape, on_device: bool):
     return make_csr(xp.asarray(values), cols.astype(it), indptr, shape, on_device)
 
 
-def member(keys, sorted_keys, xp=np):
-    """Bool per key: is it in ``sorted_keys`` (sorted, unique)?"""
+DENSE_SHARE = 1 / 8
+"""Key sets holding together at least this share of their key space (a vector's size, a
+matrix's m·n) are merged through dense arrays of the key space (SuiteSparse's "bitmap" and
+"full" formats): scatters and gathers, O(space + entries), no sort and no search. Sparser
+sets are merged as sorted keys (``searchsorted``)."""
+
+
+def dense_space(space, *counts) -> bool:
+    """Whether key sets of these sizes in a key space of ``space`` take the dense path."""
+    return space is not None and space > 0 and sum(counts) >= DENSE_SHARE * space
+
+
+def present_of(keys, space: int, xp=np):
+    """A bool array of the key space, True at ``keys``."""
+    out = xp.zeros(space, dtype=bool)
+    out[keys] = True
+    return out
+
+
+def member(keys, sorted_keys, xp=np, space=None):
+    """Bool per key: is it in ``sorted_keys`` (sorted, unique)? With the key space's size
+    ``space`` given, a dense set is looked up through a bool array instead of searched."""
     if sorted_keys.size == 0 or keys.size == 0:
         return xp.zeros(keys.shape, dtype=bool)
+    if sorted_keys.size == space:  # every key of the space: all in
+        return xp.ones(keys.shape, dtype=bool)
+    if dense_space(space, keys.size, sorted_keys.size):
+        return present_of(sorted_keys, space, xp)[keys]
     pos = xp.minimum(xp.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
     return sorted_keys[pos] == keys
 
@@ -115,22 +141,75 @@ def locate(keys, sorted_keys, xp=np):
     return pos, sorted_keys[pos] == keys
 
 
-def merge_union(ka, va, kb, vb, both, dtype, xp=np):
+def _dense_values(keys, vals, space, xp):
+    """``vals`` scattered into an array of the key space (0 elsewhere); ``vals`` itself
+    when ``keys`` is every key."""
+    if keys.size == space:
+        return vals
+    out = xp.zeros(space, dtype=vals.dtype)
+    out[keys] = vals
+    return out
+
+
+def merge_union(ka, va, kb, vb, both, dtype, xp=np, space=None):
     """Union of two sorted key sets: ``both(va, vb)`` where both hold a key, the one
-    present elsewhere (cast to ``dtype``). Returns sorted keys and values."""
+    present elsewhere (cast to ``dtype``). Returns sorted keys and values. ``space``: the
+    key space's size, for the dense path (:data:`DENSE_SHARE`)."""
+    va, vb = xp.asarray(va), xp.asarray(vb)
+    if dense_space(space, ka.size, kb.size):
+        return _union_dense(ka, va, kb, vb, both, dtype, xp, space)
     pos, found = locate(ka, kb, xp)
     in_b_used = xp.zeros(kb.shape, dtype=bool)
     in_b_used[pos[found]] = True
     keys = xp.concatenate([ka, kb[~in_b_used]])
-    vals_a = xp.asarray(va).astype(dtype, copy=True)
+    vals_a = va.astype(dtype, copy=True)
     if bool(found.any()):
         vals_a[found] = both(va[found], vb[pos[found]])
-    vals = xp.concatenate([vals_a, xp.asarray(vb[~in_b_used]).astype(dtype)])
+    vals = xp.concatenate([vals_a, vb[~in_b_used].astype(dtype)])
     order = xp.argsort(keys, kind="stable")
     return keys[order], vals[order]
 
 
-def merge_intersection(ka, va, kb, vb, both, xp=np):
+def _union_dense(ka, va, kb, vb, both, dtype, xp, space):
+    full_a, full_b = ka.size == space, kb.size == space
+    if full_a and full_b:  # both full: one element-wise op, the keys are 0..space-1
+        return ka, xp.asarray(both(va, vb)).astype(dtype, copy=False)
+    if full_a or full_b:  # one full: it is the union; the other's entries are combined
+        kf, vf, ks, vs = (ka, va, kb, vb) if full_a else (kb, vb, ka, va)
+        out = vf.astype(dtype, copy=True)
+        if ks.size:
+            out[ks] = both(vf[ks], vs) if full_a else both(vs, vf[ks])
+        return kf, out
+    present = present_of(ka, space, xp)
+    in_a = present[kb]  # b's entries that a holds too
+    present[kb] = True
+    out = xp.empty(space, dtype=dtype)  # read only where present
+    out[ka] = va.astype(dtype, copy=False)
+    overlap = bool(in_a.any())
+    if overlap:  # a's values where both hold the key, before b's overwrite them
+        kbb = kb[in_a]
+        if kbb.size * 16 < space:
+            a_at = va[xp.searchsorted(ka, kbb)]
+        else:
+            a_at = _dense_values(ka, va, space, xp)[kbb]
+    out[kb] = vb.astype(dtype, copy=False)
+    if overlap:
+        out[kbb] = both(a_at, vb[in_a])
+    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
+    return keys, out[keys]
+
+
+def merge_intersection(ka, va, kb, vb, both, xp=np, space=None):
+    """Intersection of two sorted key sets: ``both(va, vb)`` where both hold a key."""
+    if space is not None and space > 0:
+        if ka.size == space:  # a full: b's keys, a gathered at them
+            return kb, both(va[kb], vb)
+        if kb.size == space:
+            return ka, both(va, vb[ka])
+        if dense_space(space, ka.size, kb.size):
+            found = present_of(kb, space, xp)[ka]
+            keys = ka[found]
+            return keys, both(va[found], _dense_values(kb, vb, space, xp)[keys])
     pos, found = locate(ka, kb, xp)
     return ka[found], both(va[found], vb[pos[found]])
 

@@ -44,6 +44,7 @@ frontier tried).
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -52,7 +53,8 @@ import scipy.sparse as sps
 
 from ..graph_reference import _cast as _ref_cast
 from ..graph_reference import identity_value
-from .threads import _pool, threads
+from .threads import _pool
+from .threads import threads as _threads_now
 
 # Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
 # off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py).
@@ -77,6 +79,17 @@ SPMSPV_PARALLEL_WORK = 1 << 23
 
 _MODULES: dict = {}
 _LOCK = threading.Lock()
+_THREADS: dict = {}
+
+
+def threads() -> int:
+    """:func:`.threads.threads`, remembered per process and thread-count variables (it asks
+    the OS for the affinity mask, ~1 ms: too slow for every call of a small product)."""
+    key = (os.getpid(), os.environ.get("GBDIST_NUM_THREADS"), os.environ.get("NUMBA_NUM_THREADS"))
+    t = _THREADS.get(key)
+    if t is None:
+        t = _THREADS[key] = _threads_now()
+    return t
 
 
 _WORK: dict = {}
@@ -203,27 +216,36 @@ def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
     return _ref_cast(values, out_dtype)
 
 
-_TRANSPOSES: dict = {}
+_PREPARED: dict = {}
 
 
-def _transpose(B):
-    """B's transpose as canonical CSR (B's CSC), kept while B lives and its buffers are
-    unchanged."""
-    key = id(B)
-    hit = _TRANSPOSES.get(key)
+def _prepared(B, name, build):
+    """``build()``, cached for the SciPy matrix ``B`` while it lives and its buffers are
+    unchanged (keyed by identity and buffer addresses: a matrix changed in place or a new
+    matrix at a recycled id never serves a stale form)."""
+    key = (id(B), name)
+    hit = _PREPARED.get(key)
     stamp = (B.shape, B.nnz, B.data.ctypes.data, B.indices.ctypes.data, B.indptr.ctypes.data)
     if hit is not None and hit[0]() is B and hit[1] == stamp:
         return hit[2]
-    T = B.T.tocsr()
-    T.sort_indices()
-    it = B.indices.dtype
-    T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
+    value = build()
     try:
-        ref = weakref.ref(B, lambda _r, k=key: _TRANSPOSES.pop(k, None))
+        ref = weakref.ref(B, lambda _r, k=key: _PREPARED.pop(k, None))
     except TypeError:
+        return value
+    _PREPARED[key] = (ref, stamp, value)
+    return value
+
+
+def _transpose(B):
+    """B's transpose as canonical CSR (B's CSC), kept while B lives (:func:`_prepared`)."""
+    def build():
+        T = B.T.tocsr()
+        T.sort_indices()
+        it = B.indices.dtype
+        T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
         return T
-    _TRANSPOSES[key] = (ref, stamp, T)
-    return T
+    return _prepared(B, "T", build)
 
 
 def _scipy_safe(A, B) -> bool:
@@ -343,7 +365,7 @@ class CompiledGraphKernels:
                 and ax.dtype in (np.float64, np.int64)):
             # SciPy's csr_matvec is this very loop (same order of summation), in C++
             y = np.asarray(A @ x).reshape(-1)
-            return y, np.diff(ap) > 0
+            return y, _prepared(A, "nonempty-rows", lambda: np.diff(ap) > 0)  # shared: read only
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         wt = np.int64 if work == "int64" else np.float64
@@ -354,7 +376,7 @@ class CompiledGraphKernels:
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
         ident = _identity(sr.add, wt)
-        ranges = _nnz_ranges(ap, m)
+        ranges = _prepared(A, ("nnz-ranges", threads()), lambda: _nnz_ranges(ap, m))
         if has_xp or mask is not None:
             _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
         else:
