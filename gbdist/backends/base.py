@@ -207,9 +207,13 @@ class GraphKernels(Protocol):
         indices. ``mask``: a CSR whose *pattern* restricts the output; ``complement``:
         keep only (i, j) not in the mask."""
 
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype) -> tuple:
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+             compensated=False) -> tuple:
         """Pull: ``y(i) = ⊕_{k: A(i,k) stored, x_present[k]} mul(A(i,k), x[k])``.
         ``x_present``: bool (n,) or None (all present); ``mask``: bool (m,) or None.
+        ``compensated``: when ⊕ is plus and the result floating-point, each row's terms
+        are summed with a compensated (Neumaier) sum: about one rounding of error whatever
+        the row's length (other monoids and integer results do not round: no change).
         Returns ``(y (m,), y_present (m,))``; y is the ⊕ identity where not present."""
 
     def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype) -> tuple:

@@ -226,7 +226,8 @@ class ReferenceGraphKernels:
         folded, _ = fold_segments(sr.add.op, seg, prod, int(starts.sum()), out_dtype)
         return keys[starts], folded
 
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+             compensated=False):
         m = A.shape[0]
         rows = np.arange(m, dtype=np.int64)
         if mask is not None:
@@ -239,6 +240,16 @@ class ReferenceGraphKernels:
             pos, owner, kk = pos[keep], owner[keep], kk[keep]
         prod = binary(sr.mul, A.data[pos], np.asarray(x)[kk], out_dtype)
         folded, present = fold_segments(sr.add.op, rows[owner], prod, m, out_dtype)
+        if compensated and sr.add.invertible and np.dtype(out_dtype).kind == "f":
+            # the oracle of compensated sums: each row's terms summed exactly (math.fsum),
+            # rounded once
+            import math
+            seg = rows[owner]
+            starts = np.searchsorted(seg, np.arange(m), side="left")
+            ends = np.searchsorted(seg, np.arange(m), side="right")
+            terms = prod.astype(np.float64)
+            for i in np.flatnonzero(present):
+                folded[i] = math.fsum(terms[starts[i]:ends[i]])
         folded[~present] = identity_value(sr.add, out_dtype)
         return folded, present
 

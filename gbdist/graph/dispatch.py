@@ -2,14 +2,18 @@
 
 ``backend="auto"``: device data → ``CudaGraphKernels`` (``gbdist.backends.cuda.graph``);
 host data → ``CompiledGraphKernels`` (``gbdist.backends.compiled.graph``) when it
-imports (Numba present), else the NumPy reference. ``"cpu"`` is the best host set
-(compiled, else reference); ``"compiled"``, ``"reference"`` and ``"cuda"`` force one
-(a missing one is a BackendError). Kernel sets are constructed once, with no arguments,
-and imported only when first used (importing gbdist stays cheap).
+imports (Numba present), else the NumPy reference — except that a product on host data
+big enough for the GPU to win, operands moved there and the result back included, runs
+on the GPU when one is present (:func:`device_pays`, the crossover measured by
+``benchmarks/graph_crossover.py``). ``"cpu"`` is the best host set (compiled, else
+reference); ``"compiled"``, ``"reference"`` and ``"cuda"`` force one (a missing one is a
+BackendError). Kernel sets are constructed once, with no arguments, and imported only
+when first used (importing gbdist stays cheap).
 """
 from __future__ import annotations
 
 import importlib
+import os
 
 from ..errors import BackendError, ParameterError
 
@@ -66,3 +70,25 @@ def get_kernels(backend: str = "auto", on_device: bool = False):
     if backend in ("auto", "cpu"):
         return _load("compiled") if available("compiled") else _load("reference")
     return _load(backend)
+
+
+DEVICE_FROM = {"mxv": 500_000, "mxm": 200_000, "mxm-masked": 300_000}
+"""Work from which ``backend="auto"`` runs a product on host data on the GPU: stored
+entries of the matrix (``mxv``/``vxm``), of both operands (a masked ``mxm``), or products
+(``Σ deg_B`` over A's entries: an unmasked or complement-masked ``mxm``). Measured on the
+H100 machine against the compiled kernels on 2 threads, moves included
+(docs/benchmarks.md, "CPU or GPU for host data"): SpMV 0.29 ms CPU vs 0.72 ms GPU at 10⁵
+entries, 1.8 vs 0.8 ms at 1.1·10⁶; masked products 5.6 vs 8.4 ms at 10⁵, 92 vs 21 ms at
+1.1·10⁶; unmasked A·A already 7.0 vs 1.7 ms at 10⁴ entries (about 3·10⁵ products)."""
+
+
+def device_pays(kind: str, work: int) -> bool:
+    """Whether a product of ``work`` (see :data:`DEVICE_FROM`) on host data should run on
+    the GPU under ``backend="auto"``: big enough, a CUDA device present, and not turned off
+    with ``GBDIST_GRAPH_AUTO_DEVICE=0``."""
+    if work < DEVICE_FROM[kind]:
+        return False
+    if os.environ.get("GBDIST_GRAPH_AUTO_DEVICE", "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    from ..backends.cuda import available as cuda_present
+    return cuda_present() and available("cuda")

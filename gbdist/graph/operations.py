@@ -18,8 +18,9 @@ import numpy as np
 from ..backends.graph_reference import binary, fold_segments, identity_value, unary
 from ..compiler import graph as rule
 from ..errors import InputError
+from . import dispatch
 from .dispatch import get_kernels
-from .masks import as_mask, space_of, write_back
+from .masks import Mask, as_mask, space_of, write_back
 from .objects import Matrix, Vector, as_matrix, as_vector
 from . import sparse as S
 from . import types as T
@@ -44,6 +45,23 @@ def _push_by_edges(A, u, name, mask, on_device) -> bool:
     M = A if name == "vxm" else A.T
     deg = M.prepared("row-degrees", lambda: np.diff(M.csr.indptr))
     return float(deg[u.indices].sum()) < PUSH_EDGE_SHARE * M.nvals
+
+
+def _mirror(x):
+    """The device copy of a host operand, kept on the object as a prepared form (built once,
+    rebuilt after the object changes): products that move to the GPU under
+    ``backend="auto"`` move each operand once, not once a call."""
+    if x is None:
+        return None
+    if isinstance(x, Mask):
+        return Mask(_mirror(x.source), x.structural, x.complement)
+    return x.prepared("device-mirror", x.to_device)
+
+
+def _moved_result(res, dec):
+    host = res.to_host()
+    host.decision = dec
+    return host
 
 
 def _device(*objs) -> bool:
@@ -102,6 +120,15 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
     dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op])
     on_device = _device(A, B, mask and mask.source, out)
+    if backend == "auto" and not on_device and out is None and A.nvals >= 1000:
+        if mask is not None and not mask.complement:
+            kind, work = "mxm-masked", A.nvals + B.nvals
+        else:
+            degB = B.prepared("row-degrees", lambda: np.diff(B.csr.indptr))
+            kind, work = "mxm", int(degB[A.csr.indices].sum())
+        if dispatch.device_pays(kind, work):
+            return _moved_result(mxm(_mirror(A), _mirror(B), sr, mask=_mirror(mask), accum=accum,
+                                     dtype=dt, backend="cuda"), dec)
     K = get_kernels(backend, on_device)
     C = K.spgemm(A.csr, B.csr, sr, mask=None if mask is None else mask.pattern_csr(),
                  complement=bool(mask and mask.complement), out_dtype=dt)
@@ -116,38 +143,53 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
                   accum=accum, out=out, replace=replace, on_device=on_device)
 
 
-def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
-    """``w(i) = ⊕_k mul(A(i,k), u(k))`` over stored entries; a sparse Vector."""
+def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto",
+        compensated=False):
+    """``w(i) = ⊕_k mul(A(i,k), u(k))`` over stored entries; a sparse Vector.
+    ``compensated=True``: with ⊕ = plus and a floating-point result, each entry's terms are
+    summed with a compensated (Neumaier) sum (about one rounding of error, whatever the
+    number of terms; the pull kernel always); no effect for other monoids or integers."""
     A, u, sr = as_matrix(A), as_vector(u), T.semiring_arg(sr, "mxv")
     if A.ncols != u.size:
         raise InputError("mxv: the vector's size differs from the matrix's columns",
                          expected=f"size {A.ncols}", got=f"A {A.shape}, u size {u.size}")
     return _matvec("mxv", A, u, sr, pull_matrix=A, push_matrix=lambda: A.T, flip_for_push=True,
-                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend)
+                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend,
+                   compensated=compensated)
 
 
-def vxm(u, A, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
-    """``w(j) = ⊕_k mul(u(k), A(k,j))`` over stored entries; a sparse Vector."""
+def vxm(u, A, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto",
+        compensated=False):
+    """``w(j) = ⊕_k mul(u(k), A(k,j))`` over stored entries; a sparse Vector (``compensated``
+    as for :func:`mxv`)."""
     u, A, sr = as_vector(u), as_matrix(A), T.semiring_arg(sr, "vxm")
     if A.nrows != u.size:
         raise InputError("vxm: the vector's size differs from the matrix's rows",
                          expected=f"size {A.nrows}", got=f"u size {u.size}, A {A.shape}")
     return _matvec("vxm", A, u, sr, pull_matrix=None, push_matrix=lambda: A, flip_for_push=False,
-                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend)
+                   mask=mask, accum=accum, out=out, replace=replace, dtype=dtype, backend=backend,
+                   compensated=compensated)
 
 
 def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, accum, out,
-            replace, dtype, backend):
+            replace, dtype, backend, compensated=False):
     size = A.nrows if name == "mxv" else A.ncols
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
     dec = rule.product(name, sr, (A.effective_fill, u.effective_fill), (A.fill, u.fill))
     dt = T.result_dtype(out, dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op])
     on_device = _device(A, u, mask and mask.source, out)
+    if (backend == "auto" and not on_device and out is None
+            and dispatch.device_pays("mxv", A.nvals)):
+        fn = mxv if name == "mxv" else vxm
+        args = (_mirror(A), _mirror(u)) if name == "mxv" else (_mirror(u), _mirror(A))
+        return _moved_result(fn(*args, sr, mask=_mirror(mask), accum=accum, dtype=dt,
+                                backend="cuda", compensated=compensated), dec)
     K = get_kernels(backend, on_device)
     kmask = None if mask is None else mask.dense()
     comp = bool(mask and mask.complement)
-    if u.nvals < PUSH_FRACTION * u.size or _push_by_edges(A, u, name, mask, on_device):
+    csum = bool(compensated) and sr.add.invertible and np.dtype(dt).kind == "f"
+    if not csum and (u.nvals < PUSH_FRACTION * u.size or _push_by_edges(A, u, name, mask, on_device)):
         M = push_matrix()
         s = T.flipped(sr) if flip_for_push else sr
         y, present = K.spmspv(M.csr, u.indices, u.values, s, mask=kmask, complement=comp,
@@ -157,7 +199,7 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
         s = sr if pull_matrix is not None else T.flipped(sr)
         x, xp_ = u.dense_parts()
         y, present = K.spmv(M.csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
-                            complement=comp, out_dtype=dt)
+                            complement=comp, out_dtype=dt, **({"compensated": True} if csum else {}))
     keys, vals = _present_entries(present, y, A.xp)
     return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)

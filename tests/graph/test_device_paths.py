@@ -34,9 +34,10 @@ class _HostStandIn:
         from gbdist.graph.sparse import to_device_csr
         return to_device_csr(C)
 
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+             compensated=False):
         y, p = self._ref.spmv(A.get(), x.get(), self._h(x_present), sr, mask=self._h(mask),
-                              complement=complement, out_dtype=out_dtype)
+                              complement=complement, out_dtype=out_dtype, compensated=compensated)
         return self.xp.asarray(y), self.xp.asarray(p)
 
     def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):

@@ -356,10 +356,12 @@ class CompiledGraphKernels:
 
     # -- matrix × dense vector (pull) -----------------------------------------------
 
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+             compensated=False):
         ap, ai, ax, (m, k) = _csr(A)
         x = np.asarray(x)
-        if (ai.shape[0] < SCIPY_SPMV and mask is None and x_present is None
+        csum = bool(compensated) and sr.add.invertible and np.dtype(out_dtype).kind == "f"
+        if (not csum and ai.shape[0] < SCIPY_SPMV and mask is None and x_present is None
                 and _is_plus_times(sr)
                 and ax.dtype == x.dtype == np.dtype(out_dtype)
                 and ax.dtype in (np.float64, np.int64)):
@@ -377,7 +379,9 @@ class CompiledGraphKernels:
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
         ident = _identity(sr.add, wt)
         ranges = _prepared(A, ("nnz-ranges", threads()), lambda: _nnz_ranges(ap, m))
-        if has_xp or mask is not None:
+        if csum:
+            _run(mod.spmv_csum, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
+        elif has_xp or mask is not None:
             _run(mod.spmv, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
         else:
             _run(mod.spmv_all, (ap, ai, ax, x, ident, y, yp), ranges)
