@@ -153,6 +153,16 @@ class CompiledPrepared:
         self.cols = [(st, u) for st, u, kind in gen.reductions if kind == "col"]
         self.rows = [(st, u) for st, u, kind in gen.reductions if kind == "row"]
         self._right = None
+        self._hashes: dict = {}
+
+    def hashes(self, key) -> np.ndarray:
+        """The row hashes of operand ``key`` (:func:`gbdist.backends.rows.row_hashes`),
+        computed once per call and sliced per tile."""
+        h = self._hashes.get(key)
+        if h is None:
+            d = self.bound.data[key]
+            h = self._hashes[key] = _rows.row_hashes(d.indptr, d.indices, d.data)
+        return h
 
     def reduce(self, group, r0: int, r1: int) -> np.ndarray:
         """The row reductions of ``group`` over rows r0:r1 of their operands."""
@@ -218,6 +228,46 @@ def condition_host(indptr, data, ncols: int, inv):
     return out.astype(data.dtype, copy=False)
 
 
+_NEGZERO = {np.dtype(np.float32): (np.uint32, np.uint64(0x80000000)),
+            np.dtype(np.float64): (np.uint64, np.uint64(0x8000000000000000))}
+
+
+def _bits(data):
+    """The values' bit patterns (a view, no copy) and the pattern of -0.0, or None for a
+    type the kernels do not hash (NumPy does)."""
+    kind = _NEGZERO.get(data.dtype)
+    if kind is None or not data.flags.c_contiguous:
+        return None
+    return data.view(kind[0]), kind[1]
+
+
+def hashes_host(indptr, indices, data):
+    """:func:`gbdist.backends.rows.row_hashes` of host rows in one compiled pass per row
+    (``helpers.row_hashes``; the same values), or None where NumPy must do it."""
+    b = _bits(data)
+    if b is None:
+        return None
+    from . import helpers
+    n = indptr.shape[0] - 1
+    out = np.empty(max(n, 0), dtype=np.uint64)
+    if n > 0:
+        _run_blocks(helpers.row_hashes, (indptr, indices, b[0], b[1], out), n)
+    return out
+
+
+def same_host(left, right, i, j):
+    """Which candidate pairs (i, j) of :func:`gbdist.backends.rows.identical_pairs` are
+    equal rows, checked entry by entry in one compiled pass (``helpers.same_rows``)."""
+    lb, rb = _bits(left[2]), _bits(right[2])
+    if lb is None or rb is None or left[2].dtype != right[2].dtype:
+        return None
+    from . import helpers
+    ok = np.empty(i.shape[0], dtype=np.bool_)
+    helpers.same_rows(left[0], left[1], lb[0], right[0], right[1], rb[0], lb[1],
+                      i.astype(np.int64, copy=False), j.astype(np.int64, copy=False), ok)
+    return ok
+
+
 class CompiledCPUBackend(CPUBackend):
     """The NumPy backend's protocol and memory model, each tile computed by the plan's
     generated, multithreaded Numba kernel (see the module)."""
@@ -227,6 +277,7 @@ class CompiledCPUBackend(CPUBackend):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         _rows.register_host_condition(condition_host)  # the runtime's binding, compiled
+        _rows.register_host_rows(hashes_host, same_host)  # identical rows, compiled
 
     def prepare(self, bound: Bound, strategy: str = "auto", exact: bool = True) -> CompiledPrepared:
         if strategy != "auto":
@@ -268,14 +319,17 @@ class CompiledCPUBackend(CPUBackend):
             lo = int(lk.indptr[r0])
             left = (lk.indptr[r0:r1 + 1] - lk.indptr[r0], lk.indices[lo:int(lk.indptr[r1])],
                     lk.data[lo:int(lk.indptr[r1])])
+            rh = p.hashes(p.pair[1])
             if b.right_sliceable and (c0, c1) != (0, b.n):
                 hi = int(rk.indptr[c1])
                 lo2 = int(rk.indptr[c0])
                 right_ = (rk.indptr[c0:c1 + 1] - rk.indptr[c0], rk.indices[lo2:hi],
                           rk.data[lo2:hi])
+                rh = rh[c0:c1]
             else:
                 right_ = (rk.indptr, rk.indices, rk.data)
-            out = _rows.apply_self_value(p.value, out, left, right_)
+            out = _rows.apply_self_value(p.value, out, left, right_,
+                                         hashes=(p.hashes(p.pair[0])[r0:r1], rh))
         # a fused kernel keeps no step values: suspect None, the runtime's repair scans
         # the rows large enough to overflow (gbdist.runtime.direct.Repair)
         return Tile(out, None)
