@@ -367,6 +367,13 @@ class CompiledCPUBackend(CPUBackend):
         from .topk import select_k
         return select_k(D, k, offset)
 
+    def search_k(self, p: CompiledPrepared, k: int, half: bool, budget: int | None):
+        """The k nearest of every left row in one fused pass (``topk.search_k``), or None
+        where the plan has no such kernel or it would exceed ``budget``: the caller then
+        runs the tile loop. The caller checks that no tile would need the runtime's repair."""
+        from .topk import search_k
+        return search_k(p, k, half, budget)
+
     def merge_k(self, d1, i1, d2, i2, k: int):
         """Merge two per-row candidate lists into the k best (distance, index)."""
         from .topk import merge_k

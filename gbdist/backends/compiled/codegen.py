@@ -57,7 +57,7 @@ import math
 import numpy as np
 from numba import njit
 
-from {helpers} import INF, NAN, OPT, gb_log, gb_max, gb_min, gb_order, gb_sign
+from {helpers} import INF, NAN, OPT, gb_insert, gb_log, gb_max, gb_min, gb_order, gb_sign
 """
 
 
@@ -87,6 +87,7 @@ class Generated:
     # "rsort" (right rows, each ordered by f(za, y), with those values: see rsort_<s>)
     fused: bool  # gb_fused (epilogue in the kernel) else gb_planes
     plane_of: dict = field(default_factory=dict)  # step name -> plane index
+    knn: bool = False  # gb_knn: the fused kernel selecting the k nearest (scatter products only)
 
 
 def _comb(ufunc, a: str, b: str) -> str:
@@ -255,10 +256,112 @@ def generate(plan: Plan) -> Generated:
             w(4, f"out[{s}, i, j] = acc[{s}, j]")
     w.shift = 0
     w(1, "return out")
+    knn = fused and bool(products) and all(p[3] == "scatter" for p in products)
+    if knn:
+        _knn_kernel(w, names, products, groups, per_row, per_col, final)
     from . import helpers
     source = PRELUDE.format(helpers=helpers.__name__) + w.text()
     key = hashlib.sha256((GENERATOR_VERSION + source).encode()).hexdigest()[:20]
-    return Generated(source, key, ops_by_index, reductions, products, args, fused, plane_of)
+    return Generated(source, key, ops_by_index, reductions, products, args, fused, plane_of, knn)
+
+
+def _scatter_walk(w: _Writer, indent: int, groups: dict, start: bool) -> None:
+    """The scatter of row i over the right operand's columns (one walk per operand pair);
+    ``start``: from ``start[k]``, the first entry of column k in a row >= i (advanced as i
+    grows), so only j >= i are reached."""
+    for (lu, ru), members in groups.items():
+        w(indent, f"for p in range(lcsr_p{lu}[i], lcsr_p{lu}[i + 1]):")
+        w(indent + 1, f"k = lcsr_i{lu}[p]")
+        w(indent + 1, f"x = np.float64(lcsr_v{lu}[p])")
+        if start:
+            w(indent + 1, f"q0 = start{ru}[k]")
+            w(indent + 1, f"q1 = rcsc_p{ru}[k + 1]")
+            w(indent + 1, f"while q0 < q1 and rcsc_i{ru}[q0] < i:")
+            w(indent + 2, "q0 += 1")
+            w(indent + 1, f"start{ru}[k] = q0")
+        else:
+            w(indent + 1, f"q0 = rcsc_p{ru}[k]")
+            w(indent + 1, f"q1 = rcsc_p{ru}[k + 1]")
+        w(indent + 1, "for q in range(q0, q1):")
+        w(indent + 2, f"j = np.uint64(rcsc_i{ru}[q])")
+        w(indent + 2, f"y = np.float64(rcsc_v{ru}[q])")
+        for s, step in members:
+            node = step.node
+            uf = node.add.ufunc
+            if node.expansion and uf is np.add:
+                terms = [f"({formula(phi.formula, {'x': 'x'})}) * ({formula(psi.formula, {'x': 'y'})})"
+                         for phi, psi in node.expansion]
+                value = " + ".join(terms)
+            else:
+                value = formula(node.mul.formula)
+            if uf is np.add:
+                w(indent + 2, f"acc{s}[j] += {value}")
+            else:
+                w(indent + 2, f"acc{s}[j] = {_comb(uf, f'acc{s}[j]', value)}")
+
+
+def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, per_col,
+                final: str) -> None:
+    """``gb_knn``: the fused kernel of a plan whose products are all scatters (the dot
+    family), selecting instead of writing a tile. Per left row i of [r0, r1): the scatter,
+    the epilogue's value for each j (rounded to float32 when ``f32``, as the tile would be),
+    the proven d(a, a) written over finite values at the pairs ``ovj[ovp[i]:ovp[i + 1]]``
+    (equal rows), then each (value, j) inserted into row i's sorted k-list (``bd``, ``bi``).
+    ``half`` (a self-join under a symmetric metric): only j >= i is computed, and each
+    (value, i) with j > i is also inserted into column j's k-list (``cd``, ``ci``, counts
+    ``cc``: the calling worker's own lists, merged afterwards). Lists are pre-filled with
+    placeholders that sort last."""
+    w(0, "")
+    w(0, "@njit(**OPT)")
+    rus = sorted({ru for (_lu, ru) in groups})
+    sig = ", ".join(names + ["colred", "rowred", "K", "Kw", "n", "half", "f32", "ovp", "ovj",
+                             "value", "kk", "bd", "bi", "cd", "ci", "cc", "r0", "r1"])
+    w(0, f"def gb_knn({sig}):")
+    w(1, "Kf = np.float64(K)")
+    w(1, f"acc = np.empty(({len(products)}, max(n, 1)), np.float64)")
+    for s, (step, *_r) in enumerate(products):
+        w(1, f"acc{s} = acc[{s}]")
+        w(1, "for j in range(n):")
+        w(2, f"acc{s}[j] = {float_literal(step.node.add.identity_value)}")
+    w(1, "vrow = np.empty(max(n, 1), np.float64)")
+    for name, src in per_col:
+        w(1, f"{name} = np.empty(max(n, 1), np.float64)")
+        w(1, "for j in range(n):")
+        w(2, f"{name}[j] = {src}")
+    for ru in rus:  # the first entry of each column in a row >= r0
+        w(1, f"start{ru} = np.empty(rcsc_p{ru}.shape[0], np.int64)")
+        w(1, "if half:")
+        w(2, f"for k in range(rcsc_p{ru}.shape[0] - 1):")
+        w(3, f"start{ru}[k] = rcsc_p{ru}[k] + np.searchsorted("
+             f"rcsc_i{ru}[rcsc_p{ru}[k]:rcsc_p{ru}[k + 1]], r0)")
+    w(1, "for i in range(r0, r1):")
+    w(2, "if half:")
+    _scatter_walk(w, 3, groups, start=True)
+    w(2, "else:")
+    _scatter_walk(w, 3, groups, start=False)
+    for name, src in per_row:
+        w(2, f"{name} = {src}")
+    w(2, "lo = i if half else 0")
+    w(2, "for j in range(lo, n):")
+    w(3, f"v = {final}")
+    for s, (step, *_r) in enumerate(products):
+        w(3, f"acc{s}[j] = {float_literal(step.node.add.identity_value)}")
+    w(3, "if f32:")
+    w(4, "v = np.float64(np.float32(v))")
+    w(3, "vrow[j] = v")
+    w(2, "for t in range(ovp[i], ovp[i + 1]):")
+    w(3, "j = ovj[t]")
+    w(3, "if j >= lo and math.isfinite(vrow[j]):")
+    w(4, "vrow[j] = value")
+    w(2, "bdi = bd[i]")
+    w(2, "bii = bi[i]")
+    w(2, "cnt = 0")
+    w(2, "for j in range(lo, n):")
+    w(3, "v = vrow[j]")
+    w(3, "cnt = gb_insert(bdi, bii, cnt, kk, v, np.int64(j))")
+    w(3, "if half and j != i:")
+    w(4, "cc[j] = gb_insert(cd[j], ci[j], cc[j], kk, v, np.int64(i))")
+    w(1, "return 0")
 
 
 def _union_block(w: _Writer, s: int, step, lu: int, ru: int, ops_by_index) -> None:

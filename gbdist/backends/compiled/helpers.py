@@ -177,3 +177,29 @@ def same_rows(lp, li, lbits, rp, ri, rbits, negzero, ci, cj, ok):
                     good = False
                     break
         ok[t] = good
+
+
+@njit(**OPT)
+def gb_before(dv, di, ev, ei):
+    """(dv, di) sorts before (ev, ei): by value, NaN last, then by index."""
+    if dv != dv:
+        return ev != ev and di < ei
+    if ev != ev:
+        return True
+    return dv < ev or (dv == ev and di < ei)
+
+
+@njit(**OPT)
+def gb_insert(bd, bi, cnt, kk, v, idx):
+    """Insert (v, idx) into the sorted k-list bd/bi holding ``cnt`` entries (at most kk);
+    returns the new count. Most candidates are rejected by one comparison with the k-th."""
+    if cnt == kk and not gb_before(v, idx, bd[kk - 1], bi[kk - 1]):
+        return cnt
+    p = cnt if cnt < kk else kk - 1
+    while p > 0 and gb_before(v, idx, bd[p - 1], bi[p - 1]):
+        bd[p] = bd[p - 1]
+        bi[p] = bi[p - 1]
+        p -= 1
+    bd[p] = v
+    bi[p] = idx
+    return cnt + 1 if cnt < kk else cnt
