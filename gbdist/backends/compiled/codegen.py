@@ -353,14 +353,24 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
     w(3, "j = ovj[t]")
     w(3, "if j >= lo and math.isfinite(vrow[j]):")
     w(4, "vrow[j] = value")
+    # Candidates arrive in increasing index (j along a row; i along a column, the worker's
+    # blocks being in order), so a tie with the k-th never enters: one comparison rejects
+    # (v < k-th, or any number while the k-th is NaN) before gb_insert's full order.
     w(2, "bdi = bd[i]")
     w(2, "bii = bi[i]")
     w(2, "cnt = 0")
+    w(2, "thr = NAN")
     w(2, "for j in range(lo, n):")
     w(3, "v = vrow[j]")
-    w(3, "cnt = gb_insert(bdi, bii, cnt, kk, v, np.int64(j))")
+    w(3, "if cnt < kk or v < thr or (thr != thr and v == v):")
+    w(4, "cnt = gb_insert(bdi, bii, cnt, kk, v, np.int64(j))")
+    w(4, "if cnt == kk:")
+    w(5, "thr = bdi[kk - 1]")
     w(3, "if half and j != i:")
-    w(4, "cc[j] = gb_insert(cd[j], ci[j], cc[j], kk, v, np.int64(i))")
+    w(4, "c = cc[j]")
+    w(4, "t = cd[j, kk - 1]")
+    w(4, "if c < kk or v < t or (t != t and v == v):")
+    w(5, "cc[j] = gb_insert(cd[j], ci[j], c, kk, v, np.int64(i))")
     w(1, "return 0")
 
 

@@ -117,7 +117,7 @@ def search_k(p, kk: int, half: bool, budget: int | None):
     colred = p.reduce(p.cols, 0, m)
     value = np.nan
     pi = pj = np.zeros(0, dtype=np.int64)
-    if p.pair is not None:
+    if p.pair is not None and p.value is not None:  # as apply_self_value: None, no value
         lk, rk = b.data[p.pair[0]], b.data[p.pair[1]]
         pi, pj = _rows.identical_pairs((lk.indptr, lk.indices, lk.data),
                                        (rk.indptr, rk.indices, rk.data),
