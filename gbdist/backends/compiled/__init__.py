@@ -222,9 +222,10 @@ def condition_host(indptr, data, ncols: int, inv):
         return None
     from . import helpers
     out = np.empty(data.shape[0], dtype=np.float64)
-    helpers.condition_rows(indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
-                           float(np.finfo(data.dtype).tiny), float(np.finfo(data.dtype).max),
-                           out)
+    _run_blocks(helpers.condition_rows,
+                (indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
+                 float(np.finfo(data.dtype).tiny), float(np.finfo(data.dtype).max), out),
+                indptr.shape[0] - 1)
     return out.astype(data.dtype, copy=False)
 
 

@@ -95,11 +95,11 @@ def reduce_rows(ptr, val, K, fill, identity, how, fill_counts, out):
 
 
 @njit(**OPT)
-def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out):
-    """``gbdist.backends.rows.condition_rows`` on the host, one pass per row (same values:
-    the row sum added in entry order, the same power-of-two factor and the same guards),
-    into ``out`` (float64)."""
-    for i in range(ip.shape[0] - 1):
+def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out, r0, r1):
+    """``gbdist.backends.rows.condition_rows`` on the host for rows r0:r1, one pass per row
+    (same values: the row sum added in entry order, the same power-of-two factor and the
+    same guards), into ``out`` (float64)."""
+    for i in range(r0, r1):
         a, b = ip[i], ip[i + 1]
         mean = 0.0
         if shift and ncols > 0 and b - a == ncols:
