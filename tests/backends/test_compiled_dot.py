@@ -189,3 +189,66 @@ def test_pairwise_writes_exact_zeros_in_float32():
         D = gb.pairwise_distances(X, X[[2, 12, 3]], metric=metric, backend="compiled")
         assert D.dtype == np.float32
         assert D[2, 0] == D[12, 0] == D[2, 1] == D[12, 1] == D[3, 2] == 0.0
+
+
+# ---------------------------------------------------------------------------
+# dense columns as a matrix product (CompiledPrepared.split)
+# ---------------------------------------------------------------------------
+
+def _dense_and_sparse(seed: int, m: int, dtype=np.float64) -> sps.csr_matrix:
+    """Rows storing most of 60 common columns and a few of 3,000 rare ones (the shape of
+    word counts or gene expression, where the split pays)."""
+    rng = np.random.default_rng(seed)
+    common = sps.random(m, 60, density=0.9, random_state=rng, format="csr")
+    rare = sps.random(m, 3000, density=0.004, random_state=rng, format="csr")
+    X = sps.hstack([common, rare], format="csr").astype(dtype)
+    X.data = np.round(X.data * 8) - 3  # negative values, stored zeros dropped by binding
+    return X
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean", "sqeuclidean", "correlation",
+                                    "inner_product"])
+def test_dense_columns_as_a_matrix_product_match_the_oracle(metric, monkeypatch):
+    from gbdist.backends.compiled import CompiledPrepared
+    X = _dense_and_sparse(81, 300)
+    Y = _dense_and_sparse(82, 420)
+    X = X.tolil()
+    X[7] = Y[9]  # an equal pair: d(a, a) exact
+    X = sps.csr_matrix(X)
+    taken = []
+    real = CompiledPrepared.split
+
+    def spy(self):
+        out = real(self)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(CompiledPrepared, "split", spy)
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="compiled")
+    assert taken and all(taken)  # the product took the dense columns
+    monkeypatch.setattr(CompiledPrepared, "split", lambda self: None)
+    scattered = gb.pairwise_distances(X, Y, metric=metric, backend="compiled")
+    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    close(got, ref, rtol=1e-10, atol=1e-10)
+    close(scattered, ref, rtol=1e-10, atol=1e-10)
+    if metric != "inner_product":
+        assert got[7, 9] == ref[7, 9] == 0.0
+    # several row and column tiles: each tile's product from the same dense blocks
+    monkeypatch.setattr(CompiledPrepared, "split", real)
+    tiled = gb.pairwise_distances(X, Y, metric=metric, backend="compiled",
+                                  working_memory=200_000 / 2**20)
+    close(tiled, got, rtol=1e-12, atol=1e-12)
+
+
+def test_no_split_where_the_dense_columns_carry_little_work():
+    from gbdist.backends.compiled import CompiledPrepared
+    from gbdist.runtime import bind, get_backend
+    X = sparse(91, 400, 300, density=0.01)
+    be = get_backend("compiled")
+    b = bind(metric_program("cosine").plan, {"A": X, "B": X}, drop_zeros=True)
+    p = be.prepare(b)
+    assert isinstance(p, CompiledPrepared) and p.split() is None
+    # and a plan without an expansion (manhattan's correction) never splits
+    b = bind(metric_program("manhattan").plan,
+             {"A": _dense_and_sparse(1, 300), "B": _dense_and_sparse(2, 300)}, drop_zeros=True)
+    assert be.prepare(b).split() is None

@@ -203,3 +203,14 @@ def gb_insert(bd, bi, cnt, kk, v, idx):
     bd[p] = v
     bi[p] = idx
     return cnt + 1 if cnt < kk else cnt
+
+
+@njit(**OPT)
+def dense_rows(ptr, idx, val, dpos, out, r0, r1):
+    """Rows r0:r1 of a CSR operand on its dense columns (``dpos[k]``: k's column in
+    ``out``, or -1) into the dense block ``out`` (zeroed by the caller)."""
+    for i in range(r0, r1):
+        for p in range(ptr[i], ptr[i + 1]):
+            c = dpos[idx[p]]
+            if c >= 0:
+                out[i, c] = val[p]
