@@ -252,3 +252,34 @@ def test_no_split_where_the_dense_columns_carry_little_work():
     b = bind(metric_program("manhattan").plan,
              {"A": _dense_and_sparse(1, 300), "B": _dense_and_sparse(2, 300)}, drop_zeros=True)
     assert be.prepare(b).split() is None
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_fused_knn_with_dense_columns_matches_the_oracle(metric, monkeypatch, fused_calls):
+    """gb_knn with the dense columns' product per block of rows starting the sums, for a
+    self-join (each pair once) and X against Y."""
+    from gbdist.backends.compiled import CompiledPrepared
+    X = _dense_and_sparse(83, 320).tolil()
+    X[11] = X[4]
+    X = sps.csr_matrix(X)
+    Y = _dense_and_sparse(84, 350)
+    taken = []
+    real = CompiledPrepared.split
+    monkeypatch.setattr(CompiledPrepared, "split",
+                        lambda self: (lambda out: (taken.append(out is not None), out)[1])(real(self)))
+    d, i = gb.knn(X, Y, k=7, metric=metric, backend="compiled")
+    ds, is_ = gb.knn(X, None, k=5, metric=metric, backend="compiled")
+    assert taken and all(taken) and (False, True) in fused_calls and (True, True) in fused_calls
+    # the product in several super blocks of rows gives the same answer (up to the BLAS
+    # rounding of a different row split)
+    from gbdist.backends.compiled import topk
+    monkeypatch.setattr(topk, "_BASE_BYTES", 8 * 350 * 40)
+    monkeypatch.setattr(topk, "_BASE_MIN_ROWS", 1)
+    for (a, _b), (c, _e) in ((gb.knn(X, Y, k=7, metric=metric, backend="compiled"), (d, i)),
+                             (gb.knn(X, None, k=5, metric=metric, backend="compiled"),
+                              (ds, is_))):
+        close(a, c, rtol=1e-12, atol=1e-12)
+    _check_top_k(d, i, gb.pairwise_distances(X, Y, metric=metric, backend="cpu"), 7)
+    _check_top_k(ds, is_, gb.pairwise_distances(X, None, metric=metric, backend="cpu"), 5,
+                 exclude_self=True)
+    assert 11 in is_[4] and ds[4][list(is_[4]).index(11)] == 0.0

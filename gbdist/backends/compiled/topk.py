@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...algebra.evaluate import apply_unary
 from .helpers import gb_insert as _insert
 from .helpers import gb_before as _before
 from .threads import run_blocks as _run_blocks
@@ -70,6 +71,9 @@ def merge_k(d1, i1, d2, i2, k: int):
 
 
 _NO_INDEX = np.iinfo(np.int64).max
+_NO_BASE = np.zeros((1, 1, 1), dtype=np.float64)
+_BASE_BYTES = 64 * 2**20  # the dense columns' product of a super block of rows, at most
+_BASE_MIN_ROWS = 256  # ... unless one row block of this height is more
 
 
 def _balanced(weights: np.ndarray, parts: int) -> list:
@@ -107,9 +111,12 @@ def search_k(p, kk: int, half: bool, budget: int | None):
     right, rowred, n_ = p.right(0, n)
     if n_ != n:
         return None
+    sp = p.split()  # dense columns as a matrix product per block of rows (as run_tile)
     arrays = []
     for kind, u, s in gen.args:
-        if kind == "lcsr":
+        if kind == "lcsr" and sp is not None and u == sp["lu"]:
+            arrays += [sp["lptr"], sp["lidx"], sp["lval"]]
+        elif kind == "lcsr":
             d = b.data[gen.operands[u].base]
             arrays += [d.indptr, d.indices, p.values[u]]
         else:
@@ -139,12 +146,38 @@ def search_k(p, kk: int, half: bool, budget: int | None):
     lens = np.diff(np.asarray(arrays[0], dtype=np.int64)).astype(np.float64)
     pairs = (n - np.arange(m, dtype=np.float64)) if half else np.full(m, float(n))
     blocks = _balanced(pairs + lens * 8.0, 8 * workers)
+    if sp is None:
+        supers = [(0, m, blocks)]
+    else:  # the dense columns' product, computed per super block of rows (one BLAS call of
+        # at most ~64 MiB: thin calls repack the right block each time, 8x slower measured)
+        dl = p.dense_rows(sp["lu"], 0, m)
+        dr = p.dense_rows(sp["ru"], 0, n)
+        mapped = [[(apply_unary(phi, dl), np.ascontiguousarray(apply_unary(psi, dr).T))
+                   for phi, psi in e] for e in gen.gemm]
+        rows = max(_BASE_MIN_ROWS, _BASE_BYTES // (8 * n * len(mapped)))
+        supers = []
+        for a in range(0, m, rows):
+            b_ = min(m, a + rows)
+            supers.append((a, b_, [(max(a, r0), min(b_, r1)) for r0, r1 in blocks
+                                   if r0 < b_ and r1 > a]))
 
-    def work(w: int, r0: int, r1: int) -> None:
-        c = cols[w if half else 0]
-        kernel(*head, *c, np.int64(r0), np.int64(r1))
+    def work_in(base, br0: int, bc0: int):
+        def work(w: int, r0: int, r1: int) -> None:
+            c = cols[w if half else 0]
+            kernel(*head, *c, base, sp is not None, np.int64(br0), np.int64(bc0),
+                   np.int64(r0), np.int64(r1))
+        return work
 
-    run_queue(work, blocks, workers)
+    for a, b_, sub in supers:
+        base, bc0 = _NO_BASE, 0
+        if sp is not None:
+            bc0 = a if half else 0  # a self-join needs j >= i only
+            base = np.empty((len(mapped), b_ - a, n - bc0), dtype=np.float64)
+            for s, terms in enumerate(mapped):
+                np.matmul(terms[0][0][a:b_], terms[0][1][:, bc0:], out=base[s])
+                for left, right_t in terms[1:]:
+                    base[s] += left[a:b_] @ right_t[:, bc0:]
+        run_queue(work_in(base, a, bc0), sub, workers)
     if half:
         for cd, ci, _cc in cols:
             bd, bi = merge_k(bd, bi, cd, ci, kk)

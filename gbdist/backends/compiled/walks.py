@@ -131,7 +131,8 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
     w(0, "@njit(**OPT)")
     rus = sorted({ru for (_lu, ru) in groups})
     sig = ", ".join(names + ["colred", "rowred", "K", "Kw", "n", "half", "f32", "ovp", "ovj",
-                             "value", "kk", "bd", "bi", "cd", "ci", "cc", "r0", "r1"])
+                             "value", "kk", "bd", "bi", "cd", "ci", "cc", "base", "hb", "br0",
+                             "bc0", "r0", "r1"])
     w(0, f"def gb_knn({sig}):")
     w(1, "Kf = np.float64(K)")
     w(1, f"acc = np.empty(({len(products)}, max(n, 1)), np.float64)")
@@ -151,6 +152,13 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
         w(3, f"start{ru}[k] = rcsc_p{ru}[k] + np.searchsorted("
              f"rcsc_i{ru}[rcsc_p{ru}[k]:rcsc_p{ru}[k + 1]], r0)")
     w(1, "for i in range(r0, r1):")
+    # hb: the products over the dense columns start the sums (base holds rows br0.. and
+    # columns bc0.. of them)
+    w(2, "if hb:")
+    w(3, "lo0 = i if half else 0")
+    for s, _p in enumerate(products):
+        w(3, "for j in range(lo0, n):")
+        w(4, f"acc{s}[j] = base[{s}, i - br0, j - bc0]")
     w(2, "if half:")
     _scatter_walk(w, 3, groups, start=True)
     w(2, "else:")
