@@ -140,7 +140,6 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
         w(1, f"acc{s} = acc[{s}]")
         w(1, "for j in range(n):")
         w(2, f"acc{s}[j] = {float_literal(step.node.add.identity_value)}")
-    w(1, "vrow = np.empty(max(n, 1), np.float64)")
     for name, src in per_col:
         w(1, f"{name} = np.empty(max(n, 1), np.float64)")
         w(1, "for j in range(n):")
@@ -165,34 +164,36 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
     _scatter_walk(w, 3, groups, start=False)
     for name, src in per_row:
         w(2, f"{name} = {src}")
+    # Candidates arrive in increasing index (j along a row; i along a column, the worker's
+    # blocks being in order), so a tie with the k-th never enters: one comparison rejects
+    # (v < k-th, or any number while the k-th is NaN) before gb_insert's full order. The
+    # equal-row pairs of row i (ovj, sorted) are met in the same pass.
     w(2, "lo = i if half else 0")
+    w(2, "ov = ovp[i]")
+    w(2, "ov1 = ovp[i + 1]")
+    w(2, "while ov < ov1 and ovj[ov] < lo:")
+    w(3, "ov += 1")
+    w(2, "bdi = bd[i]")
+    w(2, "bii = bi[i]")
+    w(2, "cnt = 0")
+    w(2, "thr = NAN")
     w(2, "for j in range(lo, n):")
     w(3, f"v = {final}")
     for s, (step, *_r) in enumerate(products):
         w(3, f"acc{s}[j] = {float_literal(step.node.add.identity_value)}")
     w(3, "if f32:")
     w(4, "v = np.float64(np.float32(v))")
-    w(3, "vrow[j] = v")
-    w(2, "for t in range(ovp[i], ovp[i + 1]):")
-    w(3, "j = ovj[t]")
-    w(3, "if j >= lo and math.isfinite(vrow[j]):")
-    w(4, "vrow[j] = value")
-    # Candidates arrive in increasing index (j along a row; i along a column, the worker's
-    # blocks being in order), so a tie with the k-th never enters: one comparison rejects
-    # (v < k-th, or any number while the k-th is NaN) before gb_insert's full order.
-    w(2, "bdi = bd[i]")
-    w(2, "bii = bi[i]")
-    w(2, "cnt = 0")
-    w(2, "thr = NAN")
-    w(2, "for j in range(lo, n):")
-    w(3, "v = vrow[j]")
+    w(3, "if ov < ov1 and ovj[ov] == j:")
+    w(4, "ov += 1")
+    w(4, "if math.isfinite(v):")
+    w(5, "v = value")
     w(3, "if cnt < kk or v < thr or (thr != thr and v == v):")
     w(4, "cnt = gb_insert(bdi, bii, cnt, kk, v, np.int64(j))")
     w(4, "if cnt == kk:")
     w(5, "thr = bdi[kk - 1]")
     w(3, "if half and j != i:")
     w(4, "c = cc[j]")
-    w(4, "t = cd[j, kk - 1]")
-    w(4, "if c < kk or v < t or (t != t and v == v):")
+    w(4, "tc = cd[j, kk - 1]")
+    w(4, "if c < kk or v < tc or (tc != tc and v == v):")
     w(5, "cc[j] = gb_insert(cd[j], ci[j], c, kk, v, np.int64(i))")
     w(1, "return 0")
