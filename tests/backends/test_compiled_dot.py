@@ -283,3 +283,18 @@ def test_fused_knn_with_dense_columns_matches_the_oracle(metric, monkeypatch, fu
     _check_top_k(ds, is_, gb.pairwise_distances(X, None, metric=metric, backend="cpu"), 5,
                  exclude_self=True)
     assert 11 in is_[4] and ds[4][list(is_[4]).index(11)] == 0.0
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean", "manhattan", "chebyshev", "canberra"])
+def test_float32_results_are_written_directly_as_the_float64_tile_rounds(metric):
+    """A float32 result is written by the fused kernel in float32: bit for bit the float64
+    result of the same values rounded once (what the cast of a float64 tile gave)."""
+    X = sparse(95, 40, 30, dtype=np.float32)
+    Y = sparse(96, 50, 30, dtype=np.float32)
+    X, Y = _inputs(metric, X, Y)
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="compiled")
+    wide = gb.pairwise_distances(X.astype(np.float64), Y.astype(np.float64), metric=metric,
+                                 backend="compiled")
+    assert got.dtype == np.float32 and wide.dtype == np.float64
+    np.testing.assert_array_equal(got, wide.astype(np.float32))
+    close(got, gb.pairwise_distances(X, Y, metric=metric, backend="cpu"), rtol=1e-6, atol=1e-6)

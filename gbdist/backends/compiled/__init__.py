@@ -307,6 +307,8 @@ def condition_host(indptr, data, ncols: int, inv):
 GEMM_SPEEDUP = 16  # a BLAS multiply-add against a scattered one (see CompiledPrepared.split)
 GEMM_CELL = 8  # the dense product's cost per output cell beyond its multiply-adds
 _NO_BASE = np.zeros((1, 1, 1), dtype=np.float64)
+_NO_OUT = np.zeros((1, 1), dtype=np.float64)  # the output argument a kernel does not write
+_NO_OUT32 = np.zeros((1, 1), dtype=np.float32)
 
 _NEGZERO = {np.dtype(np.float32): (np.uint32, np.uint64(0x80000000)),
             np.dtype(np.float64): (np.uint64, np.uint64(0x8000000000000000))}
@@ -384,16 +386,23 @@ class CompiledCPUBackend(CPUBackend):
                 arrays += list(right[(kind, u, s)])
         base = p.base(r0, r1, c0, c1) if sp is not None else _NO_BASE
         colred = p.reduce(p.cols, r0, r1)
-        if gen.fused:  # float64 whatever the result dtype: one signature per kernel
+        o32 = gen.fused and np.dtype(b.dtype) == np.float32
+        out32 = np.empty((m, n), dtype=np.float32) if o32 else _NO_OUT32
+        if o32:  # written directly in float32, through the kernel's second output argument
+            out = _NO_OUT
+            kernel = p.mod.gb_fused
+        elif gen.fused:  # float64 whatever the result dtype: one signature per kernel
             out = np.empty((m, n), dtype=np.float64)
             kernel = p.mod.gb_fused
         else:
             out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
             kernel = p.mod.gb_planes
         head = (*arrays, colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out, base,
-                sp is not None)
+                sp is not None, out32, o32)
         _run_blocks(kernel, head, m)
-        if not gen.fused:
+        if o32:
+            out = out32
+        elif not gen.fused:
             out = self._planes_epilogue(p, out, colred, rowred, m, n)
         elif out.dtype != b.dtype:
             out = out.astype(b.dtype)
@@ -420,13 +429,13 @@ class CompiledCPUBackend(CPUBackend):
         return Tile(out, None)
 
     def cell_bytes(self, plan, dtype) -> int:
-        """A matrix tile is written once by the fused kernel in float64 (then cast once
-        when the result dtype differs), plus 8 bytes of slack per cell for the repair's
-        masks; other outputs keep one float64 plane per product step and the NumPy
-        epilogue's temporaries (3)."""
+        """A matrix tile is written once by the fused kernel, in float32 or float64 as the
+        result (another dtype: float64, then cast once), plus 8 bytes of slack per cell
+        for the repair's masks; other outputs keep one float64 plane per product step and
+        the NumPy epilogue's temporaries (3)."""
         if plan.output_kind == "matrix":
             size = np.dtype(dtype).itemsize
-            return 16 + (size if size != 8 else 0)
+            return 8 + size if size in (4, 8) else 16 + size
         return 8 * (len(plan.steps) + 3)
 
     def row_bytes(self, bound: Bound) -> int:
