@@ -30,7 +30,7 @@ them and accumulates in float64), int32 indices stay int32. So that each kernel
 is compiled once, not once per combination of types, all operands of a call share
 one index type (:func:`one_index_type`: int32 whenever it fits, the type SciPy
 gives; an int64-indexed operand that fits is copied to int32) and the fused
-kernel writes a float64 tile, cast once when the result dtype is float32.
+kernel takes a float64 and a float32 output argument, writing the result's.
 """
 from __future__ import annotations
 
