@@ -10,6 +10,10 @@ materialised. The runtime binds X and Y once, the backend prepares them once
         keep the k smallest of D          backend.select_k  (exact ties by index)
         merge with the best k so far      backend.merge_k   (by (distance, index))
 
+A backend may answer a whole search in one fused pass instead (``backend.search_k``: the
+compiled CPU backend's ``gb_knn`` for plans whose products are all scatters, docs/cpu.md);
+it is asked first, unless a tile would need the runtime's repair, and may decline.
+
 A self-join under a metric proven symmetric (:func:`gbdist.compiler.symmetry.is_symmetric`)
 visits square tiles on and above the diagonal only; each feeds its rows' top-k and,
 transposed, its columns'. Order is total and deterministic: by distance, then by the
