@@ -136,11 +136,17 @@ class CompiledPrepared:
         self.Kw = bound.width
         data = bound.data
         self.values = {}
+        seen: dict = {}  # (values array, chain): mapped once (a self-join's A and B share X)
         for u in gen.operands:
             values = data[u.base].data
+            key = (id(values), tuple(op.key for op in u.chain))
+            if key in seen:
+                self.values[u.index] = seen[key]
+                continue
             for op in u.chain:  # the NumPy evaluator, as the oracle's bind_operand maps
                 values = apply_unary(op, values)
-            self.values[u.index] = np.asarray(values, dtype=np.float64) if u.mapped else values
+            self.values[u.index] = seen[key] = \
+                np.asarray(values, dtype=np.float64) if u.mapped else values
         self.sorted = {}  # (operand, step) -> (indices, values) of rows ordered for a union
         for kind, u, s in gen.args:
             if kind == "rsort":
@@ -192,7 +198,8 @@ class CompiledPrepared:
         if m * n < 2**16 or k == 0:
             return None
         cl = np.bincount(L.indices, minlength=k).astype(np.float64)
-        cr = np.bincount(R.indices, minlength=k).astype(np.float64)
+        cr = cl if R.indices is L.indices else \
+            np.bincount(R.indices, minlength=k).astype(np.float64)
         dense = (cl / m) * cr * GEMM_SPEEDUP > n
         cols = np.flatnonzero(dense)
         # the product costs m·n·(width/S) multiply-adds' time, and about 8 per output cell
