@@ -58,6 +58,10 @@ def row_hashes(indptr, indices, data, xp=np):
     if _device(xp, data, indptr, indices) and indptr.dtype == indices.dtype:
         from .cuda import rows as dev_rows
         return dev_rows.row_hashes(indptr, indices, data)
+    if xp is np and _HOST_ROWS:  # the compiled backend's one-pass kernel, once chosen
+        out = _HOST_ROWS[0](indptr, indices, data)
+        if out is not None:
+            return out
     n = indptr.shape[0] - 1
     with np.errstate(over="ignore"):
         tok = _mix(indices.astype(xp.uint64) * _M1 + _value_bits(data, xp), xp)
@@ -68,10 +72,12 @@ def row_hashes(indptr, indices, data, xp=np):
     return h if n else xp.zeros(0, dtype=xp.uint64)
 
 
-def identical_pairs(left, right, xp=np):
+def identical_pairs(left, right, xp=np, hashes=None):
     """(i, j) of every row i of ``left`` equal to row j of ``right`` (verified entry by entry).
 
-    ``left`` and ``right`` are (indptr, indices, data) of canonical CSR rows.
+    ``left`` and ``right`` are (indptr, indices, data) of canonical CSR rows; ``hashes``,
+    their :func:`row_hashes` when the caller has them already (a backend keeps each
+    operand's once per call and slices them per tile).
     """
     if _device(xp, left[2]) and _device_pair(left, right):
         from .cuda import rows as dev_rows
@@ -79,10 +85,16 @@ def identical_pairs(left, right, xp=np):
     lp, li, ld = left
     rp, ri, rd = right
     empty = (xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64))
-    found = hash_matches(row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp), xp)
+    if hashes is None:
+        hashes = (row_hashes(lp, li, ld, xp), row_hashes(rp, ri, rd, xp))
+    found = hash_matches(hashes[0], hashes[1], xp)
     if found is None:
         return empty
     i, j = found
+    if xp is np and _HOST_ROWS:  # the compiled backend's verification, once chosen
+        ok = _HOST_ROWS[1](left, right, i, j)
+        if ok is not None:
+            return i[ok], j[ok]
     # verify: same length, then every entry equal
     lp64, rp64 = lp.astype(xp.int64), rp.astype(xp.int64)
     la = lp64[i + 1] - lp64[i]
@@ -116,13 +128,14 @@ def _device_pair(left, right) -> bool:
     return dev_rows.same_types(left, right)
 
 
-def apply_self_value(value, out, left, right, xp=np):
+def apply_self_value(value, out, left, right, xp=np, hashes=None):
     """Write the proven d(a, a) into ``out`` (rows × cols) wherever a left row equals a
     right row and the computed value is finite. Returns ``out`` (a copy when it was a
     read-only NumPy view and something was written). On the device (CuPy, float32/64
     values in ``out``'s dtype, int32/64 indices) one kernel hashes each side's rows (once
     when both are the same arrays), one verifies each candidate pair and writes the value,
-    and the only transfer is the number of candidates."""
+    and the only transfer is the number of candidates. ``hashes``: the rows' hashes when
+    the caller has them (see :func:`identical_pairs`; host only)."""
     if value is None or out.size == 0:
         return out
     if _device(xp, left[2]) and _device_pair(left, right) and out.ndim == 2 and \
@@ -130,7 +143,7 @@ def apply_self_value(value, out, left, right, xp=np):
         from .cuda import rows as dev_rows
         dev_rows.write_self_value(out, left, right, value)
         return out
-    i, j = identical_pairs(left, right, xp)
+    i, j = identical_pairs(left, right, xp, hashes)
     if i.shape[0] == 0:
         return out
     cur = out[i, j]
@@ -142,6 +155,15 @@ def apply_self_value(value, out, left, right, xp=np):
 
 
 _HOST_CONDITION: list = []
+_HOST_ROWS: list = []
+
+
+def register_host_rows(hashes, same) -> None:
+    """Let ``hashes(indptr, indices, data)`` compute :func:`row_hashes` of host rows (the
+    same values, or None to leave it to NumPy) and ``same(left, right, i, j)`` verify
+    candidate pairs (a boolean mask, or None): the compiled CPU backend registers its
+    kernels when it is chosen, as for :func:`register_host_condition`."""
+    _HOST_ROWS[:] = [hashes, same]
 
 
 def register_host_condition(fn) -> None:

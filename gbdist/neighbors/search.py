@@ -10,6 +10,10 @@ materialised. The runtime binds X and Y once, the backend prepares them once
         keep the k smallest of D          backend.select_k  (exact ties by index)
         merge with the best k so far      backend.merge_k   (by (distance, index))
 
+A backend may answer a whole search in one fused pass instead (``backend.search_k``: the
+compiled CPU backend's ``gb_knn`` for plans whose products are all scatters, docs/cpu.md);
+it is asked first, unless a tile would need the runtime's repair, and may decline.
+
 A self-join under a metric proven symmetric (:func:`gbdist.compiler.symmetry.is_symmetric`)
 visits square tiles on and above the diagonal only; each feeds its rows' top-k and,
 transposed, its columns'. Order is total and deterministic: by distance, then by the
@@ -127,7 +131,13 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     kk = _check_k(k, n, exclude_self)
     xp = s.xp
     best_d = best_i = None
-    for r0, r1, c0, c1, D in (s.symmetric_tiles() if sym else s.tiles()):
+    found = _fused(s, kk, sym)
+    if found is not None:  # one fused pass: no tile, same answer
+        best_d, best_i = found
+        if on_block is not None:
+            on_block(m * n)
+    for r0, r1, c0, c1, D in (() if found is not None else
+                              s.symmetric_tiles() if sym else s.tiles()):
         if best_d is None:
             # Placeholders (NaN, largest index) sort after every real candidate, NaN ones too.
             best_d = xp.full((m, kk), np.nan, dtype=D.dtype)
@@ -149,6 +159,21 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     if exclude_self:
         best_d, best_i = drop_self(best_d, best_i, k, xp)
     return s.host(best_d.astype(s.b.dtype, copy=False)), s.host(best_i)
+
+
+def _fused(s: Search, kk: int, sym: bool):
+    """(distances, indices) from the backend's fused search (``search_k``: products,
+    epilogue and top-k in one pass, e.g. the compiled CPU backend's dot-product family),
+    or None: when the backend has none, declines (no such kernel, over the budget), or a
+    tile would need the runtime's direct-form repair (non-finite inputs, or values large
+    enough to overflow), which acts on materialised tiles."""
+    fused = getattr(s.be, "search_k", None)
+    if fused is None or s.b.on_device or s.plan.output_kind != "matrix":
+        return None
+    repair = Repair(s.b, s.budget)
+    if repair.active and (repair.data_check or repair.large):
+        return None
+    return fused(s.prepared, kk, sym, s.budget)
 
 
 def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=None, **params):

@@ -50,3 +50,30 @@ def run_blocks(kernel, head: tuple, m: int, rows: int | None = None) -> None:
     futures = [_pool(t).submit(kernel, *head, np.int64(r0), np.int64(r1)) for r0, r1 in blocks]
     for f in futures:
         f.result()
+
+
+def run_queue(work, blocks: list, workers: int) -> None:
+    """Run ``work(w, r0, r1)`` for every block, the blocks taken in order from one queue by
+    ``workers`` workers (the calling thread is worker 0; worker ``w`` may keep state of
+    its own, e.g. partial results it merges afterwards)."""
+    if workers <= 1 or len(blocks) <= 1:
+        for r0, r1 in blocks:
+            work(0, r0, r1)
+        return
+    import itertools
+    import threading
+    order = itertools.count()
+    lock = threading.Lock()
+
+    def loop(w: int) -> None:
+        while True:
+            with lock:
+                t = next(order)
+            if t >= len(blocks):
+                return
+            work(w, *blocks[t])
+
+    futures = [_pool(workers).submit(loop, w) for w in range(1, workers)]
+    loop(0)
+    for f in futures:
+        f.result()
