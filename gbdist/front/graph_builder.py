@@ -296,6 +296,9 @@ class GraphBuilder(Builder):
             fields["replace"] = self.word(kw["replace"], ("true", "false"), "replace=") == "true"
         if "dtype" in kw:
             fields["dtype"] = self.word(kw["dtype"], DTYPES, "dtype=")
+        if "compensated" in kw:
+            fields["compensated"] = self.word(kw["compensated"], ("true", "false"),
+                                              "compensated=") == "true"
         if fields.get("accum") is not None and fields.get("out") is None and operation != "assign":
             raise TypeCheckError(f"{operation}(accum=...) needs out=: the accumulator combines "
                                  "the result with out's entries",
@@ -476,7 +479,7 @@ class GraphBuilder(Builder):
             if s.bound is not None:
                 fields["bound"] = (s.bound[0], remap(s.bound[1]))
             fields.update(algebra=s.algebra, selector=s.selector, accum=s.accum,
-                          replace=s.replace, dtype=s.dtype)
+                          replace=s.replace, dtype=s.dtype, compensated=s.compensated)
             fields = {k: v for k, v in fields.items() if v is not None}
             inputs = [remap(r) if isinstance(r, Ref) else r for r in s.inputs]
             kind = s.kind

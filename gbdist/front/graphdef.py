@@ -43,8 +43,8 @@ GRAPH_FUNCTIONS = {
 }
 _WRITE = ("mask", "accum", "out", "replace", "dtype")
 KEYWORDS = {
-    **{n: _WRITE for n in ("mxm", "mxv", "vxm", "ewise_add", "ewise_mult", "reduce_rows",
-                           "reduce_cols")},
+    **{n: _WRITE for n in ("mxm", "ewise_add", "ewise_mult", "reduce_rows", "reduce_cols")},
+    **{n: _WRITE + ("compensated",) for n in ("mxv", "vxm")},
     "apply": _WRITE + ("left", "right"),
     "select": _WRITE + ("k",),
     "reduce_scalar": ("dtype",),
@@ -95,6 +95,7 @@ class Step:
     out: Ref | None = None
     replace: bool = False
     dtype: str | None = None
+    compensated: bool = False  # mxv / vxm: compensated sums
     kind: str = "matrix"  # of the result: matrix, vector, scalar, or "any" (as the input)
     span: Span | None = field(default=None, compare=False)
 
@@ -154,6 +155,8 @@ class GraphDef:
             kw.append(f"out={L(s.out)}")
         if s.replace:
             kw.append("replace=true")
+        if s.compensated:
+            kw.append("compensated=true")
         if s.dtype is not None:
             kw.append(f"dtype={s.dtype}")
         return f"{s.operation}({', '.join(args + kw)})"

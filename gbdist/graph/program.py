@@ -126,6 +126,8 @@ def _step(s, get, backend):
         kw["out"] = get(s.out).dup()  # the definition is functional: the operand is not changed
     if s.dtype is not None:
         kw["dtype"] = np.dtype(s.dtype)
+    if s.compensated:
+        kw["compensated"] = True
     op, inputs = s.operation, [get(r) for r in s.inputs]
     if op in ("mxm", "mxv", "vxm", "ewise_add", "ewise_mult"):
         return getattr(ops, op)(*inputs, s.algebra, backend=backend, **kw)

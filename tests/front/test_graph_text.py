@@ -404,3 +404,30 @@ def test_explain_unknown_name_suggests_a_graph():
     with pytest.raises(UnknownNameError) as info:
         gb.explain("manhatan")
     assert "manhattan" in info.value.hint
+
+
+def test_compensated_sums_in_text_equal_the_python_api():
+    """compensated=true on mxv/vxm in the text is the Python API's compensated=True (rows
+    whose terms cancel: the plain sum differs), and is refused on mxm."""
+    import math
+    rng = np.random.default_rng(8)
+    rows, cols, vals = [], [], []
+    for i in range(30):
+        c = rng.choice(500, 60, replace=False)
+        big = 10.0 ** rng.integers(0, 12, 60)
+        rows += [i] * 60
+        cols += list(c)
+        vals += list(np.where(np.arange(60) % 2 == 0, big, -big) + rng.random(60))
+    A = sps.csr_matrix((vals, (rows, cols)), shape=(30, 500))
+    A.sort_indices()
+    x = np.ones(500)
+    gb.define("graph ksum(A, x) = mxv(A, x, plus_times, compensated=true)\n"
+              "graph psum(A, x) = mxv(A, x, plus_times)")
+    got = gr.run("ksum", A, x).to_dense()
+    want = gr.mxv(gb.Matrix(A), gb.Vector(x), gb.semirings.plus_times, compensated=True).to_dense()
+    np.testing.assert_array_equal(got, want)
+    exact = [math.fsum(A.data[A.indptr[i]:A.indptr[i + 1]]) for i in range(30)]
+    assert np.abs(got - exact).max() < np.abs(gr.run("psum", A, x).to_dense() - exact).max()
+    assert "compensated=true" in str(gb.explain("ksum"))
+    err = error_of("graph bad(A) = mxm(A, A, plus_times, compensated=true)", UnknownNameError)
+    points_at(err, "true)")  # the span of an unknown keyword is its value, as for every keyword
