@@ -11,6 +11,9 @@ against scikit-learn on 2 cores.
   copies (scikit-learn has no sparse Jensen-Shannon), on row-normalised inputs.
 * knn: k = 10 neighbours of every row among all rows (self excluded), ``gbdist.knn``
   against ``NearestNeighbors(algorithm="brute", n_jobs=2)``.
+* graph: the graph algorithms and products against python-graphblas (SuiteSparse:GraphBLAS)
+  and plus_times mxv against SciPy's ``A @ x``, on power-law graphs (benchmarks/graph.py,
+  ``--cpu-graph-edges``; skipped with the reason when python-graphblas is missing).
 * first call: fresh processes, an empty disk cache (cold), then the same one (warm), the
   first call split into stages; ``import gbdist`` and ``gbdist --help`` alone
   (``benchmarks/startup.py``). Wall and CPU time of the process (the CPU time is what a
@@ -53,7 +56,7 @@ SPARSE_SKLEARN = ("cosine", "euclidean", "manhattan")
 # MovieLens rows): timed against it, checked against SciPy's cdist on 20 query rows
 CHECK_WITH_SCIPY = ("braycurtis",)
 DATASETS = ("kos", "movielens", "tabula_muris", "newsgroups", "sec_names")
-PARTS = ("pairwise", "knn", "first-call")
+PARTS = ("pairwise", "knn", "first-call", "graph")
 
 
 def sklearn_pd(Q, X, metric: str, n_jobs: int, **kw):
@@ -203,6 +206,21 @@ def knn(data_dir: str, datasets, repeat: int, n_jobs: int, k: int = 10,
     return rows
 
 
+def graph_part(edges: str, repeat: int, threads: int):
+    """benchmarks/graph.py on ``threads`` threads for both libraries: its rows, or why not."""
+    import tempfile
+    try:
+        from benchmarks import graph as graph_bench
+    except ImportError as e:  # python-graphblas (the peer) is an optional install
+        print(f"graph part skipped: {e}", flush=True)
+        return {"skipped": str(e)}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "graph.json"
+        graph_bench.main(["--edges", edges, "--repeat", str(repeat), "--threads", str(threads),
+                          "--json", str(path)])
+        return json.loads(path.read_text())
+
+
 def add_arguments(ap) -> None:
     ap.add_argument("--cpu-queries", type=int, default=500)
     ap.add_argument("--cpu-repeat", type=int, default=5)
@@ -213,6 +231,8 @@ def add_arguments(ap) -> None:
                     help="comma-separated, among: " + ", ".join(METRICS))
     ap.add_argument("--cpu-knn-metrics", default="cosine,euclidean,manhattan",
                     help="comma-separated metrics of the kNN part")
+    ap.add_argument("--cpu-graph-edges", default="1e6,1e7",
+                    help="stored entries of the graph part's graphs (comma-separated)")
     ap.add_argument("--cpu-only", default=",".join(PARTS),
                     help="comma-separated: " + ", ".join(PARTS))
 
@@ -237,6 +257,8 @@ def run_cpu(args) -> dict:
                          metrics=[m for m in args.cpu_knn_metrics.split(",") if m])
     if "first-call" in parts:
         out["first_call"] = first_call()
+    if "graph" in parts:
+        out["graph"] = graph_part(args.cpu_graph_edges, args.cpu_repeat, args.n_jobs)
     out["machine"]["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     return out
 
