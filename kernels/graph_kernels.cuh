@@ -439,6 +439,21 @@ __device__ __forceinline__ void gb_combine(typename F::W& acc, typename F::W& co
   else gb_group_combine<F, G>(acc, has);
 }
 
+// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
+// first row in `rows`, its row count and this block's index inside the bin.
+template <int NB>
+__device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
+                                            long long& nrows, long long& block) {
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  r0 = meta[b];
+  nrows = meta[b + 1] - meta[b];
+  block = blk - meta[NB + 1 + b];
+  return b;
+}
+
 // One launch for every degree bin: rows holds the bins' row ids one after another; meta holds
 // the bins' first row (meta[b], b = 0..NB) and first block (meta[NB + 1 + b]); bin b < NB - 1
 // gives GS[b] lanes per row (256 threads a block), the last bin a 256-thread block per row.
@@ -474,11 +489,8 @@ __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restric
   typedef typename F::W W;
   constexpr int NB = 5;  // SPMV_BINS (4 group bins) + the block bin
   constexpr bool CS = gb_csum<F, CSUM>::on;
-  const long long blk = blockIdx.x;
-  int b = 0;
-#pragma unroll
-  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
-  const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
+  long long r0, nrows, block;
+  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
   switch (b) {
     case 0: gb_spmv_binned_group<F, 1, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
     case 1: gb_spmv_binned_group<F, 4, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
@@ -577,11 +589,8 @@ __global__ void __launch_bounds__(256) gb_spmv_symmetric(const long long* __rest
     const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
     typename F::W* __restrict__ y, int* __restrict__ yp) {
   constexpr int NB = 5;
-  const long long blk = blockIdx.x;
-  int b = 0;
-#pragma unroll
-  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
-  const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
+  long long r0, nrows, block;
+  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
   switch (b) {
     case 0: gb_spmv_sym_group<F, 1, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;
     case 1: gb_spmv_sym_group<F, 4, I, TA, TX, COMP>(rows, r0, nrows, block, Up, Uj, Ux, x, xp, ymask, y, yp); return;

@@ -82,13 +82,25 @@ entries, 1.8 vs 0.8 ms at 1.1·10⁶; masked products 5.6 vs 8.4 ms at 10⁵, 92
 1.1·10⁶; unmasked A·A already 7.0 vs 1.7 ms at 10⁴ entries (about 3·10⁵ products)."""
 
 
-def device_pays(kind: str, work: int) -> bool:
-    """Whether a product of ``work`` (see :data:`DEVICE_FROM`) on host data should run on
-    the GPU under ``backend="auto"``: big enough, a CUDA device present, and not turned off
-    with ``GBDIST_GRAPH_AUTO_DEVICE=0``."""
-    if work < DEVICE_FROM[kind]:
-        return False
+def device_pays(kind: str, work) -> bool:
+    """Whether a product of ``work`` (see :data:`DEVICE_FROM`; a number, or a function that
+    computes it, called only when a device could take the product) on host data should
+    run on the GPU under ``backend="auto"``: not turned off with
+    ``GBDIST_GRAPH_AUTO_DEVICE=0``, a CUDA device present, and big enough."""
     if os.environ.get("GBDIST_GRAPH_AUTO_DEVICE", "1").strip().lower() in ("0", "off", "no", "false"):
         return False
-    from ..backends.cuda import available as cuda_present
-    return cuda_present() and available("cuda")
+    if not _device_present():
+        return False
+    return (work() if callable(work) else work) >= DEVICE_FROM[kind]
+
+
+_PRESENT: list = []
+
+
+def _device_present() -> bool:
+    """A CUDA device with the graph kernels loaded, asked once per process (without CuPy
+    an import is attempted on every ask otherwise)."""
+    if not _PRESENT:
+        from ..backends.cuda import available as cuda_present
+        _PRESENT.append(cuda_present() and available("cuda"))
+    return _PRESENT[0]

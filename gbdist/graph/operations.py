@@ -123,9 +123,12 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     if backend == "auto" and not on_device and out is None and A.nvals >= 1000:
         if mask is not None and not mask.complement:
             kind, work = "mxm-masked", A.nvals + B.nvals
-        else:
-            degB = B.prepared("row-degrees", lambda: np.diff(B.csr.indptr))
-            kind, work = "mxm", int(degB[A.csr.indices].sum())
+        else:  # the products, counted only where a device could take them
+            kind = "mxm"
+
+            def work():
+                degB = B.prepared("row-degrees", lambda: np.diff(B.csr.indptr))
+                return int(degB[A.csr.indices].sum())
         if dispatch.device_pays(kind, work):
             return _moved_result(mxm(_mirror(A), _mirror(B), sr, mask=_mirror(mask), accum=accum,
                                      dtype=dt, backend="cuda"), dec)

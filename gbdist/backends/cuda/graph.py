@@ -283,13 +283,7 @@ class CudaGraphKernels:
         import cupy
         Ap, Aj, Ax = _csr_parts(A, "A")
         m, n = (int(s) for s in A.shape)
-        x = cupy.ascontiguousarray(cupy.asarray(x))
-        if x.shape != (n,):
-            raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
-        xp = None if x_present is None else cupy.ascontiguousarray(cupy.asarray(x_present, dtype=cupy.bool_))
-        ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
-        if ym is not None and ym.shape != (m,):
-            raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
+        x, xp, ym = _spmv_vectors(x, x_present, mask, m, n)
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
         I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
@@ -312,13 +306,7 @@ class CudaGraphKernels:
         m, n = (int(s) for s in U.shape)
         if m != n:
             raise InputError("spmv_symmetric: U must be square", got=str(U.shape))
-        x = cupy.ascontiguousarray(cupy.asarray(x))
-        if x.shape != (n,):
-            raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
-        xp = None if x_present is None else cupy.ascontiguousarray(cupy.asarray(x_present, dtype=cupy.bool_))
-        ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
-        if ym is not None and ym.shape != (m,):
-            raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
+        x, xp, ym = _spmv_vectors(x, x_present, mask, m, n)
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
         y = cupy.full(m, _identity(sr.add, work, out), dtype=work)
@@ -387,6 +375,20 @@ def _identity(monoid, work: np.dtype, out: np.dtype):
             return work.type(info.max if v > 0 else info.min)
         return work.type(int(v))
     return work.type(v)
+
+
+def _spmv_vectors(x, x_present, mask, m: int, n: int):
+    """x, its present flags and the row mask of an SpMV as contiguous device arrays (the
+    flags and mask None when not given), their lengths checked."""
+    import cupy
+    x = cupy.ascontiguousarray(cupy.asarray(x))
+    if x.shape != (n,):
+        raise InputError("spmv: x has the wrong length", expected=f"({n},)", got=str(x.shape))
+    xp = None if x_present is None else cupy.ascontiguousarray(cupy.asarray(x_present, dtype=cupy.bool_))
+    ym = None if mask is None else cupy.ascontiguousarray(cupy.asarray(mask, dtype=cupy.bool_))
+    if ym is not None and ym.shape != (m,):
+        raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
+    return x, xp, ym
 
 
 def _spmv_bins(A, Ap):
