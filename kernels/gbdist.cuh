@@ -14,6 +14,33 @@ template <typename T> __device__ __forceinline__ T gb_sign(T a) {
   return (T)((a > (T)0) - (a < (T)0));
 }
 
+// n / d for formulas over float data evaluated in double (float64 accumulation of
+// float32 inputs, printed by codegen for ⊗): n times a reciprocal of d refined from a
+// float seed, r0 = 1/float(d) (relative error ≤ 2^-23), by one Newton step in double,
+// r = r0 + r0·(1 − d·r0) (relative error ≤ 2^-46 + 2^-53). The quotient's relative
+// error is below 2^-45 (3e-14), against IEEE division's 2^-53, at a fraction of its
+// cost, and the reciprocal depends on d alone, so x/s and y/s share it. Where d is
+// outside float's normal range, or the result is not finite (0/0, ±inf, overflow,
+// NaN), it is IEEE division.
+__device__ __forceinline__ double gb_div(double n, double d) {
+  const float df = (float)d;
+  const float af = fabsf(df);
+  if (af >= 1.17549435e-38f && af <= 8.50705917e+37f) {  // 2^-126 .. 2^126: 1/df normal
+    const double r0 = (double)__frcp_rn(df);
+    const double r = fma(r0, fma(-d, r0, 1.0), r0);
+    const double q = n * r;
+    if (fabs(q) <= 1.7976931348623157e308) return q;
+  }
+  return n / d;
+}
+
+// Whether a stored float lies where a float split's rounding bound holds: 0, or
+// lo = 2^-E ≤ |v| ≤ hi = 2^E (gbdist/algebra/rounding.py proves the bound there).
+__device__ __forceinline__ bool gb_float_range(float v, float lo, float hi) {
+  const float a = fabsf(v);
+  return a == 0.0f || (a >= lo && a <= hi);
+}
+
 // Reduction of all NACC accumulators across each aligned group of G lanes
 // (G = 32: the whole warp), with the spec's combine.
 template <class Spec, int G>

@@ -18,8 +18,17 @@
 // forced wider (strategies.SCATTER_SMEM_CAP = 0), where fewer than four 512-thread
 // blocks would fit (benchmarks/atomics_probe.py: 8-byte shared atomics cost 1.33x the
 // 4-byte ones at 512 threads, 1.10x at 1024).
+//
+// Registers are capped (__launch_bounds__ with 2048 / TPB blocks per SM) so that the
+// register file never limits occupancy below shared memory's four blocks: float64
+// accumulators and divisions had taken 40-50 registers (two or three blocks), and the
+// cap was 3-9% faster in float32 and up to 20% in float64 on an H100, spills included
+// (benchmarks/accumulate_probe.py). codegen.SCATTER_FULL_OCCUPANCY = False lifts it.
+#ifndef GB_SCATTER_MIN_BLOCKS
+#define GB_SCATTER_MIN_BLOCKS(TPB) (2048 / (TPB))
+#endif
 template <class Spec, typename I, int TPB>
-__global__ void __launch_bounds__(TPB)
+__global__ void __launch_bounds__(TPB, GB_SCATTER_MIN_BLOCKS(TPB))
 gb_scatter(const I* __restrict__ aptr, const I* __restrict__ aidx,
            const typename Spec::T* __restrict__ aval, long long n_left,
            const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,

@@ -339,6 +339,18 @@ class Explanation:
         return (str(self_value(self.plan)),
                 self.conditioning or "decided when the plan runs (gbdist.runtime.invariance)")
 
+    def _precision_lines(self) -> list[str]:
+        """How float32 data is computed on the CUDA backend (accumulate="auto")."""
+        out = []
+        for st in self.plan.steps:
+            fs = getattr(st.node, "float_split", None)
+            if fs is not None:
+                f, h, bound = fs
+                out.append(f"{st.name}: ⊗ = f + h, f(x, y) = {text(f.formula)} in float32 "
+                           f"({bound.describe()}: proven by rounding analysis), "
+                           f"h(x, y) = {text(h.formula)} and the sums in float64")
+        return out or ["⊗, the sums and the epilogue in float64 (CUDA, accumulate=\"auto\")"]
+
     # -- renderings -----------------------------------------------------------
 
     def __str__(self) -> str:
@@ -362,6 +374,7 @@ class Explanation:
         same, conditioning = self._exact_lines()
         out.append(f"  identical rows  {same}")
         out.append(f"  conditioning    {conditioning}")
+        out += [f"  float32 data    {line}" for line in self._precision_lines()]
         if self.cuda:
             out += ["", "generated CUDA", self.cuda]
         return "\n".join(out)
@@ -385,6 +398,7 @@ class Explanation:
             out.append(f"- result $= {latex(self.result)}$")
         same, conditioning = self._exact_lines()
         out += [f"- identical rows: {_md_escape(same)}", f"- conditioning: {_md_escape(conditioning)}"]
+        out += [f"- float32 data: {_md_escape(line)}" for line in self._precision_lines()]
         return "\n".join(out) + "\n"
 
     def _repr_markdown_(self) -> str:

@@ -258,6 +258,10 @@ class Intersect(Node):
     add: Monoid
     expansion: tuple | None  # ((φ_r, ψ_r) unary Ops, ...) or None
     structural: bool
+    # (f, h, FloatBound) where mul = f + h, f is proven accurate in float32
+    # (algebra/rounding.py) and h holds the fill terms: a backend that accumulates
+    # float32 data in float64 may evaluate f in float32 (compiler/plan.py says when).
+    float_split: tuple | None = None
 
 
 @dataclass(frozen=True, eq=False)

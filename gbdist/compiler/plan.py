@@ -8,6 +8,14 @@ primitives the backends execute:
                           (clamped at 0 when f ≥ 0 is proven)
 * ``two-pass-union``   → ``TwoPassUnion(left, right, f, ⊕, C)``
 
+A union correction's intersection pass also carries a *float split* of g = f + h
+(h = −L − R + C) when evaluating f in float32 provably costs no accuracy the
+result can see (:func:`float_split`): f ≥ 0 and its float32 rounding error is
+bounded relative to f itself (``algebra.rounding``), so Σ f over the union keeps
+that relative bound, and the product is consumed only by operations that keep a
+relative error (×, ÷, √, max, min, |·|, −). A backend accumulating float32 data in
+float64 then evaluates f in float32 and only h and the sums in float64.
+
 The rewritten expression is then split into *steps* (the primitives, each run
 by a backend kernel) and an *epilogue* (the pointwise expression over the step
 results, which the CUDA backend fuses into the kernel that finishes a tile).
@@ -26,6 +34,7 @@ from ..algebra.formulas import X, Y
 from ..algebra.ops import Op, as_monoid, plus
 from ..algebra.evaluate import constant_value
 from ..algebra.proofs import Proof
+from ..algebra.rounding import float_bound
 from .typecheck import Typing, infer, row_operand
 
 PRIMITIVES = (ir.Intersect, ir.TwoPassUnion, ir.RowReduce)
@@ -152,8 +161,68 @@ def _expansion_ops(a: Analysis, domain: str):
                  for r, (phi, psi) in enumerate(a.expansion))
 
 
-def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis) -> ir.Node:
-    """The primitive expression computing one analysed product."""
+FLOAT_SPLIT_MAX_K = 8
+"""Largest float32 error bound (in units of 2^-24) of f for which f is evaluated in
+float32: 8·2^-24 = 4.8e-7 relative, half the 1e-6 guarantee (docs/metrics.md)."""
+
+# Pointwise functions through which a value's relative error passes unamplified.
+RELATIVE_FNS = frozenset({"mul", "div", "sqrt", "neg", "abs", "maximum", "minimum"})
+
+
+def _costly(g: sp.Expr) -> bool:
+    """Whether g does work that float64 makes expensive (a division, a root, a power
+    other than a small integer, a function call): only then is the split worth it."""
+    for node in sp.preorder_traversal(g):
+        if isinstance(node, sp.Pow) and not (node.exp.is_Integer and 0 < int(node.exp) <= 4):
+            return True
+        if isinstance(node, sp.Function) and not isinstance(node, (sp.Abs, sp.Max, sp.Min,
+                                                                   sp.Piecewise, sp.sign)):
+            return True
+    return False
+
+
+def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, relative: bool):
+    """``(f, h, bound)`` for a union correction's intersection pass, or None.
+
+    Requires: the product is consumed relatively (``relative``); both operands are
+    stored values (no apply chain, so f sees the float32 inputs themselves); f ≥ 0
+    with a float32 bound of at most FLOAT_SPLIT_MAX_K units, proven by
+    :func:`gbdist.algebra.rounding.float_bound`; and g costly in float64."""
+    if not relative or a.strategy != "union-correction" or a.structural:
+        return None
+    if row_operand(left)[2] or row_operand(right_rows)[2]:
+        return None
+    dom = sr.mul.domain
+    f = sr.mul.formula
+    bound = float_bound(f, dom)
+    if bound is None or not bound.nonnegative or bound.k > FLOAT_SPLIT_MAX_K or not _costly(a.g):
+        return None
+    name = sr.mul.name
+    return (_binary(f"{name}_f", f, dom), _binary(f"{name}_h", -a.L - a.R + a.C, dom), bound)
+
+
+def relative_products(expr: ir.Node) -> set:
+    """Keys of the products whose every use reaches the result through RELATIVE_FNS
+    only (so a relative error of the product is a relative error of the result)."""
+    good, bad = set(), set()
+
+    def walk(node, ok):
+        if isinstance(node, (ir.MxM, ir.MxV)):
+            (good if ok else bad).add(node.key)
+            ok = False  # its operands are not its result
+        elif not (isinstance(node, ir.Pointwise) and node.fn in RELATIVE_FNS):
+            ok = False
+        for c in node.children:
+            walk(c, ok)
+
+    walk(expr, True)
+    return good - bad
+
+
+def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
+                  relative: bool = False) -> ir.Node:
+    """The primitive expression computing one analysed product (``relative``: the
+    product reaches the result through relative operations only)."""
     dom = sr.mul.domain
     if a.strategy == "intersection":
         return ir.Intersect(left, right_rows, sr.mul, sr.add, _expansion_ops(a, dom), a.structural)
@@ -165,7 +234,8 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis) -> ir.Nod
     # The intersection pass is kept even when g = 0: it is what gives the result
     # both of its dimensions (f = 2·y still makes an (n_A, n_B) matrix).
     terms.append(ir.Intersect(left, right_rows, _binary(f"{sr.mul.name}_g", a.g, dom), plus_m,
-                              _expansion_ops(a, dom), False))
+                              _expansion_ops(a, dom), False,
+                              float_split(left, right_rows, sr, a, relative)))
     lc, rc = a.L - a.C, a.R - a.C
     if lc != 0:
         terms.append(ir.RowReduce(ir.Apply(_unary(f"{sr.mul.name}_L", lc, dom), left), plus_m))
@@ -185,6 +255,7 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     """Type-check, analyse every product, lower, and split into steps + epilogue."""
     typing = infer(expr, default_roles)
     products: list[ProductDecision] = []
+    relative = relative_products(expr)
 
     def lower(node):
         try:
@@ -197,12 +268,12 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
             left, right = _canonical(node.left), _canonical(node.right, transpose=True)
             a = analyze(node.semiring, operand_fill(node.left), operand_fill(right))
             products.append(ProductDecision(node, a))
-            return lower_product(left, right, node.semiring, a)
+            return lower_product(left, right, node.semiring, a, node.key in relative)
         if isinstance(node, ir.MxV):
             left, right = _canonical(node.matrix), _canonical(node.vector)
             a = analyze(node.semiring, operand_fill(node.matrix), operand_fill(node.vector))
             products.append(ProductDecision(node, a))
-            return lower_product(left, right, node.semiring, a)
+            return lower_product(left, right, node.semiring, a, node.key in relative)
         if isinstance(node, ir.RowReduce):
             return ir.RowReduce(_canonical(node.arg), node.monoid)
         return None

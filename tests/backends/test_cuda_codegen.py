@@ -78,3 +78,44 @@ def test_epilogue_is_fused_into_the_product_kernel():
     spec = gen.source[gen.source.index("struct Spec "):]
     assert "sqrtf(colred[0 * n_left + i])" in spec and "rowred[0 * n_right + j]" in spec
     assert len(gen.accumulators) == 1 and len(gen.reductions) == 2
+
+
+def test_divisions_in_mixed_precision_products_use_gb_div():
+    """⊗ over float32 data evaluated in float64 prints its divisions as gb_div; float64
+    data and float32 accumulation keep the native division (docs/cuda.md)."""
+    from gbdist.pairwise import metric_program
+
+    def spec(dt, acc):
+        src = generate(metric_program("canberra").plan, dt, acc).source
+        body = src[src.index("struct Spec"):]
+        return body[:body.index("\n};\n")]
+
+    mixed = spec(np.float32, np.float64)
+    assert mixed.count("gb_div(fabs(x - y), fabs(x) + fabs(y))") == 2  # gather step, scatter step
+    assert "fabs(x - y)/" not in mixed
+    assert "gb_div" not in spec(np.float64, None) and "fabs(x - y)/(fabs(x) + fabs(y))" in spec(np.float64, None)
+    assert "gb_div" not in spec(np.float32, None) and "fabsf(x - y)/(fabsf(x) + fabsf(y))" in spec(np.float32, None)
+
+
+def test_float_split_prints_f_in_float_behind_a_range_check():
+    """canberra's union correction carries a float split (compiler/plan.float_split): with
+    float32 data and float64 accumulation, f runs in float where both inputs are in the
+    range its rounding bound covers, the fill terms h and the fallback g in double."""
+    from gbdist.backends.cuda import codegen
+    from gbdist.pairwise import metric_program
+
+    plan = metric_program("canberra").plan
+    mixed = generate(plan, np.float32, np.float64).source
+    assert mixed.count("gb_float_range(xs, 2.3283064365386963e-10F, 4294967296.0F)") == 1  # scatter
+    assert mixed.count("gb_float_range(d, 2.3283064365386963e-10F, 4294967296.0F)") == 1  # gather
+    assert "fabsf(xs - ys)/(fabsf(xs) + fabsf(ys))" in mixed  # f in float
+    assert "gb_div(fabs(x - y), fabs(x) + fabs(y))" in mixed  # the fallback g in double
+    for dt, acc in ((np.float64, None), (np.float32, None)):
+        assert "gb_float_range(xs" not in generate(plan, dt, acc).source
+    assert "gb_float_range(xs" not in generate(metric_program("jensenshannon").plan,
+                                               np.float32, np.float64).source
+    codegen.FLOAT_SPLIT = False
+    try:
+        assert "gb_float_range(xs" not in generate(plan, np.float32, np.float64).source
+    finally:
+        codegen.FLOAT_SPLIT = True

@@ -41,6 +41,7 @@ from .. import rows as host_rows
 from ..base import Bound, Tile, shape_output
 from . import cache, strategies, topk
 from .cache import compile_log, last_run
+from . import codegen
 from .codegen import Generated, generate
 from .operands import DevCSR, index_type, upload
 from .strategies import STRATEGIES, Job
@@ -123,7 +124,8 @@ def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None) -> Gene
     """Generated source, cached by the plan's structural key, the dtype and the
     accumulator type (default: :func:`accumulator_dtype` of the dtype)."""
     acc_name = acc_name or accumulator_dtype(dtype_name).name
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name)
+    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name,
+           codegen.knobs())
     return cache.generated(key, lambda: generate(plan, np.dtype(dtype_name), np.dtype(acc_name)))
 
 

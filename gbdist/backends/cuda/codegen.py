@@ -40,8 +40,11 @@ _B = sp.Symbol("b", real=True)
 class CudaPrinter(C99CodePrinter):
     """C99 printer for CUDA device code in float or double."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, fast_div: bool = False):
         self.single = np.dtype(dtype) == np.float32
+        # Divisions as gb_div (kernels/gbdist.cuh): n times a reciprocal refined from a
+        # float seed, relative error below 2^-45. Only for ⊗ over float data in double.
+        self.fast_div = fast_div and not self.single
         # No math macros (M_LN2, M_PI, ...): NVRTC has no <math.h> to define them.
         settings = {"strict": True, "math_macros": {}}
         if self.single:
@@ -68,8 +71,25 @@ class CudaPrinter(C99CodePrinter):
     def _print_Symbol(self, expr):
         return {"x": "x", "y": "y", "a": "a", "b": "b"}.get(expr.name, super()._print_Symbol(expr))
 
+    def _print_Mul(self, expr):
+        if not self.fast_div:
+            return super()._print_Mul(expr)
+        num, den = [], []
+        for f in sp.Mul.make_args(expr):
+            if f.is_Pow and f.exp.is_Rational and f.exp.is_negative and f.exp != -sp.Rational(1, 2):
+                den.append(f.base if f.exp == -1 else sp.Pow(f.base, -f.exp, evaluate=False))
+            else:
+                num.append(f)
+        if not den:
+            return super()._print_Mul(expr)
+        n = self._print(sp.Mul(*num, evaluate=False)) if num else self._one()
+        d = self._print(sp.Mul(*den, evaluate=False))
+        return f"gb_div({n}, {d})"
+
     def _print_Pow(self, expr):
         base, ex = expr.base, expr.exp
+        if self.fast_div and ex.is_Rational and ex.is_negative and ex != -sp.Rational(1, 2):
+            return self._print_Mul(sp.Mul(expr, evaluate=False))
         if ex.is_Integer and 2 <= int(ex) <= 4:
             b = self.parenthesize(base, 100)
             return "*".join([f"({b})"] * int(ex))
@@ -183,6 +203,9 @@ class Accumulator:
     union: bool
     corner: float | None  # for an absorbed two-pass union: ⊕ the corner at the end
     expansion: tuple | None = None  # ((φ_r(chainL(x)), ψ_r(chainR(x))), ...) over x, for "dense"
+    # mul = f + h with f evaluated in float over the stored values (plan.float_split):
+    # (f, h, exponent of the input range the rounding bound covers)
+    split: tuple | None = None
 
 
 @dataclass
@@ -293,8 +316,13 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
                 expansion = tuple((phi.formula.xreplace({X: chain_formula(lchain, X)}),
                                    psi.formula.xreplace({X: chain_formula(rchain, X)}))
                                   for phi, psi in n.expansion)
+        split = None
+        fs = getattr(n, "float_split", None)
+        if (fs is not None and FLOAT_SPLIT and storage == "float" and not pr.single
+                and not (lchain or rchain)):
+            split = (fs[0].formula, fs[1].formula, fs[2].exponent)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
-                                n.corner if union and n.corner_absorbed else None, expansion))
+                                n.corner if union and n.corner_absorbed else None, expansion, split))
     reds: list[Reduction] = []
     for s in red_steps:
         _, _, chain = row_operand(s.node.arg)
@@ -303,6 +331,8 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
         reds.append(Reduction(s, chain, m.op, m.identity_value, fill, m.idempotent, s.kind))
 
     parts = [read("kernels", "gbdist.cuh")]
+    if not SCATTER_FULL_OCCUPANCY:
+        parts.append("#define GB_SCATTER_MIN_BLOCKS(TPB) 1\n")
     parts.append(f"typedef {storage} gb_real;\ntypedef {T} gb_acc;\n")
     structural = any(getattr(s.node, "structural", False) for s in acc_steps)
     union = any(a.union for a in accs)
@@ -312,7 +342,10 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
     dense_maps = None
     if accs:
         gather = "Spec"
-        parts.append(_spec(gather, accs, reds, plan, pr, structural))
+        # ⊗ runs once per pair of stored entries: over float data evaluated in double,
+        # its divisions are gb_div (relative error < 2^-45, far below the 1e-6 bound).
+        mul_pr = CudaPrinter(acc_dt, fast_div=FAST_DIV and storage == "float")
+        parts.append(_spec(gather, accs, reds, plan, pr, structural, mul_pr))
         if all(a.expansion for a in accs):
             dense_maps = []
             for k, a in enumerate(accs):
@@ -411,7 +444,44 @@ def _monoid_kind_op(red: Reduction) -> str:
     return "other"
 
 
-def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) -> str:
+# Experiment (benchmarks/accumulate_probe.py): evaluate all of ⊗ in the storage type
+# (float) under float64 accumulation. Not a supported mode: it breaks the accuracy
+# bound where a sum cancels before a square root (docs/benchmarks.md).
+MUL_IN_STORAGE = False
+# ⊗ over float data evaluated in double prints its divisions as gb_div (see CudaPrinter).
+# False prints IEEE double divisions (benchmarks/accumulate_probe.py compares the two).
+FAST_DIV = True
+# Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
+# its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
+# them 3-9% faster in float32 and up to 20% in float64 (which had 40-50 registers),
+# a few spilled bytes notwithstanding (benchmarks/accumulate_probe.py, 2026-11-24).
+SCATTER_FULL_OCCUPANCY = True
+# Evaluate the f of a float split (compiler/plan.float_split) in float.
+FLOAT_SPLIT = True
+
+
+def knobs() -> tuple:
+    """The code generator's switches (part of the generated-source cache key)."""
+    return (MUL_IN_STORAGE, FAST_DIV, SCATTER_FULL_OCCUPANCY, FLOAT_SPLIT)
+
+
+def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
+    """⊗ of one pair as a C expression over x, y (accumulator type; xs, ys: the stored
+    float values). With a float split, f runs in float where both inputs lie in the
+    range its rounding bound covers, h and the fallback in the accumulator type."""
+    if MUL_IN_STORAGE and not pr.single:
+        return f"((A)({scalar(a.mul, CudaPrinter(np.float32), {'x': xs, 'y': ys})}))"
+    if a.split is not None:
+        f, h, e = a.split
+        fast = f"((A)({scalar(f, CudaPrinter(np.float32), {'x': xs, 'y': ys})}) + ({scalar(h, pr)}))"
+        lo, hi = f"{2.0 ** -e!r}F", f"{2.0 ** e!r}F"
+        return (f"((gb_float_range({xs}, {lo}, {hi}) && gb_float_range({ys}, {lo}, {hi})) ? {fast} : "
+                f"({scalar(a.mul, pr)}))")
+    return "(" + scalar(a.mul, pr) + ")"
+
+
+def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
+          mul_pr: CudaPrinter) -> str:
     T = pr.T
     nacc = len(accs)
     lines = [f"struct {name} {{", "  typedef gb_real T;  // stored values", f"  typedef {T} A;  // accumulators, formulas, epilogue",
@@ -430,7 +500,8 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
         for k, a in enumerate(accs):
             if swap and not a.union:
                 continue
-            lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', '(' + scalar(a.mul, pr) + ')', pr)};")
+            mul = _mul(a, mul_pr, "s" if swap else "d", "d" if swap else "s")
+            lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', mul, pr)};")
         lines.append("    (void)x; (void)y;")
         lines.append("  }")
     for k, a in enumerate(accs):
@@ -442,7 +513,7 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
     for k, a in enumerate(accs):
         if a.union:
             continue
-        value = "(" + scalar(a.mul, pr) + ")"
+        value = _mul(a, mul_pr, "xs", "ys")
         if _monoid_kind_op_add(a.add) == "plus":
             lines.append(f"    atomicAdd(&acc[{k} * J + j], {value});")
         else:
@@ -457,7 +528,7 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool) 
         lines.append("  __device__ static void union_scatter(A* acc, long long j, T xs, T ys) {")
         lines.append("    const A x = (A)xs;")
         lines.append("    const A y = (A)ys;")
-        lines.append(f"    gb_atomic_combine<Comb0>(&acc[j], ({scalar(a.mul, pr)}));")
+        lines.append(f"    gb_atomic_combine<Comb0>(&acc[j], {_mul(a, mul_pr, 'xs', 'ys')});")
         lines.append("  }")
     lines.append("  __device__ static void combine(A* acc, const A* other) {")
     for k, a in enumerate(accs):

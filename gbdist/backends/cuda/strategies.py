@@ -33,6 +33,11 @@ RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
          "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
          "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
          "sorted_fixed": 1.5e-3, "sort": 2e9, "sorted_pairs": 6e10, "sorted_cells": 5e10}
+# Cost of an 8-byte shared-memory atomic add over a 4-byte one at 512 threads per block
+# (benchmarks/atomics_probe.py on an H100). Without it the model priced scatter the same
+# under float64 accumulation, and kept it on Tabula Muris manhattan, where gather was
+# 22% faster (benchmarks/accumulate_probe.py, 2026-11-24).
+ATOMIC64 = 1.33
 
 
 @dataclass
@@ -256,10 +261,12 @@ def _scatter_launch(mod, job: Job):
 
 def _scatter_estimate(job: Job):
     """Work per pair of entries sharing a column (one bincount), plus writing the m×n
-    output, plus a fixed cost (Bᵀ is built per call)."""
+    output, plus a fixed cost (Bᵀ is built per call). Each pair is a shared-memory
+    atomic: an 8-byte one (float64 accumulators) costs ATOMIC64 times a 4-byte one."""
     if job.itype_c != "int" or not job.left.nnz or not job.right.nnz:
         return None
-    return (RATES["scatter_fixed"] + _op_weights(job.gen, 20.0) * _pairs(job) / RATES["scatter_pairs"]
+    per_pair = _op_weights(job.gen, 20.0) * (ATOMIC64 if np.dtype(job.at).itemsize == 8 else 1.0)
+    return (RATES["scatter_fixed"] + per_pair * _pairs(job) / RATES["scatter_pairs"]
             + job.n_left * job.n_right / RATES["scatter_cells"])
 
 

@@ -1,0 +1,228 @@
+"""Forward rounding-error analysis of a formula evaluated in float32.
+
+:func:`float_bound` proves, by structural induction over the formula as written,
+that evaluating f(x, y) in IEEE float32 on float32 inputs gives
+
+    f̂(x, y) = f(x, y)·(1 + θ),   |θ| ≤ k·u  (to first order in u = 2^-24),
+
+for every pair of inputs whose magnitudes are 0 or within [2^-E, 2^E], and that no
+intermediate value overflows or underflows there. Each rule is the textbook bound
+(Higham, *Accuracy and Stability of Numerical Algorithms*, ch. 2-3):
+
+* x, y (float32 inputs), constants exact in float32: exact (k = 0); other constants: k = 1.
+* a ± b of two exact operands: one rounding (k = 1), whatever the signs;
+  a + b of operands of one sign: k = max(k_a, k_b) + 1 (no cancellation). A difference
+  of inexact operands can cancel and is refused.
+* a·b, a/b: k_a + k_b + 1; aⁿ (n = 2, 3, 4, printed as products): n·k_a + n − 1;
+  √a of a ≥ 0: k_a/2 + 1 (IEEE-rounded division and square root, as CUDA compiles them
+  without fast math); |a|, −a, max, min: no new rounding.
+* where(c, a, b): max(k_a, k_b), when c is decided exactly in float32: zero and sign
+  tests of values with a relative bound (a relative error keeps zero and sign), and
+  comparisons of exact values. A branch knows that the expressions tested ``== 0`` by
+  the branches before it are nonzero (so ``where(|x|+|y| == 0, 0, …/(|x|+|y|))``
+  divides by a nonzero value).
+* Anything else (log, exp, pow with other exponents, a division by a value that may be
+  0, a comparison of rounded values) is refused: ``None``.
+
+Magnitudes are tracked as base-2 exponent intervals of the nonzero values; a
+difference of two exact inputs that is not 0 is at least one unit in the last place
+of the smaller exponent (2^-23 of it). Signs are tracked too, so the bound also proves
+f ≥ 0 where it says ``nonnegative``.
+
+This is what lets a backend evaluate ⊗ in float32 under float64 accumulation
+(compiler/plan.py decides where the bound suffices; docs/metrics.md, *Precision*).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .formulas import X, Y
+
+EXPONENT = 32
+"""Inputs covered by the bound: 0 or 2^-32 ≤ |v| ≤ 2^32 (the kernel checks each pair)."""
+FLOAT_MIN_EXP, FLOAT_MAX_EXP = -126, 127  # normal float32 range: 2^-126 ≤ |v| < 2^128
+MANT = 23  # float32 fraction bits
+
+
+@dataclass(frozen=True)
+class FloatBound:
+    """f evaluated in float32 has relative error ≤ k·2^-24 for inputs 0 or in [2^-E, 2^E]."""
+
+    k: float
+    exponent: int
+    nonnegative: bool
+
+    @property
+    def relative_error(self) -> float:
+        return self.k * 2.0 ** -24
+
+    def describe(self) -> str:
+        return (f"relative error ≤ {self.k:g}·2⁻²⁴ = {self.relative_error:.1e} for inputs 0 or "
+                f"within 2^±{self.exponent}" + (", f ≥ 0" if self.nonnegative else ""))
+
+
+@dataclass(frozen=True)
+class _V:
+    """Abstract value of a subexpression."""
+
+    k: float  # relative error bound in units of u
+    lo: float  # log2 of the smallest nonzero |value|
+    hi: float  # log2 of the largest |value|
+    sign: str  # "+" (≥ 0), "-" (≤ 0) or "?"
+    zero: bool  # may be 0
+
+
+class _Refused(Exception):
+    pass
+
+
+def float_bound(f: sp.Expr, domain: str = "real", exponent: int = EXPONENT) -> FloatBound | None:
+    """The proven float32 relative error bound of ``f`` as written, or None."""
+    try:
+        v = _Walker(domain, exponent).value(sp.sympify(f), frozenset())
+    except _Refused:
+        return None
+    return FloatBound(v.k, exponent, v.sign == "+")
+
+
+def _exact_float32(c: float) -> bool:
+    return math.isfinite(c) and float(np.float32(c)) == c
+
+
+class _Walker:
+    def __init__(self, domain: str, exponent: int):
+        self.input_sign = "+" if domain == "nonnegative" else "?"
+        self.exponent = exponent
+
+    def value(self, e, nonzero: frozenset) -> _V:
+        v = self._value(e, nonzero)
+        if v.hi > FLOAT_MAX_EXP or (v.lo < FLOAT_MIN_EXP and v.lo != math.inf):
+            raise _Refused  # may overflow or underflow for inputs in range
+        return v
+
+    def _value(self, e, nonzero) -> _V:
+        if e in (X, Y) or (isinstance(e, sp.Symbol) and e.name in ("x", "y")):
+            return _V(0, -self.exponent, self.exponent, self.input_sign, e not in nonzero)
+        if isinstance(e, sp.Number):
+            c = float(e)
+            if c == 0:
+                return _V(0, math.inf, -math.inf, "+", True)
+            if not math.isfinite(c):
+                raise _Refused
+            m = math.log2(abs(c))
+            return _V(0 if _exact_float32(c) else 1, m, m, "+" if c > 0 else "-", False)
+        if isinstance(e, sp.Abs):
+            a = self.value(e.args[0], nonzero)
+            return _V(a.k, a.lo, a.hi, "+", a.zero)
+        if isinstance(e, sp.Add):
+            return self._add([self.value(t, nonzero) for t in e.args])
+        if isinstance(e, sp.Mul):
+            return self._mul([self.value(t, nonzero) if not _is_inverse(t) else
+                              self._reciprocal(t.base, nonzero) for t in e.args])
+        if isinstance(e, sp.Pow):
+            return self._pow(e, nonzero)
+        if isinstance(e, (sp.Max, sp.Min)):
+            vs = [self.value(t, nonzero) for t in e.args]
+            return _V(max(v.k for v in vs), min(v.lo for v in vs), max(v.hi for v in vs),
+                      _join_sign(vs), any(v.zero for v in vs))
+        if isinstance(e, sp.Piecewise):
+            return self._piecewise(e, nonzero)
+        raise _Refused  # log, exp, other functions and symbols
+
+    def _add(self, vs: list[_V]) -> _V:
+        vs = [v for v in vs if not (v.zero and v.hi == -math.inf)]  # literal zeros
+        if not vs:
+            return _V(0, math.inf, -math.inf, "+", True)
+        if len(vs) == 1:
+            return vs[0]
+        hi = max(v.hi for v in vs) + math.ceil(math.log2(len(vs)))
+        signs = {v.sign for v in vs}
+        if len(signs) == 1 and signs != {"?"}:
+            return _V(max(v.k for v in vs) + len(vs) - 1, min(v.lo for v in vs), hi,
+                      signs.pop(), all(v.zero for v in vs))
+        if len(vs) == 2 and all(v.k == 0 for v in vs):
+            # exact operands: one rounding; a nonzero difference is at least one unit in
+            # the last place of the smaller operand's exponent
+            return _V(1, min(v.lo for v in vs) - MANT, hi, "?", True)
+        raise _Refused  # cancellation of rounded values
+
+    def _mul(self, vs: list[_V]) -> _V:
+        k = sum(v.k for v in vs) + len(vs) - 1
+        consts = sum(1 for v in vs if v.k == 0 and not v.zero and v.lo == v.hi and _pow2(v.lo))
+        k -= consts  # a factor ±2^n is an exact scaling
+        neg = sum(1 for v in vs if v.sign == "-")
+        sign = "?" if any(v.sign == "?" for v in vs) else ("-" if neg % 2 else "+")
+        return _V(max(k, 0), sum(v.lo for v in vs), sum(v.hi for v in vs), sign,
+                  any(v.zero for v in vs))
+
+    def _reciprocal(self, base, nonzero) -> _V:
+        b = self.value(base, nonzero)
+        if b.zero and base not in nonzero:
+            raise _Refused  # may divide by 0
+        return _V(b.k + 1, -b.hi, -b.lo, b.sign, False)
+
+    def _pow(self, e: sp.Pow, nonzero) -> _V:
+        base, ex = e.base, e.exp
+        if _is_inverse(e):
+            return self._reciprocal(base, nonzero)
+        b = self.value(base, nonzero)
+        if ex.is_Integer and 2 <= int(ex) <= 4:
+            n = int(ex)
+            sign = "+" if n % 2 == 0 else b.sign
+            return _V(n * b.k + n - 1, n * b.lo, n * b.hi, sign, b.zero)
+        if ex == sp.Rational(1, 2) and b.sign == "+":
+            return _V(b.k / 2 + 1, b.lo / 2, b.hi / 2, "+", b.zero)
+        raise _Refused
+
+    def _piecewise(self, e: sp.Piecewise, nonzero) -> _V:
+        vs = []
+        known = set(nonzero)
+        for branch, cond in e.args:
+            self._check_condition(cond, frozenset(known))
+            if cond is not sp.true:
+                vs.append(self.value(branch, frozenset(known)))
+            else:
+                vs.append(self.value(branch, frozenset(known)))
+                break
+            if isinstance(cond, sp.Eq) and cond.rhs == 0:
+                known.add(cond.lhs)
+            elif isinstance(cond, sp.Eq) and cond.lhs == 0:
+                known.add(cond.rhs)
+        vs = [v for v in vs]
+        return _V(max(v.k for v in vs), min(v.lo for v in vs), max(v.hi for v in vs),
+                  _join_sign(vs), any(v.zero for v in vs))
+
+    def _check_condition(self, cond, nonzero) -> None:
+        if cond in (sp.true, sp.false):
+            return
+        if isinstance(cond, (sp.And, sp.Or, sp.Not)):
+            for c in cond.args:
+                self._check_condition(c, nonzero)
+            return
+        if isinstance(cond, sp.core.relational.Relational):
+            lhs, rhs = self.value(cond.lhs, nonzero), self.value(cond.rhs, nonzero)
+            exact = lhs.k == 0 and rhs.k == 0
+            against_zero = (cond.rhs == 0 or cond.lhs == 0)
+            if exact or against_zero:
+                return  # decided exactly: a relative bound keeps zero and sign
+        raise _Refused
+
+
+def _is_inverse(e) -> bool:
+    return isinstance(e, sp.Pow) and e.exp == -1
+
+
+def _pow2(m: float) -> bool:
+    return m == int(m)
+
+
+def _join_sign(vs) -> str:
+    signs = {v.sign for v in vs if not (v.zero and v.hi == -math.inf)}
+    return signs.pop() if len(signs) == 1 else ("+" if not signs else "?")
+
+
+__all__ = ["EXPONENT", "FloatBound", "float_bound"]
