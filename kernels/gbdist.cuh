@@ -34,13 +34,6 @@ __device__ __forceinline__ double gb_div(double n, double d) {
   return n / d;
 }
 
-// Whether a stored float lies where a float split's rounding bound holds: 0, or
-// lo = 2^-E ≤ |v| ≤ hi = 2^E (gbdist/algebra/rounding.py proves the bound there).
-__device__ __forceinline__ bool gb_float_range(float v, float lo, float hi) {
-  const float a = fabsf(v);
-  return a == 0.0f || (a >= lo && a <= hi);
-}
-
 // Reduction of all NACC accumulators across each aligned group of G lanes
 // (G = 32: the whole warp), with the spec's combine.
 template <class Spec, int G>

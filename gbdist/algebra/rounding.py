@@ -10,6 +10,7 @@ intermediate value overflows or underflows there. Each rule is the textbook boun
 (Higham, *Accuracy and Stability of Numerical Algorithms*, ch. 2-3):
 
 * x, y (float32 inputs), constants exact in float32: exact (k = 0); other constants: k = 1.
+  Sums and products of integers that stay below 2^24 are exact (k = 0).
 * a ± b of two exact operands: one rounding (k = 1), whatever the signs;
   a + b of operands of one sign: k = max(k_a, k_b) + 1 (no cancellation). A difference
   of inexact operands can cancel and is refused.
@@ -74,6 +75,7 @@ class _V:
     hi: float  # log2 of the largest |value|
     sign: str  # "+" (≥ 0), "-" (≤ 0) or "?"
     zero: bool  # may be 0
+    integer: bool = False  # an exact integer (sums of such below 2^24 are exact)
 
 
 class _Refused(Exception):
@@ -82,8 +84,10 @@ class _Refused(Exception):
 
 def float_bound(f: sp.Expr, domain: str = "real", exponent: int = EXPONENT) -> FloatBound | None:
     """The proven float32 relative error bound of ``f`` as written, or None."""
+    if not isinstance(f, sp.Basic):
+        raise TypeError(f"float_bound takes a sympy formula, not {type(f).__name__}")
     try:
-        v = _Walker(domain, exponent).value(sp.sympify(f), frozenset())
+        v = _Walker(domain, exponent).value(f, frozenset())
     except _Refused:
         return None
     return FloatBound(v.k, exponent, v.sign == "+")
@@ -110,11 +114,12 @@ class _Walker:
         if isinstance(e, sp.Number):
             c = float(e)
             if c == 0:
-                return _V(0, math.inf, -math.inf, "+", True)
+                return _V(0, math.inf, -math.inf, "+", True, True)
             if not math.isfinite(c):
                 raise _Refused
             m = math.log2(abs(c))
-            return _V(0 if _exact_float32(c) else 1, m, m, "+" if c > 0 else "-", False)
+            return _V(0 if _exact_float32(c) else 1, m, m, "+" if c > 0 else "-", False,
+                      c == int(c) and abs(c) < 2 ** 24)
         if isinstance(e, sp.Abs):
             a = self.value(e.args[0], nonzero)
             return _V(a.k, a.lo, a.hi, "+", a.zero)
@@ -136,10 +141,14 @@ class _Walker:
     def _add(self, vs: list[_V]) -> _V:
         vs = [v for v in vs if not (v.zero and v.hi == -math.inf)]  # literal zeros
         if not vs:
-            return _V(0, math.inf, -math.inf, "+", True)
+            return _V(0, math.inf, -math.inf, "+", True, True)
         if len(vs) == 1:
             return vs[0]
         hi = max(v.hi for v in vs) + math.ceil(math.log2(len(vs)))
+        if all(v.integer and v.k == 0 for v in vs) and hi < 24:
+            # integers whose sum stays below 2^24: every partial sum is exact
+            return _V(0, 0, hi, _join_sign(vs) if len({v.sign for v in vs}) == 1 else "?",
+                      True, True)
         signs = {v.sign for v in vs}
         if len(signs) == 1 and signs != {"?"}:
             return _V(max(v.k for v in vs) + len(vs) - 1, min(v.lo for v in vs), hi,
@@ -156,8 +165,10 @@ class _Walker:
         k -= consts  # a factor ±2^n is an exact scaling
         neg = sum(1 for v in vs if v.sign == "-")
         sign = "?" if any(v.sign == "?" for v in vs) else ("-" if neg % 2 else "+")
-        return _V(max(k, 0), sum(v.lo for v in vs), sum(v.hi for v in vs), sign,
-                  any(v.zero for v in vs))
+        hi = sum(v.hi for v in vs)
+        integer = all(v.integer and v.k == 0 for v in vs) and hi < 24
+        return _V(0 if integer else max(k, 0), sum(v.lo for v in vs), hi, sign,
+                  any(v.zero for v in vs), integer)
 
     def _reciprocal(self, base, nonzero) -> _V:
         b = self.value(base, nonzero)
@@ -192,9 +203,8 @@ class _Walker:
                 known.add(cond.lhs)
             elif isinstance(cond, sp.Eq) and cond.lhs == 0:
                 known.add(cond.rhs)
-        vs = [v for v in vs]
         return _V(max(v.k for v in vs), min(v.lo for v in vs), max(v.hi for v in vs),
-                  _join_sign(vs), any(v.zero for v in vs))
+                  _join_sign(vs), any(v.zero for v in vs), all(v.integer for v in vs))
 
     def _check_condition(self, cond, nonzero) -> None:
         if cond in (sp.true, sp.false):

@@ -22,6 +22,7 @@ ACCEPTED = {
     "scaled": (2 * x * y / 3, 3),  # 2/3 is not exact in float32: one more rounding
     "harmonic": (sp.Piecewise((0, sp.Eq(x + y, 0)), (x * y / (x + y), True)), 4),
 }
+INDICATORS = -sp.Piecewise((0, sp.Eq(x, 0)), (1, True)) - sp.Piecewise((0, sp.Eq(y, 0)), (1, True))
 
 
 def _inputs(rng, n=200_000, e=EXPONENT):
@@ -61,6 +62,12 @@ def test_bound_holds_in_float32(name):
     assert bound is not None and bound.k == k
     err = _max_rel_error(expr)
     assert err <= bound.relative_error * (1 + 1e-6), (err, bound.describe())
+
+
+def test_small_integer_sums_are_exact():
+    assert float_bound(INDICATORS).k == 0  # canberra's h: −[x ≠ 0] − [y ≠ 0]
+    big = float_bound(INDICATORS * 2 ** 23 + 2 ** 23)  # may reach 2^24: not exact
+    assert big is None or big.k > 0
 
 
 def test_signs_are_proven():

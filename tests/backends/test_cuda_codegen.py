@@ -85,8 +85,8 @@ def test_divisions_in_mixed_precision_products_use_gb_div():
     data and float32 accumulation keep the native division (docs/cuda.md)."""
     from gbdist.pairwise import metric_program
 
-    def spec(dt, acc):
-        src = generate(metric_program("canberra").plan, dt, acc).source
+    def spec(dt, acc):  # canberra's g whole (split=False: no float split of f)
+        src = generate(metric_program("canberra").plan, dt, acc, split=False).source
         body = src[src.index("struct Spec"):]
         return body[:body.index("\n};\n")]
 
@@ -97,25 +97,27 @@ def test_divisions_in_mixed_precision_products_use_gb_div():
     assert "gb_div" not in spec(np.float32, None) and "fabsf(x - y)/(fabsf(x) + fabsf(y))" in spec(np.float32, None)
 
 
-def test_float_split_prints_f_in_float_behind_a_range_check():
+def test_float_split_prints_f_in_float():
     """canberra's union correction carries a float split (compiler/plan.float_split): with
-    float32 data and float64 accumulation, f runs in float where both inputs are in the
-    range its rounding bound covers, the fill terms h and the fallback g in double."""
+    float32 data and float64 accumulation, f = |x − y|/(|x| + |y|) runs in float, and so
+    does h = −[x ≠ 0] − [y ≠ 0] (exact in float), summed in double; without the split
+    (inputs outside 2^±32: the backend checks) all of g is in double."""
     from gbdist.backends.cuda import codegen
     from gbdist.pairwise import metric_program
 
     plan = metric_program("canberra").plan
-    mixed = generate(plan, np.float32, np.float64).source
-    assert mixed.count("gb_float_range(xs, 2.3283064365386963e-10F, 4294967296.0F)") == 1  # scatter
-    assert mixed.count("gb_float_range(d, 2.3283064365386963e-10F, 4294967296.0F)") == 1  # gather
-    assert "fabsf(xs - ys)/(fabsf(xs) + fabsf(ys))" in mixed  # f in float
-    assert "gb_div(fabs(x - y), fabs(x) + fabs(y))" in mixed  # the fallback g in double
+    gen = generate(plan, np.float32, np.float64)
+    assert gen.split_exponent == 32
+    assert gen.source.count("fabsf(xs - ys)/(fabsf(xs) + fabsf(ys))") == 1  # scatter
+    assert gen.source.count("fabsf(d - s)/(fabsf(d) + fabsf(s))") == 1  # gather
+    assert "gb_div(fabs" not in gen.source
+    wide = generate(plan, np.float32, np.float64, split=False)
+    assert wide.split_exponent is None and "gb_div(fabs(x - y), fabs(x) + fabs(y))" in wide.source
     for dt, acc in ((np.float64, None), (np.float32, None)):
-        assert "gb_float_range(xs" not in generate(plan, dt, acc).source
-    assert "gb_float_range(xs" not in generate(metric_program("jensenshannon").plan,
-                                               np.float32, np.float64).source
+        assert generate(plan, dt, acc).split_exponent is None
+    assert generate(metric_program("jensenshannon").plan, np.float32, np.float64).split_exponent is None
     codegen.FLOAT_SPLIT = False
     try:
-        assert "gb_float_range(xs" not in generate(plan, np.float32, np.float64).source
+        assert generate(plan, np.float32, np.float64).split_exponent is None
     finally:
         codegen.FLOAT_SPLIT = True

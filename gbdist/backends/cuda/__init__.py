@@ -39,7 +39,7 @@ from ...compiler.plan import Plan
 from ...compiler.typecheck import row_operand
 from .. import rows as host_rows
 from ..base import Bound, Tile, shape_output
-from . import cache, strategies, topk
+from . import cache, operands, strategies, topk
 from .cache import compile_log, last_run
 from . import codegen
 from .codegen import Generated, generate
@@ -120,13 +120,16 @@ def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None)
     return "\n".join(head) + "\n" + gen.source
 
 
-def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None) -> Generated:
-    """Generated source, cached by the plan's structural key, the dtype and the
-    accumulator type (default: :func:`accumulator_dtype` of the dtype)."""
+def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None,
+               split: bool = True) -> Generated:
+    """Generated source, cached by the plan's structural key, the dtype, the
+    accumulator type (default: :func:`accumulator_dtype` of the dtype) and whether
+    float splits are used (``codegen.generate``)."""
     acc_name = acc_name or accumulator_dtype(dtype_name).name
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name,
+    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name, split,
            codegen.knobs())
-    return cache.generated(key, lambda: generate(plan, np.dtype(dtype_name), np.dtype(acc_name)))
+    return cache.generated(key, lambda: generate(plan, np.dtype(dtype_name), np.dtype(acc_name),
+                                                 split))
 
 
 generated = _generated  # the public name
@@ -161,6 +164,11 @@ class CUDAPrepared:
             for side, key in step.sides:
                 sides.setdefault(side, key)
         self.left_key, self.right_key = sides.get("left"), sides.get("right")
+        if gen.split_exponent is not None and not operands.within_exponent(
+                [self.data[k] for k in (self.left_key, self.right_key) if k in self.data],
+                gen.split_exponent):
+            # a value outside the range the float split's bound covers: ⊗ in double
+            self.gen = _generated(bound.plan, self.dt.name, at.name, split=False)
         plan = bound.plan
         pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
         self.value = exact.self_value(plan).value if pair is not None else None
@@ -222,6 +230,7 @@ class CUDABackend:
             strat = strategies.choose(job, p.strategy)
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
+        cache.LAST_RUN["float_split"] = gen.split_exponent is not None
         mod = cache.module(gen.key, gen.source, names)
         # Row reductions, each written into its slice of one buffer per side
         # (colred: reductions indexed by the left rows, rowred: by the right rows).

@@ -28,7 +28,8 @@ LAST_RUN: dict = {"strategy": None}  # the strategy the latest tile in this proc
 
 
 def last_run() -> dict:
-    """A copy of what the latest CUDA tile did: ``{"strategy": name or None}``."""
+    """A copy of what the latest CUDA tile did: ``{"strategy": name or None,
+    "float_split": whether a product evaluated f in float (compiler/plan.float_split)}``."""
     return dict(LAST_RUN)
 
 
@@ -45,6 +46,7 @@ def clear() -> None:
         CHOICES.clear()
         COMPILE_LOG.clear()
         LAST_RUN["strategy"] = None
+        LAST_RUN.pop("float_split", None)
     attributes.cache_clear()
 
 

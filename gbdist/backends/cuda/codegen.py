@@ -26,6 +26,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from ...compiler import ir
+from ...algebra.rounding import float_bound
 from ...errors import BackendError
 from ...algebra.formulas import X, Y
 from ...algebra.ops import Op
@@ -233,6 +234,9 @@ class Generated:
     # "sorted": "desc" (max) or "asc" (min) when the plan is one max/min two-pass union
     sorted_order: str | None = None
     acc_itemsize: int = 4  # bytes of the accumulator type (gb_acc)
+    # E when some ⊗ runs a float split: valid where every stored value of the product's
+    # operands is 0 or within 2^±E (the backend checks, else runs the source without it)
+    split_exponent: int | None = None
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -274,13 +278,15 @@ def _structural_mismatch(steps) -> bool:
     return len(flags) > 1
 
 
-def generate(plan: Plan, dtype, accumulate=None) -> Generated:
+def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generated:
     """Generate the CUDA source for ``plan`` at ``dtype`` (float32 or float64).
 
     ``accumulate`` is the type of the accumulators, the row reductions, every
     formula and the epilogue (default: ``dtype``). With float32 data and float64
     accumulation, values are stored (and held in shared memory) as float and
     widened to double as they are read; only the final result is rounded to float.
+    A product step with a float split (compiler/plan.float_split) then evaluates its f
+    in float, unless ``split`` is False (inputs outside the range its bound covers).
     """
     acc_dt = np.dtype(accumulate or dtype)
     pr = CudaPrinter(acc_dt)
@@ -316,13 +322,13 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
                 expansion = tuple((phi.formula.xreplace({X: chain_formula(lchain, X)}),
                                    psi.formula.xreplace({X: chain_formula(rchain, X)}))
                                   for phi, psi in n.expansion)
-        split = None
+        fsplit = None
         fs = getattr(n, "float_split", None)
-        if (fs is not None and FLOAT_SPLIT and storage == "float" and not pr.single
+        if (fs is not None and split and FLOAT_SPLIT and storage == "float" and not pr.single
                 and not (lchain or rchain)):
-            split = (fs[0].formula, fs[1].formula, fs[2].exponent)
+            fsplit = (fs[0].formula, fs[1].formula, fs[2].exponent)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
-                                n.corner if union and n.corner_absorbed else None, expansion, split))
+                                n.corner if union and n.corner_absorbed else None, expansion, fsplit))
     reds: list[Reduction] = []
     for s in red_steps:
         _, _, chain = row_operand(s.node.arg)
@@ -367,8 +373,9 @@ def generate(plan: Plan, dtype, accumulate=None) -> Generated:
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
+    exps = [a.split[2] for a in accs if a.split is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
-                     acc_dt.itemsize)
+                     acc_dt.itemsize, min(exps) if exps else None)
 
 
 def _sorted_order(accs) -> str | None:
@@ -467,16 +474,20 @@ def knobs() -> tuple:
 
 def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
     """⊗ of one pair as a C expression over x, y (accumulator type; xs, ys: the stored
-    float values). With a float split, f runs in float where both inputs lie in the
-    range its rounding bound covers, h and the fallback in the accumulator type."""
+    float values). With a float split, f runs in float (the backend has checked that
+    every input lies in the range its rounding bound covers) and f + h is summed in the
+    accumulator type; h too is evaluated in float where it is exact there."""
     if MUL_IN_STORAGE and not pr.single:
         return f"((A)({scalar(a.mul, CudaPrinter(np.float32), {'x': xs, 'y': ys})}))"
     if a.split is not None:
-        f, h, e = a.split
-        fast = f"((A)({scalar(f, CudaPrinter(np.float32), {'x': xs, 'y': ys})}) + ({scalar(h, pr)}))"
-        lo, hi = f"{2.0 ** -e!r}F", f"{2.0 ** e!r}F"
-        return (f"((gb_float_range({xs}, {lo}, {hi}) && gb_float_range({ys}, {lo}, {hi})) ? {fast} : "
-                f"({scalar(a.mul, pr)}))")
+        f, h, _ = a.split
+        single = CudaPrinter(np.float32)
+        hb = float_bound(h)
+        # h too in float where it is exact there (canberra's −[x ≠ 0] − [y ≠ 0]); the sum
+        # f + h is in the accumulator type either way
+        h_text = (f"(A)({scalar(h, single, {'x': xs, 'y': ys})})" if hb is not None and hb.k == 0
+                  else f"({scalar(h, pr)})")
+        return f"((A)({scalar(f, single, {'x': xs, 'y': ys})}) + {h_text})"
     return "(" + scalar(a.mul, pr) + ")"
 
 

@@ -8,6 +8,8 @@ pointer; the host copy of the row pointer is read once per operand, on first sli
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -53,6 +55,25 @@ def upload(v, dtype) -> DevCSR:
         return DevCSR(v.indptr, v.indices, data, v.shape)
     return DevCSR(cupy.asarray(v.indptr), cupy.asarray(v.indices),
                   cupy.asarray(v.data.astype(dtype)), v.shape)
+
+
+@functools.lru_cache(maxsize=1)
+def _out_of_range_kernel():
+    import cupy
+    return cupy.ReductionKernel(
+        "T x, T lo, T hi", "int64 n", "(x != 0 && (fabs(x) < lo || fabs(x) > hi)) ? 1 : 0",
+        "a + b", "n = a", "0", "gb_out_of_range")
+
+
+def within_exponent(ops, e: int) -> bool:
+    """Whether every stored value of ``ops`` (DevCSR) is 0 or within [2^-e, 2^e]: where a
+    float split's rounding bound holds (gbdist/algebra/rounding.py). One reduction each."""
+    lo, hi = 2.0 ** -e, 2.0 ** e
+    for o in ops:
+        if o.nnz and int(_out_of_range_kernel()(o.data, o.data.dtype.type(lo),
+                                                 o.data.dtype.type(hi))) > 0:
+            return False
+    return True
 
 
 def index_type(ops) -> tuple[str, object]:
