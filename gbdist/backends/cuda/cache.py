@@ -58,6 +58,13 @@ def generated(key, make):
     return gen
 
 
+# IEEE float arithmetic, stated: subnormals kept (a subnormal float32 input was read as 0
+# in the float64 path otherwise: distances of 0 between rows of size 1e-42, found
+# 2026-11-24), correctly rounded division and square root (gbdist/algebra/rounding.py
+# bounds float splits with them).
+OPTIONS = ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
+
+
 def module(key, source: str, names: tuple[str, ...]):
     """Compile ``source`` (once per process, key, kernel names and device) and return the
     RawModule with every kernel of ``names`` loaded (not inside a timed launch)."""
@@ -73,7 +80,7 @@ def module(key, source: str, names: tuple[str, ...]):
             if where is not None:
                 os.environ.setdefault("CUPY_CACHE_DIR", str(where))
             t0 = time.perf_counter()
-            mod = cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+            mod = cupy.RawModule(code=source, options=OPTIONS, name_expressions=names)
             for n in names:
                 mod.get_function(n)
             COMPILE_LOG.append((key, time.perf_counter() - t0))

@@ -60,20 +60,26 @@ def upload(v, dtype) -> DevCSR:
 @functools.lru_cache(maxsize=1)
 def _out_of_range_kernel():
     import cupy
-    return cupy.ReductionKernel(
-        "T x, T lo, T hi", "int64 n", "(x != 0 && (fabs(x) < lo || fabs(x) > hi)) ? 1 : 0",
-        "a + b", "n = a", "0", "gb_out_of_range")
+    from ...resources import read
+    from .cache import OPTIONS
+    return cupy.RawKernel(read("kernels", "range_check.cuh"), "gb_out_of_range_f32", options=OPTIONS)
 
 
 def within_exponent(ops, e: int) -> bool:
-    """Whether every stored value of ``ops`` (DevCSR) is 0 or within [2^-e, 2^e]: where a
-    float split's rounding bound holds (gbdist/algebra/rounding.py). One reduction each."""
-    lo, hi = 2.0 ** -e, 2.0 ** e
+    """Whether every stored value of ``ops`` (float32 DevCSR) is 0 or within [2^-e, 2^e]:
+    where a float split's rounding bound holds (gbdist/algebra/rounding.py). One pass
+    over the values of each operand and one read of a flag (kernels/range_check.cuh)."""
+    import cupy
+    flag = cupy.zeros(1, dtype=cupy.int32)
+    fn = _out_of_range_kernel()
     for o in ops:
-        if o.nnz and int(_out_of_range_kernel()(o.data, o.data.dtype.type(lo),
-                                                 o.data.dtype.type(hi))) > 0:
+        if o.data.dtype != np.float32:
             return False
-    return True
+        if o.nnz:
+            blocks = max(1, min(1024, (o.nnz + 255) // 256))
+            fn((blocks,), (256,), (o.data, np.int64(o.nnz), np.float32(2.0 ** -e),
+                                   np.float32(2.0 ** e), flag))
+    return not int(flag.get()[0])
 
 
 def index_type(ops) -> tuple[str, object]:
