@@ -347,8 +347,9 @@ class Explanation:
             if fs is not None:
                 f, h, bound = fs
                 out.append(f"{st.name}: ⊗ = f + h, f(x, y) = {text(f.formula)} in float32 "
-                           f"({bound.describe()}: proven by rounding analysis), "
-                           f"h(x, y) = {text(h.formula)} and the sums in float64")
+                           f"({bound.describe()}: proven by rounding analysis; inputs outside "
+                           f"that range: in float64), h(x, y) = {text(h.formula)} and the sums "
+                           "in float64")
         return out or ["⊗, the sums and the epilogue in float64 (CUDA, accumulate=\"auto\")"]
 
     # -- renderings -----------------------------------------------------------
