@@ -10,6 +10,11 @@ best): if the best float64 strategy is within 15% of the best float32 one while 
 is not, the planner's cost model is what to fix, not the kernels.
 
     python benchmarks/accumulate_cost.py --data-dir .bench_data --json out.json
+
+The two modes are timed one after the other here; benchmarks/accumulate_probe.py
+interleaves them (and code-generator variants) round by round, which is what the
+2026-11-24 table in docs/benchmarks.md used: on these 2-40 ms calls, drift between
+two back-to-back blocks of timings is as large as the effect.
 """
 from __future__ import annotations
 
