@@ -9,12 +9,13 @@ for every pair of inputs whose magnitudes are 0 or within [2^-E, 2^E], and that 
 intermediate value overflows or underflows there. Each rule is the textbook bound
 (Higham, *Accuracy and Stability of Numerical Algorithms*, ch. 2-3):
 
-* x, y (float32 inputs), constants exact in float32: exact (k = 0); other constants: k = 1.
+* x, y (float32 inputs), constants exact in float32: exact (k = 0); other constants: k = 1
+  (a rational p/q only where p and q are exact in float32: it prints as p.0F/q.0F).
   Sums and products of integers that stay below 2^24 are exact (k = 0).
 * a ± b of two exact operands: one rounding (k = 1), whatever the signs;
   a + b of operands of one sign: k = max(k_a, k_b) + 1 (no cancellation). A difference
   of inexact operands can cancel and is refused.
-* a·b, a/b: k_a + k_b + 1; aⁿ (n = 2, 3, 4, printed as products): n·k_a + n − 1;
+* a·b, a/b: k_a + k_b + 1, with every partial product in range; aⁿ (n = 2, 3, 4, printed as products): n·k_a + n − 1;
   √a of a ≥ 0: k_a/2 + 1 (IEEE-rounded division and square root, as CUDA compiles them
   without fast math); |a|, −a, max, min: no new rounding.
 * where(c, a, b): max(k_a, k_b), when c is decided exactly in float32: zero and sign
@@ -93,8 +94,13 @@ def float_bound(f: sp.Expr, domain: str = "real", exponent: int = EXPONENT) -> F
     return FloatBound(v.k, exponent, v.sign == "+")
 
 
-def _exact_float32(c: float) -> bool:
-    return math.isfinite(c) and float(np.float32(c)) == c
+def _exact_float32(e: sp.Number) -> bool:
+    """Whether the exact value of ``e`` is a float32 value (tested on the rational itself:
+    1 + 2^-60 is not, although its double rounding is)."""
+    c = float(e)
+    if not math.isfinite(c) or abs(c) > float(np.finfo(np.float32).max):
+        return False
+    return sp.Rational(float(np.float32(c))) == sp.Rational(e)
 
 
 class _Walker:
@@ -112,22 +118,21 @@ class _Walker:
         if e in (X, Y) or (isinstance(e, sp.Symbol) and e.name in ("x", "y")):
             return _V(0, -self.exponent, self.exponent, self.input_sign, e not in nonzero)
         if isinstance(e, sp.Number):
-            c = float(e)
-            if c == 0:
-                return _V(0, math.inf, -math.inf, "+", True, True)
-            if not math.isfinite(c):
-                raise _Refused
-            m = math.log2(abs(c))
-            return _V(0 if _exact_float32(c) else 1, m, m, "+" if c > 0 else "-", False,
-                      c == int(c) and abs(c) < 2 ** 24)
+            return self._constant(e)
         if isinstance(e, sp.Abs):
             a = self.value(e.args[0], nonzero)
             return _V(a.k, a.lo, a.hi, "+", a.zero)
         if isinstance(e, sp.Add):
             return self._add([self.value(t, nonzero) for t in e.args])
         if isinstance(e, sp.Mul):
-            return self._mul([self.value(t, nonzero) if not _is_inverse(t) else
-                              self._reciprocal(t.base, nonzero) for t in e.args])
+            vs, dens = [], []
+            for t in e.args:
+                if _is_inverse(t):
+                    vs.append(self._reciprocal(t.base, nonzero))
+                    dens.append(self.value(t.base, nonzero))
+                else:
+                    vs.append(self.value(t, nonzero))
+            return self._mul(vs, dens)
         if isinstance(e, sp.Pow):
             return self._pow(e, nonzero)
         if isinstance(e, (sp.Max, sp.Min)):
@@ -137,6 +142,24 @@ class _Walker:
         if isinstance(e, sp.Piecewise):
             return self._piecewise(e, nonzero)
         raise _Refused  # log, exp, other functions and symbols
+
+    def _constant(self, e: sp.Number) -> _V:
+        """A literal as CUDA prints it: an integer or a float literal, or p.0F/q.0F for a
+        rational (rounded once where p and q are exact float32 values)."""
+        if e.is_zero:
+            return _V(0, math.inf, -math.inf, "+", True, True)
+        c = float(e)
+        if not math.isfinite(c):
+            raise _Refused
+        if isinstance(e, sp.Rational) and not e.is_Integer:
+            if abs(e.p) >= 2 ** 24 or e.q >= 2 ** 24:
+                raise _Refused  # p.0F or q.0F would itself be rounded (or overflow)
+        elif isinstance(e, sp.Integer) and abs(e.p) >= 2 ** 24 and not _exact_float32(e):
+            raise _Refused  # a large integer literal that float32 rounds
+        m = math.log2(abs(c))
+        exact = _exact_float32(e)
+        return _V(0 if exact else 1, m, m, "+" if c > 0 else "-", False,
+                  e.is_Integer and abs(e.p) < 2 ** 24)
 
     def _add(self, vs: list[_V]) -> _V:
         vs = [v for v in vs if not (v.zero and v.hi == -math.inf)]  # literal zeros
@@ -156,10 +179,21 @@ class _Walker:
         if len(vs) == 2 and all(v.k == 0 for v in vs):
             # exact operands: one rounding; a nonzero difference is at least one unit in
             # the last place of the smaller operand's exponent
-            return _V(1, min(v.lo for v in vs) - MANT, hi, "?", True)
+            return _V(1, math.floor(min(v.lo for v in vs)) - MANT, hi, "?", True)
         raise _Refused  # cancellation of rounded values
 
-    def _mul(self, vs: list[_V]) -> _V:
+    def _mul(self, vs: list[_V], dens: list[_V] = ()) -> _V:
+        """A product of ``vs`` (a reciprocal 1/b among them for each b in ``dens``). C
+        computes the numerator's partial products and the denominator's in some order:
+        every one of them lies between the sums of the negative lo's and of the positive
+        hi's of its factors, which must be in range too."""
+        for group in (vs, dens):
+            if any(v.zero and v.hi == -math.inf for v in group):
+                continue  # a literal 0 factor: the product is 0
+            lo = sum(min(v.lo, 0) for v in group if v.lo != math.inf)
+            hi = sum(max(v.hi, 0) for v in group)
+            if hi > FLOAT_MAX_EXP or lo < FLOAT_MIN_EXP:
+                raise _Refused  # a partial product may overflow or underflow
         k = sum(v.k for v in vs) + len(vs) - 1
         consts = sum(1 for v in vs if v.k == 0 and not v.zero and v.lo == v.hi and _pow2(v.lo))
         k -= consts  # a factor ±2^n is an exact scaling

@@ -13,8 +13,11 @@ A union correction's intersection pass also carries a *float split* of g = f + h
 result can see (:func:`float_split`): f ≥ 0 and its float32 rounding error is
 bounded relative to f itself (``algebra.rounding``), so Σ f over the union keeps
 that relative bound, and the product is consumed only by operations that keep a
-relative error (×, ÷, √, max, min, |·|, −). A backend accumulating float32 data in
-float64 then evaluates f in float32 and only h and the sums in float64.
+relative error (×, ÷, √, max, min, |·|, −). Relative errors add over the uses of
+split products (P·P has twice P's), so their k times their uses must stay within
+one budget of FLOAT_SPLIT_MAX_K for the whole expression. A backend accumulating
+float32 data in float64 then evaluates f in float32 and only h and the sums in
+float64.
 
 The rewritten expression is then split into *steps* (the primitives, each run
 by a backend kernel) and an *epilogue* (the pointwise expression over the step
@@ -162,8 +165,9 @@ def _expansion_ops(a: Analysis, domain: str):
 
 
 FLOAT_SPLIT_MAX_K = 8
-"""Largest float32 error bound (in units of 2^-24) of f for which f is evaluated in
-float32: 8·2^-24 = 4.8e-7 relative, half the 1e-6 guarantee (docs/metrics.md)."""
+"""Budget of float32 rounding for the float splits of one expression, in units of 2^-24:
+Σ k·uses over its split products ≤ 8, so the result's relative error from them is at
+most 8·2^-24 = 4.8e-7, half the 1e-6 guarantee (docs/metrics.md)."""
 
 # Pointwise functions through which a value's relative error passes unamplified.
 RELATIVE_FNS = frozenset({"mul", "div", "sqrt", "neg", "abs", "maximum", "minimum"})
@@ -181,34 +185,40 @@ def _costly(g: sp.Expr) -> bool:
     return False
 
 
-def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, relative: bool):
+def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: float):
     """``(f, h, bound)`` for a union correction's intersection pass, or None.
 
-    Requires: the product is consumed relatively (``relative``); both operands are
-    stored values (no apply chain, so f sees the float32 inputs themselves); f ≥ 0
-    with a float32 bound of at most FLOAT_SPLIT_MAX_K units, proven by
-    :func:`gbdist.algebra.rounding.float_bound`; and g costly in float64."""
-    if not relative or a.strategy != "union-correction" or a.structural:
+    Requires: the product is consumed relatively, and each of its uses may add
+    ``max_k`` units of relative error (0: no split); both operands are stored values (no
+    apply chain, so f sees the float32 inputs themselves); f ≥ 0 with a float32 bound of
+    at most ``max_k`` units, proven by :func:`gbdist.algebra.rounding.float_bound`; and
+    g costly in float64."""
+    if max_k <= 0 or a.strategy != "union-correction" or a.structural:
         return None
     if row_operand(left)[2] or row_operand(right_rows)[2]:
         return None
     dom = sr.mul.domain
     f = sr.mul.formula
     bound = float_bound(f, dom)
-    if bound is None or not bound.nonnegative or bound.k > FLOAT_SPLIT_MAX_K or not _costly(a.g):
+    if bound is None or not bound.nonnegative or bound.k > max_k or not _costly(a.g):
         return None
     name = sr.mul.name
     return (_binary(f"{name}_f", f, dom), _binary(f"{name}_h", -a.L - a.R + a.C, dom), bound)
 
 
-def relative_products(expr: ir.Node) -> set:
-    """Keys of the products whose every use reaches the result through RELATIVE_FNS
-    only (so a relative error of the product is a relative error of the result)."""
-    good, bad = set(), set()
+def relative_products(expr: ir.Node) -> dict:
+    """{key: number of uses} of the products whose every use reaches the result through
+    RELATIVE_FNS only (so each use passes the product's relative error on, unamplified;
+    uses add up: P·P carries twice P's)."""
+    uses: dict = {}
+    bad = set()
 
     def walk(node, ok):
         if isinstance(node, (ir.MxM, ir.MxV)):
-            (good if ok else bad).add(node.key)
+            if ok:
+                uses[node.key] = uses.get(node.key, 0) + 1
+            else:
+                bad.add(node.key)
             ok = False  # its operands are not its result
         elif not (isinstance(node, ir.Pointwise) and node.fn in RELATIVE_FNS):
             ok = False
@@ -216,13 +226,13 @@ def relative_products(expr: ir.Node) -> set:
             walk(c, ok)
 
     walk(expr, True)
-    return good - bad
+    return {k: n for k, n in uses.items() if k not in bad}
 
 
 def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
-                  relative: bool = False) -> ir.Node:
-    """The primitive expression computing one analysed product (``relative``: the
-    product reaches the result through relative operations only)."""
+                  max_k: float = 0) -> ir.Node:
+    """The primitive expression computing one analysed product (``max_k``: the float32
+    rounding, in units of 2^-24, that a float split of it may add; 0: none)."""
     dom = sr.mul.domain
     if a.strategy == "intersection":
         return ir.Intersect(left, right_rows, sr.mul, sr.add, _expansion_ops(a, dom), a.structural)
@@ -235,7 +245,7 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
     # both of its dimensions (f = 2·y still makes an (n_A, n_B) matrix).
     terms.append(ir.Intersect(left, right_rows, _binary(f"{sr.mul.name}_g", a.g, dom), plus_m,
                               _expansion_ops(a, dom), False,
-                              float_split(left, right_rows, sr, a, relative)))
+                              float_split(left, right_rows, sr, a, max_k)))
     lc, rc = a.L - a.C, a.R - a.C
     if lc != 0:
         terms.append(ir.RowReduce(ir.Apply(_unary(f"{sr.mul.name}_L", lc, dom), left), plus_m))
@@ -256,6 +266,21 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     typing = infer(expr, default_roles)
     products: list[ProductDecision] = []
     relative = relative_products(expr)
+    split_k: dict = {}  # product key -> the k its float split spends per use (0: none)
+
+    def budget(node) -> float:
+        """k per use left for this product's float split (the same for every occurrence)."""
+        if node.key in split_k:
+            return split_k[node.key]
+        left = FLOAT_SPLIT_MAX_K - sum(k * relative.get(key, 0) for key, k in split_k.items())
+        return left / relative[node.key] if node.key in relative else 0.0
+
+    def lower_split(node, lowered):
+        if node.key not in split_k:
+            splits = [n.float_split for n in ir.walk(lowered)
+                      if isinstance(n, ir.Intersect) and n.float_split is not None]
+            split_k[node.key] = splits[0][2].k if splits else 0.0
+        return lowered
 
     def lower(node):
         try:
@@ -268,12 +293,12 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
             left, right = _canonical(node.left), _canonical(node.right, transpose=True)
             a = analyze(node.semiring, operand_fill(node.left), operand_fill(right))
             products.append(ProductDecision(node, a))
-            return lower_product(left, right, node.semiring, a, node.key in relative)
+            return lower_split(node, lower_product(left, right, node.semiring, a, budget(node)))
         if isinstance(node, ir.MxV):
             left, right = _canonical(node.matrix), _canonical(node.vector)
             a = analyze(node.semiring, operand_fill(node.matrix), operand_fill(node.vector))
             products.append(ProductDecision(node, a))
-            return lower_product(left, right, node.semiring, a, node.key in relative)
+            return lower_split(node, lower_product(left, right, node.semiring, a, budget(node)))
         if isinstance(node, ir.RowReduce):
             return ir.RowReduce(_canonical(node.arg), node.monoid)
         return None

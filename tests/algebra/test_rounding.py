@@ -86,6 +86,17 @@ def test_signs_are_proven():
     sp.Piecewise((0, sp.Eq(x, 0)), (x * y / (x + y), True)),  # the zero test is not x + y's
     sp.Piecewise((x, x * y > x), (y, True)), # a comparison of rounded values may flip
     x ** 7,                                  # overflows for inputs near 2^32
+    # found by review (2026-11-24): a partial product under- or overflows, though the
+    # whole product is in range
+    x ** 2 * y * sp.Piecewise((2 ** 20, x > 0), (2 ** 21, True)) / 2 ** 50,
+    2 ** 32 * x ** 2 * y / sp.Piecewise((2 ** 10, x > 0), (2 ** 11, True)),
+    # constants whose double rounding is a float32 value, but not they themselves
+    sp.Piecewise((1, sp.Eq(x, 1 + sp.Rational(1, 2 ** 60))), (2, True)),
+    sp.Piecewise((x, x >= 1 + sp.Rational(1, 2 ** 60)), (2 * x, True)),
+    (1 + sp.Rational(1, 2 ** 60)) - sp.Piecewise((0, sp.Eq(x, 0)), (1, True)),
+    x / (2 ** 60 + 1),
+    # a rational printed as p.0F/q.0F with p >= 2^128 (inf)
+    sp.Rational(2 ** 130, 3 ** 80) * x,
 ])
 def test_refused(expr):
     assert float_bound(expr) is None
@@ -129,4 +140,12 @@ def test_a_product_consumed_by_a_subtraction_is_not_split():
 def test_relative_products_sees_every_use():
     used_twice, plan = _split("metric t_round_twice(A, B) = mxm(A, B.T, semiring(canberra_term, plus)) "
                               "/ (1 + mxm(A, B.T, semiring(canberra_term, plus)))")
-    assert not used_twice and relative_products(plan.expr) == set()
+    assert not used_twice and relative_products(plan.expr) == {}
+
+
+def test_uses_of_split_products_share_one_budget():
+    """Relative errors add over uses (review, 2026-11-24): P·P may split (2·4 ≤ 8 units),
+    P·P·P may not."""
+    term = "mxm(A, B.T, semiring(canberra_term, plus))"
+    assert _split(f"metric t_round_p2(A, B) = {term} * {term}")[0]
+    assert not _split(f"metric t_round_p3(A, B) = {term} * {term} * {term}")[0]
