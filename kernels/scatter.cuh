@@ -21,7 +21,7 @@
 //
 // Registers are capped (__launch_bounds__ with 2048 / TPB blocks per SM) so that the
 // register file never limits occupancy below shared memory's four blocks: float64
-// accumulators and divisions had taken 40-50 registers (two or three blocks), and the
+// accumulators and divisions had taken 40-52 registers (two or three blocks), and the
 // cap was 3-9% faster in float32 and up to 20% in float64 on an H100, spills included
 // (benchmarks/accumulate_probe.py). codegen.SCATTER_FULL_OCCUPANCY = False lifts it.
 #ifndef GB_SCATTER_MIN_BLOCKS

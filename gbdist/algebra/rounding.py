@@ -45,7 +45,8 @@ import sympy as sp
 from .formulas import X, Y
 
 EXPONENT = 32
-"""Inputs covered by the bound: 0 or 2^-32 ≤ |v| ≤ 2^32 (the kernel checks each pair)."""
+"""Inputs covered by the bound: 0 or 2^-32 ≤ |v| ≤ 2^32 (the CUDA backend checks every
+stored value once per call: backends/cuda/operands.within_exponent)."""
 FLOAT_MIN_EXP, FLOAT_MAX_EXP = -126, 127  # normal float32 range: 2^-126 ≤ |v| < 2^128
 MANT = 23  # float32 fraction bits
 
