@@ -1,10 +1,10 @@
 """Time the first call of built-in metrics in a fresh process (compilation included).
 
-Run twice: with an empty CuPy kernel cache directory (cold: NVRTC compiles)
+Run twice: with an empty gbdist cache folder (cold: NVRTC compiles)
 and again with the same directory (warm: the compiled kernels are loaded from
 disk). Prints one line per metric: first call, second call (ms).
 
-    CUPY_CACHE_DIR=$(mktemp -d) python benchmarks/first_call.py
+    GBDIST_CACHE_DIR=$(mktemp -d) python benchmarks/first_call.py
 """
 from __future__ import annotations
 

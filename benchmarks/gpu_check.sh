@@ -23,8 +23,8 @@ if [ "${SKIP_TESTS:-0}" != "1" ]; then
 fi
 if [ "${FIRST_CALL:-0}" = "1" ]; then
   cache=$(mktemp -d)
-  echo "-- first call, cold kernel cache"; CUPY_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_cold.log"
-  echo "-- first call, warm kernel cache (new process)"; CUPY_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_warm.log"
+  echo "-- first call, cold kernel cache"; GBDIST_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_cold.log"
+  echo "-- first call, warm kernel cache (new process)"; GBDIST_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_warm.log"
 fi
 if [ "${SKIP_BENCH:-0}" != "1" ]; then
   python3 benchmarks/run.py --data-dir .bench_data ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"

@@ -22,7 +22,8 @@ extern "C" __global__ void div_both(const double* n, const double* d, long long 
 
 def _run(n, d):
     import cupy
-    fn = cupy.RawModule(code=SOURCE, options=("-std=c++17",)).get_function("div_both")
+    from gbdist.backends.cuda import cache
+    fn = cache.module("test-div", SOURCE, ("div_both",)).get_function("div_both")  # shipping options
     n_g, d_g = cupy.asarray(n, dtype=cupy.float64), cupy.asarray(d, dtype=cupy.float64)
     fast, ieee = cupy.empty_like(n_g), cupy.empty_like(n_g)
     fn((256,), (256,), (n_g, d_g, np.int64(n_g.size), fast, ieee))

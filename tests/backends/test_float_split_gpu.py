@@ -19,16 +19,9 @@ def _rows(rng, n, k, scale):
     return (X * scale).astype(np.float32)
 
 
-SUBNORMAL = pytest.mark.xfail(strict=True, reason=(
-    "known bug, not of the float split: CuPy's own elementwise kernels flush float32 "
-    "subnormals to 0 ((cupy.asarray(x) != 0).sum() == 0 for x = 3.7e-43 on an H100, CuPy 14), "
-    "and a float32 operand of subnormal values reaches gbdist's CUDA kernels as zeros "
-    "(distances of 0; float64 data is right). docs/cuda.md, Limitations"))
-
-
 @pytest.mark.parametrize("scale,split", [(1.0, True), (2.0 ** 31, True), (2.0 ** 40, False),
                                          (2.0 ** -40, False), (1e38, False),
-                                         pytest.param(1e-42, False, marks=SUBNORMAL)])
+                                         (1e-42, False)])
 @pytest.mark.parametrize("strategy", ["gather", "scatter"])
 def test_canberra_split_matches_float64(scale, split, strategy, backend="cuda"):
     rng = np.random.default_rng(11)

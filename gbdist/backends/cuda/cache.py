@@ -1,7 +1,7 @@
 """Every process-wide cache of the CUDA backend, in one place.
 
 * generated sources, by the plan's structural key, dtype and accumulator type;
-* compiled RawModules — ONE cache for the plan kernels, the top-k kernels
+* compiled modules — ONE cache for the plan kernels, the top-k kernels
   (:mod:`~gbdist.backends.cuda.topk`) and the check kernels
   (:mod:`~gbdist.backends.cuda.rows`), keyed by (source key, kernel names, device);
 * strategy choices (a performance decision, reused for same-shaped inputs);
@@ -12,8 +12,13 @@
 """
 from __future__ import annotations
 
+import atexit
 import functools
+import hashlib
+import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 
@@ -58,16 +63,30 @@ def generated(key, make):
     return gen
 
 
-# IEEE float arithmetic, stated: subnormals kept (a subnormal float32 input was read as 0
-# in the float64 path otherwise: distances of 0 between rows of size 1e-42, found
-# 2026-11-24), correctly rounded division and square root (gbdist/algebra/rounding.py
-# bounds float splits with them).
+# IEEE float arithmetic: subnormals kept, correctly rounded division and square root
+# (gbdist/algebra/rounding.py bounds float splits with them). CuPy's RawModule and
+# RawKernel append -ftz=true after the caller's options (cupy/cupy#9576), and the later
+# flag wins: float32 subnormal inputs were read as 0 (distances of 0 between rows of
+# size 1e-42) until 2026-11-24. So NVRTC is called through compile_using_nvrtc, which
+# passes these options as given, and the binaries are cached here (_binary).
 OPTIONS = ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
 
 
-def module(key, source: str, names: tuple[str, ...]):
-    """Compile ``source`` (once per process, key, kernel names and device) and return the
-    RawModule with every kernel of ``names`` loaded (not inside a timed launch)."""
+class Module:
+    """A compiled module: ``get_function(name expression)`` returns CuPy's RawKernel of
+    that kernel, as ``RawModule(name_expressions=...)`` would."""
+
+    def __init__(self, raw, mapping: dict):
+        self._raw, self._mapping = raw, mapping
+
+    def get_function(self, name: str):
+        return self._raw.get_function(self._mapping.get(name, name))
+
+
+def module(key, source: str, names: tuple[str, ...]) -> Module:
+    """Compile ``source`` (once per process, key, kernel names and device) with
+    :data:`OPTIONS` and return its :class:`Module`, every kernel of ``names`` loaded (not
+    inside a timed launch)."""
     import cupy
     full = (key, names, cupy.cuda.Device().id)
     mod = MODULES.get(full)
@@ -76,16 +95,57 @@ def module(key, source: str, names: tuple[str, ...]):
     with _LOCK:
         mod = MODULES.get(full)
         if mod is None:
-            where = cache_dir("cuda")  # gbdist's cache folder (None: caching off, CuPy's own)
-            if where is not None:
-                os.environ.setdefault("CUPY_CACHE_DIR", str(where))
             t0 = time.perf_counter()
-            mod = cupy.RawModule(code=source, options=OPTIONS, name_expressions=names)
+            path, mapping = _binary(source, names)
+            mod = Module(cupy.RawModule(path=str(path)), mapping)
             for n in names:
                 mod.get_function(n)
             COMPILE_LOG.append((key, time.perf_counter() - t0))
             MODULES[full] = mod
     return mod
+
+
+def _binary(source: str, names: tuple[str, ...]):
+    """(path of the compiled binary, {name expression: lowered name}): read from gbdist's
+    cache folder when an earlier process compiled the same source with the same options
+    for the same architecture, NVRTC and CuPy; compiled otherwise. Files are written
+    whole and renamed into place, so a concurrent process reads an old file or a new
+    one, never half of one."""
+    import cupy
+    from cupy.cuda import compiler
+    stamp = (source, OPTIONS, tuple(names), cupy.cuda.Device().compute_capability,
+             cupy.cuda.nvrtc.getVersion(), cupy.__version__)
+    digest = hashlib.sha256(repr(stamp).encode()).hexdigest()[:40]
+    folder = cache_dir("cuda") or _scratch()
+    folder.mkdir(parents=True, exist_ok=True)
+    path, names_file = folder / f"{digest}.cubin", folder / f"{digest}.names.json"
+    try:
+        mapping = json.loads(names_file.read_text())
+        if path.is_file() and set(mapping) == set(names):
+            return path, mapping
+    except (OSError, ValueError):
+        pass
+    binary, lowered = compiler.compile_using_nvrtc(source, OPTIONS, name_expressions=list(names))
+    mapping = {n: lowered[n] for n in names} if names else {}
+    _write(path, binary if isinstance(binary, bytes) else binary.encode())
+    _write(names_file, json.dumps(mapping).encode())
+    return path, mapping
+
+
+def _write(path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+@functools.lru_cache(maxsize=1)
+def _scratch():
+    """A folder for this process's binaries when gbdist's cache is off."""
+    from pathlib import Path
+    folder = Path(tempfile.mkdtemp(prefix="gbdist-cuda-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 @functools.lru_cache(maxsize=None)

@@ -59,10 +59,10 @@ def upload(v, dtype) -> DevCSR:
 
 @functools.lru_cache(maxsize=1)
 def _out_of_range_kernel():
-    import cupy
     from ...resources import read
-    from .cache import OPTIONS
-    return cupy.RawKernel(read("kernels", "range_check.cuh"), "gb_out_of_range_f32", options=OPTIONS)
+    from . import cache
+    return cache.module("range_check", read("kernels", "range_check.cuh"),
+                        ("gb_out_of_range_f32",)).get_function("gb_out_of_range_f32")
 
 
 def within_exponent(ops, e: int) -> bool:
