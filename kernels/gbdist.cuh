@@ -34,6 +34,44 @@ __device__ __forceinline__ double gb_div(double n, double d) {
   return n / d;
 }
 
+// Stable kernels (gbdist/algebra/stable.py): a formula the compiler has proven equal to
+// one of these is evaluated by it, in float where the stated bound allows, on the
+// accumulator-type (double) values. Each states its relative error in units of
+// u = 2^-24; docs/cuda.md, "Stable kernels", derives the bounds.
+
+// x log(2x/(x+y)) + y log(2y/(x+y)), x, y >= 0, 0 log 0 = 0: the Jensen-Shannon term.
+// With s = x + y and d = |x - y|/s it is s*psi(d), psi(d) = ((1+d)log(1+d) +
+// (1-d)log(1-d))/2 = sum_{n>=1} d^(2n)/(2n(2n-1)): s, d, 1 + d and 1 - d = 2min(x,y)/s
+// in double (relative error < 2^-44), psi in float:
+//   d < 0.7: the series to n = 18, all terms positive (truncation < 0.13u), Horner in
+//            t = d^2: relative error < 5.8u;
+//   d >= 0.7: the logs, whose two terms cancel by at most 2.3x there: < 13.8u.
+// So < 14u relative, plus 2^-150*s absolute where t = d^2 underflows (d < 2^-63).
+// In double, the formula as written costs two double logs and two divisions.
+__device__ __forceinline__ double gb_js_term(double x, double y) {
+  const double s = x + y;
+  if (x == 0.0 || y == 0.0) return s * 0.69314718055994530942;  // x log 2, y log 2, or 0
+  const double d = gb_div(fabs(x - y), s);
+  const float a = (float)d;
+  float psi;
+  if (a < 0.7f) {
+    const float c[18] = {
+    5.000000000e-01f, 8.333333582e-02f, 3.333333507e-02f, 1.785714366e-02f, 1.111111138e-02f, 7.575757802e-03f,
+    5.494505633e-03f, 4.166666884e-03f, 3.267973894e-03f, 2.631579060e-03f, 2.164502162e-03f, 1.811594237e-03f,
+    1.538461540e-03f, 1.322751283e-03f, 1.149425283e-03f, 1.008064486e-03f, 8.912655758e-04f, 7.936508046e-04f};  // 1/(2n(2n-1)), rounded to float
+    const float t = a * a;
+    float p = c[17];
+#pragma unroll
+    for (int n = 16; n >= 0; --n) p = fmaf(p, t, c[n]);
+    psi = t * p;
+  } else {
+    const float up = (float)(1.0 + d);
+    const float dn = (float)gb_div(2.0 * fmin(x, y), s);  // 1 - d, without its cancellation
+    psi = 0.5f * (up * logf(up) + (dn > 0.0f ? dn * logf(dn) : 0.0f));
+  }
+  return s * (double)psi;
+}
+
 // Reduction of all NACC accumulators across each aligned group of G lanes
 // (G = 32: the whole warp), with the spec's combine.
 template <class Spec, int G>

@@ -346,10 +346,13 @@ class Explanation:
             fs = getattr(st.node, "float_split", None)
             if fs is not None:
                 f, h, bound = fs
-                out.append(f"{st.name}: ⊗ = f + h, f(x, y) = {text(f.formula)} in float32 "
-                           f"({bound.describe()}: proven by rounding analysis; inputs outside "
-                           f"that range: in float64), h(x, y) = {text(h.formula)} and the sums "
-                           "in float64")
+                if getattr(bound, "kernel", None) is not None:
+                    how = f"{bound.describe()}; on the float64 values"
+                else:
+                    how = (f"in float32 ({bound.describe()}: proven by rounding analysis; inputs "
+                           "outside that range: in float64)")
+                out.append(f"{st.name}: ⊗ = f + h, f(x, y) = {text(f.formula)} {how}, "
+                           f"h(x, y) = {text(h.formula)} and the sums in float64")
         return out or ["⊗, the sums and the epilogue in float64 (CUDA, accumulate=\"auto\")"]
 
     # -- renderings -----------------------------------------------------------

@@ -11,13 +11,16 @@ primitives the backends execute:
 A union correction's intersection pass also carries a *float split* of g = f + h
 (h = −L − R + C) when evaluating f in float32 provably costs no accuracy the
 result can see (:func:`float_split`): f ≥ 0 and its float32 rounding error is
-bounded relative to f itself (``algebra.rounding``), so Σ f over the union keeps
-that relative bound, and the product is consumed only by operations that keep a
-relative error (×, ÷, √, max, min, |·|, −). Relative errors add over the uses of
-split products (P·P has twice P's), so their k times their uses must stay within
-one budget of FLOAT_SPLIT_MAX_K for the whole expression. A backend accumulating
-float32 data in float64 then evaluates f in float32 and only h and the sums in
-float64.
+bounded relative to f itself, so Σ f over the union keeps that relative bound,
+and the product is consumed only by operations that keep a relative error (×, ÷,
+√, max, min, |·|, −). The bound comes from the rounding analysis of f as written
+(``algebra.rounding``) or, where that refuses, from a *stable kernel* proven to
+compute f (``algebra.stable``: the Jensen–Shannon term, whose logs cancel as
+written, as a series of positive terms). Relative errors add over the uses of
+split products (P·P has twice P's) and halve through a square root (√P has half
+of P's), so their k times their weighted uses must stay within one budget of
+FLOAT_SPLIT_MAX_K for the whole expression. A backend accumulating float32 data
+in float64 then evaluates f in float32 and only h and the sums in float64.
 
 The rewritten expression is then split into *steps* (the primitives, each run
 by a backend kernel) and an *epilogue* (the pointwise expression over the step
@@ -38,6 +41,7 @@ from ..algebra.ops import Op, as_monoid, plus
 from ..algebra.evaluate import constant_value
 from ..algebra.proofs import Proof
 from ..algebra.rounding import float_bound
+from ..algebra.stable import stable_kernel
 from .typecheck import Typing, infer, row_operand
 
 PRIMITIVES = (ir.Intersect, ir.TwoPassUnion, ir.RowReduce)
@@ -166,10 +170,12 @@ def _expansion_ops(a: Analysis, domain: str):
 
 FLOAT_SPLIT_MAX_K = 8
 """Budget of float32 rounding for the float splits of one expression, in units of 2^-24:
-Σ k·uses over its split products ≤ 8, so the result's relative error from them is at
-most 8·2^-24 = 4.8e-7, half the 1e-6 guarantee (docs/metrics.md)."""
+Σ k·uses over its split products ≤ 8 (a use through a square root weighs ½), so the
+result's relative error from them is at most 8·2^-24 = 4.8e-7, half the 1e-6 guarantee
+(docs/metrics.md)."""
 
-# Pointwise functions through which a value's relative error passes unamplified.
+# Pointwise functions through which a value's relative error passes unamplified
+# (a square root halves it).
 RELATIVE_FNS = frozenset({"mul", "div", "sqrt", "neg", "abs", "maximum", "minimum"})
 
 
@@ -188,44 +194,55 @@ def _costly(g: sp.Expr) -> bool:
 def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: float):
     """``(f, h, bound)`` for a union correction's intersection pass, or None.
 
-    Requires: the product is consumed relatively, and each of its uses may add
-    ``max_k`` units of relative error (0: no split); both operands are stored values (no
-    apply chain, so f sees the float32 inputs themselves); f ≥ 0 with a float32 bound of
-    at most ``max_k`` units, proven by :func:`gbdist.algebra.rounding.float_bound`; and
-    g costly in float64."""
-    if max_k <= 0 or a.strategy != "union-correction" or a.structural:
-        return None
-    if row_operand(left)[2] or row_operand(right_rows)[2]:
+    Requires: the product is consumed relatively, and each of its (weighted) uses may add
+    ``max_k`` units of relative error (0: no split); f ≥ 0 with a float32 bound of at
+    most ``max_k`` units; and g costly in float64. The bound is either
+    :func:`gbdist.algebra.rounding.float_bound`'s, for f as written on the float32
+    inputs themselves (so the operands carry no apply chain), or a stable kernel's
+    (:func:`gbdist.algebra.stable.stable_kernel`: proven to compute f, it takes the
+    accumulator-type values, apply chains included)."""
+    if max_k <= 0 or a.strategy != "union-correction" or a.structural or not _costly(a.g):
         return None
     dom = sr.mul.domain
     f = sr.mul.formula
-    bound = float_bound(f, dom)
-    if bound is None or not bound.nonnegative or bound.k > max_k or not _costly(a.g):
+    bound = None
+    if not (row_operand(left)[2] or row_operand(right_rows)[2]):
+        bound = float_bound(f, dom)
+        if bound is not None and not bound.nonnegative:
+            bound = None
+    if bound is None or bound.k > max_k:
+        kernel = stable_kernel(f, dom)
+        if kernel is not None and (bound is None or kernel.k < bound.k):
+            bound = kernel
+    if bound is None or bound.k > max_k:
         return None
     name = sr.mul.name
     return (_binary(f"{name}_f", f, dom), _binary(f"{name}_h", -a.L - a.R + a.C, dom), bound)
 
 
 def relative_products(expr: ir.Node) -> dict:
-    """{key: number of uses} of the products whose every use reaches the result through
-    RELATIVE_FNS only (so each use passes the product's relative error on, unamplified;
-    uses add up: P·P carries twice P's)."""
+    """{key: weighted number of uses} of the products whose every use reaches the result
+    through RELATIVE_FNS only (so each use passes the product's relative error on,
+    unamplified; uses add up: P·P carries twice P's; a square root halves: √P carries
+    half of P's)."""
     uses: dict = {}
     bad = set()
 
-    def walk(node, ok):
+    def walk(node, ok, weight):
         if isinstance(node, (ir.MxM, ir.MxV)):
             if ok:
-                uses[node.key] = uses.get(node.key, 0) + 1
+                uses[node.key] = uses.get(node.key, 0) + weight
             else:
                 bad.add(node.key)
             ok = False  # its operands are not its result
         elif not (isinstance(node, ir.Pointwise) and node.fn in RELATIVE_FNS):
             ok = False
+        elif node.fn == "sqrt":
+            weight = weight / 2
         for c in node.children:
-            walk(c, ok)
+            walk(c, ok, weight)
 
-    walk(expr, True)
+    walk(expr, True, 1.0)
     return {k: n for k, n in uses.items() if k not in bad}
 
 

@@ -110,7 +110,7 @@ def test_float_split_prints_f_in_float():
     assert gen.split_exponent == 32
     assert gen.source.count("fabsf(xs - ys)/(fabsf(xs) + fabsf(ys))") == 1  # scatter
     assert gen.source.count("fabsf(d - s)/(fabsf(d) + fabsf(s))") == 1  # gather
-    assert "gb_div(fabs" not in gen.source
+    assert "gb_div(fabs" not in gen.source[gen.source.index("struct Spec"):]
     wide = generate(plan, np.float32, np.float64, split=False)
     assert wide.split_exponent is None and "gb_div(fabs(x - y), fabs(x) + fabs(y))" in wide.source
     for dt, acc in ((np.float64, None), (np.float32, None)):

@@ -230,7 +230,7 @@ class CUDABackend:
             strat = strategies.choose(job, p.strategy)
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
-        cache.LAST_RUN["float_split"] = gen.split_exponent is not None
+        cache.LAST_RUN["float_split"] = gen.float_split
         mod = cache.module(gen.key, gen.source, names)
         # Row reductions, each written into its slice of one buffer per side
         # (colred: reductions indexed by the left rows, rowred: by the right rows).

@@ -204,9 +204,22 @@ class Accumulator:
     union: bool
     corner: float | None  # for an absorbed two-pass union: ⊕ the corner at the end
     expansion: tuple | None = None  # ((φ_r(chainL(x)), ψ_r(chainR(x))), ...) over x, for "dense"
-    # mul = f + h with f evaluated in float over the stored values (plan.float_split):
-    # (f, h, exponent of the input range the rounding bound covers)
-    split: tuple | None = None
+    # mul = f + h with f evaluated in float (plan.float_split)
+    split: "Split | None" = None
+
+
+@dataclass
+class Split:
+    """⊗ = f + h of a float split: f in float over the stored float values (``f``, valid
+    for inputs 0 or within 2^±``exponent``), or by a stable kernel (``kernel``, on the
+    accumulator-type values ``args``: the apply chains over x and y); h in the
+    accumulator type (over x, y with the chains applied)."""
+
+    f: sp.Expr | None
+    h: sp.Expr
+    exponent: int | None
+    kernel: str | None = None
+    args: tuple = ()
 
 
 @dataclass
@@ -237,6 +250,7 @@ class Generated:
     # E when some ⊗ runs a float split: valid where every stored value of the product's
     # operands is 0 or within 2^±E (the backend checks, else runs the source without it)
     split_exponent: int | None = None
+    float_split: bool = False  # some ⊗ runs a float split (with or without a range)
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -324,9 +338,15 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
                                   for phi, psi in n.expansion)
         fsplit = None
         fs = getattr(n, "float_split", None)
-        if (fs is not None and split and FLOAT_SPLIT and storage == "float" and not pr.single
-                and not (lchain or rchain)):
-            fsplit = (fs[0].formula, fs[1].formula, fs[2].exponent)
+        if fs is not None and split and FLOAT_SPLIT and storage == "float" and not pr.single:
+            kernel = getattr(fs[2], "kernel", None)
+            if kernel is not None:  # a stable kernel, on the accumulator-type values
+                with sp.evaluate(False):
+                    args = (chain_formula(lchain, X), chain_formula(rchain, Y))
+                    h = fs[1].formula.xreplace({X: args[0], Y: args[1]})
+                fsplit = Split(None, h, None, kernel.name, args[::-1] if fs[2].swapped else args)
+            elif not (lchain or rchain):  # f as written, on the float32 inputs
+                fsplit = Split(fs[0].formula, fs[1].formula, fs[2].exponent)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
                                 n.corner if union and n.corner_absorbed else None, expansion, fsplit))
     reds: list[Reduction] = []
@@ -373,9 +393,10 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    exps = [a.split[2] for a in accs if a.split is not None]
+    exps = [a.split.exponent for a in accs if a.split is not None and a.split.exponent is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
-                     acc_dt.itemsize, min(exps) if exps else None)
+                     acc_dt.itemsize, min(exps) if exps else None,
+                     any(a.split is not None for a in accs))
 
 
 def _sorted_order(accs) -> str | None:
@@ -475,19 +496,23 @@ def knobs() -> tuple:
 def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
     """⊗ of one pair as a C expression over x, y (accumulator type; xs, ys: the stored
     float values). With a float split, f runs in float (the backend has checked that
-    every input lies in the range its rounding bound covers) and f + h is summed in the
-    accumulator type; h too is evaluated in float where it is exact there."""
+    every input lies in the range its rounding bound covers), or in its stable kernel,
+    and f + h is summed in the accumulator type; h too is evaluated in float where it
+    is exact there."""
     if MUL_IN_STORAGE and not pr.single:
         return f"((A)({scalar(a.mul, CudaPrinter(np.float32), {'x': xs, 'y': ys})}))"
-    if a.split is not None:
-        f, h, _ = a.split
+    sp_ = a.split
+    if sp_ is not None and sp_.kernel is not None:
+        x, y = (scalar(e, pr) for e in sp_.args)
+        return f"({sp_.kernel}({x}, {y}) + ({scalar(sp_.h, pr)}))"
+    if sp_ is not None:
         single = CudaPrinter(np.float32)
-        hb = float_bound(h)
+        hb = float_bound(sp_.h)
         # h too in float where it is exact there (canberra's −[x ≠ 0] − [y ≠ 0]); the sum
         # f + h is in the accumulator type either way
-        h_text = (f"(A)({scalar(h, single, {'x': xs, 'y': ys})})" if hb is not None and hb.k == 0
-                  else f"({scalar(h, pr)})")
-        return f"((A)({scalar(f, single, {'x': xs, 'y': ys})}) + {h_text})"
+        h_text = (f"(A)({scalar(sp_.h, single, {'x': xs, 'y': ys})})" if hb is not None and hb.k == 0
+                  else f"({scalar(sp_.h, pr)})")
+        return f"((A)({scalar(sp_.f, single, {'x': xs, 'y': ys})}) + {h_text})"
     return "(" + scalar(a.mul, pr) + ")"
 
 

@@ -1,0 +1,109 @@
+"""Stable kernels: formulas with a float32 evaluation whose error is bounded by hand.
+
+:mod:`gbdist.algebra.rounding` proves float32 bounds by structural induction, and
+so refuses what it cannot see through: a logarithm, or a difference of rounded
+values. Some formulas that users write are accurate in float32 all the same, when
+evaluated another way than as written: x log(2x/(x+y)) + y log(2y/(x+y)) is
+s·ψ(d), with s = x + y, d = |x − y|/s and ψ(d) = Σ d²ⁿ/(2n(2n−1)) a series of
+positive terms (no cancellation) where the logs' two terms cancel. A *stable
+kernel* is such an evaluation, written once as a device function
+(``kernels/gbdist.cuh``), with its relative error bound derived in
+docs/cuda.md (*Stable kernels*) and measured against long double by
+``tests/backends/test_stable_kernels_gpu.py``.
+
+The compiler uses a kernel for a formula only when :mod:`~gbdist.algebra.proofs`
+proves the formula equal to the kernel's (sympy, plus the special points as
+written: 0 log 0 = 0 must agree too) on the formula's domain, so a user who
+writes the same function in another form gets the kernel, and a formula that
+merely looks alike does not. The planner (``compiler/plan.float_split``) then
+treats the kernel's bound as it treats :func:`~gbdist.algebra.rounding.float_bound`'s.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import proofs
+from .formulas import X, Y
+
+
+@dataclass(frozen=True)
+class StableKernel:
+    """A device function ``name(x, y)`` (kernels/gbdist.cuh) computing ``formula`` on
+    ``domain`` with relative error ≤ k·2^-24 (plus ``absolute``·(x + y))."""
+
+    name: str
+    formula: sp.Expr  # over X, Y, as the front end builds it
+    domain: str
+    k: float
+    absolute: float  # an absolute error term, times x + y (underflow), see the docs
+    text: str  # the formula in words, for explain
+
+
+@dataclass(frozen=True)
+class KernelBound:
+    """The bound of f evaluated by a stable kernel: the interface of
+    :class:`~gbdist.algebra.rounding.FloatBound` (``k``, ``exponent``, ``nonnegative``,
+    ``describe``), with the kernel and the proof that f is its formula."""
+
+    kernel: StableKernel
+    proof: proofs.Proof
+    swapped: bool  # f(x, y) is the kernel at (y, x)
+
+    @property
+    def k(self) -> float:
+        return self.kernel.k
+
+    exponent = None  # the kernel takes the accumulator-type values: any input range
+    nonnegative = True  # every kernel computes a function ≥ 0 on its domain
+
+    @property
+    def relative_error(self) -> float:
+        return self.k * 2.0 ** -24
+
+    def describe(self) -> str:
+        return (f"evaluated by the stable kernel {self.kernel.name}: relative error ≤ "
+                f"{self.k:g}·2⁻²⁴ = {self.relative_error:.1e} (derived in docs/cuda.md), f ≥ 0; "
+                f"f = {self.kernel.text} proven ({self.proof.method})")
+
+
+def _js_term() -> sp.Expr:
+    """x log(2x/(x+y)) + y log(2y/(x+y)) with 0 log 0 = 0, as the front end builds
+    ``where(x == 0, 0, x * log(2 * x / (x + y))) + where(y == 0, 0, ...)``."""
+    with sp.evaluate(False):
+        s = X + Y
+        term = lambda v: sp.Piecewise((sp.Integer(0), sp.Eq(v, 0)),
+                                      (v * sp.log(2 * v / s), True))
+        return term(X) + term(Y)
+
+
+@functools.lru_cache(maxsize=1)
+def kernels() -> tuple[StableKernel, ...]:
+    return (
+        StableKernel("gb_js_term", _js_term(), "nonnegative", k=14, absolute=2.0 ** -150,
+                     text="x log(2x/(x+y)) + y log(2y/(x+y))"),
+    )
+
+
+def _looks_alike(f: sp.Expr, g: sp.Expr) -> bool:
+    """A cheap filter before a proof: the same variables and the same functions."""
+    funcs = lambda e: {type(n) for n in sp.preorder_traversal(e) if isinstance(n, sp.Function)
+                       and not isinstance(n, sp.Piecewise)}
+    return f.free_symbols == g.free_symbols and funcs(f) == funcs(g)
+
+
+@functools.lru_cache(maxsize=256)
+def stable_kernel(f: sp.Expr, domain: str) -> KernelBound | None:
+    """The stable kernel proven to compute ``f`` on ``domain``, or None. A kernel's
+    domain must contain f's; the proof must be symbolic (sympy), not numeric."""
+    for kern in kernels():
+        if kern.domain != domain or not _looks_alike(f, kern.formula):
+            continue
+        for swapped in (False, True):
+            g = kern.formula.xreplace({X: Y, Y: X}) if swapped else kern.formula
+            proof = proofs.check(f"f is {kern.name}'s formula", f, g, domain)
+            if proof.holds and proof.method == "sympy":
+                return KernelBound(kern, proof, swapped)
+    return None

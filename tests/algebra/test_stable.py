@@ -1,0 +1,92 @@
+"""Stable kernels (gbdist/algebra/stable.py): a formula the compiler proves equal to a
+kernel's is evaluated by it; look-alikes are not; the planner spends the kernel's
+bound from the expression's budget, a square root halving it."""
+import numpy as np
+import sympy as sp
+
+import gbdist as gb
+from gbdist.algebra.formulas import X as x, Y as y
+from gbdist.algebra.stable import kernels, stable_kernel
+from gbdist.backends.cuda.codegen import generate
+from gbdist.compiler.plan import relative_products
+from gbdist.pairwise import metric_program
+
+
+def _where0(v, e):
+    return sp.Piecewise((sp.Integer(0), sp.Eq(v, 0)), (e, True))
+
+
+def test_js_kernel_formula_is_the_builtin_op():
+    js = metric_program("jensenshannon_unnormalized").plan.products[0].node.semiring.mul
+    bound = stable_kernel(js.formula, js.domain)
+    assert bound is not None and bound.kernel.name == "gb_js_term" and bound.proof.method == "sympy"
+    assert bound.nonnegative and bound.exponent is None and bound.k == 14
+
+
+def test_other_forms_of_the_same_function_are_proven():
+    with sp.evaluate(False):
+        m = (x + y) / 2
+        halves = _where0(x, x * sp.log(x / m)) + _where0(y, y * sp.log(y / m))
+        swapped = _where0(y, y * sp.log(2 * y / (y + x))) + _where0(x, x * sp.log(2 * x / (y + x)))
+    for f in (halves, swapped):
+        bound = stable_kernel(f, "nonnegative")
+        assert bound is not None and bound.kernel.name == "gb_js_term"
+
+
+def test_look_alikes_are_refused():
+    with sp.evaluate(False):
+        s = x + y
+        no_zero_convention = x * sp.log(2 * x / s) + y * sp.log(2 * y / s)  # NaN at x = 0
+        no_two = _where0(x, x * sp.log(x / s)) + _where0(y, y * sp.log(y / s))
+        one_sided = _where0(x, x * sp.log(2 * x / s))
+    for f in (no_zero_convention, no_two, one_sided):
+        assert stable_kernel(f, "nonnegative") is None, f
+    js = kernels()[0].formula
+    assert stable_kernel(js, "real") is None  # the kernel's bound is for x, y >= 0 only
+
+
+def test_kernel_formula_matches_its_series():
+    """s·ψ(d), ψ(d) = Σ d^(2n)/(2n(2n − 1)): the identity kernels/gbdist.cuh evaluates,
+    against the formula in 50-digit arithmetic (the formula in float64 cancels)."""
+    import mpmath
+    rng = np.random.default_rng(0)
+    xs = rng.lognormal(0, 2, 300)
+    ys = xs * np.exp(rng.uniform(-3, 3, 300))
+    ys[:50] = xs[:50] * (1 + rng.normal(size=50) * 1e-6)  # nearly equal: d ~ 1e-6
+    f = sp.lambdify((x, y), kernels()[0].formula, "mpmath")
+    s, d = xs + ys, np.abs(xs - ys) / (xs + ys)
+    n = np.arange(1, 2000)[:, None]
+    series = s * (d ** (2 * n) / (2 * n * (2 * n - 1))).sum(0)
+    with mpmath.workdps(50):
+        exact = np.array([float(f(mpmath.mpf(a), mpmath.mpf(b))) for a, b in zip(xs, ys)])
+    np.testing.assert_allclose(series, exact, rtol=1e-13)
+
+
+def test_plan_spends_the_kernel_bound_and_a_square_root_halves_it():
+    for name in ("jensenshannon", "jensenshannon_unnormalized"):
+        splits = [s.node.float_split for s in metric_program(name).plan.steps
+                  if getattr(s.node, "float_split", None)]
+        assert len(splits) == 1 and splits[0][2].kernel.name == "gb_js_term", name
+    term = "mxm(A, B.T, semiring(js_term, plus))"
+    gb.define(f"metric t_stable_bare(A, B) = {term}")  # 14 units on the result: over budget
+    plan = metric_program("t_stable_bare").plan
+    assert not any(getattr(s.node, "float_split", None) for s in plan.steps)
+    assert list(relative_products(plan.expr).values()) == [1.0]
+    gb.define(f"metric t_stable_root(A, B) = sqrt({term} / 2)")
+    plan = metric_program("t_stable_root").plan
+    assert any(getattr(s.node, "float_split", None) for s in plan.steps)
+    assert list(relative_products(plan.expr).values()) == [0.5]
+
+
+def test_codegen_calls_the_kernel_on_the_float64_values():
+    """With float32 data and float64 accumulation the product runs gb_js_term on the
+    widened values (normalised rows included: the kernel needs no input range), plus
+    h = −(x + y) log 2 in double; float64 data and float32 accumulation do not."""
+    plan = metric_program("jensenshannon").plan
+    gen = generate(plan, np.float32, np.float64)
+    assert gen.float_split and gen.split_exponent is None
+    assert gen.source.count("gb_js_term(x, y) + (") == 2  # gather step, scatter step
+    for dt, acc in ((np.float64, None), (np.float32, None)):
+        g = generate(plan, dt, acc)
+        assert not g.float_split and "gb_js_term(x" not in g.source
+    assert "gb_js_term(x" not in generate(plan, np.float32, np.float64, split=False).source
