@@ -5,10 +5,10 @@ so refuses what it cannot see through: a logarithm, or a difference of rounded
 values. Some formulas that users write are accurate in float32 all the same, when
 evaluated another way than as written: x log(2x/(x+y)) + y log(2y/(x+y)) is
 s·ψ(d), with s = x + y, d = |x − y|/s and ψ(d) = Σ d²ⁿ/(2n(2n−1)) a series of
-positive terms (no cancellation) where the logs' two terms cancel. A *stable
-kernel* is such an evaluation, written once as a device function
-(``kernels/gbdist.cuh``), with its relative error bound derived in
-docs/cuda.md (*Stable kernels*) and measured against long double by
+positive terms, where the two logs as written cancel. A *stable kernel* is such
+an evaluation, written once as a device function (``kernels/gbdist.cuh``) on
+float32 inputs, with its relative error bound derived in docs/cuda.md (*Stable
+kernels*) and measured against long double by
 ``tests/backends/test_stable_kernels_gpu.py``.
 
 The compiler uses a kernel for a formula only when :mod:`~gbdist.algebra.proofs`
@@ -16,7 +16,8 @@ proves the formula equal to the kernel's (sympy, plus the special points as
 written: 0 log 0 = 0 must agree too) on the formula's domain, so a user who
 writes the same function in another form gets the kernel, and a formula that
 merely looks alike does not. The planner (``compiler/plan.float_split``) then
-treats the kernel's bound as it treats :func:`~gbdist.algebra.rounding.float_bound`'s.
+treats the kernel's bound as it treats :func:`~gbdist.algebra.rounding.float_bound`'s:
+for the stored float32 values, 0 or within 2^±32 (the backend checks).
 """
 from __future__ import annotations
 
@@ -27,12 +28,14 @@ import sympy as sp
 
 from . import proofs
 from .formulas import X, Y
+from .rounding import EXPONENT
 
 
 @dataclass(frozen=True)
 class StableKernel:
-    """A device function ``name(x, y)`` (kernels/gbdist.cuh) computing ``formula`` on
-    ``domain`` with relative error ≤ k·2^-24 (plus ``absolute``·(x + y))."""
+    """A device function ``name(x, y)`` (kernels/gbdist.cuh) computing ``formula`` in float
+    on float32 inputs of ``domain`` that are 0 or within 2^±32, with relative error
+    ≤ k·2^-24 (plus ``absolute``·(x + y))."""
 
     name: str
     formula: sp.Expr  # over X, Y, as the front end builds it
@@ -56,7 +59,7 @@ class KernelBound:
     def k(self) -> float:
         return self.kernel.k
 
-    exponent = None  # the kernel takes the accumulator-type values: any input range
+    exponent = EXPONENT  # inputs 0 or within 2^±32, as the rounding analysis's bounds
     nonnegative = True  # every kernel computes a function ≥ 0 on its domain
 
     @property
@@ -64,9 +67,10 @@ class KernelBound:
         return self.k * 2.0 ** -24
 
     def describe(self) -> str:
-        return (f"evaluated by the stable kernel {self.kernel.name}: relative error ≤ "
-                f"{self.k:g}·2⁻²⁴ = {self.relative_error:.1e} (derived in docs/cuda.md), f ≥ 0; "
-                f"f = {self.kernel.text} proven ({self.proof.method})")
+        return (f"evaluated in float32 by the stable kernel {self.kernel.name}: relative error ≤ "
+                f"{self.k:g}·2⁻²⁴ = {self.relative_error:.1e} for inputs 0 or within 2^±{self.exponent} "
+                f"(derived in docs/cuda.md), f ≥ 0; f = {self.kernel.text} proven "
+                f"({self.proof.method})")
 
 
 def _js_term() -> sp.Expr:
@@ -82,7 +86,7 @@ def _js_term() -> sp.Expr:
 @functools.lru_cache(maxsize=1)
 def kernels() -> tuple[StableKernel, ...]:
     return (
-        StableKernel("gb_js_term", _js_term(), "nonnegative", k=14, absolute=2.0 ** -150,
+        StableKernel("gb_js_term", _js_term(), "nonnegative", k=13, absolute=2.0 ** -150,
                      text="x log(2x/(x+y)) + y log(2y/(x+y))"),
     )
 

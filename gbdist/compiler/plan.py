@@ -37,7 +37,7 @@ from . import ir
 from .analysis import Analysis, analyze
 from ..errors import GbdistError
 from ..algebra.formulas import X, Y
-from ..algebra.ops import Op, as_monoid, plus
+from ..algebra.ops import Op, RowScale, as_monoid, plus
 from ..algebra.evaluate import constant_value
 from ..algebra.proofs import Proof
 from ..algebra.rounding import float_bound
@@ -196,21 +196,23 @@ def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: floa
 
     Requires: the product is consumed relatively, and each of its (weighted) uses may add
     ``max_k`` units of relative error (0: no split); f ≥ 0 with a float32 bound of at
-    most ``max_k`` units; and g costly in float64. The bound is either
-    :func:`gbdist.algebra.rounding.float_bound`'s, for f as written on the float32
-    inputs themselves (so the operands carry no apply chain), or a stable kernel's
-    (:func:`gbdist.algebra.stable.stable_kernel`: proven to compute f, it takes the
-    accumulator-type values, apply chains included)."""
+    most ``max_k`` units; and g costly in float64. f runs on the stored float32 values,
+    so no apply chain may map them (a row scaling such as ``normalize`` is applied when
+    the operand is bound, and leaves stored values). The bound is
+    :func:`gbdist.algebra.rounding.float_bound`'s for f as written, or, where that
+    refuses or is weaker, a stable kernel's (:func:`gbdist.algebra.stable.stable_kernel`,
+    proven to compute f)."""
     if max_k <= 0 or a.strategy != "union-correction" or a.structural or not _costly(a.g):
         return None
+    lchain, rchain = row_operand(left)[2], row_operand(right_rows)[2]
     dom = sr.mul.domain
     f = sr.mul.formula
     bound = None
-    if not (row_operand(left)[2] or row_operand(right_rows)[2]):
+    if not (lchain or rchain):
         bound = float_bound(f, dom)
         if bound is not None and not bound.nonnegative:
             bound = None
-    if bound is None or bound.k > max_k:
+    if (bound is None or bound.k > max_k) and _stored_values(lchain) and _stored_values(rchain):
         kernel = stable_kernel(f, dom)
         if kernel is not None and (bound is None or kernel.k < bound.k):
             bound = kernel
@@ -218,6 +220,12 @@ def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: floa
         return None
     name = sr.mul.name
     return (_binary(f"{name}_f", f, dom), _binary(f"{name}_h", -a.L - a.R + a.C, dom), bound)
+
+
+def _stored_values(chain: tuple) -> bool:
+    """Whether an apply chain leaves the stored values as they are (only row scalings,
+    whose formula is x: the backends scale the rows when the operand is bound)."""
+    return all(isinstance(op, RowScale) and op.formula == X for op in chain)
 
 
 def relative_products(expr: ir.Node) -> dict:

@@ -210,16 +210,15 @@ class Accumulator:
 
 @dataclass
 class Split:
-    """⊗ = f + h of a float split: f in float over the stored float values (``f``, valid
-    for inputs 0 or within 2^±``exponent``), or by a stable kernel (``kernel``, on the
-    accumulator-type values ``args``: the apply chains over x and y); h in the
-    accumulator type (over x, y with the chains applied)."""
+    """⊗ = f + h of a float split, valid for inputs 0 or within 2^±``exponent``: f in
+    float over the stored float values, as written (``f``) or by a stable kernel
+    (``kernel``, called at (y, x) when ``swapped``); h in the accumulator type."""
 
     f: sp.Expr | None
     h: sp.Expr
-    exponent: int | None
+    exponent: int
     kernel: str | None = None
-    args: tuple = ()
+    swapped: bool = False
 
 
 @dataclass
@@ -340,11 +339,8 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         fs = getattr(n, "float_split", None)
         if fs is not None and split and FLOAT_SPLIT and storage == "float" and not pr.single:
             kernel = getattr(fs[2], "kernel", None)
-            if kernel is not None:  # a stable kernel, on the accumulator-type values
-                with sp.evaluate(False):
-                    args = (chain_formula(lchain, X), chain_formula(rchain, Y))
-                    h = fs[1].formula.xreplace({X: args[0], Y: args[1]})
-                fsplit = Split(None, h, None, kernel.name, args[::-1] if fs[2].swapped else args)
+            if kernel is not None:  # a stable kernel on the stored values (plan: no chain maps them)
+                fsplit = Split(None, fs[1].formula, fs[2].exponent, kernel.name, fs[2].swapped)
             elif not (lchain or rchain):  # f as written, on the float32 inputs
                 fsplit = Split(fs[0].formula, fs[1].formula, fs[2].exponent)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
@@ -393,7 +389,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         parts.append(read("kernels", name))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    exps = [a.split.exponent for a in accs if a.split is not None and a.split.exponent is not None]
+    exps = [a.split.exponent for a in accs if a.split is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
                      acc_dt.itemsize, min(exps) if exps else None,
                      any(a.split is not None for a in accs))
@@ -502,8 +498,8 @@ def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
     if MUL_IN_STORAGE and not pr.single:
         return f"((A)({scalar(a.mul, CudaPrinter(np.float32), {'x': xs, 'y': ys})}))"
     sp_ = a.split
-    if sp_ is not None and sp_.kernel is not None:
-        x, y = (scalar(e, pr) for e in sp_.args)
+    if sp_ is not None and sp_.kernel is not None:  # on the stored float values
+        x, y = (ys, xs) if sp_.swapped else (xs, ys)
         return f"({sp_.kernel}({x}, {y}) + ({scalar(sp_.h, pr)}))"
     if sp_ is not None:
         single = CudaPrinter(np.float32)
