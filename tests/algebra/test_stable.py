@@ -99,3 +99,45 @@ def test_a_chain_that_maps_values_keeps_the_double_path():
               "semiring(js_term, plus)) / 2)")
     plan = metric_program("t_stable_sqrt").plan
     assert not any(getattr(s.node, "float_split", None) for s in plan.steps)
+
+
+def _horner_error(coeffs, v, v_err, exact_first=False):
+    """First-order error bound (units of u, absolute) of Horner's c0 + v(c1 + v(…)) in
+    float with each coefficient rounded (c0 too unless ``exact_first``), each fma
+    rounded once, and v carrying a relative error of ``v_err`` u; and the value."""
+    q, err = coeffs[-1], abs(coeffs[-1])
+    for k in range(len(coeffs) - 2, -1, -1):
+        qn = coeffs[k] + v * q
+        err = (0 if (k == 0 and exact_first) else abs(coeffs[k])) + v * err + v * abs(q) * v_err + abs(qn)
+        q = qn
+    return err, q
+
+
+def test_js_kernel_bound_derivation():
+    """The 13u of gb_js_term (docs/cuda.md, Stable kernels), as a sum of first-order
+    rounding terms over a grid of d on each side of the 0.8 threshold: the series,
+    10.8u; the polynomial plus e·log e, 10.7u; then s·ψ in float, 2u."""
+    import math
+    u = 2.0 ** -24
+    series = [1 / ((2 * n) * (2 * n - 1)) for n in range(1, 29)]
+    worst_series = 0.0
+    for d in np.linspace(1e-6, 0.8, 2001):
+        t = d * d
+        t_err = 2 * 3 + 1  # d = fl(fl(|x − y|)/fl(x + y)): 3u; t = fl(d·d)
+        err, q = _horner_error(series, t, t_err, exact_first=True)  # c1 = 1/2 is exact
+        trunc = 2 / ((2 * 29) * (2 * 29 - 1)) * t ** 28 / (1 - t) / u  # Σ_{n>28}, over ψ ≥ t/2
+        worst_series = max(worst_series, t_err + err / q + 1 + trunc)  # psi2 = fl(2t·q)
+    poly = [2 * math.log(2), -(1 + math.log(2))] + [1 / (2 ** (k - 1) * k * (k - 1)) for k in range(2, 9)]
+    worst_logs = 0.0
+    for d in np.linspace(0.8, 1 - 1e-7, 2001):
+        e = 1 - d
+        e_err = 2  # e = fl(2·min/fl(x + y))
+        err_p, p = _horner_error(poly, e, e_err)
+        err_p += e ** 9 / (2 ** 8 * 9 * 8) / u  # truncation after degree 8
+        L = math.log(e)
+        err_l = e_err + (2 * 2 + 1 + 1) * abs(L)  # log of ê; __log2f 2 ulp; ln 2 rounded; ×
+        err_q = e * err_l + e_err * e * abs(L) + e * abs(L)  # ê as a factor; the product
+        s = p + e * L
+        worst_logs = max(worst_logs, (err_p + err_q + abs(s)) / s)  # + the sum's rounding
+    assert worst_series <= 11 and worst_logs <= 11, (worst_series, worst_logs)
+    assert max(worst_series, worst_logs) + 2 <= kernels()[0].k  # s·ψ: fl(x + y), ×
