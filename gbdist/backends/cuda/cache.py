@@ -95,6 +95,9 @@ def module(key, source: str, names: tuple[str, ...]) -> Module:
     with _LOCK:
         mod = MODULES.get(full)
         if mod is None:
+            where = cache_dir("cuda")  # gbdist's cache folder (None: caching off)
+            if where is not None:  # CuPy's own kernels (cuSPARSE glue, reductions) cached there too
+                os.environ.setdefault("CUPY_CACHE_DIR", str(where))
             t0 = time.perf_counter()
             path, mapping = _binary(source, names)
             mod = Module(cupy.RawModule(path=str(path)), mapping)
