@@ -207,3 +207,12 @@ __global__ void gb_count_nonfinite(const T* __restrict__ x, long long n,
   for (int off = 16; off > 0; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
   if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, c);
 }
+
+// y[0..n) = x[0..n) converted between float and double, subnormals kept: gbdist compiles
+// with -ftz=false, CuPy's astype with -ftz=true (which reads or writes them as 0).
+template <typename S, typename D>
+__global__ void gb_convert(const S* __restrict__ x, long long n, D* __restrict__ y) {
+  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n;
+       p += (long long)gridDim.x * blockDim.x)
+    y[p] = (D)x[p];
+}

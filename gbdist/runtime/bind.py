@@ -110,8 +110,9 @@ def _device_csr(x, label: str, dtype, drop_zeros: bool, ensure_all_finite):
         m = x if x.format == "csr" else x.tocsr()
     else:
         m = cps.csr_matrix(cupy.asarray(x))
-    if m.dtype != dtype:
-        m = m.astype(dtype)
+    if m.dtype != dtype:  # subnormals kept (CuPy's astype flushes them)
+        m = cps.csr_matrix((rows.astype(m.data, dtype, cupy), m.indices.copy(), m.indptr.copy()),
+                           shape=m.shape)
     if not m.has_canonical_format:
         m = m.copy() if m is x else m
         m.sum_duplicates()

@@ -60,3 +60,31 @@ def test_subnormal_rows_match_float64(metric, strategy):
         / row_scale(metric, X, Y, ref)
     assert err.max() <= BOUND, (err.max(), np.unravel_index(err.argmax(), err.shape))
     assert np.all(D[np.arange(4), np.arange(4)] == 0)  # identical rows: exactly 0
+
+
+def test_device_conversions_keep_subnormals():
+    """Device inputs converted between float32 and float64 (``dtype=``) go through
+    gbdist's own kernel: CuPy's astype flushes subnormals (it compiles with -ftz=true)."""
+    import cupy
+    from gbdist.backends import rows
+    x = np.array([3.7e-43, -1e-40, 1e-39, 2.5, 0.0, 1e-310, -3e-320], np.float64)
+    for src, dst in ((np.float64, np.float32), (np.float32, np.float64)):
+        xs = x.astype(src)
+        got = rows.astype(cupy.asarray(xs), dst, cupy).get()
+        assert got.dtype == dst and np.array_equal(got.view(f"u{got.itemsize}"),
+                                                   xs.astype(dst).view(f"u{got.itemsize}"))
+
+
+@pytest.mark.parametrize("src,dst", [(np.float64, np.float32), (np.float32, np.float64)])
+def test_device_input_of_another_dtype_keeps_subnormals(src, dst):
+    import cupyx.scipy.sparse as cps
+    rng = np.random.default_rng(8)
+    X = sps.random(8, 30, density=0.4, random_state=rng, format="csr", dtype=np.float64)
+    X.data = (X.data + 0.1) * 1e-41  # subnormal once float32
+    X = X.astype(src)
+    D = gb.pairwise_distances(cps.csr_matrix(X), metric="manhattan", backend="cuda", dtype=dst).get()
+    Xr = X.astype(dst).astype(np.float64).toarray()  # the values as the host converts them
+    ref = reference("manhattan", Xr, Xr)
+    assert np.all(ref[~np.eye(8, dtype=bool)] > 0)
+    err = (np.abs(D.astype(np.float64) - ref) - 2.0 ** -24 * ref - 2.0 ** -150) / row_scale("manhattan", Xr, Xr, ref)
+    assert err.max() <= BOUND, err.max()

@@ -12,6 +12,8 @@ import functools
 
 import numpy as np
 
+from .. import rows
+
 
 class DevCSR:
     """A canonical CSR on the device (CuPy arrays)."""
@@ -51,7 +53,7 @@ def upload(v, dtype) -> DevCSR:
     """A bound operand (SciPy CSR on the host, or cupyx CSR) as a device CSR in ``dtype``."""
     import cupy
     if hasattr(v.data, "get"):  # already on the device
-        data = v.data if v.data.dtype == dtype else v.data.astype(dtype)
+        data = v.data if v.data.dtype == dtype else rows.astype(v.data, dtype, cupy)
         return DevCSR(v.indptr, v.indices, data, v.shape)
     return DevCSR(cupy.asarray(v.indptr), cupy.asarray(v.indices),
                   cupy.asarray(v.data.astype(dtype)), v.shape)

@@ -37,6 +37,7 @@ def names() -> tuple[str, ...]:
             out += [f"gb_csr_check<{t}, {i}>", f"gb_row_hash<{t}, {i}>",
                     f"gb_pairs_verify<{t}, {i}>", f"gb_condition<{t}, {i}>"]
         out.append(f"gb_count_nonfinite<{t}>")
+    out += ["gb_convert<float, double>", "gb_convert<double, float>"]
     return tuple(out)
 
 
@@ -186,3 +187,15 @@ def count_nonfinite(x) -> int:
     if n:
         _fn(f"gb_count_nonfinite<{_tv(x)}>")((_blocks(n),), (THREADS,), (x, np.int64(n), count))
     return int(count.get()[0])
+
+
+def convert(x, dtype):
+    """A C-contiguous float32/float64 CuPy array in the other of the two types, subnormals
+    kept (``cupy.ndarray.astype`` flushes them: CuPy compiles with -ftz=true)."""
+    import cupy
+    out = cupy.empty(x.shape, dtype=dtype)
+    n = int(x.size)
+    if n:
+        _fn(f"gb_convert<{_tv(x)}, {_VALUES[np.dtype(dtype)]}>")((_blocks(n),), (THREADS,),
+                                                               (x, np.int64(n), out))
+    return out
