@@ -47,10 +47,11 @@ __device__ __forceinline__ double gb_div(double n, double d) {
 //             all positive: no cancellation (bound 10.8u);
 //   d >= 0.8: (1+d)log(1+d) = (2-e)log(2-e), a polynomial in e <= 0.2 (degree 8), plus
 //             e log e with log2 from the MUFU (__log2f: 2 ulp outside [0.5, 2], checked
-//             over every float it gets by the GPU test); they cancel by at most 1.6x
-//             (bound 10.7u);
-// then s*psi in float (+2u): relative error < 13u, plus 2^-150*s absolute where d^2
-// underflows. An accurate logf (no flush to zero) cost 11-16% more on the H100.
+//             over every float it gets by the GPU test); their magnitudes add to at
+//             most 1.87x their sum (at d = 0.8; bound 10.7u);
+// then s*psi in float (+2u): relative error < 13u (tests/algebra/test_stable.py derives
+// it and emulates this code). Within 2^±32 nothing overflows or underflows (d >= 2^-25).
+// An accurate logf (no flush to zero) cost 11-16% more on the H100.
 __device__ __forceinline__ double gb_js_term(float x, float y) {
   const float s = x + y;
   if (x == 0.0f || y == 0.0f) return (double)s * 0.69314718055994530942;  // x log 2, y log 2, 0

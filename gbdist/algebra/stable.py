@@ -35,13 +35,12 @@ from .rounding import EXPONENT
 class StableKernel:
     """A device function ``name(x, y)`` (kernels/gbdist.cuh) computing ``formula`` in float
     on float32 inputs of ``domain`` that are 0 or within 2^±32, with relative error
-    ≤ k·2^-24 (plus ``absolute``·(x + y))."""
+    ≤ k·2^-24."""
 
     name: str
     formula: sp.Expr  # over X, Y, as the front end builds it
     domain: str
     k: float
-    absolute: float  # an absolute error term, times x + y (underflow), see the docs
     text: str  # the formula in words, for explain
 
 
@@ -86,7 +85,7 @@ def _js_term() -> sp.Expr:
 @functools.lru_cache(maxsize=1)
 def kernels() -> tuple[StableKernel, ...]:
     return (
-        StableKernel("gb_js_term", _js_term(), "nonnegative", k=13, absolute=2.0 ** -150,
+        StableKernel("gb_js_term", _js_term(), "nonnegative", k=13,
                      text="x log(2x/(x+y)) + y log(2y/(x+y))"),
     )
 
@@ -101,7 +100,7 @@ def _looks_alike(f: sp.Expr, g: sp.Expr) -> bool:
 @functools.lru_cache(maxsize=256)
 def stable_kernel(f: sp.Expr, domain: str) -> KernelBound | None:
     """The stable kernel proven to compute ``f`` on ``domain``, or None. A kernel's
-    domain must contain f's; the proof must be symbolic (sympy), not numeric."""
+    domain must be f's; the proof must be symbolic (sympy), not numeric."""
     for kern in kernels():
         if kern.domain != domain or not _looks_alike(f, kern.formula):
             continue

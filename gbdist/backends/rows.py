@@ -280,7 +280,7 @@ def normalise_rows(indptr, data, name: str, xp=np):
     A row summing to 0 (an empty row) is left as it is; negative values are refused."""
     if data.shape[0] == 0:
         return data
-    v = data.astype(xp.float64)
+    v = astype(data, np.float64, xp)  # subnormals kept (CuPy's astype flushes them)
     if bool((v < 0).any()):
         raise DomainError(f"input {name}: normalize divides each row by its sum and needs "
                           "nonnegative values", got=f"a value of {float(v.min()):g}",
@@ -290,4 +290,4 @@ def normalise_rows(indptr, data, name: str, xp=np):
     sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
     _scatter_add(sums, row, v, xp)
     sums = xp.where(sums > 0, sums, 1.0)
-    return (v / sums[row]).astype(data.dtype)
+    return astype(v / sums[row], data.dtype, xp)

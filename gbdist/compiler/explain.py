@@ -347,7 +347,7 @@ class Explanation:
             if fs is not None:
                 f, h, bound = fs
                 if getattr(bound, "kernel", None) is not None:
-                    how = f"{bound.describe()}; on the float64 values"
+                    how = f"{bound.describe()}; inputs outside that range: in float64"
                 else:
                     how = (f"in float32 ({bound.describe()}: proven by rounding analysis; inputs "
                            "outside that range: in float64)")

@@ -200,8 +200,8 @@ def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: floa
     so no apply chain may map them (a row scaling such as ``normalize`` is applied when
     the operand is bound, and leaves stored values). The bound is
     :func:`gbdist.algebra.rounding.float_bound`'s for f as written, or, where that
-    refuses or is weaker, a stable kernel's (:func:`gbdist.algebra.stable.stable_kernel`,
-    proven to compute f)."""
+    refuses or exceeds the budget, a stable kernel's
+    (:func:`gbdist.algebra.stable.stable_kernel`, proven to compute f)."""
     if max_k <= 0 or a.strategy != "union-correction" or a.structural or not _costly(a.g):
         return None
     lchain, rchain = row_operand(left)[2], row_operand(right_rows)[2]
@@ -214,7 +214,7 @@ def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: floa
             bound = None
     if (bound is None or bound.k > max_k) and _stored_values(lchain) and _stored_values(rchain):
         kernel = stable_kernel(f, dom)
-        if kernel is not None and (bound is None or kernel.k < bound.k):
+        if kernel is not None:
             bound = kernel
     if bound is None or bound.k > max_k:
         return None

@@ -141,3 +141,59 @@ def test_js_kernel_bound_derivation():
         worst_logs = max(worst_logs, (err_p + err_q + abs(s)) / s)  # + the sum's rounding
     assert worst_series <= 11 and worst_logs <= 11, (worst_series, worst_logs)
     assert max(worst_series, worst_logs) + 2 <= kernels()[0].k  # s·ψ: fl(x + y), ×
+
+
+def _kernel_constants():
+    """gb_js_term's threshold and coefficient tables, read from kernels/gbdist.cuh."""
+    import re
+    from gbdist.resources import read
+    src = read("kernels", "gbdist.cuh")
+    body = src[src.index("double gb_js_term(float x, float y)"):]
+    body = body[:body.index("\n}\n")]
+    tables = [[np.float32(float(v.rstrip("f"))) for v in re.findall(r"-?\d\.\d+e[+-]\d+f", t)]
+              for t in re.findall(r"const float c\[\d+\] = \{(.*?)\};", body, re.S)]
+    threshold = np.float32(float(re.search(r"if \(d < ([\d.]+)f\)", body).group(1)))
+    ln2 = np.float32(float(re.search(r"__log2f\(e\) \* ([\d.]+)f", body).group(1)))
+    return threshold, tables[0], tables[1], ln2
+
+
+def _emulate_js_term(x, y, log2_ulps):
+    """gb_js_term in numpy float32 (fma as one rounding of the exact result), __log2f as
+    the correctly rounded log2 moved by ``log2_ulps`` units in the last place."""
+    f32 = np.float32
+    threshold, series, poly, ln2 = _kernel_constants()
+
+    def fma(a, b, c):
+        return (a.astype(np.longdouble) * b + c).astype(f32)
+
+    with np.errstate(all="ignore"):
+        s = (x + y).astype(f32)
+        d = (np.abs((x - y).astype(f32)) / s).astype(f32)
+        t = (d * d).astype(f32)
+        p = np.full_like(t, series[-1])
+        for c in reversed(series[:-1]):
+            p = fma(p, t, c)
+        low = ((f32(2) * t).astype(f32) * p).astype(f32)
+        e = ((f32(2) * np.minimum(x, y)).astype(f32) / s).astype(f32)
+        q = np.full_like(e, poly[-1])
+        for c in reversed(poly[:-1]):
+            q = fma(q, e, c)
+        lg2 = np.log2(np.where(e > 0, e, f32(1)).astype(np.float64)).astype(f32)
+        lg2 = (lg2 + f32(log2_ulps) * np.spacing(np.abs(lg2))).astype(f32)
+        high = (q + np.where(e > 0, (e * (lg2 * ln2).astype(f32)).astype(f32), f32(0))).astype(f32)
+        psi2 = np.where(d < threshold, low, high)
+        out = ((f32(0.5) * s).astype(f32) * psi2).astype(f32).astype(np.float64)
+        return np.where((x == 0) | (y == 0), s.astype(np.float64) * np.log(2), out)
+
+
+def test_js_kernel_emulated_stays_within_its_bound():
+    """The kernel's own constants, emulated in float32 with __log2f at its documented
+    worst (±2 ulp), against long double on the cases the GPU test uses: within k."""
+    from stable_cases import js_cases, js_reference
+    x, y = js_cases(np.random.default_rng(5), n=1 << 15)
+    ref = js_reference(x, y)
+    k = kernels()[0].k
+    for ulps in (-2, 0, 2):
+        got = _emulate_js_term(x, y, ulps).astype(np.longdouble)
+        rel = np.abs(got - ref) / np.where(ref > 0, ref, 1)
+        assert float(rel.max()) * 2.0 ** 24 <= k, (ulps, float(rel.max()) * 2.0 ** 24)

@@ -8,8 +8,6 @@ pointer; the host copy of the row pointer is read once per operand, on first sli
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import rows
@@ -59,10 +57,9 @@ def upload(v, dtype) -> DevCSR:
                   cupy.asarray(v.data.astype(dtype)), v.shape)
 
 
-@functools.lru_cache(maxsize=1)
 def _out_of_range_kernel():
     from ...resources import read
-    from . import cache
+    from . import cache  # its module cache is per device: no cache here
     return cache.module("range_check", read("kernels", "range_check.cuh"),
                         ("gb_out_of_range_f32",)).get_function("gb_out_of_range_f32")
 
