@@ -353,6 +353,10 @@ class Explanation:
                            "outside that range: in float64)")
                 out.append(f"{st.name}: ⊗ = f + h, f(x, y) = {text(f.formula)} {how}, "
                            f"h(x, y) = {text(h.formula)} and the sums in float64")
+        if getattr(self.plan, "float32", None) is not None:
+            out.append("the whole plan in float32: max/min of terms f ≥ 0 with "
+                       f"{self.plan.float32.describe()} (proven by rounding analysis), and max "
+                       "and min round nothing; inputs outside that range: in float64")
         return out or ["⊗, the sums and the epilogue in float64 (CUDA, accumulate=\"auto\")"]
 
     # -- renderings -----------------------------------------------------------

@@ -89,6 +89,8 @@ class Plan:
     steps: tuple[Step, ...]
     epilogue: ir.Node
     products: tuple[ProductDecision, ...]
+    # The rounding bound of the whole plan run in float32 (:func:`float32_plan`), or None
+    float32: object = None
 
     @property
     def output_kind(self) -> str:
@@ -337,7 +339,46 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
             names[node.key] = ir.Ref(f"t{len(steps)}", kind)
             steps.append(Step(f"t{len(steps)}", node, kind))
     epilogue = ir.rewrite(lowered, lambda n: names.get(n.key))
-    return Plan(expr, typing, lowered, tuple(steps), epilogue, tuple(products))
+    return Plan(expr, typing, lowered, tuple(steps), epilogue, tuple(products),
+                float32_plan(tuple(steps), epilogue))
+
+
+# Epilogue functions that round nothing: a plan whose epilogue has only these may run in
+# float32 (its products' bounds are then the result's).
+EXACT_FNS = frozenset({"maximum", "minimum", "abs", "neg"})
+
+
+def float32_plan(steps: tuple, epilogue: ir.Node):
+    """The float32 bound of a plan that may run in float32 whole, or None.
+
+    Such a plan's every step is a product whose ⊕ is max or min, whose ⊗ f ≥ 0 has a
+    rounding bound of at most FLOAT_SPLIT_MAX_K units on the stored values
+    (:func:`gbdist.algebra.rounding.float_bound`; no apply chain), and whose epilogue
+    rounds nothing (max, min, |·|, − of the products and constants). A max or min of
+    nonnegative terms each within k units of itself is within k units of the max or
+    min, in any type, so the result keeps the largest k. Chebyshev's max |x − y| is the
+    case: one rounding, so float32 accumulation keeps it within 2^-24. A backend may
+    then accumulate in float32, for inputs 0 or within 2^±E (the bound's range)."""
+    bounds = []
+    for st in steps:
+        n = st.node
+        if not isinstance(n, (ir.Intersect, ir.TwoPassUnion)) or not n.add.idempotent:
+            return None
+        if row_operand(n.left)[2] or row_operand(n.right)[2]:
+            return None
+        b = float_bound(n.mul.formula, n.mul.domain)
+        if b is None or not b.nonnegative or b.k > FLOAT_SPLIT_MAX_K:
+            return None
+        bounds.append(b)
+    if not bounds:
+        return None
+    for node in ir.walk(epilogue):
+        if isinstance(node, ir.Pointwise):
+            if node.fn not in EXACT_FNS:
+                return None
+        elif not isinstance(node, (ir.Ref, ir.Const)):
+            return None
+    return max(bounds, key=lambda b: b.k)
 
 
 def _step_kind(node, typing: Typing) -> str:

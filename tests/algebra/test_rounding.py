@@ -150,3 +150,21 @@ def test_uses_of_split_products_share_one_budget():
     term = "mxm(A, B.T, semiring(canberra_term, plus))"
     assert _split(f"metric t_round_p2(A, B) = {term} * {term}")[0]
     assert not _split(f"metric t_round_p3(A, B) = {term} * {term} * {term}")[0]
+
+
+def test_plans_that_may_run_in_float32_whole():
+    """Plan.float32 (compiler/plan.float32_plan): max/min products of terms with a float32
+    bound, under an epilogue that rounds nothing. Chebyshev's max |x − y| has one
+    rounding; sums, reductions and rounding epilogues keep float64."""
+    cheb = metric_program("chebyshev").plan.float32
+    assert cheb is not None and cheb.k == 1 and cheb.exponent == 32
+    assert metric_program("minkowski", p=float("inf")).plan.float32 is not None
+    for name in ("manhattan", "euclidean", "cosine", "canberra", "jensenshannon", "hamming"):
+        assert metric_program(name).plan.float32 is None, name
+    term = "mxm(A, B.T, max_absdiff)"
+    gb.define(f"metric t_f32_scaled(A, B) = {term} / 3")  # the division rounds in float32
+    assert metric_program("t_f32_scaled").plan.float32 is None
+    gb.define(f"metric t_f32_max(A, B) = max({term}, 0)")
+    assert metric_program("t_f32_max").plan.float32 is not None
+    gb.define(f"metric t_f32_chain(A, B) = mxm(apply(sqrt, A), apply(sqrt, B).T, max_absdiff)")
+    assert metric_program("t_f32_chain").plan.float32 is None  # √ rounds the inputs first

@@ -22,8 +22,9 @@ the result comes back as NumPy (the runtime copies it).
 Accuracy: float32 data is stored and read as float32, but accumulated, reduced
 and finished (the epilogue) in float64 (``accumulate="auto"``, the default; the
 dense strategy then multiplies with DGEMM); the result is rounded to float32
-once. ``accumulate="float32"`` keeps every step in float32 (faster, and ~1e-3
-errors where sums cancel). Identical rows get the value of d(a, a) the algebra
+once. "auto" keeps float32 where the plan proves it loses nothing the result can
+see (``Plan.float32``: chebyshev's max of |x − y|). ``accumulate="float32"`` keeps
+every step in float32 (faster, and ~1e-3 errors where sums cancel). Identical rows get the value of d(a, a) the algebra
 proves (``gbdist.exact``), written on the device.
 """
 from __future__ import annotations
@@ -50,13 +51,16 @@ ACCUMULATE = ("auto", "float32", "float64")
 _DEFAULT = {"accumulate": "auto"}
 
 
-def accumulator_dtype(dtype, accumulate: str | None = None) -> np.dtype:
+def accumulator_dtype(dtype, accumulate: str | None = None, plan: Plan | None = None) -> np.dtype:
     """The type sums, reductions and the epilogue are computed in for ``dtype`` data:
-    float64 unless ``accumulate="float32"`` (and float32 data)."""
+    float64 unless ``accumulate="float32"`` (and float32 data), or unless the mode is
+    "auto" and ``plan`` may run in float32 whole (``plan.float32``: max/min products of
+    one-rounding terms, such as chebyshev; the caller checks the input range)."""
     mode = accumulate or _DEFAULT["accumulate"]
     if mode not in ACCUMULATE:
         raise InputError("unknown accumulate mode", expected=", ".join(ACCUMULATE), got=repr(mode))
-    if mode == "float32" and np.dtype(dtype) == np.float32:
+    if np.dtype(dtype) == np.float32 and (
+            mode == "float32" or (mode == "auto" and getattr(plan, "float32", None) is not None)):
         return np.dtype(np.float32)
     return np.dtype(np.float64)
 
@@ -103,7 +107,7 @@ def unavailable_reason() -> str | None:
 def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None) -> str:
     """The CUDA source the backend compiles for ``plan`` (for ``gbdist explain --cuda``),
     headed by the strategies that can run it and how the runtime chooses."""
-    gen = _generated(plan, np.dtype(dtype).name, accumulator_dtype(dtype, accumulate).name)
+    gen = _generated(plan, np.dtype(dtype).name, accumulator_dtype(dtype, accumulate, plan).name)
     if gen.strategies:
         head = [
             f"// strategies for this plan: {', '.join(gen.strategies)}",
@@ -145,7 +149,7 @@ class CUDAPrepared:
     one upload per distinct operand), the output sides and the proven d(a, a)."""
 
     def __init__(self, bound: Bound, gen: Generated, at, strategy: str, exact_pass: bool,
-                 rows_per_block: int | None):
+                 rows_per_block: int | None, float32_range: int | None = None):
         import cupy
         self.bound = bound
         self.gen = gen
@@ -164,6 +168,12 @@ class CUDAPrepared:
             for side, key in step.sides:
                 sides.setdefault(side, key)
         self.left_key, self.right_key = sides.get("left"), sides.get("right")
+        if float32_range is not None and not operands.within_exponent(
+                [self.data[k] for k in (self.left_key, self.right_key) if k in self.data],
+                float32_range):
+            # a value outside the range where the plan's float32 bound holds: float64
+            self.at = at = np.dtype(np.float64)
+            self.gen = gen = _generated(bound.plan, self.dt.name, at.name)
         if gen.split_exponent is not None and not operands.within_exponent(
                 [self.data[k] for k in (self.left_key, self.right_key) if k in self.data],
                 gen.split_exponent):
@@ -208,9 +218,11 @@ class CUDABackend:
         if strategy not in ("auto",) + STRATEGIES:
             raise InputError("unknown strategy", expected="auto, " + ", ".join(STRATEGIES),
                              got=repr(strategy))
-        at = accumulator_dtype(bound.dtype, self.accumulate)
+        at = accumulator_dtype(bound.dtype, self.accumulate, bound.plan)
         gen = _generated(bound.plan, np.dtype(bound.dtype).name, at.name)
-        return CUDAPrepared(bound, gen, at, strategy, exact, self.rows_per_block)
+        whole = at == np.float32 and accumulator_dtype(bound.dtype, self.accumulate) != np.float32
+        return CUDAPrepared(bound, gen, at, strategy, exact, self.rows_per_block,
+                            bound.plan.float32.exponent if whole else None)
 
     def run_tile(self, p: CUDAPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         import cupy
@@ -231,6 +243,7 @@ class CUDABackend:
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
         cache.LAST_RUN["float_split"] = gen.float_split
+        cache.LAST_RUN["accumulate"] = np.dtype(at).name
         mod = cache.module(gen.key, gen.source, names)
         # Row reductions, each written into its slice of one buffer per side
         # (colred: reductions indexed by the left rows, rowred: by the right rows).

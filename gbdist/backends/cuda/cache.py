@@ -34,7 +34,8 @@ LAST_RUN: dict = {"strategy": None}  # the strategy the latest tile in this proc
 
 def last_run() -> dict:
     """A copy of what the latest CUDA tile did: ``{"strategy": name or None,
-    "float_split": whether a product evaluated f in float (compiler/plan.float_split)}``."""
+    "float_split": whether a product evaluated f in float (compiler/plan.float_split),
+    "accumulate": the accumulator type ("float32" or "float64")}``."""
     return dict(LAST_RUN)
 
 
@@ -52,6 +53,7 @@ def clear() -> None:
         COMPILE_LOG.clear()
         LAST_RUN["strategy"] = None
         LAST_RUN.pop("float_split", None)
+        LAST_RUN.pop("accumulate", None)
     attributes.cache_clear()
 
 
