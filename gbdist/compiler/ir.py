@@ -258,8 +258,9 @@ class Intersect(Node):
     add: Monoid
     expansion: tuple | None  # ((φ_r, ψ_r) unary Ops, ...) or None
     structural: bool
-    # (f, h, FloatBound) where mul = f + h, f is proven accurate in float32
-    # (algebra/rounding.py) and h holds the fill terms: a backend that accumulates
+    # (f, h, bound) where mul = f + h, f is proven accurate in float32 (a FloatBound of
+    # algebra/rounding.py, or a KernelBound of algebra/stable.py: f evaluated by a stable
+    # kernel) and h holds the fill terms: a backend that accumulates
     # float32 data in float64 may evaluate f in float32 (compiler/plan.py says when).
     float_split: tuple | None = None
 

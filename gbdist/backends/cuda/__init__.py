@@ -168,15 +168,12 @@ class CUDAPrepared:
             for side, key in step.sides:
                 sides.setdefault(side, key)
         self.left_key, self.right_key = sides.get("left"), sides.get("right")
-        if float32_range is not None and not operands.within_exponent(
-                [self.data[k] for k in (self.left_key, self.right_key) if k in self.data],
-                float32_range):
+        ops = [self.data[k] for k in (self.left_key, self.right_key) if k in self.data]
+        if float32_range is not None and not operands.within_exponent(ops, float32_range):
             # a value outside the range where the plan's float32 bound holds: float64
             self.at = at = np.dtype(np.float64)
             self.gen = gen = _generated(bound.plan, self.dt.name, at.name)
-        if gen.split_exponent is not None and not operands.within_exponent(
-                [self.data[k] for k in (self.left_key, self.right_key) if k in self.data],
-                gen.split_exponent):
+        if gen.split_exponent is not None and not operands.within_exponent(ops, gen.split_exponent):
             # a value outside the range the float split's bound covers: ⊗ in double
             self.gen = _generated(bound.plan, self.dt.name, at.name, split=False)
         plan = bound.plan
@@ -220,9 +217,10 @@ class CUDABackend:
                              got=repr(strategy))
         at = accumulator_dtype(bound.dtype, self.accumulate, bound.plan)
         gen = _generated(bound.plan, np.dtype(bound.dtype).name, at.name)
-        whole = at == np.float32 and accumulator_dtype(bound.dtype, self.accumulate) != np.float32
+        # float32 chosen for the plan (Plan.float32), not asked for: its range is checked
+        by_plan = at != accumulator_dtype(bound.dtype, self.accumulate)
         return CUDAPrepared(bound, gen, at, strategy, exact, self.rows_per_block,
-                            bound.plan.float32.exponent if whole else None)
+                            bound.plan.float32.exponent if by_plan else None)
 
     def run_tile(self, p: CUDAPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         import cupy
