@@ -76,14 +76,13 @@ def part(pair, which: int):
 def drop_self(d: np.ndarray, i: np.ndarray, k: int, row0: int):
     """From k + 1 candidates per query (global rows row0...), drop the query's own index.
 
-    gbdist's (and scikit-learn's) rule: drop index q for query q; when q is not among the
-    candidates, drop the first if it lies at distance 0 (duplicates of q with lower
-    indices), else the last.
+    gbdist's rule (:func:`gbdist.neighbors.drop_self`), by index, never by value: drop
+    index q for query q; when q is not among the candidates, all k + 1 are other points
+    and the last is dropped.
     """
     rows = d.shape[0]
     hit = i == (np.int64(row0) + np.arange(rows, dtype=np.int64))[:, None]
-    other = np.where(d[:, 0] == 0, 0, i.shape[1] - 1)
-    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), other)
+    drop = np.where(hit.any(axis=1), hit.argmax(axis=1), i.shape[1] - 1)
     keep = np.ones(i.shape, dtype=bool)
     keep[np.arange(rows), drop] = False
     return d[keep].reshape(rows, k), i[keep].reshape(rows, k)

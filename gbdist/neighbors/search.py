@@ -99,20 +99,24 @@ class Search:
 
 
 def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
-    """From k + 1 candidates per query, drop the query's own index (else the first one).
+    """From k + 1 candidates per query, drop the query's own index (else the last one).
 
-    As scikit-learn does: only index q is removed for query q, even when a duplicate of
-    q lies at distance 0 too. When q is not among the candidates: if the first lies at
-    distance 0 (more than k duplicates of q with lower indices), that first one is
-    dropped, as scikit-learn masks it; else (a measure under which q is not its own
-    nearest, e.g. inner_product) every candidate is a true neighbour and the last is
-    dropped. ``first_if_missing``: always the first (scikit-learn's rule for a
-    precomputed graph, whose diagonal is implicit). NumPy or CuPy (``xp``), with no
+    Exclusion is by index, never by value: for query q, the candidate whose index is q
+    is dropped; a duplicate of q (at d(q, q) too) stays a neighbour. When q is not among
+    the k + 1 candidates, all of them are other points and, sorted by (distance, index),
+    the first k are the k nearest others: the last is dropped. That is the answer of a
+    brute force that removes the diagonal by index and orders ties by index, for every
+    metric, including those under which q is not its own nearest (``inner_product``,
+    ``kl_divergence``) or d(q, q) is NaN or not 0. (scikit-learn drops the first
+    candidate instead, in the one case its metrics reach — more than k exact duplicates
+    of q with lower indices — which changes only which of the tied duplicates are
+    returned, not the distances.) ``first_if_missing``: the first (scikit-learn's rule
+    for a precomputed graph, whose diagonal is implicit). NumPy or CuPy (``xp``), with no
     synchronisation: column j of the answer is candidate j, or j + 1 from the dropped
     position on."""
     rows, width = i.shape
     hit = i == xp.arange(rows, dtype=xp.int64)[:, None]
-    other = xp.where((d[:, 0] == 0) | first_if_missing, 0, width - 1)
+    other = 0 if first_if_missing else width - 1
     drop = xp.where(hit.any(axis=1), hit.astype(xp.int8).argmax(axis=1), other)
     j = xp.arange(k, dtype=xp.int64)[None, :]
     src = j + (j >= drop[:, None])

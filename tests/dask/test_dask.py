@@ -226,3 +226,39 @@ def test_merge_is_the_total_order_in_any_grouping():
                     tasks.merge([tasks.merge(parts[:2], 7), tasks.merge(parts[2:], 7)], 7)):
         np.testing.assert_array_equal(grouped[1], want)
         np.testing.assert_array_equal(grouped[0], np.take_along_axis(d, want, axis=1))
+
+
+@pytest.mark.parametrize("key", ["inner_product", "russellrao", "manhattan", "jaccard"])
+def test_self_exclusion_is_by_index_against_brute_force(client, key):
+    """Issue 24 item 1: the last merge drops the query's own (global) index, else the last
+    of k + 1 — never a candidate picked by its value — over partitions smaller than k, in
+    both the symmetric and the both-orders self-join: brute force with the diagonal
+    removed by index, ties by index (small integers: every distance exact)."""
+    from self_exclusion_cases import (ISSUE_K1, ISSUE_X, KL_X, check_exact, exact_data,
+                                      metric_args, reference)
+    d, i = gbd.knn(sps.csr_matrix(ISSUE_X), k=1, metric="inner_product", client=client,
+                   partition_rows=1)
+    np.testing.assert_array_equal(i[:, 0], ISSUE_K1)
+    _, i = gbd.knn(sps.csr_matrix(KL_X), k=1, metric="kl_divergence", client=client,
+                   partition_rows=2)
+    np.testing.assert_array_equal(i[:, 0], [1, 0, 0])
+    name, params, kind, ref = metric_args(key)
+    X = exact_data(0, kind=kind)
+    R = reference(X, ref)
+    Xs = sps.csr_matrix(X)
+    for k in (1, 5):
+        for symmetric in (None, False):
+            check_exact(R, gbd.knn(Xs, k=k, metric=name, client=client,
+                                   partition_rows=[3, 8, 2, 11], symmetric=symmetric,
+                                   **params), k)
+    est = gbd.NearestNeighbors(n_neighbors=1, metric="inner_product", client=client,
+                               partition_rows=2).fit(sps.csr_matrix(ISSUE_X))
+    np.testing.assert_array_equal(est.kneighbors()[1][:, 0], ISSUE_K1)
+
+
+def test_drop_self_in_the_merge_is_by_index():
+    d = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 2.0]])
+    i = np.array([[5, 10, 2], [0, 2, 3], [0, 1, 3]])  # global rows 10, 11, 12
+    dd, ii = tasks.drop_self(d, i, 2, 10)
+    np.testing.assert_array_equal(ii, [[5, 2], [0, 2], [0, 1]])
+    np.testing.assert_array_equal(dd, [[0.0, 1.0], [0.0, 0.0], [-1.0, 0.0]])

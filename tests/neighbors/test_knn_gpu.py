@@ -189,6 +189,39 @@ def test_self_exclusion():
         np.testing.assert_array_equal(i2, ri)
 
 
+@pytest.mark.parametrize("key", ["inner_product", "russellrao", "jaccard", "manhattan",
+                                 "euclidean", "braycurtis"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_self_exclusion_is_by_index_against_brute_force(key, dtype):
+    """Issue 24 item 1 on the device: the query's own index is dropped (else the last of
+    k + 1), never a candidate picked by its value: brute force with the diagonal removed by
+    index, ties by index (small integers: every distance exact)."""
+    from self_exclusion_cases import (ISSUE_K1, ISSUE_X, KL_X, check_exact, exact_data,
+                                      metric_args, reference)
+    d, i = gb.knn(ISSUE_X.astype(dtype), k=1, metric="inner_product", backend="cuda")
+    np.testing.assert_array_equal(i[:, 0], ISSUE_K1)
+    assert d.dtype == dtype
+    _, i = gb.knn(KL_X.astype(dtype), k=1, metric="kl_divergence", backend="cuda")
+    np.testing.assert_array_equal(i[:, 0], [1, 0, 0])
+    name, params, kind, ref = metric_args(key)
+    for seed in (0, 1):
+        X = exact_data(seed, kind=kind)
+        R = reference(X, ref)
+        plan = metric_program(name, **params).plan
+        tiny = CUDABackend().cell_bytes(plan, dtype) * 64 / 2**20  # 8 x 8 tiles
+        for k in (1, 2, 5):
+            for symmetric, wm in ((None, None), (False, None), (None, tiny), (False, tiny)):
+                check_exact(R, gb.knn(X.astype(dtype), k=k, metric=name, backend="cuda",
+                                      symmetric=symmetric, working_memory=wm, **params), k)
+        # CuPy in, CuPy out: the exclusion runs on the device
+        g = gb.knn(cps.csr_matrix(sps.csr_matrix(X.astype(dtype))), k=2, metric=name,
+                   backend="cuda", **params)
+        assert isinstance(g[1], cupy.ndarray)
+        check_exact(R, tuple(cupy.asnumpy(a) for a in g), 2)
+    est = gb.NearestNeighbors(n_neighbors=1, metric="inner_product", backend="cuda")
+    np.testing.assert_array_equal(est.fit(ISSUE_X).kneighbors()[1][:, 0], ISSUE_K1)
+
+
 def test_cupy_inputs_give_cupy_outputs():
     X, Y = _data(8, 30, 60, 25)
     ref = gb.knn(X, Y, k=4, metric="manhattan", backend="cpu")

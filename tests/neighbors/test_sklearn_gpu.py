@@ -22,9 +22,10 @@ def test_check_estimator_on_the_gpu(estimator, check):
 
 
 def test_duplicates_self_exclusion_on_the_device():
-    X = np.ones((3, 1))  # more duplicates than neighbours: scikit-learn masks the first
+    X = np.ones((3, 1))  # more duplicates than neighbours: by index, the k lowest others
     d, i = gb.NearestNeighbors(n_neighbors=1, backend="cuda").fit(X).kneighbors()
-    assert_array_equal(i, [[1], [0], [1]])
+    assert_array_equal(i, [[1], [0], [0]])
+    assert_allclose(d, 0)
     rng = np.random.default_rng(4)
     Z = rng.normal(size=(40, 5))
     for metric in ("inner_product", "euclidean"):
