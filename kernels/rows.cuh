@@ -145,13 +145,16 @@ __global__ void gb_pairs_verify(const I* __restrict__ lptr, const I* __restrict_
   }
 }
 
-// exact.condition_rows for one row per warp: rows storing all k columns shifted by their
-// mean (shift != 0, when the sum is finite), then scaled by the power of two bringing the
-// largest |value| into [0.5, 1) (scale != 0, unless a NaN, the normal range `tiny` of the
-// data type or its `vmax` forbids); computed in double, written in T.
+// rows.condition_rows for one row per warp: rows storing all k columns shifted by their
+// mean (shift != 0, when the sum is finite), then scaled by the power of two 2^s bringing
+// the largest |value| into [0.5, 1) (scale != 0; rows.scale_exponents: not for a NaN or
+// ±inf row, nor a scaling down that would push the smallest nonzero |value| below the
+// data type's normal range, whose smallest normal exponent is `minexp`; a scaling up is
+// always exact, also of a row whose largest value is subnormal, where s > 1023 and 2^s is
+// no double: ldexp, never the factor); computed in double, written in T.
 template <typename T, typename I>
 __global__ void gb_condition(const I* __restrict__ ptr, const T* __restrict__ val, long long nrows,
-                             long long ncols, int shift, int scale, double tiny, double vmax,
+                             long long ncols, int shift, int scale, int minexp,
                              T* __restrict__ out) {
   const int lane = threadIdx.x & 31;
   long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -166,7 +169,7 @@ __global__ void gb_condition(const I* __restrict__ ptr, const T* __restrict__ va
       for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
       if (gb_finite(s)) mean = s / (double)ncols;
     }
-    double factor = 1.0;
+    int sexp = 0;
     if (scale) {
       double big = 0.0, small = __longlong_as_double(0x7ff0000000000000ll);  // +inf
       int has_nan = 0;
@@ -185,13 +188,13 @@ __global__ void gb_condition(const I* __restrict__ ptr, const T* __restrict__ va
       }
       has_nan = __any_sync(0xffffffffu, has_nan);
       if (!has_nan && big > 0.0 && gb_finite(big)) {
-        int e = 0;
+        int e = 0, es = 0;
         frexp(big, &e);
-        const double f = ldexp(1.0, -e);
-        if (small * f >= tiny && big * f < vmax) factor = f;
+        frexp(small, &es);
+        if (-e > 0 || (-e < 0 && es - e > minexp)) sexp = -e;
       }
     }
-    for (I p = p0 + lane; p < p1; p += 32) out[p] = (T)(((double)val[p] - mean) * factor);
+    for (I p = p0 + lane; p < p1; p += 32) out[p] = (T)ldexp((double)val[p] - mean, sexp);
   }
 }
 

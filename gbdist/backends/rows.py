@@ -189,7 +189,8 @@ def condition_rows(indptr, data, ncols: int, inv, xp=np):
     overflow: a row that stores all k columns is shifted by its mean (when ``inv.shift``:
     the expanded sums then no longer cancel, e.g. correlation of 1e8 + rand); then each
     row is scaled by the power of two that brings its largest |value| into [0.5, 1) (when
-    ``inv.scale``; exact, and skipped for a row it would push below the normal range).
+    ``inv.scale``; exact: :func:`scale_exponents`, which scales subnormal rows up too, and
+    skips a row that scaling down would push below the normal range).
     Computed in float64, returned in ``data``'s dtype. On the device (CuPy, float32/64
     values, int32/64 indptr) one kernel does it all, a warp per row, with no transfer."""
     if not (inv.scale or inv.shift) or data.shape[0] == 0:
@@ -230,13 +231,27 @@ def condition_rows(indptr, data, ncols: int, inv, xp=np):
             _scatter_max(big, row, a, xp)
             small = xp.full(nrows, xp.inf, dtype=xp.float64)
             _scatter_min(small, row, xp.where(a > 0, a, xp.inf), xp)
-        _, e = xp.frexp(xp.where(big > 0, big, 1.0))
-        factor = xp.ldexp(xp.ones(nrows, dtype=xp.float64), -e)
-        tiny = float(np.finfo(data.dtype).tiny)
-        ok = (big > 0) & (small * factor >= tiny) & (big * factor < float(np.finfo(data.dtype).max))
-        factor = xp.where(ok, factor, 1.0)
-        v = v * (np.repeat(factor, counts) if host else factor[row])
+        s = scale_exponents(big, small, data.dtype, xp)
+        v = xp.ldexp(v, np.repeat(s, counts) if host else s[row])
     return v.astype(data.dtype)
+
+
+def scale_exponents(big, small, dtype, xp=np):
+    """The power of two s (int32) each row is scaled by (``ldexp(v, s)``): -e where its
+    largest |value| ``big`` is m·2^e with m in [0.5, 1), or 0 where that is not exact or not
+    possible — a row without values (big 0), a NaN or ±inf (big not finite), or a scaling
+    DOWN that would push the smallest nonzero |value| ``small`` (m'·2^e') below the normal
+    range of ``dtype`` (e' + s <= minexp, compared on the exponents: no rounding).
+    Scaling up is always exact, however small ``big`` is: a subnormal ``big`` (down to
+    2^-1074, or float32's 2^-149) gives s up to 1074, whose factor 2^s is not a float64;
+    hence ldexp, which never forms it. The compiled (helpers.condition_rows) and CUDA
+    (kernels/rows.cuh gb_condition) kernels apply the same rule."""
+    fine = (big > 0) & xp.isfinite(big)
+    _, e = xp.frexp(xp.where(fine, big, 1.0))
+    _, es = xp.frexp(xp.where(fine, small, 1.0))
+    s = -e.astype(xp.int32)
+    ok = fine & ((s >= 0) | (es.astype(xp.int32) + s > np.finfo(dtype).minexp))
+    return xp.where(ok, s, 0).astype(xp.int32)
 
 
 def _row_reduce(ufunc, vals, ip, counts, empty: float):

@@ -21,7 +21,7 @@ SIGNATURES = {
     "gb_pairs_verify": "(const {I}*, const {I}*, const {T}*, const {I}*, const {I}*, const {T}*, "
                        "const long long*, const long long*, long long, unsigned char*, int, {T}*, "
                        "long long, double)",
-    "gb_condition": "(const {I}*, const {T}*, long long, long long, int, int, double, double, {T}*)",
+    "gb_condition": "(const {I}*, const {T}*, long long, long long, int, int, int, {T}*)",
     "gb_count_nonfinite": "(const {T}*, long long, unsigned long long*)",
     "gb_convert": "(const {T}*, long long, {I}*)",  # <source, destination>: T, I
 }

@@ -306,7 +306,7 @@ def condition_host(indptr, data, ncols: int, inv):
     out = np.empty(data.shape[0], dtype=np.float64)
     _run_blocks(helpers.condition_rows,
                 (indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
-                 float(np.finfo(data.dtype).tiny), float(np.finfo(data.dtype).max), out),
+                 np.int64(np.finfo(data.dtype).minexp), out),
                 indptr.shape[0] - 1)
     return out.astype(data.dtype, copy=False)
 

@@ -95,10 +95,11 @@ def reduce_rows(ptr, val, K, fill, identity, how, fill_counts, out):
 
 
 @njit(**OPT)
-def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out, r0, r1):
+def condition_rows(ip, data, ncols, shift, scale, minexp, out, r0, r1):
     """``gbdist.backends.rows.condition_rows`` on the host for rows r0:r1, one pass per row
-    (same values: the row sum added in entry order, the same power-of-two factor and the
-    same guards), into ``out`` (float64)."""
+    (same values: the row sum added in entry order, the same power of two and the same
+    guards, :func:`gbdist.backends.rows.scale_exponents`; ``minexp``, the data type's
+    smallest normal exponent), into ``out`` (float64)."""
     for i in range(r0, r1):
         a, b = ip[i], ip[i + 1]
         mean = 0.0
@@ -121,12 +122,13 @@ def condition_rows(ip, data, ncols, shift, scale, tiny, fmax, out, r0, r1):
                 big = m
             if m > 0.0 and m < small:
                 small = m
-        if scale and big > 0.0 and not nan:
-            e = math.frexp(big)[1]
-            factor = math.ldexp(1.0, -e)
-            if small * factor >= tiny and big * factor < fmax:
+        if scale and big > 0.0 and not nan and big < INF:
+            s = -math.frexp(big)[1]
+            # up: always exact (a subnormal big gives s > 1023: ldexp, 2^s is no float64);
+            # down: only while the smallest value stays normal (compared on exponents)
+            if s > 0 or (s < 0 and math.frexp(small)[1] + s > minexp):
                 for p in range(a, b):
-                    out[p] = out[p] * factor
+                    out[p] = math.ldexp(out[p], s)
 
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)

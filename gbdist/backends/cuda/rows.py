@@ -174,7 +174,7 @@ def condition(indptr, data, ncols: int, shift: bool, scale: bool):
     _fn(f"gb_condition<{_tv(data)}, {_ti(indptr)}>")(
         (_blocks(max(nrows, 1) * 32),), (THREADS,),
         (indptr, data, np.int64(nrows), np.int64(ncols), np.int32(1 if shift else 0),
-         np.int32(1 if scale else 0), np.float64(fi.tiny), np.float64(fi.max), out))
+         np.int32(1 if scale else 0), np.int32(fi.minexp), out))
     return out
 
 
