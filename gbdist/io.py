@@ -7,7 +7,10 @@ dtype; pickled objects are never loaded.
 """
 from __future__ import annotations
 
+import os
+import stat
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -20,36 +23,74 @@ from .inputs import host_csr, physical_memory
 FORMATS = ".mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one dense array) or .npy"
 
 
-def read_matrix(path) -> sps.csr_matrix:
-    """The matrix stored at ``path`` as CSR; a clear InputError when it cannot be read."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"cannot read {str(path)!r}: no such file", hint=f"formats: {FORMATS}")
-    if p.is_dir():
-        raise InputError(f"cannot read {str(path)!r}: it is a directory")
-    if not p.is_file():  # a FIFO or a device would block or never end
-        raise InputError(f"cannot read {str(path)!r}: not a regular file")
-    name = p.name.lower()
+def _file_name(path) -> str:
+    """``path`` as a str, or an InputError: not a path, empty, or holding a NUL byte (no
+    file name can: the OS calls would raise ValueError)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise InputError("a matrix file is named by a path", expected="a str or pathlib.Path",
+                         got=type(path).__name__)
     try:
-        if name.endswith((".mtx", ".mtx.gz", ".mm", ".mm.gz")):
-            check_mtx_header(p)
-            m = scipy.io.mmread(str(p))
-        elif name.endswith(".npz"):
+        name = os.fspath(path)
+    except TypeError as e:  # a PathLike whose __fspath__ returns neither str nor bytes
+        raise InputError("a matrix file is named by a path", expected="a str or pathlib.Path",
+                         got=str(e)) from None
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not name:
+        raise InputError("cannot read a matrix: the path is empty",
+                         expected="the name of a matrix file", got="''", hint=f"formats: {FORMATS}")
+    if "\0" in name:
+        raise InputError(f"cannot read {name!r}: the path contains a NUL byte",
+                         expected="a file name without '\\0'", got=repr(name),
+                         hint="check how the path was built (a C string or a fixed-width field?)")
+    return name
+
+
+def read_matrix(path) -> sps.csr_matrix:
+    """The matrix stored at ``path`` as CSR; a clear InputError when it cannot be read:
+    not a path, an empty path or one with a NUL byte, a missing file, a directory, a FIFO
+    or a device, an unreadable or empty file, an unknown extension, a malformed file."""
+    name = _file_name(path)
+    p = Path(name)
+    try:
+        st = os.stat(name)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(f"cannot read {name!r}: no such file", hint=f"formats: {FORMATS}") from None
+    except (OSError, ValueError) as e:  # too long a name, a loop of links, no permission...
+        got = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        raise InputError(f"cannot read {name!r}", got=got, hint=f"formats: {FORMATS}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"cannot read {name!r}: it is a directory",
+                         expected=f"a matrix file ({FORMATS})")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+        raise InputError(f"cannot read {name!r}: not a regular file",
+                         expected=f"a matrix file ({FORMATS})")
+    lower = p.name.lower()
+    if not lower.endswith((".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy")):
+        raise InputError(f"cannot read {name!r}: unknown file type",
+                         expected=FORMATS, got=p.suffix or "no extension")
+    if st.st_size == 0:
+        raise InputError(f"cannot read {name!r}: the file is empty", expected=FORMATS,
+                         got="0 bytes", hint="the file was not written completely, or is the "
+                                             "wrong one")
+    try:
+        if lower.endswith(".npz"):
             check_npz_headers(p)
             m = _read_npz(p)
-        elif name.endswith(".npy"):
+        elif lower.endswith(".npy"):
             with open(p, "rb") as f:
-                _check_npy_header(f, p.stat().st_size, str(path))
+                _check_npy_header(f, st.st_size, name)
             m = np.load(p, allow_pickle=False)
-        else:
-            raise InputError(f"cannot read {str(path)!r}: unknown file type",
-                             expected=FORMATS, got=p.suffix or "no extension")
+        else:  # MatrixMarket, plain or gzipped
+            check_mtx_header(p)
+            m = scipy.io.mmread(name)
     except InputError:
         raise
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {str(path)!r}", got=f"{type(e).__name__}: {e}",
+    except (OSError, ValueError, EOFError, KeyError, IndexError, zipfile.BadZipFile,
+            zlib.error, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read {name!r}", got=f"{type(e).__name__}: {e}",
                          hint=f"formats: {FORMATS}") from None
-    return _as_csr(m, path)
+    return _as_csr(m, name)
 
 
 MAX_DEFLATE_RATIO = 1032  # the most DEFLATE (gzip) can compress: a bound on a .gz's content
