@@ -3,59 +3,242 @@
 Implements :class:`gbdist.backends.base.GraphKernels` on host data (SciPy CSR, NumPy
 vectors). Every ⊗ term is materialised as a (row, column, value) triple, vectorised
 over the whole operand, then the terms of each output entry are folded with the ⊕
-op in index order (:func:`fold_segments`, a pairwise tree over sorted segments). Ops
-are evaluated from their formulas with :func:`gbdist.algebra.evaluate.evaluate` in the
-output's type (integers stay exact), so user ops and monoids need no NumPy ufunc.
+op in index order (:func:`fold_segments`, a pairwise tree over sorted segments).
 The compiled and CUDA kernels are tested against this module.
 
+Types (docs/graph_api.md, "Types"): every kernel's ``out_dtype`` is the op's *domain*
+D. Operand values are first cast to D (:func:`cast`, GraphBLAS's typecast), then the
+op is evaluated in D (:func:`binary`, :func:`unary`):
+
+* float32 / float64: the formula in that type (:func:`gbdist.algebra.evaluate.evaluate`);
+* int32 / int64: every *integer-valued* node (:func:`integer_valued`: +, −, ×, positive
+  integer powers, min, max, abs, sign, where, integer constants, over integer values)
+  in D, wrapping like C; any other node (a division, sqrt, a non-integer constant) in
+  float64 on its integer-valued parts; a float result is cast to D with :func:`cast`
+  (saturating), so ``x / y`` is C's integer division, ``2 / 0`` is D's maximum;
+* bool: the formula on 0/1 (in float64), the result nonzero → true; so plus is or,
+  minus and ≠ are xor, times and min are and, max is or, as GraphBLAS defines them.
+
 Also home of the small value helpers the graph operations share with every backend:
-:func:`binary`, :func:`unary` (an op on arrays in a given dtype) and
-:func:`identity_value` (a monoid's identity in a dtype: ±inf is the type's max/min
-for integers).
+:func:`cast`, :func:`binary`, :func:`unary` and :func:`identity_value` (a monoid's
+identity in a dtype: ±inf is the type's max/min, for bool true/false).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sps
+import sympy as sp
+from sympy.core.relational import Relational
+from sympy.logic.boolalg import BooleanAtom, BooleanFunction
 
 from ..algebra.evaluate import evaluate
 from ..algebra.ops import constant_value
 
-
-def compute_dtype(dtype) -> np.dtype:
-    """The type ops are evaluated in for results of ``dtype``: the dtype itself, except
-    bool, which is computed in float64 and cast (nonzero is true)."""
-    dtype = np.dtype(dtype)
-    return np.dtype(np.float64) if dtype == np.bool_ else dtype
+_BOOL = np.dtype(np.bool_)
+_TRUTH = (Relational, BooleanFunction, BooleanAtom)  # comparisons and logic (not Symbol)
 
 
-def _cast(values, dtype, xp=np):
+def cast(values, dtype, xp=np):
+    """GraphBLAS's typecast of ``values`` to ``dtype`` (every cast on write goes through
+    it): to bool, nonzero is true (NaN too); float to integer truncates toward zero and
+    saturates (NaN → 0, ≥ the type's max → max, ≤ its min → min), as SuiteSparse does;
+    integer to a narrower integer wraps (two's complement); otherwise ``astype``."""
     dtype = np.dtype(dtype)
     values = xp.asarray(values)
-    if dtype == np.bool_:
+    if values.dtype == dtype:
+        return values
+    if dtype == _BOOL:
         return values != 0
     if dtype.kind in "iu" and values.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            info = np.iinfo(dtype)
-            values = xp.where(xp.isnan(values), 0, xp.clip(values, info.min, info.max))
-    return values.astype(dtype, copy=False)
+        info = np.iinfo(dtype)
+        v = values.astype(np.float64, copy=False)  # float32 is exact in float64
+        hi = float(info.max) + 1.0  # 2^31 / 2^63: exact; max itself is not a double
+        lo = float(info.min)
+        with np.errstate(invalid="ignore"):
+            big, small = v >= hi, v <= lo
+            out = xp.where(big | small | (v != v), 0.0, v).astype(dtype)
+        out = xp.where(big, dtype.type(info.max), out)
+        return xp.where(small, dtype.type(info.min), out)
+    with np.errstate(over="ignore", invalid="ignore"):  # float64 → float32 overflows to inf
+        return values.astype(dtype)
+
+
+def _neg_pow(a) -> bool:
+    return (isinstance(a, sp.Pow) and a.exp.is_number and a.exp.is_negative
+            and not a.exp.has(sp.oo, -sp.oo, sp.zoo, sp.nan))
+
+
+@functools.lru_cache(maxsize=4096)
+def integer_valued(e) -> bool:
+    """Whether the subformula ``e`` is computed in the integer type when ops are evaluated
+    in an integer domain (x and y are integers): integer constants, and +, −, ×, positive
+    integer powers, min, max, abs, sign and where over integer-valued arguments (a where
+    whose last branch is unconditional). Everything else (a division, sqrt, exp, log, a
+    non-integer constant) is computed in float64. Comparisons and logic are truth values."""
+    if e.is_Symbol or isinstance(e, _TRUTH):
+        return True
+    if e.is_Number or e.is_NumberSymbol or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+        return bool(e.is_Integer)
+    if isinstance(e, (sp.Add, sp.Max, sp.Min)):
+        return all(integer_valued(a) for a in e.args)
+    if isinstance(e, sp.Mul):
+        return all(not _neg_pow(a) and integer_valued(a) for a in e.args)
+    if isinstance(e, sp.Pow):
+        return bool(e.exp.is_Integer and e.exp > 0) and integer_valued(e.base)
+    if isinstance(e, (sp.Abs, sp.sign)):
+        return integer_valued(e.args[0])
+    if isinstance(e, sp.Piecewise):
+        return e.args[-1].cond is sp.true and all(integer_valued(p.expr) for p in e.args)
+    if isinstance(e, sp.ITE):
+        return integer_valued(e.args[1]) and integer_valued(e.args[2])
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def float_parts(e):
+    """A float-valued subformula (in an integer domain) with each maximal integer-valued
+    value subtree (not a constant) replaced by a placeholder symbol ``gbi<k>``, and each
+    comparison of two integer-valued sides by a placeholder ``gbc<k>``:
+    ``(formula, ((symbol, subtree), ...))``. A value placeholder stands for the
+    subtree's integer value converted to float64, a comparison placeholder for its truth
+    value compared in the integer type (as C compares two integers); every kernel set
+    evaluates the subtrees in the integer type and the rest as a float formula."""
+    subs: dict = {}
+
+    def walk(n):
+        if n.is_Number or n.is_NumberSymbol or n in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+            return
+        if isinstance(n, Relational) and all(
+                not isinstance(a, _TRUTH) and integer_valued(a) for a in n.args):
+            if n not in subs:
+                subs[n] = sp.Symbol(f"gbc{len(subs)}")
+            return
+        if isinstance(n, _TRUTH):
+            for a in n.args:
+                walk(a)
+            return
+        if isinstance(n, sp.Expr) and integer_valued(n):
+            if n not in subs:
+                subs[n] = sp.Symbol(f"gbi{len(subs)}", real=True)
+            return
+        for a in n.args:
+            walk(a)
+
+    walk(e)
+    with sp.evaluate(False):
+        out = e.xreplace(subs)
+    return out, tuple((s, n) for n, s in subs.items())
+
+
+def _wrap_int(v: int, dt: np.dtype):
+    bits = 8 * dt.itemsize
+    return dt.type((int(v) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1)))
+
+
+def _int_evaluate(formula, env, dt, xp):
+    """``formula`` over the integer arrays of ``env`` in the integer domain ``dt`` (see
+    :func:`integer_valued`); a float64 array when the formula is float-valued."""
+
+    def ival(e):
+        if e.is_Symbol:
+            return env[e.name]
+        if isinstance(e, _TRUTH):
+            return cond(e).astype(dt)
+        if e.is_Number:
+            return _wrap_int(int(e), dt)
+        args = e.args
+        if isinstance(e, sp.Add):
+            return functools.reduce(xp.add, (ival(a) for a in args))
+        if isinstance(e, sp.Mul):
+            return functools.reduce(xp.multiply, (ival(a) for a in args))
+        if isinstance(e, sp.Pow):
+            return xp.power(ival(e.base), _wrap_int(int(e.exp), dt))
+        if isinstance(e, sp.Abs):
+            return xp.abs(ival(args[0]))
+        if isinstance(e, sp.sign):
+            return xp.sign(ival(args[0]))
+        if isinstance(e, sp.Max):
+            return functools.reduce(xp.maximum, (ival(a) for a in args))
+        if isinstance(e, sp.Min):
+            return functools.reduce(xp.minimum, (ival(a) for a in args))
+        if isinstance(e, sp.Piecewise):
+            out = ival(args[-1].expr)
+            for p in reversed(args[:-1]):
+                out = xp.where(cond(p.cond), ival(p.expr), out)
+            return out
+        if isinstance(e, sp.ITE):
+            return xp.where(cond(args[0]), ival(args[1]), ival(args[2]))
+        raise AssertionError(f"not integer-valued: {e}")  # pragma: no cover
+
+    def val(e):
+        if isinstance(e, sp.Expr) and integer_valued(e) and not isinstance(e, _TRUTH):
+            return ival(e)
+        if e.is_Number or e.is_NumberSymbol or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+            return np.float64(constant_value(e))
+        f, parts = float_parts(e)
+        fenv = {"x": env["x"]} if "x" in env else {}  # its shape, for a Piecewise
+        for s, sub in parts:
+            if isinstance(sub, _TRUTH):
+                fenv[s.name] = xp.asarray(cond(sub))
+            else:
+                fenv[s.name] = xp.asarray(ival(sub)).astype(np.float64)
+        return _evaluate(f, fenv, xp)
+
+    def cond(c):
+        if c is sp.true:
+            return np.True_
+        if c is sp.false:
+            return np.False_
+        if isinstance(c, sp.Eq):
+            return val(c.lhs) == val(c.rhs)
+        if isinstance(c, sp.Ne):
+            return val(c.lhs) != val(c.rhs)
+        if isinstance(c, sp.StrictLessThan):
+            return val(c.lhs) < val(c.rhs)
+        if isinstance(c, sp.LessThan):
+            return val(c.lhs) <= val(c.rhs)
+        if isinstance(c, sp.StrictGreaterThan):
+            return val(c.lhs) > val(c.rhs)
+        if isinstance(c, sp.GreaterThan):
+            return val(c.lhs) >= val(c.rhs)
+        if isinstance(c, sp.And):
+            return functools.reduce(xp.logical_and, (cond(a) for a in c.args))
+        if isinstance(c, sp.Or):
+            return functools.reduce(xp.logical_or, (cond(a) for a in c.args))
+        if isinstance(c, sp.Xor):
+            return functools.reduce(xp.logical_xor, (cond(a) for a in c.args))
+        if isinstance(c, sp.Not):
+            return xp.logical_not(cond(c.args[0]))
+        return xp.asarray(val(c)) != 0
+
+    with np.errstate(all="ignore"):
+        return val(formula)
+
+
+def _evaluate_in(formula, env, dtype, xp):
+    """``formula`` on ``env``'s arrays (already cast to the domain ``dtype``), evaluated
+    in that domain (module docstring); the caller casts the result to ``dtype``."""
+    if dtype == _BOOL:
+        return _evaluate(formula, {k: v.astype(np.float64) for k, v in env.items()}, xp)
+    if dtype.kind in "iu":
+        return _int_evaluate(formula, env, dtype, xp)
+    return _evaluate(formula, {**env, "__dtype__": dtype.type}, xp)
 
 
 def binary(op, a, b, dtype, xp=np):
-    """``op(a, b)`` elementwise (broadcast) in ``dtype``: inputs cast to the compute type,
-    the formula evaluated as written, the result cast to ``dtype``."""
-    ct = compute_dtype(dtype)
-    a = _cast(a, ct, xp)
-    b = _cast(b, ct, xp)
+    """``op(a, b)`` elementwise (broadcast) in the domain ``dtype``: inputs cast to it,
+    the op evaluated in it (module docstring), the result in ``dtype``."""
+    dtype = np.dtype(dtype)
+    a = cast(a, dtype, xp)
+    b = cast(b, dtype, xp)
     a, b = xp.broadcast_arrays(a, b)
-    env = {"x": a, "y": b}
-    if ct.kind == "f":
-        env["__dtype__"] = ct.type
-    out = _evaluate(op.formula, env, xp)
+    out = _evaluate_in(op.formula, {"x": a, "y": b}, dtype, xp)
     # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
     # in-place writes need real storage
     out = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(out), a.shape))
-    return _cast(out, dtype, xp)
+    return cast(out, dtype, xp)
 
 
 def _evaluate(formula, env, xp):
@@ -72,25 +255,23 @@ def _evaluate(formula, env, xp):
 
 
 def unary(op, a, dtype, xp=np):
-    """``op(a)`` elementwise in ``dtype`` (see :func:`binary`)."""
-    ct = compute_dtype(dtype)
-    a = _cast(a, ct, xp)
-    env = {"x": a}
-    if ct.kind == "f":
-        env["__dtype__"] = ct.type
-    out = _evaluate(op.formula, env, xp)
+    """``op(a)`` elementwise in the domain ``dtype`` (see :func:`binary`)."""
+    dtype = np.dtype(dtype)
+    a = cast(a, dtype, xp)
+    out = _evaluate_in(op.formula, {"x": a}, dtype, xp)
     # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
     # in-place writes need real storage
     out = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(out), a.shape))
-    return _cast(out, dtype, xp)
+    return cast(out, dtype, xp)
 
 
 def identity_value(monoid, dtype):
-    """The monoid's identity as a scalar of ``dtype`` (+inf → the integer type's max)."""
+    """The monoid's identity as a scalar of ``dtype``: ±inf is the integer type's max/min,
+    and on bool true/false (min's identity is true, max's false, as GraphBLAS's)."""
     dtype = np.dtype(dtype)
     v = constant_value(monoid.identity)
-    if dtype == np.bool_:
-        return np.bool_(v != 0)
+    if dtype == _BOOL:
+        return np.bool_(v > 0) if np.isinf(v) else np.bool_(v != 0)
     if dtype.kind in "iu" and not np.isfinite(v):
         info = np.iinfo(dtype)
         return dtype.type(info.max if v > 0 else info.min)
@@ -107,7 +288,7 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     reaches that far; so the op is applied on whole arrays O(log longest segment)
     times, O(n) work in all, and associativity is all it needs (term order is kept).
     """
-    values = xp.array(_cast(values, dtype, xp), copy=True)
+    values = xp.array(cast(values, dtype, xp), copy=True)
     seg = xp.asarray(seg_ids)
     out = xp.zeros(nseg, dtype=values.dtype)
     present = xp.zeros(nseg, dtype=bool)

@@ -6,7 +6,12 @@ The same functions serve three purposes, decided by their arguments:
   scalar sympy formulas: ``gb.sqrt(x)``, ``gb.where(x + y == 0, 0, ...)``;
 * on symbolic operands (``A, B = gb.matrices("A B")``) they build IR;
 * on concrete matrices (SciPy/NumPy/CuPy) ``mxm``, ``mxv``, ``reduce`` and
-  ``apply`` evaluate eagerly.
+  ``apply`` evaluate eagerly;
+* on graph operands (an operand is a ``gb.Matrix`` / ``gb.Vector``) they run the graph
+  operation of the same name (``gr.mxm``, ``gr.mxv``, ``gr.reduce_rows`` (of a Vector:
+  ``gr.reduce_scalar``), ``gr.apply``)
+  and return a ``gb.Matrix`` / ``gb.Vector``; the graph operation's keyword arguments
+  (``mask=``, ``accum=``, ``out=``, ``replace=``, ``dtype=``, ``backend=``) pass through.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import scipy.sparse as sps
 from ..compiler import ir
 from ..algebra import ops as _ops
 from ..algebra.semirings import UNSET, Semiring, semiring as _semiring
-from ..errors import InputError, TypeCheckError
+from ..errors import InputError, ParameterError, TypeCheckError
 from ..compiler.explain import Explanation
 from ..algebra.ops import Monoid, Op, as_monoid, make_op
 from ..algebra.formulas import Sym
@@ -49,6 +54,48 @@ def _concrete(x) -> bool:
     return isinstance(x, np.ndarray) or sps.issparse(x) or is_cupy(x)
 
 
+def _graph_operand(x) -> bool:
+    """A ``gb.Matrix`` / ``gb.Vector``: an object that brings the graph operations (this
+    module is a lower stage than gbdist.graph and does not import it)."""
+    return callable(getattr(type(x), "_graph_operation", None))
+
+
+def _kind(x) -> str:
+    if _graph_operand(x):
+        return f"gb.{type(x).__name__}"
+    return f"symbolic {type(x).__name__}" if isinstance(x, ir.Node) else type(x).__name__
+
+
+# the keyword arguments of the graph operations that gb.mxm / mxv / reduce / apply pass on
+_GRAPH_KW = {"mxm": {"mask", "accum", "out", "replace", "dtype"},
+             "mxv": {"mask", "accum", "out", "replace", "dtype", "compensated"},
+             "reduce_rows": {"mask", "accum", "out", "replace", "dtype"},
+             "reduce_scalar": {"dtype"},
+             "apply": {"left", "right", "mask", "accum", "out", "replace", "dtype"}}
+
+
+def _run_graph(call: str, name: str, operands, args, backend, kw):
+    """``gb.<call>`` given a ``gb.Matrix`` / ``gb.Vector``: the graph operation ``gr.<name>``
+    (sparse results, structural semantics, docs/graph_api.md)."""
+    if any(isinstance(x, ir.Node) for x in operands):
+        raise InputError(f"gb.{call}: a gb.Matrix / gb.Vector cannot be combined with symbolic "
+                         "operands (gb.matrices)",
+                         got=", ".join(_kind(x) for x in operands),
+                         hint=f"gr.{name}(...) runs on gb.Matrix / gb.Vector data; build an "
+                              "expression from gb.matrices(...) alone")
+    unknown = sorted(set(kw) - _GRAPH_KW[name])
+    if unknown:
+        raise ParameterError(f"gb.{call} on a gb.Matrix / gb.Vector runs gr.{name}, which has "
+                             f"no argument {unknown[0]}=",
+                             got=", ".join(f"{k}=" for k in unknown),
+                             expected=", ".join(f"{k}="
+                                                for k in sorted(_GRAPH_KW[name] | {"backend"})),
+                             hint="the dense-result arguments (working_memory=, strategy=, ...) "
+                                  "are for SciPy / NumPy operands")
+    graph_op = next(type(x) for x in operands if _graph_operand(x))._graph_operation(name)
+    return graph_op(*args, backend=backend, **kw)
+
+
 def _as_monoid(m) -> Monoid:
     if isinstance(m, Monoid):
         return m
@@ -78,8 +125,11 @@ def op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 
 
 def mxm(left, right, sr, *, backend: str = "auto", **run_kw):
-    """``C[i, j] = ⊕_k left[i, k] ⊗ right[k, j]``; eager on concrete matrices."""
+    """``C[i, j] = ⊕_k left[i, k] ⊗ right[k, j]``; eager on concrete matrices (a dense
+    result); ``gr.mxm`` (a sparse ``gb.Matrix``) when an operand is a ``gb.Matrix``."""
     sr = _as_semiring(sr)
+    if _graph_operand(left) or _graph_operand(right):
+        return _run_graph("mxm", "mxm", (left, right), (left, right, sr), backend, run_kw)
     if _concrete(left) or _concrete(right):
         A, B = ir.Matrix("A"), ir.Matrix("B")
         return compile(ir.MxM(A, B, sr))(A=left, B=right, backend=backend, **run_kw)
@@ -87,25 +137,47 @@ def mxm(left, right, sr, *, backend: str = "auto", **run_kw):
 
 
 def mxv(matrix, vector, sr, *, backend: str = "auto", **run_kw):
-    """``y[i] = ⊕_k A[i, k] ⊗ x[k]``; eager on concrete inputs."""
+    """``y[i] = ⊕_k A[i, k] ⊗ x[k]``; eager on concrete inputs (a dense result);
+    ``gr.mxv`` (a sparse ``gb.Vector``) when an operand is a ``gb.Matrix`` / ``gb.Vector``."""
     sr = _as_semiring(sr)
+    if _graph_operand(matrix) or _graph_operand(vector):
+        return _run_graph("mxv", "mxv", (matrix, vector), (matrix, vector, sr), backend, run_kw)
     if _concrete(matrix) or _concrete(vector):
         A, x = ir.Matrix("A"), ir.Vector("x")
         return compile(ir.MxV(A, x, sr))(A=matrix, x=vector, backend=backend, **run_kw)
     return ir.MxV(matrix, vector, sr)
 
 
-def reduce(m, monoid, *, backend: str = "auto"):
-    """Row-wise reduction over all columns (unstored entries hold the fill)."""
+def reduce(m, monoid, *, backend: str = "auto", **graph_kw):
+    """Row-wise reduction over all columns (unstored entries hold the fill); on a
+    ``gb.Matrix``, ``gr.reduce_rows`` (a sparse ``gb.Vector``: a graph's row reduces its
+    stored entries; ``graph_kw``: its ``mask=``, ``accum=``, ``out=``, ...); on a
+    ``gb.Vector``, ``gr.reduce_scalar`` (a NumPy scalar)."""
     monoid = _as_monoid(monoid)
+    if _graph_operand(m):
+        name = "reduce_rows" if m.ndim == 2 else "reduce_scalar"
+        return _run_graph("reduce", name, (m,), (m, monoid), backend, graph_kw)
+    if graph_kw:
+        raise ParameterError("gb.reduce takes keyword arguments only for a gb.Matrix",
+                             got=", ".join(f"{k}=" for k in graph_kw),
+                             hint="gr.reduce_rows(gb.Matrix(X), monoid, mask=...) is the "
+                                  "graph form")
     if _concrete(m):
         A = ir.Matrix("A")
         return compile(ir.RowReduce(A, monoid))(A=m, backend=backend)
     return ir.RowReduce(m, monoid)
 
 
-def apply(op_: Op, m):
-    """A unary op on every stored value (and on the fill); eager on a concrete matrix."""
+def apply(op_: Op, m, *, backend: str = "auto", **graph_kw):
+    """A unary op on every stored value (and on the fill); eager on a concrete matrix; on a
+    ``gb.Matrix`` / ``gb.Vector``, ``gr.apply`` (``graph_kw``: ``left=`` / ``right=`` for a
+    binary op, ``mask=``, ``accum=``, ``out=``, ...)."""
+    if _graph_operand(m):
+        return _run_graph("apply", "apply", (m,), (op_, m), backend, graph_kw)
+    if graph_kw:
+        raise ParameterError("gb.apply takes keyword arguments only for a gb.Matrix / gb.Vector",
+                             got=", ".join(f"{k}=" for k in graph_kw),
+                             hint="gr.apply(op, gb.Matrix(X), right=...) for the graph form")
     if not isinstance(op_, Op) or op_.arity != 1:
         raise TypeCheckError("apply needs a unary op", got=repr(op_))
     if _concrete(m):

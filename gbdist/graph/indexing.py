@@ -17,7 +17,7 @@ from . import sparse as S
 from .masks import as_mask
 from .objects import Matrix, Vector, as_matrix, as_vector
 from .operations import _check_out, finish
-from ..backends.graph_reference import binary, owners
+from ..backends.graph_reference import binary, cast, owners
 from ..compiler import graph as rule
 from . import types as T
 
@@ -115,7 +115,7 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         cc = xp.tile(ci, ri.size)
         vkeys = rr * n + cc if is_mat else ri
         s = np.asarray(value)
-        vvals = xp.full(vkeys.shape, s.item(), dtype=C.dtype)
+        vvals = cast(xp.full(vkeys.shape, s.item()), C.dtype, xp)  # cast on write (saturating)
     else:
         V = as_matrix(value) if is_mat else as_vector(value)
         if tuple(V.shape) != region_shape:
@@ -129,7 +129,7 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
             vkeys = ri[vk // vn] * n + ci[vk % vn]
         else:
             vkeys = ri[vk]
-        vvals = V.csr.data if is_mat else V.values
+        vvals = cast(V.csr.data if is_mat else V.values, C.dtype, xp)  # cast on write
     order = xp.argsort(vkeys, kind="stable")
     vkeys, vvals = vkeys[order], vvals[order]
     dt = np.dtype(C.dtype)

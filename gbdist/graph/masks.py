@@ -103,31 +103,36 @@ def as_mask(mask, shape, what: str):
 
 def write_back(keys, vals, dtype, *, out, mask, accum, replace):
     """Apply ``C<mask, replace> = accum(C, T)``; returns the final (keys, values) in
-    ``dtype``. ``keys``/``vals``: T, sorted. ``out``: C or None."""
-    from ..backends.graph_reference import binary
+    ``dtype`` (C's dtype when ``out`` is given). ``keys``/``vals``: T, sorted, in the
+    op's domain: cast on write to ``dtype`` (GraphBLAS's typecast,
+    :func:`gbdist.backends.graph_reference.cast`); an accumulator is evaluated in
+    ``dtype`` (as python-graphblas types it by C). ``out``: C or None."""
+    from ..backends.graph_reference import binary, cast
     xp = _xp(keys)
-    vals = xp.asarray(vals).astype(dtype, copy=False)
+    vals = cast(vals, dtype, xp)
     if out is None:
         if mask is not None:
             keep = mask.allows(keys)
             keys, vals = keys[keep], vals[keep]
         return keys, vals
     ck, cv = out.keys(), (out.csr.data if out.ndim == 2 else out.values)
+    cv = cast(cv, dtype, xp)
     if accum is not None:
         op = getattr(accum, "op", accum)
         zk, zv = S.merge_union(ck, cv, keys, vals, lambda a, b: binary(op, a, b, dtype, xp),
                                dtype, xp, space=space_of(out))
     else:
         zk, zv = keys, vals
+    zv = cast(zv, dtype, xp)
     if mask is None:
-        return zk, xp.asarray(zv).astype(dtype, copy=False)
+        return zk, zv
     keep = mask.allows(zk)
     zk, zv = zk[keep], zv[keep]
     if replace:
-        return zk, zv.astype(dtype, copy=False)
+        return zk, zv
     outside = ~mask.allows(ck)
     k = xp.concatenate([zk, ck[outside]])
-    v = xp.concatenate([zv.astype(dtype, copy=False), cv[outside].astype(dtype)])
+    v = xp.concatenate([zv, cv[outside]])
     order = xp.argsort(k, kind="stable")
     return k[order], v[order]
 

@@ -6,12 +6,16 @@ float64) and its *fill*: ``"absent"`` (a graph: only stored entries exist, a sto
 is an edge of weight 0) or ``0`` (data: unstored entries are zeros). Prepared forms
 (the transpose, entry keys, value patterns, dense vector forms, anything a kernel wants)
 are cached on the object under a version number that every in-place change bumps, so
-repeated operations copy nothing and a changed object never serves a stale form.
+repeated operations copy nothing and a changed object never serves a stale form. A
+prepared form that is itself an object (``A.T``) is read-only: writing into it is an
+InputError.
 
 Inputs are not copied when they are already canonical: do not modify a SciPy/CuPy
 matrix in place after wrapping it.
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import scipy.sparse as sps
@@ -37,6 +41,7 @@ class _Cached:
     """Version-keyed cache of prepared forms."""
 
     decision = None  # on results: the fill decision (gbdist.compiler.graph.Decision)
+    _view_of = None  # set on an object that is a prepared form of another (A.T): read-only
 
     def _init_cache(self):
         self._version = 0
@@ -60,6 +65,26 @@ class _Cached:
         self._version += 1
         self._cache.clear()
 
+    @staticmethod
+    def _graph_operation(name: str):
+        """The graph operation ``gr.<name>``: ``gb.mxm`` / ``gb.mxv`` / ``gb.reduce`` /
+        ``gb.apply`` given a graph operand call it through the operand, as gbdist.front (a
+        lower stage) does not import gbdist.graph; the package is loaded whenever one of
+        its objects exists."""
+        return getattr(sys.modules[__package__], name)
+
+    def _check_writable(self):
+        """Refuse an in-place change (``out=``, ``assign``) of a prepared form: ``A.T`` is
+        cached on A and served to every later ``A.T``; changing it would leave A as it was
+        and every later use of ``A.T`` (pull BFS, PageRank, ``mxv`` pushes) stale."""
+        if self._view_of is not None:
+            raise InputError(
+                "A.T is a read-only view of A (the transpose cached on A): it cannot be "
+                "written into (out=, assign)",
+                got=f"a write into the transpose of {self._view_of!r}",
+                hint="write into A itself (with the operation transposed), or into a copy: "
+                     "AT = A.T.dup()")
+
 
 class Matrix(_Cached):
     """A sparse matrix operand: ``gb.Matrix(x, fill="absent", dtype=None)``.
@@ -78,6 +103,7 @@ class Matrix(_Cached):
         self._set(_csr, dtype)
 
     def _set(self, csr, dtype=None):
+        self._check_writable()
         dt = S.check_dtype(csr.dtype if dtype is None else dtype, "the matrix")
         if csr.dtype != dt:
             csr = (S.make_csr(csr.data.astype(dt), csr.indices, csr.indptr, csr.shape, True)
@@ -151,13 +177,15 @@ class Matrix(_Cached):
 
     @property
     def T(self) -> "Matrix":
-        """The transpose (cached on this matrix; ``A.T.T is A``)."""
+        """The transpose (cached on this matrix; ``A.T.T is A``). Read-only: ``out=`` or
+        ``assign`` into it is an InputError (write into ``A.T.dup()``)."""
         if self._transpose_of is not None and self._transpose_of._version == self._made_at:
             return self._transpose_of
 
         def build():
             t = Matrix(fill=self._fill, _csr=_transpose(self._csr, self.on_device))
             t._transpose_of, t._made_at = self, self._version
+            t._view_of = self  # read-only: written into, it would go stale (issue 24)
             return t
         return self.prepared("T", build)
 
@@ -246,6 +274,7 @@ class Vector(_Cached):
         self._set(*_parts, dtype=dtype)
 
     def _set(self, idx, vals, size, dtype=None):
+        self._check_writable()
         dt = S.check_dtype(vals.dtype if dtype is None else dtype, "the vector")
         self._idx, self._vals, self._size = idx, vals.astype(dt, copy=False), int(size)
         self._changed()

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from ..backends.graph_reference import binary, fold_segments, identity_value, unary
+from ..backends.graph_reference import binary, cast, fold_segments, identity_value, unary
 from ..compiler import graph as rule
 from ..errors import InputError
 from . import dispatch
@@ -83,10 +83,13 @@ def _check_out(out, kind, shape, what):
 
 
 def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, replace, on_device):
-    """Write T = (keys, vals) through the mask/accumulator into ``out`` or a new object."""
+    """Write T = (keys, vals), computed in the domain ``dtype``, through the
+    mask/accumulator into ``out`` (cast on write to its dtype, the accumulator evaluated in
+    it) or a new object of ``dtype``."""
     if accum is not None:
         accum = T.binary_arg(accum, "accum")
-    keys, vals = write_back(keys, vals, dtype, out=out, mask=mask, accum=accum, replace=replace)
+    final = np.dtype(out.dtype) if out is not None else np.dtype(dtype)
+    keys, vals = write_back(keys, vals, final, out=out, mask=mask, accum=accum, replace=replace)
     if kind is Matrix:
         from .sparse import keys_csr
         csr = keys_csr(keys, vals, shape, on_device)
@@ -118,7 +121,7 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     mask = as_mask(mask, shape, "mxm")
     out = _check_out(out, Matrix, shape, "mxm")
     dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
-    dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op])
+    dt = T.domain(dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op], monoids=[sr.add])
     on_device = _device(A, B, mask and mask.source, out)
     if backend == "auto" and not on_device and out is None and A.nvals >= 1000:
         if mask is not None and not mask.complement:
@@ -180,7 +183,7 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
     dec = rule.product(name, sr, (A.effective_fill, u.effective_fill), (A.fill, u.fill))
-    dt = T.result_dtype(out, dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op])
+    dt = T.domain(dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op], monoids=[sr.add])
     on_device = _device(A, u, mask and mask.source, out)
     if (backend == "auto" and not on_device and out is None
             and dispatch.device_pays("mxv", A.nvals)):
@@ -266,7 +269,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
     dec = rule.ewise(name, op, union, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
-    dt = T.result_dtype(out, dtype, [A.dtype, B.dtype], [op])
+    dt = T.domain(dtype, [A.dtype, B.dtype], [op])
     on_device = _device(A, B, mask and mask.source, out)
     xp = A.xp
     ka, kb = A.keys(), B.keys()
@@ -277,6 +280,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
         ka, va, kb, vb = ka[ka_keep], va[ka_keep], kb[kb_keep], vb[kb_keep]
     both = lambda a, b: binary(op, a, b, dt, xp)  # noqa: E731
     if union:  # full or dense operands merge through dense arrays (sparse.DENSE_SHARE)
+        va, vb = cast(va, dt, xp), cast(vb, dt, xp)  # a lone entry too is T's value, in D
         keys, vals = S.merge_union(ka, va, kb, vb, both, dt, xp, space=space)
     else:
         keys, vals = S.merge_intersection(ka, va, kb, vb, both, xp, space=space)
@@ -301,12 +305,12 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
         raise InputError("apply: give left= or right=, not both")
     if left is None and right is None:
         op = T.unary_arg(op, "apply")
-        dt = T.result_dtype(out, dtype, [A.dtype], [op])
+        dt = T.domain(dtype, [A.dtype], [op])
         fn = lambda v: unary(op, v, dt, xp)  # noqa: E731
     else:
         op = T.binary_arg(op, "apply")
         s = right if right is not None else left
-        dt = T.result_dtype(out, dtype, [A.dtype], [op], scalars=[s])
+        dt = T.domain(dtype, [A.dtype], [op], scalars=[s])
         if right is not None:
             fn = lambda v: binary(op, v, np.asarray(s), dt, xp)  # noqa: E731
         else:
@@ -338,7 +342,7 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
         raise InputError("select: unknown selector", got=repr(op), expected=" ".join(SELECTORS))
     mask = as_mask(mask, A.shape, "select")
     out = _check_out(out, kind, A.shape, "select")
-    dt = T.result_dtype(out, dtype, [A.dtype], [])
+    dt = T.domain(dtype, [A.dtype], [])
     keys, vals = A.keys(), _vals(A)
     if op in ("tril", "triu", "diag", "offdiag"):
         if kind is Vector:
@@ -415,7 +419,7 @@ def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, tra
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
     dec = rule.reduction(name, monoid, A.fill)
-    dt = T.result_dtype(out, dtype, [A.dtype], [monoid.op])
+    dt = T.domain(dtype, [A.dtype], [monoid.op], monoids=[monoid])
     K = get_kernels(backend, A.on_device)
     xp = A.xp
     nzero = M.ncols - xp.diff(M.csr.indptr).astype(np.int64)
@@ -431,7 +435,7 @@ def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     monoid = T.monoid_arg(monoid, "reduce_scalar")
-    dt = T.result_dtype(None, dtype, [A.dtype], [monoid.op])
+    dt = T.domain(dtype, [A.dtype], [monoid.op], monoids=[monoid])
     xp = A.xp
     vals = _vals(A)
     total = A.nrows * A.ncols if isinstance(A, Matrix) else A.size

@@ -1,10 +1,15 @@
-"""Result types and the argument checks shared by the graph operations.
+"""Domains (the type an op is evaluated in) and the argument checks shared by the graph
+operations.
 
-Result dtype: ``out.dtype`` when ``out`` is given; else ``dtype=``; else NumPy's
-``result_type`` of the operands when every op keeps that type (a formula built from
-+, −, ×, integer powers, min, max, abs, comparisons and integer constants keeps
-integers; on bool it stays bool, so ``lor``/``land``/``pair`` and GraphBLAS's
-``plus`` = or on bool); otherwise float64.
+The domain D of an operation (docs/graph_api.md, "Types"): ``dtype=`` when given; else
+bool when ⊕ is a bool-only monoid (``lor``, ``land``: their identity holds on bool
+alone); else NumPy's ``result_type`` of the operands (and a bound scalar) when every op
+keeps that type (a formula built from +, −, ×, integer powers, min, max, abs, comparisons
+and integer constants keeps integers; on bool it stays bool, so ``lor``/``land``/``pair``
+and GraphBLAS's ``plus`` = or on bool); otherwise float64. Operands are cast to D, the
+op is evaluated in D (:mod:`gbdist.backends.graph_reference`), and the result is cast on
+write into ``out=``'s dtype when that differs; an accumulator is evaluated in ``out``'s
+dtype (python-graphblas types it by C).
 """
 from __future__ import annotations
 
@@ -53,17 +58,39 @@ def keeps_type(*ops) -> bool:
     return all(_keeps_formula(o.formula) for o in ops)
 
 
-def result_dtype(out, dtype, operand_dtypes, ops, scalars=()) -> np.dtype:
-    if out is not None:
-        return np.dtype(out.dtype)
+def bool_only(monoid) -> bool:
+    """A monoid whose op is a truth function (``lor``, ``land``): a monoid on bool only
+    (on other values ``lor(x, 0) = 1 ≠ x``), so its domain is bool."""
+    return getattr(monoid.op, "domain", None) == "boolean"
+
+
+def domain(dtype, operand_dtypes, ops, scalars=(), monoids=()) -> np.dtype:
+    """The type the operation's ops are evaluated in (module docstring); ``monoids``: the
+    ⊕ of a product or the monoid of a reduction."""
+    bools = [m for m in monoids if bool_only(m)]
     if dtype is not None:
-        return S.check_dtype(dtype, "dtype=")
+        dt = S.check_dtype(dtype, "dtype=")
+        if bools and dt != np.bool_:
+            raise TypeCheckError(
+                f"{bools[0].op.name} is a monoid on bool only: dtype={dt} is not its domain",
+                got=f"{bools[0].op.name} with dtype={dt}",
+                hint="drop dtype= (the result is bool; out= of another dtype casts it), or "
+                     "use max / min (or / and on 0/1 values) for a result in that type")
+        return dt
+    if bools:
+        return np.dtype(np.bool_)
     rt = np.result_type(*operand_dtypes, *scalars)
     if rt.kind == "f":
         return S.check_dtype(rt, "the result")
     if keeps_type(*ops):
         return S.check_dtype(rt, "the result")
     return np.dtype(np.float64)
+
+
+def result_dtype(out, dtype, operand_dtypes, ops, scalars=(), monoids=()) -> np.dtype:
+    """The domain (:func:`domain`); ``out`` does not choose it (its dtype is only the
+    type the result is cast to on write)."""
+    return domain(dtype, operand_dtypes, ops, scalars, monoids)
 
 
 def semiring_arg(sr, what: str) -> Semiring:

@@ -68,8 +68,10 @@ def test_widest_tables_fit_shared_memory():
 
 def test_functor_types_and_atomics():
     f = gc.functor(SR.min_plus.mul, SR.min_plus.add, np.int32)
-    assert "typedef int W;" in f and "typedef double M;" in f and "KIND = 2;" in f
-    assert "return 2147483647;" in f  # +inf identity of min as the int32 maximum
+    # evaluated in the int32 domain: wrapping addition, saturating casts on load
+    assert "typedef int W;" in f and "typedef int M;" in f and "KIND = 2;" in f
+    assert "gb_wadd<W>(x, y)" in f and "gb_to_int<M>(v)" in f
+    assert "return ((int)2147483647LL);" in f  # +inf identity of min as the int32 maximum
     f = gc.functor(SR.max_plus.mul, SR.max_plus.add, np.int64)
     assert "KIND = 3;" in f and "(-9223372036854775807LL - 1LL)" in f
     f = gc.functor(SR.lor_land.mul, SR.lor_land.add, np.bool_)

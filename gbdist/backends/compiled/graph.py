@@ -11,11 +11,12 @@ taken from a shared queue by the calling thread and the backend's pool threads
 compilation, and the speed is the same for these row-independent loops).
 
 Types: operands' value and index types are taken as they come (int32 indices stay
-int32; Numba specialises). The work type is int64 when ``out_dtype`` and every operand
-are integer or bool (exact integer accumulation), else float64 (float32 accumulates in
-float64); results are cast once to ``out_dtype`` as the reference
-(:mod:`gbdist.backends.graph_reference`) casts. The ⊕ identity appears only where an
-output is not present, written as the reference writes it.
+int32; Numba specialises). ``out_dtype`` is the op's domain: operand values are cast to
+it as they are loaded and ⊗/⊕ are evaluated in it (:mod:`.graph_codegen`), as the
+reference (:mod:`gbdist.backends.graph_reference`) does: bool ops are GraphBLAS's,
+int32/int64 wrap like C, float32 stays float32 (only the compensated SpMV sums in
+float64). The ⊕ identity appears only where an output is not present, written as the
+reference writes it.
 
 Strategies (``spgemm``):
 
@@ -51,7 +52,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sps
 
-from ..graph_reference import _cast as _ref_cast
+from ..graph_reference import cast as _ref_cast
 from ..graph_reference import identity_value
 from .threads import _pool
 from .threads import threads as _threads_now
@@ -96,11 +97,10 @@ _WORK: dict = {}
 
 
 def _work_type(out_dtype, *dtypes) -> str:
-    key = (out_dtype, *dtypes)
-    w = _WORK.get(key)
+    """The generated module's domain: ``out_dtype`` (operands are cast to it on load)."""
+    w = _WORK.get(out_dtype)
     if w is None:
-        kinds = [np.dtype(d).kind for d in key]
-        w = _WORK[key] = "int64" if all(k in "biu" for k in kinds) else "float64"
+        w = _WORK[out_dtype] = np.dtype(out_dtype).name
     return w
 
 
@@ -209,8 +209,8 @@ def _make_csr(indptr, indices, data, shape, itype) -> sps.csr_matrix:
 
 
 def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
-    """The work-type results in ``out_dtype`` as the reference casts (bool: nonzero;
-    float to integer: clipped, NaN to 0)."""
+    """``values`` in ``out_dtype`` as the reference casts (a no-op for kernel results,
+    which are in the domain already)."""
     if values.dtype == np.dtype(out_dtype):
         return values
     return _ref_cast(values, out_dtype)
@@ -312,7 +312,7 @@ class CompiledGraphKernels:
         nnz = int(cp[-1])
         itype = _index_dtype(nnz, ai, bi)
         ci = np.empty(nnz, dtype=itype)
-        wt = np.int64 if work == "int64" else np.float64
+        wt = np.dtype(work)
         cx = np.empty(nnz, dtype=wt)
         hashed = mask is None and n > HASH_MIN_N and nnz > 0 and (
             np.median(terms) * HASH_RATIO < n)
@@ -328,7 +328,7 @@ class CompiledGraphKernels:
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
         mdeg = np.diff(mp)
-        wt = np.int64 if work == "int64" else np.float64
+        wt = np.dtype(work)
         buf = np.empty(mi.shape[0], dtype=wt)
         pres = np.zeros(mi.shape[0], dtype=np.bool_)
         # cost of the dot form: each mask entry merges A(i,:) with B(:,j)
@@ -370,7 +370,7 @@ class CompiledGraphKernels:
             return y, _prepared(A, "nonempty-rows", lambda: np.diff(ap) > 0)  # shared: read only
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
-        wt = np.int64 if work == "int64" else np.float64
+        wt = np.dtype(work)
         y = np.empty(m, dtype=wt)
         yp = np.empty(m, dtype=np.bool_)
         has_xp = x_present is not None
@@ -395,7 +395,7 @@ class CompiledGraphKernels:
         u_val = np.asarray(u_val)
         work = _work_type(out_dtype, ax.dtype, u_val.dtype)
         mod = _module(sr.mul, sr.add.op, work)
-        wt = np.int64 if work == "int64" else np.float64
+        wt = np.dtype(work)
         y = np.full(n, _identity(sr.add, wt), dtype=wt)
         yp = np.zeros(n, dtype=np.bool_)
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
@@ -423,7 +423,7 @@ class CompiledGraphKernels:
         work = _work_type(out_dtype, values.dtype)
         from ...algebra.ops import pair
         mod = _module(pair, monoid.op, work)
-        wt = np.int64 if work == "int64" else np.float64
+        wt = np.dtype(work)
         s = indptr.shape[0] - 1
         out = np.empty(max(s, 0), dtype=wt)
         pres = np.empty(max(s, 0), dtype=np.bool_)

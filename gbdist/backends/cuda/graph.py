@@ -365,16 +365,12 @@ class CudaGraphKernels:
 
 
 def _identity(monoid, work: np.dtype, out: np.dtype):
-    """⊕'s identity as a NumPy scalar of the accumulator dtype (±inf: the integer limits)."""
-    v = float(monoid.identity_value)
-    if out == np.bool_:
-        return work.type(1 if (v != 0 and not np.isnan(v)) else 0)
-    if work.kind == "i":
-        info = np.iinfo(work)
-        if np.isinf(v):
-            return work.type(info.max if v > 0 else info.min)
-        return work.type(int(v))
-    return work.type(v)
+    """⊕'s identity in the domain ``out`` (the reference's
+    :func:`~gbdist.backends.graph_reference.identity_value`: ±inf is an integer type's
+    max/min; on bool, max's identity is false and min's true), as a NumPy scalar of the
+    accumulator dtype ``work``."""
+    from ..graph_reference import identity_value
+    return work.type(identity_value(monoid, out))
 
 
 def _spmv_vectors(x, x_present, mask, m: int, n: int):

@@ -2,20 +2,23 @@
 the kernel templates of ``kernels/graph_kernels.cuh``, and the instantiation names.
 
 The functor ``GbF`` holds ⊗ (``mul``, over x = the left value and y = the right value),
-⊕ (``add``) and ⊕'s identity, printed from the ops' sympy formulas by
-:class:`~gbdist.backends.cuda.codegen.CudaPrinter` (user monoids included). Types:
+⊕ (``add``) and ⊕'s identity, printed from the ops' sympy formulas. ``out_dtype`` is the
+op's domain D; the types follow the reference (:mod:`gbdist.backends.graph_reference`,
+docs/graph_api.md "Types"):
 
-* ``W``, the accumulator type: the output dtype, except bool (``int`` holding 0/1, so that
-  atomics exist) and float32 with ``acc64`` (double);
-* ``M``, the type formulas are evaluated in: ``float`` for float32 work, else ``double``;
-  operand values are first cast to the result's compute type ``C`` (as
-  :mod:`gbdist.backends.graph_reference` does: the result type, float64 for bool), and every
-  ⊗/⊕ result is cast back to ``W`` (a boolean result is ``value != 0``). Integer formulas
-  are thus evaluated in double: exact below 2^53.
+* ``W``, the accumulator type: D, except bool (``int`` holding 0/1, so that atomics
+  exist) and float32 with ``acc64`` (double: the one documented departure);
+* ``M``, the type operands are loaded into (``load``: GraphBLAS's typecast into D first)
+  and formulas see: D itself for int32/int64 — formulas printed by
+  :class:`IntCudaPrinter` (integer nodes wrap like C through ``kernels/graph_types.cuh``,
+  division and other float nodes in double, a float result cast saturating); ``float``
+  for float32 work, else ``double``, with formulas printed by
+  :class:`~gbdist.backends.cuda.codegen.CudaPrinter`. On bool the formula runs on 0/1 in
+  double and a result is ``value != 0``, so plus is or, minus xor.
 
-``KIND`` selects the atomic ⊕: 1 plus (atomicAdd), 2 min and 3 max (atomicMin/atomicMax on
-integers, a compare-and-swap loop on floats), 4 any (a plain store), 0 any other monoid
-(compare-and-swap loop with ``add``).
+``KIND`` selects the atomic ⊕: 1 plus (atomicAdd, wrapping on integers), 2 min and 3 max
+(atomicMin/atomicMax on integers, a compare-and-swap loop on floats; on bool, plus is max
+on 0/1), 4 any (a plain store), 0 any other monoid (compare-and-swap loop with ``add``).
 """
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ import numpy as np
 import sympy as sp
 
 from ...algebra.formulas import X, Y
-from ...errors import InputError
+from ...errors import BackendError, InputError
 from ...resources import read
-from .codegen import CudaPrinter, scalar
+from .codegen import CudaPrinter, fold_constants, scalar
 
 CTYPES = {np.dtype(np.bool_): "bool", np.dtype(np.int32): "int", np.dtype(np.int64): "long long",
           np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -61,7 +64,7 @@ def index_ctype(dtype) -> str:
 
 
 def work_dtype(out_dtype, acc64: bool = False) -> np.dtype:
-    """The accumulator dtype for results of ``out_dtype``."""
+    """The accumulator dtype for the domain ``out_dtype``."""
     dt = np.dtype(out_dtype)
     ctype(dt, "result types")
     if dt == np.bool_:
@@ -71,12 +74,13 @@ def work_dtype(out_dtype, acc64: bool = False) -> np.dtype:
     return dt
 
 
-def monoid_kind(monoid) -> int:
-    """1 plus, 2 min, 3 max, 4 any, 0 anything else (see the module docstring)."""
+def monoid_kind(monoid, domain=None) -> int:
+    """1 plus, 2 min, 3 max, 4 any, 0 anything else (see the module docstring). On bool,
+    plus (or) is max on 0/1: an atomicMax, which cannot overflow as a count could."""
     if monoid.op.name == "any":
         return 4
     if monoid.invertible:
-        return 1
+        return 3 if domain is not None and np.dtype(domain) == np.bool_ else 1
     f = monoid.op.formula
     if f == sp.Min(X, Y):
         return 2
@@ -91,50 +95,190 @@ def _int_limit(ct: str, positive: bool) -> str:
     return "9223372036854775807LL" if positive else "(-9223372036854775807LL - 1LL)"
 
 
+def _int_literal(v: int, ct: str) -> str:
+    info = np.iinfo(np.int32 if ct == "int" else np.int64)
+    if v == info.min:
+        return _int_limit(ct, False)
+    return f"(({ct}){int(v)}LL)"
+
+
 def identity_literal(monoid, work: np.dtype, boolean: bool) -> str:
-    v = float(monoid.identity_value)
+    """⊕'s identity in the accumulator type, as the reference defines it in the domain
+    (:func:`gbdist.backends.graph_reference.identity_value`: ±inf is an integer type's
+    max/min; on bool, min's identity is true and max's false)."""
+    from ..graph_reference import identity_value
     ct = CTYPES[work]
     if boolean:
-        return "1" if (v != 0 and not np.isnan(v)) else "0"
+        return "1" if bool(identity_value(monoid, np.bool_)) else "0"
     if work.kind == "i":
-        if np.isinf(v):
-            return _int_limit(ct, v > 0)
-        if np.isnan(v) or v != int(v):
+        v = float(monoid.identity_value)
+        if not np.isinf(v) and (np.isnan(v) or v != int(v)):
             raise InputError("the monoid's identity is not an integer", got=str(monoid.identity),
                              hint="use a floating-point result type")
-        return f"(({ct}){int(v)}LL)"
-    return f"(({ct}){CudaPrinter(work).literal(v)})"
+        return _int_literal(int(identity_value(monoid, work)), ct)
+    return f"(({ct}){CudaPrinter(work).literal(float(monoid.identity_value))})"
+
+
+class _NamedPrinter(CudaPrinter):
+    """:class:`CudaPrinter` (double) with extra symbol names (the integer parts of a float
+    formula in an integer domain)."""
+
+    def __init__(self, names: dict):
+        super().__init__(np.float64)
+        self.names = names
+
+    def _print_Symbol(self, expr):
+        if expr.name in self.names:
+            return self.names[expr.name]
+        return super()._print_Symbol(expr)
+
+
+class IntCudaPrinter:
+    """A formula over x, y as a C expression in the integer domain ``W`` (``int`` or
+    ``long long``), as the reference evaluates it (:mod:`gbdist.backends.graph_reference`):
+    integer-valued nodes with the wrapping helpers of ``kernels/graph_types.cuh``, the
+    other nodes in double over ``(double)`` conversions of their integer-valued parts
+    (printed by :class:`CudaPrinter`); the caller casts a double result with ``gb_to_int``."""
+
+    _REL = {sp.Eq: "==", sp.Ne: "!=", sp.StrictLessThan: "<", sp.LessThan: "<=",
+            sp.StrictGreaterThan: ">", sp.GreaterThan: ">="}
+
+    def __init__(self, ct: str):
+        self.ct = ct
+
+    def value(self, e) -> str:
+        from ..graph_reference import _TRUTH, _wrap_int, float_parts, integer_valued
+        if isinstance(e, _TRUTH):
+            return f"((W)({self.cond(e)}))"
+        if e.is_Symbol:
+            return e.name
+        if e.is_Number or e.is_NumberSymbol or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+            if e.is_Integer:
+                dt = np.dtype(np.int32 if self.ct == "int" else np.int64)
+                return _int_literal(int(_wrap_int(int(e), dt)), self.ct)
+            from ...algebra.evaluate import constant_value
+            return CudaPrinter(np.float64).literal(constant_value(e))
+        if integer_valued(e):
+            return self._int(e)
+        f, parts = float_parts(e)
+        names = {s.name: (self.cond(sub) if isinstance(sub, _TRUTH)
+                          else f"((double)({self.value(sub)}))") for s, sub in parts}
+        return _NamedPrinter(names).doprint(fold_constants(f))
+
+    def _fold(self, fn: str, args) -> str:
+        out = self.value(args[0])
+        for a in args[1:]:
+            out = f"{fn}<W>({out}, {self.value(a)})"
+        return out
+
+    def _int(self, e) -> str:
+        a = e.args
+        if isinstance(e, sp.Add):
+            return self._fold("gb_wadd", a)
+        if isinstance(e, sp.Mul):
+            return self._fold("gb_wmul", a)
+        if isinstance(e, sp.Pow):
+            return f"gb_wpow<W>({self.value(e.base)}, {int(e.exp)})"
+        if isinstance(e, sp.Abs):
+            return f"gb_wabs<W>({self.value(a[0])})"
+        if isinstance(e, sp.sign):
+            return f"gb_isign<W>({self.value(a[0])})"
+        if isinstance(e, sp.Max):
+            return self._fold("gb_imax", a)
+        if isinstance(e, sp.Min):
+            return self._fold("gb_imin", a)
+        if isinstance(e, sp.Piecewise):
+            out = self.value(a[-1].expr)
+            for p in reversed(a[:-1]):
+                out = f"(({self.cond(p.cond)}) ? {self.value(p.expr)} : {out})"
+            return out
+        if isinstance(e, sp.ITE):
+            return f"(({self.cond(a[0])}) ? {self.value(a[1])} : {self.value(a[2])})"
+        raise AssertionError(f"not integer-valued: {e}")  # pragma: no cover
+
+    def cond(self, c) -> str:
+        if c is sp.true:
+            return "true"
+        if c is sp.false:
+            return "false"
+        for cls, op in self._REL.items():
+            if isinstance(c, cls):
+                return f"({self.value(c.lhs)} {op} {self.value(c.rhs)})"
+        if isinstance(c, sp.And):
+            return "(" + " && ".join(self.cond(t) for t in c.args) + ")"
+        if isinstance(c, sp.Or):
+            return "(" + " || ".join(self.cond(t) for t in c.args) + ")"
+        if isinstance(c, sp.Not):
+            return f"(!{self.cond(c.args[0])})"
+        if isinstance(c, sp.Xor):
+            out = f"((bool){self.cond(c.args[0])})"
+            for t in c.args[1:]:
+                out = f"({out} != (bool){self.cond(t)})"
+            return out
+        return f"({self.value(c)} != 0)"
+
+
+def _int_formula(expr, ct: str) -> str:
+    try:
+        return f"gb_to_int<W>({IntCudaPrinter(ct).value(sp.sympify(expr))})"
+    except BackendError:
+        raise
+    except Exception as exc:  # sympy's printer errors, a formula nested too deeply
+        raise BackendError("the CUDA code generator cannot print this formula",
+                           got=f"{sp.sstr(expr)} ({type(exc).__name__})",
+                           hint="use backend='cpu', or write the op with +, -, *, /, ^, abs, sqrt, "
+                                "log, exp, min, max, where") from None
 
 
 def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
-    """The ``GbF`` struct: ⊗ = ``mul`` (an op, or None for reductions), ⊕ = ``monoid``."""
+    """The ``GbF`` struct: ⊗ = ``mul`` (an op, or None for reductions), ⊕ = ``monoid``,
+    both evaluated in the domain ``out_dtype`` (module docstring)."""
     out = np.dtype(out_dtype)
     work = work_dtype(out, acc64)
     boolean = out == np.bool_
-    mtype = np.dtype(np.float32) if work == np.float32 else np.dtype(np.float64)
-    printer = CudaPrinter(mtype)
-    W, M = CTYPES[work], CTYPES[mtype]
-    C = M if boolean else W  # operands are cast to the compute type first (as the reference)
-    kind = monoid_kind(monoid)
-    cast = "(W)((v) != (M)0)" if boolean else "(W)(v)"
-    if kind == 1:
-        add = "cast((M)(a + b))" if boolean else "a + b"
-    elif kind == 2:
-        add = "gb_min<W>(a, b)"
-    elif kind == 3:
-        add = "gb_max<W>(a, b)"
-    elif kind == 4:
-        add = "b"
+    integer = out.kind == "i"
+    W = CTYPES[work]
+    kind = monoid_kind(monoid, out)
+    if integer:
+        M = W
+        load = "return gb_to_int<M>(v);"
+        cast = "v"
+        mul_body = (f"return {_int_formula(mul.formula, W)};" if mul is not None
+                    else "return cast(x);")
+        if kind == 1:
+            add = "gb_wadd<W>(a, b)"
+        elif kind == 2:
+            add = "gb_imin<W>(a, b)"
+        elif kind == 3:
+            add = "gb_imax<W>(a, b)"
+        elif kind == 4:
+            add = "b"
+        else:
+            add = _int_formula(monoid.op.formula, W)
     else:
-        add = f"cast({scalar(monoid.op.formula, printer, {'x': 'x', 'y': 'y'})})"
-    mul_body = (f"return cast({scalar(mul.formula, printer)});" if mul is not None
-                else "return cast(x);")
+        mtype = np.dtype(np.float32) if work == np.float32 else np.dtype(np.float64)
+        printer = CudaPrinter(mtype)
+        M = CTYPES[mtype]
+        # operands are cast to the domain first (bool: nonzero), then to M
+        load = "return (M)(v != (T)0);" if boolean else f"return (M)({W})v;"
+        cast = "(W)((v) != (M)0)" if boolean else "(W)(v)"
+        if kind == 1:
+            add = "a + b"
+        elif kind == 2:
+            add = "gb_min<W>(a, b)"
+        elif kind == 3:
+            add = "gb_max<W>(a, b)"
+        elif kind == 4:
+            add = "b"
+        else:
+            add = f"cast({scalar(monoid.op.formula, printer, {'x': 'x', 'y': 'y'})})"
+        mul_body = (f"return cast({scalar(mul.formula, printer)});" if mul is not None
+                    else "return cast(x);")
     return "\n".join([
         "struct GbF {",
         f"  typedef {W} W;",
         f"  typedef {M} M;",
-        f"  typedef {C} C;",
-        "  template <typename T> __device__ static __forceinline__ M load(T v) { return (M)(C)v; }",
+        f"  template <typename T> __device__ static __forceinline__ M load(T v) {{ {load} }}",
         f"  static constexpr int KIND = {kind};",
         f"  __device__ static __forceinline__ W cast(M v) {{ return {cast}; }}",
         "  __device__ static __forceinline__ W mul(M x, M y) {",
@@ -151,8 +295,10 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
 
 
 def source(functor_src: str) -> str:
-    """One translation unit: the prelude, the functor, the graph kernel templates."""
-    return "\n".join([read("kernels", "gbdist.cuh"), functor_src, read("kernels", "graph_kernels.cuh")])
+    """One translation unit: the prelude, the domain helpers, the functor, the graph
+    kernel templates."""
+    return "\n".join([read("kernels", "gbdist.cuh"), read("kernels", "graph_types.cuh"),
+                      functor_src, read("kernels", "graph_kernels.cuh")])
 
 
 def key(src: str) -> str:
