@@ -60,6 +60,28 @@ def is_cupy(x) -> bool:
     return mod.startswith("cupy") or mod.startswith("cupyx")
 
 
+def refuse_graph_operand(x, label: str) -> None:
+    """Refuse a ``gb.Matrix`` / ``gb.Vector`` given to a distance or neighbor function,
+    naming the conversion to use. Recognised by its ``_graph_operation`` marker (as
+    gbdist.front.api does): this module is a lower stage than gbdist.graph and does not
+    import it. Called where every such input first arrives (``gbdist.pairwise.as_input``,
+    the estimators' validation) and again by :func:`host_csr`."""
+    if not callable(getattr(type(x), "_graph_operation", None)):
+        return
+    kind = type(x).__name__
+    if kind == "Vector":
+        conv = f"{label}.to_dense().reshape(1, -1) (one sample)"
+    else:
+        conv = f"{label}.to_scipy() (a SciPy CSR; {label}.to_cupy() for the device)"
+    raise InputError(f"{label} is a gb.{kind}: the distance and neighbor functions take "
+                     "SciPy, NumPy or CuPy matrices",
+                     expected="a SciPy sparse matrix, a NumPy or CuPy array, or a cupyx "
+                              "sparse matrix",
+                     got=f"gb.{kind} of shape {tuple(x.shape)}",
+                     hint=f"pass {conv}; its unstored entries are read as 0 in distances (a "
+                          "missing edge and a stored 0 are the same there)")
+
+
 def ensure_all_finite_value(v):
     """Validate the ``ensure_all_finite`` keyword (True, False or "allow-nan")."""
     if isinstance(v, (bool, np.bool_)):
@@ -196,6 +218,7 @@ def host_csr(x, label: str, dtype=np.float64) -> sps.csr_matrix:
     The copy owns its arrays: later in-place canonicalisation never touches the
     user's matrix.
     """
+    refuse_graph_operand(x, label)
     if sps.issparse(x) or (is_cupy(x) and hasattr(x, "format")):
         return _sparse_csr(x, label, dtype)
     try:

@@ -16,6 +16,7 @@ from .front.graph_explain import explain_graph
 from .front.graphdef import GraphDef
 from .front.library import find_graph, graph_names
 from .front.api import Program, compile
+from .inputs import refuse_graph_operand
 from .errors import (
     GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
@@ -87,7 +88,9 @@ def metric_program(metric, **params) -> Program:
 def as_input(x, name: str):
     """Sparse, NumPy and CuPy inputs unchanged; anything else (lists, tuples of rows,
     DataFrames) through ``np.asarray``, so a list of float32 rows stays float32 as in
-    scikit-learn."""
+    scikit-learn. A ``gb.Matrix`` / ``gb.Vector`` is an InputError naming the conversion
+    (:func:`gbdist.inputs.refuse_graph_operand`)."""
+    refuse_graph_operand(x, name)
     if x is None or sps.issparse(x) or isinstance(x, np.ndarray) or runtime.is_cupy(x):
         return x
     try:

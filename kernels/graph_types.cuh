@@ -5,7 +5,10 @@
 //     (SuiteSparse's cast; a bare (long long)v of +inf is not defined by C++);
 //   - an integer or bool cast to an integer type wraps (two's complement);
 //   - +, -, x and powers in an integer domain wrap like C: computed on the unsigned type,
-//     so no signed overflow (undefined in C++) is ever evaluated.
+//     so no signed overflow (undefined in C++) is ever evaluated;
+//   - max and min (the max/min monoids, and every Max/Min of a printed formula) are C's
+//     fmax/fmin on floats, as SuiteSparse's MAX/MIN: a NaN argument is ignored, NaN only
+//     when both are (gb_fmax/gb_fmin; the distance kernels' gb_max/gb_min propagate NaN).
 // Host and device: tests/backends/test_cuda_graph_codegen.py runs them on the host.
 
 template <typename I> struct gb_int_limits;
@@ -63,4 +66,23 @@ template <typename I> __host__ __device__ __forceinline__ I gb_imax(I a, I b) { 
 template <typename I> __host__ __device__ __forceinline__ I gb_imin(I a, I b) { return a < b ? a : b; }
 template <typename I> __host__ __device__ __forceinline__ I gb_isign(I a) {
   return (I)((a > (I)0) - (a < (I)0));
+}
+
+// C's fmax/fmin: a NaN argument is ignored (fmax(1, NaN) = 1), NaN when both are NaN. On
+// integer types (the int accumulator of bool work) the plain comparison. The CAS loop of an
+// atomic max/min calls these too, so a NaN already in the accumulator is replaced by the
+// first number and a NaN candidate never replaces a number.
+template <typename T> __host__ __device__ __forceinline__ T gb_fmax(T a, T b) {
+  if constexpr (gb_is_fp<T>::value) {
+    if constexpr (sizeof(T) == 4) return fmaxf(a, b); else return fmax(a, b);
+  } else {
+    return a > b ? a : b;
+  }
+}
+template <typename T> __host__ __device__ __forceinline__ T gb_fmin(T a, T b) {
+  if constexpr (gb_is_fp<T>::value) {
+    if constexpr (sizeof(T) == 4) return fminf(a, b); else return fmin(a, b);
+  } else {
+    return a < b ? a : b;
+  }
 }

@@ -10,7 +10,8 @@ Types (docs/graph_api.md, "Types"): every kernel's ``out_dtype`` is the op's *do
 D. Operand values are first cast to D (:func:`cast`, GraphBLAS's typecast), then the
 op is evaluated in D (:func:`binary`, :func:`unary`):
 
-* float32 / float64: the formula in that type (:func:`gbdist.algebra.evaluate.evaluate`);
+* float32 / float64: the formula in that type (:func:`gbdist.algebra.evaluate.evaluate`),
+  every ``Max`` / ``Min`` as C's ``fmax`` / ``fmin`` (NaN ignored: :func:`_minmax_parts`);
 * int32 / int64: every *integer-valued* node (:func:`integer_valued`: +, −, ×, positive
   integer powers, min, max, abs, sign, where, integer constants, over integer values)
   in D, wrapping like C; any other node (a division, sqrt, a non-integer constant) in
@@ -241,10 +242,41 @@ def binary(op, a, b, dtype, xp=np):
     return cast(out, dtype, xp)
 
 
+@functools.lru_cache(maxsize=1024)
+def _minmax_split(formula):
+    """(formula with each outermost Max/Min a placeholder ``gbm<k>``, ((name, node), ...))."""
+    subs: dict = {}
+
+    def walk(n):
+        if isinstance(n, (sp.Max, sp.Min)):
+            return subs.setdefault(n, sp.Symbol(f"gbm{len(subs)}", real=True))
+        for a in n.args:
+            walk(a)
+
+    walk(formula)
+    with sp.evaluate(False):
+        return formula.xreplace(subs), tuple((s.name, n) for n, s in subs.items())
+
+
+def _minmax_parts(formula, env, xp):
+    """(formula, env): each outermost ``Max``/``Min`` a placeholder bound (in a copy of env)
+    to ``xp.fmax``/``xp.fmin`` of its arguments: a NaN argument ignored as by C's fmax/fmin
+    (SuiteSparse's MAX/MIN), on every domain (``evaluate`` alone propagates NaN)."""
+    formula, parts = _minmax_split(formula)
+    env = dict(env)
+    for name, n in parts:
+        fn = xp.fmax if isinstance(n, sp.Max) else xp.fmin
+        env[name] = functools.reduce(fn, (_evaluate(a, env, xp) for a in n.args))
+    return formula, env
+
+
 def _evaluate(formula, env, xp):
-    """The formula on ``env``'s arrays; on CuPy arrays, the few nodes the NumPy walker
-    cannot run there (a Piecewise builds NumPy arrays) are evaluated on host copies."""
+    """The formula on ``env``'s arrays (``Max``/``Min`` ignoring a NaN argument, see
+    :func:`_minmax_parts`); on CuPy arrays, the few nodes the NumPy walker cannot run
+    there (a Piecewise builds NumPy arrays) are evaluated on host copies."""
     with np.errstate(all="ignore"):
+        if formula.has(sp.Max, sp.Min):
+            formula, env = _minmax_parts(formula, env, xp)
         if xp is np:
             return evaluate(formula, env)
         try:

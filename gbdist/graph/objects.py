@@ -11,7 +11,8 @@ prepared form that is itself an object (``A.T``) is read-only: writing into it i
 InputError.
 
 Inputs are not copied when they are already canonical: do not modify a SciPy/CuPy
-matrix in place after wrapping it.
+matrix in place after wrapping it. A ``dtype=`` at construction (``Matrix``, ``Vector``,
+``from_coo``, ``dup``) casts as every other cast (:func:`~gbdist.backends.graph_reference.cast`).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 import numpy as np
 import scipy.sparse as sps
 
+from ..backends.graph_reference import cast as _cast
 from ..errors import InputError
 from ..inputs import is_cupy
 from . import sparse as S
@@ -105,9 +107,10 @@ class Matrix(_Cached):
     def _set(self, csr, dtype=None):
         self._check_writable()
         dt = S.check_dtype(csr.dtype if dtype is None else dtype, "the matrix")
-        if csr.dtype != dt:
-            csr = (S.make_csr(csr.data.astype(dt), csr.indices, csr.indptr, csr.shape, True)
-                   if is_cupy(csr.indptr) else csr.astype(dt))
+        if csr.dtype != dt:  # GraphBLAS's typecast (NaN → 0, saturating), not astype
+            dev = is_cupy(csr.indptr)
+            csr = S.make_csr(_cast(csr.data, dt, S.xp_of(dev)), csr.indices, csr.indptr,
+                             csr.shape, dev)
         self._csr = csr
         self._changed()
 
@@ -276,7 +279,7 @@ class Vector(_Cached):
     def _set(self, idx, vals, size, dtype=None):
         self._check_writable()
         dt = S.check_dtype(vals.dtype if dtype is None else dtype, "the vector")
-        self._idx, self._vals, self._size = idx, vals.astype(dt, copy=False), int(size)
+        self._idx, self._vals, self._size = idx, _cast(vals, dt, S.xp_of(is_cupy(vals))), int(size)
         self._changed()
 
     @classmethod
@@ -396,11 +399,12 @@ def _family(dt) -> str:
 
 def _dedup(keys, values, dtype, dup_op, xp):
     if keys.size > 1 and bool((keys[1:] > keys[:-1]).all()):  # sorted and unique already
-        return keys, values.astype(dtype)
+        out = _cast(values, dtype, xp)
+        return keys, (out.copy() if out is values else out)  # never the caller's array
     keys, order = _stable_sort(keys, xp)
     values = values[order]
     if keys.size < 2 or not bool((keys[1:] == keys[:-1]).any()):
-        return keys, values.astype(dtype)
+        return keys, _cast(values, dtype, xp)
     if dup_op is None:
         dup = int(keys[1:][keys[1:] == keys[:-1]][0])
         raise InputError("duplicate coordinates", got=f"key {dup} appears more than once",

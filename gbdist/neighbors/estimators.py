@@ -13,7 +13,7 @@ from sklearn.utils.validation import validate_data
 
 from ..compiler import ir
 from ..errors import GbdistError, InputError, NotFittedError, ParameterError
-from ..inputs import is_cupy
+from ..inputs import is_cupy, refuse_graph_operand
 from ..pairwise import metric_program, precomputed_distances
 from ..runtime import get_backend, result_dtype, to_csr, working_memory_bytes
 from .search import _knn, _radius, drop_self, select_k
@@ -186,6 +186,7 @@ class _NeighborsBase(BaseEstimator):
         self.effective_metric_params_ = params
 
     def _validate(self, X, reset: bool):
+        refuse_graph_operand(X, "X")
         if is_cupy(X):  # CuPy (dense or cupyx sparse): checked on the host
             X = X.get()
         try:

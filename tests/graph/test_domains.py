@@ -410,6 +410,85 @@ def test_float_to_int_casts_saturate(kernels, pgb, src, dst):
     assert_vector(gr.ewise_add(v, empty, gb.ops.plus, dtype=dst, backend=_b(kernels)), want, dst)
 
 
+def _where_params():
+    return [False, pytest.param(True, marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("on_device", _where_params(), ids=["host", "device"])
+@pytest.mark.parametrize("src", [np.float64, np.float32])
+@pytest.mark.parametrize("dst", [np.int32, np.int64, np.bool_])
+def test_construction_casts_saturate(pgb, on_device, src, dst):
+    """A ``dtype=`` at construction casts like every other cast (GraphBLAS's typecast:
+    NaN → 0, saturation, truncation toward zero; bool: nonzero, NaN too), never
+    ``astype`` (inf was INT64_MIN): ``gb.Matrix(x, dtype=)`` of SciPy and dense input,
+    ``Matrix.from_coo(dtype=)`` (with and without ``dup_op``), ``A.dup(dtype=)``,
+    ``gb.Vector(x, dtype=)``, ``Vector.from_coo(dtype=)``, ``v.dup(dtype=)``: as
+    SuiteSparse casts (python-graphblas's ``Matrix.from_coo(float values).dup(dtype=INT64)``;
+    its ``from_coo(..., dtype=INT64)`` converts with NumPy first: docs/graph_api.md,
+    "Differences") and the plain-Python model."""
+    import scipy.sparse as sps
+    from graphblas import Matrix, Vector, dtypes
+    if on_device:
+        from gbdist.backends.cuda import available
+        if not available():
+            pytest.skip("needs CuPy and an NVIDIA GPU")
+    with np.errstate(over="ignore"):
+        x = np.array(FLOATS, dtype=src)
+    n = x.size
+    TD = dtypes.lookup_dtype(np.dtype(dst))
+    model = {i: to_domain(v.item(), dst) for i, v in enumerate(x)}
+    TS = dtypes.lookup_dtype(np.dtype(src))
+    gv = Vector.from_coo(np.arange(n), x, size=n, dtype=TS).dup(dtype=TD)
+    assert pgb_vector(pgb, gv) == model
+    rows, cols = np.arange(n) // 4, np.arange(n) % 4
+    m = int(rows.max()) + 1
+    gm = Matrix.from_coo(rows, cols, x, nrows=m, ncols=4, dtype=TS).dup(dtype=TD)
+    want_m = {(int(i), int(j)): v for i, j, v in zip(*gm.to_coo()[:2], gm.to_coo()[2].tolist())}
+    assert want_m == {(int(rows[k]), int(cols[k])): model[k] for k in range(n)}
+    nz = {k: v for k, v in want_m.items() if x[k[0] * 4 + k[1]] != 0}  # dense input: nonzeros
+
+    def mat(res, want):
+        assert res.on_device == on_device
+        assert_matrix(res, want, dst)
+
+    def vec(res, want):
+        assert res.on_device == on_device
+        assert_vector(res, want, dst)
+
+    put = (lambda a: a.to_device()) if on_device else (lambda a: a)  # noqa: E731
+    mat(gb.Matrix.from_coo(rows, cols, x, (m, 4), dtype=dst, on_device=on_device), want_m)
+    # duplicates folded by dup_op: the fold is in the domain (operands cast first)
+    mat(gb.Matrix.from_coo(np.r_[rows, rows], np.r_[cols, cols], np.r_[x, x], (m, 4), dtype=dst,
+                           dup_op=gb.ops.first, on_device=on_device), want_m)
+    F = put(gb.Matrix.from_coo(rows, cols, x, (m, 4), dtype=src))
+    mat(F.dup(dtype=dst), want_m)
+    mat(gb.Matrix(F, dtype=dst), want_m)
+    dense = np.zeros((m, 4), src)
+    dense[rows, cols] = x
+    csr = sps.csr_matrix((x, (rows, cols)), shape=(m, 4))
+    if on_device:
+        import cupy as cp
+        mat(gb.Matrix(cp.asarray(dense), dtype=dst), nz)
+    else:
+        mat(gb.Matrix(dense, dtype=dst), nz)
+        mat(gb.Matrix(csr, dtype=dst), want_m)
+    xs = put(gb.Vector.from_coo(np.arange(n), x, n, dtype=src))
+    vec(gb.Vector.from_coo(np.arange(n), x, n, dtype=dst, on_device=on_device), model)
+    vec(xs.dup(dtype=dst), model)
+    vec(gb.Vector(xs, dtype=dst), model)
+    if on_device:
+        import cupy as cp
+        vec(gb.Vector(cp.asarray(x), dtype=dst), model)
+    else:
+        vec(gb.Vector(x, dtype=dst), model)
+    # the source is not changed, and a same-dtype from_coo copies the caller's values
+    assert host(F).dtype == np.dtype(src)
+    vals = np.array([1.5, 2.5])
+    C = gb.Matrix.from_coo([0, 1], [0, 1], vals, (2, 2))
+    vals[0] = 9.0
+    assert host(C).to_coo()[2].tolist() == [1.5, 2.5]
+
+
 def test_assign_casts_on_write(kernels, pgb):
     """``gr.assign`` of a float scalar or Vector into an integer C saturates like
     python-graphblas's ``C[i] << value``."""
@@ -574,6 +653,307 @@ def test_user_ops_in_integer_domains(kernels, dt, name):
     assert_vector(res, want, dt)
 
 
+# --- NaN in min / max: ignored, as C's fmin / fmax (SuiteSparse) -----------------------
+#
+# Every min / max of a graph op (the monoids in reductions, ⊕ of min_plus / max_times ...,
+# the binary ops of ewise / apply / accum, and a Max / Min inside any formula) ignores a NaN
+# argument: fmax(1, NaN) = 1, NaN only when every argument is NaN. Each case is compared
+# with python-graphblas (SuiteSparse's MAX / MIN are fmax / fmin on floats) and with a
+# brute force in plain Python (``fmax``/``fmin`` below); on the CUDA set the float max /
+# min ⊕ of push SpMV and SpGEMM is an atomic compare-and-swap, so the NaN terms land in
+# every order.
+
+FLOAT_DTS = [np.float32, np.float64]
+NAN_SEMIRINGS = ["max_plus", "min_plus", "max_times", "min_times", "max_first", "min_second",
+                 "plus_max", "min_max"]
+
+
+def fmax(a, b):
+    return b if math.isnan(a) else a if math.isnan(b) else max(a, b)
+
+
+def fmin(a, b):
+    return b if math.isnan(a) else a if math.isnan(b) else min(a, b)
+
+
+def _nan_values(rng, dt, n):
+    """Values with many NaNs, infinities (inf + -inf: a NaN ⊗ term) and signed zeros."""
+    pool = np.array([np.nan, np.nan, np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -2.5, 7.0])
+    vals = np.where(rng.random(n) < 0.5, rng.choice(pool, n), np.round(rng.standard_normal(n) * 8))
+    return vals.astype(dt)
+
+
+def _nan_matrix(rng, dt, m, n, p=0.4):
+    """(rows, cols, vals): rows 0-4 hold a NaN first, last, only NaNs, one NaN, ±inf with a
+    NaN; the rest random; the last row empty."""
+    fixed = {0: [(0, np.nan), (1, 1.0), (2, 2.0)], 1: [(1, 3.0), (3, np.nan)],
+             2: [(0, np.nan), (n - 1, np.nan)], 3: [(2, np.nan)],
+             4: [(0, np.inf), (1, -np.inf), (2, np.nan), (3, 5.0)]}
+    P = rng.random((m, n)) < p
+    P[:5] = False
+    P[m - 1] = False
+    r, c = np.nonzero(P)
+    rows = [i for i in fixed for _ in fixed[i]] + r.tolist()
+    cols = [j for i in fixed for j, _ in fixed[i]] + c.tolist()
+    vals = np.concatenate([np.array([v for i in fixed for _, v in fixed[i]]),
+                           _nan_values(rng, np.float64, r.size)]).astype(dt)
+    order = np.lexsort((cols, rows))
+    return np.array(rows)[order], np.array(cols)[order], vals[order]
+
+
+def _same(got: dict, want: dict, dt):
+    assert sorted(got) == sorted(want), (got, want)
+    bad = {k: (got[k], want[k]) for k in want
+           if not ((math.isnan(got[k]) and math.isnan(want[k]))
+                   or (not math.isnan(got[k]) and not math.isnan(want[k])
+                       and close(got[k], want[k], dt)))}
+    assert not bad, bad
+
+
+def _gb_dict(res, dt):
+    res = host(res)
+    assert res.dtype == np.dtype(dt), (res.dtype, dt)
+    if isinstance(res, gb.Vector):
+        return dict(zip(res.indices.tolist(), res.values.tolist()))
+    r, c, v = res.to_coo()
+    return {(int(i), int(j)): x for i, j, x in zip(r, c, v.tolist())}
+
+
+def _pgb_dict(x):
+    coo = x.to_coo()
+    if len(coo) == 2:
+        return {int(i): v for i, v in zip(coo[0], coo[1].tolist())}
+    return {(int(i), int(j)): v for i, j, v in zip(coo[0], coo[1], coo[2].tolist())}
+
+
+_PY_OPS = {"plus": lambda a, b: a + b, "times": lambda a, b: a * b, "first": lambda a, b: a,
+           "second": lambda a, b: b, "max": fmax, "min": fmin}
+
+
+def _py_semiring(name, dt):
+    add, mul = name.split("_")
+    r = f32 if np.dtype(dt) == np.float32 else float
+    return (lambda a, b: r(_PY_OPS[mul](a, b))), (lambda a, b: r(_PY_OPS[add](a, b)))
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTS, ids=["float32", "float64"])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_nan_in_min_max_reductions(kernels, pgb, dt, name):
+    """reduce_rows / reduce_cols / reduce_scalar with the max / min monoid: a NaN is
+    skipped; a row of NaNs only is NaN (python-graphblas: ``monoid.max[FP64]``)."""
+    from graphblas import Matrix, dtypes, monoid
+    rng = np.random.default_rng(zlib.crc32(f"nanred-{name}-{np.dtype(dt).name}".encode()))
+    m, n = 9, 7
+    rows, cols, vals = _nan_matrix(rng, dt, m, n)
+    T = dtypes.lookup_dtype(np.dtype(dt))
+    GA = Matrix.from_coo(rows, cols, vals, nrows=m, ncols=n, dtype=T)
+    A = dev(kernels, gb.Matrix.from_coo(rows, cols, vals, (m, n), dtype=dt))
+    mon, op = getattr(monoid, name)[T], getattr(gb.ops, name)
+    f = fmax if name == "max" else fmin
+    Ad = {(int(i), int(j)): float(v) for i, j, v in zip(rows, cols, vals)}
+    want_rows = {i: fold([Ad[k] for k in sorted(Ad) if k[0] == i], f) for i in range(m)
+                 if any(k[0] == i for k in Ad)}
+    want_cols = {j: fold([Ad[k] for k in sorted(Ad) if k[1] == j], f) for j in range(n)
+                 if any(k[1] == j for k in Ad)}
+    assert want_rows[0] == (2.0 if name == "max" else 1.0) and math.isnan(want_rows[2])
+    _same(_pgb_dict(GA.reduce_rowwise(mon).new()), want_rows, dt)
+    _same(_pgb_dict(GA.reduce_columnwise(mon).new()), want_cols, dt)
+    _same(_gb_dict(gr.reduce_rows(A, op, backend=_b(kernels)), dt), want_rows, dt)
+    _same(_gb_dict(gr.reduce_cols(A, op, backend=_b(kernels)), dt), want_cols, dt)
+    total = fold([Ad[k] for k in sorted(Ad)], f)
+    assert not math.isnan(total)
+    got = gr.reduce_scalar(A, op, backend=_b(kernels))
+    assert np.asarray(got).dtype == np.dtype(dt)
+    assert close(float(got), GA.reduce_scalar(mon).new().value, dt)
+    assert close(float(got), total, dt)
+    # every value NaN: NaN (not the identity)
+    Z = dev(kernels, gb.Matrix.from_coo([0, 0, 1], [0, 1, 1], np.full(3, np.nan, dt), (2, 2)))
+    assert math.isnan(float(gr.reduce_scalar(Z, op, backend=_b(kernels))))
+    _same(_gb_dict(gr.reduce_rows(Z, op, backend=_b(kernels)), dt), {0: np.nan, 1: np.nan}, dt)
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTS, ids=["float32", "float64"])
+@pytest.mark.parametrize("srname", NAN_SEMIRINGS)
+def test_nan_in_min_max_semirings(kernels, pgb, dt, srname):
+    """mxv pull (a full vector) and push (2 of 40 entries: under 1/16, every kernel set
+    pushes), masked push, vxm, mxm plain and through a mask and its complement, with ⊕ or ⊗
+    = min / max over NaN-rich operands: as python-graphblas's ``max_plus[FP64]`` ... and
+    the brute force."""
+    from graphblas import Matrix, Vector, dtypes, semiring
+    rng = np.random.default_rng(zlib.crc32(f"nansr-{srname}-{np.dtype(dt).name}".encode()))
+    m, n, p = 12, 40, 9
+    rows, cols, vals = _nan_matrix(rng, dt, m, n, p=0.3)
+    T = dtypes.lookup_dtype(np.dtype(dt))
+    gsr = getattr(semiring, srname)[T]
+    add, mul = srname.split("_")
+    sr = gb.semiring(getattr(gb.ops, mul), getattr(gb.ops, add))
+    fmul, fadd = _py_semiring(srname, dt)
+    A = gb.Matrix.from_coo(rows, cols, vals, (m, n), dtype=dt)
+    GA = Matrix.from_coo(rows, cols, vals, nrows=m, ncols=n, dtype=T)
+    Ad = {(int(i), int(j)): float(v) for i, j, v in zip(rows, cols, vals)}
+    B_rows, B_cols, B_vals = _nan_matrix(rng, dt, n, p, p=0.3)
+    B = gb.Matrix.from_coo(B_rows, B_cols, B_vals, (n, p), dtype=dt)
+    GB = Matrix.from_coo(B_rows, B_cols, B_vals, nrows=n, ncols=p, dtype=T)
+    Bd = {(int(i), int(j)): float(v) for i, j, v in zip(B_rows, B_cols, B_vals)}
+
+    def check(res, gres, want):
+        got = _gb_dict(res, dt)
+        _same(_pgb_dict(gres), want, dt)
+        _same(got, want, dt)
+
+    # mxv: pull with a full vector, push with two entries (the columns with most entries)
+    deg = np.bincount(cols, minlength=n)
+    cases = [(np.arange(n), _nan_values(rng, dt, n)),
+             (np.sort(np.argsort(-deg, kind="stable")[:2]), np.array([np.nan, 2.0], dt))]
+    M = gb.Vector.from_coo(np.arange(0, m, 2), True, m)
+    for idx, uv in cases:
+        u = gb.Vector.from_coo(idx, uv, n, dtype=dt)
+        gu = Vector.from_coo(idx, uv, size=n, dtype=T)
+        ud = {int(k): float(v) for k, v in zip(idx, uv)}
+        want = {}
+        for i in range(m):
+            t = [fmul(Ad[i, k], ud[k]) for k in range(n) if (i, k) in Ad and k in ud]
+            if t:
+                want[i] = fold(t, fadd)
+        check(gr.mxv(dev(kernels, A), dev(kernels, u), sr, backend=_b(kernels)),
+              GA.mxv(gu, gsr).new(), want)
+        gm = Vector(T, m)
+        gm(Vector.from_coo(np.arange(0, m, 2), True, size=m).S) << GA.mxv(gu, gsr)
+        check(gr.mxv(dev(kernels, A), dev(kernels, u), sr, mask=dev(kernels, M).S,
+                     backend=_b(kernels)), gm, {i: v for i, v in want.items() if i % 2 == 0})
+    # vxm: w(j) = ⊕_k mul(u(k), A(k, j)), a full and a 1-entry vector
+    for idx in (np.arange(m), np.array([4])):
+        uv = _nan_values(rng, dt, idx.size) if idx.size > 1 else np.array([3.0], dt)
+        u = gb.Vector.from_coo(idx, uv, m, dtype=dt)
+        gu = Vector.from_coo(idx, uv, size=m, dtype=T)
+        ud = {int(k): float(v) for k, v in zip(idx, uv)}
+        want = {}
+        for j in range(n):
+            t = [fmul(ud[k], Ad[k, j]) for k in range(m) if (k, j) in Ad and k in ud]
+            if t:
+                want[j] = fold(t, fadd)
+        check(gr.vxm(dev(kernels, u), dev(kernels, A), sr, backend=_b(kernels)),
+              gu.vxm(GA, gsr).new(), want)
+    # mxm: plain, masked, complemented mask
+    want = {}
+    for i in range(m):
+        for j in range(p):
+            t = [fmul(Ad[i, k], Bd[k, j]) for k in range(n) if (i, k) in Ad and (k, j) in Bd]
+            if t:
+                want[i, j] = fold(t, fadd)
+    check(gr.mxm(dev(kernels, A), dev(kernels, B), sr, backend=_b(kernels)),
+          GA.mxm(GB, gsr).new(), want)
+    mr, mc = np.nonzero(rng.random((m, p)) < 0.5)
+    Mm = gb.Matrix.from_coo(mr, mc, True, (m, p))
+    GM = Matrix.from_coo(mr, mc, True, nrows=m, ncols=p)
+    inside = set(zip(mr.tolist(), mc.tolist()))
+    for complement in (False, True):
+        gC = Matrix(T, m, p)
+        gC(~GM.S if complement else GM.S) << GA.mxm(GB, gsr)
+        mask = dev(kernels, Mm)
+        res = gr.mxm(dev(kernels, A), dev(kernels, B), sr, mask=~mask.S if complement else mask.S,
+                     backend=_b(kernels))
+        check(res, gC, {k: v for k, v in want.items() if (k in inside) != complement})
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTS, ids=["float32", "float64"])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_nan_in_min_max_elementwise_apply_accum(kernels, pgb, dt, name):
+    """ewise_add / ewise_mult, apply with a bound scalar (NaN or a number, left or right)
+    and the accumulator (into an ``out`` holding NaNs) with max / min, as
+    python-graphblas's ``binary.max[FP64]``."""
+    from graphblas import Vector, binary, dtypes
+    T = dtypes.lookup_dtype(np.dtype(dt))
+    bop, op = getattr(binary, name)[T], getattr(gb.ops, name)
+    f = fmax if name == "max" else fmin
+    n = 12
+    ia, va = np.arange(0, 10), np.array([np.nan, 1, np.nan, -np.inf, np.inf, np.nan, 0,
+                                         np.nan, 4, -3], dt)
+    ib, vb = np.arange(2, 12), np.array([np.nan, np.nan, 2, 5, np.nan, np.inf, np.nan,
+                                         -1, 6, np.nan], dt)
+    a, b = gb.Vector.from_coo(ia, va, n, dtype=dt), gb.Vector.from_coo(ib, vb, n, dtype=dt)
+    ga, gbv = Vector.from_coo(ia, va, size=n, dtype=T), Vector.from_coo(ib, vb, size=n, dtype=T)
+    ad = {int(i): float(v) for i, v in zip(ia, va)}
+    bd = {int(i): float(v) for i, v in zip(ib, vb)}
+    r = f32 if np.dtype(dt) == np.float32 else float
+    union = {k: r(f(ad[k], bd[k])) if k in ad and k in bd else ad.get(k, bd.get(k))
+             for k in sorted(set(ad) | set(bd))}
+    inter = {k: v for k, v in union.items() if k in ad and k in bd}
+    A, Bv = dev(kernels, a), dev(kernels, b)
+    _same(_pgb_dict(ga.ewise_add(gbv, bop).new()), union, dt)
+    _same(_gb_dict(gr.ewise_add(A, Bv, op, backend=_b(kernels)), dt), union, dt)
+    _same(_pgb_dict(ga.ewise_mult(gbv, bop).new()), inter, dt)
+    _same(_gb_dict(gr.ewise_mult(A, Bv, op, backend=_b(kernels)), dt), inter, dt)
+    for s in (np.nan, 2.0):
+        want = {k: r(f(v, s)) for k, v in ad.items()}
+        _same(_pgb_dict(ga.apply(bop, right=s).new()), want, dt)
+        _same(_pgb_dict(ga.apply(bop, left=s).new()), want, dt)
+        _same(_gb_dict(gr.apply(op, A, right=s, backend=_b(kernels)), dt), want, dt)
+        _same(_gb_dict(gr.apply(op, A, left=s, backend=_b(kernels)), dt), want, dt)
+    # the accumulator: out = a (NaNs included), T = b
+    gC = ga.dup()
+    gC(accum=bop) << gbv
+    _same(_pgb_dict(gC), union, dt)
+    out = dev(kernels, a.dup())
+    res = gr.apply(gb.ops.identity, Bv, accum=op, out=out, backend=_b(kernels))
+    _same(_gb_dict(res, dt), union, dt)
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTS, ids=["float32", "float64"])
+def test_nan_in_user_formulas_with_min_max(kernels, dt):
+    """A Max / Min anywhere in a user op's formula (Python ``gb.maximum``, the text
+    language's ``max``) is fmax / fmin like ``gb.ops.max``: as ⊗ of a product (the printed
+    formula of each kernel set), as a user monoid's ⊕, and element-wise."""
+    r = f32 if np.dtype(dt) == np.float32 else float
+    cap = gb.op("nan_cap", lambda x, y: gb.minimum(gb.maximum(x, y - 1.0), 100.0))
+    umax = gb.monoid(gb.op("nan_umax", lambda x, y: gb.maximum(x, y)))
+    defs = gb.define("op nan_tcap(x, y) = min(max(x, y - 1), 100)")
+    tcap = defs.ops["nan_tcap"]
+
+    def model(x, y):
+        return r(fmin(fmax(x, r(y - 1.0)), 100.0))
+
+    n = 10
+    xs = np.array([np.nan, 1, np.nan, 500, -np.inf, np.nan, 3, np.inf, 0, np.nan], dt)
+    ys = np.array([np.nan, np.nan, 4, np.nan, np.nan, np.inf, 2, -np.inf, np.nan, 1e3], dt)
+    want = {i: model(float(xs[i]), float(ys[i])) for i in range(n)}
+    va = dev(kernels, gb.Vector.from_coo(np.arange(n), xs, n, dtype=dt))
+    vb = dev(kernels, gb.Vector.from_coo(np.arange(n), ys, n, dtype=dt))
+    for o in (cap, tcap):
+        _same(_gb_dict(gr.ewise_mult(va, vb, o, backend=_b(kernels)), dt), want, dt)
+        # as ⊗ of a product: one term per row
+        D = gb.Matrix.from_coo(np.arange(n), np.arange(n), xs, (n, n), dtype=dt)
+        res = gr.mxv(dev(kernels, D), vb, gb.semiring(o, gb.ops.any), backend=_b(kernels))
+        _same(_gb_dict(res, dt), want, dt)
+    # a user max monoid as ⊕: rows with a NaN first, last, only NaN
+    rows = np.array([0, 0, 0, 1, 1, 2, 2])
+    cols = np.array([0, 1, 2, 0, 1, 0, 2])
+    v = np.array([np.nan, 1, 2, 3, np.nan, np.nan, np.nan], dt)
+    A = dev(kernels, gb.Matrix.from_coo(rows, cols, v, (3, 3), dtype=dt))
+    _same(_gb_dict(gr.reduce_rows(A, umax, backend=_b(kernels)), dt),
+          {0: 2.0, 1: 3.0, 2: np.nan}, dt)
+    one = dev(kernels, gb.Vector.from_coo(np.arange(3), np.ones(3, dt), 3, dtype=dt))
+    res = gr.mxv(A, one, gb.semiring(gb.ops.times, umax), backend=_b(kernels))
+    _same(_gb_dict(res, dt), {0: 2.0, 1: 3.0, 2: np.nan}, dt)
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+def test_nan_of_a_float_part_in_an_integer_domain(kernels, dt):
+    """In an integer domain a float part (``x / y``: 0/0 is NaN) inside max / min is
+    ignored by it too, before the cast back: ``max(x / y, -1)`` of 0, 0 is -1 (not the
+    cast of NaN, 0)."""
+    op = gb.op("nan_divmax", lambda x, y: gb.maximum(x / y, -1.0))
+    xs = np.array([0, 7, -9, 0], dt)
+    ys = np.array([0, 2, 2, 5], dt)
+    want = {0: -1, 1: 3, 2: -1, 3: 0}
+    va = dev(kernels, gb.Vector.from_coo(np.arange(4), xs, 4, dtype=dt))
+    vb = dev(kernels, gb.Vector.from_coo(np.arange(4), ys, 4, dtype=dt))
+    assert _gb_dict(gr.ewise_mult(va, vb, op, dtype=dt, backend=_b(kernels)), dt) == want
+    D = gb.Matrix.from_coo(np.arange(4), np.arange(4), xs, (4, 4), dtype=dt)
+    res = gr.mxv(dev(kernels, D), vb, gb.semiring(op, gb.ops.any), dtype=dt, backend=_b(kernels))
+    assert _gb_dict(res, dt) == want
+
+
 # --- CUDA functors: compiled for every domain, and their arithmetic run on the host ------
 
 NVCC = shutil.which("nvcc")
@@ -703,4 +1083,56 @@ def test_cuda_functor_arithmetic_matches_the_reference_on_the_host(dt):
             ok = int(g) == int(w)
         if not ok:
             bad.append((i, body[i].strip(), g, w))
+    assert not bad, bad[:10]
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a host C++ compiler for nvcc")
+@pytest.mark.parametrize("dt", FLOAT_DTS, ids=["float32", "float64"])
+def test_cuda_functor_min_max_ignore_nan_on_the_host(dt):
+    """The CUDA functors' float max / min (the ⊕ of min_plus / max_times, the one their
+    atomic compare-and-swap loop applies, and a Max / Min printed inside a user formula)
+    are fmax / fmin: run on the host by nvcc, equal to the reference's ``binary``, and
+    ⊕-folding a NaN-led run of terms in every rotation gives the largest / smallest number
+    (a NaN accumulator is replaced; a NaN candidate replaces nothing)."""
+    if NVCC is None:
+        pytest.skip("needs nvcc")
+    from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.graph_reference import binary
+    from gbdist.resources import read
+    cap = gb.op("nan_cap_c", lambda x, y: gb.minimum(gb.maximum(x, y - 1.0), 100.0))
+    cases = [(gb.ops.plus, gb.monoid(gb.ops.min)), (gb.ops.times, gb.monoid(gb.ops.max)),
+             (cap, gb.monoid(gb.op("nan_umax_c", lambda x, y: gb.maximum(x, y))))]
+    vals = np.array([np.nan, 1.0, -np.inf, np.inf, -0.5, 3.0], dt)
+    a, b = np.meshgrid(vals, vals)
+    a, b = a.ravel(), b.ravel()
+    t = gc.CTYPES[np.dtype(dt)]
+    lit = lambda v: f"({t}){_c_literal(v, np.float64)}"  # noqa: E731
+    structs, body, want = [], [], []
+    run = [np.nan, 2.0, np.nan, -1.0, 5.0, np.nan]
+    for k, (mul, mon) in enumerate(cases):
+        f = gc.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
+        structs.append(f.replace("__device__ static", "__host__ __device__ static"))
+        F = f"GbF{k}"
+        ab_mul, ab_add = binary(mul, a, b, dt), binary(mon.op, a, b, dt)
+        for i in range(a.size):
+            la, lb = f"{F}::load({lit(a[i])})", f"{F}::load({lit(b[i])})"
+            body.append(f"  pr({F}::mul({la}, {lb}));")
+            body.append(f"  pr({F}::add({F}::cast({la}), {F}::cast({lb})));")
+            want += [ab_mul[i], ab_add[i]]
+        for s in range(len(run)):  # the CAS loop's sequence of ⊕ steps, every rotation
+            seq = run[s:] + run[:s]
+            body.append(f"  {{ {F}::W acc = {F}::identity();")
+            for v in seq:
+                body.append(f"    acc = {F}::add(acc, {F}::cast({F}::load({lit(v)})));")
+            body.append("    pr(acc); }")
+            want.append(5.0 if mon.op.formula == gb.ops.max.formula else -1.0)
+    src = "\n".join([_HOST_SHIM, read("kernels", "graph_types.cuh")] + structs
+                    + ["int main() {"] + body + ["  return 0;", "}"])
+    r, out = _nvcc(src, "", exe=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = [float(g) for g in out.stdout.split()]
+    assert len(got) == len(want)
+    bad = [(i, g, float(w)) for i, (g, w) in enumerate(zip(got, want))
+           if not (g == w or (math.isnan(g) and math.isnan(w)) or math.isclose(g, w, rel_tol=1e-6))]
     assert not bad, bad[:10]

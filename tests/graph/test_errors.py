@@ -8,6 +8,7 @@ import scipy.sparse as sps
 
 import gbdist as gb
 from gbdist import graph as gr
+from gbdist.pairwise import metric_program
 
 A = gb.Matrix(sps.random(4, 5, 0.5, format="csr", random_state=0))
 B = gb.Matrix(sps.random(5, 3, 0.5, format="csr", random_state=1))
@@ -101,3 +102,41 @@ def test_fully_stored_data_keeps_fill0_and_accum_is_checked():
     with pytest.raises(gb.TypeCheckError, match="binary op"):
         gr.mxm(A, B, gb.semirings.plus_times, accum=gb.semirings.plus_times)
     assert A.decision is None
+
+
+_DIST_ENTRY_POINTS = {
+    "pairwise_distances(X)": lambda X: gb.pairwise_distances(X, metric="euclidean", backend="cpu"),
+    "pairwise_distances(Y)": lambda Y: gb.pairwise_distances(np.eye(3), Y, metric="euclidean",
+                                                             backend="cpu"),
+    "pairwise_distances(precomputed)": lambda X: gb.pairwise_distances(X, metric="precomputed"),
+    "knn(X)": lambda X: gb.knn(X, k=2, backend="cpu"),
+    "knn(Y)": lambda Y: gb.knn(np.eye(3), Y, k=2, backend="cpu"),
+    "NearestNeighbors.fit": lambda X: gb.NearestNeighbors(n_neighbors=2, backend="cpu").fit(X),
+    "NearestNeighbors.fit(precomputed)":
+        lambda X: gb.NearestNeighbors(n_neighbors=2, metric="precomputed").fit(X),
+    "NearestNeighbors.kneighbors":
+        lambda X: gb.NearestNeighbors(n_neighbors=2, backend="cpu").fit(np.eye(3)).kneighbors(X),
+    "kneighbors_graph": lambda X: gb.kneighbors_graph(X, 2, backend="cpu"),
+    "a compiled metric": lambda X: metric_program("euclidean")(backend="cpu", A=X, B=np.eye(3)),
+}
+
+
+@pytest.mark.parametrize("obj", ["Matrix", "Vector"])
+@pytest.mark.parametrize("entry", sorted(_DIST_ENTRY_POINTS))
+def test_distance_functions_refuse_graph_objects(entry, obj):
+    """A gb.Matrix / gb.Vector given to a distance or neighbor function is an InputError
+    that says what to pass instead (before: "X must be numeric", "Expected 2D array, got
+    scalar array"), raised where the input first arrives (gbdist.pairwise.as_input, the
+    estimators' validation, and host_csr for a compiled program)."""
+    x = (gb.Matrix.from_coo([0, 1, 2], [0, 1, 2], [1.0, 2.0, 3.0], (3, 3)) if obj == "Matrix"
+         else gb.Vector(np.array([1.0, 2.0, 3.0])))
+    with pytest.raises(gb.InputError) as e:
+        _DIST_ENTRY_POINTS[entry](x)
+    err = e.value
+    assert isinstance(err, ValueError)
+    assert f"is a gb.{obj}" in err.message
+    assert err.got.startswith(f"gb.{obj}") and "SciPy" in err.expected
+    want = ".to_scipy()" if obj == "Matrix" else ".to_dense().reshape(1, -1)"
+    assert want in err.hint and "read as 0" in err.hint
+    if obj == "Matrix":  # the hint's conversion is accepted by the same entry point
+        _DIST_ENTRY_POINTS[entry](x.to_scipy())

@@ -10,7 +10,11 @@ Numba type when a kernel is compiled (``numba.extending.overload``):
   → min) — a plain ``np.int64(v)`` of a float out of range is undefined (x86 gives the
   minimum, so +inf became INT64_MIN);
 * ``gb_upow``: an integer power on uint64 (wrapping; the printers do + and × on uint64
-  too, as Numba's signed arithmetic is ``nsw``: an overflow would be undefined).
+  too, as Numba's signed arithmetic is ``nsw``: an overflow would be undefined);
+* ``gb_fmax`` / ``gb_fmin``: max / min as C's fmax / fmin (SuiteSparse's MAX / MIN on
+  floats): a NaN argument is ignored, NaN only when both are NaN. Every ``Max`` / ``Min``
+  of a graph formula is printed with them (the distance half's ``gb_max`` / ``gb_min``
+  propagate NaN, as ``np.maximum``).
 
 :data:`VERSION` is printed into every generated module: a change here changes their
 cache keys, so no kernel compiled against older helpers is reused.
@@ -21,7 +25,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-VERSION = "2"
+VERSION = "3"
 
 _I32_MAX, _I32_MIN = np.int32(2**31 - 1), np.int32(-2**31)
 _I64_MAX, _I64_MIN = np.int64(2**63 - 1), np.int64(-2**63)
@@ -82,3 +86,15 @@ def gb_upow(b, e):
     for _ in range(e):
         r = r * b
     return r
+
+
+@njit(inline="always", cache=True, nogil=True)
+def gb_fmax(a, b):
+    """C's fmax: ``b`` when ``a`` is NaN, ``a`` when ``b`` is NaN, else the larger."""
+    return a if (b != b or a > b) else b
+
+
+@njit(inline="always", cache=True, nogil=True)
+def gb_fmin(a, b):
+    """C's fmin: ``b`` when ``a`` is NaN, ``a`` when ``b`` is NaN, else the smaller."""
+    return a if (b != b or a < b) else b

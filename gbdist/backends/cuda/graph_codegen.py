@@ -13,12 +13,19 @@ docs/graph_api.md "Types"):
   :class:`IntCudaPrinter` (integer nodes wrap like C through ``kernels/graph_types.cuh``,
   division and other float nodes in double, a float result cast saturating); ``float``
   for float32 work, else ``double``, with formulas printed by
-  :class:`~gbdist.backends.cuda.codegen.CudaPrinter`. On bool the formula runs on 0/1 in
+  :class:`GraphCudaPrinter`. On bool the formula runs on 0/1 in
   double and a result is ``value != 0``, so plus is or, minus xor.
 
 ``KIND`` selects the atomic ⊕: 1 plus (atomicAdd, wrapping on integers), 2 min and 3 max
 (atomicMin/atomicMax on integers, a compare-and-swap loop on floats; on bool, plus is max
 on 0/1), 4 any (a plain store), 0 any other monoid (compare-and-swap loop with ``add``).
+
+Max and min on floats are C's fmax/fmin (``gb_fmax``/``gb_fmin`` of
+``kernels/graph_types.cuh``: fmaxf/fmax, fminf/fmin), as SuiteSparse's MAX/MIN and the
+reference: a NaN argument is ignored. So is every ``Max``/``Min`` node of a printed
+formula (:class:`GraphCudaPrinter`). The float atomic max/min is the CAS loop over
+``add``: a NaN in the accumulator gives way to the first number, a NaN candidate leaves
+a number in place (``fmax(acc, NaN) = acc``: the loop returns without a swap).
 """
 from __future__ import annotations
 
@@ -119,8 +126,27 @@ def identity_literal(monoid, work: np.dtype, boolean: bool) -> str:
     return f"(({ct}){CudaPrinter(work).literal(float(monoid.identity_value))})"
 
 
-class _NamedPrinter(CudaPrinter):
-    """:class:`CudaPrinter` (double) with extra symbol names (the integer parts of a float
+class GraphCudaPrinter(CudaPrinter):
+    """:class:`CudaPrinter` with ``Max``/``Min`` as C's fmax/fmin (``gb_fmax<T>`` /
+    ``gb_fmin<T>``, ``kernels/graph_types.cuh``): a NaN argument is ignored, as in
+    SuiteSparse and the reference. Graph formulas only: the distance kernels keep
+    ``gb_max``/``gb_min`` (NaN propagates; their inputs are validated NaN-free)."""
+
+    def _print_Max(self, expr):
+        out = self._print(expr.args[0])
+        for a in expr.args[1:]:
+            out = f"gb_fmax<{self.T}>({out}, {self._print(a)})"
+        return out
+
+    def _print_Min(self, expr):
+        out = self._print(expr.args[0])
+        for a in expr.args[1:]:
+            out = f"gb_fmin<{self.T}>({out}, {self._print(a)})"
+        return out
+
+
+class _NamedPrinter(GraphCudaPrinter):
+    """:class:`GraphCudaPrinter` (double) with extra symbol names (the integer parts of a float
     formula in an integer domain)."""
 
     def __init__(self, names: dict):
@@ -138,7 +164,7 @@ class IntCudaPrinter:
     ``long long``), as the reference evaluates it (:mod:`gbdist.backends.graph_reference`):
     integer-valued nodes with the wrapping helpers of ``kernels/graph_types.cuh``, the
     other nodes in double over ``(double)`` conversions of their integer-valued parts
-    (printed by :class:`CudaPrinter`); the caller casts a double result with ``gb_to_int``."""
+    (printed by :class:`GraphCudaPrinter`); the caller casts a double result with ``gb_to_int``."""
 
     _REL = {sp.Eq: "==", sp.Ne: "!=", sp.StrictLessThan: "<", sp.LessThan: "<=",
             sp.StrictGreaterThan: ">", sp.GreaterThan: ">="}
@@ -257,7 +283,7 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
             add = _int_formula(monoid.op.formula, W)
     else:
         mtype = np.dtype(np.float32) if work == np.float32 else np.dtype(np.float64)
-        printer = CudaPrinter(mtype)
+        printer = GraphCudaPrinter(mtype)
         M = CTYPES[mtype]
         # operands are cast to the domain first (bool: nonzero), then to M
         load = "return (M)(v != (T)0);" if boolean else f"return (M)({W})v;"
@@ -265,9 +291,9 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
         if kind == 1:
             add = "a + b"
         elif kind == 2:
-            add = "gb_min<W>(a, b)"
+            add = "gb_fmin<W>(a, b)"
         elif kind == 3:
-            add = "gb_max<W>(a, b)"
+            add = "gb_fmax<W>(a, b)"
         elif kind == 4:
             add = "b"
         else:
