@@ -835,6 +835,14 @@ def test_documented_differences():
     assert gr.select(v, ">=", 1.5).values.tolist() == [2, 3]
     thunk = GScalar.from_value(1.5, dtype=gdtypes.FP64)
     assert gv.select(gselect.valuege[gdtypes.INT32], thunk).new().to_coo()[1].tolist() == [1, 2, 3]
+    # from_coo(dtype=INT64) of floats casts as SuiteSparse (python-graphblas's dup(dtype=));
+    # (python-graphblas's from_coo(..., dtype=INT64) converts a NumPy array with astype
+    # first, whose inf / NaN are platform-defined: not asserted here)
+    fv = np.array([np.inf, np.nan, -2.7])
+    top = np.iinfo(np.int64).max
+    assert gb.Vector.from_coo([0, 1, 2], fv, 3, dtype=np.int64).values.tolist() == [top, 0, -2]
+    assert GVector.from_coo([0, 1, 2], fv, size=3).dup(
+        dtype=gdtypes.INT64).to_coo()[1].tolist() == [top, 0, -2]
     # reduce_scalar of nothing is the identity (python-graphblas: an empty Scalar by default)
     e = gb.Vector.sparse(3, np.int32)
     assert gr.reduce_scalar(e, gb.ops.min) == np.iinfo(np.int32).max
