@@ -370,6 +370,8 @@ def _identity(monoid, work: np.dtype, out: np.dtype):
     max/min; on bool, max's identity is false and min's true), as a NumPy scalar of the
     accumulator dtype ``work``."""
     from ..graph_reference import identity_value
+    if out != np.bool_ and gc.nan_identity(monoid, work):
+        return work.type(np.nan)
     return work.type(identity_value(monoid, out))
 
 

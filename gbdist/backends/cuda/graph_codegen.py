@@ -123,7 +123,17 @@ def identity_literal(monoid, work: np.dtype, boolean: bool) -> str:
             raise InputError("the monoid's identity is not an integer", got=str(monoid.identity),
                              hint="use a floating-point result type")
         return _int_literal(int(identity_value(monoid, work)), ct)
+    if nan_identity(monoid, work):
+        return f"(({ct})GB_NAN)"
     return f"(({ct}){CudaPrinter(work).literal(float(monoid.identity_value))})"
+
+
+def nan_identity(monoid, work: np.dtype) -> bool:
+    """Whether the accumulator of ⊕ starts at NaN rather than at its ±inf identity: min
+    and max on floats are fmin/fmax, for which NaN is the identity (fmax(NaN, x) = x), so a
+    row whose terms are all NaN stays NaN, as SuiteSparse (which starts from the first
+    term) gives, where starting at -inf would give -inf."""
+    return np.dtype(work).kind == "f" and monoid_kind(monoid) in (2, 3)
 
 
 class GraphCudaPrinter(CudaPrinter):
