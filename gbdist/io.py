@@ -18,39 +18,17 @@ import scipy.io
 import scipy.sparse as sps
 
 from .errors import InputError
+from .paths import file_name
 from .inputs import host_csr, physical_memory
 
 FORMATS = ".mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one dense array) or .npy"
-
-
-def _file_name(path) -> str:
-    """``path`` as a str, or an InputError: not a path, empty, or holding a NUL byte (no
-    file name can: the OS calls would raise ValueError)."""
-    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise InputError("a matrix file is named by a path", expected="a str or pathlib.Path",
-                         got=type(path).__name__)
-    try:
-        name = os.fspath(path)
-    except TypeError as e:  # a PathLike whose __fspath__ returns neither str nor bytes
-        raise InputError("a matrix file is named by a path", expected="a str or pathlib.Path",
-                         got=str(e)) from None
-    if isinstance(name, bytes):
-        name = os.fsdecode(name)
-    if not name:
-        raise InputError("cannot read a matrix: the path is empty",
-                         expected="the name of a matrix file", got="''", hint=f"formats: {FORMATS}")
-    if "\0" in name:
-        raise InputError(f"cannot read {name!r}: the path contains a NUL byte",
-                         expected="a file name without '\\0'", got=repr(name),
-                         hint="check how the path was built (a C string or a fixed-width field?)")
-    return name
 
 
 def read_matrix(path) -> sps.csr_matrix:
     """The matrix stored at ``path`` as CSR; a clear InputError when it cannot be read:
     not a path, an empty path or one with a NUL byte, a missing file, a directory, a FIFO
     or a device, an unreadable or empty file, an unknown extension, a malformed file."""
-    name = _file_name(path)
+    name = file_name(path, "a matrix file", hint=f"formats: {FORMATS}")
     p = Path(name)
     try:
         st = os.stat(name)

@@ -12,13 +12,16 @@ on Linux (``$XDG_CACHE_HOME/gbdist`` when that is set), ``~/Library/Caches/gbdis
 on macOS, ``%LOCALAPPDATA%\\gbdist\\Cache`` on Windows.
 
 Nothing is created here: the caller makes the directory when it first writes.
-A foundation module: it imports nothing of gbdist.
+:func:`file_name` checks a path a user names (a metric file, a matrix file) before any
+OS call sees it. A foundation module: it imports only gbdist.errors.
 """
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
+
+from .errors import InputError
 
 OFF = ("off", "0", "none", "false")
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -42,3 +45,27 @@ def cache_dir(kind: str) -> Path | None:
         raise ValueError(f"a cache kind is a short lower-case name such as 'cuda', got {kind!r}")
     root = cache_root()
     return None if root is None else root / kind
+
+
+def file_name(path, what: str, hint: str | None = None) -> str:
+    """``path`` as a str, or an InputError naming ``what`` ("a metric file", "a matrix
+    file"): not a str or PathLike, empty, or holding a NUL byte (no file name can: the OS
+    calls would raise a builtin ValueError)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise InputError(f"{what} is named by a path", expected="a str or pathlib.Path",
+                         got=type(path).__name__)
+    try:
+        name = os.fspath(path)
+    except TypeError as e:  # a PathLike whose __fspath__ returns neither str nor bytes
+        raise InputError(f"{what} is named by a path", expected="a str or pathlib.Path",
+                         got=str(e)) from None
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not name:
+        raise InputError(f"cannot read {what}: the path is empty",
+                         expected=f"the name of {what}", got="''", hint=hint)
+    if "\0" in name:
+        raise InputError(f"cannot read {what} {name!r}: the path contains a NUL byte",
+                         expected="a file name without '\\0'", got=repr(name),
+                         hint="check how the path was built (a C string or a fixed-width field?)")
+    return name
