@@ -21,6 +21,9 @@ DIFFERENCES = [
      "(gbdist's fit reads scikit-learn's fitted estimators and trees)"),
     (r"test_neighbors\.py::test_auto_algorithm\[",
      "gbdist always searches by brute force: _fit_method is 'brute' for every algorithm"),
+    (r"test_neighbors\.py::test_k_and_radius_neighbors_duplicates\[",
+     "self-exclusion by index: of more than k duplicates preceding a point, gbdist keeps the "
+     "lowest indices, scikit-learn drops the first candidate (wrong under inner_product)"),
     (r"test_distance\.py::Test[CP]dist::test_[cp]dist_calling_conventions\[jensenshannon\]$",
      "jensenshannon refuses negative values (DomainError); SciPy's own function computes them"),
     (r"test_distance\.py::TestPdist::test_pdist_jensenshannon_random_float32$",
