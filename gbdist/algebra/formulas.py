@@ -18,11 +18,12 @@ Python bool). No user text is ever passed to ``sympify`` or ``eval``.
 from __future__ import annotations
 
 import builtins
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import sympy as sp
 
-from ..errors import DefinitionError
+from ..errors import DefinitionError, GbdistError
 
 X = sp.Symbol("x", real=True)
 Y = sp.Symbol("y", real=True)
@@ -137,6 +138,18 @@ def _too_deep(depth: int):
         hint="write the formula with fewer nested calls (define helper ops, or flatten sums)")
 
 
+def building():
+    """sympy's automatic evaluation off, for building formulas as written.
+
+    Switching it clears sympy's whole cache (both ways), so a definition is built
+    inside one such context (:func:`gbdist.algebra.ops.make_op`, the text front
+    end's formula builder) and :func:`build` inside it switches nothing.
+    """
+    if not sp.core.parameters.global_parameters.evaluate:
+        return nullcontext()
+    return sp.evaluate(False)
+
+
 def build(fn, *args):
     """Apply a sympy constructor without automatic simplification.
 
@@ -146,7 +159,7 @@ def build(fn, *args):
     against the written formula (see proofs.py).
     """
     try:
-        with sp.evaluate(False):
+        with building():
             return fn(*args)
     except RecursionError:
         raise DefinitionError(
@@ -158,6 +171,224 @@ def build(fn, *args):
                               hint="check the arguments of where(), comparisons and powers") from None
 
 
+@contextmanager
+def guarded(what: str, error=DefinitionError):
+    """Turn any exception that is not a :class:`GbdistError` (sympy's ZeroDivisionError,
+    KeyError, RecursionError ... on a formula it cannot handle) into ``error`` about
+    ``what`` (e.g. "op 'chi2'"): the boundary of building and analysing a definition,
+    so nothing untyped reaches the user."""
+    try:
+        yield
+    except GbdistError:
+        raise
+    except MemoryError:
+        raise
+    except RecursionError:
+        raise error(f"{what} is too complex to analyse", got="sympy ran out of recursion depth on it",
+                    hint="split the formula into smaller ops") from None
+    except Exception as e:  # noqa: BLE001 - the boundary: everything else becomes typed
+        raise error(f"{what} could not be built or analysed",
+                    got=f"{type(e).__name__} from the symbolic analysis: {str(e)[:160]}",
+                    hint="this is a limitation of gbdist's analysis; writing the formula "
+                         "differently (fewer nested where() conditions, helper ops) may avoid it "
+                         "- please report the definition") from None
+
+
+# ---------------------------------------------------------------------------
+# where(): conditions without Piecewise inside, substitution that keeps it so
+# ---------------------------------------------------------------------------
+#
+# sympy's Piecewise rewrites a condition that holds a Piecewise (a where() inside a
+# comparison: where(where(x == 0, -1, y) == 0, 0, 1)) through sets and ITE, which
+# fails on formulas as simple as that one (ZeroDivisionError, or KeyError for a
+# constant condition such as 4 < 1). gbdist folds such a condition itself, exactly:
+# a comparison R(where(c, a, b)) is (c and R(a)) or (not c and R(b)) -- c decides as
+# it would have (a comparison is never NaN, so `not c` is exact), and the value is
+# the same at every point, NaN and infinities included. (sympy's ITE would say it
+# with c once, but its constructor rewrites ITE(Eq(0, 0), ...) to the else branch.)
+
+
+def _outer_piecewise(e: sp.Basic):
+    """A Piecewise inside ``e`` that is not itself inside another Piecewise, or None."""
+    stack = list(reversed(e.args))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, sp.Piecewise):
+            return node
+        stack.extend(reversed(node.args))
+    return None
+
+
+def _too_large():
+    return DefinitionError(
+        "a where() condition grows too large once the where() inside it is unfolded",
+        expected=f"at most {MAX_FORMULA_SIZE} nodes",
+        hint="compare a where() with a value in fewer places, or define helper ops")
+
+
+def _fold_relational(rel, left: list):
+    p = _outer_piecewise(rel)
+    if p is None:
+        if _decided(*rel.args):
+            return relational(rel.func, *rel.args)
+        left[0] -= formula_size(rel)
+        if left[0] < 0:
+            raise _too_large()
+        return rel
+    pairs = list(p.args)
+    if pairs[-1].cond == sp.true:
+        tail = _fold_relational(build(rel.xreplace, {p: pairs[-1].expr}), left)
+        pairs = pairs[:-1]
+    else:  # no branch holds: the where is NaN there
+        tail = _fold_relational(build(rel.xreplace, {p: sp.nan}), left)
+    for e_i, c_i in reversed(pairs):
+        tail = _select(_fold(c_i, left), _fold_relational(build(rel.xreplace, {p: e_i}), left), tail)
+    return tail
+
+
+def _select(c, a, b):
+    """The condition ``a if c else b``, as And/Or/Not (constants decided now)."""
+    if c is sp.true or a == b:
+        return a
+    if c is sp.false:
+        return b
+    return logic(sp.Or, logic(sp.And, c, a), logic(sp.And, negation(c), b))
+
+
+def _fold(c, left: list):
+    if not isinstance(c, sp.Basic) or not c.has(sp.Piecewise):
+        return c
+    if isinstance(c, sp.core.relational.Relational):
+        return _fold_relational(c, left)
+    if isinstance(c, sp.Piecewise):  # a where() whose branches are conditions
+        pairs = list(c.args)
+        tail = _fold(pairs[-1].expr, left) if pairs[-1].cond == sp.true else sp.false
+        if pairs[-1].cond == sp.true:
+            pairs = pairs[:-1]
+        for e_i, c_i in reversed(pairs):
+            tail = _select(_fold(c_i, left), _fold(e_i, left), tail)
+        return tail
+    if isinstance(c, sp.ITE):
+        return _select(*(_fold(a, left) for a in c.args))
+    if isinstance(c, (sp.And, sp.Or)):
+        return logic(c.func, *(_fold(a, left) for a in c.args))
+    if isinstance(c, sp.Not):
+        return negation(_fold(c.args[0], left))
+    if isinstance(c, sp.Xor):
+        return build(c.func, *(_fold(a, left) for a in c.args))
+    raise DefinitionError("a where() condition holds a where() where gbdist cannot unfold it",
+                          got=show(c)[:200], hint="compare the where() with ==, !=, <, <=, >, >=")
+
+
+def condition(c: sp.Basic) -> sp.Basic:
+    """``c`` with every where() inside it folded away (exactly: see above)."""
+    if not isinstance(c, sp.Basic) or not c.has(sp.Piecewise):
+        return c
+    return _fold(c, [MAX_FORMULA_SIZE])
+
+
+def piecewise(*pairs) -> sp.Basic:
+    """``Piecewise(*pairs)`` as written, its conditions folded (:func:`condition`)."""
+    return build(sp.Piecewise, *((e, condition(c)) for e, c in pairs))
+
+
+def _decided(a, b) -> bool:
+    """Both sides are plain numbers (ints, exact binary fractions, ±inf): a comparison
+    of them is decided exactly, as IEEE decides it."""
+    return (isinstance(a, sp.Basic) and isinstance(b, sp.Basic) and a.is_Number and b.is_Number
+            and sp.nan not in (a, b) and sp.zoo not in (a, b))
+
+
+def relational(func, a, b):
+    """``func(a, b)`` (Eq, Lt ...) as written, or true/false when both are numbers."""
+    if _decided(a, b):
+        return sp.true if bool(func(a, b, evaluate=True)) else sp.false
+    return build(func, a, b)
+
+
+def logic(func, *args):
+    """And/Or of conditions, constants decided now. sympy's And/Or filter their arguments
+    even unevaluated (and fail on some: Eq(x, oo) | Eq(oo, oo) raises); when they fail,
+    the node is made as written."""
+    zero, unit = (sp.false, sp.true) if func is sp.And else (sp.true, sp.false)
+    kept = []
+    for a in args:
+        if a == zero:
+            return zero
+        if a != unit and a not in kept:
+            kept.append(a)
+    if not kept:
+        return unit
+    if len(kept) == 1:
+        return kept[0]
+    try:
+        return build(func, *kept)
+    except GbdistError:
+        obj = sp.Basic.__new__(func, *sp.ordered(kept))
+        obj._argset = frozenset(kept)
+        return obj
+
+
+def negation(a):
+    """Not(a), a constant decided now."""
+    if a is sp.true or a is sp.false:
+        return sp.false if a is sp.true else sp.true
+    return build(sp.Not, a)
+
+
+def substitute(expr: sp.Basic, mapping: dict) -> sp.Basic:
+    """``expr.xreplace(mapping)`` as written (no evaluation), except that a comparison of
+    two numbers is decided (exactly: ``f(oo, y)`` has ``Eq(oo, oo)``, which is true) and
+    every where() condition stays free of Piecewise when a value substituted into one
+    holds a where()."""
+    def run():
+        done: dict = {}
+        stack = [(expr, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in done:
+                continue
+            if node in mapping:
+                done[node] = mapping[node]
+                continue
+            if not node.args:
+                done[node] = node
+                continue
+            if not ready:
+                stack.append((node, True))
+                stack.extend((a, False) for a in node.args if a not in done)
+                continue
+            done[node] = _rebuilt(node, [done[a] for a in node.args])
+        return done[expr]
+    return build(run)
+
+
+def _rebuilt(node, args):
+    """``node`` with new arguments, as written (see :func:`substitute`)."""
+    if isinstance(node, sp.functions.elementary.piecewise.ExprCondPair):
+        return (args[0], condition(args[1]))  # built by its Piecewise
+    if isinstance(node, sp.Piecewise):
+        pairs = []
+        for e, c in args:
+            if c is sp.false:
+                continue
+            if c is sp.true and not pairs:
+                return e
+            pairs.append((e, c))
+            if c is sp.true:
+                break
+        return sp.Piecewise(*pairs) if pairs else sp.nan
+    if all(a is b for a, b in zip(args, node.args)):
+        return node
+    if isinstance(node, sp.core.relational.Relational):
+        return relational(node.func, *args)
+    if isinstance(node, (sp.And, sp.Or)):
+        return logic(node.func, *args)
+    if isinstance(node, sp.Not):
+        return negation(args[0])
+    return node.func(*args)
+
+
 class _Printer(sp.printing.str.StrPrinter):
     """sympy's str printer, with the exact binary value of a float shown as the float."""
 
@@ -165,6 +396,12 @@ class _Printer(sp.printing.str.StrPrinter):
         if e.q > 64 and (e.q & (e.q - 1)) == 0:
             return repr(float(e))
         return super()._print_Rational(e)
+
+    def _print_Integer(self, e):
+        # 1e200 written in a formula is the integer 99999999999999996973...(201 digits)
+        if abs(e.p) > 2 ** 53 and e.p.bit_length() <= 1024 and int(float(e.p)) == e.p:
+            return repr(float(e.p))
+        return super()._print_Integer(e)
 
 
 def show(expr) -> str:
@@ -189,10 +426,9 @@ def structural_text(expr) -> str:
 
 
 def _formula_key(expr) -> str:
-    try:
-        return sp.srepr(expr)
-    except Exception:  # noqa: BLE001 - see structural_text
-        return structural_text(expr)
+    """The structural key of a formula (:func:`structural_text`: about six times faster
+    than ``srepr``, and it never fails)."""
+    return structural_text(expr)
 
 
 def evaluated(expr: sp.Basic) -> sp.Basic:
@@ -225,17 +461,37 @@ def evaluated(expr: sp.Basic) -> sp.Basic:
 
 
 class Sym:
-    """A scalar formula under construction; Python operators build sympy trees."""
+    """A scalar formula under construction; Python operators build sympy trees.
 
-    __slots__ = ("expr", "depth")
+    A chain ``a + b - c + ...`` (or ``a * b * ...``) built left to right becomes one
+    n-ary node, its arguments in written order. Its sympy node is built only when it
+    is needed (:attr:`expr`): each ``+`` appends to a list the chain shares with the
+    partial sums before it, so an n-term sum costs O(n), not O(n²).
+    """
+
+    __slots__ = ("_expr", "_pending", "depth")
 
     def __init__(self, expr, depth: int | None = None):
-        self.expr = _expr(expr)
+        self._pending = None
+        self._expr = _expr(expr)
         if depth is None:
-            depth = expr.depth if isinstance(expr, Sym) else formula_depth(self.expr)
+            depth = expr.depth if isinstance(expr, Sym) else formula_depth(self._expr)
         if depth > MAX_FORMULA_DEPTH:
             raise _too_deep(depth)
         self.depth = depth
+
+    @classmethod
+    def _chained(cls, head, args: list, n: int, depth: int) -> "Sym":
+        s = object.__new__(cls)
+        s._expr, s._pending, s.depth = None, (head, args, n), depth
+        return s
+
+    @property
+    def expr(self) -> sp.Basic:
+        if self._expr is None:
+            head, args, n = self._pending
+            self._expr = build(head, *args[:n])
+        return self._expr
 
     def __repr__(self):
         return f"Sym({self.expr})"
@@ -256,22 +512,47 @@ class Sym:
             raise _too_deep(d)
         return Sym(build(fn, b, a) if swap else build(fn, a, b), d)
 
-    def _chain(self, other, head, fn):
-        """``self + other`` (``head`` = sp.Add) or ``self * other`` (sp.Mul), extending a
-        chain built left to right into one n-ary node (its arguments in written order),
-        so ``x*y + x*y + ...`` (3,000 terms) is one level deep, not 3,000."""
-        a, b = self.expr, _expr(other)
-        if not isinstance(a, head):
+    def _chain(self, other, head, fn, negate=False):
+        """``self + other`` (``head`` = sp.Add; ``negate``: ``self - other``) or
+        ``self * other`` (sp.Mul), extending a chain into one n-ary node, so
+        ``x*y + x*y + ...`` (3,000 terms) is one level deep, not 3,000."""
+        if self._pending is not None and self._pending[0] is head:
+            _, args, n = self._pending
+            if len(args) != n:  # the shared list was extended from here already: branch off
+                args = args[:n]
+        elif isinstance(self._expr, head):
+            args = list(self._expr.args)
+            n = len(args)
+        else:
             return self._bin(other, fn)
-        d = builtins.max(self.depth,
-                         1 + (other.depth if isinstance(other, Sym) else formula_depth(b)))
+        b = _expr(other)
+        bd = other.depth if isinstance(other, Sym) else formula_depth(b)
+        if negate:
+            b = build(lambda v: -v, b)
+            bd += 0 if b.is_Number else 1
+        d = builtins.max(self.depth, 1 + bd)
         if d > MAX_FORMULA_DEPTH:
             raise _too_deep(d)
-        return Sym(build(head, *a.args, b), d)
+        args.append(b)
+        return Sym._chained(head, args, n + 1, d)
+
+    def _cmp(self, other, fn):
+        """A comparison; two numbers compare now (exactly: they are the binary values
+        written), so ``where(4 < 1, x, 2)`` is ``2`` and never a condition to analyse."""
+        if _decided(self.expr, _expr(other)):
+            return Sym(relational(fn, self.expr, _expr(other)), 1)
+        return self._bin(other, fn)
+
+    def _logic(self, other, func, swap=False):
+        a, b = self.expr, _expr(other)
+        d = 1 + builtins.max(self.depth, other.depth if isinstance(other, Sym) else formula_depth(b))
+        if d > MAX_FORMULA_DEPTH:
+            raise _too_deep(d)
+        return Sym(logic(func, b, a) if swap else logic(func, a, b), d)
 
     def __add__(self, o): return self._chain(o, sp.Add, lambda a, b: a + b)
     def __radd__(self, o): return self._bin(o, lambda a, b: a + b, True)
-    def __sub__(self, o): return self._bin(o, lambda a, b: a - b)
+    def __sub__(self, o): return self._chain(o, sp.Add, lambda a, b: a - b, negate=True)
     def __rsub__(self, o): return self._bin(o, lambda a, b: a - b, True)
     def __mul__(self, o): return self._chain(o, sp.Mul, lambda a, b: a * b)
     def __rmul__(self, o): return self._bin(o, lambda a, b: a * b, True)
@@ -282,15 +563,17 @@ class Sym:
     def __neg__(self): return Sym(-self.expr) if self.expr.is_Number and self.expr != 0 else _un(sp.Mul, sp.Integer(-1), self)
     def __pos__(self): return self
     def __abs__(self): return _un(sp.Abs, self)
-    def __eq__(self, o): return self._bin(o, sp.Eq)
-    def __ne__(self, o): return self._bin(o, sp.Ne)
-    def __lt__(self, o): return self._bin(o, sp.Lt)
-    def __le__(self, o): return self._bin(o, sp.Le)
-    def __gt__(self, o): return self._bin(o, sp.Gt)
-    def __ge__(self, o): return self._bin(o, sp.Ge)
-    def __and__(self, o): return self._bin(o, sp.And)
-    def __or__(self, o): return self._bin(o, sp.Or)
-    def __invert__(self): return _un(sp.Not, self)
+    def __eq__(self, o): return self._cmp(o, sp.Eq)
+    def __ne__(self, o): return self._cmp(o, sp.Ne)
+    def __lt__(self, o): return self._cmp(o, sp.Lt)
+    def __le__(self, o): return self._cmp(o, sp.Le)
+    def __gt__(self, o): return self._cmp(o, sp.Gt)
+    def __ge__(self, o): return self._cmp(o, sp.Ge)
+    def __and__(self, o): return self._logic(o, sp.And)
+    def __rand__(self, o): return self._logic(o, sp.And, True)
+    def __or__(self, o): return self._logic(o, sp.Or)
+    def __ror__(self, o): return self._logic(o, sp.Or, True)
+    def __invert__(self): return Sym(negation(self.expr))
 
 
 def _un(fn, *args) -> Sym:
@@ -314,10 +597,25 @@ def s_min(a, b): return _un(sp.Min, a, b)
 
 def s_where(cond, a, b):
     c = _expr(cond)
+    if isinstance(c, sp.Symbol):  # where(x, a, b): x nonzero (sympy would read x as a boolean)
+        c = build(sp.Ne, c, sp.Integer(0))
     if not isinstance(c, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
         raise DefinitionError(
             "where() needs a condition as its first argument",
             got=str(c),
             hint="compare with ==, !=, <, <=, >, >=, e.g. where(x + y == 0, 0, ...)",
         )
-    return _un(lambda c_, a_, b_: sp.Piecewise((a_, c_), (b_, True)), c, a, b)
+    a, b = _value(a), _value(b)
+    if c is sp.true or c is sp.false:  # decided now (4 < 1): the chosen branch only
+        chosen = a if c is sp.true else b
+        return chosen if isinstance(chosen, Sym) else Sym(chosen)
+    return _un(lambda c_, a_, b_: sp.Piecewise((a_, c_), (b_, True)), condition(c), a, b)
+
+
+def _value(v):
+    """A where() branch: a condition there is its value 1 or 0 (as a whole op's formula is)."""
+    e = _expr(v)
+    if isinstance(e, (sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom,
+                      sp.core.relational.Relational)):
+        return s_where(e, 1, 0)
+    return v

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from ..errors import DefinitionError, DomainError
+from ..errors import DefinitionError, DomainError, GbdistError
 from .formulas import (
     DOMAINS, MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, Sym, X, Y, _expr, _formula_key, _too_deep, build,
-    evaluated, formula_depth, formula_size, s_abs, s_exp, s_log, s_max, s_min, s_sqrt, s_where,
-    show)
+    building,
+    evaluated, formula_depth, formula_size, guarded, piecewise, s_abs, s_exp, s_log, s_max, s_min,
+    s_sqrt, s_where, show, substitute)
 from .evaluate import apply_binary, apply_unary, constant_value, evaluate  # noqa: F401 (gb.ops.evaluate ...)
 
 
@@ -131,7 +132,7 @@ class Op:
         subs = {X: _expr(args[0])}
         if self.arity == 2:
             subs[Y] = _expr(args[1])
-        return Sym(build(self.formula.xreplace, subs))
+        return Sym(substitute(self.formula, subs))
 
     def at(self, x=None, y=None) -> sp.Expr:
         """The formula with x and/or y fixed to sympy values."""
@@ -157,23 +158,34 @@ def make_op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 
     ``make_op("chi2", lambda x, y: gb.where(x + y == 0, 0, (x - y)**2 / (x + y)))``
     """
-    if callable(formula) and not isinstance(formula, (Sym, sp.Basic)):
-        try:
-            params = inspect.signature(formula).parameters
-        except (TypeError, ValueError):
-            raise DefinitionError(f"op {name!r}: cannot read the formula's parameters") from None
-        arity = len(params)
-        if arity not in (1, 2):
-            raise DefinitionError(f"op {name!r} must take one or two arguments",
-                                  got=f"{arity} parameter(s)")
-        result = formula(*(Sym(s) for s in (X, Y)[:arity]))
-        expr = _expr(result)
-    else:
-        expr = _expr(formula)
-        arity = 2 if Y in expr.free_symbols else 1
-    if isinstance(expr, (sp.logic.boolalg.BooleanFunction, sp.core.relational.Relational)):
-        expr = sp.Piecewise((1, expr), (0, True))
-    return Op(name, expr, arity, domain or _derive_domain(expr), doc)
+    with guarded(f"op {name!r}"):
+        if callable(formula) and not isinstance(formula, (Sym, sp.Basic)):
+            try:
+                params = inspect.signature(formula).parameters
+            except (TypeError, ValueError):
+                raise DefinitionError(f"op {name!r}: cannot read the formula's parameters") from None
+            arity = len(params)
+            if arity not in (1, 2):
+                raise DefinitionError(f"op {name!r} must take one or two arguments",
+                                      got=f"{arity} parameter(s)")
+            with building():  # one switch of sympy's evaluation for the whole formula
+                try:
+                    result = formula(*(Sym(s) for s in (X, Y)[:arity]))
+                except (GbdistError, RecursionError, MemoryError):
+                    raise
+                except Exception as e:  # noqa: BLE001 - the user's own callable failed
+                    raise DefinitionError(
+                        f"the formula of op {name!r} raised {type(e).__name__}", got=str(e)[:200],
+                        hint="it is called once, with symbolic x and y: use gb.where, gb.sqrt, "
+                             "gb.log, gb.maximum ... (not math.*, numpy or if/else)") from None
+                expr = _expr(result)
+        else:
+            expr = _expr(formula)
+            arity = 2 if Y in expr.free_symbols else 1
+        if isinstance(expr, (sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom,
+                             sp.core.relational.Relational)):  # a condition: 1 where it holds, else 0
+            expr = piecewise((sp.Integer(1), expr), (sp.Integer(0), sp.true))
+        return Op(name, expr, arity, domain or _derive_domain(expr), doc)
 
 
 
@@ -249,12 +261,17 @@ def _monoid_ufunc(op: Op):
 @functools.lru_cache(maxsize=None)
 def as_monoid(op: Op) -> Monoid:
     """Derive the monoid structure of a binary op, or raise if it has none."""
-    from .proofs import equivalent
-
     if isinstance(op, Monoid):
         return op
     if not isinstance(op, Op) or op.arity != 2:
         raise DefinitionError("a monoid needs a binary op", got=repr(op))
+    with guarded(f"the monoid structure of op {op.name!r}"):
+        return _as_monoid(op)
+
+
+def _as_monoid(op: Op) -> Monoid:
+    from .proofs import equivalent
+
     if op.name == "any":
         # `any` returns either argument: it has no two-sided identity to derive.
         # GraphBLAS's convention (an empty reduction is 0) is declared here.
@@ -263,7 +280,7 @@ def as_monoid(op: Op) -> Monoid:
     # cannot decide it for Piecewise formulas. An identity is required.
     identity = None
     candidates = (sp.Integer(0), sp.Integer(1)) if op.domain == "boolean" else _IDENTITY_CANDIDATES
-    for e in candidates:
+    for e in _possible_identities(op, candidates):
         if equivalent(op.at(y=e), X, op.domain) and equivalent(op.at(x=e).xreplace({Y: X}), X, op.domain):
             identity = e
             break
@@ -278,21 +295,52 @@ def as_monoid(op: Op) -> Monoid:
     return Monoid(op, identity, idempotent, invertible, commutative)
 
 
+# A few of the special points every proof evaluates (proofs._BASE_SPECIALS): a candidate
+# identity that fails at one of them would fail its proof there too.
+_SCREEN = np.array([0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 3.75, 7.0])
+
+
+def _possible_identities(op: Op, candidates) -> list:
+    """The candidates e for which f(x, e) = f(e, x) = x holds at a few points, the formula
+    evaluated as written (one vectorised evaluation for all of them): most ops have no
+    identity among the candidates, and this refutes each in microseconds instead of a
+    sympy substitution and a proof. A necessary test only; the proof decides."""
+    xs = _SCREEN
+    if op.domain == "nonnegative":
+        xs = xs[xs >= 0]
+    elif op.domain == "boolean":
+        xs = np.array([0.0, 1.0])
+    es = np.array([constant_value(e) for e in candidates])
+    x_all, e_all = np.tile(xs, len(es)), np.repeat(es, len(xs))
+    try:
+        with np.errstate(all="ignore"):
+            right, left = apply_binary(op, x_all, e_all), apply_binary(op, e_all, x_all)
+    except Exception:  # noqa: BLE001 - not evaluable here: let the proofs decide
+        return list(candidates)
+    tol = 1e-9 * np.maximum(np.abs(x_all), 1.0)
+    ok = ((np.abs(right - x_all) <= tol) & (np.abs(left - x_all) <= tol)).reshape(len(es), len(xs))
+    return [e for e, good in zip(candidates, ok.all(axis=1)) if good]
+
+
 def monoid(op: Op, identity=None) -> Monoid:
     """``gb.monoid(op, identity=None)``: a user monoid (⊕ of a semiring, or a reduction).
 
     Without ``identity`` it is derived (:func:`as_monoid`); a declared identity e is
     checked: ``op(x, e) = op(e, x) = x`` must hold, else a DefinitionError. E.g.
     probabilistic or: ``gb.monoid(gb.op("por", lambda x, y: x + y - x*y))`` (identity 0)."""
-    from .proofs import equivalent
-
     if isinstance(op, Monoid):
         op = op.op
     if not isinstance(op, Op) or op.arity != 2:
         raise DefinitionError("a monoid needs a binary op", got=repr(op))
     if identity is None:
         return as_monoid(op)
-    e = _expr(identity)
+    with guarded(f"the monoid of op {op.name!r}"):
+        return _declared_monoid(op, _expr(identity))
+
+
+def _declared_monoid(op: Op, e) -> Monoid:
+    from .proofs import equivalent
+
     if not (equivalent(op.at(y=e), X, op.domain)
             and equivalent(op.at(x=e).xreplace({Y: X}), X, op.domain)):
         raise DefinitionError(

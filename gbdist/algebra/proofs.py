@@ -113,8 +113,31 @@ def small_enough(*exprs) -> bool:
                for e in exprs)
 
 
+MAX_LOG_NUMBER_BITS = 64
+"""A formula with a log or exp and a number wider than this (1e-310 is a 1,030-bit
+rational), or of magnitude beyond 2^±30, is left to the numeric checks: sympy's
+logcombine turns c·log(a) into log(a^c), seconds or minutes of big-integer arithmetic
+(a^(1/5e-9)) that no time budget can interrupt, as it runs inside one C call."""
+
+
+def _numbers_ok(e) -> bool:
+    if not e.has(sp.log, sp.exp):
+        return True
+    for r in e.atoms(sp.Rational):
+        if r == 0:
+            continue
+        if max(builtins_abs(r.p), r.q).bit_length() > MAX_LOG_NUMBER_BITS:
+            return False
+        if not (2.0 ** -30 <= builtins_abs(float(r)) <= 2.0 ** 30):
+            return False
+    return True
+
+
 def _degree_ok(e) -> bool:
-    """No integer power above 16 of a sum: expanding it would explode."""
+    """No integer power above 16 of a sum: expanding it would explode. No log or exp
+    beside a very wide or very large number (see MAX_LOG_NUMBER_BITS)."""
+    if not _numbers_ok(e):
+        return False
     for node in sp.preorder_traversal(e):
         if isinstance(node, sp.Pow) and node.exp.is_number:
             ex = node.exp

@@ -34,7 +34,8 @@ from . import cache
 from .verify import STRATEGIES, verify
 from ..algebra import ops as _ops
 from ..errors import AnalysisError
-from ..algebra.formulas import X, Y, domain_symbols, off_domain, on_domain
+from ..algebra.formulas import (
+    X, Y, building, domain_symbols, guarded, off_domain, on_domain, substitute)
 from ..algebra.ops import Monoid
 from ..algebra.proofs import (
     Proof, analysis_budget, budget, check, is_nonnegative, simplify, small_enough)
@@ -85,7 +86,12 @@ class Analysis:
 
 
 def _fmt(e) -> str:
-    return _ops.show(e)
+    return _short(_ops.show(e))
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """``text``, cut to ``limit`` characters (a formula in a message or a reason)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def separable(g: sp.Expr, domain: str) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
@@ -163,7 +169,7 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
             return cached
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never a crash
             cache.discard(key, e)
-    with analysis_budget():
+    with analysis_budget(), guarded(f"the analysis of {sr!r} (⊗ = op {sr.mul.name!r})", AnalysisError):
         result = _analyze(sr, fill_left, fill_right)
     try:
         verify(result, sr, fill_left, fill_right)
@@ -190,6 +196,11 @@ def _to_record(a: "Analysis") -> dict:
 
 
 def _from_record(sr: Semiring, r: dict) -> "Analysis":
+    with building():  # one switch of sympy's evaluation (each clears its cache)
+        return _decode_record(sr, r)
+
+
+def _decode_record(sr: Semiring, r: dict) -> "Analysis":
     from .cache import decode
     if r["strategy"] not in STRATEGIES:
         raise ValueError("unknown strategy in cache entry")
@@ -221,9 +232,9 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
         za, zb = fill_left, fill_right
     # f at the fills, substituted as written (no evaluation: log(x·0) stays log(0) = −inf,
     # 0/0 stays NaN); the simplified forms are used only where they are checked equal.
-    L_w = _ops.build(f.xreplace, {Y: sp.sympify(zb)})
-    R_w = _ops.build(f.xreplace, {X: sp.sympify(za)})
-    C_w = _ops.build(f.xreplace, {X: sp.sympify(za), Y: sp.sympify(zb)})
+    L_w = substitute(f, {Y: sp.sympify(zb)})
+    R_w = substitute(f, {X: sp.sympify(za)})
+    C_w = substitute(f, {X: sp.sympify(za), Y: sp.sympify(zb)})
     L, R = _checked_simpler(L_w, dom), _checked_simpler(R_w, dom)
     C = _exact_constant(C_w)
     pl = check(f"f(x, {_fmt(zb)}) = identity of {sr.add.name}: A's entries without a partner vanish",
@@ -288,22 +299,27 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
         simpler = _smaller(simplify(f - L - R + C, dom), f - L - R + C)
         for g in dict.fromkeys((simpler, written)):
             p1 = check(f"g(x, {_fmt(zb)}) = 0: the correction term annihilates at B's fill",
-                       _ops.build(g.xreplace, {Y: sp.sympify(zb)}), 0, dom)
+                       substitute(g, {Y: sp.sympify(zb)}), 0, dom)
             p2 = check(f"g({_fmt(za)}, y) = 0: the correction term annihilates at A's fill",
-                       _ops.build(g.xreplace, {X: sp.sympify(za)}), 0, dom)
+                       substitute(g, {X: sp.sympify(za)}), 0, dom)
             p3 = check("f(x, y) = g(x, y) + L(x) + R(y) - C (the union-by-correction identity)",
                        f, _ops.build(lambda: g + L + R - C), dom)
             if p1.holds and p2.holds and p3.holds:
                 break
         proofs += [p1, p2, p3]
         if not (p1.holds and p2.holds and p3.holds):
-            raise AnalysisError(
-                f"{sr!r} cannot be evaluated sparsely: the union-by-correction rewrite does not "
-                "hold for this formula",
-                got="; ".join(str(p) for p in (p1, p2, p3) if not p.holds),
-                hint="f takes a non-finite value (NaN, ±inf) where one side is the fill, so the "
-                     "correction cannot subtract it; write the op with explicit conventions "
-                     "(where(...)) at the fill values, or use an idempotent ⊕ (max, min)")
+            # The rewrite fails in float64 somewhere (f(x, 0) overflows where f does not,
+            # or is NaN where f is finite): sum f over the union directly instead, which is
+            # the definition itself; the columns stored in neither row add k·C (C is finite).
+            failed = next(p for p in (p1, p2, p3) if not p.holds)
+            absorbed = _corner_absorbed(f, C, sr.add, dom, proofs)
+            reason = (f"{why_not}; the union-by-correction rewrite does not hold in float64 "
+                      f"({_short(failed.detail or failed.claim)}), so the union is walked "
+                      "directly in two passes (B's stored columns, then A's columns that B "
+                      "does not store)" + (f" and k·C = k·{_fmt(C)} is added for the columns "
+                                          "stored in neither row" if C != 0 else ""))
+            return Analysis(strategy="two-pass-union", g=f, expansion=None, proofs=tuple(proofs),
+                            corner_absorbed=absorbed, reason=reason, **base)
         exp, eproofs = _expansion(g, sr, dom)
         reason = (f"{why_not}; "
                   f"{sr.add.name} is invertible, so the union is one intersection pass over "
@@ -370,7 +386,10 @@ def _exact_constant(written: sp.Expr) -> sp.Expr:
         return sp.oo if v > 0 else -sp.oo
     try:
         s = simplify(written)
-        if s.is_number and not s.has(sp.oo, -sp.oo, sp.zoo, sp.nan) and float(s) == v:
+        # the simplified form must give v when evaluated in float64 too: sqrt(p)/sqrt(q)
+        # with p, q beyond 1e308 is exactly v for sympy, and inf/inf for the kernels
+        if s.is_number and not s.has(sp.oo, -sp.oo, sp.zoo, sp.nan) and float(s) == v \
+                and _ops.constant_value(s) == v:
             return s
     except Exception:  # noqa: BLE001 - the float value is exact anyway
         pass
@@ -391,7 +410,7 @@ def _corner_absorbed(f, C, add: Monoid, dom: str, proofs: list) -> bool:
 
     If so, starting every output at C is exact and the union size is not needed.
     """
-    combined = _ops.build(add.op.formula.xreplace, {X: C, Y: f})  # simultaneous: x -> C, y -> f(x, y)
+    combined = substitute(add.op.formula, {X: C, Y: f})  # simultaneous: x -> C, y -> f(x, y)
     p = check(f"{add.name}(C, f(x, y)) = f(x, y): the corner value C = {_fmt(C)} never changes a result",
               combined, f, dom)
     proofs.append(p)

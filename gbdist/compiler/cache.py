@@ -69,6 +69,8 @@ from pathlib import Path
 
 import sympy as sp
 
+from ..algebra.formulas import building
+
 FORMAT = 2  # 2: formulas are stored and rebuilt as written (no sympy evaluation)
 
 MAX_BYTES = 1 << 20  # an analysis entry is a few KiB
@@ -116,6 +118,8 @@ def encode(e) -> list:
         return [name]
     if isinstance(e, sp.Symbol):
         return ["Symbol", e.name, bool(e.is_nonnegative) and e.assumptions0.get("nonnegative", False)]
+    if isinstance(e, sp.Rational) and len(str(max(abs(e.p), e.q))) > MAX_DIGITS:
+        raise Unsupported("a number longer than the cache reads back (1e-310 as an exact fraction)")
     if isinstance(e, sp.Integer):
         return ["Integer", str(int(e))]
     if isinstance(e, sp.Rational):
@@ -165,7 +169,7 @@ def decode(t: list):
             if not isinstance(a, list) or len(a) != 2:
                 raise Invalid("malformed Piecewise in cache entry")
             pairs.append((decode(a[0]), decode(a[1])))
-        with sp.evaluate(False):  # rebuilt as written: x/x must not become 1
+        with building():  # rebuilt as written: x/x must not become 1
             return sp.Piecewise(*pairs)
     if name in _CLASSES:
         if name in _ARITY and len(args) != _ARITY[name]:
@@ -174,7 +178,7 @@ def decode(t: list):
         if name == "Pow" and values[0].is_number and values[1].is_Rational \
                 and (abs(values[1].p) > MAX_EXPONENT or values[1].q > MAX_EXPONENT):
             raise Invalid("a power of a number with a huge exponent in cache entry")
-        with sp.evaluate(False):
+        with building():
             out = _CLASSES[name](*values)
         if out.is_Rational and max(abs(out.p), out.q).bit_length() > _MAX_BITS:
             raise Invalid("a number in the cache entry is too large")
@@ -298,6 +302,10 @@ def store(key: str, record: dict) -> None:
     if d is None:
         return
     record = dict(record)
+    try:
+        check_shape(record)  # what load() would refuse is not written
+    except Invalid:
+        return
     record["digest"] = digest(key, record)
     tmp = None
     try:

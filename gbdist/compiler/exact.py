@@ -40,12 +40,14 @@ import numpy as np
 import sympy as sp
 
 from . import ir
-from ..algebra.formulas import X, Y
+from ..algebra.formulas import X, Y, formula_size
 from ..algebra.ops import RowScale
+from ..algebra.proofs import analysis_budget, budget, small_enough
 from .typecheck import row_operand
 
 FORMAT = 4  # of the cached records below; bump when the proofs change
 MAX_OPS = 300  # larger substituted expressions are not given to sympy's simplify
+PROOF_BUDGET_S = 2.0  # seconds of sympy for one d(a, a) proof (it is optional: no claim after)
 _K = sp.Symbol("k", positive=True, integer=True)
 _NNZ = sp.Symbol("nnz", nonnegative=True, integer=True)
 
@@ -108,9 +110,9 @@ class _Symbols:
 
     def get(self, e: sp.Expr, monoid, scope: str, nonneg_x: bool) -> sp.Expr:
         x = sp.Symbol("x", nonnegative=True) if nonneg_x else sp.Symbol("x", real=True)
-        e = sp.simplify(sp.piecewise_fold(e.xreplace({X: x})))
+        e = _bounded_simplify(e.xreplace({X: x}))
         kind = "plus" if monoid.invertible else "idempotent" if monoid.idempotent else "other"
-        if scope == "stored" and sp.simplify(e.xreplace({x: 0}) - monoid.identity) == 0:
+        if scope == "stored" and _bounded_simplify(e.xreplace({x: 0}) - monoid.identity) == 0:
             scope = "all"  # unstored entries add the identity: the same sum
         if not e.free_symbols:
             count = _K if scope == "all" else _NNZ
@@ -120,16 +122,26 @@ class _Symbols:
                 return e
         for e2, m2, s2, sym in self.entries:
             if m2 == monoid.name and s2 == scope and e2.free_symbols == e.free_symbols:
-                try:
-                    if sp.simplify(sp.piecewise_fold(e - e2)) == 0:
-                        return sym
-                except (TypeError, ValueError, NotImplementedError, RecursionError):
-                    pass
+                if e == e2 or _bounded_simplify(e - e2) == 0:
+                    return sym
         nonneg = kind == "plus" and bool(e.is_nonnegative)
         sym = sp.Symbol(f"S{len(self.entries)}", nonnegative=True) if nonneg else \
             sp.Symbol(f"S{len(self.entries)}", real=True)
         self.entries.append((e, monoid.name, scope, sym))
         return sym
+
+
+def _bounded_simplify(e: sp.Expr) -> sp.Expr:
+    """``simplify(piecewise_fold(e))`` within the symbolic budget (size and time), or
+    ``e`` itself: a formula too large for sympy gets no simplification (and so,
+    usually, no claim), never an unbounded wait."""
+    if formula_size(e, MAX_OPS) > MAX_OPS or not small_enough(e):
+        return e
+    try:
+        with budget(PROOF_BUDGET_S):
+            return sp.simplify(sp.piecewise_fold(e))
+    except Exception:  # noqa: BLE001 - BudgetExceeded or sympy failing: no simplification
+        return e
 
 
 def _structural(plan, node) -> bool:
@@ -202,27 +214,30 @@ def _simplified(e: sp.Expr):
         attempts = attempts[:2]
     for attempt in attempts:
         try:
-            yield attempt(e)
-        except Exception:  # noqa: BLE001 — sympy failing to decide means no claim
+            with budget(PROOF_BUDGET_S):
+                out = attempt(e)
+        except Exception:  # noqa: BLE001 — sympy failing to decide (or its budget) means no claim
             continue
+        yield out
 
 
 def _self_value_uncached(plan) -> SelfValue:
     if plan.output_kind != "matrix" or operand_pair(plan) is None:
         return SelfValue(None, "not a pairwise (matrix) result over two row operands", "")
-    try:
-        e = _substituted(plan)
-    except Exception:  # noqa: BLE001 — a part the proof cannot read means no claim
-        e = None
-    if e is None:
-        return SelfValue(None, "the expression has a part the proof does not cover", "")
-    value = None
-    shown = e
-    for s in _simplified(e):
-        shown = s
-        value = _constant_of(s)
-        if value is not None:
-            break
+    with analysis_budget(PROOF_BUDGET_S):  # the symbolic part, bounded in time as a whole
+        try:
+            e = _substituted(plan)
+        except Exception:  # noqa: BLE001 — a part the proof cannot read means no claim
+            e = None
+        if e is None:
+            return SelfValue(None, "the expression has a part the proof does not cover", "")
+        value = None
+        shown = e
+        for s in _simplified(e):
+            shown = s
+            value = _constant_of(s)
+            if value is not None:
+                break
     statement = f"{sp.sstr(e)} → {sp.sstr(shown)}"
     if value is None:
         return SelfValue(None, statement, "")

@@ -135,7 +135,7 @@ def _fill_expr(v: float, formula: sp.Expr, z: sp.Expr) -> sp.Expr:
         return sp.oo if v > 0 else -sp.oo
     try:
         s = sp.simplify(formula.subs(X, z))
-        if s.is_number and float(s) == v:
+        if s.is_number and float(s) == v and constant_value(s) == v:  # also in float64
             return s
     except Exception:  # noqa: BLE001 - the float value is exact anyway
         pass
@@ -393,4 +393,7 @@ def _step_kind(node, typing: Typing) -> str:
 @functools.lru_cache(maxsize=256)
 def cached_plan(expr: ir.Node, roles_items: tuple = ()) -> Plan:
     """Plans cached by the expression's structural key (and default roles)."""
-    return make_plan(expr, dict(roles_items) or None)
+    from ..algebra.formulas import guarded
+    from ..errors import AnalysisError
+    with guarded("the expression " + ir.to_text(expr)[:200], AnalysisError):
+        return make_plan(expr, dict(roles_items) or None)

@@ -108,8 +108,8 @@ def verify(a, sr, fill_left, fill_right) -> None:
             scale = np.abs(fxy) + np.abs(Lxy) + np.abs(Ryy) + abs(C_want[0])
         _same(gxy, np.where(np.isfinite(scale), want, np.nan), scale, "correction term g")
     else:  # two-pass-union
-        if not add.idempotent or structural:
-            raise cache.Invalid("two-pass-union needs an idempotent ⊕")
+        if not (add.idempotent or add.invertible) or structural:
+            raise cache.Invalid("two-pass-union needs an idempotent ⊕ or plus (summed directly)")
         if a.expansion is not None:
             raise cache.Invalid("two-pass-union has no expansion")
         _same(_ev(a.g, xs, ys), fxy, fxy, "term g = f")

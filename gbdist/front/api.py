@@ -202,10 +202,17 @@ def _any_ir(args) -> bool:
     return any(isinstance(a, ir.Node) for a in args)
 
 
+def _plain_number(a) -> bool:
+    return isinstance(a, (int, float, np.integer, np.floating)) and not isinstance(a, (bool, np.bool_))
+
+
 def _dual(fn_name: str, scalar_fn):
     def fn(*args):
         if _any_ir(args):
             return ir.Pointwise(fn_name, tuple(ir.lift(a) for a in args))
+        if fn_name != "where" and all(_plain_number(a) for a in args):  # as math.sqrt(2) does
+            from .scope import fold
+            return fold(fn_name, *(float(a) for a in args))
         return scalar_fn(*args)
     fn.__name__ = fn_name
     fn.__doc__ = f"{fn_name}(...) over formulas (in gb.op) or over the output grid (in metrics)."

@@ -20,7 +20,7 @@ from ..compiler import ir
 from ..algebra import ops as _ops
 from ..errors import DefinitionError, DSLSyntaxError, GbdistError
 from ..algebra.formulas import Sym
-from .syntax import MAX_BUILD_STEPS, MAX_FORMULA_DEPTH, MAX_FORMULA_NODES, Source
+from .syntax import MAX_BUILD_STEPS, MAX_FORMULA_DEPTH, MAX_FORMULA_NODES, Source, unexpected
 
 # The work budget of the definition being built. Helpers, ops and metrics used
 # inside it are built by nested builders, which share the outermost budget.
@@ -119,11 +119,14 @@ class Builder:
 
     @budgeted
     def build(self, tree, env=None):
-        out = self.visit(tree, env or {})
         try:
-            return check_size(out, "the expression")
+            return check_size(self.visit(tree, env or {}), "the expression")
         except GbdistError as e:
             raise e.with_span(self.src.span(tree)) from None
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - nothing untyped reaches the user
+            raise unexpected(e, self.src.span(tree)) from None
 
     def visit(self, tree, env):
         if isinstance(tree, Token):  # pragma: no cover (the grammar wraps tokens)
@@ -145,7 +148,7 @@ class Builder:
         while isinstance(node, Tree) and node.data == "binop":
             chain.append(node)
             node = node.children[0]
-        value = self._binop_first(node, env)
+        value = self._binop_first(node, env, chain)
         for t in reversed(chain):
             try:
                 value = self._binop_step(t, value, env)
@@ -153,7 +156,8 @@ class Builder:
                 raise e.with_span(self.src.span(t)) from None
         return value
 
-    def _binop_first(self, tree, env):
+    def _binop_first(self, tree, env, chain=()):
+        """The first operand of a chain (``chain``: the binop nodes, outermost first)."""
         return self.visit(tree, env)
 
     def _let(self, tree, env):

@@ -12,12 +12,12 @@ import sympy as sp
 from ..algebra import ops as _ops
 from ..errors import ArityError, DefinitionError, GbdistError, TypeCheckError, UnknownNameError
 from ..algebra.ops import Op
-from ..algebra.formulas import Sym
+from ..algebra.formulas import Sym, building, substitute
 from .builder import Builder, budgeted, check_size, check_substitution
 from .scope import (
     BINOPS, COMPARE, FORMULA_FUNCTIONS, ParamOp, arity, bind_params, describe, lookup, number_text,
     op_names)
-from .syntax import Source, located, suggest
+from .syntax import MAX_FORMULA_NODES, Source, located, suggest
 
 
 def make_op(name: str, n_args: int, formula: Sym, doc: str) -> Op:
@@ -47,7 +47,9 @@ class FormulaBuilder(Builder):
 
     @budgeted
     def build(self, tree, env=None):
-        out = self.visit(tree, {**self.env0, **(env or {})})
+        with building():  # one switch of sympy's evaluation for the whole formula
+            out = self.visit(tree, {**self.env0, **(env or {})})
+            out = out.expr if isinstance(out, Sym) else out  # a chain's node is built here
         try:
             check_size(out, f"the formula of op {self.op_name!r}")
         except GbdistError as e:
@@ -75,6 +77,17 @@ class FormulaBuilder(Builder):
             f"op {self.op_name!r} uses {name!r}, which is not one of its parameters",
             expected=f"the parameters ({params}), numbers, inf, or names bound by let",
             got=name, hint=suggest(name, env) or "an op's formula sees only its own parameters")
+
+    def _binop_first(self, tree, env, chain=()):
+        # Every operand of a chain is at least one node of the formula: a chain longer
+        # than the size limit is refused before any of it is built.
+        if len(chain) + 1 > MAX_FORMULA_NODES:
+            raise DefinitionError(
+                f"the formula of op {self.op_name!r} grows too large: a chain of "
+                f"{len(chain) + 1} terms (more than {MAX_FORMULA_NODES} nodes)",
+                expected=f"at most {MAX_FORMULA_NODES} nodes", span=self.src.span(chain[0]),
+                hint="split the sum or product into several ops")
+        return self.visit(tree, env)
 
     def _binop_step(self, tree, x, env):
         _, op, b = tree.children
@@ -132,7 +145,7 @@ class FormulaBuilder(Builder):
             inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
             formula = inner.build(thing.body).expr
             check_substitution(formula, args, f"the formula of op {self.op_name!r}")
-            return Sym(_ops.build(formula.xreplace, dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
+            return Sym(substitute(formula, dict(zip((_ops.X, _ops.Y), (a.expr for a in args)))))
         if params:
             raise ArityError(f"op {name!r} has no parameters", got=f"{len(params)} after ';'")
         if isinstance(thing, Op):

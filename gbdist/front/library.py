@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..compiler import ir
 from .. import names
-from ..errors import InputError, TypeCheckError
+from ..errors import DefinitionError, GbdistError, InputError, TypeCheckError
 from ..names import Metric
 from .expr import ExprBuilder
 from .graphdef import GraphDef
@@ -84,7 +84,15 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
     ensure_builtins()  # a built-in name is then taken whatever the order of calls
     m = names.python_metric(name, fn, doc, aliases)
     if all(v is not None for v in m.params.values()):
-        m.expression()  # build once, so a broken definition fails here
+        try:
+            m.expression()  # build once, so a broken definition fails here
+        except (GbdistError, RecursionError, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's function failed: typed, named
+            raise DefinitionError(f"metric {name!r}: its function raised {type(e).__name__}",
+                                  got=str(e)[:200],
+                                  hint="it is called once with symbolic operands A and B and "
+                                       "returns an expression over them (docs/api.md)") from None
     return names.register_metric(m, replace=replace)
 
 

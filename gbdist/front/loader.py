@@ -26,7 +26,7 @@ from .formula import FormulaBuilder, make_op
 from .graph_builder import GraphBuilder
 from .graphdef import GRAPH_FUNCTIONS, build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
-from .syntax import Source, parse_tree, suggest
+from .syntax import Source, parse_tree, suggest, unexpected
 
 
 @dataclass
@@ -118,7 +118,19 @@ class Loader:
         return self.defs
 
     def statement(self, stmt: Tree):
-        return getattr(self, "_" + stmt.data)(stmt)
+        """Process one definition. Every error it raises is a GbdistError with a position:
+        one that has none gets the definition's name, anything untyped becomes a
+        DefinitionError there."""
+        first = stmt.children[0]
+        span = self.src.span(first if isinstance(first, Token) else stmt)
+        try:
+            return getattr(self, "_" + stmt.data)(stmt)
+        except GbdistError as e:
+            raise e.with_span(span) from None
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the boundary of a definition
+            raise unexpected(e, span) from None
 
     # -- names ------------------------------------------------------------------
 

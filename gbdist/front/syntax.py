@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..errors import DSLSyntaxError, GbdistError, InputError, Span
+from ..errors import DefinitionError, DSLSyntaxError, GbdistError, InputError, Span
 from ..resources import read
 
 # Limits that keep every text bounded in time and memory (docs/language.md, "Limits").
@@ -100,12 +100,29 @@ def _token_word(tok: Token) -> str:
     return repr(str(tok))
 
 
+# What str.splitlines() breaks a line at, besides \n and \r: lark counts lines at \n
+# only, so in a text these are white space (as the grammar already reads them).
+_OTHER_LINE_BREAKS = str.maketrans({c: " " for c in "\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def normalize_text(text: str) -> str:
+    """``text`` with \r\n and bare \r line endings as \n, and the other characters
+    str.splitlines() breaks at as spaces: then lark's line and column (which count
+    \n only) and the line an error quotes (split by splitlines) are the same line.
+    A comment ends at a bare \r too, as it does at \n."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.translate(_OTHER_LINE_BREAKS)
+
+
 def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
     """The lark parse tree of ``text``; syntax errors become DSLSyntaxError.
 
     Trees that nest deeper than :data:`MAX_DEPTH` are refused here, so the
-    (recursive) builders never meet one.
+    (recursive) builders never meet one. Line endings are normalised first
+    (:func:`normalize_text`); positions refer to the normalised text.
     """
+    text = normalize_text(text)
     try:
         tree = parser().parse(text, start=start)
     except UnexpectedInput as e:
@@ -120,10 +137,29 @@ def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
 def _check_depth(tree: Tree, src: Source) -> None:
     """Refuse a tree deeper than MAX_DEPTH (walked iteratively). The left operand
     of a binary operator chain stays at its parent's level: ``x + x + ... + x``
-    is built as a loop, not by recursion."""
+    is built as a loop, not by recursion.
+
+    Also refuse a definition of more than MAX_BUILD_STEPS parse-tree nodes: building
+    it visits every node, so it would be refused after that many steps anyway (here,
+    before any formula is built)."""
+    for definition in tree.children if tree.data == "start" else (tree,):
+        if isinstance(definition, Tree):
+            _check_definition(definition, src)
+
+
+def _check_definition(tree: Tree, src: Source) -> None:
     stack = [(tree, 0)]
+    nodes = 0
     while stack:
         node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_BUILD_STEPS:
+            first = tree.children[0] if tree.children and isinstance(tree.children[0], Token) else tree
+            raise DefinitionError(
+                f"the definition is too large: more than {MAX_BUILD_STEPS} parse-tree nodes",
+                expected=f"at most {MAX_BUILD_STEPS} (building it visits each; a formula has at most "
+                         f"{MAX_FORMULA_NODES} nodes once written out)",
+                hint="split it into smaller ops, helper defs or let bindings", span=src.span(first))
         if depth > MAX_DEPTH:
             raise DSLSyntaxError(f"the expression nests too deeply (more than {MAX_DEPTH} levels)",
                                  expected=f"at most {MAX_DEPTH} nested calls, brackets or operators",
@@ -143,7 +179,10 @@ def _check_depth(tree: Tree, src: Source) -> None:
 @dataclass(frozen=True)
 class Source:
     name: str  # file name or "<text>"
-    text: str
+    text: str  # normalised (:func:`normalize_text`), as it was parsed
+
+    def __post_init__(self):
+        object.__setattr__(self, "text", normalize_text(self.text))
 
     def span(self, item) -> Span | None:
         """The Span of a parse-tree node or token."""
@@ -174,14 +213,33 @@ class Source:
 
 
 def located(fn):
-    """Re-raise gbdist errors from ``fn(self, tree)`` at the tree's position."""
+    """Re-raise gbdist errors from ``fn(self, tree)`` at the tree's position; any
+    other exception (sympy failing on a formula) becomes a DefinitionError there."""
     @functools.wraps(fn)
     def wrapper(self, tree, *args):
         try:
             return fn(self, tree, *args)
         except GbdistError as e:
             raise e.with_span(self.src.span(tree)) from None
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the boundary: nothing untyped reaches the user
+            raise unexpected(e, self.src.span(tree)) from None
     return wrapper
+
+
+def unexpected(e: BaseException, span: Span | None) -> GbdistError:
+    """An exception that is not a GbdistError, raised while building a definition, as a
+    DefinitionError at ``span``."""
+    if isinstance(e, RecursionError):
+        return DefinitionError("the definition is too complex to build",
+                               got="Python ran out of recursion depth on it",
+                               hint="split it into smaller ops, helpers or let bindings", span=span)
+    return DefinitionError("the definition could not be built",
+                           got=f"{type(e).__name__}: {str(e)[:160]}",
+                           hint="this is a limitation of gbdist's symbolic analysis; writing the "
+                                "formula differently may avoid it - please report the definition",
+                           span=span)
 
 
 def suggest(name: str, candidates) -> str | None:
@@ -201,14 +259,12 @@ def read_source(path) -> str:
     that is not UTF-8, the offset of the first bad byte); a FIFO or a device
     is refused without reading it.
     """
-    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
-                         got=type(path).__name__)
-    name = str(path)
+    name = _metric_file_name(path)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InputError(f"cannot read the metric file {name!r}", got=e.strerror or str(e)) from None
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError) as e:
+        got = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        raise InputError(f"cannot read the metric file {name!r}", got=got) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -233,9 +289,51 @@ def read_source(path) -> str:
         os.close(fd)
     data = b"".join(chunks)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise InputError(f"the metric file {name!r} is not UTF-8 text",
                          got=f"byte 0x{data[e.start]:02x} at offset {e.start} (line {line})",
                          hint="save the file as UTF-8") from None
+    if not text.strip():
+        raise InputError(f"the metric file {name!r} is empty",
+                         expected="definitions (op, semiring, metric, ...)",
+                         got="an empty file" if not data else "only white space",
+                         hint="check the path; gb.define(text) takes the definitions as a string")
+    return text
+
+
+# The data formats gbdist reads (gbdist.io): a metric file named like one is a mix-up.
+_DATA_SUFFIXES = (".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy")
+
+
+def _metric_file_name(path) -> str:
+    """The file name of ``path`` as a str, or an InputError: not a path, an empty path, a
+    NUL byte (which no file name can hold: ``os.open`` would raise ValueError), or the name
+    of a data matrix (.mtx, .npz, .npy) rather than of metric definitions."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
+                         got=type(path).__name__)
+    try:
+        name = os.fspath(path)
+    except TypeError as e:  # a PathLike whose __fspath__ returns neither str nor bytes
+        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
+                         got=str(e)) from None
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not name:
+        raise InputError("cannot read the metric file: the path is empty",
+                         expected="the name of a metric file", got="''")
+    if "\0" in name:
+        raise InputError(f"cannot read the metric file {name!r}: the path contains a NUL byte",
+                         expected="a file name without '\\0'", got=repr(name),
+                         hint="check how the path was built (a C string or a fixed-width field?)")
+    suffix = next((s for s in _DATA_SUFFIXES if name.lower().endswith(s)), None)
+    if suffix is not None:
+        raise InputError(f"cannot read the metric file {name!r}: it is named as a data matrix, "
+                         "not as metric definitions",
+                         expected="a UTF-8 text file of definitions (e.g. my_metrics.gbd)",
+                         got=f"a {suffix} file",
+                         hint="gb.load reads metric definitions; pass data to "
+                              "gb.pairwise_distances / gb.knn (the CLI reads .mtx, .npz, .npy)")
+    return name

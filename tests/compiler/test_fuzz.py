@@ -4,7 +4,11 @@ against an independent brute-force float64 evaluation.
 Each case is a random scalar op (sums and products of x and y terms, abs,
 max/min, sqrt/log/exp on their domains, small powers, divisions, ``where``
 with conditions including point conditions ``x == c``, constants including
-tiny ones) used as ⊗ with ⊕ = plus, min or max, or a random metric expression
+tiny ones, ``where`` nested inside conditions and branches (the issue 24 class:
+``where(where(x == 0, -1, y) == 0, 0, 1)``), constant conditions such as
+``4 < 1``, conditions combined with and/or/not, and long chains: n-ary sums
+with subtractions and products of up to ``MAX_CHAIN`` terms) used as ⊗ with
+⊕ = plus, min or max, or a random metric expression
 over several such products, row reductions, ``ncols`` and pointwise functions.
 It goes through the Python API (``gb.op``/``gb.semiring``/``gb.mxm``, or a
 metric callable) or the text language (``gb.define``), on the CPU in float64,
@@ -16,7 +20,9 @@ Outcomes: ``correct``; ``refused`` (a typed GbdistError, which is allowed);
 seconds), none of which is allowed. Cases whose float64 reference itself
 overflows where long double does not (x² of 1e200) are counted as
 ``overflow`` and not compared: the formula's float64 value is then not the
-mathematical one, and overflow-safe evaluation is a separate matter.
+mathematical one, and overflow-safe evaluation is a separate matter. Cases
+where a condition is decided by float64 rounding (``x + 7 <= x + y`` at
+x = 1e50) are counted as ``rounding`` and not compared, for the same reason.
 
 The cases run on the NumPy backend (``GBDIST_CPU_BACKEND=numpy``): every random case
 is a new plan, and on the compiled backend (the default CPU path) each would compile
@@ -30,6 +36,7 @@ prints the summary.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import signal
@@ -46,6 +53,8 @@ SLOW = os.environ.get("GBDIST_SLOW_TESTS") == "1"
 N_OPS = int(os.environ.get("GBDIST_FUZZ_OPS", 3000 if SLOW else 40))
 N_METRICS = int(os.environ.get("GBDIST_FUZZ_METRICS", 1000 if SLOW else 12))
 CASE_TIMEOUT = 10.0
+MAX_CHAIN = int(os.environ.get("GBDIST_FUZZ_CHAIN", 400 if SLOW else 120))
+"""Most terms of one generated sum (products have at most a tenth of it)."""
 EPS = np.finfo(np.float64).eps
 
 CONSTANTS = (0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -1.25, 0.3, 0.123, 1.5, 7.0, 5e-9, 1e-12, 1e-310)
@@ -85,21 +94,50 @@ class OpGen:
 
     def cond(self, depth):
         r = self.rng.random()
-        if r < 0.4:  # a point condition
+        if r < 0.25:  # a point condition
             return ("eq", self.var(), self.const())
-        if r < 0.6:
+        if r < 0.35:
             return ("ne", self.var(), self.const())
-        if r < 0.8:
-            return ("gt", self.expr(depth - 1), self.expr(depth - 1))
-        return ("eq", self.var(), self.var())
+        if r < 0.5:
+            rel = ("gt", "lt", "le")[self.rng.integers(3)]
+            return (rel, self.expr(depth - 1), self.expr(depth - 1))
+        if r < 0.58:
+            return ("eq", self.var(), self.var())
+        if r < 0.66:  # a constant condition: 4 < 1, 2 == 2
+            rel = ("lt", "eq", "ne", "le", "gt")[self.rng.integers(5)]
+            return (rel, self.const(), self.const())
+        if r < 0.9:  # a where inside the condition, compared with a value or a point
+            inner = ("where", self.cond(depth - 1), self.expr(depth - 1), self.expr(depth - 1))
+            rel = ("eq", "ne", "lt", "gt")[self.rng.integers(4)]
+            other = self.const() if self.rng.random() < 0.5 else self.expr(depth - 1)
+            return (rel, inner, other) if self.rng.random() < 0.7 else (rel, other, inner)
+        k = ("and", "or", "not")[self.rng.integers(3)]
+        if k == "not":
+            return ("not", self.cond(depth - 1))
+        return (k, self.cond(depth - 1), self.cond(depth - 1))
+
+    def chain(self, depth):
+        """A long n-ary sum (with subtractions) or a product: ('chain', op, [(sign, term)])."""
+        if self.rng.random() < 0.7:
+            n = int(self.rng.integers(2, MAX_CHAIN + 1))
+            terms = [(("+", "-")[self.rng.integers(2)] if i else "+", self.expr(min(depth - 1, 1)))
+                     for i in range(n)]
+            return ("chain", "add", terms)
+        n = int(self.rng.integers(2, max(3, MAX_CHAIN // 10) + 1))
+        # factors near 1 in magnitude where the data is: the product stays representable
+        factors = [("+", ("where", ("eq", ("x",), ("c", 0.0)), ("c", 1.0), self.var())
+                    if self.rng.random() < 0.3 else self.const()) for _ in range(n)]
+        return ("chain", "mul", factors)
 
     def expr(self, depth):
         if depth <= 0 or self.rng.random() < 0.2:
             return self.leaf()
         kinds = ["add", "add", "sub", "mul", "mul", "div", "abs", "neg", "max", "min",
-                 "sqrt", "log", "exp", "pow", "where", "where"]
+                 "sqrt", "log", "exp", "pow", "where", "where", "where", "chain"]
         k = kinds[self.rng.integers(len(kinds))]
         sub = lambda: self.expr(depth - 1)  # noqa: E731
+        if k == "chain":
+            return self.chain(depth)
         if k in ("add", "sub", "mul", "max", "min"):
             return (k, sub(), sub())
         if k == "div":
@@ -128,6 +166,18 @@ def ev(t, x, y):
         return y
     if k == "c":
         return np.full(np.broadcast(x, y).shape, t[1], dtype=x.dtype)
+    if k == "chain":  # left to right, as written
+        out = None
+        with np.errstate(all="ignore"):
+            for sign, term in t[2]:
+                v = ev(term, x, y)
+                if out is None:
+                    out = v
+                elif t[1] == "mul":
+                    out = out * v
+                else:
+                    out = out + v if sign == "+" else out - v
+        return out
     a = [ev(c, x, y) if isinstance(c, tuple) else c for c in t[1:]]
     with np.errstate(all="ignore"):
         if k == "add":
@@ -162,6 +212,16 @@ def ev(t, x, y):
             return a[0] != a[1]
         if k == "gt":
             return a[0] > a[1]
+        if k == "lt":
+            return a[0] < a[1]
+        if k == "le":
+            return a[0] <= a[1]
+        if k == "and":
+            return a[0] & a[1]
+        if k == "or":
+            return a[0] | a[1]
+        if k == "not":
+            return ~a[0]
     raise AssertionError(k)
 
 
@@ -172,6 +232,11 @@ def mag(t, x, y):
     with np.errstate(all="ignore"):
         if k in ("x", "y", "c"):
             return np.abs(ev(t, x, y))
+        if k == "chain":
+            ms = [mag(term, x, y) for _, term in t[2]]
+            out = functools.reduce(np.multiply if t[1] == "mul" else np.add, ms)
+            out = np.where(np.isnan(out), np.inf, out)
+            return np.fmax(out, np.abs(ev(t, x, y)))
         ms = [mag(c, x, y) for c in t[1:] if isinstance(c, tuple)]
         v = np.abs(ev(t, x, y))
         if k in ("add", "sub"):
@@ -207,6 +272,9 @@ def degree(t) -> int:
         return 1
     if k == "c":
         return 0
+    if k == "chain":
+        ds = [degree(term) for _, term in t[2]]
+        return sum(ds) if t[1] == "mul" else max(ds)
     ds = [degree(c) for c in t[1:] if isinstance(c, tuple)]
     if k == "mul":
         return ds[0] + ds[1]
@@ -230,6 +298,17 @@ def to_python(t, x, y):
         return y
     if k == "c":
         return t[1]
+    if k == "chain":  # a Python loop, as a user builds a long sum
+        out = None
+        for sign, term in t[2]:
+            v = to_python(term, x, y)
+            if out is None:
+                out = v
+            elif t[1] == "mul":
+                out = out * v
+            else:
+                out = out + v if sign == "+" else out - v
+        return out
     a = [to_python(c, x, y) if isinstance(c, tuple) else c for c in t[1:]]
     fns = {
         "add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
@@ -237,6 +316,9 @@ def to_python(t, x, y):
         "min": gb.minimum, "sqrt": gb.sqrt, "log": gb.log, "exp": gb.exp,
         "pow": lambda p, n: p ** n, "where": gb.where,
         "eq": lambda p, q: p == q, "ne": lambda p, q: p != q, "gt": lambda p, q: p > q,
+        "lt": lambda p, q: p < q, "le": lambda p, q: p <= q,
+        "and": lambda p, q: p & q, "or": lambda p, q: p | q,
+        "not": lambda p: (not p) if isinstance(p, bool) else ~p,
     }
     return fns[k](*a)
 
@@ -252,9 +334,16 @@ def to_text(t) -> str:
         return k
     if k == "c":
         return _num(t[1])
-    infix = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "gt": ">"}
+    if k == "chain":
+        sym = "*" if t[1] == "mul" else None
+        parts = [to_text(term) for _, term in t[2]]
+        return "(" + parts[0] + "".join(f" {sym or sign} {p}" for (sign, _), p in zip(t[2][1:], parts[1:])) + ")"
+    infix = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "gt": ">",
+             "lt": "<", "le": "<=", "and": "and", "or": "or"}
     if k in infix:
         return f"({to_text(t[1])} {infix[k]} {to_text(t[2])})"
+    if k == "not":
+        return f"(not {to_text(t[1])})"
     if k == "neg":
         return f"(-{to_text(t[1])})"
     if k == "pow":
@@ -280,6 +369,7 @@ def random_data(rng, rows, k, consts, scale, nonneg):
         M[0] = 0.0  # an empty row
     if rng.random() < 0.3:  # exactly the constants (point conditions), unscaled
         M[-1, : len(consts)][: k] = np.array(consts[:k])
+    M = M + 0.0  # -0.0 (a constant) is not stored: an unstored entry is the fill +0.0
     return np.abs(M) if nonneg else M
 
 
@@ -306,23 +396,118 @@ def product_ref(t, monoid, A, B, dt=np.float64):
     return val, err
 
 
-def overflowed(t, A, B, monoid) -> bool:
-    """True when the float64 reference is non-finite where long double is finite."""
+def not_comparable(t, A, B, monoid) -> str | None:
+    """Why the float64 reference is not the value to compare with, or None:
+
+    * ``"overflow"``: it is non-finite (or one step from it) where long double is finite;
+    * ``"rounding"``: a condition is decided by float64 rounding, so the reference differs
+      from long double by more than any rounding error (``x + 7 <= x + y`` holds at
+      x = 1e50, y = 0 in float64 only): gbdist may answer either way.
+    """
     v64, _ = product_ref(t, monoid, A, B, np.float64)
     v80, _ = product_ref(t, monoid, A, B, np.longdouble)
     a = A[:, None, :]
     b = B[None, :, :]
     a, b = np.broadcast_arrays(a, b)
     z = np.zeros_like(a)
+    rounding = False
     for xs, ys in ((a, b), (a, z), (z, b)):
         f64 = ev(t, xs, ys)
         f80 = ev(t, xs.astype(np.longdouble), ys.astype(np.longdouble))
         with np.errstate(all="ignore"):
             if np.any(~np.isfinite(f64) & np.isfinite(f80)):
-                return True
+                return "overflow"
             if np.any(np.isfinite(f64) & (np.abs(f64) > 1e300)):
-                return True  # one step from overflow in any rewrite that adds terms
-    return bool(np.any(~np.isfinite(v64) & np.isfinite(v80)))
+                return "overflow"  # one step from overflow in any rewrite that adds terms
+            both = np.isfinite(f64) & np.isfinite(f80)
+            gap = np.abs(f64.astype(np.longdouble) - f80).astype(np.float64)
+            rounding |= bool(np.any(both & (gap > 1e-9 * mag(t, xs, ys) + 1e-300)))
+        if not rounding and _computed_condition(t):
+            rounding = any(_decided_by_rounding(t, float(p), float(q))
+                           for p, q in zip(xs.ravel(), ys.ravel()))
+    if np.any(~np.isfinite(v64) & np.isfinite(v80)):
+        return "overflow"
+    return "rounding" if rounding else None
+
+
+_RELATIONS = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b,
+              "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+
+
+def _computed_condition(t) -> bool:
+    """Whether ``t`` compares a computed value (not only variables and constants)."""
+    return any(node[0] in _RELATIONS and any(c[0] not in ("x", "y", "c") for c in node[1:])
+               for node in _walk(t))
+
+
+_SCALAR = {  # ev's operations on one float64 (or bool) value
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "abs": np.abs,
+    "neg": np.negative, "max": np.maximum, "min": np.minimum, "sqrt": np.sqrt, "log": np.log,
+    "exp": np.exp, "pow": lambda a, n: a ** n, "where": lambda c, a, b: a if c else b,
+    "and": lambda a, b: bool(a and b), "or": lambda a, b: bool(a or b), "not": lambda a: not a,
+    **{k: (lambda rel: lambda a, b: bool(rel(a, b)))(rel) for k, rel in _RELATIONS.items()},
+}
+
+
+def _decided_by_rounding(t, x: float, y: float) -> bool:
+    """Whether a condition of ``t`` at (x, y) is decided one way in float64 and the other
+    in exact rational arithmetic (long double rounds too at 1e50: x + 7 == x there)."""
+    from fractions import Fraction
+
+    flipped = [False]
+
+    def exact(v):
+        return Fraction(v) if np.isfinite(v) else None
+
+    def walk(node):  # -> (float64 value or bool, exact Fraction/bool or None)
+        k = node[0]
+        if k in ("x", "y", "c"):
+            v = np.float64(x if k == "x" else y if k == "y" else node[1])
+            return v, exact(v)
+        if k == "chain":
+            vals = [walk(term) for _, term in node[2]]
+            f, e = vals[0]
+            for (sign, _), (g, h) in zip(node[2][1:], vals[1:]):
+                with np.errstate(all="ignore"):
+                    f = f * g if node[1] == "mul" else f + g if sign == "+" else f - g
+                e = None if e is None or h is None else (
+                    e * h if node[1] == "mul" else e + h if sign == "+" else e - h)
+            return f, e
+        kids = [walk(c) if isinstance(c, tuple) else (c, c) for c in node[1:]]
+        fs, es = [f for f, _ in kids], [e for _, e in kids]
+        f = _SCALAR[k](*fs)  # this node in float64, as written
+        if k in _RELATIONS:
+            ok = all(e is not None for e in es)
+            d = _RELATIONS[k](es[0], es[1]) if ok else bool(f)
+            flipped[0] |= ok and bool(f) != d
+            return f, d
+        if k == "where":
+            take = 1 if es[0] else 2
+            return f, es[take]
+        if k in ("and", "or", "not"):
+            return f, (es[0] and es[1]) if k == "and" else (es[0] or es[1]) if k == "or" else not es[0]
+        if any(e is None for e in es if not isinstance(e, int)):
+            return f, None
+        a = es
+        if k == "add":
+            return f, a[0] + a[1]
+        if k == "sub":
+            return f, a[0] - a[1]
+        if k == "mul":
+            return f, a[0] * a[1]
+        if k == "div":
+            return f, a[0] / a[1] if a[1] != 0 else None
+        if k in ("abs", "neg"):
+            return f, abs(a[0]) if k == "abs" else -a[0]
+        if k in ("max", "min"):
+            return f, max(a[0], a[1]) if k == "max" else min(a[0], a[1])
+        if k == "pow":
+            return f, a[0] ** a[1]
+        return f, None  # sqrt, log, exp: not exact
+
+    with np.errstate(all="ignore"):
+        walk(t)
+    return flipped[0]
 
 
 def agree(got, ref, err) -> bool:
@@ -395,8 +580,9 @@ def op_case(seed: int):
     B = random_data(rng, n, k, consts, scale, nonneg)
     front = "python" if rng.random() < 0.5 else "text"
     desc = f"seed={seed} front={front} ⊕={monoid} f={to_text(t)}"
-    if overflowed(t, A, B, monoid):
-        return ("overflow", ""), desc
+    why = not_comparable(t, A, B, monoid)
+    if why:
+        return (why, ""), desc
     ref, err = product_ref(t, monoid, A, B)
 
     def run():
@@ -417,7 +603,8 @@ def op_case(seed: int):
 
 def _walk(t):
     yield t
-    for c in t[1:]:
+    children = [term for _, term in t[2]] if t[0] == "chain" else t[1:]
+    for c in children:
         if isinstance(c, tuple):
             yield from _walk(c)
 
@@ -556,8 +743,9 @@ def metric_case(seed: int):
     B = random_data(rng, n, k, consts, scale, False)
     front = "python" if rng.random() < 0.5 else "text"
     desc = f"metric seed={seed} front={front}"
-    if any(overflowed(p[1], A, B, p[2]) for p in prods):
-        return ("overflow", ""), desc
+    why = next((w for w in (not_comparable(p[1], A, B, p[2]) for p in prods) if w), None)
+    if why:
+        return (why, ""), desc
     ref, err = metric_ref(mt, A, B)
     ref = np.broadcast_to(ref, (m, n))
     err = np.broadcast_to(err, (m, n))
@@ -604,6 +792,46 @@ def test_fuzz_random_metrics(isolated_definitions):
     results = [metric_case(s) for s in range(N_METRICS)]
     summary, bad = _summarise(results, "random metrics")
     assert not bad, summary + "\n" + "\n".join(f"{o} {d}" for o, d in bad[:10])
+
+
+# Cases the extended generator found, with the chain length they were generated under
+# (the default's and the slow mode's), so they reproduce in both modes: hangs (sympy's
+# simplify of the d(a, a) proof on a long sum; logcombine raising numbers to the power
+# 1/5e-9) and wrong answers (a corner value f(0, 0) that sympy simplified to
+# sqrt(p)/sqrt(q) with p, q beyond 1e308: inf/inf in float64; a -0.0 in the reference's
+# data that the sparse operand stores as +0; a condition decided by rounding).
+REGRESSION_SEEDS = {120: (172, 228, 875), 400: (428, 1960, 2216)}
+
+
+@pytest.mark.parametrize("chain", sorted(REGRESSION_SEEDS))
+def test_fuzz_regression_seeds(isolated_definitions, monkeypatch, chain):
+    monkeypatch.setitem(globals(), "MAX_CHAIN", chain)
+    results = [op_case(s) for s in REGRESSION_SEEDS[chain]]
+    summary, bad = _summarise(results, f"regression seeds (chains up to {chain})")
+    assert not bad, summary + "\n" + "\n".join(f"{o} {d}" for o, d in bad)
+
+
+def test_the_generator_makes_the_issue_24_shapes():
+    """Nested where in conditions and branches, constant conditions and long chains
+    all occur in the default run's cases (so the class stays covered)."""
+    seen = Counter()
+    for seed in range(N_OPS):
+        rng = np.random.default_rng(seed)
+        rng.random()
+        t = OpGen(rng, False).expr(int(rng.integers(1, 5)))
+        for node in _walk(t):
+            if node[0] in ("eq", "ne", "lt", "le", "gt") and any(
+                    isinstance(c, tuple) and c[0] == "where" for c in node[1:]):
+                seen["where in a condition"] += 1
+            if node[0] in ("eq", "ne", "lt", "le", "gt") and all(
+                    isinstance(c, tuple) and c[0] == "c" for c in node[1:]):
+                seen["constant condition"] += 1
+            if node[0] == "where" and any(isinstance(c, tuple) and c[0] == "where" for c in node[2:]):
+                seen["where in a branch"] += 1
+            if node[0] == "chain" and len(node[2]) >= 20:
+                seen["long chain"] += 1
+    assert set(seen) == {"where in a condition", "constant condition", "where in a branch",
+                         "long chain"}, seen
 
 
 def test_the_reference_is_independent_and_catches_a_wrong_answer():

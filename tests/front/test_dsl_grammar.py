@@ -70,7 +70,8 @@ def test_scalar_formulas_and_precedence(text, expected):
 def test_comparisons_and_logic_build_piecewise():
     f = formula("(x, y) = where(x + y == 0 and not x > 1 or y <= -2, 1, x != y)")
     cond = sp.Or(sp.And(sp.Eq(X + Y, 0), sp.Not(X > 1)), Y <= -2)
-    ne = sp.Piecewise((1, cond), (sp.Ne(X, Y), True))
+    # a condition as a branch is its value 1 or 0, as a condition that is a whole op is
+    ne = sp.Piecewise((1, cond), (sp.Piecewise((1, sp.Ne(X, Y)), (0, True)), True))
     assert ops.evaluated(f) == ne  # built as written; the same formula once sympy evaluates it
     g = formula("(x, y) = x < y")  # a condition as an op is 1 where it holds, else 0
     assert g == sp.Piecewise((1, X < Y), (0, True))
