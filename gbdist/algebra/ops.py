@@ -18,10 +18,9 @@ import sympy as sp
 
 from ..errors import DefinitionError, DomainError, GbdistError
 from .formulas import (
-    DOMAINS, MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, Sym, X, Y, _expr, _formula_key, _too_deep, build,
-    building,
-    evaluated, formula_depth, formula_size, guarded, piecewise, s_abs, s_exp, s_log, s_max, s_min,
-    s_sqrt, s_where, show, substitute)
+    DOMAINS, MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, X, Y, _expr, _formula_key, _too_deep, build,
+    building, evaluated, formula_depth, formula_size, guarded, piecewise, show, substitute)
+from .sym import Sym, s_abs, s_exp, s_log, s_max, s_min, s_sqrt, s_where
 from .evaluate import apply_binary, apply_unary, constant_value, evaluate  # noqa: F401 (gb.ops.evaluate ...)
 
 

@@ -24,7 +24,7 @@ from ..algebra.semirings import UNSET, Semiring, semiring as _semiring
 from ..errors import InputError, ParameterError, TypeCheckError
 from ..compiler.explain import Explanation
 from ..algebra.ops import Monoid, Op, as_monoid, make_op
-from ..algebra.formulas import Sym
+from ..algebra.sym import Sym
 from ..algebra.evaluate import apply_unary
 from ..compiler.plan import Plan, cached_plan
 from ..runtime import is_cupy, run, to_csr

@@ -19,7 +19,7 @@ from lark import Token, Tree
 from ..compiler import ir
 from ..algebra import ops as _ops
 from ..errors import DefinitionError, DSLSyntaxError, GbdistError
-from ..algebra.formulas import Sym
+from ..algebra.sym import Sym
 from .syntax import MAX_BUILD_STEPS, MAX_FORMULA_DEPTH, MAX_FORMULA_NODES, Source, unexpected
 
 # The work budget of the definition being built. Helpers, ops and metrics used

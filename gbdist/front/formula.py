@@ -1,7 +1,7 @@
 """The formula builder: an ``op`` body → a sympy formula over the canonical x, y.
 
 Every sympy node is built by a method named after the grammar rule it handles,
-through :class:`gbdist.algebra.formulas.Sym` (never ``sympify``). An op's formula sees only
+through :class:`gbdist.algebra.sym.Sym` (never ``sympify``). An op's formula sees only
 its own arguments and parameters, numbers, ``inf``, ``let`` names, the scalar
 functions of :data:`~gbdist.front.scope.FORMULA_FUNCTIONS` and other ops.
 """
@@ -12,7 +12,8 @@ import sympy as sp
 from ..algebra import ops as _ops
 from ..errors import ArityError, DefinitionError, GbdistError, TypeCheckError, UnknownNameError
 from ..algebra.ops import Op
-from ..algebra.formulas import Sym, building, substitute
+from ..algebra.formulas import building, substitute
+from ..algebra.sym import Sym
 from .builder import Builder, budgeted, check_size, check_substitution
 from .scope import (
     BINOPS, COMPARE, FORMULA_FUNCTIONS, ParamOp, arity, bind_params, describe, lookup, number_text,

@@ -22,7 +22,7 @@ from ..algebra.semirings import Semiring
 from ..errors import ArityError, DSLSyntaxError, TypeCheckError, UnknownNameError
 from ..names import Metric
 from ..algebra.ops import Monoid, Op
-from ..algebra.formulas import Sym
+from ..algebra.sym import Sym
 from .syntax import MAX_NUMBER_CHARS, Source, suggest
 
 
