@@ -26,10 +26,21 @@ class Span:
         lines = self.text.splitlines() or [""]
         line = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
         width = max(1, (self.end_column or self.column + 1) - self.column)
-        return f"    {line}\n    {' ' * (self.column - 1)}{'^' * width}"
+        start = self.column - 1
+        if len(line) > EXCERPT_WIDTH:  # a window around the column, not a 100 KB line
+            lo = max(0, start - EXCERPT_WIDTH // 3)
+            hi = lo + EXCERPT_WIDTH
+            line = ("…" if lo else "") + line[lo:hi] + ("…" if hi < len(line) else "")
+            start = start - lo + (1 if lo else 0)
+            width = min(width, EXCERPT_WIDTH - (start - (1 if lo else 0)) + 1)
+        return f"    {line}\n    {' ' * start}{'^' * max(1, width)}"
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line}:{self.column}"
+
+
+EXCERPT_WIDTH = 160
+"""The most characters of the offending line an error quotes (a window around the column)."""
 
 
 class GbdistError(Exception):

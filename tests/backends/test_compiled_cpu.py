@@ -451,3 +451,26 @@ def test_compiled_row_conditioning_gives_numpys_values(monkeypatch):
                 np.testing.assert_array_equal(got, ref)
                 checked += 1
     assert checked == 450
+
+
+def test_a_sum_too_long_for_python_s_compiler_is_a_typed_error():
+    """A 3,000-term sum within the language's limits: CPython's compiler recurses on the
+    generated expression; the compiled backend says so as a BackendError (issue 24), never
+    a raw RecursionError; the NumPy evaluator computes it."""
+    pytest.importorskip("numba")
+    n = 3000
+    terms = " + ".join("x" if i % 2 else "y" for i in range(n))
+    gb.define(f"op longsum_t(x, y) = {terms}\n"
+                     "metric longsum_m(A, B) = mxm(A, B.T, semiring(longsum_t, plus))\n")
+    X = sps.random(5, 4, density=0.6, random_state=0, format="csr")
+    dense = X.toarray()
+    want = np.array([[sum((n // 2) * (a + b) for a, b in zip(r, s)) for s in dense] for r in dense])
+    try:
+        got = gb.pairwise_distances(X, metric="longsum_m", backend="compiled")
+    except gb.GbdistError as e:
+        assert "compiled CPU backend" in str(e)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # backend="cpu" is the NumPy evaluator here (this file's fixture)
+    np.testing.assert_allclose(gb.pairwise_distances(X, metric="longsum_m", backend="cpu"),
+                               want, rtol=1e-12)

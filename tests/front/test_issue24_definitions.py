@@ -482,3 +482,19 @@ def test_a_corner_constant_is_kept_only_if_float64_evaluates_it_as_well():
     c = "sqrt(abs(1e-310 + 1e-310 + 1e-310 + 0.123 - 0.3 + x - x))"
     same(run_text(c, "max", A, B), brute(lambda x, y: np.sqrt(np.abs(3e-310 + 0.123 - 0.3 + x - x)),
                                           "max", A, B))
+
+
+def test_an_error_in_a_very_long_line_quotes_a_window_around_its_column():
+    """A 100 KB one-line definition: the message quotes a window of the line with the
+    caret under the offending character, not the whole line."""
+    from gbdist.errors import EXCERPT_WIDTH, Span
+    line = "a" * 50_000 + "@" + "b" * 50_000
+    ex = Span("<text>", line, 1, 50_001, 50_002).excerpt()
+    quoted, caret = ex.split("\n")
+    assert len(quoted) <= 4 + EXCERPT_WIDTH + 2
+    assert quoted[caret.index("^")] == "@"
+    short = Span("<text>", "op f(x, y) = x @ y", 1, 16, 17).excerpt().split("\n")
+    assert short[0][short[1].index("^")] == "@"
+    with pytest.raises(gb.GbdistError) as e:
+        gb.define("op f(x, y) = " + " + ".join(["x"] * 20_000) + " @ y\n")
+    assert len(str(e.value)) < 2_000

@@ -29,6 +29,7 @@ import tempfile
 import threading
 
 from ... import paths
+from ...errors import BackendError
 from ...version import __version__ as gbdist_version
 
 _LOCK = threading.Lock()
@@ -115,6 +116,13 @@ def load(source: str):
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
-        spec.loader.exec_module(mod)
+        try:
+            spec.loader.exec_module(mod)
+        except RecursionError:  # CPython's compiler on a very long generated expression
+            sys.modules.pop(name, None)
+            raise BackendError("a formula is too long or too deeply nested for the compiled CPU "
+                               "backend", got=f"generated module of {len(source)} characters",
+                               hint="set GBDIST_CPU_BACKEND=numpy (the NumPy evaluator) for this "
+                                    "formula, or write it with fewer terms") from None
         _MODULES[key] = mod
         return mod
