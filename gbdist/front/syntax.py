@@ -20,6 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from ..errors import DefinitionError, DSLSyntaxError, GbdistError, InputError, Span
 from ..resources import read
+from ..paths import file_name
 
 # Limits that keep every text bounded in time and memory (docs/language.md, "Limits").
 MAX_DEPTH = 128  # nesting levels of one expression (a chain a + b + c ... counts once)
@@ -311,23 +312,7 @@ def _metric_file_name(path) -> str:
     """The file name of ``path`` as a str, or an InputError: not a path, an empty path, a
     NUL byte (which no file name can hold: ``os.open`` would raise ValueError), or the name
     of a data matrix (.mtx, .npz, .npy) rather than of metric definitions."""
-    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
-                         got=type(path).__name__)
-    try:
-        name = os.fspath(path)
-    except TypeError as e:  # a PathLike whose __fspath__ returns neither str nor bytes
-        raise InputError("a metric file is named by a path", expected="a str or pathlib.Path",
-                         got=str(e)) from None
-    if isinstance(name, bytes):
-        name = os.fsdecode(name)
-    if not name:
-        raise InputError("cannot read the metric file: the path is empty",
-                         expected="the name of a metric file", got="''")
-    if "\0" in name:
-        raise InputError(f"cannot read the metric file {name!r}: the path contains a NUL byte",
-                         expected="a file name without '\\0'", got=repr(name),
-                         hint="check how the path was built (a C string or a fixed-width field?)")
+    name = file_name(path, "a metric file")
     suffix = next((s for s in _DATA_SUFFIXES if name.lower().endswith(s)), None)
     if suffix is not None:
         raise InputError(f"cannot read the metric file {name!r}: it is named as a data matrix, "
