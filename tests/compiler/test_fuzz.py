@@ -157,6 +157,22 @@ class OpGen:
         return ("where", self.cond(depth - 1), sub(), sub())
 
 
+
+def fold_chain(t, value):
+    """A ``("chain", "add" | "mul", [(sign, term), ...])`` node folded left to right, as
+    written, with ``value(term)`` for each term (NumPy arrays, or the front end's Syms)."""
+    out = None
+    for sign, term in t[2]:
+        v = value(term)
+        if out is None:
+            out = v
+        elif t[1] == "mul":
+            out = out * v
+        else:
+            out = out + v if sign == "+" else out - v
+    return out
+
+
 def ev(t, x, y):
     """The reference: IEEE float64 semantics of the tree, node by node."""
     k = t[0]
@@ -167,17 +183,8 @@ def ev(t, x, y):
     if k == "c":
         return np.full(np.broadcast(x, y).shape, t[1], dtype=x.dtype)
     if k == "chain":  # left to right, as written
-        out = None
         with np.errstate(all="ignore"):
-            for sign, term in t[2]:
-                v = ev(term, x, y)
-                if out is None:
-                    out = v
-                elif t[1] == "mul":
-                    out = out * v
-                else:
-                    out = out + v if sign == "+" else out - v
-        return out
+            return fold_chain(t, lambda term: ev(term, x, y))
     a = [ev(c, x, y) if isinstance(c, tuple) else c for c in t[1:]]
     with np.errstate(all="ignore"):
         if k == "add":
@@ -299,16 +306,7 @@ def to_python(t, x, y):
     if k == "c":
         return t[1]
     if k == "chain":  # a Python loop, as a user builds a long sum
-        out = None
-        for sign, term in t[2]:
-            v = to_python(term, x, y)
-            if out is None:
-                out = v
-            elif t[1] == "mul":
-                out = out * v
-            else:
-                out = out + v if sign == "+" else out - v
-        return out
+        return fold_chain(t, lambda term: to_python(term, x, y))
     a = [to_python(c, x, y) if isinstance(c, tuple) else c for c in t[1:]]
     fns = {
         "add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
