@@ -349,26 +349,7 @@ def substitute(expr: sp.Basic, mapping: dict) -> sp.Basic:
     two numbers is decided (exactly: ``f(oo, y)`` has ``Eq(oo, oo)``, which is true) and
     every where() condition stays free of Piecewise when a value substituted into one
     holds a where()."""
-    def run():
-        done: dict = {}
-        stack = [(expr, False)]
-        while stack:
-            node, ready = stack.pop()
-            if node in done:
-                continue
-            if node in mapping:
-                done[node] = mapping[node]
-                continue
-            if not node.args:
-                done[node] = node
-                continue
-            if not ready:
-                stack.append((node, True))
-                stack.extend((a, False) for a in node.args if a not in done)
-                continue
-            done[node] = _rebuilt(node, [done[a] for a in node.args])
-        return done[expr]
-    return build(run)
+    return build(lambda: bottom_up(expr, _rebuilt, mapping.get))
 
 
 def _rebuilt(node, args):
@@ -445,24 +426,37 @@ def evaluated(expr: sp.Basic) -> sp.Basic:
     For the symbolic side of the analysis only: it may change values at
     singular points (x/x becomes 1), which the special-point checks catch.
     """
+    return bottom_up(expr, _evaluated_node)
+
+
+def _evaluated_node(node, args):
+    try:
+        return node.func(*args)
+    except Exception:  # noqa: BLE001 - sympy cannot evaluate it: keep it as written
+        try:
+            return node.func(*args, evaluate=False)
+        except Exception:  # noqa: BLE001
+            return node
+
+
+def bottom_up(expr: sp.Basic, rebuild, replaced=lambda node: None) -> sp.Basic:
+    """``expr`` rebuilt from its leaves up without recursion: a node ``replaced`` gives a
+    value for (not None) is that value, a leaf stays, any other node becomes
+    ``rebuild(node, its rebuilt arguments)``; shared subtrees are rebuilt once."""
     done: dict = {}
     stack = [(expr, False)]
     while stack:
         node, ready = stack.pop()
         if node in done:
             continue
-        if not node.args or isinstance(node, (sp.Symbol, sp.Number)):
+        value = replaced(node)
+        if value is not None:
+            done[node] = value
+        elif not node.args:
             done[node] = node
-            continue
-        if ready:
-            try:
-                done[node] = node.func(*(done[a] for a in node.args))
-            except Exception:  # noqa: BLE001 - sympy cannot evaluate it: keep it as written
-                try:
-                    done[node] = node.func(*(done[a] for a in node.args), evaluate=False)
-                except Exception:  # noqa: BLE001
-                    done[node] = node
-            continue
-        stack.append((node, True))
-        stack.extend((a, False) for a in node.args if a not in done)
+        elif ready:
+            done[node] = rebuild(node, [done[a] for a in node.args])
+        else:
+            stack.append((node, True))
+            stack.extend((a, False) for a in node.args if a not in done)
     return done[expr]
