@@ -266,6 +266,12 @@ def _int_formula(expr, ct: str) -> str:
                                 "log, exp, min, max, where") from None
 
 
+# ⊕ of the monoid kinds (monoid_kind) in integer and float accumulators: ints wrap (on
+# unsigned types), floats' min/max are fmin/fmax; kind 0 prints the monoid's formula.
+_ADD = {"int": {1: "gb_wadd<W>(a, b)", 2: "gb_imin<W>(a, b)", 3: "gb_imax<W>(a, b)", 4: "b"},
+        "float": {1: "a + b", 2: "gb_fmin<W>(a, b)", 3: "gb_fmax<W>(a, b)", 4: "b"}}
+
+
 def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
     """The ``GbF`` struct: ⊗ = ``mul`` (an op, or None for reductions), ⊕ = ``monoid``,
     both evaluated in the domain ``out_dtype`` (module docstring)."""
@@ -281,16 +287,7 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
         cast = "v"
         mul_body = (f"return {_int_formula(mul.formula, W)};" if mul is not None
                     else "return cast(x);")
-        if kind == 1:
-            add = "gb_wadd<W>(a, b)"
-        elif kind == 2:
-            add = "gb_imin<W>(a, b)"
-        elif kind == 3:
-            add = "gb_imax<W>(a, b)"
-        elif kind == 4:
-            add = "b"
-        else:
-            add = _int_formula(monoid.op.formula, W)
+        add = _ADD["int"].get(kind) or _int_formula(monoid.op.formula, W)
     else:
         mtype = np.dtype(np.float32) if work == np.float32 else np.dtype(np.float64)
         printer = GraphCudaPrinter(mtype)
@@ -298,16 +295,8 @@ def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
         # operands are cast to the domain first (bool: nonzero), then to M
         load = "return (M)(v != (T)0);" if boolean else f"return (M)({W})v;"
         cast = "(W)((v) != (M)0)" if boolean else "(W)(v)"
-        if kind == 1:
-            add = "a + b"
-        elif kind == 2:
-            add = "gb_fmin<W>(a, b)"
-        elif kind == 3:
-            add = "gb_fmax<W>(a, b)"
-        elif kind == 4:
-            add = "b"
-        else:
-            add = f"cast({scalar(monoid.op.formula, printer, {'x': 'x', 'y': 'y'})})"
+        add = (_ADD["float"].get(kind)
+               or f"cast({scalar(monoid.op.formula, printer, {'x': 'x', 'y': 'y'})})")
         mul_body = (f"return cast({scalar(mul.formula, printer)});" if mul is not None
                     else "return cast(x);")
     return "\n".join([
