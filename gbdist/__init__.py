@@ -37,6 +37,7 @@ _LAZY = {
     **dict.fromkeys(("Definitions", "define", "define_metric", "load", "metric_names"), "gbdist.front"),
     **dict.fromkeys(("explain", "pairwise_distances"), "gbdist.pairwise"),
     "clear_caches": "gbdist.runtime",
+    "prepare": "gbdist.runtime.prepared",
     **dict.fromkeys((
         "KNeighborsTransformer", "NearestNeighbors", "RadiusNeighborsTransformer", "knn",
         "kneighbors_graph", "pairwise_distances_chunked", "radius_neighbors_graph"),
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs (never
     from .algebra.ops import monoid
     from .algebra.semirings import UNSET, Semiring, semirings
     from .compiler.explain import Explanation
+    from .runtime.prepared import prepare
     from .errors import (
         AnalysisError, ArityError, BackendError, CorruptInputError, DefinitionError, DomainError,
         DSLSyntaxError, GbdistError, InputError, MetricTypeError, NonFiniteError, NotFittedError,
@@ -94,6 +96,7 @@ __all__ = [
     "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",
     "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
     "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
+    "prepare",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "UnknownAttributeError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",

@@ -20,6 +20,7 @@ from .inputs import refuse_graph_operand
 from .errors import (
     GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
+from .runtime.prepared import Prepared
 from .compiler.explain import Explanation
 from .front.describe import describe
 from .runtime.invariance import invariance
@@ -91,7 +92,8 @@ def as_input(x, name: str):
     scikit-learn. A ``gb.Matrix`` / ``gb.Vector`` is an InputError naming the conversion
     (:func:`gbdist.inputs.refuse_graph_operand`)."""
     refuse_graph_operand(x, name)
-    if x is None or sps.issparse(x) or isinstance(x, np.ndarray) or runtime.is_cupy(x):
+    if (x is None or sps.issparse(x) or isinstance(x, (np.ndarray, Prepared))
+            or runtime.is_cupy(x)):
         return x
     try:
         return np.asarray(x)
@@ -204,10 +206,23 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     return _pairwise(X, Y, metric, backend, budget, dtype, strategy, params, finite_kw)
 
 
+_PATTERN_ONLY: dict = {}
+
+
 def reads_pattern_only(expr: ir.Node) -> bool:
     """True when every operand of ``expr`` is read through ``apply(nonzero, ·)``: the
     metric sees only which entries are nonzero (jaccard, dice, russellrao), so it is a
-    boolean metric in scikit-learn's sense. Decided from the expression, not the name."""
+    boolean metric in scikit-learn's sense. Decided from the expression, not the name
+    (once per expression: asked on every call)."""
+    hit = _PATTERN_ONLY.get(expr.key)
+    if hit is None:
+        if len(_PATTERN_ONLY) >= 1024:
+            _PATTERN_ONLY.clear()
+        hit = _PATTERN_ONLY[expr.key] = _reads_pattern_only(expr)
+    return hit
+
+
+def _reads_pattern_only(expr: ir.Node) -> bool:
     found = []
 
     def ok(n) -> bool:

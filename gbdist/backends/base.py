@@ -53,7 +53,11 @@ class Bound:
     conditioned), for the direct-form repair. ``ncols`` is the number of columns k the
     formula sees. ``finite`` is the ``ensure_all_finite`` the data was checked with;
     ``facts`` what device validation learnt per input name (NaN/±inf stored, max |x|).
-    ``on_device``: an input was a CuPy array, so results stay on the device.
+    ``on_device``: an input was a CuPy array, so results stay on the device. ``memos``:
+    per ``data`` key, the dict where a backend keeps what it derives from that operand
+    alone (mapped values, row hashes, row reductions, column forms), keyed by what each
+    depends on: the operand's memo when it was prepared (kept for later calls;
+    :mod:`gbdist.runtime.prepared`), else a dict of this call.
     """
 
     plan: Any
@@ -68,6 +72,14 @@ class Bound:
     facts: dict = field(default_factory=dict)
     drop_zeros: bool = False
     on_device: bool = False
+    memos: dict = field(default_factory=dict)
+
+    def memo(self, key) -> dict:
+        """The memo of operand ``key`` (a new dict for one bound without memos)."""
+        m = self.memos.get(key)
+        if m is None:
+            m = self.memos[key] = {}
+        return m
 
     @property
     def width(self) -> int:

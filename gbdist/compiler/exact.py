@@ -34,6 +34,8 @@ numerically in :mod:`gbdist.runtime.invariance`. Also here: ``apply(normalize, Â
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -278,6 +280,27 @@ def _numeric_check(plan, value: float) -> tuple[bool, str]:
     return _NUMERIC_CHECK[0](plan, value)
 
 
+def _per_plan(fn):
+    """``fn(plan)`` remembered per plan object (plans are immutable; the plan is kept with
+    its answer so that its id is not reused): read on every call of the runtime."""
+    memo: dict = {}
+
+    @functools.wraps(fn)
+    def cached(plan):
+        hit = memo.get(id(plan))
+        if hit is not None and hit[0] is plan:
+            return hit[1]
+        value = fn(plan)
+        if len(memo) >= 512:  # plans compiled per call (callables) must not pile up
+            memo.clear()
+        memo[id(plan)] = (plan, value)
+        return value
+
+    cached.cache_clear = memo.clear
+    return cached
+
+
+@_per_plan
 def operand_pair(plan) -> tuple[tuple, tuple] | None:
     """((left name, flipped), (right name, flipped)): the one operand indexing the output
     rows and the one indexing its columns, or None when the plan has other shapes."""
@@ -296,6 +319,7 @@ def operand_pair(plan) -> tuple[tuple, tuple] | None:
 # ---------------------------------------------------------------------------
 
 
+@_per_plan
 def normalised_names(plan) -> tuple[str, ...]:
     """Names of the operands that ``plan`` reads as ``apply(normalize, Â·)``."""
     from ..errors import TypeCheckError

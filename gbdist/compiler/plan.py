@@ -55,7 +55,7 @@ class Step:
     node: ir.Node
     kind: str  # "matrix" (i, j), "col" (i), "row" (j)
 
-    @property
+    @functools.cached_property  # a frozen step's sides never change; read on every call
     def sides(self) -> list[tuple[str, tuple]]:
         """(side, (name, transposed)) of each operand this step reads: "left" operands
         index the output rows (they are sliced into row blocks), "right" the columns."""

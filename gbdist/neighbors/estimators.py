@@ -16,6 +16,7 @@ from ..errors import GbdistError, InputError, NotFittedError, ParameterError
 from ..inputs import is_cupy, refuse_graph_operand
 from ..pairwise import metric_program, precomputed_distances
 from ..runtime import get_backend, result_dtype, to_csr, working_memory_bytes
+from ..runtime.prepared import prepare
 from .search import _knn, _radius, drop_self, select_k
 
 def _object_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
@@ -219,6 +220,7 @@ class _NeighborsBase(BaseEstimator):
             self._plan = None
             self._fit_dtype = np.dtype(np.float32 if D.dtype == np.float32 else np.float64)
             self._fit_X = D
+            self._fit_index = D
         else:
             X = self._validate(X, reset=True)
             self._set_effective_metric()
@@ -227,7 +229,10 @@ class _NeighborsBase(BaseEstimator):
                 del params["w"]
             self._plan = metric_program(self.effective_metric_, **params).plan
             self._fit_dtype = result_dtype({"A": X})
-            self._fit_X = to_csr(X, "X", drop_zeros=True)
+            # the index prepared once (validated, canonical, read-only): each query pays
+            # only for itself (gbdist.runtime.prepared)
+            self._fit_index = prepare(to_csr(X, "X", drop_zeros=True))
+            self._fit_X = self._fit_index.source
         self.n_samples_fit_ = self._fit_X.shape[0]
         self._fit_method = "brute"
         return self
@@ -244,7 +249,7 @@ class _NeighborsBase(BaseEstimator):
         budget = working_memory_bytes(self.working_memory)
         be = None if self._precomputed() else get_backend(self.backend, budget)
         if X is None:
-            return self._fit_X, True, budget, be, self._fit_dtype
+            return self._fit_index, True, budget, be, self._fit_dtype
         if self._precomputed():
             Q = self._validate_precomputed(X, reset=False)
         else:
@@ -282,7 +287,7 @@ class _NeighborsBase(BaseEstimator):
             d, i = _precomputed_knn(Q, k, is_train)
             d = d.astype(dt)
         else:
-            d, i = _knn(self._plan, Q, self._fit_X, k, be, budget, is_train, dt)
+            d, i = _knn(self._plan, Q, self._fit_index, k, be, budget, is_train, dt)
         return (d, i) if return_distance else i
 
     def kneighbors_graph(self, X=None, n_neighbors=None, mode: str = "connectivity"):
@@ -307,7 +312,7 @@ class _NeighborsBase(BaseEstimator):
             g = _precomputed_radius(Q, r, is_train, sort_results)
             g.data = g.data.astype(dt)
             return g
-        g = _radius(self._plan, Q, self._fit_X, r, be, budget, is_train, sort_results, dt)
+        g = _radius(self._plan, Q, self._fit_index, r, be, budget, is_train, sort_results, dt)
         return _int64_csr(g.data, g.indices, g.indptr, g.shape)
 
     def radius_neighbors(self, X=None, radius=None, return_distance: bool = True,

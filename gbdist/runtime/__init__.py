@@ -42,15 +42,18 @@ def register_cache(clear) -> None:
 def clear_caches() -> None:
     """Empty every process-wide cache of compiled or derived things: generated CUDA
     sources, compiled modules and strategy choices (when CuPy is present), proven
-    d(a, a) values and row invariances, and what the stages above registered
+    d(a, a) values and row invariances, small operands kept for reuse
+    (:mod:`gbdist.runtime.prepared`), and what the stages above registered
     (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
     analysis cache (gbdist.compiler.cache) is kept. Public as ``gbdist.clear_caches()``."""
     from .. import inputs
     from ..algebra import proofs
     from ..compiler import analysis, exact, ir, plan
-    from . import invariance
-    for cached in (proofs._check, analysis.analyze, plan.cached_plan):
+    from . import invariance, prepared
+    for cached in (proofs._check, analysis.analyze, plan.cached_plan, exact.operand_pair,
+                   exact.normalised_names, invariance.conditioned_names):
         cached.cache_clear()
+    prepared.clear()
     for memo in (exact._CACHE, invariance._INV_CACHE, ir._SYMBOLS, inputs._SIDES):
         memo.clear()
     for clear in _CLEARERS:

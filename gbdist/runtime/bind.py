@@ -17,6 +17,7 @@ import scipy.sparse as sps
 from ..compiler import exact, ir
 from ..backends import rows
 from ..backends.base import Bound
+from . import prepared
 from ..errors import InputError
 from ..inputs import (
     check_device_operand, check_domains, check_finite, check_non_empty, check_real,
@@ -241,6 +242,7 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     structural = any(getattr(s.node, "structural", False) for s in plan.steps)
     on_device = any(is_cupy(v) for v in inputs.values())
     base, facts, seen = {}, {}, {}
+    ops: dict = {}  # name -> (its prepared Operand or None, the path of its current form)
     for name, sym in sorted(needed.items()):
         label = labels.get(name, name)
         x = inputs[name]
@@ -248,19 +250,31 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         key = (id(x), vector)
         if key not in seen:
             if vector:
-                seen[key] = (vector_to_row(x, name, ensure_all_finite, label), None)
+                src = x.source if isinstance(x, prepared.Prepared) else x
+                seen[key] = (vector_to_row(src, name, ensure_all_finite, label), None, None)
             elif xp is not np and is_cupy(x):
                 # a stored 0 equals the fill for data semantics: dropped only where it is
                 # an entry (structural products), which costs a transfer
-                seen[key] = _device_csr(x, label, dt, drop_zeros and structural, ensure_all_finite)
+                seen[key] = (*_device_csr(x, label, dt, drop_zeros and structural,
+                                          ensure_all_finite), None)
             else:
-                seen[key] = (to_csr(x, name, drop_zeros, ensure_all_finite, label), None)
-        base[name], found = seen[key]
+                op = prepared.operand(x, drop_zeros, ensure_all_finite, label)
+                seen[key] = (op.csr, None, op)
+        base[name], found, op = seen[key]
+        ops[name] = (op, ())
         if found is not None:
             facts[name] = found
         if ensure_non_empty:
             check_non_empty(tuple(base[name].shape), label)
     raw = dict(base)
+
+    def derive(name: str, step: tuple, build):
+        """base[name]'s next form ``step``: from its operand's memo when it has one."""
+        op, path = ops[name]
+        path = path + step
+        ops[name] = (op, path)
+        return build() if op is None else op.derived(path, build)
+
     host_values: dict = {}  # id(device operand) -> its values on the host, where they are known
     if xp is not np:
         # A backend on the device: host operands are uploaded once, in the result dtype, and
@@ -270,8 +284,10 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
             if isinstance(needed[name], ir.Vector) or is_cupy(v.data):
                 continue
             if id(v) not in uploaded:
-                uploaded[id(v)] = _upload(v, dt)
+                uploaded[id(v)] = derive(name, ("upload", dt), lambda v=v: _upload(v, dt))
                 host_values[id(uploaded[id(v)])] = v.data
+            else:
+                ops[name] = (ops[name][0], ops[name][1] + ("upload", dt))
             base[name] = uploaded[id(v)]
     # Conditioning acts on the rows as given (the proven invariance is of the metric as a
     # function of its inputs), then apply(normalize, ·) divides rows by their sums; new
@@ -280,19 +296,32 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         inv, names = conditioning
         for name in names:
             m = base[name]
-            base[name] = _with_values(m, rows.condition_rows(m.indptr, m.data, m.shape[1], inv,
-                                                             _xp_of(m)))
+            base[name] = derive(name, ("condition", inv), lambda m=m: _with_values(
+                m, rows.condition_rows(m.indptr, m.data, m.shape[1], inv, _xp_of(m))))
     for name in exact.normalised_names(plan):
         m = base[name]
-        base[name] = _with_values(m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m)))
-    data, left_keys, known = {}, set(), {}
+        base[name] = derive(name, ("normalise",), lambda m=m, name=name: _with_values(
+            m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
+    data, left_keys, known, memos, unchecked = {}, set(), {}, {}, {}
     for step in plan.steps:
         for side, key in step.sides:
             name, flipped = key
             if key not in data:
-                data[key] = _transposed(base[name]) if flipped else base[name]
+                op, path = ops[name]
+                here = path + (("transpose",) if flipped else ())
+                if not flipped:
+                    data[key] = base[name]
+                elif op is None:
+                    data[key] = _transposed(base[name])
+                else:
+                    data[key] = op.derived(here, lambda m=base[name]: _transposed(m))
+                # the backends' per-operand forms (mapped values, hashes, reductions)
+                memos[key] = {} if op is None else op.derived(here + ("memo",), dict)
                 # a transpose holds the same values: the domain check reads them as a set
                 known[key] = host_values.get(id(base[name]))
+                checked = ("domain checked", plan.expr.key, key)
+                if checked not in memos[key]:
+                    unchecked[key] = checked
             if side == "left":
                 left_keys.add(key)
     widths = {k: v.shape[1] for k, v in data.items()}
@@ -307,6 +336,10 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     right_rows = [data[key].shape[0] for step in plan.steps for side, key in step.sides
                   if side == "right"]
     n = max(right_rows, default=1)
-    _check_domains(plan, data, known)
+    for name, (op, _path) in ops.items():  # facts of the operands as given (direct.Repair)
+        memos[("raw", name)] = {} if op is None else op.derived(("memo",), dict)
+    _check_domains(plan, {k: data[k] for k in unchecked}, known)
+    for key, checked in unchecked.items():  # never again for this operand and plan
+        memos[key][checked] = True
     return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, ensure_all_finite, raw,
-                 facts, drop_zeros, on_device)
+                 facts, drop_zeros, on_device, memos)

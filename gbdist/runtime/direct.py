@@ -265,7 +265,13 @@ class Repair:
 
     def _fact(self, name, key, compute):
         v = (self.b.facts.get(name) or {}).get(key)
-        return compute(self.b.raw[name]) if v is None else v
+        if v is not None:
+            return v
+        memo = self.b.memo(("raw", name))  # kept with a prepared operand
+        v = memo.get(key)
+        if v is None:
+            v = memo[key] = compute(self.b.raw[name])
+        return v
 
     def host(self) -> dict:
         """The bound operands on the host (float64 SciPy CSR), copied once when needed."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..compiler import cache, exact
 from ..backends.cpu import CPUBackend
-from ..compiler.exact import FORMAT, operand_pair
+from ..compiler.exact import FORMAT, _per_plan, operand_pair
 from .bind import bind_operands
 from .memory import budget_of
 from .tiles import evaluate
@@ -159,6 +159,7 @@ def invariance(plan) -> Invariance:
         lambda inv: {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
 
 
+@_per_plan
 def conditioned_names(plan) -> tuple[Invariance, tuple[str, ...]]:
     """The invariance of ``plan`` and the operand names whose rows may be conditioned."""
     inv = invariance(plan)

@@ -103,6 +103,9 @@ def symmetric_side(backend, plan, n: int, budget: int, dtype) -> int:
     return int(max(1, min(n, int(np.sqrt(cells)))))
 
 
+SMALL_RESULT = 16 << 20  # bytes
+
+
 def allocate_result(shape: tuple, dtype, xp=np, check_only: bool = False):
     """``xp.empty(shape, dtype)``, refused with a typed error before allocating when it
     cannot fit in memory (the host's available memory, the GPU's whole memory), and a
@@ -112,7 +115,8 @@ def allocate_result(shape: tuple, dtype, xp=np, check_only: bool = False):
     for d in shape:
         cells *= int(d)
     nbytes = cells * dtype.itemsize
-    limit = physical_memory() if xp is np else _device_total()
+    # a small result is not checked: asking the system costs more than the call's kernel
+    limit = None if nbytes <= SMALL_RESULT else physical_memory() if xp is np else _device_total()
     what = " × ".join(str(int(d)) for d in shape)
     if limit is not None and nbytes > limit:
         where = "memory available" if xp is np else "GPU's memory"

@@ -64,7 +64,7 @@ def available() -> bool:
 def generated(plan: Plan):
     """The generated module description for ``plan`` (cached by its structural key)."""
     from .codegen import generate
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())))
+    key = _plan_key(plan)
     gen = _GENERATED.get(key)
     if gen is None:
         gen = _GENERATED[key] = generate(plan)
@@ -76,9 +76,22 @@ def generate_source(plan: Plan) -> str:
     return generated(plan).source
 
 
+def _plan_key(plan: Plan) -> tuple:
+    return (plan.expr.key, tuple(sorted(plan.roles.items())))
+
+
+_LOADED: dict = {}
+
+
 def _module(plan: Plan):
-    from .cache import load
-    return load(generated(plan).source)
+    """The plan's compiled module (loaded once per process: the cache's key hashes the
+    whole source)."""
+    key = _plan_key(plan)
+    mod = _LOADED.get(key)
+    if mod is None:
+        from .cache import load
+        mod = _LOADED[key] = load(generated(plan).source)
+    return mod
 
 
 def _host(v) -> sps.csr_matrix:
@@ -114,6 +127,18 @@ def one_index_type(data: dict) -> dict:
     return {k: done[id(v)] for k, v in data.items()}
 
 
+_MONOIDS: dict = {}
+
+
+def _monoid_args(monoid) -> tuple:
+    """(identity, kernel code) of a monoid, found once per monoid object (the identity is
+    evaluated and the ufunc proved from the algebra: too slow for every call)."""
+    hit = _MONOIDS.get(id(monoid))
+    if hit is None or hit[0] is not monoid:
+        hit = _MONOIDS[id(monoid)] = (monoid, monoid.identity_value, _how(monoid.ufunc))
+    return hit[1:]
+
+
 def _how(ufunc) -> int:
     from . import helpers
     return {np.add: helpers.PLUS, np.multiply: helpers.TIMES, np.maximum: helpers.MAX,
@@ -123,39 +148,50 @@ def _how(ufunc) -> int:
 class CompiledPrepared:
     """A bound plan with its generated module: operand values mapped once (apply chains),
     right rows ordered once (ordered unions), the right side of each column tile (CSC
-    by column, row reductions) computed once per column tile."""
+    by column, row reductions) computed once per column tile. What depends on one operand
+    alone is kept in that operand's memo (``Bound.memos``): a prepared operand pays for it
+    in its first call only (:mod:`gbdist.runtime.prepared`)."""
 
     def __init__(self, bound: Bound, exact_pass: bool):
         plan = bound.plan
         self.bound = bound
         self.gen = gen = generated(plan)
         self.mod = mod = _module(plan)
+        self.gen_key = _plan_key(plan)
         self.pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
         self.value = exact.self_value(plan).value if self.pair is not None else None
         self.K = bound.ncols
         self.Kw = bound.width
         data = bound.data
         self.values = {}
+        self.chains = {}  # operand index -> the key of its apply chain
         seen: dict = {}  # (values array, chain): mapped once (a self-join's A and B share X)
         for u in gen.operands:
             values = data[u.base].data
-            key = (id(values), tuple(op.key for op in u.chain))
-            if key in seen:
-                self.values[u.index] = seen[key]
-                continue
-            for op in u.chain:  # the NumPy evaluator, as the oracle's bind_operand maps
-                values = apply_unary(op, values)
-            self.values[u.index] = seen[key] = \
-                np.asarray(values, dtype=np.float64) if u.mapped else values
+            chain = self.chains[u.index] = tuple(op.key for op in u.chain)
+            key = (id(values), chain)
+            if key not in seen:
+                seen[key] = bound.memo(u.base).get(("values", chain))
+            if seen[key] is None:
+                for op in u.chain:  # the NumPy evaluator, as the oracle's bind_operand maps
+                    values = apply_unary(op, values)
+                seen[key] = bound.memo(u.base)[("values", chain)] = \
+                    np.asarray(values, dtype=np.float64) if u.mapped else values
+            self.values[u.index] = seen[key]
         self.sorted = {}  # (operand, step) -> (indices, values) of rows ordered for a union
         for kind, u, s in gen.args:
             if kind == "rsort":
-                d = data[gen.operands[u].base]
-                out_i = np.empty_like(d.indices)
-                out_v = np.empty(d.indices.shape[0], dtype=np.float64)
-                _run_blocks(getattr(mod, f"rsort_{s}"),
-                            (d.indptr, d.indices, self.values[u], out_i, out_v), d.shape[0])
-                self.sorted[(u, s)] = (out_i, out_v)
+                base = gen.operands[u].base
+                memo, mkey = bound.memo(base), ("rsort", self.gen_key, u, s)
+                if mkey not in memo:
+                    d = data[base]
+                    out_i = np.empty_like(d.indices)
+                    out_v = np.empty(d.indices.shape[0], dtype=np.float64)
+                    _run_blocks(getattr(mod, f"rsort_{s}"),
+                                (d.indptr, d.indices, self.values[u], out_i, out_v), d.shape[0],
+                                work=d.nnz)
+                    memo[mkey] = (out_i, out_v)
+                self.sorted[(u, s)] = memo[mkey]
         self.cols = [(st, u) for st, u, kind in gen.reductions if kind == "col"]
         self.rows = [(st, u) for st, u, kind in gen.reductions if kind == "row"]
         self._right = None
@@ -167,8 +203,12 @@ class CompiledPrepared:
         computed once per call and sliced per tile."""
         h = self._hashes.get(key)
         if h is None:
-            d = self.bound.data[key]
-            h = self._hashes[key] = _rows.row_hashes(d.indptr, d.indices, d.data)
+            memo = self.bound.memo(key)
+            h = memo.get("row hashes")
+            if h is None:
+                d = self.bound.data[key]
+                h = memo["row hashes"] = _rows.row_hashes(d.indptr, d.indices, d.data)
+            self._hashes[key] = h
         return h
 
     def split(self):
@@ -225,7 +265,8 @@ class CompiledPrepared:
         from . import helpers
         out = np.zeros((r1 - r0, sp["width"]), dtype=np.float64)
         _run_blocks(helpers.dense_rows, (d.indptr[r0:r1 + 1], d.indices, self.values[u],
-                                         sp["dpos"], out), r1 - r0)
+                                         sp["dpos"], out), r1 - r0,
+                    work=int(d.indptr[r1] - d.indptr[r0]) + out.size)
         return out
 
     def base(self, r0: int, r1: int, c0: int, c1: int):
@@ -254,12 +295,17 @@ class CompiledPrepared:
             op = self.gen.operands[u]
             d = self.bound.data[op.base]
             a, b = min(r0, d.shape[0]), min(r1, d.shape[0])
-            monoid = st.node.monoid
-            fill, e = op.fill, monoid.identity_value
-            counts = not (fill == e or (np.isnan(fill) and np.isnan(e)))
-            out = np.zeros(b - a, dtype=np.float64)
-            helpers.reduce_rows(d.indptr[a:b + 1], self.values[u], np.int64(self.K),
-                                np.float64(fill), np.float64(e), _how(monoid.ufunc), counts, out)
+            e, how = _monoid_args(st.node.monoid)
+            fill = op.fill
+            memo = self.bound.memo(op.base)
+            key = ("reduce", self.chains[u], float(fill), float(e), how, self.K, a, b)
+            out = memo.get(key)
+            if out is None:
+                counts = not (fill == e or (np.isnan(fill) and np.isnan(e)))
+                out = np.zeros(b - a, dtype=np.float64)
+                helpers.reduce_rows(d.indptr[a:b + 1], self.values[u], np.int64(self.K),
+                                    np.float64(fill), np.float64(e), how, counts, out)
+                memo[key] = out
             buf[c, :b - a] = out
         return buf
 
@@ -280,13 +326,17 @@ class CompiledPrepared:
                 a, e = min(c0_, d.shape[0]), min(c1_, d.shape[0])
                 ptr = d.indptr[a:e + 1]
                 if kind == "rcsc":
-                    lo, hi = int(ptr[0]), int(ptr[-1])
-                    t = sps.csr_matrix((self.values[u][lo:hi], d.indices[lo:hi], ptr - lo),
-                                       shape=(e - a, d.shape[1])).tocsc()
-                    t.sort_indices()
-                    it = d.indices.dtype  # SciPy may shrink int64 indices: keep the input's
-                    arrays[(kind, u, s)] = (t.indptr.astype(it, copy=False),
-                                            t.indices.astype(it, copy=False), t.data)
+                    memo = b.memo(gen.operands[u].base)
+                    mkey = ("rcsc", self.chains[u], a, e)
+                    if mkey not in memo:
+                        lo, hi = int(ptr[0]), int(ptr[-1])
+                        t = sps.csr_matrix((self.values[u][lo:hi], d.indices[lo:hi], ptr - lo),
+                                           shape=(e - a, d.shape[1])).tocsc()
+                        t.sort_indices()
+                        it = d.indices.dtype  # SciPy may shrink int64 indices: keep the input's
+                        memo[mkey] = (t.indptr.astype(it, copy=False),
+                                      t.indices.astype(it, copy=False), t.data)
+                    arrays[(kind, u, s)] = memo[mkey]
                 elif kind == "rsort":
                     arrays[(kind, u, s)] = (ptr, *self.sorted[(u, s)])
                 else:
@@ -307,7 +357,7 @@ def condition_host(indptr, data, ncols: int, inv):
     _run_blocks(helpers.condition_rows,
                 (indptr, data, np.int64(ncols), bool(inv.shift), bool(inv.scale),
                  np.int64(np.finfo(data.dtype).minexp), out),
-                indptr.shape[0] - 1)
+                indptr.shape[0] - 1, work=4 * data.shape[0])
     return out.astype(data.dtype, copy=False)
 
 
@@ -340,7 +390,8 @@ def hashes_host(indptr, indices, data):
     n = indptr.shape[0] - 1
     out = np.empty(max(n, 0), dtype=np.uint64)
     if n > 0:
-        _run_blocks(helpers.row_hashes, (indptr, indices, b[0], b[1], out), n)
+        _run_blocks(helpers.row_hashes, (indptr, indices, b[0], b[1], out), n,
+                    work=4 * indices.shape[0] + n)
     return out
 
 
@@ -373,8 +424,13 @@ class CompiledCPUBackend(CPUBackend):
             raise InputError(f"strategy={strategy!r} selects a CUDA kernel; the {self.name} CPU "
                              "backend has one kernel per primitive",
                              hint="use backend='cuda', or strategy='auto'")
-        data = compress_columns({k: _host(v) for k, v in bound.data.items()}, bound.ncols)
-        return CompiledPrepared(dataclasses.replace(bound, data=one_index_type(data)), exact)
+        data = one_index_type(compress_columns({k: _host(v) for k, v in bound.data.items()},
+                                               bound.ncols))
+        # an operand changed here (columns compressed with the other operands', indices
+        # widened) starts a memo of this call's own
+        memos = dict(bound.memos)
+        memos.update({k: bound.memo(k) if v is bound.data[k] else {} for k, v in data.items()})
+        return CompiledPrepared(dataclasses.replace(bound, data=data, memos=memos), exact)
 
     def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         b, gen = p.bound, p.gen
@@ -406,7 +462,10 @@ class CompiledCPUBackend(CPUBackend):
             kernel = p.mod.gb_planes
         head = (*arrays, colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out, base,
                 sp is not None, out32, o32)
-        _run_blocks(kernel, head, m)
+        # the work: each cell reads about a left row's entries (fewer for a gather)
+        lrows = b.data[next(iter(b.left_keys))] if b.left_keys else None
+        per_row = 1 + (lrows.nnz // max(1, lrows.shape[0]) if lrows is not None else 0)
+        _run_blocks(kernel, head, m, work=m * max(n, 1) * per_row)
         if o32:
             out = out32
         elif not gen.fused:

@@ -37,11 +37,22 @@ def _pool(n: int):
     return pool
 
 
-def run_blocks(kernel, head: tuple, m: int, rows: int | None = None) -> None:
+MIN_BLOCK_WORK = 1 << 17  # elementary steps worth a block on the pool (~0.1 ms)
+
+
+def run_blocks(kernel, head: tuple, m: int, rows: int | None = None,
+               work: int | None = None) -> None:
     """Run ``kernel(*head, r0, r1)`` over blocks of output rows on the thread pool (the
-    kernels release the GIL), about four blocks per thread for balance."""
+    kernels release the GIL), about four blocks per thread for balance.
+
+    ``work``: about how many elementary steps the whole call takes (cells × entries per
+    row for a product, entries for a pass over an operand). Blocks are cut no smaller than
+    :data:`MIN_BLOCK_WORK` of it, so that small work runs in the calling thread: a pool's
+    hand-over costs tens of microseconds per block, more than a small call's kernel."""
     t = threads()
     rows = rows or max(1, min(256, -(-m // (4 * t))))
+    if work is not None and m > 0:
+        rows = max(rows, -(-MIN_BLOCK_WORK * m // max(int(work), 1)))
     blocks = [(r0, min(m, r0 + rows)) for r0 in range(0, m, rows)]
     if t == 1 or len(blocks) <= 1:
         for r0, r1 in blocks:

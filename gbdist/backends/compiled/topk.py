@@ -53,7 +53,7 @@ def select_k(tile: np.ndarray, k: int, offset: int = 0):
     out_d = np.empty((rows, kk), dtype=tile.dtype)
     out_i = np.empty((rows, kk), dtype=np.int64)
     if kk and rows:
-        _run_blocks(_select, (tile, kk, np.int64(offset), out_d, out_i), rows)
+        _run_blocks(_select, (tile, kk, np.int64(offset), out_d, out_i), rows, work=tile.size)
     return out_d, out_i
 
 
@@ -66,7 +66,7 @@ def merge_k(d1, i1, d2, i2, k: int):
     out_d = np.empty((rows, kk), dtype=np.float64)
     out_i = np.empty((rows, kk), dtype=np.int64)
     if kk and rows:
-        _run_blocks(_merge, (d1, i1, d2, i2, kk, out_d, out_i), rows)
+        _run_blocks(_merge, (d1, i1, d2, i2, kk, out_d, out_i), rows, work=d1.size + d2.size)
     return out_d, out_i
 
 

@@ -159,21 +159,22 @@ class CUDAPrepared:
         self.rows_per_block = rows_per_block
         uploaded: dict = {}
         self.data = {}
-        for key, v in bound.data.items():
+        for key, v in bound.data.items():  # kept in the operand's memo (Bound.memos)
             if id(v) not in uploaded:
-                uploaded[id(v)] = upload(v, self.dt)
+                uploaded[id(v)] = _memo(bound, key, ("device csr", self.dt.str),
+                                        lambda v=v: upload(v, self.dt))
             self.data[key] = uploaded[id(v)]
         sides: dict = {}
         for step in bound.plan.steps:
             for side, key in step.sides:
                 sides.setdefault(side, key)
         self.left_key, self.right_key = sides.get("left"), sides.get("right")
-        ops = [self.data[k] for k in (self.left_key, self.right_key) if k in self.data]
-        if float32_range is not None and not operands.within_exponent(ops, float32_range):
+        keys = [k for k in (self.left_key, self.right_key) if k in self.data]
+        if float32_range is not None and not self._within(keys, float32_range):
             # a value outside the range where the plan's float32 bound holds: float64
             self.at = at = np.dtype(np.float64)
             self.gen = gen = _generated(bound.plan, self.dt.name, at.name)
-        if gen.split_exponent is not None and not operands.within_exponent(ops, gen.split_exponent):
+        if gen.split_exponent is not None and not self._within(keys, gen.split_exponent):
             # a value outside the range the float split's bound covers: ⊗ in double
             self.gen = _generated(bound.plan, self.dt.name, at.name, split=False)
         plan = bound.plan
@@ -181,6 +182,12 @@ class CUDAPrepared:
         self.value = exact.self_value(plan).value if pair is not None else None
         self.K = next((d.shape[1] for d in self.data.values()), 0)
         self.cupy = cupy
+
+    def _within(self, keys, e: int) -> bool:
+        """:func:`operands.within_exponent` of each operand, read once per operand (its
+        memo): the read synchronises the host with the device."""
+        return all(_memo(self.bound, k, ("within exponent", e),
+                         lambda k=k: operands.within_exponent([self.data[k]], e)) for k in keys)
 
     def tile_data(self, r0: int, r1: int, c0: int, c1: int) -> tuple[dict, dict]:
         """(left operands: rows r0:r1, right operands: rows c0:c1) of a tile; an operand
@@ -191,6 +198,15 @@ class CUDAPrepared:
         right = {k: (d.rows(c0, c1) if right_cut and k not in b.left_keys else d)
                  for k, d in self.data.items()}
         return left, right
+
+
+def _memo(bound: Bound, key, what, build):
+    """``build()`` kept in operand ``key``'s memo under ``what``."""
+    memo = bound.memo(key)
+    v = memo.get(what)
+    if v is None:
+        v = memo[what] = build()
+    return v
 
 
 class CUDABackend:
