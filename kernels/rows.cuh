@@ -219,3 +219,18 @@ __global__ void gb_convert(const S* __restrict__ x, long long n, D* __restrict__
        p += (long long)gridDim.x * blockDim.x)
     y[p] = (D)x[p];
 }
+
+// sums[r] = the values of row r added in entry order, in double: one thread per row, so
+// that equal rows get equal sums (bit for bit, the host's np.add.at order too). Row
+// normalisation divides by them; an atomic scatter-add ordered the additions by chance,
+// and two equal rows could come out one rounding apart (then not "identical").
+template <typename I>
+__global__ void gb_row_sums(const I* __restrict__ ptr, const double* __restrict__ val,
+                            long long nrows, double* __restrict__ sums) {
+  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < nrows;
+       r += (long long)gridDim.x * blockDim.x) {
+    double s = 0.0;
+    for (I p = ptr[r]; p < ptr[r + 1]; ++p) s += val[p];
+    sums[r] = s;
+  }
+}

@@ -302,7 +302,11 @@ def normalise_rows(indptr, data, name: str, xp=np):
                           hint="rows must be nonnegative weights, e.g. counts or probabilities")
     ip = indptr.astype(xp.int64)
     row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
-    sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
-    _scatter_add(sums, row, v, xp)
+    if _device(xp, v, ip):  # in entry order (an atomic scatter-add orders them by chance)
+        from .cuda import rows as dev_rows
+        sums = dev_rows.row_sums(ip, v)
+    else:
+        sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
+        _scatter_add(sums, row, v, xp)  # in entry order on the host
     sums = xp.where(sums > 0, sums, 1.0)
     return astype(v / sums[row], data.dtype, xp)

@@ -268,12 +268,19 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
             check_non_empty(tuple(base[name].shape), label)
     raw = dict(base)
 
+    this_call: dict = {}  # (id of a form without an operand memo, step) -> the next form
+
     def derive(name: str, step: tuple, build):
-        """base[name]'s next form ``step``: from its operand's memo when it has one."""
+        """base[name]'s next form ``step``: from its operand's memo when it has one (else
+        once per call: a self-join's two names share one device operand)."""
         op, path = ops[name]
-        path = path + step
-        ops[name] = (op, path)
-        return build() if op is None else op.derived(path, build)
+        ops[name] = (op, path + step)
+        if op is not None:
+            return op.derived(path + step, build)
+        key = (id(base[name]), step)
+        if key not in this_call:
+            this_call[key] = build()
+        return this_call[key]
 
     host_values: dict = {}  # id(device operand) -> its values on the host, where they are known
     if xp is not np:

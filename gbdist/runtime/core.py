@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import numpy as np
 
@@ -57,10 +58,21 @@ def _compiled(host):
     return CompiledCPUBackend(host)
 
 
-def cpu_backend(host) -> Backend:
+# Start-up: importing Numba and loading a cached kernel take ~0.4 s on 2 cores, more than
+# the NumPy backend takes for a small product. The first few small calls of a process
+# that has not loaded Numba run on the NumPy backend (the reference: the same results to
+# rounding); the compiled backend takes over from the next call, or at once for larger work.
+FIRST_CALLS_WORK = 1 << 20  # work (output cells × entries per row) of a "small" call
+FIRST_CALLS = 3
+_FIRST_CALLS = [0]
+
+
+def cpu_backend(host, work: int | None = None) -> Backend:
     """What ``backend="cpu"`` (and ``"auto"`` without a GPU) runs on: ``GBDIST_CPU_BACKEND``
     (``compiled`` or ``numpy``); unset, the compiled backend when Numba imports, else the
-    NumPy backend (the reference, always there)."""
+    NumPy backend (the reference, always there). ``work`` (see :data:`FIRST_CALLS_WORK`):
+    the first :data:`FIRST_CALLS` small calls of a process without Numba loaded run on
+    the NumPy backend, so that a short script does not wait for Numba."""
     choice = os.environ.get("GBDIST_CPU_BACKEND", "").strip().lower()
     if choice and choice not in CPU_BACKENDS:
         raise InputError("unknown GBDIST_CPU_BACKEND", expected="'compiled' or 'numpy'",
@@ -70,11 +82,37 @@ def cpu_backend(host) -> Backend:
         return CPUBackend(host)
     if choice == "compiled":
         return _compiled(host)
+    if (work is not None and work <= FIRST_CALLS_WORK and _FIRST_CALLS[0] < FIRST_CALLS
+            and "numba" not in sys.modules):
+        _FIRST_CALLS[0] += 1
+        return CPUBackend(host)
     from ..backends.compiled import available
     return _compiled(host) if available() else CPUBackend(host)
 
 
-def get_backend(name, working_memory: int | None = None) -> Backend:
+FIRST_CALLS_COLUMNS = 1 << 16  # wider inputs: the compiled backend's memory model
+
+
+def work_of(inputs: dict) -> int | None:
+    """About the work of a product of ``inputs`` (rows × rows × stored entries per row),
+    from their shapes and entry counts alone; None when unknown, or when an input is
+    wider than :data:`FIRST_CALLS_COLUMNS` (the NumPy backend's temporaries grow with the
+    columns)."""
+    try:
+        sizes = [(int(v.shape[0]), int(getattr(v, "nnz", 0) or v.shape[0] * v.shape[1]))
+                 for v in inputs.values()]
+        if any(int(v.shape[1]) > FIRST_CALLS_COLUMNS for v in inputs.values()):
+            return None
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if not sizes:
+        return None
+    rows = [r for r, _ in sizes]
+    per_row = max(nnz // max(r, 1) for r, nnz in sizes)
+    return max(rows) * (rows[0] if len(rows) == 1 else min(rows)) * (1 + per_row)
+
+
+def get_backend(name, working_memory: int | None = None, work: int | None = None) -> Backend:
     """Resolve ``backend=`` ("auto", "cpu", "compiled", "cuda", or an object implementing
     :class:`gbdist.backends.base.Backend`) to a backend object. "compiled" is the Numba
     backend; "cpu" is the compiled one when Numba imports, else the NumPy one
@@ -90,7 +128,7 @@ def get_backend(name, working_memory: int | None = None) -> Backend:
     # half the budget, as its cell_bytes counts them
     host = None if working_memory is None else max(1, working_memory // 2)
     if name == "cpu":
-        return cpu_backend(host)
+        return cpu_backend(host, work)
     if name == "compiled":
         return _compiled(host)
     if name in ("cuda", "auto"):
@@ -102,7 +140,7 @@ def get_backend(name, working_memory: int | None = None) -> Backend:
             raise BackendError("backend='cuda' needs CuPy and an NVIDIA GPU",
                                got=reason, hint="pip install 'gbdist[cuda]', or backend='cpu'")
         _announce_cpu_fallback(reason)
-        return cpu_backend(host)
+        return cpu_backend(host, work)
     raise InputError("unknown backend", expected="'auto', 'cpu', 'compiled' or 'cuda'",
                      got=repr(name))
 
@@ -129,7 +167,7 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
     working_memory = check_working_memory(working_memory)
     if dtype is not None:
         _bind.result_dtype({}, dtype)
-    be = get_backend(backend, working_memory)
+    be = get_backend(backend, working_memory, work_of(inputs))
     b = bind(plan, inputs, drop_zeros, dtype, ensure_all_finite, labels, ensure_non_empty,
              xp=be.xp)
     prepared = be.prepare(b, strategy)

@@ -422,7 +422,10 @@ X = sps.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, k // 2, k - 1], dtyp
                     np.array([0, 1, 2, 3])), shape=(3, k))
 out = {}
 for metric in ("euclidean", "manhattan", "chebyshev", "cosine", "canberra", "hamming"):
-    gb.pairwise_distances(sps.random(3, 20, density=0.5, format="csr"), metric=metric, backend="cpu")
+    # warm-up: the compiled backend loaded (a process's first small calls run on the NumPy
+    # backend until Numba is loaded: gbdist.runtime.core.FIRST_CALLS)
+    gb.pairwise_distances(sps.random(3, 20, density=0.5, format="csr"), metric=metric,
+                          backend="compiled")
     tracemalloc.start()
     D = gb.pairwise_distances(X, metric=metric, backend="cpu", working_memory=16)  # MiB
     peak = tracemalloc.get_traced_memory()[1]
@@ -546,7 +549,7 @@ class _RawBackend:
 def raw_backend(monkeypatch):
     from gbdist.runtime import core
     be = _RawBackend()
-    monkeypatch.setattr(core, "get_backend", lambda name, wm=None: be)
+    monkeypatch.setattr(core, "get_backend", lambda name, wm=None, work=None: be)
     return be
 
 

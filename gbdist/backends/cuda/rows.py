@@ -37,6 +37,7 @@ def names() -> tuple[str, ...]:
             out += [f"gb_csr_check<{t}, {i}>", f"gb_row_hash<{t}, {i}>",
                     f"gb_pairs_verify<{t}, {i}>", f"gb_condition<{t}, {i}>"]
         out.append(f"gb_count_nonfinite<{t}>")
+    out += [f"gb_row_sums<{i}>" for i in _INDICES.values()]
     out += ["gb_convert<float, double>", "gb_convert<double, float>"]
     return tuple(out)
 
@@ -176,6 +177,18 @@ def condition(indptr, data, ncols: int, shift: bool, scale: bool):
         (indptr, data, np.int64(nrows), np.int64(ncols), np.int32(1 if shift else 0),
          np.int32(1 if scale else 0), np.int32(fi.minexp), out))
     return out
+
+
+def row_sums(indptr, values):
+    """Each row's float64 ``values`` added in entry order (one thread per row: equal rows get
+    equal sums, as on the host); no transfer."""
+    import cupy
+    nrows = int(indptr.shape[0]) - 1
+    sums = cupy.zeros(max(nrows, 0), dtype=cupy.float64)
+    if nrows > 0:
+        _fn(f"gb_row_sums<{_ti(indptr)}>")((_blocks(nrows),), (THREADS,),
+                                           (indptr, values, np.int64(nrows), sums))
+    return sums
 
 
 def count_nonfinite(x) -> int:
