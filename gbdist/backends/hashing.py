@@ -10,10 +10,19 @@ import numpy as np
 
 
 def hash_matches(ha, hb, xp=np):
-    """(i, j) of every pair with ``ha[i] == hb[j]`` (candidates for equal rows): one sort,
-    two searches and one transfer (the number of candidates). None when there is none."""
+    """(i, j) of every pair with ``ha[i] == hb[j]`` (candidates for equal rows): one sort of
+    the shorter side, two searches and one transfer (the number of candidates). None when
+    there is none. (A kNN query of one row against a large index sorts one hash, not the
+    index's.)"""
     if ha.shape[0] == 0 or hb.shape[0] == 0:
         return None
+    if ha.shape[0] < hb.shape[0]:
+        found = _matches(hb, ha, xp)
+        return None if found is None else (found[1], found[0])
+    return _matches(ha, hb, xp)
+
+
+def _matches(ha, hb, xp):
     order = xp.argsort(hb)
     hs = hb[order]
     lo = xp.searchsorted(hs, ha, side="left")
