@@ -75,10 +75,10 @@ class Bound:
     memos: dict = field(default_factory=dict)
 
     def memo(self, key) -> dict:
-        """The memo of operand ``key`` (a new dict for one bound without memos)."""
+        """The memo of operand ``key`` (a :class:`CallMemo` for one bound without memos)."""
         m = self.memos.get(key)
         if m is None:
-            m = self.memos[key] = {}
+            m = self.memos[key] = CallMemo()
         return m
 
     @property
@@ -91,6 +91,11 @@ class Bound:
         """Whether every right-side operand has one row per output column (so column tiles
         slice it); false for plans whose right side is a vector or a transposed operand."""
         return all(v.shape[0] == self.n for key, v in self.data.items() if key not in self.left_keys)
+
+
+class CallMemo(dict):
+    """The memo of an operand that was not prepared: it lives for one call (a backend may
+    skip keeping what only a later call would reuse)."""
 
 
 @dataclass

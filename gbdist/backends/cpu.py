@@ -34,7 +34,7 @@ from ..errors import BackendError, InputError
 from ..algebra.evaluate import apply_binary, apply_unary
 from ..compiler.typecheck import row_operand
 from . import rows
-from .base import Bound, Tile, has_rewrite, shape_output
+from .base import Bound, CallMemo, Tile, has_rewrite, shape_output
 
 DEFAULT_BUDGET = 256 * 2**20  # bytes of temporaries per chunk
 
@@ -183,7 +183,8 @@ class CPUBackend:
             data[k] = _host(v)
         data = compress_columns(data, bound.ncols)
         memos = dict(bound.memos)  # an operand changed here starts a memo of this call's own
-        memos.update({k: bound.memo(k) if v is bound.data[k] else {} for k, v in data.items()})
+        memos.update({k: bound.memo(k) if v is bound.data[k] else CallMemo()
+                      for k, v in data.items()})
         return CPUPrepared(self, dataclasses.replace(bound, data=data, memos=memos), exact)
 
     def run_tile(self, p: CPUPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:

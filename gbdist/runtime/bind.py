@@ -16,7 +16,7 @@ import scipy.sparse as sps
 
 from ..compiler import exact, ir
 from ..backends import rows
-from ..backends.base import Bound
+from ..backends.base import Bound, CallMemo
 from . import prepared
 from ..errors import InputError
 from ..inputs import (
@@ -240,7 +240,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                          got=", ".join(extra))
     dt = result_dtype(inputs, dtype)
     structural = any(getattr(s.node, "structural", False) for s in plan.steps)
-    on_device = any(is_cupy(v) for v in inputs.values())
+    on_device = any(is_cupy(v) or getattr(v, "on_device", False) is True
+                    for v in inputs.values())
     base, facts, seen = {}, {}, {}
     ops: dict = {}  # name -> (its prepared Operand or None, the path of its current form)
     for name, sym in sorted(needed.items()):
@@ -323,7 +324,7 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                 else:
                     data[key] = op.derived(here, lambda m=base[name]: _transposed(m))
                 # the backends' per-operand forms (mapped values, hashes, reductions)
-                memos[key] = {} if op is None else op.derived(here + ("memo",), dict)
+                memos[key] = CallMemo() if op is None else op.derived(here + ("memo",), dict)
                 # a transpose holds the same values: the domain check reads them as a set
                 known[key] = host_values.get(id(base[name]))
                 checked = ("domain checked", plan.expr.key, key)
@@ -344,7 +345,7 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                   if side == "right"]
     n = max(right_rows, default=1)
     for name, (op, _path) in ops.items():  # facts of the operands as given (direct.Repair)
-        memos[("raw", name)] = {} if op is None else op.derived(("memo",), dict)
+        memos[("raw", name)] = CallMemo() if op is None else op.derived(("memo",), dict)
     _check_domains(plan, {k: data[k] for k in unchecked}, known)
     for key, checked in unchecked.items():  # never again for this operand and plan
         memos[key][checked] = True

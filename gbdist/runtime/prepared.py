@@ -75,6 +75,7 @@ class Prepared:
         if isinstance(x, Prepared):
             x = x.source
         self.dtype = np.dtype(getattr(x, "dtype", np.float64))
+        self.on_device = is_cupy(x)  # results of calls on it stay on the device
         # validated and canonical, explicit zeros and non-finite values kept: each call's
         # own ensure_all_finite / drop_zeros give the forms below
         self.source = to_csr(x.get() if is_cupy(x) and not hasattr(x, "format") else x, label,

@@ -44,7 +44,7 @@ from ...compiler import exact
 from ...compiler.plan import Plan
 from ...errors import InputError
 from .. import rows as _rows
-from ..base import Bound, Tile, shape_output
+from ..base import Bound, CallMemo, Tile, shape_output
 from ..cpu import CPUBackend, compress_columns
 from .threads import run_blocks as _run_blocks
 from .threads import threads
@@ -429,7 +429,8 @@ class CompiledCPUBackend(CPUBackend):
         # an operand changed here (columns compressed with the other operands', indices
         # widened) starts a memo of this call's own
         memos = dict(bound.memos)
-        memos.update({k: bound.memo(k) if v is bound.data[k] else {} for k, v in data.items()})
+        memos.update({k: bound.memo(k) if v is bound.data[k] else CallMemo()
+                      for k, v in data.items()})
         return CompiledPrepared(dataclasses.replace(bound, data=data, memos=memos), exact)
 
     def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:

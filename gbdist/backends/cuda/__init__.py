@@ -39,8 +39,9 @@ from ...errors import InputError
 from ...compiler.plan import Plan
 from ...compiler.typecheck import row_operand
 from .. import rows as host_rows
-from ..base import Bound, Tile, shape_output
+from ..base import Bound, CallMemo, Tile, shape_output
 from . import cache, operands, strategies, topk
+from . import rows as dev_rows
 from .cache import compile_log, last_run
 from . import codegen
 from .codegen import Generated, generate
@@ -200,6 +201,47 @@ class CUDAPrepared:
         return left, right
 
 
+def _reductions(p, mod, names, gen, kind: str, data: dict, n: int, at, K: int, outs: dict,
+                whole: bool):
+    """The buffer of the row reductions of ``kind`` ("col": indexed by the left rows, "row":
+    by the right rows), each in its slice; ``outs`` gets each reduction's slice. When the
+    side is a whole operand, the buffer is kept in that operand's memo."""
+    import cupy
+    reds = [r for r in gen.reductions if r.kind == kind]
+    keys = {row_operand(r.step.node.arg)[:2] for r in reds}
+    memo = p.bound.memo(next(iter(keys))) if whole and len(keys) == 1 else None
+    what = ("reductions", kind, gen.key, np.dtype(at).str, n)
+    buf = memo.get(what) if memo is not None else None
+    fresh = buf is None
+    if fresh:
+        buf = cupy.empty(max(1, len(reds) * n), dtype=at)
+    for red in reds:
+        d = data[row_operand(red.step.node.arg)[:2]]
+        off = reds.index(red) * d.shape[0]
+        out = buf[off:off + d.shape[0]]
+        if fresh:
+            fn = mod.get_function(names[gen.reductions.index(red)])
+            blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+            fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
+        outs[red.step.name] = out
+    if fresh and memo is not None:
+        memo[what] = buf
+    return buf
+
+
+def _identical_rows(p, left, right):
+    """(i, j) of the equal rows of the whole left and right operands: found once per pair
+    (kept in the left operand's memo with the right one's memo, which it names)."""
+    lm, rm = p.bound.memo(p.left_key), p.bound.memo(p.right_key)
+    what = ("identical rows", id(rm), left.data.dtype.str)
+    hit = lm.get(what)
+    if hit is None or hit[0] is not rm:
+        found = host_rows.identical_pairs((left.indptr, left.indices, left.data),
+                                          (right.indptr, right.indices, right.data), p.cupy)
+        hit = lm[what] = (rm, found)
+    return hit[1]
+
+
 def _memo(bound: Bound, key, what, build):
     """``build()`` kept in operand ``key``'s memo under ``what``."""
     memo = bound.memo(key)
@@ -260,21 +302,16 @@ class CUDABackend:
         cache.LAST_RUN["accumulate"] = np.dtype(at).name
         mod = cache.module(gen.key, gen.source, names)
         # Row reductions, each written into its slice of one buffer per side
-        # (colred: reductions indexed by the left rows, rowred: by the right rows).
-        cols = [r for r in gen.reductions if r.kind == "col"]
-        rows_ = [r for r in gen.reductions if r.kind == "row"]
-        colbuf = cupy.empty(max(1, len(cols) * n_left), dtype=at)
-        rowbuf = cupy.empty(max(1, len(rows_) * n_right), dtype=at)
+        # (colred: reductions indexed by the left rows, rowred: by the right rows); a whole
+        # side's buffer is kept in its operand's memo (a prepared operand's norms are
+        # computed once).
+        b = p.bound
+        whole_right = (c0, c1) == (0, b.n) or not b.right_sliceable
         outs = {}
-        for r, red in enumerate(gen.reductions):
-            d = (ldata if red.kind == "col" else rdata)[row_operand(red.step.node.arg)[:2]]
-            side, buf = (cols, colbuf) if red.kind == "col" else (rows_, rowbuf)
-            off = side.index(red) * d.shape[0]
-            out = buf[off:off + d.shape[0]]
-            fn = mod.get_function(names[r])
-            blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-            fn((blocks,), (256,), (d.indptr, d.data, np.int64(d.shape[0]), np.int64(K), out))
-            outs[red.step.name] = out
+        colbuf = _reductions(p, mod, names, gen, "col", ldata, n_left, at, K, outs,
+                             whole=(r0, r1) == (0, b.m))
+        rowbuf = _reductions(p, mod, names, gen, "row", rdata, n_right, at, K, outs,
+                             whole=whole_right)
         if strat is not None:
             job.colbuf, job.rowbuf = colbuf, rowbuf
             result = strat.launch(mod, job)
@@ -282,8 +319,17 @@ class CUDABackend:
             result = _epilogue_arrays(plan, outs, K, n_left, n_right)
         result = shape_output(result, plan.output_kind, n_left, n_right, cupy).astype(dt, copy=False)
         if p.value is not None and left is not None and right is not None:
-            result = host_rows.apply_self_value(p.value, result, (left.indptr, left.indices, left.data),
-                                                (right.indptr, right.indices, right.data), cupy)
+            if (r0, r1) == (0, b.m) and whole_right and result.ndim == 2 \
+                    and result.dtype == left.data.dtype \
+                    and not isinstance(b.memo(p.left_key), CallMemo):
+                # the whole grid: the equal rows of the two operands, found once per pair of
+                # operands (their memos), written with no transfer
+                i, j = _identical_rows(p, left, right)
+                result = dev_rows.write_at(result, i, j, p.value)
+            else:
+                result = host_rows.apply_self_value(
+                    p.value, result, (left.indptr, left.indices, left.data),
+                    (right.indptr, right.indices, right.data), cupy)
         return Tile(result, None)
 
     def select_k(self, D, k: int, offset: int = 0):

@@ -167,6 +167,16 @@ def write_self_value(out, left, right, value: float) -> None:
         _verify(left, right, cand[0], cand[1], out, value)
 
 
+def write_at(out, i, j, value: float):
+    """``out[i, j] = value`` where that entry is finite (the verified equal pairs of
+    :func:`identical_pairs`, as ``gb_pairs_verify`` writes them): no transfer."""
+    import cupy
+    if i.shape[0]:
+        v = out[i, j]
+        out[i, j] = cupy.where(cupy.isfinite(v), out.dtype.type(value), v)
+    return out
+
+
 def condition(indptr, data, ncols: int, shift: bool, scale: bool):
     """:func:`gbdist.backends.rows.condition_rows` on the device: one kernel, no transfer."""
     nrows = int(indptr.shape[0]) - 1
