@@ -1,8 +1,8 @@
 """gbdist.dask against single-process gbdist: the all-pairs kNN on one GPU (issue 14).
 
-    python -m benchmarks.dask_knn                          # paper scale: powerlaw 283K x 194K
-    python -m benchmarks.dask_knn --rows 20000 --cols 20000 --nnz 2000000   # a quick look
-    python -m benchmarks.dask_knn --cpu --rows 2000 --cols 500 --nnz 20000  # no GPU: smoke
+    python benchmarks/run.py dask                      # paper scale: powerlaw 283K x 194K
+    python benchmarks/run.py dask --rows 20000 --cols 20000 --nnz 2000000   # a quick look
+    python benchmarks/run.py dask --cpu --rows 2000 --cols 500 --nnz 20000  # no GPU: smoke
 
 For each metric: the self-join ``gb.knn(X, k)`` in this process on the GPU (CuPy CSR, the
 answer left on the device, then synchronised), then the same search through
@@ -16,17 +16,12 @@ the exit status 1). Times are wall-clock medians (the Dask time includes schedul
 tree merges and bringing the n x k answer back to the client).
 
 Reported per (metric, partitions): ``single_ms``, ``dask_ms``, ``overhead`` (dask / single
-- 1), ``equal``. Results go to ``--json`` (default benchmarks/results/dask_knn.json).
+- 1), ``equal``. Results go to ``--json``.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -86,8 +81,7 @@ def _compare(ref, got) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap) -> None:
     ap.add_argument("--rows", type=int, default=None, help="powerlaw rows (default 283,228)")
     ap.add_argument("--cols", type=int, default=None, help="powerlaw columns (default 193,886)")
     ap.add_argument("--nnz", type=int, default=None, help="powerlaw nonzeros (default ~27.7M)")
@@ -97,9 +91,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cpu", action="store_true", help="CPU backend, CPU worker (smoke test)")
     ap.add_argument("--threads", type=int, default=1, help="worker threads with --cpu")
-    ap.add_argument("--json", default=str(Path(__file__).parent / "results" / "dask_knn.json"))
-    args = ap.parse_args(argv)
 
+
+def run(args) -> dict:
+    """Single process, then each partitioning through gbdist.dask; equal answers first."""
     import distributed
     import gbdist as gb
     import gbdist.dask as gbd
@@ -179,12 +174,4 @@ def main(argv=None) -> int:
                     f"{name} {sec * 1e3:.0f} ms" for name, sec in by_task.items()), flush=True)
             del parts
     cluster.close()
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(rows, f, indent=1)
-    print(f"wrote {args.json}")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return {"rows": rows, "failed": failed}

@@ -4,8 +4,8 @@ Two kinds of ``data_dir`` are understood:
 
 * a *raw* data directory (``../shared/data`` relative to the repository root),
   holding one folder per public dataset with its ``PROVENANCE.md``;
-* a *prepared* directory written by ``benchmarks/prepare_data.py`` (default
-  ``.bench_data``), holding ``<name>.npz`` files (``scipy.sparse.save_npz``)
+* a *prepared* directory written by :func:`prepare` (``python benchmarks/run.py
+  data``, default ``.bench_data``), holding ``<name>.npz`` files (``scipy.sparse.save_npz``)
   and a ``manifest.json``.  This is what travels to the GPU machine, which has
   no copy of the raw data.
 
@@ -488,11 +488,11 @@ def powerlaw(
 
 
 def load_prepared(name: str, data_dir):
-    """Load ``<data_dir>/<name>.npz`` written by prepare_data.py."""
+    """Load ``<data_dir>/<name>.npz`` written by :func:`prepare`."""
     d = Path(data_dir)
     path = d / f"{name}.npz"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (run benchmarks/prepare_data.py)")
+        raise FileNotFoundError(f"{path} not found (run: python benchmarks/run.py data)")
     m = canonical_csr(sp.load_npz(path))
     meta = None
     if (d / MANIFEST).is_file():
@@ -519,3 +519,64 @@ def load(name: str, data_dir=None, **kwargs):
     if is_prepared_dir(data_dir):
         return load_prepared(name, data_dir)
     return _RAW_LOADERS[name](data_dir)
+
+
+# --------------------------------------------------------------------------
+# writing a prepared directory (``python benchmarks/run.py data``)
+# --------------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def prepare(data_dir, out_dir, names=REAL_NAMES, log=print) -> dict:
+    """Build each dataset from the raw ``data_dir`` and write it to ``out_dir`` as
+    ``<name>.npz`` (compressed, float32 values, int32 indices); ``manifest.json`` holds
+    each dataset's metadata plus file size and build time. Returns the manifest. The GPU
+    machine has no copy of ``../shared/data`` and receives at most 64 MiB with the
+    working tree, so the matrices are built here once and carried."""
+    import time
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / MANIFEST
+    manifest = {}
+    if manifest_path.is_file():
+        with open(manifest_path, encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    for name in names:
+        t0 = time.perf_counter()
+        m, meta = load(name, data_dir)
+        build_s = time.perf_counter() - t0
+        path = out / f"{name}.npz"
+        sp.save_npz(path, m, compressed=True)
+        meta = dict(meta)
+        meta["npz_bytes"] = path.stat().st_size
+        meta["build_seconds"] = round(build_s, 2)
+        manifest[name] = meta
+        log(f"{name:13s} {m.shape[0]:>7d} x {m.shape[1]:<7d} nnz {m.nnz:>9d}  "
+            f"{meta['npz_bytes'] / MIB:6.2f} MiB  built in {build_s:5.2f} s")
+    with open(manifest_path, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=2, sort_keys=True)
+    return manifest
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--data-dir", default="../shared/data", help="raw data directory")
+    p.add_argument("--out", default=".bench_data", help="output directory for the .npz files")
+    p.add_argument("--names", nargs="+", default=list(REAL_NAMES), choices=list(REAL_NAMES),
+                   help="datasets to write (default: all real ones)")
+    p.add_argument("--budget-mib", type=float, default=45.0,
+                   help="size limit for the whole directory (the device copy takes 64 MiB)")
+
+
+def run(args) -> dict:
+    """The ``data`` tool: write the prepared directory; ``failed`` when over the budget
+    (leave a dataset out with ``--names``)."""
+    if is_prepared_dir(args.data_dir):
+        raise SystemExit(f"{args.data_dir} is a prepared directory; give the raw data directory")
+    manifest = prepare(args.data_dir, args.out, args.names)
+    total = sum(p.stat().st_size for p in Path(args.out).iterdir() if p.is_file())
+    print(f"total {total / MIB:.2f} MiB in {args.out}")
+    over = total > args.budget_mib * MIB
+    if over:
+        print(f"over the {args.budget_mib:.0f} MiB budget: leave a dataset out with --names")
+    return {"manifest": manifest, "total_bytes": total, "failed": over}

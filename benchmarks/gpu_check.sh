@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install carried wheels, run the GPU tests (-m gpu), run the
-# benchmark, print a short table last. Full logs and JSON go under $OUT.
+# One call on the GPU machine: install carried wheels, run the GPU tests (-m gpu), run one
+# section of the benchmark runner (default: distances), print its short table last. Full
+# logs and JSON go under $OUT.
 #   BENCH_ARGS="--datasets movielens,kos" bash benchmarks/gpu_check.sh
+#   SKIP_TESTS=1 BENCH_SECTION=latency bash benchmarks/gpu_check.sh
+#   FIRST_CALL=1 ...   also the fresh-process start-up on the GPU (latency --only startup)
 set -uo pipefail
 OUT=${OUT:-/tmp/gbdist-out}
 mkdir -p "$OUT"
@@ -21,11 +24,19 @@ python3 -c "import cupy, numpy, scipy, sympy; print('cupy', cupy.__version__, 'n
 if [ "${SKIP_TESTS:-0}" != "1" ]; then
   python3 -m pytest -q -p no:cacheprovider -m gpu tests ${TEST_ARGS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 fi
-if [ "${FIRST_CALL:-0}" = "1" ]; then
-  cache=$(mktemp -d)
-  echo "-- first call, cold kernel cache"; GBDIST_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_cold.log"
-  echo "-- first call, warm kernel cache (new process)"; GBDIST_CACHE_DIR=$cache python3 benchmarks/first_call.py 2>&1 | tee "$OUT/first_call_warm.log"
+if [ "${FIRST_CALL:-0}" = "1" ]; then  # fresh processes, empty and warm caches, on the GPU
+  python3 benchmarks/run.py latency --only startup --device cuda --json "$OUT/first_call.json" \
+    > "$OUT/first_call.log" 2>&1
+  echo "-- start-up on the GPU (full log: $OUT/first_call.log)"; sed -n '/^| part/,$p' "$OUT/first_call.log"
 fi
 if [ "${SKIP_BENCH:-0}" != "1" ]; then
-  python3 benchmarks/run.py --data-dir .bench_data ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+  SECTION=${BENCH_SECTION:-distances}
+  DATA=""
+  case "$SECTION" in distances|knn) DATA="--data-dir .bench_data" ;; esac
+  python3 benchmarks/run.py "$SECTION" $DATA ${BENCH_ARGS:-} --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+  status=$?
+  first=$(grep -n '^| ' "$OUT/bench.log" | head -1 | cut -d: -f1)  # its table, printed last
+  if [ -n "$first" ]; then tail -n +"$first" "$OUT/bench.log"; else tail -n 40 "$OUT/bench.log"; fi
+  echo "(full log: $OUT/bench.log, results: $OUT/bench.json, exit $status)"
+  exit $status
 fi

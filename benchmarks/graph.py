@@ -1,5 +1,11 @@
-"""Graph benchmark: gbdist.algorithms and single products against python-graphblas
-(SuiteSparse:GraphBLAS) and networkx, on power-law graphs of 10^4-10^7 edges.
+"""The graph section: gbdist.algorithms and single products against python-graphblas
+(SuiteSparse:GraphBLAS), SciPy and networkx, on power-law graphs of 10^4-10^7 edges.
+
+    python benchmarks/run.py graph                         # 1e4, 1e5, 1e6 edges
+    python benchmarks/run.py graph --edges 1e7 --only triangle_count,pagerank,mxv
+    python benchmarks/run.py graph --device                # gbdist's GPU path as well (CuPy)
+    python benchmarks/run.py graph --threads 2 --json out.json
+    python benchmarks/run.py graph --kernels               # the CUDA kernels vs cuSPARSE
 
 For every size the graph comes from ``benchmarks/graphs.py`` (``power_law_graph``: Chung-Lu,
 undirected, average degree ~17, weights in [1, 2)). Each row runs gbdist's function, the same
@@ -12,42 +18,36 @@ turn), so a change in the load of a shared machine affects both; ``mxv`` is also
 against SciPy's ``A @ x`` the same way ("vs_scipy"). "peak MiB" is the largest
 resident-set growth during one gbdist call (sampled every millisecond from /proc/self/statm).
 
-    python benchmarks/graph.py                         # 1e4, 1e5, 1e6 edges
-    python benchmarks/graph.py --edges 1e7 --only triangle_count,pagerank,mxv
-    python benchmarks/graph.py --device                # gbdist's GPU path as well (CuPy)
-    python benchmarks/graph.py --json out.json
+``--kernels`` runs ``benchmarks/graph_gpu.py`` instead: the CUDA SpGEMM and SpMV kernels
+(plus_times, min_plus, plus_pair, compensated sums, symmetric SpMV) against cuSPARSE
+through cupyx, at ``--edges`` (default 1e5,1e6,1e7).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sps
 from scipy.sparse import csgraph
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import gbdist as gb
+from gbdist import algorithms as alg
+from gbdist import graph as gr
 
-import gbdist as gb  # noqa: E402
-from gbdist import algorithms as alg  # noqa: E402
-from gbdist import graph as gr  # noqa: E402
+from benchmarks.graphs import peak_growth, power_law_graph
 
-from benchmarks import graph_peers as peers  # noqa: E402
-from benchmarks.graphs import peak_growth, power_law_graph  # noqa: E402
+try:
+    from benchmarks import graph_peers as peers
+except ImportError as e:  # python-graphblas (the peer) is an optional install
+    peers, PEERS_MISSING = None, e
 
 # the CPU columns time the CPU kernels: host products stay on the host even with a GPU here
 os.environ.setdefault("GBDIST_GRAPH_AUTO_DEVICE", "0")
 
 NAMES = ("mxm", "mxm_masked", "mxv", "bfs_levels", "bfs_parents", "sssp", "pagerank",
          "triangle_count", "connected_components", "ktruss", "jaccard", "cosine")
-
-
 
 
 def median_time(fn, repeat: int) -> float:
@@ -266,25 +266,36 @@ def _gpu_time(name, A, args, host_result):
     return median_time(synced, args.repeat)
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--edges", default="1e4,1e5,1e6", help="comma-separated edge counts")
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--only", default="", help="comma-separated operation names")
+def add_arguments(p) -> None:
+    p.add_argument("--edges", default=None,
+                   help="comma-separated edge counts (default 1e4,1e5,1e6; --kernels: 1e5,1e6,1e7)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="timed runs per median (default 3; --kernels: 10)")
+    p.add_argument("--only", default="", help="comma-separated operation names: " + ", ".join(NAMES))
     p.add_argument("--nx-max-edges", type=float, default=2e5)
     p.add_argument("--mxm-max-edges", type=float, default=2e6)
     p.add_argument("--device", action="store_true", help="also time gbdist's GPU path")
-    p.add_argument("--json", default="", help="write the rows to this file")
     p.add_argument("--threads", type=int, default=0,
                    help="threads for both gbdist and SuiteSparse (default: each its own)")
-    args = p.parse_args(argv)
+    p.add_argument("--kernels", action="store_true",
+                   help="the CUDA SpGEMM/SpMV kernels against cuSPARSE (benchmarks/graph_gpu.py)")
+
+
+def run(args) -> dict:
+    if args.kernels:
+        from benchmarks import graph_gpu
+        return graph_gpu.kernels(args.edges or "1e5,1e6,1e7", args.repeat or 10)
+    if peers is None:
+        raise SystemExit(f"graph: the peers need python-graphblas ({PEERS_MISSING})")
+    args.edges = args.edges or "1e4,1e5,1e6"
+    args.repeat = args.repeat or 3
     if args.threads:
         os.environ["GBDIST_NUM_THREADS"] = str(args.threads)
         peers.grb.ss.config["nthreads"] = args.threads
     args.only = set(filter(None, args.only.split(",")))
     unknown = args.only - set(NAMES)
     if unknown:
-        p.error(f"unknown operations {sorted(unknown)}; choose from {', '.join(NAMES)}")
+        raise SystemExit(f"graph: unknown operations {sorted(unknown)}; choose from {', '.join(NAMES)}")
     print(f"CPU cores: {os.cpu_count()}; SuiteSparse threads: "
           f"{peers.grb.ss.config['nthreads']}; gbdist graph kernels: "
           f"{type(gr.get_kernels('auto')).__name__}, threads "
@@ -293,9 +304,4 @@ def main(argv=None) -> None:
     rows = []
     for e in args.edges.split(","):
         rows += run_size(float(e), args)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    return {"rows": rows}

@@ -6,17 +6,11 @@ with compensated sums; and on the symmetric ``S = A + Aᵀ``, SpMV reading all o
 the symmetric kernel reading its upper triangle only (and cuSPARSE's ``S @ x``).
 Every result is checked before it is timed (cupyx for plus_times and plus_pair, sampled
 rows brute-forced on the host for min_plus). Times are medians of CUDA-event timings after
-a warm-up (compilation excluded). Prints a table; writes JSON to $OUT/graph_gpu.json when
-OUT is set.
+a warm-up (compilation excluded). Prints a table.
 
-    python benchmarks/graph_gpu.py [--edges 1e5,1e6,1e7] [--reps 10]
+    python benchmarks/run.py graph --kernels [--edges 1e5,1e6,1e7] [--repeat 10] [--json out.json]
 """
 from __future__ import annotations
-
-import argparse
-import json
-import os
-import sys
 
 import numpy as np
 
@@ -169,21 +163,8 @@ def _line(rec) -> str:
     return "".join(cells)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--edges", default="1e5,1e6,1e7")
-    ap.add_argument("--reps", type=int, default=10)
-    args = ap.parse_args(argv)
-    edges = [int(float(e)) for e in args.edges.split(",")]
+def kernels(edges: str, reps: int) -> dict:
+    """The section's ``--kernels`` runs: every size of ``edges`` (comma-separated)."""
     print("times in ms (CUDA-event medians)")
     print("".join(f"{label:>12}" for _, label in COLUMNS))
-    rows = run(edges, args.reps)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "graph_gpu.json"), "w") as f:
-            json.dump({"rows": rows}, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return {"rows": run([int(float(e)) for e in edges.split(",") if e], reps)}

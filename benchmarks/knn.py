@@ -1,13 +1,15 @@
-"""The kNN benchmark (``benchmarks/run.py --knn``): all-pairs k nearest neighbours.
+"""The knn section: all-pairs k nearest neighbours (the self-join ``gb.knn(X)``: each row
+left out of its own list), k = 10.
 
-Work: for each data set, the k = 10 nearest neighbours of every row among all
-rows (the self-join, ``gb.knn(X)``: each row left out of its own list), for
-cosine, euclidean, manhattan, chebyshev, canberra and jensenshannon (rows
-normalised to sum 1 for jensenshannon). Inputs are on the device (CuPy CSR)
-before timing; CuPy inputs give CuPy outputs, so the device work is timed (the
-n x k answer stays on the device).
+    python benchmarks/run.py knn --data-dir .bench_data --json out.json     # GPU
+    python benchmarks/run.py knn --powerlaw --repeats 3                     # MovieLens scale
+    python benchmarks/run.py knn --device cpu --data-dir .bench_data        # CPU
 
-Reported per (data set, metric):
+**GPU** (the default where CuPy finds a GPU). For each data set, cosine, euclidean,
+manhattan, chebyshev, canberra and jensenshannon (rows normalised to sum 1 for
+jensenshannon). Inputs are on the device (CuPy CSR) before timing; CuPy inputs give CuPy
+outputs, so the device work is timed (the n x k answer stays on the device). Reported per
+(data set, metric):
 
 * ``knn_ms``: gbdist kNN (distance tiles, device top-k, device merge), the
   median of CUDA-event timings after a warm-up on a slice of the rows;
@@ -16,18 +18,27 @@ Reported per (data set, metric):
   merging add (target <= 1.25);
 * ``cusparse_topk_ms`` (cosine, euclidean): cuSPARSE product + norm expansion
   (benchmarks/peers.py) then ``cupy.argpartition`` + sort of each row block,
-  timed on the first ``--knn-peer-rows`` queries and scaled to all;
+  timed on the first ``--peer-rows`` queries and scaled to all;
 * ``sklearn_ms`` (cosine, euclidean, manhattan): scikit-learn
   ``NearestNeighbors(algorithm='brute', n_jobs=-1)`` on ``--sklearn-rows``
   queries, scaled;
 * ``recall``: recall@k of gbdist's answer against an exact float64 reference
   (gbdist's CPU backend) on 64 sampled queries; a returned neighbour whose
   exact distance equals the exact k-th distance counts as right (ties).
+
+``--powerlaw``: the self-join of ``datasets.powerlaw()`` (283,228 x 193,886, ~27.7M
+nonzeros), one timed run per metric, with and without symmetry, checked by recall@k.
+
+**CPU** (``--device cpu``): ``gbdist.knn`` on the default CPU backend (compiled tiles,
+compiled top-k selection and merging) against ``NearestNeighbors(algorithm="brute",
+n_jobs=--n-jobs)``; the neighbour distances are compared before timing (indices may differ
+on ties); the two timed alternately, medians; ratio = scikit-learn's time / gbdist's.
 """
 from __future__ import annotations
 
 import time
 import traceback
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sps
@@ -37,6 +48,9 @@ from benchmarks import datasets, peers
 
 KNN_METRICS = ("cosine", "euclidean", "manhattan", "chebyshev", "canberra", "jensenshannon")
 KNN_DATASETS = "movielens,tabula_muris,kos,newsgroups,sec_names"
+CPU_DATASETS = "kos,movielens,tabula_muris"
+CPU_METRICS = ("cosine", "euclidean", "manhattan")
+ROOT = Path(__file__).resolve().parents[1]
 RECALL_QUERIES = 64
 
 
@@ -104,13 +118,12 @@ def _sklearn_knn(X, metric, k, rows):
 def bench_knn_dataset(name, X, args, results):
     import cupy
     import cupyx.scipy.sparse as cps
-    from gbdist import neighbors
     from gbdist.backends.cuda import CUDABackend
     from gbdist.runtime import grid_shape
-    k = args.knn_k
+    k = args.k
     m = X.shape[0]
     pairs = float(m) * m
-    repeats = args.knn_repeats if pairs < 1e9 else max(1, min(args.knn_repeats, 2))
+    repeats = args.repeats if pairs < 1e9 else max(1, min(args.repeats, 2))
     print(f"\n## kNN {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}; k = {k}, all pairs "
           f"({pairs:.2e}), repeats {repeats}", flush=True)
     for metric in args.metrics:
@@ -140,7 +153,7 @@ def bench_knn_dataset(name, X, args, results):
             row["knn_over_dist"] = row["knn_ms"] / row["dist_ms"]
             cupy.get_default_memory_pool().free_all_blocks()
             if metric in ("cosine", "euclidean"):
-                rows = min(m, args.knn_peer_rows)
+                rows = min(m, args.peer_rows)
                 try:
                     _cusparse_topk(Xg, metric, k, min(rows, 256), wm)  # warm-up
                     ms = peers.timeit_cuda(lambda: _cusparse_topk(Xg, metric, k, rows, wm),
@@ -197,41 +210,113 @@ def knn_summary(results) -> list[str]:
 
 
 def add_arguments(p):
-    p.add_argument("--knn", action="store_true",
-                   help="run the kNN benchmark (all-pairs k nearest neighbours) instead")
-    p.add_argument("--knn-k", type=int, default=10)
-    p.add_argument("--knn-repeats", type=int, default=5)
-    p.add_argument("--knn-peer-rows", type=int, default=8192,
-                   help="queries the cuSPARSE + top-k peer runs on (scaled to all rows)")
-    p.add_argument("--knn-powerlaw", action="store_true",
-                   help="with --knn: the MovieLens-scale all-pairs kNN of datasets.powerlaw() "
+    default_data = ROOT / ".bench_data"
+    p.add_argument("--data-dir", default=str(default_data if default_data.is_dir()
+                                             else ROOT.parent / "shared" / "data"),
+                   help="prepared .npz sets (run.py data) or the raw ../shared/data")
+    p.add_argument("--device", choices=("cuda", "cpu"), default=None,
+                   help="default: cuda when CuPy finds a GPU, else cpu")
+    p.add_argument("--datasets", default=None,
+                   help=f"comma-separated (default GPU: {KNN_DATASETS}; CPU: {CPU_DATASETS})")
+    p.add_argument("--metrics", default=None,
+                   help="comma-separated (default GPU: the six; CPU: cosine,euclidean,manhattan)")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=None, help="timings per median (GPU 5, CPU 2)")
+    p.add_argument("--peer-rows", type=int, default=8192,
+                   help="GPU: queries the cuSPARSE + top-k peer runs on (scaled to all rows)")
+    p.add_argument("--sklearn-rows", type=int, default=64,
+                   help="GPU: queries scikit-learn runs on (scaled to all rows)")
+    p.add_argument("--n-jobs", type=int, default=2, help="CPU: scikit-learn's n_jobs")
+    p.add_argument("--powerlaw", action="store_true",
+                   help="GPU: the MovieLens-scale all-pairs kNN of datasets.powerlaw() "
                         "(283,228 x 193,886, ~27.7M nonzeros), one run per metric")
-    p.add_argument("--knn-time-limit", type=float, default=1e9,
-                   help="--knn-powerlaw: seconds for the whole run; a run whose estimate "
+    p.add_argument("--time-limit", type=float, default=1e9,
+                   help="--powerlaw: seconds for the whole run; a run whose estimate "
                         "(from a slice of the queries) does not fit what is left is skipped")
-    p.add_argument("--knn-powerlaw-metrics", default="",
-                   help="--knn-powerlaw: comma-separated metrics (default: the six)")
+    p.add_argument("--powerlaw-metrics", default="",
+                   help="--powerlaw: comma-separated metrics (default: the six)")
+
+
+def run(args) -> dict:
+    """The section: GPU or CPU, as ``--device`` says."""
+    if args.device is None:
+        args.device = "cuda" if _gpu_present() else "cpu"
+    gpu = args.device == "cuda"
+    args.metrics = [m for m in (args.metrics or (",".join(KNN_METRICS) if gpu else
+                                                 ",".join(CPU_METRICS))).split(",") if m]
+    args.datasets = args.datasets or (KNN_DATASETS if gpu else CPU_DATASETS)
+    if args.repeats is None:
+        args.repeats = 5 if gpu else 2
+    return run_knn(args) if gpu else run_cpu(args)
+
+
+def _gpu_present() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
+        return False
 
 
 def run_knn(args) -> dict:
-    """Run the kNN benchmark for ``args`` (run.py's parsed arguments); print the table last."""
+    """The GPU runs for ``args``; prints the table last."""
     import cupy
     dev = cupy.cuda.runtime.getDeviceProperties(0)
     print(f"device: {dev['name'].decode()}; CuPy {cupy.__version__}; gbdist {gb.__version__}",
           flush=True)
-    if getattr(args, "knn_powerlaw", False):
+    if args.powerlaw:
         return run_powerlaw(args, dev["name"].decode())
-    names = args.datasets if args.datasets != "" else KNN_DATASETS
     results: list = []
-    for name in [d for d in names.split(",") if d]:
+    for name in [d for d in args.datasets.split(",") if d]:
         X = datasets.load(name, args.data_dir)[0].astype(np.float32)
         bench_knn_dataset(name, sps.csr_matrix(X), args, results)
     print("\n".join(knn_summary(results)))
-    return {"device": dev["name"].decode(), "mode": "knn", "k": args.knn_k, "results": results}
+    return {"device": dev["name"].decode(), "mode": "knn", "k": args.k, "results": results}
 
 
 # ---------------------------------------------------------------------------
-# --knn-powerlaw: MovieLens-scale all-pairs kNN
+# CPU: gbdist.knn against scikit-learn's brute force
+# ---------------------------------------------------------------------------
+
+def run_cpu(args) -> dict:
+    """k nearest neighbours of every row among all rows (self excluded) on the CPU."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from benchmarks.distances import interleaved
+    k, rows = args.k, []
+    print(f"{'data':<13} {'metric':<10} {'gbdist knn':>12} {'scikit-learn':>14} {'ratio':>7}")
+    for name in [d for d in args.datasets.split(",") if d]:
+        X, _ = datasets.load(name, args.data_dir)
+        if X.shape[0] > 20000:
+            rows.append(dict(dataset=name, skipped="all pairs too many for this machine"))
+            continue
+        for metric in args.metrics:
+            nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric,
+                                  n_jobs=args.n_jobs)
+            ours = gb.knn(X, None, k=k, metric=metric, backend="cpu")
+            theirs = nn.fit(X).kneighbors()
+            # float32 sets: scikit-learn computes cosine in float32 (gbdist in float64)
+            rel = 1e-4 if X.dtype == np.float32 else 1e-6
+            ok = bool(np.allclose(ours[0], theirs[0], rtol=rel, atol=rel))
+            row = dict(dataset=name, metric=metric, k=k, rows=X.shape[0], checked=ok)
+            if not ok:
+                print(f"{name:<13} {metric:<10} DISTANCES DIFFER; not timed")
+                rows.append(row)
+                continue
+            ours_s, peer_s = interleaved(
+                lambda: gb.knn(X, None, k=k, metric=metric, backend="cpu"),
+                lambda: nn.fit(X).kneighbors(), args.repeats)
+            row["gbdist_ms"], row["peer_ms"] = ours_s * 1e3, peer_s * 1e3
+            row["ratio"] = row["peer_ms"] / row["gbdist_ms"]
+            rows.append(row)
+            print(f"{name:<13} {metric:<10} {row['gbdist_ms']:9.1f} ms {row['peer_ms']:11.1f} ms "
+                  f"{row['ratio']:6.1f}x", flush=True)
+    return {"mode": "knn-cpu", "k": k, "n_jobs": args.n_jobs, "knn": rows,
+            "failed": any(r.get("checked") is False for r in rows)}
+
+
+# ---------------------------------------------------------------------------
+# --powerlaw: MovieLens-scale all-pairs kNN
 # ---------------------------------------------------------------------------
 
 POWERLAW_METRICS = ("cosine", "manhattan", "euclidean", "jensenshannon", "canberra", "chebyshev")
@@ -274,7 +359,7 @@ def _timed_knn(Xg, metric, k, symmetric, wm):
 
 
 def run_powerlaw(args, device: str) -> dict:
-    """All-pairs kNN (k = args.knn_k) of datasets.powerlaw() against itself, one timed run per
+    """All-pairs kNN (k = args.k) of datasets.powerlaw() against itself, one timed run per
     (metric, symmetric), each checked by recall@k on 32 queries against float64."""
     import cupy
     import cupyx.scipy.sparse as cps
@@ -283,8 +368,8 @@ def run_powerlaw(args, device: str) -> dict:
     from gbdist.pairwise import metric_program
     from gbdist.runtime import grid_shape, symmetric_side
     start = time.perf_counter()
-    deadline = start + args.knn_time_limit
-    k = args.knn_k
+    deadline = start + args.time_limit
+    k = args.k
     t0 = time.perf_counter()
     X, meta = datasets.powerlaw()
     X = sps.csr_matrix(X, dtype=np.float32)
@@ -294,14 +379,13 @@ def run_powerlaw(args, device: str) -> dict:
           f"{gen_s:.1f} s); k = {k}, all pairs ({float(m) * m:.2e})", flush=True)
     out = {"device": device, "mode": "knn-powerlaw", "k": k, "dataset": "powerlaw",
            "shape": list(X.shape), "nnz": int(X.nnz), "generate_s": gen_s, "results": []}
-    names = [x for x in (args.knn_powerlaw_metrics or ",".join(POWERLAW_METRICS)).split(",") if x]
+    names = [x for x in (args.powerlaw_metrics or ",".join(POWERLAW_METRICS)).split(",") if x]
     runs = [(mt, True) for mt in names] + [(mt, False) for mt in names if mt in POWERLAW_NONSYM]
     data_cache: dict = {}
     answers: dict = {}
 
     def save():
         if args.json:
-            from pathlib import Path
             Path(args.json).write_text(__import__("json").dumps(out, indent=1, default=str))
 
     for metric, sym in runs:
@@ -343,7 +427,7 @@ def run_powerlaw(args, device: str) -> dict:
                 continue
             secs, d, i = _timed_knn(Xg, metric, k, sym, wm)
             times = [secs]
-            for _ in range(max(1, args.knn_repeats) - 1):
+            for _ in range(max(1, args.repeats) - 1):
                 if time.perf_counter() + secs > deadline - 25:
                     break
                 del d, i

@@ -29,6 +29,9 @@ formula without normalising the rows to sum 1.
 
 Timing helpers: :func:`timeit_cuda` (CUDA events, median in ms) and
 :func:`timeit_cpu` (``time.perf_counter``, median in ms).
+
+:func:`self_check` (``python benchmarks/run.py distances --check-peers``, on the GPU
+machine) checks every peer against a float64 reference before its times are trusted.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import math
 import statistics
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -551,3 +555,129 @@ def timeit_cpu(fn, repeats=5, warmup=1, return_times=False):
         times.append((time.perf_counter() - t0) * 1e3)
     median = statistics.median(times)
     return (median, times) if return_times else median
+
+
+# --------------------------------------------------------------------------
+# self-check: the peers against a float64 reference (GPU)
+# --------------------------------------------------------------------------
+
+# Norm expansion (cusparse, torch's mm path) loses digits to cancellation.
+TOLERANCE = {"sklearn_cpu": 1e-5, "cusparse": 1e-4, "torch_cdist": 1e-4, "naive_merge": 1e-5}
+
+
+def reference(metric, Q, X):
+    """Float64 CPU reference distances for dense or sparse ``Q`` and ``X``."""
+    from scipy.spatial.distance import cdist
+    from scipy.special import rel_entr
+    a = np.asarray(Q.toarray() if sp.issparse(Q) else Q, dtype=np.float64)
+    b = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    if metric == "jensenshannon":
+        out = np.empty((a.shape[0], b.shape[0]))
+        for i in range(a.shape[0]):
+            m = 0.5 * (a[i] + b)
+            out[i] = np.sqrt(0.5 * (rel_entr(a[i], m) + rel_entr(b, m)).sum(axis=1))
+        return out
+    if metric == "inner_product":
+        return a @ b.T
+    if metric == "cosine":
+        na = np.linalg.norm(a, axis=1)
+        nb = np.linalg.norm(b, axis=1)
+        na[na == 0] = 1.0
+        nb[nb == 0] = 1.0
+        return np.clip(1.0 - (a @ b.T) / np.outer(na, nb), 0.0, 2.0)
+    name = {"manhattan": "cityblock"}.get(metric, metric)
+    return cdist(a, b, name)
+
+
+def _to_numpy(result):
+    """CuPy array, torch tensor or NumPy array -> NumPy float64."""
+    if hasattr(result, "get"):
+        result = result.get()
+    elif hasattr(result, "detach"):
+        result = result.detach().cpu().numpy()
+    return np.asarray(result, dtype=np.float64)
+
+
+def _rel_err(out, ref):
+    """||out - ref|| / ||ref|| (inf when out holds a NaN)."""
+    if np.isnan(out).any():
+        return float("inf")
+    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def _random_pair(seed, n_cols=300, signed=False):
+    """Random CSR query/data matrices with one empty query row."""
+    rng = np.random.default_rng(seed)
+    q = sp.random(50, n_cols, density=0.06, format="lil", random_state=rng, dtype=np.float32)
+    x = sp.random(70, n_cols, density=0.12, format="csr", random_state=rng, dtype=np.float32)
+    q[7, :] = 0
+    q = q.tocsr()
+    if signed:
+        q.data -= 0.5
+        x.data -= 0.5
+    return _scipy_csr(q), _scipy_csr(x)
+
+
+def self_check(data_dir=None) -> dict:
+    """Every peer and metric it supports against :func:`reference` on three random input
+    pairs (an empty query row, signed values, outputs poisoned with NaN where the peer takes
+    an ``out``; GPU-resident inputs too); the naive kernel's grid-stride path (more than
+    65535 * 8 query rows); naive_merge against scikit-learn on slices of the prepared sets
+    when ``data_dir`` holds them, with a few timings. Prints one line per check."""
+    import cupy as cp
+
+    from benchmarks import datasets
+    peer_metrics = {"sklearn_cpu": SKLEARN_METRICS, "cusparse": CUSPARSE_METRICS,
+                    "torch_cdist": tuple(TORCH_METRICS), "naive_merge": tuple(NAIVE_METRICS)}
+    rows, timings = [], []
+
+    def record(where, peer, metric, err, bound):
+        rows.append(dict(where=where, peer=peer, metric=metric, rel_err=err, ok=err < bound))
+        print(f"{where:18s} {peer:12s} {metric:14s} rel err {err:9.2e} "
+              f"{'ok' if err < bound else 'FAIL'}", flush=True)
+
+    for seed in (11, 12, 13):
+        signed = seed == 13
+        q, x = _random_pair(seed, signed=signed)
+        for peer_name, metrics in peer_metrics.items():
+            for metric in metrics:
+                if signed and metric == "jensenshannon":
+                    continue
+                if peer_name == "naive_merge":
+                    out = cp.full((q.shape[0], x.shape[0]), cp.nan, dtype=cp.float32)
+                    res = naive_merge(q, x, metric, out=out)
+                else:
+                    res = PEERS[peer_name](q, x, metric)
+                record(f"random seed {seed}", peer_name, metric,
+                       _rel_err(_to_numpy(res), reference(metric, q, x)), TOLERANCE[peer_name])
+        qg, xg = to_gpu_csr(q), to_gpu_csr(x)  # GPU-resident inputs pass through too
+        for peer_name in ("cusparse", "naive_merge"):
+            res = PEERS[peer_name](qg, xg, "cosine")
+            record(f"gpu inputs {seed}", peer_name, "cosine",
+                   _rel_err(_to_numpy(res), reference("cosine", q, x)), 1e-4)
+    rng = np.random.default_rng(21)  # more query rows than one grid covers in y
+    q = _scipy_csr(sp.random(600_000, 40, density=0.1, format="csr", random_state=rng, dtype=np.float32))
+    x = _scipy_csr(sp.random(3, 40, density=0.5, format="csr", random_state=rng, dtype=np.float32))
+    record("600000 x 3", "naive_merge", "manhattan",
+           _rel_err(_to_numpy(naive_merge(q, x, "manhattan")), reference("manhattan", q, x)), 1e-5)
+    if data_dir is not None and datasets.is_prepared_dir(data_dir):
+        for name in [n for n in datasets.REAL_NAMES if (Path(data_dir) / f"{n}.npz").is_file()]:
+            m, _ = datasets.load(name, data_dir)
+            q, x = m[:128], m[: min(m.shape[0], 4096)]
+            for metric in ("cosine", "manhattan"):
+                ref = sklearn_cpu(q.astype(np.float64), x.astype(np.float64), metric)
+                record(name, "naive_merge", metric,
+                       _rel_err(_to_numpy(naive_merge(q, x, metric)), np.asarray(ref)), 1e-5)
+            if m.shape[0] <= 5000:
+                qg = to_gpu_csr(m)
+                timings.append((name, "naive_merge cosine",
+                                timeit_cuda(lambda: naive_merge(qg, qg, "cosine"), 5, 2)))
+                timings.append((name, "cusparse cosine",
+                                timeit_cuda(lambda: cusparse(qg, qg, "cosine"), 5, 2)))
+    else:
+        print(f"no prepared data in {data_dir}: real-data checks skipped")
+    for name, what, ms in timings:
+        print(f"time {name:13s} {what:20s} {ms:9.3f} ms")
+    failures = [r for r in rows if not r["ok"]]
+    print(f"{len(rows)} checks, {len(failures)} failures")
+    return {"checks": rows, "timings": timings, "failed": bool(failures)}

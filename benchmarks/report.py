@@ -1,12 +1,21 @@
-"""Turn a runner JSON (benchmarks/run.py --json) into the docs table and a plot.
+"""Tables and plots from the JSON of the distances section (``run.py distances --json``).
 
-    python benchmarks/report.py benchmarks/results/h100-2026-11-22.json \
+    python benchmarks/run.py report benchmarks/results/h100-2026-11-22.json \
         --table docs/benchmark_table.md --plot docs/img/benchmark.png
+    python benchmarks/run.py report BEFORE.json --compare AFTER.json [--labels before,after]
+    python benchmarks/run.py report latency-before.json --compare latency-after.json
+
+:func:`table`: the docs table (gbdist and every peer, the ratios, the targets met).
+:func:`plot`: the speed-up over each peer, per data set. :func:`compare`: two runs side by
+side, gbdist's time per (data set, metric) and after / before, with each run's cuSPARSE time
+(how much the machine itself moved between them); only meaningful for runs on the same kind
+of machine. A latency JSON (``run.py latency --json``) gives its table, or with
+``--compare`` :func:`latency_compare`: two runs' rows side by side with their targets.
 """
 from __future__ import annotations
 
-import argparse
 import json
+import statistics
 from pathlib import Path
 
 TARGETS = {"dot": 0.5, "union_naive": 0.2, "union_cosine": 2.0}
@@ -88,22 +97,90 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("json")
-    p.add_argument("--table")
-    p.add_argument("--plot")
-    a = p.parse_args(argv)
-    data = json.loads(Path(a.json).read_text())
+def _rows(data) -> dict:
+    rows = data["results"] if isinstance(data, dict) else data
+    return {(r["dataset"], r["metric"]): r for r in rows if r.get("gbdist_ms")}
+
+
+def compare(before: dict, after: dict, labels=("before", "after")) -> str:
+    """Two runs' gbdist times side by side (Markdown), with the median of after / before."""
+    a_label, b_label = labels
+    a, b = _rows(before), _rows(after)
+    out = [f"| data set | metric | {a_label} ms | {b_label} ms | {b_label} / {a_label} "
+           f"| cuSPARSE {a_label} | cuSPARSE {b_label} |", "|---|---|---:|---:|---:|---:|---:|"]
+    ratios = []
+
+    def f(v):
+        v = v.get("ms") if isinstance(v, dict) else v  # some runs stored {"ms": ...}
+        return f"{v:.2f}" if isinstance(v, (int, float)) else "-"
+
+    for key in a:
+        if key not in b:
+            continue
+        ta, tb = a[key]["gbdist_ms"], b[key]["gbdist_ms"]
+        ratios.append(tb / ta)
+        out.append(f"| {key[0]} | {key[1]} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | "
+                   f"{f(a[key].get('cusparse'))} | {f(b[key].get('cusparse'))} |")
+    if ratios:
+        out.append(f"\nmedian {b_label} / {a_label}: {statistics.median(ratios):.2f} "
+                   f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rows)")
+    return "\n".join(out)
+
+
+def latency_compare(before: dict, after: dict, labels=("before", "after")) -> str:
+    """Two runs of the latency section side by side (Markdown): each row's time and ratio to
+    its peer in both, with the target and whether each run met it."""
+    a_label, b_label = labels
+
+    def key(r):
+        return r["part"], r["case"], r["device"], r.get("peer", "-").split(" (")[0]
+
+    def f(v, unit=""):
+        if not isinstance(v, (int, float)):
+            return "-"
+        return (f"{v:,.0f}" if v >= 100 else f"{v:.3g}") + unit
+
+    met = {True: "yes", False: "**no**", None: "-"}
+    b = {key(r): r for r in after["rows"]}
+    out = [f"| part | case | device | {a_label} ms | {b_label} ms | peer | {a_label} peer ms | "
+           f"{b_label} peer ms | {a_label} ratio | {b_label} ratio | target | met "
+           f"({a_label} / {b_label}) |",
+           "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in before["rows"]:
+        q = b.get(key(r), {})
+        target = r.get("target") or q.get("target")
+        out.append(f"| {r['part']} | {r['case']} | {r['device']} | {f(r.get('ms'))} | "
+                   f"{f(q.get('ms'))} | {r.get('peer', '-')} | {f(r.get('peer_ms'))} | "
+                   f"{f(q.get('peer_ms'))} | {f(r.get('ratio'), '×')} | {f(q.get('ratio'), '×')} | "
+                   f"{target or '-'} | "
+                   + (f"{met[r.get('met')]} / {met[q.get('met')]}" if target else "-") + " |")
+    return "\n".join(out)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("results", help="a JSON written by run.py distances (or latency) --json")
+    p.add_argument("--table", help="write the table here (default: print it)")
+    p.add_argument("--plot", help="write the plot here (needs matplotlib)")
+    p.add_argument("--compare", metavar="AFTER", help="compare with this later run instead")
+    p.add_argument("--labels", default="before,after", help="--compare: the two column labels")
+
+
+def run(args) -> None:
+    data = json.loads(Path(args.results).read_text())
+    labels = tuple(args.labels.split(","))
+    if isinstance(data, dict) and data.get("section") == "latency":
+        from benchmarks.latency import table as latency_table
+        print(latency_compare(data, json.loads(Path(args.compare).read_text()), labels)
+              if args.compare else latency_table(data["rows"]))
+        return None
+    if args.compare:
+        print(compare(data, json.loads(Path(args.compare).read_text()), labels))
+        return None
     text = table(data["results"])
-    if a.table:
-        Path(a.table).write_text(text + "\n")
+    if args.table:
+        Path(args.table).write_text(text + "\n")
     else:
         print(text)
-    if a.plot:
-        plot(data["results"], Path(a.plot))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if args.plot:
+        plot(data["results"], Path(args.plot))
+    return None

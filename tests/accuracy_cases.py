@@ -1,5 +1,5 @@
 """Shared cases of the accuracy tests (CPU: tests/test_accuracy.py; CUDA:
-tests/gpu/test_accuracy_gpu.py) and of benchmarks/accuracy.py: float64
+tests/gpu/test_accuracy_gpu.py) and of benchmarks/run.py distances --accuracy: float64
 references for every named metric, and the row scale errors are measured against."""
 from __future__ import annotations
 

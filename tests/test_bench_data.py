@@ -1,4 +1,4 @@
-"""CPU tests of the benchmark datasets (benchmarks/datasets.py, benchmarks/prepare_data.py).
+"""CPU tests of the benchmark datasets (benchmarks/datasets.py, benchmarks/datasets.py (prepare)).
 
 The real datasets are read from ``<repo>/../shared/data``; those tests skip
 when it is absent.  Building the 20 Newsgroups TF-IDF takes ~5 s, so its full
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # benchmarks/ is not an installed package
     sys.path.insert(0, str(REPO))
 
-from benchmarks import datasets, prepare_data  # noqa: E402
+from benchmarks import datasets  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 PREPARED_DIR = REPO / ".bench_data"
@@ -208,7 +208,7 @@ def test_prepared_dir_matches_provenance(name):
 @needs_data
 def test_prepare_roundtrip(tmp_path):
     out = tmp_path / "prepared"
-    manifest = prepare_data.prepare(DATA_DIR, out, names=["movielens", "kos"], log=lambda *_: None)
+    manifest = datasets.prepare(DATA_DIR, out, names=["movielens", "kos"], log=lambda *_: None)
     assert datasets.is_prepared_dir(out) and not datasets.is_prepared_dir(DATA_DIR)
     assert set(manifest) == {"movielens", "kos"}
     for name in ("movielens", "kos"):
