@@ -30,15 +30,30 @@ import functools
 
 import numpy as np
 import scipy.sparse as sps
-import sympy as sp
-from sympy.core.relational import Relational
-from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+try:  # sympy on first use: the built-in ops run as ufuncs (below) and never need it
+    from ..algebra.lazy import sympy as sp
+except ImportError:  # pragma: no cover - an algebra without the lazy stand-in
+    import sympy as sp
 
 from ..algebra.evaluate import evaluate
 from ..algebra.ops import constant_value
 
 _BOOL = np.dtype(np.bool_)
-_TRUTH = (Relational, BooleanFunction, BooleanAtom)  # comparisons and logic (not Symbol)
+
+
+@functools.lru_cache(maxsize=1)
+def _truth() -> tuple:
+    """The sympy classes of comparisons and logic (not Symbol); sympy imported on first use."""
+    from sympy.core.relational import Relational
+    from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+    return (Relational, BooleanFunction, BooleanAtom)
+
+
+def __getattr__(name: str):
+    """``_TRUTH`` (the printers import it) is :func:`_truth`'s tuple, built on first read."""
+    if name == "_TRUTH":
+        return _truth()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cast(values, dtype, xp=np):
@@ -78,7 +93,7 @@ def integer_valued(e) -> bool:
     integer powers, min, max, abs, sign and where over integer-valued arguments (a where
     whose last branch is unconditional). Everything else (a division, sqrt, exp, log, a
     non-integer constant) is computed in float64. Comparisons and logic are truth values."""
-    if e.is_Symbol or isinstance(e, _TRUTH):
+    if e.is_Symbol or isinstance(e, _truth()):
         return True
     if e.is_Number or e.is_NumberSymbol or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
         return bool(e.is_Integer)
@@ -111,12 +126,12 @@ def float_parts(e):
     def walk(n):
         if n.is_Number or n.is_NumberSymbol or n in (sp.oo, -sp.oo, sp.zoo, sp.nan):
             return
-        if isinstance(n, Relational) and all(
-                not isinstance(a, _TRUTH) and integer_valued(a) for a in n.args):
+        if isinstance(n, _truth()[0]) and all(
+                not isinstance(a, _truth()) and integer_valued(a) for a in n.args):
             if n not in subs:
                 subs[n] = sp.Symbol(f"gbc{len(subs)}")
             return
-        if isinstance(n, _TRUTH):
+        if isinstance(n, _truth()):
             for a in n.args:
                 walk(a)
             return
@@ -145,7 +160,7 @@ def _int_evaluate(formula, env, dt, xp):
     def ival(e):
         if e.is_Symbol:
             return env[e.name]
-        if isinstance(e, _TRUTH):
+        if isinstance(e, _truth()):
             return cond(e).astype(dt)
         if e.is_Number:
             return _wrap_int(int(e), dt)
@@ -174,14 +189,14 @@ def _int_evaluate(formula, env, dt, xp):
         raise AssertionError(f"not integer-valued: {e}")  # pragma: no cover
 
     def val(e):
-        if isinstance(e, sp.Expr) and integer_valued(e) and not isinstance(e, _TRUTH):
+        if isinstance(e, sp.Expr) and integer_valued(e) and not isinstance(e, _truth()):
             return ival(e)
         if e.is_Number or e.is_NumberSymbol or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
             return np.float64(constant_value(e))
         f, parts = float_parts(e)
         fenv = {"x": env["x"]} if "x" in env else {}  # its shape, for a Piecewise
         for s, sub in parts:
-            if isinstance(sub, _TRUTH):
+            if isinstance(sub, _truth()):
                 fenv[s.name] = xp.asarray(cond(sub))
             else:
                 fenv[s.name] = xp.asarray(ival(sub)).astype(np.float64)
@@ -230,16 +245,132 @@ def _evaluate_in(formula, env, dtype, xp):
 
 def binary(op, a, b, dtype, xp=np):
     """``op(a, b)`` elementwise (broadcast) in the domain ``dtype``: inputs cast to it,
-    the op evaluated in it (module docstring), the result in ``dtype``."""
+    the op evaluated in it (module docstring), the result in ``dtype``. A built-in op on
+    NumPy arrays runs as its ufunc (:func:`_fast_binary`, tested equal to this walk)."""
     dtype = np.dtype(dtype)
     a = cast(a, dtype, xp)
     b = cast(b, dtype, xp)
+    if xp is np:
+        fast = _fast_binary(op, dtype)
+        if fast is not None:
+            if fast in _LOUD and dtype.kind == "f":  # IEEE's overflow/invalid: no warnings
+                with np.errstate(all="ignore"):
+                    out = fast(np.asarray(a), np.asarray(b))
+            else:
+                out = fast(np.asarray(a), np.asarray(b))
+            return out if type(out) is np.ndarray else np.asarray(out)
+    return binary_walk(op, a, b, dtype, xp)
+
+
+def binary_walk(op, a, b, dtype, xp=np):
+    """:func:`binary` by walking the op's formula (the definition; ``a``, ``b`` in D)."""
     a, b = xp.broadcast_arrays(a, b)
     out = _evaluate_in(op.formula, {"x": a, "y": b}, dtype, xp)
     # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
     # in-place writes need real storage
     out = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(out), a.shape))
     return cast(out, dtype, xp)
+
+
+# --- built-in ops as NumPy ufuncs --------------------------------------------------------
+# The walk above is the definition; these are the same functions for the built-in ops
+# (recognised by Op.key, so a user op with the same formula is one too), one per kind of
+# domain: "f" float32/float64 (min/max are C's fmin/fmax), "i" int32/int64 (wrapping, as
+# NumPy's array arithmetic does), "b" bool (GraphBLAS's: plus is or, times and min are and,
+# max is or, minus is xor). tests/graph/test_value_paths.py compares every entry with the
+# walk on every domain, extreme values and NaN included. Each returns a new array.
+
+
+_LOUD = (np.add, np.subtract, np.multiply)  # the ufuncs below that can warn (on floats)
+
+
+def _kind(dtype) -> str:
+    return "b" if dtype == _BOOL else "i" if dtype.kind in "iu" else "f"
+
+
+def _copy_first(a, b):
+    return np.array(np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape)))
+
+
+def _copy_second(a, b):
+    return np.array(np.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape)))
+
+
+def _one_or_zero(fn):
+    """A truth-valued op (lor, land, eq, ne) kept in the operands' type: 1 or 0."""
+    return lambda a, b: fn(a, b).astype(a.dtype)
+
+
+@functools.lru_cache(maxsize=1)
+def _binary_table() -> dict:
+    from ..algebra import ops as o
+    orr, andd = np.logical_or, np.logical_and
+
+    def pair(a, b):
+        return np.ones(np.broadcast_shapes(a.shape, b.shape), dtype=a.dtype)
+
+    def lor(a, b):
+        return orr(a != 0, b != 0)
+
+    def land(a, b):
+        return andd(a != 0, b != 0)
+
+    table = (
+        (o.plus, {"f": np.add, "i": np.add, "b": orr}),
+        (o.minus, {"f": np.subtract, "i": np.subtract, "b": np.logical_xor}),
+        (o.times, {"f": np.multiply, "i": np.multiply, "b": andd}),
+        (o.min, {"f": np.fmin, "i": np.minimum, "b": andd}),
+        (o.max, {"f": np.fmax, "i": np.maximum, "b": orr}),
+        (o.first, dict.fromkeys("fib", _copy_first)),
+        (o.any, dict.fromkeys("fib", _copy_first)),
+        (o.second, dict.fromkeys("fib", _copy_second)),
+        (o.pair, dict.fromkeys("fib", pair)),
+        (o.lor, dict.fromkeys("fib", _one_or_zero(lor))),
+        (o.land, dict.fromkeys("fib", _one_or_zero(land))),
+        (o.eq, dict.fromkeys("fib", _one_or_zero(np.equal))),
+        (o.ne, dict.fromkeys("fib", _one_or_zero(np.not_equal))),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+@functools.lru_cache(maxsize=1)
+def _unary_table() -> dict:
+    from ..algebra import ops as o
+    copy = np.array
+    table = (
+        (o.abs, {"f": np.abs, "i": np.abs, "b": copy}),
+        (o.neg, {"f": np.negative, "i": np.negative, "b": copy}),
+        (o.identity, dict.fromkeys("fib", copy)),
+        (o.nonzero, dict.fromkeys("fib", lambda a: (a != 0).astype(a.dtype))),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+_FAST: dict = {}
+
+
+def _fast(table, op, dtype, kinds=False):
+    """The ufunc form of ``op`` in ``dtype`` or None (``kinds``: the table's entry, every
+    kind), memoised by the op object (its key is a tuple of the formula: hashed once per
+    op, not per call)."""
+    key = (table, id(op), dtype)
+    hit = _FAST.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    fns = table().get(op.key)
+    fn = fns if kinds or fns is None else fns[_kind(dtype)]
+    if len(_FAST) > 4096:
+        _FAST.clear()
+    _FAST[key] = (op, fn)
+    return fn
+
+
+def _fast_binary(op, dtype):
+    return _fast(_binary_table, op, dtype)
+
+
+def _fast_unary(op, dtype):
+    return _fast(_unary_table, op, dtype)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -290,6 +421,16 @@ def unary(op, a, dtype, xp=np):
     """``op(a)`` elementwise in the domain ``dtype`` (see :func:`binary`)."""
     dtype = np.dtype(dtype)
     a = cast(a, dtype, xp)
+    if xp is np:
+        fast = _fast_unary(op, dtype)
+        if fast is not None:  # none of them warns
+            out = fast(np.asarray(a))
+            return out if type(out) is np.ndarray else np.asarray(out)
+    return unary_walk(op, a, dtype, xp)
+
+
+def unary_walk(op, a, dtype, xp=np):
+    """:func:`unary` by walking the op's formula (the definition; ``a`` in D)."""
     out = _evaluate_in(op.formula, {"x": a}, dtype, xp)
     # a dense array of its own: a constant formula broadcasts (stride 0), and kernels and
     # in-place writes need real storage
@@ -297,11 +438,26 @@ def unary(op, a, dtype, xp=np):
     return cast(out, dtype, xp)
 
 
+_IDENTITIES: dict = {}
+
+
 def identity_value(monoid, dtype):
     """The monoid's identity as a scalar of ``dtype``: ±inf is the integer type's max/min,
-    and on bool true/false (min's identity is true, max's false, as GraphBLAS's)."""
+    and on bool true/false (min's identity is true, max's false, as GraphBLAS's). Kept per
+    monoid object and dtype (checked by identity)."""
     dtype = np.dtype(dtype)
-    v = constant_value(monoid.identity)
+    hit = _IDENTITIES.get((id(monoid), dtype))
+    if hit is not None and hit[0] is monoid:
+        return hit[1]
+    value = _identity_in(monoid, dtype)
+    if len(_IDENTITIES) > 1024:
+        _IDENTITIES.clear()
+    _IDENTITIES[(id(monoid), dtype)] = (monoid, value)
+    return value
+
+
+def _identity_in(monoid, dtype):
+    v = monoid.identity_value  # a float (from the stored term: no sympy for built-ins)
     if dtype == _BOOL:
         return np.bool_(v > 0) if np.isinf(v) else np.bool_(v != 0)
     if dtype.kind in "iu" and not np.isfinite(v):
@@ -319,8 +475,13 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     multiple of 2w within its segment) takes ``op(v[t], v[t + w])`` when the segment
     reaches that far; so the op is applied on whole arrays O(log longest segment)
     times, O(n) work in all, and associativity is all it needs (term order is kept).
+    A monoid whose result does not depend on how its terms are grouped — any (the first
+    term), and min, max, plus, times, lor, land on integers and bools (wrapping
+    arithmetic is associative) — folds with one NumPy ``reduceat`` instead
+    (:func:`_fast_fold`): the same values, tested against the tree. (Not min/max on
+    floats: C's fmin of 0.0 and -0.0 may be either, so the grouping shows in the sign.)
     """
-    values = xp.array(cast(values, dtype, xp), copy=True)
+    values = cast(values, dtype, xp)
     seg = xp.asarray(seg_ids)
     out = xp.zeros(nseg, dtype=values.dtype)
     present = xp.zeros(nseg, dtype=bool)
@@ -330,6 +491,39 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     starts = xp.ones(n, dtype=bool)
     starts[1:] = seg[1:] != seg[:-1]
     start_pos = xp.nonzero(starts)[0]
+    fast = _fast_fold(op, np.dtype(dtype)) if xp is np else None
+    if fast is not None:
+        out[seg[start_pos]] = fast(values, start_pos)
+        present[seg[start_pos]] = True
+        return out, present
+    return _fold_tree(op, seg, values, n, starts, start_pos, out, present, dtype, xp)
+
+
+def fold_tree(op, seg_ids, values, nseg, dtype, xp=np):
+    """:func:`fold_segments` always by the pairwise tree (the definition)."""
+    values = cast(values, dtype, xp)
+    seg = xp.asarray(seg_ids)
+    out = xp.zeros(nseg, dtype=values.dtype)
+    present = xp.zeros(nseg, dtype=bool)
+    n = seg.size
+    if n == 0:
+        return out, present
+    starts = xp.ones(n, dtype=bool)
+    starts[1:] = seg[1:] != seg[:-1]
+    return _fold_tree(op, seg, values, n, starts, xp.nonzero(starts)[0], out, present, dtype, xp)
+
+
+def _fold_tree(op, seg, values, n, starts, start_pos, out, present, dtype, xp):
+    if start_pos.size == 1:  # one segment (a reduction to a scalar): the same pairs, compacted
+        v = values
+        while v.size > 1:
+            h = v.size // 2
+            pairs = binary(op, v[0:2 * h:2], v[1:2 * h:2], dtype, xp)
+            v = pairs if v.size == 2 * h else xp.concatenate([pairs, v[-1:]])
+        out[seg[0]] = v[0]
+        present[seg[0]] = True
+        return out, present
+    values = xp.array(values, copy=True)
     seg_index = xp.cumsum(starts) - 1
     rank = xp.arange(n) - start_pos[seg_index]
     seg_len = xp.diff(xp.concatenate([start_pos, xp.asarray([n])]))
@@ -346,6 +540,38 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     out[seg[start_pos]] = values[start_pos]
     present[seg[start_pos]] = True
     return out, present
+
+
+@functools.lru_cache(maxsize=1)
+def _fold_table() -> dict:
+    """op key → {domain kind: fold(values, segment starts)} for the monoids whose fold does
+    not depend on the grouping of its terms (:func:`fold_segments`)."""
+    from ..algebra import ops as o
+
+    def reduceat(ufunc):
+        return lambda v, at: ufunc.reduceat(v, at, dtype=v.dtype)
+
+    def first(v, at):
+        return v[at]
+
+    orr, andd = reduceat(np.logical_or), reduceat(np.logical_and)
+    table = (
+        # not on floats: fmin(0.0, -0.0) is either zero, so the grouping shows in the sign
+        (o.min, {"i": reduceat(np.minimum), "b": andd}),
+        (o.max, {"i": reduceat(np.maximum), "b": orr}),
+        (o.any, dict.fromkeys("fib", first)),
+        (o.first, dict.fromkeys("fib", first)),
+        (o.plus, {"i": reduceat(np.add), "b": orr}),
+        (o.times, {"i": reduceat(np.multiply), "b": andd}),
+        (o.lor, {"b": orr}),
+        (o.land, {"b": andd}),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+def _fast_fold(op, dtype):
+    fns = _fast(_fold_table, op, dtype, kinds=True)
+    return None if fns is None else fns.get(_kind(dtype))
 
 
 def owners(counts, xp=np):

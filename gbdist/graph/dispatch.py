@@ -54,22 +54,48 @@ def available(name: str) -> bool:
     return True
 
 
-def get_kernels(backend: str = "auto", on_device: bool = False):
-    """The kernel set for data on the host or the device."""
+SMALL_WORK = 512
+"""Host work (stored entries of the matrix a product or reduction reads) below which
+``backend="auto"`` / ``"cpu"`` runs the NumPy reference kernels instead of the compiled
+ones: a graph this small needs no Numba (its import and kernel loads are most of a first
+call), and the reference is the definition the compiled kernels are tested against. The
+choice depends on the size alone, so a given input always takes the same path."""
+
+_CHOSEN: dict = {}  # (backend, on_device, small) → the name of the set chosen
+
+
+def get_kernels(backend: str = "auto", on_device: bool = False, work=None):
+    """The kernel set for data on the host or the device; ``work``: the stored entries the
+    call reads (:data:`SMALL_WORK`), None when unknown."""
+    small = work is not None and work < SMALL_WORK and not on_device
+    key = (backend, on_device, small)
+    name = _CHOSEN.get(key)
+    if name is not None:
+        kernels = _made.get(name)
+        if kernels is not None:
+            return kernels
+    name = _choose(backend, on_device, small)
+    _CHOSEN[key] = name
+    return _load(name)
+
+
+def _choose(backend, on_device, small) -> str:
     if backend not in BACKENDS:
         raise ParameterError("unknown graph backend", got=repr(backend),
                              expected=" | ".join(map(repr, BACKENDS)))
     if on_device:
         if backend in ("auto", "cuda"):
-            return _load("cuda")
+            _load("cuda")
+            return "cuda"
         raise BackendError(f"backend={backend!r} runs on host data, but the operands live on "
                            "the device", hint="use .to_host() first, or backend='auto'")
     if backend == "cuda":
         raise BackendError("backend='cuda' needs device operands",
                            hint="move them with .to_device() (CuPy)")
     if backend in ("auto", "cpu"):
-        return _load("compiled") if available("compiled") else _load("reference")
-    return _load(backend)
+        return "reference" if small or not available("compiled") else "compiled"
+    _load(backend)
+    return backend
 
 
 DEVICE_FROM = {"mxv": 500_000, "mxm": 200_000, "mxm-masked": 300_000}
@@ -87,9 +113,9 @@ def device_pays(kind: str, work) -> bool:
     computes it, called only when a device could take the product) on host data should
     run on the GPU under ``backend="auto"``: not turned off with
     ``GBDIST_GRAPH_AUTO_DEVICE=0``, a CUDA device present, and big enough."""
-    if os.environ.get("GBDIST_GRAPH_AUTO_DEVICE", "1").strip().lower() in ("0", "off", "no", "false"):
+    if not _device_present():  # asked once per process: the common answer costs nothing
         return False
-    if not _device_present():
+    if os.environ.get("GBDIST_GRAPH_AUTO_DEVICE", "1").strip().lower() in ("0", "off", "no", "false"):
         return False
     return (work() if callable(work) else work) >= DEVICE_FROM[kind]
 

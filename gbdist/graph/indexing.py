@@ -52,15 +52,15 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
         xp = v.xp
         idx = xp.asarray(S.index_list(rows, v.size, "indices"))
         if v.nvals == v.size:  # full: a gather, every selected entry is stored
-            keys, vals = xp.arange(idx.size, dtype=np.int64), v.values[idx]
+            keys, vals = xp.arange(idx.size, dtype=np.int64), v._vals[idx]
         elif v.has_prepared("dense") or S.dense_space(v.size, v.nvals, idx.size):
             dv, pv = v.dense_parts()  # dense: gather values and presence, no sort
             keys = xp.flatnonzero(pv[idx]).astype(np.int64, copy=False)
             vals = dv[idx[keys]]
         else:
-            entry, new = _remap(v.indices, idx, xp)
+            entry, new = _remap(v._idx, idx, xp)
             order = xp.argsort(new, kind="stable")
-            keys, vals = new[order], v.values[entry[order]]
+            keys, vals = new[order], v._vals[entry[order]]
         shape = (int(idx.size),)
         mask = as_mask(mask, shape, "extract")
         out = _check_out(out, Vector, shape, "extract")
@@ -75,7 +75,7 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
     mask = as_mask(mask, shape, "extract")
     out = _check_out(out, Matrix, shape, "extract")
     dt = T.result_dtype(out, dtype, [A.dtype], [])
-    csr = A.csr
+    csr = A._csr
     starts, ends = csr.indptr[ri].astype(np.int64), csr.indptr[ri + 1].astype(np.int64)
     lens = ends - starts
     new_row = owners(lens, xp)
@@ -129,13 +129,13 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
             vkeys = ri[vk // vn] * n + ci[vk % vn]
         else:
             vkeys = ri[vk]
-        vvals = cast(V.csr.data if is_mat else V.values, C.dtype, xp)  # cast on write
+        vvals = cast(V._csr.data if is_mat else V._vals, C.dtype, xp)  # cast on write
     order = xp.argsort(vkeys, kind="stable")
     vkeys, vvals = vkeys[order], vvals[order]
     dt = np.dtype(C.dtype)
     # C's entries inside the region
     ck = C.keys()
-    cv = C.csr.data if is_mat else C.values
+    cv = C._csr.data if is_mat else C._vals
     in_rows = S.member(ck // n if is_mat else ck, xp.sort(ri), xp)
     in_cols = S.member(ck % n, xp.sort(ci), xp) if is_mat else in_rows
     inside = in_rows & in_cols

@@ -45,7 +45,7 @@ class Mask:
 
         def build():
             keys = src.keys()
-            vals = src.csr.data if src.ndim == 2 else src.values
+            vals = src._csr.data if src.ndim == 2 else src._vals
             return keys[vals != 0]
         return src.prepared("value-mask-keys", build)
 
@@ -65,10 +65,10 @@ class Mask:
         """The pattern (uncomplemented) as a CSR, for the kernels (cached)."""
         src = self.source
         if self.structural:
-            return src.csr
+            return src._csr
 
         def build():
-            csr = src.csr
+            csr = src._csr
             keep = csr.data != 0
             xp = src.xp
             keys = src.keys()[keep]
@@ -115,7 +115,7 @@ def write_back(keys, vals, dtype, *, out, mask, accum, replace):
             keep = mask.allows(keys)
             keys, vals = keys[keep], vals[keep]
         return keys, vals
-    ck, cv = out.keys(), (out.csr.data if out.ndim == 2 else out.values)
+    ck, cv = out.keys(), (out._csr.data if out.ndim == 2 else out._vals)
     cv = cast(cv, dtype, xp)
     if accum is not None:
         op = getattr(accum, "op", accum)

@@ -10,9 +10,23 @@ repeated operations copy nothing and a changed object never serves a stale form.
 prepared form that is itself an object (``A.T``) is read-only: writing into it is an
 InputError.
 
-Inputs are not copied when they are already canonical: do not modify a SciPy/CuPy
-matrix in place after wrapping it. A ``dtype=`` at construction (``Matrix``, ``Vector``,
-``from_coo``, ``dup``) casts as every other cast (:func:`~gbdist.backends.graph_reference.cast`).
+What can change an object, and how each change reaches its prepared forms:
+
+* gbdist's writes (``out=``, ``gr.assign``) replace its storage through ``_set``, which
+  bumps the version: every prepared form (and ``A.T``, which remembers the version it was
+  made from) is rebuilt on next use. gbdist never writes into an object's arrays in place,
+  so objects that share storage (``gb.Matrix(B)``, ``A.T.T``) stay independent.
+* The caller's arrays are never shared: a SciPy/CuPy matrix or NumPy/CuPy array given to
+  ``gb.Matrix`` / ``gb.Vector`` is copied (a canonical CSR once, with no other work), so
+  changing it afterwards (``S.data *= 2``, ``S[i, j] = v``, ``S.eliminate_zeros()``)
+  changes nothing here.
+* What the object hands out on the host is read-only: ``A.csr``, ``A.to_scipy()``,
+  ``v.indices`` and ``v.values`` are views whose arrays refuse writes (``ValueError:
+  assignment destination is read-only``; ``.copy()`` gives a writable copy). On the
+  device CuPy has no read-only arrays: do not write into what ``to_cupy()`` returns.
+
+A ``dtype=`` at construction (``Matrix``, ``Vector``, ``from_coo``, ``dup``) casts as
+every other cast (:func:`~gbdist.backends.graph_reference.cast`).
 """
 from __future__ import annotations
 
@@ -40,7 +54,8 @@ def _check_fill(fill):
 
 
 class _Cached:
-    """Version-keyed cache of prepared forms."""
+    """Version-keyed cache of prepared forms. ``_kind``: (effective fill, fill, dtype), set
+    with the storage: what an operation's decisions depend on (:mod:`.memo`)."""
 
     decision = None  # on results: the fill decision (gbdist.compiler.graph.Decision)
     _view_of = None  # set on an object that is a prepared form of another (A.T): read-only
@@ -105,14 +120,35 @@ class Matrix(_Cached):
         self._set(_csr, dtype)
 
     def _set(self, csr, dtype=None):
+        """Replace the storage (a canonical CSR gbdist owns) and bump the version."""
         self._check_writable()
         dt = S.check_dtype(csr.dtype if dtype is None else dtype, "the matrix")
+        on_device = is_cupy(csr.indptr)
         if csr.dtype != dt:  # GraphBLAS's typecast (NaN → 0, saturating), not astype
-            dev = is_cupy(csr.indptr)
-            csr = S.make_csr(_cast(csr.data, dt, S.xp_of(dev)), csr.indices, csr.indptr,
-                             csr.shape, dev)
-        self._csr = csr
+            csr = S.make_csr(_cast(csr.data, dt, S.xp_of(on_device)), csr.indices, csr.indptr,
+                             csr.shape, on_device)
+        self._store(csr, on_device)
         self._changed()
+
+    def _store(self, csr, on_device):
+        self._csr = csr
+        self._on_device = on_device
+        self._xp = S.xp_of(on_device)
+        self._shape = (int(csr.shape[0]), int(csr.shape[1]))
+        self._nvals = int(csr.indptr[-1]) if not on_device else int(csr.nnz)
+        full = self._nvals == self._shape[0] * self._shape[1]
+        self._kind = (None if full else self._fill, self._fill, csr.data.dtype)
+
+    @classmethod
+    def _wrap(cls, csr, fill, on_device=False) -> "Matrix":
+        """A new Matrix holding ``csr`` (a canonical CSR of a graph dtype that gbdist made
+        and no one else holds), without the checks of ``__init__``: results of operations."""
+        self = cls.__new__(cls)
+        self._version, self._cache = 0, {}
+        self._fill = fill
+        self._transpose_of = None
+        self._store(csr, on_device)
+        return self
 
     # --- construction ---------------------------------------------------------------------
 
@@ -155,28 +191,29 @@ class Matrix(_Cached):
 
     # --- properties -----------------------------------------------------------------------
 
-    shape = property(lambda self: tuple(int(s) for s in self._csr.shape))
-    nrows = property(lambda self: int(self._csr.shape[0]))
-    ncols = property(lambda self: int(self._csr.shape[1]))
-    nvals = property(lambda self: int(self._csr.nnz))
-    dtype = property(lambda self: self._csr.dtype)
+    shape = property(lambda self: self._shape)
+    nrows = property(lambda self: self._shape[0])
+    ncols = property(lambda self: self._shape[1])
+    nvals = property(lambda self: self._nvals)
+    dtype = property(lambda self: self._csr.data.dtype)
     fill = property(lambda self: self._fill)
-    on_device = property(lambda self: is_cupy(self._csr.indptr))
+    on_device = property(lambda self: self._on_device)
     ndim = 2
 
-    @property
-    def xp(self):
-        return S.xp_of(self.on_device)
+    xp = property(lambda self: self._xp)  # NumPy or CuPy: where the arrays live
 
     @property
     def csr(self):
-        """The canonical CSR (shared, not a copy: do not modify it)."""
-        return self._csr
+        """The canonical CSR, shared with the matrix: on the host its arrays are read-only
+        views (``A.csr.copy()`` for a writable copy); on the device do not modify it."""
+        if self._on_device:
+            return self._csr
+        return self.prepared("read-only csr", lambda: _readonly_csr(self._csr))
 
     @property
     def effective_fill(self):
         """The fill, or None when every entry is stored (the fill then means nothing)."""
-        return None if self.nvals == self.nrows * self.ncols else self._fill
+        return None if self._nvals == self._shape[0] * self._shape[1] else self._fill
 
     @property
     def T(self) -> "Matrix":
@@ -186,7 +223,7 @@ class Matrix(_Cached):
             return self._transpose_of
 
         def build():
-            t = Matrix(fill=self._fill, _csr=_transpose(self._csr, self.on_device))
+            t = Matrix._wrap(_transpose(self._csr, self._on_device), self._fill, self._on_device)
             t._transpose_of, t._made_at = self, self._version
             t._view_of = self  # read-only: written into, it would go stale (issue 24)
             return t
@@ -212,8 +249,11 @@ class Matrix(_Cached):
     # --- conversion -----------------------------------------------------------------------
 
     def to_scipy(self) -> sps.csr_matrix:
-        """A SciPy CSR on the host (shares memory with the matrix when it lives there)."""
-        return self.prepared("host", lambda: self._csr.get()) if self.on_device else self._csr
+        """A SciPy CSR on the host: the matrix's own arrays as read-only views when it lives
+        there (``.copy()`` for a writable one), else a read-only host copy (kept)."""
+        if self._on_device:
+            return self.prepared("host", lambda: _readonly_csr(self._csr.get()))
+        return self.csr
 
     def to_cupy(self):
         return self._csr if self.on_device else self.prepared(
@@ -236,10 +276,10 @@ class Matrix(_Cached):
         return keys // n, keys % n, self._csr.data.copy()
 
     def to_device(self) -> "Matrix":
-        return self if self.on_device else Matrix(fill=self._fill, _csr=self.to_cupy())
+        return self if self._on_device else Matrix(fill=self._fill, _csr=self.to_cupy())
 
     def to_host(self) -> "Matrix":
-        return Matrix(fill=self._fill, _csr=self.to_scipy()) if self.on_device else self
+        return Matrix(fill=self._fill, _csr=self._csr.get()) if self._on_device else self
 
     def isequal(self, other) -> bool:
         """Same shape, pattern and values, dtypes of the same family (bool / int / float)."""
@@ -273,14 +313,32 @@ class Vector(_Cached):
             if isinstance(x, Vector):
                 _parts = (x._idx, x._vals, x._size)
             else:
-                _parts = _dense_parts(x)
+                _parts = _dense_parts(x, dtype)
         self._set(*_parts, dtype=dtype)
 
     def _set(self, idx, vals, size, dtype=None):
+        """Replace the storage (arrays gbdist owns) and bump the version."""
         self._check_writable()
         dt = S.check_dtype(vals.dtype if dtype is None else dtype, "the vector")
-        self._idx, self._vals, self._size = idx, _cast(vals, dt, S.xp_of(is_cupy(vals))), int(size)
+        on_device = is_cupy(vals)
+        self._store(idx, _cast(vals, dt, S.xp_of(on_device)), int(size), on_device)
         self._changed()
+
+    def _store(self, idx, vals, size, on_device):
+        self._idx, self._vals, self._size = idx, vals, size
+        self._on_device = on_device
+        self._xp = S.xp_of(on_device)
+        self._kind = (None if idx.size == size else self._fill, self._fill, vals.dtype)
+
+    @classmethod
+    def _wrap(cls, idx, vals, size, fill, on_device=False) -> "Vector":
+        """A new Vector holding sorted unique int64 ``idx`` and ``vals`` of a graph dtype
+        that gbdist made and no one else holds, without the checks of ``__init__``."""
+        self = cls.__new__(cls)
+        self._version, self._cache = 0, {}
+        self._fill = fill
+        self._store(idx, vals, size, on_device)
+        return self
 
     @classmethod
     def from_coo(cls, indices, values, size, dtype=None, dup_op=None, fill=ABSENT, on_device=False):
@@ -312,21 +370,29 @@ class Vector(_Cached):
 
     size = property(lambda self: self._size)
     shape = property(lambda self: (self._size,))
-    nvals = property(lambda self: int(self._idx.size))
+    nvals = property(lambda self: self._idx.size)
     dtype = property(lambda self: self._vals.dtype)
     fill = property(lambda self: self._fill)
-    on_device = property(lambda self: is_cupy(self._idx))
-    indices = property(lambda self: self._idx)
-    values = property(lambda self: self._vals)
+    on_device = property(lambda self: self._on_device)
     ndim = 1
 
     @property
-    def xp(self):
-        return S.xp_of(self.on_device)
+    def indices(self):
+        """The stored indices (sorted int64), shared: read-only on the host."""
+        return self._idx if self._on_device else self.prepared(
+            "read-only indices", lambda: _readonly(self._idx))
+
+    @property
+    def values(self):
+        """The stored values, shared: read-only on the host."""
+        return self._vals if self._on_device else self.prepared(
+            "read-only values", lambda: _readonly(self._vals))
+
+    xp = property(lambda self: self._xp)  # NumPy or CuPy: where the arrays live
 
     @property
     def effective_fill(self):
-        return None if self.nvals == self._size else self._fill
+        return None if self._idx.size == self._size else self._fill
 
     def keys(self):
         return self._idx
@@ -336,7 +402,7 @@ class Vector(_Cached):
         vector's values are its own array (not copied)."""
         def build():
             xp = self.xp
-            if self.nvals == self._size:
+            if self._idx.size == self._size:
                 return self._vals, xp.ones(self._size, dtype=bool)
             vals = xp.zeros(self._size, dtype=self.dtype)
             present = xp.zeros(self._size, dtype=bool)
@@ -356,13 +422,13 @@ class Vector(_Cached):
     V = property(lambda self: Mask(self, structural=False))
 
     def to_device(self) -> "Vector":
-        if self.on_device:
+        if self._on_device:
             return self
         cp = S.cupy()
         return Vector(fill=self._fill, _parts=(cp.asarray(self._idx), cp.asarray(self._vals), self._size))
 
     def to_host(self) -> "Vector":
-        if not self.on_device:
+        if not self._on_device:
             return self
         return Vector(fill=self._fill, _parts=(self._idx.get(), self._vals.get(), self._size))
 
@@ -438,14 +504,18 @@ def _transpose(csr, on_device):
 
 
 def _as_csr(x):
+    """The canonical CSR of ``x``, in arrays no one else holds: the caller's SciPy/CuPy
+    matrix is copied (or converted, which copies), never wrapped (module docstring)."""
     if isinstance(x, Matrix):
-        return x._csr
+        return x._csr  # gbdist's own storage, never written in place: shared
     if isinstance(x, S.DeviceCSR):
-        return x
+        return x.copy()
     if is_cupy(x):
         cps = S.cupyx_sparse()
         if cps.issparse(x):
             csr = x.tocsr()
+            if csr is x or csr.data is x.data:
+                csr = csr.copy()
         else:
             if x.ndim != 2:
                 raise InputError("a Matrix needs 2-D data", got=f"{x.ndim}-D array")
@@ -454,16 +524,17 @@ def _as_csr(x):
             keys = rows.astype(np.int64) * arr.shape[1] + cols
             return S.keys_csr(keys, arr[rows, cols], arr.shape, True)
         if not csr.has_canonical_format:
-            csr = csr.copy()
             csr.sum_duplicates()
         return csr
     if sps.issparse(x):
-        # a csr_matrix is kept as it is (the kernels' per-matrix caches then serve every
-        # call given the same SciPy object); other CSR types are wrapped without a copy
-        csr = x if type(x) is sps.csr_matrix else (
-            sps.csr_matrix(x) if x.format == "csr" else x.tocsr())
+        if x.format == "csr":  # the caller's arrays: copied once (one pass, no other work)
+            csr = sps.csr_matrix((x.data.copy(), x.indices.copy(), x.indptr.copy()),
+                                 shape=x.shape)
+            if x.has_canonical_format:  # known already: not checked again
+                csr.has_canonical_format = True
+        else:
+            csr = sps.csr_matrix(x.tocsr())  # a conversion makes new arrays
         if not csr.has_canonical_format:
-            csr = csr.copy()
             csr.sum_duplicates()
         return csr
     if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
@@ -475,7 +546,26 @@ def _as_csr(x):
                      expected="SciPy/cupyx sparse, a 2-D NumPy/CuPy array, or a gb.Matrix")
 
 
-def _dense_parts(x):
+def _readonly(a):
+    """A view of the host array ``a`` that refuses writes (``a`` itself stays writable:
+    the kernels take it, and a read-only array is another Numba type, compiled anew)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+def _readonly_csr(csr):
+    """A SciPy CSR over read-only views of ``csr``'s arrays (flags set, no check)."""
+    out = sps.csr_matrix(csr.shape, dtype=csr.dtype)
+    out.data, out.indices, out.indptr = (_readonly(csr.data), _readonly(csr.indices),
+                                         _readonly(csr.indptr))
+    out.has_canonical_format = True
+    return out
+
+
+def _dense_parts(x, dtype=None):
+    """(indices, values, size) of a dense 1-D input, every entry stored; the values in an
+    array no one else holds (the caller's array is copied unless a cast makes a new one)."""
     if x is None:
         raise InputError("gb.Vector needs data", hint="gb.Vector.sparse(size, dtype) for an empty one")
     if is_cupy(x):
@@ -487,6 +577,9 @@ def _dense_parts(x):
         xp = np
     if arr.ndim != 1:
         raise InputError("a Vector needs 1-D data", got=f"{arr.ndim}-D array")
+    dt = S.check_dtype(arr.dtype if dtype is None else dtype, "the vector")
+    if arr.dtype == dt and (arr is x or getattr(arr, "base", None) is not None):
+        arr = arr.copy()
     return xp.arange(arr.size, dtype=np.int64), arr, arr.size
 
 

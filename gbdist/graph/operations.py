@@ -19,6 +19,7 @@ from ..backends.graph_reference import binary, cast, fold_segments, identity_val
 from ..compiler import graph as rule
 from ..errors import InputError
 from . import dispatch
+from . import memo
 from .dispatch import get_kernels
 from .masks import Mask, as_mask, space_of, write_back
 from .objects import Matrix, Vector, as_matrix, as_vector
@@ -43,8 +44,8 @@ def _push_by_edges(A, u, name, mask, on_device) -> bool:
     if name == "mxv" and not A.has_transpose():  # pushing mxv needs Aᵀ: not built for this
         return False
     M = A if name == "vxm" else A.T
-    deg = M.prepared("row-degrees", lambda: np.diff(M.csr.indptr))
-    return float(deg[u.indices].sum()) < PUSH_EDGE_SHARE * M.nvals
+    deg = M.prepared("row-degrees", lambda: np.diff(M._csr.indptr))
+    return float(deg[u._idx].sum()) < PUSH_EDGE_SHARE * M.nvals
 
 
 def _mirror(x):
@@ -64,12 +65,15 @@ def _moved_result(res, dec):
     return host
 
 
-def _device(*objs) -> bool:
-    flags = {o.on_device for o in objs if o is not None}
-    if len(flags) > 1:
-        raise InputError("operands live on different devices", got="host and device operands",
-                         hint="move them with .to_device() / .to_host()")
-    return flags.pop() if flags else False
+def _device(first, *objs) -> bool:
+    """Where the operands live (all in one place, else an InputError)."""
+    where = first._on_device
+    for o in objs:
+        if o is not None and o._on_device != where:
+            raise InputError("operands live on different devices",
+                             got="host and device operands",
+                             hint="move them with .to_device() / .to_host()")
+    return where
 
 
 def _check_out(out, kind, shape, what):
@@ -88,22 +92,25 @@ def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, 
     it) or a new object of ``dtype``."""
     if accum is not None:
         accum = T.binary_arg(accum, "accum")
-    final = np.dtype(out.dtype) if out is not None else np.dtype(dtype)
-    keys, vals = write_back(keys, vals, final, out=out, mask=mask, accum=accum, replace=replace)
+    if out is None and mask is None:  # C = T: T's entries in the domain, nothing to merge
+        vals = cast(vals, dtype, S.xp_of(on_device))
+    else:
+        final = np.dtype(out.dtype) if out is not None else np.dtype(dtype)
+        keys, vals = write_back(keys, vals, final, out=out, mask=mask, accum=accum,
+                                replace=replace)
     if kind is Matrix:
-        from .sparse import keys_csr
-        csr = keys_csr(keys, vals, shape, on_device)
+        csr = S.keys_csr(keys, vals, shape, on_device)
         if out is not None:
             out._set(csr, out.dtype)
             res = out
         else:
-            res = Matrix(fill=fill, _csr=csr)
+            res = Matrix._wrap(csr, fill, on_device)
     else:
         if out is not None:
             out._set(keys, vals, shape[0], out.dtype)
             res = out
         else:
-            res = Vector(fill=fill, _parts=(keys, vals, shape[0]))
+            res = Vector._wrap(keys, vals, shape[0], fill, on_device)
     res.decision = decision
     return res
 
@@ -120,8 +127,7 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     shape = (A.nrows, B.ncols)
     mask = as_mask(mask, shape, "mxm")
     out = _check_out(out, Matrix, shape, "mxm")
-    dec = rule.product("mxm", sr, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
-    dt = T.domain(dtype, [A.dtype, B.dtype], [sr.mul, sr.add.op], monoids=[sr.add])
+    dec, dt = memo.product("mxm", sr, A, B, dtype)
     on_device = _device(A, B, mask and mask.source, out)
     if backend == "auto" and not on_device and out is None and A.nvals >= 1000:
         if mask is not None and not mask.complement:
@@ -130,13 +136,13 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
             kind = "mxm"
 
             def work():
-                degB = B.prepared("row-degrees", lambda: np.diff(B.csr.indptr))
-                return int(degB[A.csr.indices].sum())
+                degB = B.prepared("row-degrees", lambda: np.diff(B._csr.indptr))
+                return int(degB[A._csr.indices].sum())
         if dispatch.device_pays(kind, work):
             return _moved_result(mxm(_mirror(A), _mirror(B), sr, mask=_mirror(mask), accum=accum,
                                      dtype=dt, backend="cuda"), dec)
-    K = get_kernels(backend, on_device)
-    C = K.spgemm(A.csr, B.csr, sr, mask=None if mask is None else mask.pattern_csr(),
+    K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
+    C = K.spgemm(A._csr, B._csr, sr, mask=None if mask is None else mask.pattern_csr(),
                  complement=bool(mask and mask.complement), out_dtype=dt)
     if out is None:  # the kernel applied the mask already: C is the result (accum has no C)
         if accum is not None:
@@ -144,9 +150,8 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
         res = Matrix(fill=dec.result_fill, _csr=C)
         res.decision = dec
         return res
-    from .sparse import csr_keys
-    return finish(Matrix, csr_keys(C, A.xp), C.data, shape, dt, dec.result_fill, dec, mask=mask,
-                  accum=accum, out=out, replace=replace, on_device=on_device)
+    return finish(Matrix, S.csr_keys(C, A.xp), C.data, shape, dt, dec.result_fill, dec,
+                  mask=mask, accum=accum, out=out, replace=replace, on_device=on_device)
 
 
 def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto",
@@ -182,8 +187,7 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
     size = A.nrows if name == "mxv" else A.ncols
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
-    dec = rule.product(name, sr, (A.effective_fill, u.effective_fill), (A.fill, u.fill))
-    dt = T.domain(dtype, [A.dtype, u.dtype], [sr.mul, sr.add.op], monoids=[sr.add])
+    dec, dt = memo.product(name, sr, A, u, dtype)
     on_device = _device(A, u, mask and mask.source, out)
     if (backend == "auto" and not on_device and out is None
             and dispatch.device_pays("mxv", A.nvals)):
@@ -191,24 +195,26 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
         args = (_mirror(A), _mirror(u)) if name == "mxv" else (_mirror(u), _mirror(A))
         return _moved_result(fn(*args, sr, mask=_mirror(mask), accum=accum, dtype=dt,
                                 backend="cuda", compensated=compensated), dec)
-    K = get_kernels(backend, on_device)
+    K = get_kernels(backend, on_device, work=A.nvals)
     kmask = None if mask is None else mask.dense()
     comp = bool(mask and mask.complement)
-    csum = bool(compensated) and sr.add.invertible and np.dtype(dt).kind == "f"
+    csum = bool(compensated) and sr.add.invertible and dt.kind == "f"
     if not csum and (u.nvals < PUSH_FRACTION * u.size or _push_by_edges(A, u, name, mask, on_device)):
         M = push_matrix()
         s = T.flipped(sr) if flip_for_push else sr
-        y, present = K.spmspv(M.csr, u.indices, u.values, s, mask=kmask, complement=comp,
+        y, present = K.spmspv(M._csr, u._idx, u._vals, s, mask=kmask, complement=comp,
                               out_dtype=dt)
     else:
         M = pull_matrix if pull_matrix is not None else A.T
         s = sr if pull_matrix is not None else T.flipped(sr)
         x, xp_ = u.dense_parts()
-        y, present = K.spmv(M.csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
+        y, present = K.spmv(M._csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
                             complement=comp, out_dtype=dt, **({"compensated": True} if csum else {}))
     keys, vals = _present_entries(present, y, A.xp)
-    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
-                  accum=accum, out=out, replace=replace, on_device=on_device)
+    # the kernels computed T inside the mask only: without out= (C empty) the result is T
+    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec,
+                  mask=None if out is None else mask, accum=accum, out=out, replace=replace,
+                  on_device=on_device)
 
 
 _LAST_PRESENT: list = [None, None]  # (weak reference to a presence array, its keys)
@@ -222,7 +228,7 @@ def _present_entries(present, y, xp):
     ref, keys = _LAST_PRESENT
     if ref is not None and ref() is present:
         return keys, (y if keys.size == y.size else y[keys])
-    if bool(present.all()):
+    if int(xp.count_nonzero(present)) == present.size:
         keys = xp.arange(present.size, dtype=np.int64)
     else:
         keys = xp.flatnonzero(present).astype(np.int64, copy=False)
@@ -248,7 +254,7 @@ def _pair(A, B, what):
 
 
 def _vals(x):
-    return x.csr.data if x.ndim == 2 else x.values
+    return x._csr.data if x.ndim == 2 else x._vals
 
 
 def ewise_add(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
@@ -268,8 +274,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     op = T.binary_arg(op, name)
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
-    dec = rule.ewise(name, op, union, (A.effective_fill, B.effective_fill), (A.fill, B.fill))
-    dt = T.domain(dtype, [A.dtype, B.dtype], [op])
+    dec, dt = memo.ewise(name, op, union, A, B, dtype)
     on_device = _device(A, B, mask and mask.source, out)
     xp = A.xp
     ka, kb = A.keys(), B.keys()
@@ -305,12 +310,12 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
         raise InputError("apply: give left= or right=, not both")
     if left is None and right is None:
         op = T.unary_arg(op, "apply")
-        dt = T.domain(dtype, [A.dtype], [op])
+        dt = memo.domain(op, A.dtype, dtype)
         fn = lambda v: unary(op, v, dt, xp)  # noqa: E731
     else:
         op = T.binary_arg(op, "apply")
         s = right if right is not None else left
-        dt = T.domain(dtype, [A.dtype], [op], scalars=[s])
+        dt = memo.domain(op, A.dtype, dtype, scalar=s)
         if right is not None:
             fn = lambda v: binary(op, v, np.asarray(s), dt, xp)  # noqa: E731
         else:
@@ -318,13 +323,21 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
     at_zero = 0.0
     if A.effective_fill == 0:
         at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
-    dec = rule.apply_value("apply", at_zero, (A.effective_fill,), (A.fill,))
+    dec = _apply_decision(at_zero, A)
     keys, vals = A.keys(), _vals(A)
     if mask is not None:
         keep = mask.allows(keys)
         keys, vals = keys[keep], vals[keep]
     return finish(kind, keys, fn(vals), A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
                   out=out, replace=replace, on_device=A.on_device)
+
+
+def _apply_decision(at_zero, A):
+    if A.effective_fill == 0:  # depends on the value op(0): not memoised
+        return rule.apply_value("apply", at_zero, (A.effective_fill,), (A.fill,))
+    key = ("apply-decision", A.effective_fill, A.fill)
+    return memo.memoised(key, (), lambda: rule.apply_value(
+        "apply", at_zero, (A.effective_fill,), (A.fill,)))
 
 
 SELECTORS = ("tril", "triu", "diag", "offdiag", "==", "!=", ">", ">=", "<", "<=", "nonzero")
@@ -342,7 +355,7 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
         raise InputError("select: unknown selector", got=repr(op), expected=" ".join(SELECTORS))
     mask = as_mask(mask, A.shape, "select")
     out = _check_out(out, kind, A.shape, "select")
-    dt = T.domain(dtype, [A.dtype], [])
+    dt = memo.domain(None, A.dtype, dtype)
     keys, vals = A.keys(), _vals(A)
     if op in ("tril", "triu", "diag", "offdiag"):
         if kind is Vector:
@@ -418,12 +431,13 @@ def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, tra
     size = M.nrows
     mask = as_mask(mask, (size,), name)
     out = _check_out(out, Vector, (size,), name)
-    dec = rule.reduction(name, monoid, A.fill)
-    dt = T.domain(dtype, [A.dtype], [monoid.op], monoids=[monoid])
-    K = get_kernels(backend, A.on_device)
+    dec, dt = memo.reduction(name, monoid, A, dtype)
+    K = get_kernels(backend, A.on_device, work=A.nvals)
     xp = A.xp
-    nzero = M.ncols - xp.diff(M.csr.indptr).astype(np.int64)
-    vals, present = _reduce_segments(name, M.csr, nzero, monoid, dt, A.fill, K, A.on_device)
+    nzero = None
+    if A.fill == 0:
+        nzero = M.ncols - xp.diff(M._csr.indptr).astype(np.int64)
+    vals, present = _reduce_segments(name, M._csr, nzero, monoid, dt, A.fill, K, A.on_device)
     keys, vals = _present_entries(present, vals, xp)
     return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=A.on_device)
@@ -435,13 +449,15 @@ def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     monoid = T.monoid_arg(monoid, "reduce_scalar")
-    dt = T.domain(dtype, [A.dtype], [monoid.op], monoids=[monoid])
+    dt = memo.domain(monoid.op, A.dtype, dtype, monoid=monoid)
     xp = A.xp
     vals = _vals(A)
     total = A.nrows * A.ncols if isinstance(A, Matrix) else A.size
-    K = get_kernels(backend, A.on_device)
+    K = get_kernels(backend, A.on_device, work=vals.size)
     indptr = xp.asarray([0, vals.size], dtype=np.int64)
-    nzero = xp.asarray([total - vals.size if A.fill == 0 else 0], dtype=np.int64)
+    nzero = None
+    if A.fill == 0:
+        nzero = xp.asarray([total - vals.size], dtype=np.int64)
     v, present = _reduce_segments("reduce_scalar", _Seg(indptr, vals), nzero, monoid, dt,
                                   0 if A.fill == 0 else rule.ABSENT, K, A.on_device)
     if not bool(present[0]):  # nothing stored: the identity (a kernel's value there is unset)

@@ -16,20 +16,31 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import sympy as sp
+
+try:  # sympy on first use: an op's term answers for the built-ins (keeps_type)
+    from ..algebra.lazy import sympy as sp
+except ImportError:  # pragma: no cover - an algebra without the lazy stand-in
+    import sympy as sp
 
 from ..algebra.ops import Monoid, Op, as_monoid
 from ..algebra.semirings import Semiring
 from ..errors import DefinitionError, TypeCheckError
 from . import sparse as S
 
-_KEEPS = (sp.Add, sp.Max, sp.Min, sp.Abs, sp.Piecewise, sp.ITE, sp.Eq, sp.Ne, sp.StrictLessThan,
-          sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan, sp.And, sp.Or, sp.Not, sp.Xor,
-          sp.sign)
+# the node types that keep integer (and bool) types, by sympy class name (a term's head)
+_KEEP_NAMES = ("Add", "Max", "Min", "Abs", "Piecewise", "ITE", "Equality", "Unequality",
+               "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan", "And", "Or",
+               "Not", "Xor", "sign")
+
+
+@functools.lru_cache(maxsize=1)
+def _keeps() -> tuple:
+    return tuple(getattr(sp, n) for n in _KEEP_NAMES)
 
 
 @functools.lru_cache(maxsize=512)
 def _keeps_formula(formula) -> bool:
+    _KEEPS = _keeps()
     for node in sp.preorder_traversal(formula):
         if node.is_Symbol or node in (sp.true, sp.false):
             continue
@@ -53,9 +64,38 @@ def _keeps_formula(formula) -> bool:
     return True
 
 
+_INTEGER_LEAVES = ("Integer", "Zero", "One", "NegativeOne", "Symbol", "BooleanTrue",
+                   "BooleanFalse")
+
+
+def _positive_integer(term) -> bool:
+    return term[0] == "One" or (term[0] == "Integer" and int(term[1]) > 0)
+
+
+@functools.lru_cache(maxsize=512)
+def _keeps_term(term) -> bool:
+    """:func:`_keeps_formula` on the formula written as a term (gbdist.algebra.terms): the
+    same rule, read without sympy (tests/graph/test_domains.py compares the two)."""
+    head = term[0]
+    if head in _INTEGER_LEAVES:
+        return True
+    if head == "Piecewise":
+        return all(_keeps_term(e) and _keeps_term(c) for e, c in term[1:])
+    if head == "Pow":
+        return _positive_integer(term[2]) and _keeps_term(term[1])
+    if head == "Mul" or head in _KEEP_NAMES:
+        return all(_keeps_term(a) for a in term[1:])
+    return False  # a fraction, a float, ±inf, NaN, pi, log, exp ...
+
+
 def keeps_type(*ops) -> bool:
-    """True when every op's formula keeps integer (and bool) types."""
-    return all(_keeps_formula(o.formula) for o in ops)
+    """True when every op's formula keeps integer (and bool) types (read from the op's
+    term when it has one: no sympy)."""
+    for o in ops:
+        term = getattr(o, "term", None)
+        if not (_keeps_term(term) if term is not None else _keeps_formula(o.formula)):
+            return False
+    return True
 
 
 def bool_only(monoid) -> bool:
@@ -131,10 +171,26 @@ def unary_arg(op, what: str) -> Op:
                          got=repr(op), hint="e.g. gb.ops.abs, or gr.apply(gb.ops.plus, A, right=1)")
 
 
-@functools.lru_cache(maxsize=256)
+_FLIPPED: dict = {}
+
+
 def flipped(sr: Semiring) -> Semiring:
     """The semiring with ⊗'s arguments swapped: ``mul'(x, y) = mul(y, x)`` (to run vxm as
-    a pull over Aᵀ, or mxv as a push over Aᵀ)."""
+    a pull over Aᵀ, or mxv as a push over Aᵀ). Kept per semiring object (by id, checked
+    by identity: hashing a semiring prints its formulas), so each call of a loop finds
+    the same flipped object and the kernels' caches keyed by it."""
+    hit = _FLIPPED.get(id(sr))
+    if hit is not None and hit[0] is sr:
+        return hit[1]
+    out = _flipped(sr)
+    if len(_FLIPPED) > 1024:
+        _FLIPPED.clear()
+    _FLIPPED[id(sr)] = (sr, out)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _flipped(sr: Semiring) -> Semiring:
     from ..algebra.formulas import X, Y
     mul = sr.mul
     f = mul.formula.xreplace({X: Y, Y: X})

@@ -78,6 +78,7 @@ SPMV_SERIAL = 1 << 18
 # SpMSpV below this many ⊗ terms runs on one thread (the column split bisects every row).
 SPMSPV_PARALLEL_WORK = 1 << 23
 
+_SCIPY_TYPES = (np.dtype(np.float64), np.dtype(np.int64))
 _MODULES: dict = {}
 _LOCK = threading.Lock()
 _THREADS: dict = {}
@@ -104,7 +105,15 @@ def _work_type(out_dtype, *dtypes) -> str:
     return w
 
 
+_BY_ID: dict = {}
+
+
 def _module(sr_mul, sr_add_op, work: str):
+    """The generated module of (⊗, ⊕, domain): found by the ops' ids first (an Op's key is
+    a tuple of its formula, slow to hash on every call), checked by identity."""
+    hit = _BY_ID.get((id(sr_mul), id(sr_add_op), work))
+    if hit is not None and hit[0] is sr_mul and hit[1] is sr_add_op:
+        return hit[2]
     key = (sr_mul.key, sr_add_op.key, work)
     mod = _MODULES.get(key)
     if mod is None:
@@ -114,6 +123,9 @@ def _module(sr_mul, sr_add_op, work: str):
             mod = _MODULES.get(key)
             if mod is None:
                 mod = _MODULES[key] = load(generate(sr_mul.formula, sr_add_op.formula, work))
+    if len(_BY_ID) > 4096:
+        _BY_ID.clear()
+    _BY_ID[(id(sr_mul), id(sr_add_op), work)] = (sr_mul, sr_add_op, mod)
     return mod
 
 
@@ -133,8 +145,10 @@ _IDENTITIES: dict = {}
 def _ranges(work: np.ndarray | None, m: int, total: float) -> list:
     """Row ranges of about equal work (``work``: per-row cost, or None: equal rows),
     about four per thread; one range when the job is small."""
+    if m <= 1 or total < SERIAL_WORK:  # small work: the calling thread, no pool
+        return [(0, m)]
     t = threads()
-    if t == 1 or m <= 1 or total < SERIAL_WORK:
+    if t == 1:
         return [(0, m)]
     nb = min(m, 4 * t)
     if work is None:
@@ -216,24 +230,28 @@ def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
     return _ref_cast(values, out_dtype)
 
 
-_PREPARED: dict = {}
+_PREPARED: dict = {}  # id(B) → [weak reference to B, its arrays and shape, {name: form}]
 
 
 def _prepared(B, name, build):
-    """``build()``, cached for the SciPy matrix ``B`` while it lives and its buffers are
-    unchanged (keyed by identity and buffer addresses: a matrix changed in place or a new
-    matrix at a recycled id never serves a stale form)."""
-    key = (id(B), name)
-    hit = _PREPARED.get(key)
-    stamp = (B.shape, B.nnz, B.data.ctypes.data, B.indices.ctypes.data, B.indptr.ctypes.data)
-    if hit is not None and hit[0]() is B and hit[1] == stamp:
-        return hit[2]
-    value = build()
-    try:
-        ref = weakref.ref(B, lambda _r, k=key: _PREPARED.pop(k, None))
-    except TypeError:
-        return value
-    _PREPARED[key] = (ref, stamp, value)
+    """``build()``, cached for the SciPy matrix ``B`` while it lives with the same arrays
+    and shape (kept with the forms and checked by identity: a matrix whose arrays were
+    replaced — SciPy's ``A[i, j] = v`` on a new entry, ``eliminate_zeros``, ``resize`` —
+    or a new matrix at a recycled id never serves a stale form). Values written into B's
+    arrays in place are not seen: the graph operations never do it (gb.Matrix owns its
+    arrays and hands out read-only views); a caller of the kernels must not either."""
+    entry = _PREPARED.get(id(B))
+    if (entry is None or entry[0]() is not B or entry[1] is not B.data
+            or entry[2] is not B.indices or entry[3] is not B.indptr or entry[4] != B.shape):
+        try:
+            ref = weakref.ref(B, lambda _r, k=id(B): _PREPARED.pop(k, None))
+        except TypeError:
+            return build()
+        entry = _PREPARED[id(B)] = [ref, B.data, B.indices, B.indptr, B.shape, {}]
+    forms = entry[5]
+    if name in forms:
+        return forms[name]
+    value = forms[name] = build()
     return value
 
 
@@ -265,9 +283,35 @@ def _scipy_safe(A, B) -> bool:
     return True
 
 
+_PLUS_TIMES: dict = {}
+
+
 def _is_plus_times(sr) -> bool:
+    hit = _PLUS_TIMES.get(id(sr))
+    if hit is not None and hit[0] is sr:
+        return hit[1]
     from ...algebra import ops
-    return sr.mul.key == ops.times.key and sr.add.op.key == ops.plus.key
+    yes = sr.mul.key == ops.times.key and sr.add.op.key == ops.plus.key
+    if len(_PLUS_TIMES) > 1024:
+        _PLUS_TIMES.clear()
+    _PLUS_TIMES[id(sr)] = (sr, yes)
+    return yes
+
+
+try:  # SciPy's SpMV loop itself (A @ x adds checks and conversions around it)
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:  # pragma: no cover - a SciPy without it: A @ x
+    _csr_matvec = None
+
+
+def _scipy_matvec(A, x):
+    """``A @ x`` as a 1-D array: SciPy's ``csr_matvec`` into zeros (it adds to y)."""
+    m, n = A.shape
+    if _csr_matvec is not None and A.indices.dtype == A.indptr.dtype:
+        y = np.zeros(m, dtype=A.data.dtype)
+        _csr_matvec(m, n, A.indptr, A.indices, A.data, np.ascontiguousarray(x), y)
+        return y
+    return np.asarray(A @ x).reshape(-1)
 
 
 class CompiledGraphKernels:
@@ -362,11 +406,10 @@ class CompiledGraphKernels:
         x = np.asarray(x)
         csum = bool(compensated) and sr.add.invertible and np.dtype(out_dtype).kind == "f"
         if (not csum and ai.shape[0] < SCIPY_SPMV and mask is None and x_present is None
-                and _is_plus_times(sr)
-                and ax.dtype == x.dtype == np.dtype(out_dtype)
-                and ax.dtype in (np.float64, np.int64)):
+                and ax.dtype == x.dtype == out_dtype and ax.dtype in _SCIPY_TYPES
+                and _is_plus_times(sr)):
             # SciPy's csr_matvec is this very loop (same order of summation), in C++
-            y = np.asarray(A @ x).reshape(-1)
+            y = _scipy_matvec(A, x)
             return y, _prepared(A, "nonempty-rows", lambda: np.diff(ap) > 0)  # shared: read only
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
@@ -378,7 +421,10 @@ class CompiledGraphKernels:
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
         ident = _identity(sr.add, wt)
-        ranges = _prepared(A, ("nnz-ranges", threads()), lambda: _nnz_ranges(ap, m))
+        if ai.shape[0] + m < SPMV_SERIAL:  # small: the calling thread (no pool, no split)
+            ranges = [(0, m)]
+        else:
+            ranges = _prepared(A, ("nnz-ranges", threads()), lambda: _nnz_ranges(ap, m))
         if csum:
             _run(mod.spmv_csum, (ap, ai, ax, x, xp, has_xp, mk, mmode, ident, y, yp), ranges)
         elif has_xp or mask is not None:
@@ -400,12 +446,13 @@ class CompiledGraphKernels:
         yp = np.zeros(n, dtype=np.bool_)
         mk = np.asarray(mask, dtype=np.bool_) if mask is not None else np.ones(1, np.bool_)
         mmode = np.int64(0 if mask is None else 2 if complement else 1)
-        total = float(np.diff(ap)[u_idx].sum()) if u_idx.size else 0.0
-        t = threads()
-        if t == 1 or total < SPMSPV_PARALLEL_WORK:
+        if (ai.shape[0] < SPMSPV_PARALLEL_WORK  # the whole matrix is less work: serial
+                or float((ap[u_idx + 1] - ap[u_idx]).sum()) < SPMSPV_PARALLEL_WORK
+                or threads() == 1):
             mod.spmspv(ap, ai, ax, u_idx, u_val, mk, mmode, False, y, yp,
                        np.int64(0), np.int64(n))
         else:  # the output split into column blocks, one per thread
+            t = threads()
             cuts = np.linspace(0, n, t + 1).astype(np.int64)
             ranges = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
             pool = _pool(t)
