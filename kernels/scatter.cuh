@@ -16,14 +16,14 @@
 // strategies._scatter_cap): on an H100 that beat one tile as wide as fits by 5-36%
 // although each tile walks A's row again. TPB is then 512; 1024 remains for a tile
 // forced wider (strategies.SCATTER_SMEM_CAP = 0), where fewer than four 512-thread
-// blocks would fit (benchmarks/atomics_probe.py: 8-byte shared atomics cost 1.33x the
+// blocks would fit (benchmarks/atomics_probe.py, retired: docs/benchmarks.md: 8-byte shared atomics cost 1.33x the
 // 4-byte ones at 512 threads, 1.10x at 1024).
 //
 // Registers are capped (__launch_bounds__ with 2048 / TPB blocks per SM) so that the
 // register file never limits occupancy below shared memory's four blocks: float64
 // accumulators and divisions had taken 40-52 registers (two or three blocks), and the
 // cap was 3-9% faster in float32 and up to 20% in float64 on an H100, spills included
-// (benchmarks/accumulate_probe.py). codegen.SCATTER_FULL_OCCUPANCY = False lifts it.
+// (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md). codegen.SCATTER_FULL_OCCUPANCY = False lifts it.
 #ifndef GB_SCATTER_MIN_BLOCKS
 #define GB_SCATTER_MIN_BLOCKS(TPB) (2048 / (TPB))
 #endif

@@ -5,7 +5,7 @@ host data → ``CompiledGraphKernels`` (``gbdist.backends.compiled.graph``) when
 imports (Numba present), else the NumPy reference — except that a product on host data
 big enough for the GPU to win, operands moved there and the result back included, runs
 on the GPU when one is present (:func:`device_pays`, the crossover measured by
-``benchmarks/graph_crossover.py``). ``"cpu"`` is the best host set (compiled, else
+``benchmarks/graph_crossover.py, retired: docs/benchmarks.md``). ``"cpu"`` is the best host set (compiled, else
 reference); ``"compiled"``, ``"reference"`` and ``"cuda"`` force one (a missing one is a
 BackendError). Kernel sets are constructed once, with no arguments, and imported only
 when first used (importing gbdist stays cheap).

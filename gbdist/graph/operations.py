@@ -33,7 +33,7 @@ PUSH_EDGE_SHARE = 1 / 2
 """On the host, an unmasked product with a vector that is not full also pushes when the
 rows it walks hold under this share of the matrix's entries: a pull reads every stored
 entry (and tests x's presence for each), a push only the vector's rows (min_plus at 11M
-entries on 2 shared cores, benchmarks/graph_cpu_kernels.py: push/pull 0.25x, 0.65x,
+entries on 2 shared cores, benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md: push/pull 0.25x, 0.65x,
 0.76x, 1.03x for vectors of 2%, 10%, 40%, 70% of the vertices). A masked pull skips the
 masked rows, so masked products keep the vertex share alone."""
 

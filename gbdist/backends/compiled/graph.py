@@ -34,7 +34,7 @@ Strategies (``spgemm``):
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
 * plus_times on int/float values with no mask, when every stored value is positive and
   far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
-  :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py).
+  :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
 
 ``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
 vector, no mask and every x present is SciPy's ``A @ x`` (the same loop) below
@@ -58,11 +58,11 @@ from .threads import _pool
 from .threads import threads as _threads_now
 
 # Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
-# off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py).
+# off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
 SCIPY_SPGEMM = False
 # plus_times SpMV with float64 (or int64) values and x, no mask, every x present, below
 # this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the
-# 2 shared cores (benchmarks/graph_cpu_kernels.py): SciPy faster at 1.8M entries (the
+# 2 shared cores (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md): SciPy faster at 1.8M entries (the
 # 2-thread kernel 1.55x its time), the 2-thread kernel faster at 18.7M (0.65x).
 SCIPY_SPMV = 1 << 22
 # Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the

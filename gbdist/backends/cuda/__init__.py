@@ -75,7 +75,7 @@ def set_accumulate(mode: str) -> None:
 @contextlib.contextmanager
 def accumulate(mode: str):
     """Within the block, CUDA runs accumulate in ``mode`` ("auto", "float32", "float64"),
-    e.g. to measure what float64 accumulation costs (benchmarks/accuracy.py)."""
+    e.g. to measure what float64 accumulation costs (benchmarks/run.py distances --accuracy)."""
     accumulator_dtype(np.float32, mode)  # validates
     old = _DEFAULT["accumulate"]
     _DEFAULT["accumulate"] = mode

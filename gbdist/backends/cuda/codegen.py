@@ -468,17 +468,17 @@ def _monoid_kind_op(red: Reduction) -> str:
     return "other"
 
 
-# Experiment (benchmarks/accumulate_probe.py): evaluate all of ⊗ in the storage type
+# Experiment (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md): evaluate all of ⊗ in the storage type
 # (float) under float64 accumulation. Not a supported mode: it breaks the accuracy
 # bound where a sum cancels before a square root (docs/benchmarks.md).
 MUL_IN_STORAGE = False
 # ⊗ over float data evaluated in double prints its divisions as gb_div (see CudaPrinter).
-# False prints IEEE double divisions (benchmarks/accumulate_probe.py compares the two).
+# False prints IEEE double divisions (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md compares the two).
 FAST_DIV = True
 # Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
 # its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
 # them 3-9% faster in float32 and up to 20% in float64 (which had 40-50 registers),
-# a few spilled bytes notwithstanding (benchmarks/accumulate_probe.py, 2026-11-24).
+# a few spilled bytes notwithstanding (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md, 2026-11-24).
 SCATTER_FULL_OCCUPANCY = True
 # Evaluate the f of a float split (compiler/plan.float_split) in float.
 FLOAT_SPLIT = True

@@ -34,9 +34,9 @@ RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
          "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
          "sorted_fixed": 1.5e-3, "sort": 2e9, "sorted_pairs": 6e10, "sorted_cells": 5e10}
 # Cost of an 8-byte shared-memory atomic add over a 4-byte one at 512 threads per block
-# (benchmarks/atomics_probe.py on an H100). Without it the model priced scatter the same
+# (benchmarks/atomics_probe.py, retired: docs/benchmarks.md on an H100). Without it the model priced scatter the same
 # under float64 accumulation, and kept it on Tabula Muris manhattan, where gather was
-# 22% faster (benchmarks/accumulate_probe.py, 2026-11-24).
+# 22% faster (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md, 2026-11-24).
 ATOMIC64 = 1.33
 
 
@@ -187,7 +187,7 @@ def _gather_estimate(job: Job):
 
 # Most shared-memory bytes of accumulators per scatter block. None: the occupancy rule
 # (_scatter_cap); 0: the device's opt-in limit per block (one column tile as wide as
-# fits: the rule before 2026-11-23); an int: that many bytes (benchmarks/scatter_tiles_probe.py).
+# fits: the rule before 2026-11-23); an int: that many bytes (benchmarks/scatter_tiles_probe.py, retired: docs/benchmarks.md).
 SCATTER_SMEM_CAP: int | None = None
 
 
@@ -232,7 +232,7 @@ def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int, cap: int 
 def _scatter_threads(smem: int) -> int:
     """Threads per scatter block: 1024 where a block's accumulator row is so large that
     fewer than four 512-thread blocks fit on an SM (8-byte accumulators on wide outputs),
-    so the SM stays fully occupied; else 512 (benchmarks/atomics_probe.py)."""
+    so the SM stays fully occupied; else 512 (benchmarks/atomics_probe.py, retired: docs/benchmarks.md)."""
     per_sm = _device_attr("MaxSharedMemoryPerMultiprocessor", 228 * 1024)  # blocks share it
     return 1024 if per_sm // max(smem + 1024, 1) < 4 else THREADS
 
