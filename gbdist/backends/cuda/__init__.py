@@ -293,8 +293,12 @@ class CUDABackend:
         n_right = right.shape[0] if right is not None else 1
         names = tuple(f"gb_row_reduce<RSpec{r}, {itype_c}>" for r in range(len(gen.reductions)))
         job = strat = None
+        b = p.bound
+        whole_right = (c0, c1) == (0, b.n) or not b.right_sliceable
         if gen.gather:
             job = Job(gen, left, right, K, dt, at, itype_c, p.rows_per_block)
+            job.memos = (b.memo(p.left_key) if (r0, r1) == (0, b.m) else None,
+                         b.memo(p.right_key) if whole_right else None)
             strat = strategies.choose(job, p.strategy)
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
@@ -305,8 +309,6 @@ class CUDABackend:
         # (colred: reductions indexed by the left rows, rowred: by the right rows); a whole
         # side's buffer is kept in its operand's memo (a prepared operand's norms are
         # computed once).
-        b = p.bound
-        whole_right = (c0, c1) == (0, b.n) or not b.right_sliceable
         outs = {}
         colbuf = _reductions(p, mod, names, gen, "col", ldata, n_left, at, K, outs,
                              whole=(r0, r1) == (0, b.m))

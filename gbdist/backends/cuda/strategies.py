@@ -54,6 +54,9 @@ class Job:
     rows_per_block: int | None = None
     colbuf: object = None
     rowbuf: object = None
+    # the memos of the left and right operands when the tile reads them whole (None
+    # otherwise): a strategy may keep a per-operand form there (dense: the densified rows)
+    memos: tuple = (None, None)
 
     @property
     def n_left(self) -> int:
@@ -324,21 +327,41 @@ def _dense_kernels(job: Job):
     return names + ("gb_epilogue<Spec>",)
 
 
+DENSE_KEEP_BYTES = 64 << 20  # a whole operand's densified rows kept in its memo up to this
+
+
+def _densified(mod, job: Job, side: int, terms, width: int):
+    """One side's rows densified for the product's terms (each term's map and fill in its
+    K-column block); kept in the operand's memo when the tile reads it whole and the copy
+    is small (a prepared operand, e.g. a fitted index, is densified once)."""
+    import cupy
+    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
+    maps = tuple(t[side] for t in terms)
+    # the maps' names are the generated module's own (DMapL0_0 …): keyed by its key too
+    key = ("densified", job.gen.key, maps, job.K, np.dtype(job.at).str, job.itype_c)
+    keep = memo is not None and d.shape[0] * width * np.dtype(job.at).itemsize <= DENSE_KEEP_BYTES
+    if keep and key in memo:
+        return memo[key]
+    buf = cupy.empty((d.shape[0], width), dtype=job.at)
+    for r, (name, fill) in enumerate(maps):
+        buf[:, r * job.K:(r + 1) * job.K] = fill
+        fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
+        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
+                              np.int64(width), np.int64(r * job.K), buf))
+    if keep:
+        memo[key] = buf
+    return buf
+
+
 def _dense_launch(mod, job: Job):
     import cupy
     K, at, n_left, n_right = job.K, job.at, job.n_left, job.n_right
     accbuf = cupy.empty((len(job.gen.accumulators), n_left, n_right), dtype=at)
     for s, terms in enumerate(job.gen.dense_maps):
         width = len(terms) * K
-        dl = cupy.empty((n_left, width), dtype=at)
-        dr = cupy.empty((n_right, width), dtype=at)
-        for r, ((lname, lfill), (rname, rfill)) in enumerate(terms):
-            for d, buf, name, fill in ((job.left, dl, lname, lfill), (job.right, dr, rname, rfill)):
-                buf[:, r * K:(r + 1) * K] = fill
-                fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
-                blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-                fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
-                                      np.int64(width), np.int64(r * K), buf))
+        dl = _densified(mod, job, 0, terms, width)
+        dr = _densified(mod, job, 1, terms, width)
         cupy.matmul(dl, dr.T, out=accbuf[s])
         del dl, dr
     out = cupy.empty((n_left, n_right), dtype=job.dt)
@@ -356,7 +379,8 @@ def _dense_estimate(job: Job):
     m, n = job.n_left, job.n_right
     rk = sum(len(t) for t in job.gen.dense_maps) * job.K
     dense_bytes = (m + n) * rk * job.gen.acc_itemsize  # densified in the accumulator type
-    if dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
+    # (small copies fit: asking the driver costs more than a small call's product)
+    if dense_bytes > DENSE_KEEP_BYTES and dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
         return None
     return (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]
             + (dense_bytes + m * n * job.dt.itemsize * 3) / RATES["bytes"])
