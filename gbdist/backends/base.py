@@ -205,7 +205,7 @@ def shape_output(out, kind: str, rows: int, cols: int, xp=np):
 @runtime_checkable
 class GraphKernels(Protocol):
     """The kernels behind the graph operations (:mod:`gbdist.graph`), one set per backend:
-    ``graph_reference.ReferenceGraphKernels`` (NumPy), ``compiled.graph.CompiledGraphKernels``
+    ``graph_reference_kernels.ReferenceGraphKernels`` (NumPy), ``compiled.graph.CompiledGraphKernels``
     (Numba), ``cuda.graph.CudaGraphKernels`` (CuPy). Constructed with no arguments.
 
     Every kernel computes *structural* semantics: only stored entries take part; a stored

@@ -4,7 +4,8 @@ Implements :class:`gbdist.backends.base.GraphKernels` on host data (SciPy CSR, N
 vectors). Every ⊗ term is materialised as a (row, column, value) triple, vectorised
 over the whole operand, then the terms of each output entry are folded with the ⊕
 op in index order (:func:`fold_segments`, a pairwise tree over sorted segments).
-The compiled and CUDA kernels are tested against this module.
+The compiled and CUDA kernels are tested against this module; the kernels themselves are
+:class:`gbdist.backends.graph_reference_kernels.ReferenceGraphKernels`.
 
 Types (docs/graph_api.md, "Types"): every kernel's ``out_dtype`` is the op's *domain*
 D. Operand values are first cast to D (:func:`cast`, GraphBLAS's typecast), then the
@@ -29,7 +30,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import scipy.sparse as sps
 try:  # sympy on first use: the built-in ops run as ufuncs (below) and never need it
     from ..algebra.lazy import sympy as sp
 except ImportError:  # pragma: no cover - an algebra without the lazy stand-in
@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - an algebra without the lazy stand-in
 
 from ..algebra.evaluate import evaluate
 from ..algebra.ops import constant_value
+from .graph_fast import _LOUD, _fast_binary, _fast_fold, _fast_unary, _kind, owners  # noqa: F401
 
 _BOOL = np.dtype(np.bool_)
 
@@ -272,105 +273,7 @@ def binary_walk(op, a, b, dtype, xp=np):
     return cast(out, dtype, xp)
 
 
-# --- built-in ops as NumPy ufuncs --------------------------------------------------------
-# The walk above is the definition; these are the same functions for the built-in ops
-# (recognised by Op.key, so a user op with the same formula is one too), one per kind of
-# domain: "f" float32/float64 (min/max are C's fmin/fmax), "i" int32/int64 (wrapping, as
-# NumPy's array arithmetic does), "b" bool (GraphBLAS's: plus is or, times and min are and,
-# max is or, minus is xor). tests/graph/test_value_paths.py compares every entry with the
-# walk on every domain, extreme values and NaN included. Each returns a new array.
-
-
-_LOUD = (np.add, np.subtract, np.multiply)  # the ufuncs below that can warn (on floats)
-
-
-def _kind(dtype) -> str:
-    return "b" if dtype == _BOOL else "i" if dtype.kind in "iu" else "f"
-
-
-def _copy_first(a, b):
-    return np.array(np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape)))
-
-
-def _copy_second(a, b):
-    return np.array(np.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape)))
-
-
-def _one_or_zero(fn):
-    """A truth-valued op (lor, land, eq, ne) kept in the operands' type: 1 or 0."""
-    return lambda a, b: fn(a, b).astype(a.dtype)
-
-
-@functools.lru_cache(maxsize=1)
-def _binary_table() -> dict:
-    from ..algebra import ops as o
-    orr, andd = np.logical_or, np.logical_and
-
-    def pair(a, b):
-        return np.ones(np.broadcast_shapes(a.shape, b.shape), dtype=a.dtype)
-
-    def lor(a, b):
-        return orr(a != 0, b != 0)
-
-    def land(a, b):
-        return andd(a != 0, b != 0)
-
-    table = (
-        (o.plus, {"f": np.add, "i": np.add, "b": orr}),
-        (o.minus, {"f": np.subtract, "i": np.subtract, "b": np.logical_xor}),
-        (o.times, {"f": np.multiply, "i": np.multiply, "b": andd}),
-        (o.min, {"f": np.fmin, "i": np.minimum, "b": andd}),
-        (o.max, {"f": np.fmax, "i": np.maximum, "b": orr}),
-        (o.first, dict.fromkeys("fib", _copy_first)),
-        (o.any, dict.fromkeys("fib", _copy_first)),
-        (o.second, dict.fromkeys("fib", _copy_second)),
-        (o.pair, dict.fromkeys("fib", pair)),
-        (o.lor, dict.fromkeys("fib", _one_or_zero(lor))),
-        (o.land, dict.fromkeys("fib", _one_or_zero(land))),
-        (o.eq, dict.fromkeys("fib", _one_or_zero(np.equal))),
-        (o.ne, dict.fromkeys("fib", _one_or_zero(np.not_equal))),
-    )
-    return {op.key: fns for op, fns in table}
-
-
-@functools.lru_cache(maxsize=1)
-def _unary_table() -> dict:
-    from ..algebra import ops as o
-    copy = np.array
-    table = (
-        (o.abs, {"f": np.abs, "i": np.abs, "b": copy}),
-        (o.neg, {"f": np.negative, "i": np.negative, "b": copy}),
-        (o.identity, dict.fromkeys("fib", copy)),
-        (o.nonzero, dict.fromkeys("fib", lambda a: (a != 0).astype(a.dtype))),
-    )
-    return {op.key: fns for op, fns in table}
-
-
-_FAST: dict = {}
-
-
-def _fast(table, op, dtype, kinds=False):
-    """The ufunc form of ``op`` in ``dtype`` or None (``kinds``: the table's entry, every
-    kind), memoised by the op object (its key is a tuple of the formula: hashed once per
-    op, not per call)."""
-    key = (table, id(op), dtype)
-    hit = _FAST.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    fns = table().get(op.key)
-    fn = fns if kinds or fns is None else fns[_kind(dtype)]
-    if len(_FAST) > 4096:
-        _FAST.clear()
-    _FAST[key] = (op, fn)
-    return fn
-
-
-def _fast_binary(op, dtype):
-    return _fast(_binary_table, op, dtype)
-
-
-def _fast_unary(op, dtype):
-    return _fast(_unary_table, op, dtype)
+# Built-in ops as NumPy ufuncs and order-free folds as reduceat: gbdist/backends/graph_fast.py.
 
 
 @functools.lru_cache(maxsize=1024)
@@ -540,187 +443,3 @@ def _fold_tree(op, seg, values, n, starts, start_pos, out, present, dtype, xp):
     out[seg[start_pos]] = values[start_pos]
     present[seg[start_pos]] = True
     return out, present
-
-
-@functools.lru_cache(maxsize=1)
-def _fold_table() -> dict:
-    """op key → {domain kind: fold(values, segment starts)} for the monoids whose fold does
-    not depend on the grouping of its terms (:func:`fold_segments`)."""
-    from ..algebra import ops as o
-
-    def reduceat(ufunc):
-        return lambda v, at: ufunc.reduceat(v, at, dtype=v.dtype)
-
-    def first(v, at):
-        return v[at]
-
-    orr, andd = reduceat(np.logical_or), reduceat(np.logical_and)
-    table = (
-        # not on floats: fmin(0.0, -0.0) is either zero, so the grouping shows in the sign
-        (o.min, {"i": reduceat(np.minimum), "b": andd}),
-        (o.max, {"i": reduceat(np.maximum), "b": orr}),
-        (o.any, dict.fromkeys("fib", first)),
-        (o.first, dict.fromkeys("fib", first)),
-        (o.plus, {"i": reduceat(np.add), "b": orr}),
-        (o.times, {"i": reduceat(np.multiply), "b": andd}),
-        (o.lor, {"b": orr}),
-        (o.land, {"b": andd}),
-    )
-    return {op.key: fns for op, fns in table}
-
-
-def _fast_fold(op, dtype):
-    fns = _fast(_fold_table, op, dtype, kinds=True)
-    return None if fns is None else fns.get(_kind(dtype))
-
-
-def owners(counts, xp=np):
-    """``repeat(arange(len(counts)), counts)``: for every element of the concatenated
-    segments, the segment it belongs to (CuPy's repeat takes no array of counts)."""
-    counts = xp.asarray(counts).astype(np.int64)
-    if xp is np:
-        return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-    ends = xp.cumsum(counts)
-    total = int(ends[-1]) if counts.size else 0
-    return xp.searchsorted(ends, xp.arange(total, dtype=np.int64), side="right").astype(np.int64)
-
-
-def _expand_rows(indptr, rows, xp=np):
-    """Positions of the stored entries of ``rows`` (in order) and, per position, which
-    element of ``rows`` it came from."""
-    indptr = xp.asarray(indptr)
-    rows = xp.asarray(rows, dtype=np.int64)
-    starts = indptr[rows].astype(np.int64)
-    lens = (indptr[rows + 1] - indptr[rows]).astype(np.int64)
-    total = int(lens.sum()) if lens.size else 0
-    owner = owners(lens, xp)
-    if total == 0:
-        return xp.zeros(0, dtype=np.int64), owner
-    first = xp.cumsum(lens) - lens
-    pos = xp.arange(total, dtype=np.int64) - first[owner] + starts[owner]
-    return pos, owner
-
-
-def _pattern_keys(mask, ncols, xp=np):
-    rows = owners(xp.diff(mask.indptr), xp)
-    keys = rows * ncols + mask.indices.astype(np.int64)
-    return xp.sort(keys)
-
-
-def _in_sorted(keys, sorted_keys, xp=np):
-    if sorted_keys.size == 0:
-        return xp.zeros(keys.shape, dtype=bool)
-    pos = xp.searchsorted(sorted_keys, keys)
-    pos = xp.minimum(pos, sorted_keys.size - 1)
-    return sorted_keys[pos] == keys
-
-
-class ReferenceGraphKernels:
-    """The NumPy oracle for :class:`gbdist.backends.base.GraphKernels`."""
-
-    name = "reference"
-    xp = np
-    BLOCK = 1 << 22  # ⊗ terms materialised at once (row blocks keep memory bounded)
-
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
-        m, n = A.shape[0], B.shape[1]
-        mkeys = None if mask is None else _pattern_keys(mask, n)
-        blen = np.diff(B.indptr).astype(np.int64)
-        a_rows = np.repeat(np.arange(m), np.diff(A.indptr).astype(np.int64))
-        row_work = np.bincount(a_rows, weights=blen[A.indices], minlength=m)
-        keys_out, vals_out = [], []
-        r0 = 0
-        while r0 < m:
-            r1, acc = r0, 0
-            while r1 < m and (r1 == r0 or acc + row_work[r1] <= self.BLOCK):
-                acc += row_work[r1]
-                r1 += 1
-            k, v = self._spgemm_rows(A, B, sr, r0, r1, n, mkeys, complement, out_dtype)
-            keys_out.append(k)
-            vals_out.append(v)
-            r0 = r1
-        keys = np.concatenate(keys_out) if keys_out else np.zeros(0, np.int64)
-        vals = np.concatenate(vals_out) if vals_out else np.zeros(0, out_dtype)
-        return _keys_to_csr(keys, vals, (m, n), out_dtype)
-
-    def _spgemm_rows(self, A, B, sr, r0, r1, n, mkeys, complement, out_dtype):
-        a_pos = np.arange(A.indptr[r0], A.indptr[r1], dtype=np.int64)
-        a_row = np.repeat(np.arange(r0, r1, dtype=np.int64), np.diff(A.indptr[r0:r1 + 1]).astype(np.int64))
-        k = A.indices[a_pos].astype(np.int64)
-        b_pos, owner = _expand_rows(B.indptr, k)
-        i = a_row[owner]
-        j = B.indices[b_pos].astype(np.int64)
-        keys = i * n + j
-        if mkeys is not None:
-            keep = _in_sorted(keys, mkeys)
-            if complement:
-                keep = ~keep
-            keys, owner, b_pos = keys[keep], owner[keep], b_pos[keep]
-        prod = binary(sr.mul, A.data[a_pos[owner]], B.data[b_pos], out_dtype)
-        order = np.argsort(keys, kind="stable")  # terms of one entry in k order
-        keys, prod = keys[order], prod[order]
-        starts = np.ones(keys.size, dtype=bool)
-        starts[1:] = keys[1:] != keys[:-1]
-        seg = np.cumsum(starts) - 1
-        folded, _ = fold_segments(sr.add.op, seg, prod, int(starts.sum()), out_dtype)
-        return keys[starts], folded
-
-    def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
-             compensated=False):
-        m = A.shape[0]
-        rows = np.arange(m, dtype=np.int64)
-        if mask is not None:
-            allowed = np.asarray(mask, dtype=bool)
-            rows = rows[~allowed if complement else allowed]
-        pos, owner = _expand_rows(A.indptr, rows)
-        kk = A.indices[pos]
-        if x_present is not None:
-            keep = np.asarray(x_present, dtype=bool)[kk]
-            pos, owner, kk = pos[keep], owner[keep], kk[keep]
-        prod = binary(sr.mul, A.data[pos], np.asarray(x)[kk], out_dtype)
-        folded, present = fold_segments(sr.add.op, rows[owner], prod, m, out_dtype)
-        if compensated and sr.add.invertible and np.dtype(out_dtype).kind == "f":
-            # the oracle of compensated sums: each row's terms summed exactly (math.fsum),
-            # rounded once
-            import math
-            seg = rows[owner]
-            starts = np.searchsorted(seg, np.arange(m), side="left")
-            ends = np.searchsorted(seg, np.arange(m), side="right")
-            terms = prod.astype(np.float64)
-            for i in np.flatnonzero(present):
-                folded[i] = math.fsum(terms[starts[i]:ends[i]])
-        folded[~present] = identity_value(sr.add, out_dtype)
-        return folded, present
-
-    def spmspv(self, A, u_idx, u_val, sr, *, mask=None, complement=False, out_dtype):
-        n = A.shape[1]
-        u_idx = np.asarray(u_idx, dtype=np.int64)
-        pos, owner = _expand_rows(A.indptr, u_idx)
-        j = A.indices[pos].astype(np.int64)
-        if mask is not None:
-            allowed = np.asarray(mask, dtype=bool)[j]
-            keep = ~allowed if complement else allowed
-            pos, owner, j = pos[keep], owner[keep], j[keep]
-        prod = binary(sr.mul, np.asarray(u_val)[owner], A.data[pos], out_dtype)
-        order = np.argsort(j, kind="stable")  # within a column, terms in k order
-        folded, present = fold_segments(sr.add.op, j[order], prod[order], n, out_dtype)
-        folded[~present] = identity_value(sr.add, out_dtype)
-        return folded, present
-
-    def segment_reduce(self, indptr, values, monoid, *, out_dtype):
-        indptr = np.asarray(indptr, dtype=np.int64)
-        nseg = indptr.size - 1
-        seg = np.repeat(np.arange(nseg, dtype=np.int64), np.diff(indptr))
-        folded, present = fold_segments(monoid.op, seg, values, nseg, out_dtype)
-        folded[~present] = identity_value(monoid, out_dtype)
-        return folded, present
-
-
-def _keys_to_csr(keys, vals, shape, dtype) -> sps.csr_matrix:
-    m, n = shape
-    rows = keys // n if n else keys
-    cols = keys - rows * n if n else keys
-    itype = np.int32 if max(m, n, keys.size) < 2**31 - 1 else np.int64
-    indptr = np.zeros(m + 1, dtype=itype)
-    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:]) if m else None
-    return sps.csr_matrix((np.asarray(vals, dtype=dtype), cols.astype(itype), indptr), shape=shape)

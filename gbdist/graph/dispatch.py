@@ -18,7 +18,7 @@ import os
 from ..errors import BackendError, ParameterError
 
 _SETS = {
-    "reference": ("gbdist.backends.graph_reference", "ReferenceGraphKernels"),
+    "reference": ("gbdist.backends.graph_reference_kernels", "ReferenceGraphKernels"),
     "compiled": ("gbdist.backends.compiled.graph", "CompiledGraphKernels"),
     "cuda": ("gbdist.backends.cuda.graph", "CudaGraphKernels"),
 }

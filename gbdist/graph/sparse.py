@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..backends.base import DeviceCSR
-from ..backends.graph_reference import owners
+from ..backends.graph_fast import owners
 from ..errors import InputError
 
 DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),

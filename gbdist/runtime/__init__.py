@@ -19,7 +19,8 @@ from here):
 Backends are driven only through :class:`gbdist.backends.base.Backend`. See docs/inputs.md.
 """
 from ..inputs import is_cupy
-from .bind import result_dtype, to_csr, vector_to_row
+from .bind import result_dtype, vector_to_row
+from .prepared import to_csr
 from .core import STRATEGIES, bind, evaluate, get_backend, run
 from .invariance import run_reference
 from .direct import Repair

@@ -24,37 +24,6 @@ from ..inputs import (
     ensure_all_finite_value, host_csr, is_cupy)
 
 
-def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
-           label: str | None = None) -> sps.csr_matrix:
-    """A canonical float64 CSR copy on the host: validated, sorted indices, duplicates summed.
-
-    ``x`` is checked (:mod:`gbdist.inputs`) before SciPy's C++ routines read it;
-    ``ensure_all_finite`` (True, False or "allow-nan") decides whether NaN and
-    ±inf are refused; ``label`` is the name errors use (default ``name``).
-    """
-    label = label or name
-    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
-    index_dtype = _index_dtype(x) if (sps.issparse(x) or is_cupy(x)) else None
-    csr = host_csr(x, label)
-    csr.sum_duplicates()  # also sorts the indices
-    if drop_zeros:
-        csr.eliminate_zeros()
-    check_finite(csr, label, ensure_all_finite)
-    if index_dtype == np.int64 and csr.indices.dtype != np.int64:
-        # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
-        csr.indices = csr.indices.astype(np.int64)
-        csr.indptr = csr.indptr.astype(np.int64)
-    return csr
-
-
-def _index_dtype(x):
-    for attr in ("indices", "row", "col"):
-        v = getattr(x, attr, None)
-        if v is not None and hasattr(v, "dtype"):
-            return np.dtype(v.dtype)
-    return None
-
-
 def vector_to_row(x, name: str, ensure_all_finite=True, label: str | None = None) -> sps.csr_matrix:
     """A dense vector as a 1×k row in which every entry is stored (zeros too)."""
     label = label or name

@@ -38,7 +38,38 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..errors import InputError
-from ..inputs import is_cupy
+from ..inputs import check_finite, ensure_all_finite_value, host_csr, is_cupy
+
+def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
+           label: str | None = None) -> sps.csr_matrix:
+    """A canonical float64 CSR copy on the host: validated, sorted indices, duplicates summed.
+
+    ``x`` is checked (:mod:`gbdist.inputs`) before SciPy's C++ routines read it;
+    ``ensure_all_finite`` (True, False or "allow-nan") decides whether NaN and
+    ±inf are refused; ``label`` is the name errors use (default ``name``).
+    """
+    label = label or name
+    ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    index_dtype = _index_dtype(x) if (sps.issparse(x) or is_cupy(x)) else None
+    csr = host_csr(x, label)
+    csr.sum_duplicates()  # also sorts the indices
+    if drop_zeros:
+        csr.eliminate_zeros()
+    check_finite(csr, label, ensure_all_finite)
+    if index_dtype == np.int64 and csr.indices.dtype != np.int64:
+        # SciPy shrinks int64 indices to int32 when they fit; keep the user's width.
+        csr.indices = csr.indices.astype(np.int64)
+        csr.indptr = csr.indptr.astype(np.int64)
+    return csr
+
+
+def _index_dtype(x):
+    for attr in ("indices", "row", "col"):
+        v = getattr(x, attr, None)
+        if v is not None and hasattr(v, "dtype"):
+            return np.dtype(v.dtype)
+    return None
+
 
 IMPLICIT_MAX_BYTES = 32 << 20  # larger operands: the fixed cost is small against the work
 IMPLICIT_ENTRIES = 64
@@ -71,7 +102,6 @@ class Prepared:
     is (``pairwise_distances``, ``knn``, programs, ``NearestNeighbors.fit``)."""
 
     def __init__(self, x, label: str = "X"):
-        from .bind import to_csr
         if isinstance(x, Prepared):
             x = x.source
         self.dtype = np.dtype(getattr(x, "dtype", np.float64))
@@ -95,7 +125,6 @@ class Prepared:
         key = (bool(drop_zeros), ensure_all_finite)
         op = self._forms.get(key)
         if op is None:
-            from .bind import check_finite
             csr = self.source
             check_finite(csr, label, ensure_all_finite)
             if drop_zeros and (csr.data == 0).any():
@@ -201,7 +230,6 @@ def operand(x, drop_zeros: bool, ensure_all_finite, label: str) -> Operand:
         return x.form(drop_zeros, ensure_all_finite, label)
     arrays = _arrays(x)
     if arrays is None or sum(a.nbytes for a in arrays) > IMPLICIT_MAX_BYTES:
-        from .bind import to_csr
         return Operand(to_csr(x, label, drop_zeros, ensure_all_finite, label))
     key = id(x)
     entry = _IMPLICIT.get(key)

@@ -372,7 +372,7 @@ def test_integer_accumulation_is_exact(K):
 
 def _reference():
     try:
-        from gbdist.backends.graph_reference import ReferenceGraphKernels
+        from gbdist.backends.graph_reference_kernels import ReferenceGraphKernels
     except ImportError:
         return None
     return ReferenceGraphKernels()

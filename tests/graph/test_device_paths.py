@@ -22,7 +22,7 @@ class _HostStandIn:
     def __init__(self):
         import cupy
         import cupyx.scipy.sparse as cps
-        from gbdist.backends.graph_reference import ReferenceGraphKernels
+        from gbdist.backends.graph_reference_kernels import ReferenceGraphKernels
         self.xp, self._cps, self._ref = cupy, cps, ReferenceGraphKernels()
 
     def _h(self, x):

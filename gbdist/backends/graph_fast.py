@@ -1,0 +1,150 @@
+"""The graph reference's shortcuts: built-in ops as NumPy ufuncs in their domain, and the
+folds whose result does not depend on the grouping of their terms as one ``reduceat``.
+
+The formula walk in :mod:`gbdist.backends.graph_reference` stays the definition; these give
+the same values faster; :func:`owners`, the segment of every element (tests/graph/test_value_paths.py compares every entry with the walk
+on every domain, extreme values and NaN included). Each returns a new array.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+_BOOL = np.dtype(np.bool_)
+
+
+_LOUD = (np.add, np.subtract, np.multiply)  # the ufuncs below that can warn (on floats)
+
+
+def _kind(dtype) -> str:
+    return "b" if dtype == _BOOL else "i" if dtype.kind in "iu" else "f"
+
+
+def _copy_first(a, b):
+    return np.array(np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape)))
+
+
+def _copy_second(a, b):
+    return np.array(np.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape)))
+
+
+def _one_or_zero(fn):
+    """A truth-valued op (lor, land, eq, ne) kept in the operands' type: 1 or 0."""
+    return lambda a, b: fn(a, b).astype(a.dtype)
+
+
+@functools.lru_cache(maxsize=1)
+def _binary_table() -> dict:
+    from ..algebra import ops as o
+    orr, andd = np.logical_or, np.logical_and
+
+    def pair(a, b):
+        return np.ones(np.broadcast_shapes(a.shape, b.shape), dtype=a.dtype)
+
+    def lor(a, b):
+        return orr(a != 0, b != 0)
+
+    def land(a, b):
+        return andd(a != 0, b != 0)
+
+    table = (
+        (o.plus, {"f": np.add, "i": np.add, "b": orr}),
+        (o.minus, {"f": np.subtract, "i": np.subtract, "b": np.logical_xor}),
+        (o.times, {"f": np.multiply, "i": np.multiply, "b": andd}),
+        (o.min, {"f": np.fmin, "i": np.minimum, "b": andd}),
+        (o.max, {"f": np.fmax, "i": np.maximum, "b": orr}),
+        (o.first, dict.fromkeys("fib", _copy_first)),
+        (o.any, dict.fromkeys("fib", _copy_first)),
+        (o.second, dict.fromkeys("fib", _copy_second)),
+        (o.pair, dict.fromkeys("fib", pair)),
+        (o.lor, dict.fromkeys("fib", _one_or_zero(lor))),
+        (o.land, dict.fromkeys("fib", _one_or_zero(land))),
+        (o.eq, dict.fromkeys("fib", _one_or_zero(np.equal))),
+        (o.ne, dict.fromkeys("fib", _one_or_zero(np.not_equal))),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+@functools.lru_cache(maxsize=1)
+def _unary_table() -> dict:
+    from ..algebra import ops as o
+    copy = np.array
+    table = (
+        (o.abs, {"f": np.abs, "i": np.abs, "b": copy}),
+        (o.neg, {"f": np.negative, "i": np.negative, "b": copy}),
+        (o.identity, dict.fromkeys("fib", copy)),
+        (o.nonzero, dict.fromkeys("fib", lambda a: (a != 0).astype(a.dtype))),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+_FAST: dict = {}
+
+
+def _fast(table, op, dtype, kinds=False):
+    """The ufunc form of ``op`` in ``dtype`` or None (``kinds``: the table's entry, every
+    kind), memoised by the op object (its key is a tuple of the formula: hashed once per
+    op, not per call)."""
+    key = (table, id(op), dtype)
+    hit = _FAST.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    fns = table().get(op.key)
+    fn = fns if kinds or fns is None else fns[_kind(dtype)]
+    if len(_FAST) > 4096:
+        _FAST.clear()
+    _FAST[key] = (op, fn)
+    return fn
+
+
+def _fast_binary(op, dtype):
+    return _fast(_binary_table, op, dtype)
+
+
+def _fast_unary(op, dtype):
+    return _fast(_unary_table, op, dtype)
+
+
+
+@functools.lru_cache(maxsize=1)
+def _fold_table() -> dict:
+    """op key → {domain kind: fold(values, segment starts)} for the monoids whose fold does
+    not depend on the grouping of its terms (:func:`fold_segments`)."""
+    from ..algebra import ops as o
+
+    def reduceat(ufunc):
+        return lambda v, at: ufunc.reduceat(v, at, dtype=v.dtype)
+
+    def first(v, at):
+        return v[at]
+
+    orr, andd = reduceat(np.logical_or), reduceat(np.logical_and)
+    table = (
+        # not on floats: fmin(0.0, -0.0) is either zero, so the grouping shows in the sign
+        (o.min, {"i": reduceat(np.minimum), "b": andd}),
+        (o.max, {"i": reduceat(np.maximum), "b": orr}),
+        (o.any, dict.fromkeys("fib", first)),
+        (o.first, dict.fromkeys("fib", first)),
+        (o.plus, {"i": reduceat(np.add), "b": orr}),
+        (o.times, {"i": reduceat(np.multiply), "b": andd}),
+        (o.lor, {"b": orr}),
+        (o.land, {"b": andd}),
+    )
+    return {op.key: fns for op, fns in table}
+
+
+def _fast_fold(op, dtype):
+    fns = _fast(_fold_table, op, dtype, kinds=True)
+    return None if fns is None else fns.get(_kind(dtype))
+
+
+def owners(counts, xp=np):
+    """``repeat(arange(len(counts)), counts)``: for every element of the concatenated
+    segments, the segment it belongs to (CuPy's repeat takes no array of counts)."""
+    counts = xp.asarray(counts).astype(np.int64)
+    if xp is np:
+        return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if counts.size else 0
+    return xp.searchsorted(ends, xp.arange(total, dtype=np.int64), side="right").astype(np.int64)
