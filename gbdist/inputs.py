@@ -30,17 +30,15 @@ gbdist trusts reads this one file. The canonicalisation itself is
 """
 from __future__ import annotations
 
-import functools
 import numbers
 import os
 
 import numpy as np
 import scipy.sparse as sps
-import sympy as sp
 
 from .compiler import ir
 from .errors import CorruptInputError, DomainError, InputError, NonFiniteError, ResultTooLargeError
-from .algebra.evaluate import apply_unary, evaluate
+from .algebra.evaluate import apply_unary, evaluate_formula, formula_text
 from .compiler.typecheck import row_operand
 
 FINITE_CHOICES = (True, False, "allow-nan")
@@ -538,7 +536,7 @@ def check_domains(plan, data: dict) -> None:
         if (name, flipped) not in data:
             continue
         d = data[(name, flipped)]
-        if op is not None and not chain and hasattr(d, "device_min") and not _guarded_bases(op.formula):
+        if op is not None and not chain and hasattr(d, "device_min") and not op.guarded_bases():
             lo = d.device_min()  # a device operand, a nonnegative domain: its minimum decides
             if lo < 0:
                 op.check_domain(np.array([lo]), f"input {name}")
@@ -581,7 +579,7 @@ def _domain_sides(plan) -> tuple:
             continue
         checked.add(k)
         ops_ = chain + ((op,) if op else ())
-        if all(c.domain != "nonnegative" and not _guarded_bases(c.formula) for c in ops_):
+        if all(c.domain != "nonnegative" and not c.guarded_bases() for c in ops_):
             continue  # nothing to check: no need to evaluate the chain on the data
         out.append((op, var, name, flipped, chain))
     if len(_SIDES) > 1024:
@@ -592,43 +590,21 @@ def _domain_sides(plan) -> tuple:
 
 def _check_op_domain(op, var: str, values: np.ndarray, what: str) -> None:
     op.check_domain(values[:-1], what)  # the declared domain: stored values only
-    for kind, base, sym in _guarded_bases(op.formula):
+    for kind, base, sym in op.guarded_bases():
         if sym != var:
             continue
         with np.errstate(all="ignore"):
-            v = np.broadcast_to(np.asarray(evaluate(base, {var: values}), dtype=np.float64),
+            v = np.broadcast_to(np.asarray(evaluate_formula(base, {var: values}), dtype=np.float64),
                                 values.shape)
         bad = v < 0
         if bad.any():
+            shown = formula_text(base)
             at = int(np.argmax(bad))
             where = "the unstored entries (fill)" if at == len(values) - 1 else \
                 f"the value {values[at]:g}"
             raise DomainError(
-                f"op {op.name!r} takes {kind} of {base}, which is negative for {where} of {what}",
-                expected=f"{base} >= 0 for every value of {what}",
-                got=f"{base} = {v[at]:g}",
+                f"op {op.name!r} takes {kind} of {shown}, which is negative for {where} of {what}",
+                expected=f"{shown} >= 0 for every value of {what}",
+                got=f"{shown} = {v[at]:g}",
                 hint="take abs() of the data first, guard the term with where(...), or use a "
                      "metric defined on reals")
-
-
-@functools.lru_cache(maxsize=512)
-def _guarded_bases(formula) -> tuple:
-    """(kind, base, variable) of each non-integer power and log in ``formula`` whose
-    argument depends on one variable, outside any ``where`` (Piecewise) branch."""
-    out = []
-    stack = [formula]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, sp.Piecewise):
-            continue
-        if isinstance(e, sp.Pow) and e.exp.is_number:
-            ex = float(e.exp)
-            if ex != int(ex) if np.isfinite(ex) else False:
-                syms = e.base.free_symbols
-                if len(syms) == 1:
-                    txt = sp.sstr(e.exp) if e.exp.is_Rational else f"{ex:g}"
-                    out.append((f"the power {txt}", e.base, next(iter(syms)).name))
-        if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
-            out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
-        stack.extend(e.args)
-    return tuple(out)

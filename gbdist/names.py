@@ -23,7 +23,9 @@ Lookup order (:func:`lookup`): user-defined, built-in, library, metric.
 This module knows nothing of the front end that fills it: the built-in
 metrics are loaded from ``gbdist/front/metrics.gbd`` by the front end's
 loader, which registers them here like any other text
-(:func:`gbdist.front.ensure_builtins`). Lookups that need the built-in
+(:func:`gbdist.front.ensure_builtins`), or registered by name from the stored
+index of the library (:func:`gbdist.front.library.ensure_names`: each one's
+``build`` reads the library when first called). Lookups that need the built-in
 metrics go through the front end (``gbdist.front.get_metric``); the lookups
 here see what has been registered so far.
 

@@ -4,34 +4,37 @@ from __future__ import annotations
 import difflib
 import functools
 import numbers
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.sparse as sps
 
 from .compiler import ir
 from . import names, runtime
-from .front import find_metric, get_metric
-from .front.graph_explain import explain_graph
-from .front.graphdef import GraphDef
-from .front.library import find_graph, graph_names
+from .front import library
+from .front.library import find_graph, find_metric, get_metric, graph_names
 from .front.api import Program, compile
 from .inputs import refuse_graph_operand
 from .errors import (
     GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
 from .runtime.prepared import Prepared
-from .compiler.explain import Explanation
-from .front.describe import describe
-from .runtime.invariance import invariance
+
+if TYPE_CHECKING:
+    from .compiler.explain import Explanation
 
 _ROLES = dict(names.ROLES)
 
 
 @functools.lru_cache(maxsize=256)
 def _metric_program(name: str, params: tuple, generation: int) -> Program:
-    """Keyed on the registry's generation: a redefined metric is compiled anew."""
-    expr = get_metric(name).expression(**{k: v for k, _, v in params})
+    """Keyed on the registry's generation: a redefined metric is compiled anew. A built-in
+    metric's plan is read from its stored record when there is one (no sympy, no parsing:
+    :func:`gbdist.front.library.builtin_plan`)."""
+    m = get_metric(name)
+    if library.is_builtin(m):
+        return Program(library.builtin_plan(m.name, params, _ROLES, compile))
+    expr = m.expression(**{k: v for k, _, v in params})
     return compile(expr, _ROLES)
 
 
@@ -322,29 +325,50 @@ def explain(metric, **params) -> Explanation:
 
     A graph definition's name (``gb.explain("triangle_count")``) gives its steps with the
     algebra and fill decision of each (:mod:`gbdist.front.graph_explain`); ``fills=``
-    says what the operands are assumed to be ("absent": graphs, the default; 0: data)."""
+    says what the operands are assumed to be ("absent": graphs, the default; 0: data).
+
+    A built-in metric's explanation is a :class:`~gbdist.compiler.stored.StoredExplanation`:
+    its text, Markdown, LaTeX and HTML are stored once rendered, so a later process shows
+    them without sympy; every other attribute is the full :class:`Explanation`'s
+    (``.explanation()``), made on first use."""
     if isinstance(metric, str) and find_metric(metric) is None:
         g = find_graph(metric)
         if g is not None:
+            from .front.graph_explain import explain_graph
             return explain_graph(g, **params)
         close = difflib.get_close_matches(metric, graph_names(), n=1)
         if close and not difflib.get_close_matches(metric, names.metric_names(aliases=True), n=1):
             raise UnknownNameError(f"unknown metric or graph definition {metric!r}",
                                    hint=f"did you mean {close[0]!r}?")
-    if isinstance(metric, GraphDef):
-        return explain_graph(metric, **params)
     if isinstance(metric, str):
         m = get_metric(metric)
-        title = f"{m.name}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
-        plan = metric_program(metric, **params).plan
-        ex = Explanation.from_plan(plan, title)
-        text, lets = describe(m.name, **params)
-        if text:
-            ex = ex.with_definition(text, lets)
-    elif isinstance(metric, ir.Node) and not params:
+        if library.is_builtin(m):  # its renderings stored once computed
+            return library.stored_explanation(m.name, params,
+                                              lambda: _explain_metric(metric, params))
+        return _explain_metric(metric, params)
+    from .compiler.explain import Explanation
+    from .front.graphdef import GraphDef
+    from .runtime.invariance import invariance
+    if isinstance(metric, GraphDef):
+        from .front.graph_explain import explain_graph
+        return explain_graph(metric, **params)
+    if isinstance(metric, ir.Node) and not params:
         plan = compile(metric).plan
-        ex = Explanation.from_plan(plan)
     else:
         plan = metric_program(metric, **params).plan
-        ex = Explanation.from_plan(plan)
+    return Explanation.from_plan(plan).with_conditioning(str(invariance(plan)))
+
+
+def _explain_metric(metric: str, params: dict) -> Explanation:
+    """The explanation of a metric given by name, with its text definition and lets."""
+    from .compiler.explain import Explanation
+    from .front.describe import describe
+    from .runtime.invariance import invariance
+    m = get_metric(metric)
+    title = f"{m.name}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
+    plan = metric_program(metric, **params).plan
+    ex = Explanation.from_plan(plan, title)
+    text, lets = describe(m.name, **params)
+    if text:
+        ex = ex.with_definition(text, lets)
     return ex.with_conditioning(str(invariance(plan)))

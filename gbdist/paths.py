@@ -4,6 +4,8 @@
     cache_dir("cuda")      # compiled CUDA modules
     cache_dir("cpu")       # compiled CPU kernels
     cache_dir("parser")    # the metric language's parser tables (gbdist.front.parser_cache)
+    cache_dir("programs")  # stored built-ins, the library's names, plans, explanations
+                           # (gbdist.algebra.records: gbdist.algebra.ops, gbdist.front.library)
 
 The root is ``$GBDIST_CACHE_DIR`` when it is set (``off``, ``0``, ``none`` or
 ``false`` turn every cache off: :func:`cache_dir` then returns None), else the

@@ -1,16 +1,20 @@
 """Numeric evaluation of formulas with IEEE semantics: the scalar oracle.
 
 :func:`evaluate` walks a sympy formula over NumPy arrays (0/0 is NaN, log 0 is
--inf, as written); the proofs check special points with it and the NumPy
-backend maps stored values with it (:func:`apply_unary`, :func:`apply_binary`).
+-inf, as written); the proofs check special points with it. The NumPy backend maps
+stored values with :func:`apply_unary` and :func:`apply_binary`, which evaluate an op's
+*term* (:func:`gbdist.algebra.terms.evaluate`, the same walk over the formula as plain
+data), so they need no sympy: an op read back from a stored plan computes exactly what
+the op built by sympy computes.
 """
 from __future__ import annotations
 
 import functools
 
 import numpy as np
-import sympy as sp
 
+from . import terms
+from .lazy import sympy as sp
 from ..errors import DefinitionError
 
 
@@ -101,32 +105,48 @@ def _ev_xor(e, env):
     return functools.reduce(np.logical_xor, (evaluate(a, env) for a in e.args))
 
 
-_EVAL = {
-    sp.Add: lambda e, env: functools.reduce(np.add, (evaluate(a, env) for a in e.args)),
-    sp.Mul: _ev_mul,
-    sp.Pow: _ev_pow,
-    sp.Abs: lambda e, env: np.abs(evaluate(e.args[0], env)),
-    sp.exp: lambda e, env: np.exp(evaluate(e.args[0], env)),
-    sp.log: lambda e, env: np.log(evaluate(e.args[0], env)),
-    sp.sign: lambda e, env: np.sign(evaluate(e.args[0], env)),
-    sp.Max: lambda e, env: functools.reduce(np.maximum, (evaluate(a, env) for a in e.args)),
-    sp.Min: lambda e, env: functools.reduce(np.minimum, (evaluate(a, env) for a in e.args)),
-    sp.Piecewise: _ev_piecewise,
-    sp.ITE: _ev_ite,
-    sp.Eq: lambda e, env: evaluate(e.lhs, env) == evaluate(e.rhs, env),
-    sp.Ne: lambda e, env: evaluate(e.lhs, env) != evaluate(e.rhs, env),
-    sp.StrictLessThan: lambda e, env: evaluate(e.lhs, env) < evaluate(e.rhs, env),
-    sp.LessThan: lambda e, env: evaluate(e.lhs, env) <= evaluate(e.rhs, env),
-    sp.StrictGreaterThan: lambda e, env: evaluate(e.lhs, env) > evaluate(e.rhs, env),
-    sp.GreaterThan: lambda e, env: evaluate(e.lhs, env) >= evaluate(e.rhs, env),
-    sp.And: lambda e, env: functools.reduce(np.logical_and, (evaluate(a, env) for a in e.args)),
-    sp.Or: lambda e, env: functools.reduce(np.logical_or, (evaluate(a, env) for a in e.args)),
-    sp.Xor: _ev_xor,
-    sp.Not: lambda e, env: np.logical_not(evaluate(e.args[0], env)),
-}
+_EVAL: dict = {}  # sympy node type -> its evaluation
 
-EVALUABLE = tuple(_EVAL)
-"""The sympy node types the evaluator (and the CUDA printer) accept."""
+
+def _table() -> dict:
+    """The table above, made on first use (sympy is imported then)."""
+    if not _EVAL:
+        _EVAL.update(_build_table())
+    return _EVAL
+
+
+def _build_table() -> dict:
+    return {
+        sp.Add: lambda e, env: functools.reduce(np.add, (evaluate(a, env) for a in e.args)),
+        sp.Mul: _ev_mul,
+        sp.Pow: _ev_pow,
+        sp.Abs: lambda e, env: np.abs(evaluate(e.args[0], env)),
+        sp.exp: lambda e, env: np.exp(evaluate(e.args[0], env)),
+        sp.log: lambda e, env: np.log(evaluate(e.args[0], env)),
+        sp.sign: lambda e, env: np.sign(evaluate(e.args[0], env)),
+        sp.Max: lambda e, env: functools.reduce(np.maximum, (evaluate(a, env) for a in e.args)),
+        sp.Min: lambda e, env: functools.reduce(np.minimum, (evaluate(a, env) for a in e.args)),
+        sp.Piecewise: _ev_piecewise,
+        sp.ITE: _ev_ite,
+        sp.Eq: lambda e, env: evaluate(e.lhs, env) == evaluate(e.rhs, env),
+        sp.Ne: lambda e, env: evaluate(e.lhs, env) != evaluate(e.rhs, env),
+        sp.StrictLessThan: lambda e, env: evaluate(e.lhs, env) < evaluate(e.rhs, env),
+        sp.LessThan: lambda e, env: evaluate(e.lhs, env) <= evaluate(e.rhs, env),
+        sp.StrictGreaterThan: lambda e, env: evaluate(e.lhs, env) > evaluate(e.rhs, env),
+        sp.GreaterThan: lambda e, env: evaluate(e.lhs, env) >= evaluate(e.rhs, env),
+        sp.And: lambda e, env: functools.reduce(np.logical_and, (evaluate(a, env) for a in e.args)),
+        sp.Or: lambda e, env: functools.reduce(np.logical_or, (evaluate(a, env) for a in e.args)),
+        sp.Xor: _ev_xor,
+        sp.Not: lambda e, env: np.logical_not(evaluate(e.args[0], env)),
+    }
+
+
+def __getattr__(name: str):
+    """``EVALUABLE``: the sympy node types the evaluator (and the CUDA printer) accept
+    (a tuple of sympy classes: made on first read, which imports sympy)."""
+    if name == "EVALUABLE":
+        return tuple(_table())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _constant(expr, dt):
@@ -162,8 +182,9 @@ def evaluate(expr: sp.Basic, env: dict) -> np.ndarray:
         return np.False_
     if expr.is_Number or expr.is_NumberSymbol or expr in (sp.oo, -sp.oo, sp.zoo, sp.nan):
         return _constant(expr, _dtype(env))
+    table = _table()
     for cls in type(expr).__mro__:
-        fn = _EVAL.get(cls)
+        fn = table.get(cls)
         if fn is not None:
             with np.errstate(all="ignore"):
                 return fn(expr, env)
@@ -180,16 +201,38 @@ def evaluable(expr: sp.Basic) -> bool:
             continue
         if isinstance(node, (sp.core.containers.Tuple, sp.functions.elementary.piecewise.ExprCondPair)):
             continue
-        if not isinstance(node, EVALUABLE):
+        if not isinstance(node, tuple(_table())):
             return False
     return True
+
+
+def evaluate_formula(formula, env: dict):
+    """A term (:mod:`gbdist.algebra.terms`) or a sympy formula on NumPy arrays."""
+    if isinstance(formula, tuple):
+        return terms.evaluate(formula, env)
+    return evaluate(formula, env)
+
+
+def formula_text(formula) -> str:
+    """A term or a sympy formula as sympy prints it (a term is rebuilt by sympy: for
+    messages, which are rare)."""
+    return str(terms.decode(formula) if isinstance(formula, tuple) else formula)
+
+
+def evaluate_op(op, env: dict):
+    """An op's formula on NumPy arrays: its term when it has one (every op whose formula
+    a term represents: :attr:`gbdist.algebra.ops.Op.term`), else the sympy walk."""
+    term = getattr(op, "term", None)
+    if term is not None:
+        return terms.evaluate(term, env)
+    return evaluate(op.formula, env)
 
 
 def apply_unary(op, values: np.ndarray) -> np.ndarray:
     """A unary op (anything with a ``formula`` over x: an :class:`~gbdist.algebra.ops.Op`)
     on an array of values, as written."""
     with np.errstate(all="ignore"):
-        out = evaluate(op.formula, {"x": values})
+        out = evaluate_op(op, {"x": values})
     return np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(values))
 
 
@@ -197,10 +240,12 @@ def apply_binary(op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """A binary op (a ``formula`` over x and y) on two arrays, broadcast, as written."""
     a, b = np.broadcast_arrays(a, b)
     with np.errstate(all="ignore"):
-        out = evaluate(op.formula, {"x": a, "y": b})
+        out = evaluate_op(op, {"x": a, "y": b})
     return np.broadcast_to(np.asarray(out, dtype=np.float64), a.shape)
 
 
-def constant_value(expr: sp.Basic) -> float:
-    """A closed sympy expression as a float (IEEE semantics; zoo is NaN)."""
+def constant_value(expr) -> float:
+    """A closed sympy expression (or a term) as a float (IEEE semantics; zoo is NaN)."""
+    if isinstance(expr, tuple):
+        return terms.constant(expr)
     return float(evaluate(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr, {}))

@@ -460,3 +460,26 @@ def bottom_up(expr: sp.Basic, rebuild, replaced=lambda node: None) -> sp.Basic:
             stack.append((node, True))
             stack.extend((a, False) for a in node.args if a not in done)
     return done[expr]
+
+
+def guarded_bases(formula) -> tuple:
+    """(what, base, variable) of each non-integer power and log in ``formula`` whose
+    argument depends on one variable, outside any ``where`` (Piecewise) branch (the sympy
+    walk of :func:`gbdist.algebra.terms.guarded_bases`, for a formula without a term)."""
+    out = []
+    stack = [formula]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, sp.Piecewise):
+            continue
+        if isinstance(e, sp.Pow) and e.exp.is_number:
+            ex = float(e.exp)
+            if ex != int(ex) if np.isfinite(ex) else False:
+                syms = e.base.free_symbols
+                if len(syms) == 1:
+                    txt = sp.sstr(e.exp) if e.exp.is_Rational else f"{ex:g}"
+                    out.append((f"the power {txt}", e.base, next(iter(syms)).name))
+        if isinstance(e, sp.log) and len(e.args[0].free_symbols) == 1:
+            out.append(("the log", e.args[0], next(iter(e.args[0].free_symbols)).name))
+        stack.extend(e.args)
+    return tuple(out)

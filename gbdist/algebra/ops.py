@@ -1,27 +1,51 @@
-"""Operators: binary and unary ops as sympy formulas with a domain, and monoids.
+"""Operators: binary and unary ops as sympy formulas with a domain, and the built-ins.
 
 An :class:`Op` is a formula over ``x`` (and ``y``) plus the domain of inputs it
 accepts. Its properties are derived from the formula, not declared: whether a
 binary op is a monoid (:func:`as_monoid`: identity, idempotent, invertible,
-commutative), proven with :mod:`gbdist.algebra.proofs`. The built-in ops
-(``plus``, ``times``, ``absdiff`` ...) are defined at the end.
+commutative; :mod:`gbdist.algebra.monoids`), proven with :mod:`gbdist.algebra.proofs`.
+The built-in ops (``plus``, ``times``, ``absdiff`` ...) are defined at the end.
+
+Every op also carries its formula as a *term* (:mod:`gbdist.algebra.terms`): its key,
+its values on arrays and what a stored record holds. The built-in ops and their monoids
+are built by sympy and proved once, then read back from a stored record by later
+processes (:func:`_builtins`), whose ops rebuild their sympy formula only when something
+reads it (:class:`~gbdist.algebra.lazy.Deferred`): importing this module imports sympy
+only when no record is there yet.
 """
 from __future__ import annotations
 
-
-import functools
 import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy as sp
 
+from . import records, terms
+from .lazy import Deferred
+from .lazy import sympy as sp
 from ..errors import DefinitionError, DomainError, GbdistError
-from .formulas import (
-    DOMAINS, MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, X, Y, _expr, _formula_key, _too_deep, build,
-    building, evaluated, formula_depth, formula_size, guarded, piecewise, show, substitute)
-from .sym import Sym, s_abs, s_exp, s_log, s_max, s_min, s_sqrt, s_where
 from .evaluate import apply_binary, apply_unary, constant_value, evaluate  # noqa: F401 (gb.ops.evaluate ...)
+from .monoids import (  # noqa: F401 (gb.ops.Monoid, gb.ops.as_monoid, gb.monoid)
+    _PROVEN, _SCREEN, Monoid, OpBase, as_monoid, monoid)
+
+DOMAINS = ("real", "nonnegative", "boolean")
+
+# names of the sympy-side modules that gb.ops offers too (gb.ops.X, gb.ops.Sym, ...):
+# imported on first read (PEP 562), as each imports sympy
+_FORMULAS = ("X", "Y", "MAX_FORMULA_DEPTH", "MAX_FORMULA_SIZE", "_expr", "_formula_key",
+             "_too_deep", "build", "building", "evaluated", "formula_depth", "formula_size",
+             "guarded", "piecewise", "show", "substitute")
+_SYM = ("Sym", "s_abs", "s_exp", "s_log", "s_max", "s_min", "s_sqrt", "s_where")
+
+
+def __getattr__(name: str):
+    if name in _FORMULAS:
+        from . import formulas
+        return getattr(formulas, name)
+    if name in _SYM:
+        from . import sym
+        return getattr(sym, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -33,6 +57,7 @@ def _derive_domain(formula: sp.Expr) -> str:
     """``nonnegative`` when the formula takes a root or a log of its inputs, unless the
     argument is known to be nonnegative or the root sits in a ``where`` branch whose
     condition states it (``where(x >= 0, x^0.5, 0)`` is defined for every real x)."""
+    from .formulas import X, Y
     stack = [(formula, frozenset())]
     while stack:
         node, guards = stack.pop()
@@ -67,6 +92,7 @@ def _nonnegative_facts(cond) -> frozenset:
 
 
 def _known_nonnegative(e: sp.Expr) -> bool:
+    from .formulas import evaluated
     try:
         return bool(evaluated(e).is_nonnegative)
     except Exception:  # noqa: BLE001 - unknown
@@ -74,7 +100,7 @@ def _known_nonnegative(e: sp.Expr) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class Op:
+class Op(Deferred, OpBase):
     """A scalar operator: a sympy formula over ``x`` (unary) or ``x, y`` (binary)."""
 
     name: str
@@ -85,6 +111,8 @@ class Op:
     _key: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self):
+        from .formulas import (
+            MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, X, Y, _too_deep, formula_depth, formula_size)
         extra = self.formula.free_symbols - {X, Y}
         if extra:
             names = ", ".join(sorted(str(s) for s in extra))
@@ -106,7 +134,46 @@ class Op:
         depth = formula_depth(self.formula)
         if depth > MAX_FORMULA_DEPTH:
             raise _too_deep(depth)
-        object.__setattr__(self, "_key", ("op", self.arity, _formula_key(self.formula), self.domain))
+        try:
+            term = terms.encode(self.formula)
+        except terms.Unsupported:
+            term = None  # keyed by its sympy structure; never stored
+        object.__setattr__(self, "_term", term)
+        object.__setattr__(self, "_key", self._make_key())
+
+    @classmethod
+    def stored(cls, name: str, term: tuple, arity: int, domain: str, doc: str = "") -> "Op":
+        """The op of a stored record: its formula is the checked ``term``, rebuilt as a
+        sympy formula only when something reads ``formula``."""
+        if domain not in DOMAINS or type(arity) is not int or arity not in (1, 2):
+            raise terms.Invalid(f"a stored op {name!r} with arity {arity!r}, domain {domain!r}")
+        if not terms.symbol_names(term) <= ({"x"} if arity == 1 else {"x", "y"}):
+            raise terms.Invalid(f"a stored op {name!r} reads other names than its arguments")
+        op = object.__new__(cls)
+        for k, v in (("name", name), ("arity", arity), ("domain", domain), ("doc", doc),
+                     ("_term", term), ("_deferred", {"formula": term})):
+            object.__setattr__(op, k, v)
+        object.__setattr__(op, "_key", op._make_key())
+        return op
+
+    def _rebuild(self, name: str, data):
+        return terms.decode(data)  # "formula": the sympy tree of the term, as written
+
+    def _make_key(self) -> tuple:
+        return ("op", self.arity, self._formula_text(), self.domain)
+
+    def _formula_text(self) -> str:
+        term = self.term
+        if term is not None:
+            return terms.text(term)
+        from .formulas import _formula_key
+        return "sympy:" + _formula_key(self.formula)
+
+    @property
+    def term(self) -> tuple | None:
+        """The formula as a term (:mod:`gbdist.algebra.terms`), or None when the formula
+        holds a node a term does not represent."""
+        return self.__dict__.get("_term")
 
     @property
     def key(self) -> tuple:
@@ -120,11 +187,14 @@ class Op:
         return hash(self.key)
 
     def __repr__(self):
+        from .formulas import show
         args = "x" if self.arity == 1 else "x, y"
         return f"op {self.name}({args}) = {show(self.formula)}"
 
     def __call__(self, *args):
         """Substitute scalar arguments (used when composing ops in formulas)."""
+        from .formulas import X, Y, _expr, substitute
+        from .sym import Sym
         if len(args) != self.arity:
             raise DefinitionError(f"op {self.name!r} takes {self.arity} argument(s)",
                                   got=f"{len(args)} argument(s)")
@@ -135,12 +205,30 @@ class Op:
 
     def at(self, x=None, y=None) -> sp.Expr:
         """The formula with x and/or y fixed to sympy values."""
+        from .formulas import X, Y, _expr
         subs = {}
         if x is not None:
             subs[X] = _expr(x)
         if y is not None:
             subs[Y] = _expr(y)
         return self.formula.subs(subs)
+
+    def guarded_bases(self) -> tuple:
+        """(what, base, variable) of each non-integer power and log of the formula whose
+        argument reads one variable, outside any ``where`` branch: what the data must keep
+        nonnegative. ``base`` is a term (evaluate it with
+        :func:`gbdist.algebra.evaluate.evaluate_formula`, show it with
+        :func:`gbdist.algebra.evaluate.formula_text`); found once per op, without sympy."""
+        found = self.__dict__.get("_guarded")
+        if found is None:
+            term = self.term
+            if term is None:
+                from .formulas import guarded_bases
+                found = guarded_bases(self.formula)
+            else:
+                found = terms.guarded_bases(term)
+            object.__setattr__(self, "_guarded", found)
+        return found
 
     def check_domain(self, values: np.ndarray, what: str) -> None:
         """Raise DomainError if ``values`` fall outside this op's domain."""
@@ -157,6 +245,8 @@ def make_op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 
     ``make_op("chi2", lambda x, y: gb.where(x + y == 0, 0, (x - y)**2 / (x + y)))``
     """
+    from .formulas import X, Y, _expr, building, guarded, piecewise
+    from .sym import Sym
     with guarded(f"op {name!r}"):
         if callable(formula) and not isinstance(formula, (Sym, sp.Basic)):
             try:
@@ -189,225 +279,6 @@ def make_op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 
 
 # ---------------------------------------------------------------------------
-# Monoids: binary ops whose identity and flags are derived from the formula
-# ---------------------------------------------------------------------------
-
-_IDENTITY_CANDIDATES = (sp.Integer(0), sp.Integer(1), sp.oo, -sp.oo)
-
-
-@dataclass(frozen=True, eq=False)
-class Monoid:
-    """A binary op with an identity: the ⊕ of a semiring, or a row reduction."""
-
-    op: Op
-    identity: sp.Expr
-    idempotent: bool
-    invertible: bool
-    commutative: bool
-    identity_declared: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.op.name
-
-    @property
-    def key(self) -> tuple:
-        return ("monoid", self.op.key, sp.srepr(self.identity))
-
-    def __eq__(self, other):
-        return isinstance(other, Monoid) and other.key == self.key
-
-    def __hash__(self):
-        return hash(self.key)
-
-    def __repr__(self):
-        flags = [n for n, v in (("idempotent", self.idempotent), ("invertible", self.invertible),
-                                ("commutative", self.commutative)) if v]
-        return f"monoid {self.name} (identity {self.identity}; {', '.join(flags) or 'no flags'})"
-
-    @property
-    def identity_value(self) -> float:
-        return constant_value(self.identity)
-
-    @property
-    def ufunc(self):
-        """The NumPy ufunc that implements this monoid on the CPU backend."""
-        return _monoid_ufunc(self.op)
-
-
-_UFUNCS = [
-    (X + Y, np.add),
-    (X * Y, np.multiply),
-    (sp.Max(X, Y), np.maximum),
-    (sp.Min(X, Y), np.minimum),
-]
-
-
-def _monoid_ufunc(op: Op):
-    from .proofs import equivalent  # local: proofs depends on this module
-
-    for formula, ufunc in _UFUNCS:
-        if equivalent(op.formula, formula, op.domain):
-            return ufunc
-    if op.domain == "boolean" or op.name == "any":
-        return np.maximum if op.name in ("lor", "any") else np.minimum
-    raise DefinitionError(
-        f"monoid {op.name!r} has no NumPy implementation on the CPU backend",
-        got=show(op.formula), hint="use plus, times, min, max, lor, land or any",
-    )
-
-
-@functools.lru_cache(maxsize=None)
-def as_monoid(op: Op) -> Monoid:
-    """Derive the monoid structure of a binary op, or raise if it has none."""
-    if isinstance(op, Monoid):
-        return op
-    if not isinstance(op, Op) or op.arity != 2:
-        raise DefinitionError("a monoid needs a binary op", got=repr(op))
-    with guarded(f"the monoid structure of op {op.name!r}"):
-        return _as_monoid(op)
-
-
-def _as_monoid(op: Op) -> Monoid:
-    from .proofs import equivalent
-
-    if op.name == "any":
-        # `any` returns either argument: it has no two-sided identity to derive.
-        # GraphBLAS's convention (an empty reduction is 0) is declared here.
-        return Monoid(op, sp.Integer(0), True, False, True, identity_declared=True)
-    # Associativity is not checked: it needs a third symbol and sympy often
-    # cannot decide it for Piecewise formulas. An identity is required.
-    identity = None
-    candidates = (sp.Integer(0), sp.Integer(1)) if op.domain == "boolean" else _IDENTITY_CANDIDATES
-    for e in _possible_identities(op, candidates):
-        if equivalent(op.at(y=e), X, op.domain) and equivalent(op.at(x=e).xreplace({Y: X}), X, op.domain):
-            identity = e
-            break
-    if identity is None:
-        raise DefinitionError(
-            f"op {op.name!r} is not a monoid: no identity e with f(x, e) = f(e, x) = x was found",
-            got=repr(op), hint="use plus, times, min, max, lor, land or any as ⊕",
-        )
-    idempotent = equivalent(op.formula.xreplace({Y: X}), X, op.domain)
-    invertible = op.domain != "boolean" and equivalent(op.formula, X + Y, op.domain)
-    commutative = equivalent(op.formula, op.formula.xreplace({X: Y, Y: X}), op.domain)
-    return Monoid(op, identity, idempotent, invertible, commutative)
-
-
-# A few of the special points every proof evaluates (proofs._BASE_SPECIALS): a candidate
-# identity that fails at one of them would fail its proof there too.
-_SCREEN = np.array([0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 3.75, 7.0])
-
-
-def _possible_identities(op: Op, candidates) -> list:
-    """The candidates e for which f(x, e) = f(e, x) = x holds at a few points, the formula
-    evaluated as written (one vectorised evaluation for all of them): most ops have no
-    identity among the candidates, and this refutes each in microseconds instead of a
-    sympy substitution and a proof. A necessary test only; the proof decides."""
-    xs = _SCREEN
-    if op.domain == "nonnegative":
-        xs = xs[xs >= 0]
-    elif op.domain == "boolean":
-        xs = np.array([0.0, 1.0])
-    es = np.array([constant_value(e) for e in candidates])
-    x_all, e_all = np.tile(xs, len(es)), np.repeat(es, len(xs))
-    try:
-        with np.errstate(all="ignore"):
-            right, left = apply_binary(op, x_all, e_all), apply_binary(op, e_all, x_all)
-    except Exception:  # noqa: BLE001 - not evaluable here: let the proofs decide
-        return list(candidates)
-    tol = 1e-9 * np.maximum(np.abs(x_all), 1.0)
-    ok = ((np.abs(right - x_all) <= tol) & (np.abs(left - x_all) <= tol)).reshape(len(es), len(xs))
-    return [e for e, good in zip(candidates, ok.all(axis=1)) if good]
-
-
-def monoid(op: Op, identity=None) -> Monoid:
-    """``gb.monoid(op, identity=None)``: a user monoid (⊕ of a semiring, or a reduction).
-
-    Without ``identity`` it is derived (:func:`as_monoid`); a declared identity e is
-    checked: ``op(x, e) = op(e, x) = x`` must hold, else a DefinitionError. E.g.
-    probabilistic or: ``gb.monoid(gb.op("por", lambda x, y: x + y - x*y))`` (identity 0)."""
-    if isinstance(op, Monoid):
-        op = op.op
-    if not isinstance(op, Op) or op.arity != 2:
-        raise DefinitionError("a monoid needs a binary op", got=repr(op))
-    if identity is None:
-        return as_monoid(op)
-    with guarded(f"the monoid of op {op.name!r}"):
-        return _declared_monoid(op, _expr(identity))
-
-
-def _declared_monoid(op: Op, e) -> Monoid:
-    from .proofs import equivalent
-
-    if not (equivalent(op.at(y=e), X, op.domain)
-            and equivalent(op.at(x=e).xreplace({Y: X}), X, op.domain)):
-        raise DefinitionError(
-            f"{show(e)} is not an identity of {op.name!r}",
-            expected=f"{op.name}(x, e) = {op.name}(e, x) = x", got=f"e = {show(e)}",
-            hint="leave identity=None to derive it")
-    idempotent = equivalent(op.formula.xreplace({Y: X}), X, op.domain)
-    invertible = op.domain != "boolean" and equivalent(op.formula, X + Y, op.domain)
-    commutative = equivalent(op.formula, op.formula.xreplace({X: Y, Y: X}), op.domain)
-    return Monoid(op, e, idempotent, invertible, commutative, identity_declared=True)
-
-
-# ---------------------------------------------------------------------------
-# Built-in operators
-# ---------------------------------------------------------------------------
-
-_x, _y = Sym(X), Sym(Y)
-
-
-def _where(c, a, b):
-    return s_where(c, a, b)
-
-
-plus = make_op("plus", _x + _y, doc="x + y")
-minus = make_op("minus", _x - _y, doc="x - y")
-times = make_op("times", _x * _y, doc="x * y")
-div = make_op("div", _x / _y, doc="x / y")
-min = make_op("min", s_min(_x, _y), doc="min(x, y)")  # noqa: A001 (GraphBLAS name)
-max = make_op("max", s_max(_x, _y), doc="max(x, y)")  # noqa: A001
-absdiff = make_op("absdiff", abs(_x - _y), doc="|x - y|")
-sqdiff = make_op("sqdiff", (_x - _y) ** 2, doc="(x - y)^2")
-power = make_op("power", _x ** _y, doc="x ^ y")
-ne = make_op("ne", _where(_x != _y, 1, 0), doc="1 where x != y, else 0")
-eq = make_op("eq", _where(_x == _y, 1, 0), doc="1 where x == y, else 0")
-lor = make_op("lor", _where((_x != 0) | (_y != 0), 1, 0), domain="boolean", doc="x or y")
-land = make_op("land", _where((_x != 0) & (_y != 0), 1, 0), domain="boolean", doc="x and y")
-any = make_op("any", lambda x, y: x, doc="either argument (GraphBLAS ANY)")  # noqa: A001
-first = make_op("first", lambda x, y: x, doc="x")
-second = make_op("second", lambda x, y: y, doc="y")
-pair = Op("pair", sp.Integer(1), 2, "real", "1 (GraphBLAS PAIR / ONEB)")
-
-abs = make_op("abs", s_abs(_x), doc="|x|")  # noqa: A001
-sqrt = make_op("sqrt", s_sqrt(_x), doc="sqrt(x), x >= 0")
-square = make_op("square", _x ** 2, doc="x^2")
-log = make_op("log", s_log(_x), doc="natural log, x >= 0")
-exp = make_op("exp", s_exp(_x), doc="e^x")
-identity = make_op("identity", _x, doc="x")
-neg = make_op("neg", -_x, doc="-x")
-nonzero = make_op("nonzero", _where(_x != 0, 1, 0), doc="1 where the stored value is nonzero")
-
-
-def pow(p) -> Op:  # noqa: A001 (the issue names it pow(p))
-    """Unary ``x ^ p`` for a number ``p`` (e.g. ``gb.apply(ops.pow(3), A)``)."""
-    return make_op(f"pow{p:g}", _x ** p, doc=f"x ^ {p:g}")
-
-
-def absdiff_pow(p) -> Op:
-    """Binary ``|x - y| ^ p``: Minkowski's ⊗."""
-    return make_op(f"absdiff_pow{p:g}", abs(_x - _y) ** p, doc=f"|x - y| ^ {p:g}")
-
-
-BUILTIN_BINARY = (plus, minus, times, div, min, max, absdiff, sqdiff, power, ne, eq,
-                  lor, land, any, first, second, pair)
-BUILTIN_UNARY = (abs, sqrt, square, log, exp, identity, neg, nonzero)
-BY_NAME = {op.name: op for op in BUILTIN_BINARY + BUILTIN_UNARY}
-
-
-# ---------------------------------------------------------------------------
 # Row ops: apply(normalize, A)
 # ---------------------------------------------------------------------------
 
@@ -423,12 +294,187 @@ class RowScale(Op):
     It must be the first op applied to the data, and every use of that operand in
     one expression must be normalised (else the operand would need two bindings)."""
 
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "_key", ("row_scale", "sum", self.domain))
+    def _make_key(self) -> tuple:
+        return ("row_scale", "sum", self.domain)
 
 
-normalize = RowScale("normalize", X, 1, "nonnegative",
-                     "each row divided by its sum (rows of nonnegative values)")
+# ---------------------------------------------------------------------------
+# Built-in operators: defined here by their formulas, proved once, then stored
+# ---------------------------------------------------------------------------
+
+
+def pow(p) -> Op:  # noqa: A001 (the issue names it pow(p))
+    """Unary ``x ^ p`` for a number ``p`` (e.g. ``gb.apply(ops.pow(3), A)``)."""
+    from .formulas import X
+    from .sym import Sym
+    return make_op(f"pow{p:g}", Sym(X) ** p, doc=f"x ^ {p:g}")
+
+
+def absdiff_pow(p) -> Op:
+    """Binary ``|x - y| ^ p``: Minkowski's ⊗."""
+    from .formulas import X, Y
+    from .sym import Sym
+    return make_op(f"absdiff_pow{p:g}", abs(Sym(X) - Sym(Y)) ** p, doc=f"|x - y| ^ {p:g}")
+
+
+BINARY_NAMES = ("plus", "minus", "times", "div", "min", "max", "absdiff", "sqdiff", "power",
+                "ne", "eq", "lor", "land", "any", "first", "second", "pair")
+UNARY_NAMES = ("abs", "sqrt", "square", "log", "exp", "identity", "neg", "nonzero")
+
+
+def _define_builtins() -> dict:
+    """The built-in ops (and ``normalize``), built by sympy from their formulas."""
+    from .formulas import X, Y
+    from .sym import Sym, s_abs, s_exp, s_log, s_max, s_min, s_sqrt
+    from .sym import s_where as where
+    x, y = Sym(X), Sym(Y)
+    made = (
+        make_op("plus", x + y, doc="x + y"),
+        make_op("minus", x - y, doc="x - y"),
+        make_op("times", x * y, doc="x * y"),
+        make_op("div", x / y, doc="x / y"),
+        make_op("min", s_min(x, y), doc="min(x, y)"),
+        make_op("max", s_max(x, y), doc="max(x, y)"),
+        make_op("absdiff", abs(x - y), doc="|x - y|"),
+        make_op("sqdiff", (x - y) ** 2, doc="(x - y)^2"),
+        make_op("power", x ** y, doc="x ^ y"),
+        make_op("ne", where(x != y, 1, 0), doc="1 where x != y, else 0"),
+        make_op("eq", where(x == y, 1, 0), doc="1 where x == y, else 0"),
+        make_op("lor", where((x != 0) | (y != 0), 1, 0), domain="boolean", doc="x or y"),
+        make_op("land", where((x != 0) & (y != 0), 1, 0), domain="boolean", doc="x and y"),
+        make_op("any", lambda x, y: x, doc="either argument (GraphBLAS ANY)"),
+        make_op("first", lambda x, y: x, doc="x"),
+        make_op("second", lambda x, y: y, doc="y"),
+        Op("pair", sp.Integer(1), 2, "real", "1 (GraphBLAS PAIR / ONEB)"),
+        make_op("abs", s_abs(x), doc="|x|"),
+        make_op("sqrt", s_sqrt(x), doc="sqrt(x), x >= 0"),
+        make_op("square", x ** 2, doc="x^2"),
+        make_op("log", s_log(x), doc="natural log, x >= 0"),
+        make_op("exp", s_exp(x), doc="e^x"),
+        make_op("identity", x, doc="x"),
+        make_op("neg", -x, doc="-x"),
+        make_op("nonzero", where(x != 0, 1, 0), doc="1 where the stored value is nonzero"),
+        RowScale("normalize", X, 1, "nonnegative",
+                 "each row divided by its sum (rows of nonnegative values)"),
+    )
+    return {op.name: op for op in made}
+
+
+_STORE_FORMAT = 1  # of the record below
+
+
+def _builtins() -> dict:
+    """name -> op of the built-ins: read from their stored record when there is a good one
+    (no sympy, no proof: :func:`_read_builtins`), else built and proved by sympy and the
+    record written for the next process (:mod:`gbdist.algebra.records`). The record is keyed
+    on the algebra's source text and sympy's version, so it is never older than either."""
+    key = records.key_of("algebra.builtins", _STORE_FORMAT, records.code_digest("algebra"))
+    found = records.load(key, "programs")
+    if found is not None:
+        try:
+            return _read_builtins(found)
+        except Exception as e:  # noqa: BLE001 - a bad record is a miss, never an error
+            records.discard(key, e, "programs")
+    made = _define_builtins()
+    monoids = []
+    for name in BINARY_NAMES:
+        try:
+            m = as_monoid(made[name])
+        except DefinitionError:
+            continue  # not a monoid (minus, second, ...)
+        if m.op is not made[name]:
+            continue  # an equal op's (first is any's formula): as_monoid returns that one
+        _PROVEN[m.op.key] = m
+        monoids.append([name, terms.encode(m.identity), m.idempotent, m.invertible,
+                        m.commutative, m.identity_declared, m.ufunc_name()])
+    records.store(key, {
+        "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
+                for op in made.values()],
+        "monoids": monoids}, "programs")
+    return made
+
+
+def _read_builtins(record: dict) -> dict:
+    ops_ = {}
+    for name, cls, term, arity, domain, doc in record["ops"]:
+        klass = {"Op": Op, "RowScale": RowScale}[cls]
+        ops_[name] = klass.stored(str(name), terms.from_json(term), arity, domain, str(doc))
+    if set(ops_) != set(BINARY_NAMES + UNARY_NAMES + ("normalize",)) \
+            or not isinstance(ops_["normalize"], RowScale):
+        raise terms.Invalid("the stored built-ins are not the built-in ops")
+    proven = {}
+    for name, identity, idempotent, invertible, commutative, declared, ufunc in record["monoids"]:
+        m = Monoid.stored(ops_[name], terms.from_json(identity), idempotent, invertible,
+                          commutative, declared, ufunc)
+        _check_monoid(m)
+        proven[m.op.key] = m
+    _PROVEN.update(proven)
+    return ops_
+
+
+def _check_monoid(m: Monoid) -> None:
+    """Numeric consistency of a stored monoid with its op's formula (a cheap test, not a
+    proof, as for the analysis cache): the identity and every property claimed hold at the
+    screening points, and the ufunc computes the op there. ``any`` is GraphBLAS's declared
+    convention (identity 0, idempotent, commutative by fiat, ufunc maximum)."""
+    if m.identity_declared or m.name == "any":
+        if not (m.name == "any" and m.identity_declared and m.identity_term == ("Zero",)
+                and m.idempotent and not m.invertible and m.commutative
+                and m.__dict__.get("_ufunc") == "maximum"):
+            raise terms.Invalid("a declared identity in the stored built-ins")
+        return
+    xs = {"nonnegative": _SCREEN[_SCREEN >= 0], "boolean": np.array([0.0, 1.0])}.get(
+        m.op.domain, _SCREEN)
+    x, y = (v.ravel() for v in np.meshgrid(xs, xs))
+    e = np.full_like(xs, m.identity_value)
+    f = apply_binary(m.op, x, y)
+
+    def same(a, b) -> bool:
+        return bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))
+                           | (np.abs(a - b) <= 1e-12 * np.maximum(np.abs(b), 1.0))))
+
+    ok = same(apply_binary(m.op, xs, e), xs) and same(apply_binary(m.op, e, xs), xs)
+    ok &= not m.idempotent or same(apply_binary(m.op, xs, xs), xs)
+    ok &= not m.commutative or same(apply_binary(m.op, y, x), f)
+    ok &= not m.invertible or same(x + y, f)
+    ufunc = m.__dict__.get("_ufunc")
+    ok &= ufunc is None or same(getattr(np, ufunc)(x, y), f)
+    if not ok:
+        raise terms.Invalid(f"the stored monoid {m.name!r} disagrees with its op's formula")
+
+
+_BUILTINS = _builtins()
+plus = _BUILTINS["plus"]
+minus = _BUILTINS["minus"]
+times = _BUILTINS["times"]
+div = _BUILTINS["div"]
+min = _BUILTINS["min"]  # noqa: A001 (GraphBLAS name)
+max = _BUILTINS["max"]  # noqa: A001
+absdiff = _BUILTINS["absdiff"]
+sqdiff = _BUILTINS["sqdiff"]
+power = _BUILTINS["power"]
+ne = _BUILTINS["ne"]
+eq = _BUILTINS["eq"]
+lor = _BUILTINS["lor"]
+land = _BUILTINS["land"]
+any = _BUILTINS["any"]  # noqa: A001
+first = _BUILTINS["first"]
+second = _BUILTINS["second"]
+pair = _BUILTINS["pair"]
+
+abs = _BUILTINS["abs"]  # noqa: A001
+sqrt = _BUILTINS["sqrt"]
+square = _BUILTINS["square"]
+log = _BUILTINS["log"]
+exp = _BUILTINS["exp"]
+identity = _BUILTINS["identity"]
+neg = _BUILTINS["neg"]
+nonzero = _BUILTINS["nonzero"]
+
+BUILTIN_BINARY = tuple(_BUILTINS[n] for n in BINARY_NAMES)
+BUILTIN_UNARY = tuple(_BUILTINS[n] for n in UNARY_NAMES)
+BY_NAME = {op.name: op for op in BUILTIN_BINARY + BUILTIN_UNARY}
+
+normalize = _BUILTINS["normalize"]
 ROW_OPS = {"normalize": normalize}
 """Built-in ops that act on whole rows (bound once per operand, not per entry)."""

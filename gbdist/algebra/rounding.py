@@ -40,9 +40,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
-from .formulas import X, Y
+from .lazy import sympy as sp
 
 EXPONENT = 32
 """Inputs covered by the bound: 0 or 2^-32 ≤ |v| ≤ 2^32 (the CUDA backend checks every
@@ -116,7 +115,7 @@ class _Walker:
         return v
 
     def _value(self, e, nonzero) -> _V:
-        if e in (X, Y) or (isinstance(e, sp.Symbol) and e.name in ("x", "y")):
+        if isinstance(e, sp.Symbol) and e.name in ("x", "y"):
             return _V(0, -self.exponent, self.exponent, self.input_sign, e not in nonzero)
         if isinstance(e, sp.Number):
             return self._constant(e)

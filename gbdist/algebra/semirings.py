@@ -3,17 +3,19 @@
 A semiring with a declared ``annihilator`` value uses *structural* (GraphBLAS)
 semantics: absent entries do not take part. ``annihilator=None`` forbids the
 intersection shortcut; left unset, the analysis (gbdist.compiler.analysis) decides.
-The built-in semirings (``plus_times``, ``min_plus`` ...) are at the end.
+The built-in semirings (``plus_times``, ``min_plus`` ...) are at the end; they are made
+without sympy (their monoids come from the stored built-ins of :mod:`gbdist.algebra.ops`,
+their annihilators are written as terms).
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
-import sympy as sp
-
 from . import ops as _ops
-import difflib
-
+from . import terms
+from .lazy import Deferred, without_class_defaults
+from .lazy import sympy as sp
 from ..errors import DefinitionError, UnknownAttributeError, UnknownNameError
 from .ops import Monoid, Op, as_monoid
 
@@ -28,7 +30,7 @@ UNSET = _Unset()
 
 
 @dataclass(frozen=True, eq=False)
-class Semiring:
+class Semiring(Deferred):
     """⊗ (``mul``, a binary op) and ⊕ (``add``, a monoid), mul first as in the paper."""
 
     mul: Op
@@ -36,15 +38,52 @@ class Semiring:
     annihilator: object = UNSET  # UNSET: derive; None: forbid the shortcut; value: structural
     name: str = ""
 
+    def __post_init__(self):
+        ann, term = self.annihilator, None
+        if ann is UNSET or ann is None:
+            text = "unset" if ann is UNSET else "none"
+        else:
+            try:
+                term = terms.encode(sp.sympify(ann))
+                text = terms.text(term)
+            except terms.Unsupported:
+                text = "sympy:" + sp.srepr(sp.sympify(ann))
+        object.__setattr__(self, "_annihilator_key", text)
+        object.__setattr__(self, "_annihilator_term", term)
+
+    @classmethod
+    def stored(cls, mul: Op, add: Monoid, annihilator, name: str = "") -> "Semiring":
+        """A semiring whose annihilator is UNSET, None or a term (rebuilt as sympy when read)."""
+        sr = object.__new__(cls)
+        for k, v in (("mul", mul), ("add", add), ("name", name)):
+            object.__setattr__(sr, k, v)
+        if annihilator is UNSET or annihilator is None:
+            object.__setattr__(sr, "annihilator", annihilator)
+            object.__setattr__(sr, "_annihilator_key", "unset" if annihilator is UNSET else "none")
+        else:
+            if terms.has_symbols(annihilator):
+                raise terms.Invalid("an annihilator is a number")
+            object.__setattr__(sr, "_deferred", {"annihilator": annihilator})
+            object.__setattr__(sr, "_annihilator_key", terms.text(annihilator))
+            object.__setattr__(sr, "_annihilator_term", annihilator)
+        return sr
+
+    def _rebuild(self, name: str, data):
+        return terms.decode(data)  # "annihilator"
+
+    @property
+    def annihilator_term(self) -> tuple | None:
+        """A structural semiring's annihilator as a term (None for the others, and when no
+        term represents it)."""
+        return self.__dict__.get("_annihilator_term")
+
     @property
     def key(self) -> tuple:
-        ann = self.annihilator
-        ann_key = "unset" if ann is UNSET else "none" if ann is None else sp.srepr(sp.sympify(ann))
-        return ("semiring", self.mul.key, self.add.key, ann_key)
+        return ("semiring", self.mul.key, self.add.key, self.__dict__["_annihilator_key"])
 
     @property
     def structural(self) -> bool:
-        return self.annihilator is not UNSET and self.annihilator is not None
+        return self.__dict__["_annihilator_key"] not in ("unset", "none")
 
     def __eq__(self, other):
         return isinstance(other, Semiring) and other.key == self.key
@@ -141,22 +180,31 @@ class _Namespace:
 
 
 def _builtin_semirings() -> _Namespace:
+    """The built-in semirings, made without sympy: ⊕ from the stored monoids of the built-in
+    ops, each annihilator as the term ``gb.semiring(..., annihilator=v)`` would give it
+    (``0``, ``oo``, ``-oo``)."""
     o = _ops
+    zero, inf, minus_inf = ("Zero",), ("Infinity",), ("NegativeInfinity",)
+
+    def make(mul, add, annihilator, name):
+        return Semiring.stored(mul, as_monoid(add), annihilator, name)
+
     return _Namespace(
-        plus_times=semiring(o.times, o.plus, name="plus_times"),
-        plus_pair=semiring(o.pair, o.plus, annihilator=0, name="plus_pair"),
-        min_plus=semiring(o.plus, o.min, annihilator=sp.oo, name="min_plus"),
-        max_plus=semiring(o.plus, o.max, annihilator=-sp.oo, name="max_plus"),
-        max_times=semiring(o.times, o.max, annihilator=0, name="max_times"),
-        min_times=semiring(o.times, o.min, annihilator=0, name="min_times"),
-        max_min=semiring(o.min, o.max, annihilator=0, name="max_min"),
-        lor_land=semiring(o.land, o.lor, annihilator=0, name="lor_land"),
-        any_pair=semiring(o.pair, o.any, annihilator=0, name="any_pair"),
-        plus_absdiff=semiring(o.absdiff, o.plus, name="plus_absdiff"),
-        plus_sqdiff=semiring(o.sqdiff, o.plus, name="plus_sqdiff"),
-        max_absdiff=semiring(o.absdiff, o.max, name="max_absdiff"),
-        plus_ne=semiring(o.ne, o.plus, name="plus_ne"),
+        plus_times=make(o.times, o.plus, UNSET, "plus_times"),
+        plus_pair=make(o.pair, o.plus, zero, "plus_pair"),
+        min_plus=make(o.plus, o.min, inf, "min_plus"),
+        max_plus=make(o.plus, o.max, minus_inf, "max_plus"),
+        max_times=make(o.times, o.max, zero, "max_times"),
+        min_times=make(o.times, o.min, zero, "min_times"),
+        max_min=make(o.min, o.max, zero, "max_min"),
+        lor_land=make(o.land, o.lor, zero, "lor_land"),
+        any_pair=make(o.pair, o.any, zero, "any_pair"),
+        plus_absdiff=make(o.absdiff, o.plus, UNSET, "plus_absdiff"),
+        plus_sqdiff=make(o.sqdiff, o.plus, UNSET, "plus_sqdiff"),
+        max_absdiff=make(o.absdiff, o.max, UNSET, "max_absdiff"),
+        plus_ne=make(o.ne, o.plus, UNSET, "plus_ne"),
     )
 
 
+without_class_defaults(Semiring, "annihilator")
 semirings = _builtin_semirings()

@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sympy as sp
-
-from . import proofs
-from .formulas import X, Y
+from . import terms
+from .lazy import Deferred
+from .lazy import sympy as sp
 from .rounding import EXPONENT
+
+if TYPE_CHECKING:
+    from . import proofs
 
 
 @dataclass(frozen=True)
-class StableKernel:
+class StableKernel(Deferred):
     """A device function ``name(x, y)`` (kernels/gbdist.cuh) computing ``formula`` in float
     on float32 inputs of ``domain`` that are 0 or within 2^±32, with relative error
     ≤ k·2^-24."""
@@ -43,9 +46,31 @@ class StableKernel:
     k: float
     text: str  # the formula in words, for explain
 
+    @classmethod
+    def stored(cls, name: str, formula: tuple, domain: str, k: float, text: str) -> "StableKernel":
+        """A kernel of a stored plan: its formula is a term, rebuilt as sympy when read."""
+        kern = object.__new__(cls)
+        for a, v in (("name", name), ("domain", domain), ("k", k), ("text", text),
+                     ("_deferred", {"formula": formula})):
+            object.__setattr__(kern, a, v)
+        return kern
+
+    def _rebuild(self, name: str, data):
+        return terms.decode(data)  # "formula"
+
+    @property
+    def key(self) -> tuple:
+        return ("stable_kernel", self.name, self.domain, self.k)
+
+    def __eq__(self, other):
+        return isinstance(other, StableKernel) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
 
 @dataclass(frozen=True)
-class KernelBound:
+class KernelBound(Deferred):
     """The bound of f evaluated by a stable kernel: the interface of
     :class:`~gbdist.algebra.rounding.FloatBound` (``k``, ``exponent``, ``nonnegative``,
     ``describe``), with the kernel and the proof that f is its formula."""
@@ -53,6 +78,32 @@ class KernelBound:
     kernel: StableKernel
     proof: proofs.Proof
     swapped: bool  # f(x, y) is the kernel at (y, x)
+
+    @classmethod
+    def stored(cls, kernel: StableKernel, proof: tuple, swapped: bool) -> "KernelBound":
+        """The bound of a stored plan: ``proof`` is the proof's record (claim, lhs and rhs
+        terms, domain, method, holds, detail), rebuilt with sympy when read (explain)."""
+        b = object.__new__(cls)
+        for a, v in (("kernel", kernel), ("swapped", bool(swapped)), ("_deferred", {"proof": proof})):
+            object.__setattr__(b, a, v)
+        return b
+
+    def _rebuild(self, name: str, data):
+        from .proofs import Proof
+        claim, lhs, rhs, domain, method, holds, detail = data
+        return Proof(claim, terms.decode(lhs), terms.decode(rhs), domain, method, holds, detail)
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the bound (a plan's key holds it): the kernel and the orientation
+        (the proof is the reason, not a part of the computation)."""
+        return ("kernel_bound", self.kernel.key, self.swapped)
+
+    def __eq__(self, other):
+        return isinstance(other, KernelBound) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
 
     @property
     def k(self) -> float:
@@ -75,6 +126,7 @@ class KernelBound:
 def _js_term() -> sp.Expr:
     """x log(2x/(x+y)) + y log(2y/(x+y)) with 0 log 0 = 0, as the front end builds
     ``where(x == 0, 0, x * log(2 * x / (x + y))) + where(y == 0, 0, ...)``."""
+    from .formulas import X, Y
     with sp.evaluate(False):
         s = X + Y
         term = lambda v: sp.Piecewise((sp.Integer(0), sp.Eq(v, 0)),
@@ -101,6 +153,8 @@ def _looks_alike(f: sp.Expr, g: sp.Expr) -> bool:
 def stable_kernel(f: sp.Expr, domain: str) -> KernelBound | None:
     """The stable kernel proven to compute ``f`` on ``domain``, or None. A kernel's
     domain must be f's; the proof must be symbolic (sympy), not numeric."""
+    from . import proofs
+    from .formulas import X, Y
     for kern in kernels():
         if kern.domain != domain or not _looks_alike(f, kern.formula):
             continue

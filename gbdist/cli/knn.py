@@ -125,8 +125,9 @@ def _knn_args(p):
 
 
 def _strategy(metric: str, params: dict) -> str:
-    from ..pairwise import explain
-    products = explain(metric, **params).products
+    """The strategy of each product, read from the plan (no explanation: no sympy)."""
+    from ..pairwise import metric_program
+    products = metric_program(metric, **params).plan.products
     if not products:
         return "no products"
     return "; ".join(p.strategy + (f" (expansion rank {p.expansion_rank})" if p.expansion_rank

@@ -67,15 +67,18 @@ def _params(items):
 
 def _explanation(args):
     """The Explanation of a metric name or of an expression (after loading --file)."""
-    from ..front import Definitions, find_metric, load, parse_expression
+    from ..front.library import find_metric
     from ..pairwise import explain
-    loaded = Definitions("<command line>")
-    for f in args.file:
-        d = load(f)
-        loaded.ops.update(d.ops)
-        loaded.semirings.update(d.semirings)
-        loaded.metrics.update(d.metrics)
-        loaded.helpers.update(d.helpers)
+    loaded = None
+    if args.file:  # the loader (lark, sympy) only for a metric file
+        from ..front import Definitions, load
+        loaded = Definitions("<command line>")
+        for f in args.file:
+            d = load(f)
+            loaded.ops.update(d.ops)
+            loaded.semirings.update(d.semirings)
+            loaded.metrics.update(d.metrics)
+            loaded.helpers.update(d.helpers)
     params = _params(args.param)
     if getattr(args, "fills", None) is not None:
         from ..front.library import find_graph
@@ -87,6 +90,7 @@ def _explanation(args):
     if params:
         raise GbdistError(f"{args.target!r} is not a metric name, so it takes no parameters",
                           hint="parameters (-p) go with a named metric such as minkowski")
+    from ..front import parse_expression
     return explain(parse_expression(args.target, loaded))
 
 
@@ -104,10 +108,18 @@ def _cuda_source(explanation, dtype: str) -> str:
         return f"(the CUDA code generator failed: {type(e).__name__}: {e})"
 
 
-def _explain(args) -> int:
+def _is_metric_explanation(explanation) -> bool:
+    """A metric's or expression's explanation (stored or made now), not a graph's steps."""
+    from ..compiler.stored import StoredExplanation
+    if isinstance(explanation, StoredExplanation):
+        return True
     from ..compiler.explain import Explanation
+    return isinstance(explanation, Explanation)
+
+
+def _explain(args) -> int:
     explanation = _explanation(args)
-    if not isinstance(explanation, Explanation):  # a graph definition's steps
+    if not _is_metric_explanation(explanation):  # a graph definition's steps
         fmt = args.format or "text"
         if args.cuda or args.param or fmt not in ("text", "md", "html"):
             raise GbdistError(f"{args.target!r} is a graph definition: its explanation is text",

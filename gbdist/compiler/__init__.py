@@ -8,6 +8,8 @@
   a cached analysis against the op.
 - ``cache``: the on-disk analysis cache (bounded loading, digests).
 - ``plan``: the steps a backend executes and the fused epilogue.
+- ``decision``: the record of one product's decision (``Analysis``), apart from sympy;
+  ``stored``: plans and explanations written as records and read back without sympy.
 - ``explain``: the decision, the proofs and the plan as a structured record of sympy
   formulas, rendered as text, Markdown, LaTeX and HTML (``explain_math`` tidies and
   prints the formulas; ``explain_figures`` draws them, matplotlib being optional).

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 
 import functools
-from dataclasses import dataclass
 
 import sympy as sp
 
 from . import cache
-from .verify import STRATEGIES, verify
+from .decision import STRATEGIES, Analysis  # noqa: F401 (the record of a decision)
+from .verify import verify
 from ..algebra import ops as _ops
 from ..errors import AnalysisError
 from ..algebra.formulas import (
@@ -54,35 +54,6 @@ products cancel too much (Minkowski p = 32 has binomials up to 6·10⁸)."""
 # ---------------------------------------------------------------------------
 # The decision
 # ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """What the compiler decided for one product, and why."""
-
-    semiring: Semiring
-    strategy: str
-    fill_left: sp.Expr
-    fill_right: sp.Expr
-    L: sp.Expr  # f(x, zb)
-    R: sp.Expr  # f(za, y)
-    C: sp.Expr  # f(za, zb)
-    g: sp.Expr  # the function summed over the intersection
-    expansion: tuple[tuple[sp.Expr, sp.Expr], ...] | None  # ((φ_r(x), ψ_r(y)), ...)
-    proofs: tuple[Proof, ...]
-    structural: bool
-    override: str = ""  # a declared property that the analysis could not confirm
-    nonnegative: bool = False  # f >= 0 proven: the rewritten sum is clamped at 0
-    corner_absorbed: bool = False  # two-pass union: ⊕(C, f) == f for every f value
-    reason: str = ""
-
-    @property
-    def expansion_rank(self) -> int | None:
-        return None if self.expansion is None else len(self.expansion)
-
-    @property
-    def identity(self) -> sp.Expr:
-        return self.semiring.add.identity
 
 
 def _fmt(e) -> str:

@@ -39,19 +39,27 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
 from . import ir
-from ..algebra.formulas import X, Y, formula_size
+from ..algebra.lazy import sympy as sp
 from ..algebra.ops import RowScale
-from ..algebra.proofs import analysis_budget, budget, small_enough
 from .typecheck import row_operand
 
 FORMAT = 4  # of the cached records below; bump when the proofs change
 MAX_OPS = 300  # larger substituted expressions are not given to sympy's simplify
 PROOF_BUDGET_S = 2.0  # seconds of sympy for one d(a, a) proof (it is optional: no claim after)
-_K = sp.Symbol("k", positive=True, integer=True)
-_NNZ = sp.Symbol("nnz", nonnegative=True, integer=True)
+
+
+@functools.cache
+def _k():
+    """k, the number of columns, as a symbol."""
+    return sp.Symbol("k", positive=True, integer=True)
+
+
+@functools.cache
+def _nnz():
+    """The number of stored entries of the row, as a symbol."""
+    return sp.Symbol("nnz", nonnegative=True, integer=True)
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,7 @@ class SelfValue:
 
 
 def _chain(chain, var):
+    from ..algebra.formulas import X
     e = var
     for op in chain:
         e = op.formula.xreplace({X: e})
@@ -92,16 +101,19 @@ def _bool01(cond) -> sp.Expr:
     return sp.Piecewise((sp.Integer(1), cond), (sp.Integer(0), True))
 
 
-_POINTWISE = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "neg": lambda a: -a,
-    "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
-    "maximum": lambda a, b: sp.Max(a, b), "minimum": lambda a, b: sp.Min(a, b),
-    "where": lambda c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
-    "eq": lambda a, b: _bool01(sp.Eq(a, b)), "ne": lambda a, b: _bool01(sp.Ne(a, b)),
-    "lt": lambda a, b: _bool01(a < b), "le": lambda a, b: _bool01(a <= b),
-    "gt": lambda a, b: _bool01(a > b), "ge": lambda a, b: _bool01(a >= b),
-}
+@functools.cache
+def _pointwise() -> dict:
+    """The epilogue's pointwise functions over sympy expressions."""
+    return {
+        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "neg": lambda a: -a,
+        "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
+        "maximum": lambda a, b: sp.Max(a, b), "minimum": lambda a, b: sp.Min(a, b),
+        "where": lambda c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
+        "eq": lambda a, b: _bool01(sp.Eq(a, b)), "ne": lambda a, b: _bool01(sp.Ne(a, b)),
+        "lt": lambda a, b: _bool01(a < b), "le": lambda a, b: _bool01(a <= b),
+        "gt": lambda a, b: _bool01(a > b), "ge": lambda a, b: _bool01(a >= b),
+    }
 
 
 class _Symbols:
@@ -111,13 +123,14 @@ class _Symbols:
         self.entries: list[tuple[sp.Expr, str, str, sp.Symbol]] = []  # (e, monoid, scope, symbol)
 
     def get(self, e: sp.Expr, monoid, scope: str, nonneg_x: bool) -> sp.Expr:
+        from ..algebra.formulas import X
         x = sp.Symbol("x", nonnegative=True) if nonneg_x else sp.Symbol("x", real=True)
         e = _bounded_simplify(e.xreplace({X: x}))
         kind = "plus" if monoid.invertible else "idempotent" if monoid.idempotent else "other"
         if scope == "stored" and _bounded_simplify(e.xreplace({x: 0}) - monoid.identity) == 0:
             scope = "all"  # unstored entries add the identity: the same sum
         if not e.free_symbols:
-            count = _K if scope == "all" else _NNZ
+            count = _k() if scope == "all" else _nnz()
             if kind == "plus":
                 return count * e
             if kind == "idempotent":
@@ -137,6 +150,8 @@ def _bounded_simplify(e: sp.Expr) -> sp.Expr:
     """``simplify(piecewise_fold(e))`` within the symbolic budget (size and time), or
     ``e`` itself: a formula too large for sympy gets no simplification (and so,
     usually, no claim), never an unbounded wait."""
+    from ..algebra.formulas import formula_size
+    from ..algebra.proofs import budget, small_enough
     if formula_size(e, MAX_OPS) > MAX_OPS or not small_enough(e):
         return e
     try:
@@ -155,6 +170,7 @@ def _structural(plan, node) -> bool:
 
 def _substituted(plan) -> sp.Expr | None:
     """The source expression with both operands set to the same row, over row summaries."""
+    from ..algebra.formulas import X, Y
     syms = _Symbols()
     values: dict = {}
     for node in ir.walk(plan.expr):
@@ -173,11 +189,11 @@ def _substituted(plan) -> sp.Expr | None:
             nonneg = any(op.domain == "nonnegative" for op in chain)
             values[node.key] = syms.get(_chain(chain, X), node.monoid, "all", nonneg)
         elif isinstance(node, ir.NCols):
-            values[node.key] = _K
+            values[node.key] = _k()
         elif isinstance(node, ir.Const):
             values[node.key] = _const(node.value)
         elif isinstance(node, ir.Pointwise):
-            fn = _POINTWISE.get(node.fn)
+            fn = _pointwise().get(node.fn)
             if fn is None:
                 return None
             values[node.key] = fn(*(values[a.key] for a in node.args))
@@ -208,6 +224,7 @@ def _constant_of(e: sp.Expr) -> float | None:
 def _simplified(e: sp.Expr):
     """Canonical forms of ``e``, cheapest first (sympy's simplify alone misses
     Max(u, 0) / u; folding Max/Min into Piecewise branches often decides it unaided)."""
+    from ..algebra.proofs import budget
     attempts = (lambda z: z,
                 lambda z: sp.piecewise_fold(z.rewrite(sp.Piecewise)),
                 lambda z: sp.simplify(sp.piecewise_fold(z)),
@@ -224,6 +241,7 @@ def _simplified(e: sp.Expr):
 
 
 def _self_value_uncached(plan) -> SelfValue:
+    from ..algebra.proofs import analysis_budget
     if plan.output_kind != "matrix" or operand_pair(plan) is None:
         return SelfValue(None, "not a pairwise (matrix) result over two row operands", "")
     with analysis_budget(PROOF_BUDGET_S):  # the symbolic part, bounded in time as a whole

@@ -26,13 +26,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import sympy as sp
-
-from ..algebra.formulas import X, Y
-from ..algebra.proofs import check
+from ..algebra.lazy import sympy as sp
 from ..algebra.semirings import UNSET, Semiring
 from ..errors import AnalysisError, InputError
-from .analysis import analyze
 
 ABSENT = "absent"
 
@@ -100,6 +96,7 @@ def product(operation: str, sr: Semiring, fills, declared=()) -> Decision:
 
 @functools.lru_cache(maxsize=256)
 def _product_fill0(operation, mul, add) -> Decision:
+    from .analysis import analyze
     try:
         a = analyze(Semiring(mul, add, UNSET), sp.Integer(0), sp.Integer(0))
     except AnalysisError as e:
@@ -124,6 +121,8 @@ def ewise(operation: str, op, union: bool, fills, declared=()) -> Decision:
 
 @functools.lru_cache(maxsize=256)
 def _ewise_fill0(operation, op, union) -> Decision:
+    from ..algebra.formulas import X, Y
+    from ..algebra.proofs import check
     f, dom = op.formula, op.domain
     if union:
         p1 = check(f"{op.name}(x, 0) = x: an entry of A alone keeps its value", f.xreplace({Y: 0}), X, dom)

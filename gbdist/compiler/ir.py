@@ -16,8 +16,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Iterator
 
-import sympy as sp
-
+from ..algebra.lazy import is_sympy
 from ..algebra.semirings import Semiring
 from ..errors import Span
 from ..algebra.ops import Monoid, Op
@@ -53,8 +52,11 @@ def _param_key(v):
         return v.key
     if isinstance(v, tuple):
         return _Key(_param_key(x) for x in v)
-    if isinstance(v, sp.Basic):
-        return sp.srepr(v)
+    if hasattr(type(v), "key"):  # a float split's bound (algebra.stable.KernelBound)
+        return v.key
+    if is_sympy(v):
+        import sympy
+        return sympy.srepr(v)
     if isinstance(v, float) and math.isnan(v):
         return "nan"
     return v

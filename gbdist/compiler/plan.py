@@ -30,19 +30,20 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-
-import sympy as sp
+from typing import TYPE_CHECKING
 
 from . import ir
-from .analysis import Analysis, analyze
+from .decision import Analysis
 from ..errors import GbdistError
-from ..algebra.formulas import X, Y
+from ..algebra.lazy import sympy as sp
 from ..algebra.ops import Op, RowScale, as_monoid, plus
 from ..algebra.evaluate import constant_value
-from ..algebra.proofs import Proof
 from ..algebra.rounding import float_bound
 from ..algebra.stable import stable_kernel
 from .typecheck import Typing, infer, row_operand
+
+if TYPE_CHECKING:
+    from ..algebra.proofs import Proof
 
 PRIMITIVES = (ir.Intersect, ir.TwoPassUnion, ir.RowReduce)
 
@@ -123,6 +124,7 @@ def operand_fill(node: ir.Node) -> sp.Expr:
 
 
 def _at(formula: sp.Expr, z: sp.Expr) -> sp.Expr:
+    from ..algebra.formulas import X
     with sp.evaluate(False):
         return formula.xreplace({X: z})
 
@@ -133,6 +135,7 @@ def _fill_expr(v: float, formula: sp.Expr, z: sp.Expr) -> sp.Expr:
         return sp.nan
     if v in (float("inf"), float("-inf")):
         return sp.oo if v > 0 else -sp.oo
+    from ..algebra.formulas import X
     try:
         s = sp.simplify(formula.subs(X, z))
         if s.is_number and float(s) == v and constant_value(s) == v:  # also in float64
@@ -155,6 +158,7 @@ def _canonical(node: ir.Node, transpose: bool = False) -> ir.Node:
 
 def _unary(name: str, expr: sp.Expr, domain: str) -> Op:
     """A unary op from a formula in x (or in y, renamed to x)."""
+    from ..algebra.formulas import X, Y
     return Op(name, sp.sympify(expr).xreplace({Y: X}), 1, domain)
 
 
@@ -227,6 +231,7 @@ def float_split(left: ir.Node, right_rows: ir.Node, sr, a: Analysis, max_k: floa
 def _stored_values(chain: tuple) -> bool:
     """Whether an apply chain leaves the stored values as they are (only row scalings,
     whose formula is x: the backends scale the rows when the operand is bound)."""
+    from ..algebra.formulas import X
     return all(isinstance(op, RowScale) and op.formula == X for op in chain)
 
 
@@ -290,6 +295,7 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
 
 def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     """Type-check, analyse every product, lower, and split into steps + epilogue."""
+    from .analysis import analyze
     typing = infer(expr, default_roles)
     products: list[ProductDecision] = []
     relative = relative_products(expr)
@@ -331,6 +337,15 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
         return None
 
     lowered = ir.rewrite(expr, lower)
+    steps, epilogue = split(lowered, typing)
+    return Plan(expr, typing, lowered, steps, epilogue, tuple(products),
+                float32_plan(steps, epilogue))
+
+
+def split(lowered: ir.Node, typing: Typing) -> tuple[tuple[Step, ...], ir.Node]:
+    """The steps (each primitive of the lowered expression, named t0, t1, ...) and the
+    epilogue (the lowered expression over their results); also how a stored plan is
+    reassembled (:mod:`gbdist.compiler.stored`)."""
     steps: list[Step] = []
     names: dict = {}
     for node in ir.walk(lowered):
@@ -338,9 +353,7 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
             kind = _step_kind(node, typing)
             names[node.key] = ir.Ref(f"t{len(steps)}", kind)
             steps.append(Step(f"t{len(steps)}", node, kind))
-    epilogue = ir.rewrite(lowered, lambda n: names.get(n.key))
-    return Plan(expr, typing, lowered, tuple(steps), epilogue, tuple(products),
-                float32_plan(tuple(steps), epilogue))
+    return tuple(steps), ir.rewrite(lowered, lambda n: names.get(n.key))
 
 
 # Epilogue functions that round nothing: a plan whose epilogue has only these may run in

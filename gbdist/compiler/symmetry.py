@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ir
-from ..algebra import proofs
-from ..algebra.formulas import X, Y
+from . import cache, ir
 from .plan import Plan
 from .typecheck import row_operand
 
 _SYMMETRY: dict = {}
+FORMAT = 1  # of the stored verdicts
 
 
 
@@ -28,6 +27,8 @@ def _sym_side(node, roles, transpose=False):
 
 def _commutes(mul) -> bool:
     """f(x, y) == f(y, x) proven on f's domain (by sympy or exhaustively, never numerically)."""
+    from ..algebra import proofs
+    from ..algebra.formulas import X, Y
     f = mul.formula
     swapped = f.xreplace({X: Y, Y: X})
     if swapped == f:
@@ -101,13 +102,24 @@ def is_symmetric(plan: Plan) -> bool:
     of B. The epilogue, as a sympy expression over those symbols, must be unchanged by that
     exchange (equal after sympy's canonical ordering, or its difference simplifies to 0).
     Anything else (mxv, a transposed operand, kl_divergence's non-commuting ⊗, constructs
-    sympy cannot compare) counts as not symmetric. Cached per plan key.
+    sympy cannot compare) counts as not symmetric. Cached per plan key, in the process and
+    on disk (so a search in a new process needs no sympy for a metric proven before).
     """
+    return cache.remembered(
+        _SYMMETRY, "symmetry.is_symmetric", FORMAT,
+        (plan.expr.key, tuple(sorted(plan.roles.items())), cache.code_digest("algebra", "compiler")),
+        lambda r: _verdict(r["symmetric"]), lambda: _is_symmetric(plan),
+        lambda ok: {"symmetric": ok})
+
+
+def _verdict(value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("a stored verdict is True or False")
+    return value
+
+
+def _is_symmetric(plan: Plan) -> bool:
     import sympy as sp
-    key = plan.expr.key
-    hit = _SYMMETRY.get(key)
-    if hit is not None:
-        return hit
     ok = False
     try:
         roles = plan.roles
@@ -126,5 +138,4 @@ def is_symmetric(plan: Plan) -> bool:
             ok = bool(e2 == e) or bool(sp.simplify(e - e2) == 0)
     except (ValueError, TypeError, AttributeError, KeyError):
         ok = False
-    _SYMMETRY[key] = ok
     return ok

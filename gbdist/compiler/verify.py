@@ -15,10 +15,8 @@ import numpy as np
 import sympy as sp
 
 from . import cache
+from .decision import STRATEGIES
 from ..algebra.evaluate import evaluate
-
-STRATEGIES = ("intersection", "union-correction", "two-pass-union")
-"""The decisions an analysis can record (gbdist.compiler.analysis makes them)."""
 
 
 # ---------------------------------------------------------------------------

@@ -34,14 +34,33 @@ What it may import
 
 Import order inside the package (no circle): syntax → scope → builder →
 formula → expr → graphdef → graph_builder → loader → library → check
-(graph_explain after graphdef); api stands apart.
+(graph_explain after graphdef); api stands apart. This ``__init__`` imports none of them:
+each public name is imported from its module on first use, so that a process asking
+for a named metric whose program is stored loads neither lark nor sympy (``library``
+imports the loader only when the library's text must be read).
 """
-from .check import CheckReport, check
-from .library import (
-    LIBRARY, define, define_metric, ensure_builtins, find_metric, get_metric, load, metric_names,
-    parse_expression)
-from .loader import Definitions, Loader
-from .syntax import parse_tree, parser, read_source
+import importlib
+
+from .check import CheckReport, check  # light: the function imports what it needs
+
+# public name -> the module of this package that defines it, imported on first use
+# (PEP 562): the lookups of named metrics (library) need neither lark nor sympy once the
+# library's names are stored, while the parser, the loader and ``check`` import both.
+_LAZY = {
+    **dict.fromkeys(("LIBRARY", "define", "define_metric", "ensure_builtins", "find_metric",
+                     "get_metric", "load", "metric_names", "parse_expression"), "library"),
+    **dict.fromkeys(("Definitions", "Loader"), "loader"),
+    **dict.fromkeys(("parse_tree", "parser", "read_source"), "syntax"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CheckReport", "check", "LIBRARY", "define", "define_metric", "ensure_builtins", "find_metric",

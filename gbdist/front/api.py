@@ -22,9 +22,7 @@ from ..compiler import ir
 from ..algebra import ops as _ops
 from ..algebra.semirings import UNSET, Semiring, semiring as _semiring
 from ..errors import InputError, ParameterError, TypeCheckError
-from ..compiler.explain import Explanation
 from ..algebra.ops import Monoid, Op, as_monoid, make_op
-from ..algebra.sym import Sym
 from ..algebra.evaluate import apply_unary
 from ..compiler.plan import Plan, cached_plan
 from ..runtime import is_cupy, run, to_csr
@@ -206,26 +204,28 @@ def _plain_number(a) -> bool:
     return isinstance(a, (int, float, np.integer, np.floating)) and not isinstance(a, (bool, np.bool_))
 
 
-def _dual(fn_name: str, scalar_fn):
+def _dual(fn_name: str, scalar_name: str):
+    """``gb.<fn_name>``: IR over the output grid, a folded number, or the scalar formula
+    function ``gb.ops.<scalar_name>`` (sympy: looked up when first called on formulas)."""
     def fn(*args):
         if _any_ir(args):
             return ir.Pointwise(fn_name, tuple(ir.lift(a) for a in args))
         if fn_name != "where" and all(_plain_number(a) for a in args):  # as math.sqrt(2) does
             from .scope import fold
             return fold(fn_name, *(float(a) for a in args))
-        return scalar_fn(*args)
+        return getattr(_ops, scalar_name)(*args)
     fn.__name__ = fn_name
     fn.__doc__ = f"{fn_name}(...) over formulas (in gb.op) or over the output grid (in metrics)."
     return fn
 
 
-sqrt = _dual("sqrt", _ops.s_sqrt)
-log = _dual("log", _ops.s_log)
-exp = _dual("exp", _ops.s_exp)
-abs = _dual("abs", _ops.s_abs)  # noqa: A001
-maximum = _dual("maximum", _ops.s_max)
-minimum = _dual("minimum", _ops.s_min)
-_where = _dual("where", _ops.s_where)
+sqrt = _dual("sqrt", "s_sqrt")
+log = _dual("log", "s_log")
+exp = _dual("exp", "s_exp")
+abs = _dual("abs", "s_abs")  # noqa: A001
+maximum = _dual("maximum", "s_max")
+minimum = _dual("minimum", "s_min")
+_where = _dual("where", "s_where")
 
 
 def where(cond, a, b):
@@ -249,12 +249,14 @@ def eq(a, b):
     """``a == b`` as a value (1 or 0): IR nodes do not overload ``==``."""
     if _any_ir((a, b)):
         return ir.Pointwise("eq", (ir.lift(a), ir.lift(b)))
+    from ..algebra.sym import Sym
     return Sym(a) == b
 
 
 def power(a, b):
     if _any_ir((a, b)):
         return ir.Pointwise("pow", (ir.lift(a), ir.lift(b)))
+    from ..algebra.sym import Sym
     return Sym(a) ** b
 
 
@@ -287,6 +289,7 @@ class Program:
 
     def explain(self):
         from ..runtime.invariance import invariance
+        from ..compiler.explain import Explanation
         return Explanation.from_plan(self.plan).with_conditioning(str(invariance(self.plan)))
 
     def __repr__(self):

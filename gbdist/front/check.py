@@ -1,23 +1,14 @@
 """``gbdist check``: parse, type-check and prove every definition of a text,
 one :class:`CheckReport` per definition. Nothing is registered.
+
+The parser, the loader and sympy are imported by :func:`check` itself: this module is
+imported with the package (``gbdist.front.check`` is the function) and costs nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy as sp
-from lark import Token
-
-from ..compiler import ir
-from ..algebra import ops as _ops
-from ..compiler.analysis import analyze
 from ..errors import GbdistError, Span
-from ..names import ROLES
-from ..compiler.plan import cached_plan
-from .library import ensure_builtins
-from .loader import Loader
-from .scope import ParamOp
-from .syntax import unexpected
 
 
 @dataclass(frozen=True)
@@ -42,6 +33,11 @@ def check(text: str, source: str = "<text>") -> list[CheckReport]:
     A definition that fails does not stop the others (those that use it then
     report an unknown name). Nothing is registered.
     """
+    from lark import Token
+
+    from .library import ensure_builtins
+    from .loader import Loader
+    from .syntax import unexpected
     ensure_builtins()
     loader = Loader(text, source)
     try:
@@ -76,6 +72,14 @@ def _proof_summary(a) -> str:
 
 def _verify(kind: str, obj) -> list[str]:
     """Analyse and prove a definition; lines describing what was found."""
+    import sympy as sp
+
+    from ..algebra import ops as _ops
+    from ..compiler import ir
+    from ..compiler.analysis import analyze
+    from ..compiler.plan import cached_plan
+    from ..names import ROLES
+    from .scope import ParamOp
     if kind == "op":
         if isinstance(obj, ParamOp):
             return [f"{obj!r}: parameters are substituted where it is used"]

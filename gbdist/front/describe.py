@@ -15,7 +15,7 @@ from lark import Tree
 
 from ..compiler import ir
 from .expr import ExprBuilder
-from .library import get_metric
+from .library import LibraryBody, definition, get_metric
 from .loader import MetricBody
 
 
@@ -24,6 +24,8 @@ def describe(name: str, **params) -> tuple[str, tuple[tuple[str, ir.Node], ...]]
     in Python (there is no text to show)."""
     m = get_metric(name)
     body = m.build
+    if isinstance(body, LibraryBody):  # a built-in metric: the library's definition
+        body = definition(body.name).build
     if not isinstance(body, MetricBody):
         return "", ()
     return _text(body), _lets(body, {**{k: v for k, v in m.params.items() if v is not None},

@@ -14,9 +14,7 @@ from __future__ import annotations
 import html as _html
 from dataclasses import dataclass, replace
 
-import sympy as sp
-
-from ..algebra.formulas import X, Y
+from ..algebra.lazy import sympy as sp
 from ..algebra.ops import Monoid, Op
 from ..algebra.semirings import Semiring
 from ..compiler import graph as rule
@@ -149,6 +147,7 @@ def _algebra(a) -> str:
 
 def _at_zero(op: Op, bound) -> float | None:
     """op at an unstored 0 (with the bound number), as ``apply`` computes it; None: unknown."""
+    from ..algebra.formulas import X, Y
     if bound is None:
         subs = {X: 0}
     elif isinstance(bound[1], float):

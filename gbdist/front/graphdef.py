@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lark import Tree
-
 from ..algebra.ops import Monoid, Op
 from ..errors import ArityError, GbdistError, Span, TypeCheckError
 from .scope import describe
@@ -162,10 +160,11 @@ class GraphDef:
         return f"{s.operation}({', '.join(args + kw)})"
 
 
-def build_monoid(builder, body: Tree, name: str) -> Monoid:
+def build_monoid(builder, body, name: str) -> Monoid:
     """The body of ``monoid NAME = monoid(op [, identity=...])`` (or a monoid's or op's name),
     built with ``builder`` (an :class:`~.expr.ExprBuilder` over the scope)."""
     from ..algebra.ops import monoid as make_monoid
+    from lark import Tree
     if isinstance(body, Tree) and body.data == "call" and str(body.children[0]) == "monoid":
         positional, keywords, params = builder._arguments(body)
         if params or len(positional) != 1 or set(keywords) - {"identity"}:

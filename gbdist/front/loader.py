@@ -310,18 +310,20 @@ class Loader:
 
     # -- registration ----------------------------------------------------------
 
-    def commit(self, library: bool = False) -> Definitions:
+    def commit(self, library: bool = False, metrics: bool = True) -> Definitions:
         """Register the definitions (:mod:`gbdist.names`): visible to later texts and to
         ``pairwise_distances``. The registry's generation moves on, so caches keyed
         on it (compiled metric programs) do not serve a stale definition.
         ``library``: the built-in library's text, whose ops, semirings and helpers go
-        to the tier that users' names shadow."""
+        to the tier that users' names shadow; ``metrics=False``: its metrics are registered
+        by :mod:`gbdist.front.library` instead (by name, read when used)."""
         for table in (self.defs.ops, self.defs.semirings, self.defs.helpers, self.defs.monoids,
                       self.defs.graphs):
             for name, obj in table.items():
                 names.define(name, obj, self.src.name, library=library)
-        for m in self.defs.metrics.values():
-            names.register_metric(m, replace=True)
+        if metrics:
+            for m in self.defs.metrics.values():
+                names.register_metric(m, replace=True)
         return self.defs
 
 

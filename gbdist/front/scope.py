@@ -11,10 +11,11 @@ import or string.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from lark import Tree
 
 from ..compiler import ir
 from .. import names
@@ -22,8 +23,10 @@ from ..algebra.semirings import Semiring
 from ..errors import ArityError, DSLSyntaxError, TypeCheckError, UnknownNameError
 from ..names import Metric
 from ..algebra.ops import Monoid, Op
-from ..algebra.sym import Sym
 from .syntax import MAX_NUMBER_CHARS, Source, suggest
+
+if TYPE_CHECKING:
+    from lark import Tree  # a parse tree (lark is imported when a text is parsed)
 
 
 # ---------------------------------------------------------------------------
@@ -166,8 +169,15 @@ def describe(thing) -> str:
     return f"the number {thing:g}" if isinstance(thing, float) else repr(thing)
 
 
+def _is_sym(value) -> bool:
+    """A formula under construction (:class:`gbdist.algebra.sym.Sym`; none can exist
+    before that module, which imports sympy, is loaded)."""
+    module = sys.modules.get("gbdist.algebra.sym")
+    return module is not None and isinstance(value, module.Sym)
+
+
 def number_of(value, what) -> float:
-    if isinstance(value, Sym):  # a parameter of the enclosing op, already a number
+    if _is_sym(value):  # a parameter of the enclosing op, already a number
         try:
             return float(value.expr)
         except TypeError:
@@ -175,7 +185,7 @@ def number_of(value, what) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise TypeCheckError(f"the parameters of {describe(what)} must be numbers",
-                         got=describe(value) if not isinstance(value, Sym) else str(value.expr))
+                         got=describe(value) if not _is_sym(value) else str(value.expr))
 
 
 def bind_params(owner, positional: list, keywords: dict, defaults: dict | None = None) -> dict:

@@ -15,12 +15,16 @@ import os
 import stat
 from dataclasses import dataclass
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from ..algebra.lazy import module
 
 from ..errors import DefinitionError, DSLSyntaxError, GbdistError, InputError, Span
 from ..resources import read
 from ..paths import file_name
+
+# lark, imported when a text is first parsed (a process that reads only stored programs
+# never does): gbdist.algebra.lazy
+lark = module("lark")
+lark_exceptions = module("lark.exceptions")
 
 # Limits that keep every text bounded in time and memory (docs/language.md, "Limits").
 MAX_DEPTH = 128  # nesting levels of one expression (a chain a + b + c ... counts once)
@@ -36,7 +40,7 @@ MAX_FILE_BYTES = 64 * 2**20  # a metric file larger than this is refused
 
 
 @functools.cache
-def parser() -> Lark:
+def parser() -> "lark.Lark":
     """The lark LALR parser for ``grammar/gbdist.lark``, built on first use, or loaded
     from the on-disk cache of an earlier process (:mod:`gbdist.front.parser_cache`)."""
     from .parser_cache import cached_lark
@@ -70,14 +74,15 @@ def _expected_text(terminals) -> str:
     return ", ".join(words) if len(words) < 2 else "one of " + ", ".join(words)
 
 
-def _syntax_error(e: UnexpectedInput, text: str, source: str) -> DSLSyntaxError:
-    if isinstance(e, UnexpectedCharacters):
+def _syntax_error(e, text: str, source: str) -> DSLSyntaxError:
+    if isinstance(e, lark_exceptions.UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         hint = ("the language has no strings, imports or attribute calls: only numbers, names, "
                 "operators and the functions listed in docs/language.md") if char in "\"'`[]{}@$!\\" else None
         return DSLSyntaxError(f"unexpected character {char!r}", expected=_expected_text(e.allowed),
                               hint=hint, span=Span(source, text, e.line, e.column))
-    if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
+    if isinstance(e, lark_exceptions.UnexpectedEOF) or (
+            isinstance(e, lark_exceptions.UnexpectedToken) and e.token.type == "$END"):
         lines = text.splitlines() or [""]
         line = len(lines)
         col = len(lines[-1]) + 1
@@ -93,7 +98,7 @@ def _syntax_error(e: UnexpectedInput, text: str, source: str) -> DSLSyntaxError:
                           hint=hint, span=Span(source, text, tok.line, tok.column, end))
 
 
-def _token_word(tok: Token) -> str:
+def _token_word(tok) -> str:
     if tok.type == "NAME":
         return f"name {str(tok)!r}"
     if tok.type == "NUMBER":
@@ -116,7 +121,7 @@ def normalize_text(text: str) -> str:
     return text.translate(_OTHER_LINE_BREAKS)
 
 
-def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
+def parse_tree(text: str, source: str = "<text>", start: str = "start"):
     """The lark parse tree of ``text``; syntax errors become DSLSyntaxError.
 
     Trees that nest deeper than :data:`MAX_DEPTH` are refused here, so the
@@ -126,7 +131,7 @@ def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
     text = normalize_text(text)
     try:
         tree = parser().parse(text, start=start)
-    except UnexpectedInput as e:
+    except lark_exceptions.UnexpectedInput as e:
         raise _syntax_error(e, text, source) from None
     except RecursionError:  # pragma: no cover (lark's LALR parser is iterative)
         raise DSLSyntaxError("the text nests too deeply to parse",
@@ -135,7 +140,7 @@ def parse_tree(text: str, source: str = "<text>", start: str = "start") -> Tree:
     return tree
 
 
-def _check_depth(tree: Tree, src: Source) -> None:
+def _check_depth(tree, src: Source) -> None:
     """Refuse a tree deeper than MAX_DEPTH (walked iteratively). The left operand
     of a binary operator chain stays at its parent's level: ``x + x + ... + x``
     is built as a loop, not by recursion.
@@ -144,18 +149,18 @@ def _check_depth(tree: Tree, src: Source) -> None:
     it visits every node, so it would be refused after that many steps anyway (here,
     before any formula is built)."""
     for definition in tree.children if tree.data == "start" else (tree,):
-        if isinstance(definition, Tree):
+        if isinstance(definition, lark.Tree):
             _check_definition(definition, src)
 
 
-def _check_definition(tree: Tree, src: Source) -> None:
+def _check_definition(tree, src: Source) -> None:
     stack = [(tree, 0)]
     nodes = 0
     while stack:
         node, depth = stack.pop()
         nodes += 1
         if nodes > MAX_BUILD_STEPS:
-            first = tree.children[0] if tree.children and isinstance(tree.children[0], Token) else tree
+            first = tree.children[0] if tree.children and isinstance(tree.children[0], lark.Token) else tree
             raise DefinitionError(
                 f"the definition is too large: more than {MAX_BUILD_STEPS} parse-tree nodes",
                 expected=f"at most {MAX_BUILD_STEPS} (building it visits each; a formula has at most "
@@ -167,7 +172,7 @@ def _check_definition(tree: Tree, src: Source) -> None:
                                  hint="name parts with let bindings, helper defs or ops",
                                  span=src.span(node))
         for i, child in enumerate(node.children):
-            if isinstance(child, Tree):
+            if isinstance(child, lark.Tree):
                 chained = i == 0 and node.data == "binop" and child.data == "binop"
                 stack.append((child, depth if chained else depth + 1))
 
@@ -187,9 +192,9 @@ class Source:
 
     def span(self, item) -> Span | None:
         """The Span of a parse-tree node or token."""
-        if isinstance(item, Token):
+        if isinstance(item, lark.Token):
             line, col, end_line, end_col = item.line, item.column, item.end_line, item.end_column
-        elif isinstance(item, Tree) and not item.meta.empty:
+        elif isinstance(item, lark.Tree) and not item.meta.empty:
             m = item.meta
             line, col, end_line, end_col = m.line, m.column, m.end_line, m.end_column
         else:
