@@ -10,15 +10,26 @@
 """
 from ..backends.cpu import merge_k, select_k
 from ..runtime import check_working_memory, get_backend, register_cache
-from .estimators import (
-    KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, kneighbors_graph,
-    radius_neighbors_graph)
 from .search import (
     Search, _knn, _radius, drop_self, knn, knn_both, knn_plan, pairwise_distances_chunked)
 from ..compiler import symmetry
 from ..compiler.symmetry import is_symmetric
 
 register_cache(symmetry._SYMMETRY.clear)
+
+_ESTIMATORS = ("KNeighborsTransformer", "NearestNeighbors", "RadiusNeighborsTransformer",
+               "kneighbors_graph", "radius_neighbors_graph")
+
+
+def __getattr__(name: str):
+    """The scikit-learn estimators, imported on first use (PEP 562): scikit-learn takes
+    ~0.8 s to import, and ``gb.knn`` / ``gbdist knn`` never need it."""
+    if name in _ESTIMATORS:
+        from . import estimators
+        value = getattr(estimators, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",

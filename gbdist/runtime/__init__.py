@@ -47,23 +47,27 @@ def clear_caches() -> None:
     (:mod:`gbdist.runtime.prepared`), and what the stages above registered
     (:func:`register_cache`: compiled metric programs, symmetry proofs). The on-disk
     analysis cache (gbdist.compiler.cache) is kept. Public as ``gbdist.clear_caches()``."""
+    import sys
     from .. import inputs
-    from ..algebra import proofs
-    from ..compiler import analysis, exact, ir, plan
+    from ..compiler import exact, ir
     from . import invariance, prepared
-    for cached in (proofs._check, analysis.analyze, plan.cached_plan, exact.operand_pair,
-                   exact.normalised_names, invariance.conditioned_names):
-        cached.cache_clear()
+    # modules not yet imported hold nothing to clear: not imported here (sympy)
+    proofs = sys.modules.get("gbdist.algebra.proofs")
+    analysis = sys.modules.get("gbdist.compiler.analysis")
+    plan = sys.modules.get("gbdist.compiler.plan")
+    cached = [exact.operand_pair, exact.normalised_names, invariance.conditioned_names]
+    cached += [m for m in (proofs and proofs._check, analysis and analysis.analyze,
+                           plan and plan.cached_plan) if m]
+    for c in cached:
+        c.cache_clear()
     prepared.clear()
     for memo in (exact._CACHE, invariance._INV_CACHE, ir._SYMBOLS, inputs._SIDES):
         memo.clear()
     for clear in _CLEARERS:
         clear()
-    try:
-        from ..backends.cuda import cache as cuda_cache
-    except ImportError:
-        return
-    cuda_cache.clear()
+    cuda_cache = sys.modules.get("gbdist.backends.cuda.cache")
+    if cuda_cache is not None:
+        cuda_cache.clear()
 
 
 __all__ = ["is_cupy", "result_dtype", "to_csr", "vector_to_row", "STRATEGIES", "bind", "evaluate",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,9 +44,10 @@ from ..base import Bound, CallMemo, Tile, shape_output
 from . import cache, operands, strategies, topk
 from . import rows as dev_rows
 from .cache import compile_log, last_run
-from . import codegen
-from .codegen import Generated, generate
 from .operands import DevCSR, index_type, upload
+
+if TYPE_CHECKING:
+    from .codegen import Generated
 from .strategies import STRATEGIES, Job
 
 ACCUMULATE = ("auto", "float32", "float64")
@@ -126,14 +128,15 @@ def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None)
 
 
 def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None,
-               split: bool = True) -> Generated:
+               split: bool = True) -> "Generated":
     """Generated source, cached by the plan's structural key, the dtype, the
     accumulator type (default: :func:`accumulator_dtype` of the dtype) and whether
     float splits are used (``codegen.generate``)."""
+    from . import codegen  # sympy: imported when a kernel is first generated
     acc_name = acc_name or accumulator_dtype(dtype_name).name
     key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name, split,
            codegen.knobs())
-    return cache.generated(key, lambda: generate(plan, np.dtype(dtype_name), np.dtype(acc_name),
+    return cache.generated(key, lambda: codegen.generate(plan, np.dtype(dtype_name), np.dtype(acc_name),
                                                  split))
 
 
@@ -149,7 +152,7 @@ class CUDAPrepared:
     """A bound plan on the device: its generated source, uploaded operands (one per key,
     one upload per distinct operand), the output sides and the proven d(a, a)."""
 
-    def __init__(self, bound: Bound, gen: Generated, at, strategy: str, exact_pass: bool,
+    def __init__(self, bound: Bound, gen: "Generated", at, strategy: str, exact_pass: bool,
                  rows_per_block: int | None, float32_range: int | None = None):
         import cupy
         self.bound = bound
