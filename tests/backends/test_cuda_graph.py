@@ -333,7 +333,7 @@ def test_segment_reduce(dtype, monoid):
 
 
 def test_against_the_reference_kernels():
-    ref_mod = pytest.importorskip("gbdist.backends.graph_reference")
+    ref_mod = pytest.importorskip("gbdist.backends.graph_reference_kernels")
     R = next(getattr(ref_mod, n) for n in dir(ref_mod)
              if n.endswith("GraphKernels") and n != "GraphKernels" and n[0].isupper())()
     A = powerlaw(300, 400, 17, np.float64, long_row=200)
