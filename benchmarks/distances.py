@@ -441,14 +441,6 @@ def run_accuracy(args) -> dict:
 # the section
 # ---------------------------------------------------------------------------
 
-def _gpu_present() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
-        return False
-
-
 def add_arguments(p) -> None:
     default_data = ROOT / ".bench_data"
     p.add_argument("--data-dir", default=str(default_data if default_data.is_dir()
@@ -487,7 +479,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> dict:
     if args.device is None:
-        args.device = "cuda" if _gpu_present() else "cpu"
+        args.device = "cuda" if peers.gpu_present() else "cpu"
     gpu = args.device == "cuda"
     if args.check_peers:
         return peers.self_check(args.data_dir)

@@ -240,7 +240,7 @@ def add_arguments(p):
 def run(args) -> dict:
     """The section: GPU or CPU, as ``--device`` says."""
     if args.device is None:
-        args.device = "cuda" if _gpu_present() else "cpu"
+        args.device = "cuda" if peers.gpu_present() else "cpu"
     gpu = args.device == "cuda"
     args.metrics = [m for m in (args.metrics or (",".join(KNN_METRICS) if gpu else
                                                  ",".join(CPU_METRICS))).split(",") if m]
@@ -248,14 +248,6 @@ def run(args) -> dict:
     if args.repeats is None:
         args.repeats = 5 if gpu else 2
     return run_knn(args) if gpu else run_cpu(args)
-
-
-def _gpu_present() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
-        return False
 
 
 def run_knn(args) -> dict:

@@ -194,14 +194,6 @@ def _load() -> list:
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def _gpu_present() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
-        return False
-
-
 def _sync_cuda():
     import cupy
     cupy.cuda.Device().synchronize()
@@ -896,8 +888,9 @@ def run(args) -> dict:
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise SystemExit(f"latency: unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    from benchmarks import peers
     devices = [d for d in args.device.split(",") if d] or (
-        ["cpu", "cuda"] if _gpu_present() else ["cpu"])
+        ["cpu", "cuda"] if peers.gpu_present() else ["cpu"])
     tree = Path(gb.__file__).resolve().parents[1]
     out = dict(section="latency", tree=tree_info(tree), devices=devices,
                machine=dict(cpus=os.cpu_count(), python=platform.python_version(),

@@ -75,6 +75,15 @@ class DoesNotFit(NotImplementedError):
     """The peer would need more memory than is available (a kind of NotImplementedError)."""
 
 
+
+def gpu_present() -> bool:
+    """Whether CuPy imports and sees a CUDA device (the sections' default device)."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
+        return False
+
 def canonical_metric(metric: str) -> str:
     """Lower-case ``metric`` and resolve aliases (``l1`` -> ``manhattan``, ...)."""
     m = metric.lower()

@@ -24,21 +24,7 @@ from ..errors import DefinitionError
 
 
 def _ev_piecewise(e, env):
-    out = None
-    taken = None
-    shape = _shape(env)
-    for expr, cond in e.args:
-        c = np.broadcast_to(evaluate(cond, env), shape).astype(bool)
-        v = np.broadcast_to(evaluate(expr, env), shape)
-        if out is None:
-            out = np.array(v, dtype=_dtype(env), copy=True)
-            taken = c.copy()
-        else:
-            sel = c & ~taken
-            out[sel] = v[sel]
-            taken |= c
-    out[~taken] = np.nan
-    return out
+    return terms.first_true(e.args, env, evaluate)
 
 
 def _shape(env):

@@ -331,12 +331,19 @@ def _mul(term, env):
 
 
 def _piecewise(term, env):
+    return first_true(term[1:], env, evaluate)
+
+
+def first_true(branches, env, ev):
+    """A piecewise value: each element takes the value of the first (expr, cond) branch
+    whose condition holds there, NaN where none does; ``ev(node, env)`` evaluates a node
+    (this module's terms, or sympy's in :mod:`gbdist.algebra.evaluate`)."""
     out = None
     taken = None
     shape = _shape(env)
-    for expr, cond in term[1:]:
-        c = np.broadcast_to(evaluate(cond, env), shape).astype(bool)
-        v = np.broadcast_to(evaluate(expr, env), shape)
+    for expr, cond in branches:
+        c = np.broadcast_to(ev(cond, env), shape).astype(bool)
+        v = np.broadcast_to(ev(expr, env), shape)
         if out is None:
             out = np.array(v, dtype=_dtype(env), copy=True)
             taken = c.copy()

@@ -384,15 +384,10 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
     (:func:`_fast_fold`): the same values, tested against the tree. (Not min/max on
     floats: C's fmin of 0.0 and -0.0 may be either, so the grouping shows in the sign.)
     """
-    values = cast(values, dtype, xp)
-    seg = xp.asarray(seg_ids)
-    out = xp.zeros(nseg, dtype=values.dtype)
-    present = xp.zeros(nseg, dtype=bool)
-    n = seg.size
-    if n == 0:
+    values, seg, out, present, starts = _segments(seg_ids, values, nseg, dtype, xp)
+    if starts is None:
         return out, present
-    starts = xp.ones(n, dtype=bool)
-    starts[1:] = seg[1:] != seg[:-1]
+    n = seg.size
     start_pos = xp.nonzero(starts)[0]
     fast = _fast_fold(op, np.dtype(dtype)) if xp is np else None
     if fast is not None:
@@ -404,16 +399,25 @@ def fold_segments(op, seg_ids, values, nseg, dtype, xp=np):
 
 def fold_tree(op, seg_ids, values, nseg, dtype, xp=np):
     """:func:`fold_segments` always by the pairwise tree (the definition)."""
+    values, seg, out, present, starts = _segments(seg_ids, values, nseg, dtype, xp)
+    if starts is None:
+        return out, present
+    return _fold_tree(op, seg, values, seg.size, starts, xp.nonzero(starts)[0], out, present,
+                      dtype, xp)
+
+
+def _segments(seg_ids, values, nseg, dtype, xp):
+    """(values in ``dtype``, segment ids, zeroed output, no entry present, the mask of each
+    segment's first element — None when there is no element)."""
     values = cast(values, dtype, xp)
     seg = xp.asarray(seg_ids)
     out = xp.zeros(nseg, dtype=values.dtype)
     present = xp.zeros(nseg, dtype=bool)
-    n = seg.size
-    if n == 0:
-        return out, present
-    starts = xp.ones(n, dtype=bool)
+    if seg.size == 0:
+        return values, seg, out, present, None
+    starts = xp.ones(seg.size, dtype=bool)
     starts[1:] = seg[1:] != seg[:-1]
-    return _fold_tree(op, seg, values, n, starts, xp.nonzero(starts)[0], out, present, dtype, xp)
+    return values, seg, out, present, starts
 
 
 def _fold_tree(op, seg, values, n, starts, start_pos, out, present, dtype, xp):
