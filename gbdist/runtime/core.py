@@ -62,7 +62,7 @@ def _compiled(host):
 # the NumPy backend takes for a small product. The first few small calls of a process
 # that has not loaded Numba run on the NumPy backend (the reference: the same results to
 # rounding); the compiled backend takes over from the next call, or at once for larger work.
-FIRST_CALLS_WORK = 1 << 20  # work (output cells × entries per row) of a "small" call
+FIRST_CALLS_WORK = 1 << 22  # work (output cells × entries per row) of a "small" call
 FIRST_CALLS = 3
 _FIRST_CALLS = [0]
 
