@@ -36,7 +36,7 @@ runtime's memory model and its tiling are the same for every backend.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -80,6 +80,24 @@ class Bound:
         if m is None:
             m = self.memos[key] = CallMemo()
         return m
+
+    def remember(self, key, what, build):
+        """``build()``, kept in operand ``key``'s memo under ``what`` (built once)."""
+        memo = self.memo(key)
+        try:
+            return memo[what]
+        except KeyError:
+            value = memo[what] = build()
+            return value
+
+    def with_data(self, data: dict) -> "Bound":
+        """This bound with a backend's forms of its operands: one the backend changed
+        (columns compressed with the other operands', indices widened) starts a memo of
+        this call's own."""
+        memos = dict(self.memos)
+        memos.update({k: self.memo(k) if v is self.data[k] else CallMemo()
+                      for k, v in data.items()})
+        return replace(self, data=data, memos=memos)
 
     @property
     def width(self) -> int:

@@ -34,7 +34,7 @@ from ..errors import BackendError, InputError
 from ..algebra.evaluate import apply_binary, apply_unary
 from ..compiler.typecheck import row_operand
 from . import rows
-from .base import Bound, CallMemo, Tile, has_rewrite, shape_output
+from .base import Bound, Tile, has_rewrite, shape_output
 
 DEFAULT_BUDGET = 256 * 2**20  # bytes of temporaries per chunk
 
@@ -139,16 +139,6 @@ class CPUPrepared:
         self.rewrite = has_rewrite(plan)
         self._right = None  # (c0, c1, bound of the column tile, fixed step results)
 
-    def hashes(self, key) -> np.ndarray:
-        """The row hashes of operand ``key``, once per operand (its memo: kept with a
-        prepared operand), sliced per tile."""
-        memo = self.bound.memo(key)
-        h = memo.get("row hashes")
-        if h is None:
-            d = self.bound.data[key]
-            h = memo["row hashes"] = rows.row_hashes(d.indptr, d.indices, d.data)
-        return h
-
     def right(self, c0: int, c1: int):
         if self._right is None or self._right[:2] != (c0, c1):
             b = self.bound
@@ -182,10 +172,7 @@ class CPUBackend:
         for k, v in bound.data.items():
             data[k] = _host(v)
         data = compress_columns(data, bound.ncols)
-        memos = dict(bound.memos)  # an operand changed here starts a memo of this call's own
-        memos.update({k: bound.memo(k) if v is bound.data[k] else CallMemo()
-                      for k, v in data.items()})
-        return CPUPrepared(self, dataclasses.replace(bound, data=data, memos=memos), exact)
+        return CPUPrepared(self, bound.with_data(data), exact)
 
     def run_tile(self, p: CPUPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         b, fixed = p.right(c0, c1)
@@ -202,12 +189,12 @@ class CPUBackend:
         if kind == "matrix":
             if p.pair is not None:
                 lk, rk = left[p.pair[0]], b.data[p.pair[1]]
-                rh = p.hashes(p.pair[1])
+                rh = rows.operand_hashes(p.bound, p.pair[1])
                 if rh.shape[0] != rk.shape[0]:  # a column tile of the right rows
                     rh = rh[c0:c1]
                 out = rows.apply_self_value(p.value, out, (lk.indptr, lk.indices, lk.data),
                                             (rk.indptr, rk.indices, rk.data),
-                                            hashes=(p.hashes(p.pair[0])[r0:r1], rh))
+                                            hashes=(rows.operand_hashes(p.bound, p.pair[0])[r0:r1], rh))
             if p.rewrite:
                 # Overflow shows in a step's result, though not always in the final value
                 # (1 − ⟨a, b⟩ / (‖a‖ ‖b‖) is 1 when the norms overflow; a clamp maps −inf to 0).

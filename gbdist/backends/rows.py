@@ -83,6 +83,13 @@ def row_hashes(indptr, indices, data, xp=np):
     return h if n else xp.zeros(0, dtype=xp.uint64)
 
 
+def operand_hashes(bound, key):
+    """The :func:`row_hashes` of a bound's operand ``key``, kept in its memo (once per
+    operand: a prepared one's across calls); backends slice them per tile."""
+    d = bound.data[key]
+    return bound.remember(key, "row hashes", lambda: row_hashes(d.indptr, d.indices, d.data))
+
+
 def identical_pairs(left, right, xp=np, hashes=None):
     """(i, j) of every row i of ``left`` equal to row j of ``right`` (verified entry by entry).
 

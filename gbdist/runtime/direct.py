@@ -267,11 +267,8 @@ class Repair:
         v = (self.b.facts.get(name) or {}).get(key)
         if v is not None:
             return v
-        memo = self.b.memo(("raw", name))  # kept with a prepared operand
-        v = memo.get(key)
-        if v is None:
-            v = memo[key] = compute(self.b.raw[name])
-        return v
+        return self.b.remember(("raw", name), key,  # kept with a prepared operand
+                               lambda: compute(self.b.raw[name]))
 
     def host(self) -> dict:
         """The bound operands on the host (float64 SciPy CSR), copied once when needed."""

@@ -34,7 +34,6 @@ kernel takes a float64 and a float32 output argument, writing the result's.
 """
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import scipy.sparse as sps
@@ -44,7 +43,7 @@ from ...compiler import exact
 from ...compiler.plan import Plan
 from ...errors import InputError
 from .. import rows as _rows
-from ..base import Bound, CallMemo, Tile, shape_output
+from ..base import Bound, Tile, shape_output
 from ..cpu import CPUBackend, compress_columns
 from .threads import run_blocks as _run_blocks
 from .threads import threads
@@ -174,21 +173,7 @@ class CompiledPrepared:
         self.cols = [(st, u) for st, u, kind in gen.reductions if kind == "col"]
         self.rows = [(st, u) for st, u, kind in gen.reductions if kind == "row"]
         self._right = None
-        self._hashes: dict = {}
         self._split = False  # not yet decided (see split())
-
-    def hashes(self, key) -> np.ndarray:
-        """The row hashes of operand ``key`` (:func:`gbdist.backends.rows.row_hashes`),
-        computed once per call and sliced per tile."""
-        h = self._hashes.get(key)
-        if h is None:
-            memo = self.bound.memo(key)
-            h = memo.get("row hashes")
-            if h is None:
-                d = self.bound.data[key]
-                h = memo["row hashes"] = _rows.row_hashes(d.indptr, d.indices, d.data)
-            self._hashes[key] = h
-        return h
 
     def split(self):
         """The dense columns of a plan whose products are expanded scatters
@@ -350,12 +335,7 @@ class CompiledCPUBackend(CPUBackend):
                              hint="use backend='cuda', or strategy='auto'")
         data = one_index_type(compress_columns({k: _host(v) for k, v in bound.data.items()},
                                                bound.ncols))
-        # an operand changed here (columns compressed with the other operands', indices
-        # widened) starts a memo of this call's own
-        memos = dict(bound.memos)
-        memos.update({k: bound.memo(k) if v is bound.data[k] else CallMemo()
-                      for k, v in data.items()})
-        return CompiledPrepared(dataclasses.replace(bound, data=data, memos=memos), exact)
+        return CompiledPrepared(bound.with_data(data), exact)
 
     def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
         b, gen = p.bound, p.gen
@@ -404,7 +384,7 @@ class CompiledCPUBackend(CPUBackend):
             lo = int(lk.indptr[r0])
             left = (lk.indptr[r0:r1 + 1] - lk.indptr[r0], lk.indices[lo:int(lk.indptr[r1])],
                     lk.data[lo:int(lk.indptr[r1])])
-            rh = p.hashes(p.pair[1])
+            rh = _rows.operand_hashes(b, p.pair[1])
             if b.right_sliceable and (c0, c1) != (0, b.n):
                 hi = int(rk.indptr[c1])
                 lo2 = int(rk.indptr[c0])
@@ -414,7 +394,7 @@ class CompiledCPUBackend(CPUBackend):
             else:
                 right_ = (rk.indptr, rk.indices, rk.data)
             out = _rows.apply_self_value(p.value, out, left, right_,
-                                         hashes=(p.hashes(p.pair[0])[r0:r1], rh))
+                                         hashes=(_rows.operand_hashes(b, p.pair[0])[r0:r1], rh))
         # a fused kernel keeps no step values: suspect None, the runtime's repair scans
         # the rows large enough to overflow (gbdist.runtime.direct.Repair)
         return Tile(out, None)

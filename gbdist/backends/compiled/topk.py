@@ -128,7 +128,8 @@ def search_k(p, kk: int, half: bool, budget: int | None):
         lk, rk = b.data[p.pair[0]], b.data[p.pair[1]]
         pi, pj = _rows.identical_pairs((lk.indptr, lk.indices, lk.data),
                                        (rk.indptr, rk.indices, rk.data),
-                                       hashes=(p.hashes(p.pair[0]), p.hashes(p.pair[1])))
+                                       hashes=(_rows.operand_hashes(b, p.pair[0]),
+                                               _rows.operand_hashes(b, p.pair[1])))
         value = float(dt.type(p.value))  # written as the tile's dtype holds it
     order = np.lexsort((pj, pi))
     ovj = np.ascontiguousarray(pj[order], dtype=np.int64)

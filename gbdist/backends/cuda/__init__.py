@@ -165,8 +165,8 @@ class CUDAPrepared:
         self.data = {}
         for key, v in bound.data.items():  # kept in the operand's memo (Bound.memos)
             if id(v) not in uploaded:
-                uploaded[id(v)] = _memo(bound, key, ("device csr", self.dt.str),
-                                        lambda v=v: upload(v, self.dt))
+                uploaded[id(v)] = bound.remember(key, ("device csr", self.dt.str),
+                                                 lambda v=v: upload(v, self.dt))
             self.data[key] = uploaded[id(v)]
         sides: dict = {}
         for step in bound.plan.steps:
@@ -190,8 +190,9 @@ class CUDAPrepared:
     def _within(self, keys, e: int) -> bool:
         """:func:`operands.within_exponent` of each operand, read once per operand (its
         memo): the read synchronises the host with the device."""
-        return all(_memo(self.bound, k, ("within exponent", e),
-                         lambda k=k: operands.within_exponent([self.data[k]], e)) for k in keys)
+        return all(self.bound.remember(k, ("within exponent", e),
+                                       lambda k=k: operands.within_exponent([self.data[k]], e))
+                   for k in keys)
 
     def tile_data(self, r0: int, r1: int, c0: int, c1: int) -> tuple[dict, dict]:
         """(left operands: rows r0:r1, right operands: rows c0:c1) of a tile; an operand
@@ -243,15 +244,6 @@ def _identical_rows(p, left, right):
                                           (right.indptr, right.indices, right.data), p.cupy)
         hit = lm[what] = (rm, found)
     return hit[1]
-
-
-def _memo(bound: Bound, key, what, build):
-    """``build()`` kept in operand ``key``'s memo under ``what``."""
-    memo = bound.memo(key)
-    v = memo.get(what)
-    if v is None:
-        v = memo[what] = build()
-    return v
 
 
 class CUDABackend:
