@@ -40,6 +40,7 @@ import scipy.sparse as sps
 from ..errors import InputError
 from ..inputs import check_finite, ensure_all_finite_value, host_csr, is_cupy
 
+
 def to_csr(x, name: str, drop_zeros: bool = False, ensure_all_finite=True,
            label: str | None = None) -> sps.csr_matrix:
     """A canonical float64 CSR copy on the host: validated, sorted indices, duplicates summed.
