@@ -580,3 +580,15 @@ def run(args) -> dict:
     if over:
         print(f"over the {args.budget_mib:.0f} MiB budget: leave a dataset out with --names")
     return {"manifest": manifest, "total_bytes": total, "failed": over}
+
+
+def add_source_arguments(p) -> None:
+    """``--data-dir`` (prepared ``.npz`` sets, else ../shared/data) and ``--device``: the
+    options every data-set section takes."""
+    root = Path(__file__).resolve().parents[1]
+    default_data = root / ".bench_data"
+    p.add_argument("--data-dir", default=str(default_data if default_data.is_dir()
+                                             else root.parent / "shared" / "data"),
+                   help="prepared .npz sets (run.py data) or the raw ../shared/data")
+    p.add_argument("--device", choices=("cuda", "cpu"), default=None,
+                   help="default: cuda when CuPy finds a GPU, else cpu")

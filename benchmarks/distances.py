@@ -442,12 +442,7 @@ def run_accuracy(args) -> dict:
 # ---------------------------------------------------------------------------
 
 def add_arguments(p) -> None:
-    default_data = ROOT / ".bench_data"
-    p.add_argument("--data-dir", default=str(default_data if default_data.is_dir()
-                                             else ROOT.parent / "shared" / "data"),
-                   help="prepared .npz sets (run.py data) or the raw ../shared/data")
-    p.add_argument("--device", choices=("cuda", "cpu"), default=None,
-                   help="default: cuda when CuPy finds a GPU, else cpu")
+    datasets.add_source_arguments(p)
     p.add_argument("--datasets", default=None,
                    help=f"comma-separated (default GPU: {GPU_DATASETS}; CPU: {CPU_DATASETS})")
     p.add_argument("--metrics", default=None,

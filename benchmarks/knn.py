@@ -210,12 +210,7 @@ def knn_summary(results) -> list[str]:
 
 
 def add_arguments(p):
-    default_data = ROOT / ".bench_data"
-    p.add_argument("--data-dir", default=str(default_data if default_data.is_dir()
-                                             else ROOT.parent / "shared" / "data"),
-                   help="prepared .npz sets (run.py data) or the raw ../shared/data")
-    p.add_argument("--device", choices=("cuda", "cpu"), default=None,
-                   help="default: cuda when CuPy finds a GPU, else cpu")
+    datasets.add_source_arguments(p)
     p.add_argument("--datasets", default=None,
                    help=f"comma-separated (default GPU: {KNN_DATASETS}; CPU: {CPU_DATASETS})")
     p.add_argument("--metrics", default=None,
