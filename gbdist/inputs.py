@@ -536,11 +536,8 @@ def check_domains(plan, data: dict) -> None:
         if (name, flipped) not in data:
             continue
         d = data[(name, flipped)]
-        if op is not None and not chain and hasattr(d, "device_min") and not op.guarded_bases():
-            lo = d.device_min()  # a device operand, a nonnegative domain: its minimum decides
-            if lo < 0:
-                op.check_domain(np.array([lo]), f"input {name}")
-            continue
+        if hasattr(d, "device_min") and _minimum_decides(op, var, chain) and d.device_min() >= 0:
+            continue  # a device operand whose minimum passes: no values to the host
         values = np.concatenate([d.data, [0.0]])  # the fill too
         for c in chain:
             _check_op_domain(c, "x", values, f"input {name} (before {c.name})")
@@ -550,6 +547,21 @@ def check_domains(plan, data: dict) -> None:
 
 
 _SIDES: dict = {}
+
+
+def _minimum_decides(op, var: str, chain: tuple) -> bool:
+    """Whether a side's values all pass its check once their minimum is >= 0: the chain
+    holds only row scalings of nonnegative rows (``normalize``: the sign is kept), and
+    every domain is ``nonnegative`` or none, every guarded base (a power or log argument)
+    the bare variable itself. Otherwise (or when the minimum is negative or NaN) the
+    values are checked one by one, which also words the error."""
+    from .algebra.ops import RowScale
+    for c, v in [(c, "x") for c in chain] + ([(op, var)] if op is not None else []):
+        if c.domain not in (None, "nonnegative"):
+            return False
+        if any(sym == v and tuple(base[:2]) != ("Symbol", v) for _, base, sym in c.guarded_bases()):
+            return False
+    return all(isinstance(c, RowScale) and c.domain == "nonnegative" for c in chain)
 
 
 def _domain_sides(plan) -> tuple:

@@ -296,6 +296,22 @@ def _scatter_min(out, idx, vals, xp):
         cupyx.scatter_min(out, idx, vals)
 
 
+def row_sums(ip, v):
+    """Each CSR row's float64 values added in the order of the device's ``gb_row_sums``
+    (kernels/rows.cuh), so host and device sums agree bit for bit: 32 partial sums, the
+    entries at offsets l, l + 32, … of a row added in turn into partial l, then joined by
+    a butterfly (partial l plus partial l XOR 16, then 8, 4, 2, 1)."""
+    nrows = ip.shape[0] - 1
+    counts = ip[1:] - ip[:-1]
+    n = int(ip[-1]) if nrows > 0 else 0
+    start = np.repeat(ip[:-1], counts)
+    key = np.repeat(np.arange(nrows, dtype=np.int64) * 32, counts) + (np.arange(n) - start) % 32
+    part = np.bincount(key, weights=v[:n], minlength=nrows * 32).reshape(nrows, 32)
+    lanes = np.arange(32)
+    for off in (16, 8, 4, 2, 1):  # bincount adds in entry order, from 0.0, as the kernel does
+        part = part + part[:, lanes ^ off]
+    return part[:, 0].copy()
+
 
 def normalise_rows(indptr, data, name: str, xp=np):
     """Values of CSR rows divided by each row's sum (float64 arithmetic, ``data``'s dtype).
@@ -309,11 +325,10 @@ def normalise_rows(indptr, data, name: str, xp=np):
                           hint="rows must be nonnegative weights, e.g. counts or probabilities")
     ip = indptr.astype(xp.int64)
     row = xp.searchsorted(ip[1:], xp.arange(v.shape[0], dtype=xp.int64), side="right")
-    if _device(xp, v, ip):  # in entry order (an atomic scatter-add orders them by chance)
+    if _device(xp, v, ip):  # in a fixed order (an atomic scatter-add orders them by chance)
         from .cuda import rows as dev_rows
         sums = dev_rows.row_sums(ip, v)
     else:
-        sums = xp.zeros(ip.shape[0] - 1, dtype=xp.float64)
-        _scatter_add(sums, row, v, xp)  # in entry order on the host
+        sums = row_sums(ip, v)
     sums = xp.where(sums > 0, sums, 1.0)
     return astype(v / sums[row], data.dtype, xp)

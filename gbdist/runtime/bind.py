@@ -84,12 +84,23 @@ def _device_csr(x, label: str, dtype, drop_zeros: bool, ensure_all_finite):
         m = cps.csr_matrix((rows.astype(m.data, dtype, cupy), m.indices.copy(), m.indptr.copy()),
                            shape=m.shape)
     if not m.has_canonical_format:
-        m = m.copy() if m is x else m
-        m.sum_duplicates()
+        if _canonical_on_device(m):  # already sorted without duplicates: no sort, no copy
+            m = cps.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, copy=False)
+        else:
+            m = m.copy() if m is x else m
+            m.sum_duplicates()
     if drop_zeros:
         m = _drop_zeros_device(m)
     m.has_canonical_format = True
     return m, facts
+
+
+def _canonical_on_device(m) -> bool:
+    """Whether a checked cupyx CSR's rows are strictly increasing (the fused kernel of
+    gbdist.backends.cuda.rows; CuPy's own sum_duplicates sorts every entry to find out)."""
+    from ..backends.cuda import rows as dev_rows
+    return dev_rows.supported(m.data, m.indptr, m.indices) and \
+        dev_rows.canonical(m.indptr, m.indices)
 
 
 def _drop_zeros_device(m):

@@ -167,3 +167,46 @@ def test_result_beyond_gpu_memory_is_a_typed_error_before_any_kernel():
         gb.pairwise_distances(X, backend="cuda")
     assert isinstance(e.value, MemoryError) and isinstance(e.value, ValueError)
     assert "pairwise_distances_chunked" in str(e.value)
+
+
+@pytest.mark.parametrize("metric", ["hellinger", "jensenshannon"])
+def test_negative_device_values_of_nonnegative_metrics_are_refused(metric):
+    """The minimum on the device decides these checks (issue 25); a negative value still
+    gets the per-value message."""
+    X = sps.random(30, 40, density=0.3, format="csr", random_state=4)
+    bad = X.copy()
+    bad.data[7] = -0.5
+    with pytest.raises(gb.DomainError, match="input B"):
+        gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(bad), metric=metric, backend="cuda")
+    got = gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(X), metric=metric, backend="cuda")
+    ref = gb.pairwise_distances(X, X.copy(), metric=metric, backend="cpu")
+    assert_allclose(cupy.asnumpy(got), ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["sorted_unflagged", "unsorted", "duplicates"])
+def test_device_csr_not_marked_canonical(layout):
+    """A cupyx CSR whose has_canonical_format is unset is checked by one kernel; only an
+    unsorted or duplicated one is copied and sorted. The caller's matrix is never changed."""
+    rng = np.random.default_rng(9)
+    X = sps.random(40, 60, density=0.2, format="csr", random_state=5)
+    ip, ix, v = X.indptr.copy(), X.indices.copy(), X.data.copy()
+    if layout == "unsorted":
+        for r in range(0, 40, 3):
+            s = slice(ip[r], ip[r + 1])
+            perm = rng.permutation(ip[r + 1] - ip[r])
+            ix[s], v[s] = ix[s][perm], v[s][perm]
+    elif layout == "duplicates":  # the second entry of each long row doubles its first column
+        for r in range(40):
+            if ip[r + 1] - ip[r] >= 2:
+                ix[ip[r] + 1], v[ip[r] + 1] = ix[ip[r]], 1.0
+    ref_m = sps.csr_matrix((v, ix, ip), shape=X.shape)
+    ref_m.sum_duplicates()
+    G = cps.csr_matrix((cupy.asarray(v), cupy.asarray(ix), cupy.asarray(ip)), shape=X.shape)
+    G.has_canonical_format = False
+    before = [a.get().copy() for a in (G.data, G.indices, G.indptr)]
+    got = gb.pairwise_distances(G, metric="manhattan", backend="cuda")
+    ref = gb.pairwise_distances(ref_m, metric="manhattan", backend="cpu")
+    assert_allclose(cupy.asnumpy(got), ref, rtol=1e-12, atol=1e-12)
+    for a, b in zip(before, (G.data, G.indices, G.indptr)):
+        assert (a == b.get()).all()
+    assert not G.has_canonical_format

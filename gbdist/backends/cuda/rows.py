@@ -38,6 +38,7 @@ def names() -> tuple[str, ...]:
                     f"gb_pairs_verify<{t}, {i}>", f"gb_condition<{t}, {i}>"]
         out.append(f"gb_count_nonfinite<{t}>")
     out += [f"gb_row_sums<{i}>" for i in _INDICES.values()]
+    out += [f"gb_csr_unsorted<{i}>" for i in _INDICES.values()]
     out += ["gb_convert<float, double>", "gb_convert<double, float>"]
     return tuple(out)
 
@@ -190,15 +191,30 @@ def condition(indptr, data, ncols: int, shift: bool, scale: bool):
 
 
 def row_sums(indptr, values):
-    """Each row's float64 ``values`` added in entry order (one thread per row: equal rows get
-    equal sums, as on the host); no transfer."""
+    """Each row's float64 ``values`` added in an order fixed by the entries' offsets in the
+    row (one warp per row: equal rows get equal sums, bit for bit); no transfer."""
     import cupy
     nrows = int(indptr.shape[0]) - 1
     sums = cupy.zeros(max(nrows, 0), dtype=cupy.float64)
     if nrows > 0:
-        _fn(f"gb_row_sums<{_ti(indptr)}>")((_blocks(nrows),), (THREADS,),
+        _fn(f"gb_row_sums<{_ti(indptr)}>")((_blocks(nrows * 32),), (THREADS,),
                                            (indptr, values, np.int64(nrows), sums))
     return sums
+
+
+def canonical(indptr, indices) -> bool:
+    """Whether every row of a checked CSR (indptr nondecreasing, indices in range) has
+    strictly increasing column indices: sorted, no duplicates. One kernel, one transfer."""
+    import cupy
+    nrows = int(indptr.shape[0]) - 1
+    if nrows <= 0:
+        return True
+    if indices.dtype != indptr.dtype:
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    count = cupy.zeros(1, dtype=cupy.uint64)
+    _fn(f"gb_csr_unsorted<{_ti(indptr)}>")((_blocks(nrows * 32),), (THREADS,),
+                                           (indptr, indices, np.int64(nrows), count))
+    return int(count.get()[0]) == 0
 
 
 def count_nonfinite(x) -> int:
