@@ -134,26 +134,58 @@ def metric_from_args(args) -> tuple[str, dict]:
 
 
 def add_progress_options(p: argparse.ArgumentParser) -> None:
-    """``--progress`` and ``--quiet``: the bar is on stderr when it is a terminal."""
+    """``--progress``, ``--quiet`` and ``--verbose``: the bar is on stderr when it is a
+    terminal."""
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar (elapsed time, ETA) even when stderr is not a "
-                        "terminal")
+                        "terminal (then as plain lines, one every few seconds)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar and no summary line on stderr")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also say where --backend auto runs and why")
 
 
 def progress(args, total: int, unit: str, desc: str | None = None):
     """A tqdm bar on stderr for ``total`` units: elapsed time, rate and ETA.
 
     Shown when stderr is a terminal or ``--progress`` is given, never with
-    ``--quiet``. tqdm (a dependency) draws it; ``bar.update(n)`` moves it.
+    ``--quiet``. tqdm (a dependency) draws it; ``bar.update(n)`` moves it. Into a file
+    or a pipe it writes whole lines (every 5 s, and the last state once), not a
+    terminal's carriage returns.
     """
     from tqdm import tqdm
     quiet = getattr(args, "quiet", False)
-    shown = not quiet and (getattr(args, "progress", False) or sys.stderr.isatty())
+    tty = sys.stderr.isatty()
+    shown = not quiet and (getattr(args, "progress", False) or tty)
     return tqdm(total=max(int(total), 1), unit=unit, unit_scale=unit == "pairs", desc=desc,
-                file=sys.stderr, disable=not shown, dynamic_ncols=True, leave=True,
-                mininterval=0.1)
+                file=sys.stderr if tty else _Lines(sys.stderr), disable=not shown,
+                dynamic_ncols=tty, leave=True, mininterval=0.1 if tty else 5.0, ascii=not tty)
+
+
+class _Lines:
+    """A file for tqdm that is not a terminal: each state on a line of its own, a state
+    equal to the last one written not repeated (tqdm draws the final state twice)."""
+
+    def __init__(self, out):
+        self._out = out
+        self._last = None
+
+    def write(self, text: str) -> None:
+        for part in text.replace("\r", "\n").split("\n"):
+            part = part.rstrip()
+            if part and part != self._last:
+                self._out.write(part + "\n")
+                self._last = part
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def say_backend(args) -> None:
+    """With ``--verbose`` (and not ``--quiet``): what ``--backend auto`` runs on, and why."""
+    if getattr(args, "verbose", False) and getattr(args, "backend", "auto") == "auto":
+        from ..runtime.core import auto_backend_note
+        say(args, f"gbdist: {auto_backend_note()}")
 
 
 def say(args, text: str) -> None:

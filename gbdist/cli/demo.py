@@ -67,7 +67,11 @@ def run(args) -> int:
     print(f"data     power-law CSR {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros, "
           f"row degree max {deg.max()} / median {int(np.median(deg))}")
     print(f"work     distances of {Q.shape[0]} query rows against all {X.shape[0]} rows")
-    print(f"backend  {get_backend(args.backend).name}\n")
+    note = ""
+    if args.backend == "auto":
+        from ..runtime.core import auto_backend_note
+        note = f"  ({auto_backend_note()})"
+    print(f"backend  {get_backend(args.backend).name}{note}\n")
     print(f"{'metric':<15} {'strategy':<36} {'rank':>4} {'time (s)':>9} {'mean dist':>10}")
     metrics, knn_metrics = args.metrics.split(","), args.knn_metrics.split(",")
     with progress(args, len(metrics) + len(knn_metrics), "metrics", "demo") as bar:

@@ -17,7 +17,8 @@ import time
 
 from ..errors import InputError
 from .base import (
-    add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say)
+    add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say,
+    say_backend)
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -146,6 +147,7 @@ def _knn(args) -> int:
     plan = metric_program(metric, **params).plan
     budget = neighbors._budget_bytes(args.working_memory)  # the CLI counts bytes
     be = neighbors._backend(args.backend, budget)
+    say_backend(args)
     total = X.shape[0] * Yv.shape[0]
     start = time.perf_counter()
     with progress(args, total, "pairs", "knn") as bar:
@@ -196,6 +198,7 @@ def _pairwise(args) -> int:
                          expected=f"at most --max-bytes = {args.max_bytes} bytes",
                          got=f"{X.shape[0]} x {n_index} x 8 = {need} bytes",
                          hint="use `gbdist knn` for nearest neighbours, or raise --max-bytes")
+    say_backend(args)
     start = time.perf_counter()
     rows = max(1, PAIRS_PER_BLOCK // n_index)
     with progress(args, X.shape[0] * n_index, "pairs", "pairwise") as bar:

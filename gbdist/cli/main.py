@@ -156,6 +156,11 @@ def _explain(args) -> int:
         raise GbdistError(f"--format {fmt} writes a picture: it needs a file",
                           hint=f"add -o FILE.{fmt}")
     print(data.decode("utf-8"), end="")
+    if (fmt or "text") == "text":  # where the plan would run here (stderr: not part of it)
+        import sys
+
+        from ..runtime.core import auto_backend_note
+        print(f"note: {auto_backend_note()}", file=sys.stderr)
     return 0
 
 

@@ -36,14 +36,26 @@ _ANNOUNCED = []
 
 
 def _announce_cpu_fallback(reason: str) -> None:
-    """Say once per process, on the ``gbdist`` logger, that ``backend="auto"`` runs on the CPU
-    and why (a log record rather than a warning: code that treats warnings as errors, such
-    as scikit-learn's estimator checks, keeps working)."""
+    """Record once per process, on the ``gbdist`` logger at INFO level, that
+    ``backend="auto"`` runs on the CPU and why. Most users have no GPU: the note is not
+    printed on every run (a log record at INFO is shown only to those who ask for it). It
+    appears where it matters instead: ``gbdist explain``, the demo's header, ``--verbose``
+    (:func:`auto_backend_note`)."""
     if not _ANNOUNCED:
         _ANNOUNCED.append(reason)
-        logging.getLogger("gbdist").warning(
-            "backend='auto' runs on the CPU: %s; pass backend='cpu' to choose it, or install "
-            "gbdist[cuda] on a machine with an NVIDIA GPU", reason)
+        logging.getLogger("gbdist").info("%s", _cpu_note(reason))
+
+
+def _cpu_note(reason: str) -> str:
+    return (f"backend='auto' runs on the CPU: {reason}; pass backend='cpu' to choose it, or "
+            "install gbdist[cuda] on a machine with an NVIDIA GPU")
+
+
+def auto_backend_note() -> str:
+    """One line on what ``backend="auto"`` runs on in this process, and why."""
+    from ..backends.cuda import unavailable_reason
+    reason = unavailable_reason()
+    return "backend='auto' runs on the GPU (CUDA)" if reason is None else _cpu_note(reason)
 
 
 CPU_BACKENDS = ("compiled", "numpy")

@@ -7,6 +7,14 @@ from gbdist.cli.main import main
 from gbdist.front import library
 
 
+def _env():
+    import os
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[2])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+
+
 def run(capsys, *argv):
     rc = main(list(argv))
     out = capsys.readouterr()
@@ -207,3 +215,45 @@ def test_a_closed_output_pipe_is_not_an_internal_error():
         os.close(w)
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 0
+
+
+def test_the_auto_backend_is_named_where_it_matters_and_nowhere_else(capsys, tmp_path):
+    """Issue 27: no CPU-fallback line on every run; `explain`, `--verbose` and the demo's
+    header say where backend='auto' runs."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from gbdist.runtime.core import auto_backend_note
+    note = auto_backend_note()
+    rc, out, err = run(capsys, "explain", "manhattan")
+    assert rc == 0 and note in err and note not in out
+    f = tmp_path / "x.npy"
+    np.save(f, np.random.default_rng(0).random((20, 5)))
+    code = ("import numpy as np, gbdist as gb; "
+            "gb.pairwise_distances(np.eye(3), metric='cosine'); print('ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
+    assert proc.stdout.strip() == "ok" and "backend=" not in proc.stderr
+    for extra, shown in (([], False), (["-v"], True), (["-v", "-q"], False)):
+        rc, _, err = run(capsys, "knn", str(f), "-k", "2", "-o", str(tmp_path / "o"), *extra)
+        assert rc == 0 and (note in err) == shown, (extra, err)
+
+
+def test_progress_into_a_file_is_plain_lines_without_repeats(tmp_path):
+    """Issue 27: the 100% state was written twice, joined by carriage returns."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    f = tmp_path / "x.npy"
+    np.save(f, np.random.default_rng(0).random((40, 5)))
+    proc = subprocess.run([sys.executable, "-m", "gbdist", "knn", str(f), "-k", "2", "-o",
+                           str(tmp_path / "o"), "--progress"], capture_output=True, text=True,
+                          env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    bars = [ln for ln in lines if ln.startswith("knn:")]
+    assert bars and "100%" in bars[-1] and sum("100%" in ln for ln in bars) == 1
+    assert len(lines) == len(set(lines))
