@@ -439,7 +439,9 @@ class Explanation:
             out += [row(label, pieces) for label, pieces in p.rows()]
             out.append("</table><ul>")
             out += [f"<li>{_html.escape(q.claim)}: \\({latex(q.lhs)} = {latex(q.rhs)}\\) "
-                    f"<em>[{_html.escape(q.label)}]</em></li>" for q in p.proofs]
+                    f"<em>[{_html.escape(q.label)}; {_html.escape(q.where)}]</em>"
+                    + (f" ({_html.escape(q.detail)})" if q.detail else "") + "</li>"
+                    for q in p.proofs]  # the text's verdict, domain and counterexample
             out.append("</ul>")
         out.append("<h4>plan</h4><ul>")
         out += [f"<li>{_html.escape(n)} = <code>{_html.escape(t)}</code> ({k})</li>"

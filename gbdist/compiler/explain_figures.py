@@ -81,7 +81,7 @@ def passes(p) -> list[tuple[str, str, list[int], np.ndarray]]:
         return np.broadcast_to(np.asarray(v, dtype=float), (len(cols),)).copy()
 
     if p.strategy == "intersection":
-        return [("inter", "Σ over A∩B of f", both, f_of(p.f, both))]
+        return [("inter", f"{_oplus(p.semiring_add)} over A∩B of f", both, f_of(p.f, both))]
     if p.strategy == "union-correction":
         out = [("inter", "Σ over A∩B of g", both, f_of(p.g, both))]
         ca, cb = sorted(sa), sorted(sb)
@@ -101,6 +101,12 @@ def passes(p) -> list[tuple[str, str, list[int], np.ndarray]]:
             second, f_of(p.f, second))]
     del union
     return out
+
+
+def _oplus(add: str) -> str:
+    """How a row of the picture names ⊕: Σ and Π for plus and times, else the monoid's
+    name (min, max, lor …), never Σ for a ⊕ that does not add."""
+    return {"plus": "Σ", "times": "Π"}.get(add, add)
 
 
 def _combine(add: str, values) -> float:
@@ -233,7 +239,9 @@ def figure_bytes(ex, fmt: str = "svg", which: str = "all") -> bytes:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gbdist"}):
         fig = figure(ex, which)
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        # "tight": the titles above the first panel stay inside the picture
+        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None,
+                    bbox_inches="tight", pad_inches=0.1)
     return buf.getvalue()
 
 
@@ -250,12 +258,20 @@ def render(ex, fmt: str) -> bytes:
         except MissingDependency:
             svg = "<p>(install matplotlib for the pictures)</p>"
         page = ("<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>gbdist explain</title>"
-                "</head><body>\n" + ex._repr_html_() + "\n" + svg + "\n<pre>" + _escape(str(ex))
-                + "</pre>\n</body></html>\n")
+                + MATHJAX + "</head><body>\n" + ex._repr_html_() + "\n" + svg + "\n<pre>"
+                + _escape(str(ex)) + "</pre>\n</body></html>\n")
         return page.encode("utf-8")
     if fmt in ("svg", "png"):
         return figure_bytes(ex, fmt)
     raise GbdistError("unknown explain format", expected=", ".join(FORMATS), got=repr(fmt))
+
+
+# The page's \(…\) mathematics is typeset by MathJax, loaded from its CDN (a notebook
+# brings its own). Offline, the page still reads: the plain-text explanation follows the
+# typeset one.
+MATHJAX = ("<script>window.MathJax = {tex: {inlineMath: [['\\\\(', '\\\\)']]}};</script>"
+           "<script async src='https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js'>"
+           "</script>")
 
 
 def _escape(s: str) -> str:
