@@ -154,8 +154,24 @@ class ProductExplanation:
             tail = ("⊕ = plus is invertible, so the union is one intersection pass over g "
                     "plus row reductions of L − C and R − C"
                     + (f" and k·C = k·{text(self.C)}" if self.C != 0 else ""))
-        return (f"f(x, {zb}) = {text(self.L)} or f({za}, y) = {text(self.R)} is not the "
-                f"identity {e} of ⊕; {tail}")
+        sides = [(f"f(x, {zb}) = {text(self.L)}", self._vanishes(self.L, "A's")),
+                 (f"f({za}, y) = {text(self.R)}", self._vanishes(self.R, "B's"))]
+        failing = [side for side, ok in sides if not ok]
+        if failing:  # only the side(s) that really do not vanish
+            verb = "is" if len(failing) == 1 else "are"
+            head = f"{' and '.join(failing)} {verb} not the identity {e} of ⊕"
+        else:  # both vanish: the declaration is what forbids the shortcut
+            head = (f"{sides[0][0]} and {sides[1][0]} are the identity {e} of ⊕, but "
+                    "annihilator=None forbids the intersection shortcut")
+        return f"{head}; {tail}" if tail else head
+
+    def _vanishes(self, side, whose: str) -> bool:
+        """Whether f at the other side's fill is ⊕'s identity: the analysis's own verdict
+        (its "… entries without a partner vanish" check), else exact equality."""
+        for q in self.proofs:
+            if "vanish" in q.claim and q.claim.split(": ", 1)[-1].startswith(whose):
+                return q.holds
+        return bool(side == self.identity)
 
     def rows(self) -> list[tuple[str, list]]:
         """(label, pieces) rows; a piece is text or a sympy formula to typeset."""
