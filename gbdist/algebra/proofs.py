@@ -338,8 +338,22 @@ def _compare(lhs, rhs, xs, ys) -> tuple[bool, str]:
     ok = _agree(a, b, a_ld, b_ld, mag)
     if ok.all():
         return True, ""
-    k = int(np.flatnonzero(~ok)[0])
-    return False, f"counterexample x={float(xs[k])!r}, y={float(ys[k])!r}: {float(a[k])!r} vs {float(b[k])!r}"
+    names = {str(v) for v in (sp.sympify(lhs).free_symbols | sp.sympify(rhs).free_symbols)}
+    used = [(n, v) for n, v in (("x", xs), ("y", ys)) if n in names]
+    k = min(np.flatnonzero(~ok), key=lambda i: max([_plainness(float(v[i])) for _, v in used],
+                                                   default=()))
+    at = ", ".join(f"{n}={float(v[k])!r}" for n, v in used)
+    return False, (f"counterexample {at}: " if at else "counterexample: ") + \
+        f"{float(a[k])!r} vs {float(b[k])!r}"
+
+
+def _plainness(v: float) -> tuple:
+    """How plain a value reads in a counterexample (smaller: plainer). Small integers and
+    halves first, then short decimals; subnormals and 1e-310 last (a reader should see
+    f(1, 0) = 1, not f(1e-310, 0) = 1e-310)."""
+    a = abs(v)
+    tiny = 0 < a < 1e-300
+    return (tiny, not float(v).is_integer(), (2 * v) % 1 != 0, len(repr(v)), a)
 
 
 def _numeric(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str]:

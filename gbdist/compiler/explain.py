@@ -14,6 +14,7 @@ where checked, exact constants such as √2, conventions as cases).
 """
 from __future__ import annotations
 
+import dataclasses
 import html as _html
 from dataclasses import dataclass
 
@@ -128,11 +129,14 @@ class ProductExplanation:
         proofs = tuple(ProofExplanation.of(p, a.strategy != "intersection" or bool(a.override), note)
                        for p in a.proofs)
         exp = tuple((tidy(p, dom), tidy(q, dom)) for p, q in (a.expansion or ()))
-        return cls(ir.to_text(d.node), _semiring_text(a.semiring), a.strategy, a.expansion_rank,
+        made = cls(ir.to_text(d.node), _semiring_text(a.semiring), a.strategy, a.expansion_rank,
                    tidy(a.semiring.mul.formula, dom), tidy(a.L, dom), tidy(a.R, dom),
                    tidy(a.C, dom), tidy(a.g, dom), fills, a.identity, exp, a.reason, a.override,
                    a.structural, a.nonnegative and a.strategy == "union-correction", dom, proofs,
                    a.semiring.add.name, *_chains(d.node))
+        # one source: ``.reason`` is the printed "why" (formulas as mathematics), so the
+        # object and every rendering say the same thing
+        return dataclasses.replace(made, reason=made.why())
 
     # -- the pieces every rendering shows ------------------------------------
 

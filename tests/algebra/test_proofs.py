@@ -208,3 +208,15 @@ def test_a_log_beside_wide_or_huge_numbers_is_left_to_the_numeric_checks(monkeyp
         assert not proofs.small_enough(e)
         assert proofs.simplify(e) == e and calls[0] == 0
     assert proofs.small_enough(X * sp.log(X / Y) + sp.Rational(1, 2))  # KL, Jensen-Shannon stay
+
+
+@pytest.mark.parametrize("lhs, rhs, shown, hidden", [
+    (sp.sqrt(X) ** 2, 0, "x=1.0", "y="),          # f(x, 0) = x: y plays no part
+    (sp.Abs(Y), 0, "y=1.0", "x="),
+    (X * Y + 1, 1, "x=1.0, y=1.0", "e-3"),
+])
+def test_a_counterexample_is_plain_and_names_only_the_variables_used(lhs, rhs, shown, hidden):
+    """Issue 27: counterexamples at x = 1e-310, or with a y the formula does not read."""
+    p = proofs.check("a false claim", lhs, rhs, "nonnegative")
+    assert not p.holds and f"counterexample {shown}:" in p.detail, p.detail
+    assert hidden not in p.detail.split(":")[0]
