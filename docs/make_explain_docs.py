@@ -95,4 +95,8 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
+    import os
+    # fresh analyses: the user's on-disk cache may hold proofs shown by an older gbdist
+    # (their text is display only, so a cache entry keeps it until the version changes)
+    os.environ["GBDIST_CACHE_DIR"] = "off"
     raise SystemExit(main(sys.argv[1:]))
