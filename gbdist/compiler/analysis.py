@@ -57,7 +57,13 @@ products cancel too much (Minkowski p = 32 has binomials up to 6·10⁸)."""
 
 
 def _fmt(e) -> str:
-    return _short(_ops.show(e))
+    """A formula or constant of a reason or message as mathematics (|x|, x², ∞), the way
+    ``explain`` prints it, never sympy's ``Abs(x)``, ``x**2``, ``oo``."""
+    from .explain_math import text
+    try:
+        return _short(text(sp.sympify(e)))
+    except Exception:  # noqa: BLE001 - as sympy shows it
+        return _short(_ops.show(e))
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -218,10 +224,10 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
     if structural:
         override = "" if (pl.holds and pr.holds) else (
             f"annihilator={sr.annihilator} was declared but f(x, {_fmt(zb)}) = {_fmt(L)} and "
-            f"f({_fmt(za)}, y) = {_fmt(R)} are not both the identity {e}; structural semantics "
+            f"f({_fmt(za)}, y) = {_fmt(R)} are not both the identity {_fmt(e)}; structural semantics "
             "are used as declared: only entries stored in both operands take part")
         reason = (f"annihilator {sr.annihilator} declared: structural semantics, absent entries "
-                  f"take no part and a pair with no shared entry holds the identity {e}")
+                  f"take no part and a pair with no shared entry holds the identity {_fmt(e)}")
         exp, eproofs = _expansion(f, sr, dom)
         return Analysis(strategy="intersection", g=f, expansion=exp, proofs=tuple(proofs + eproofs),
                         override=override, reason=reason, **base)
@@ -237,11 +243,11 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
     failing = [f"f(x, {_fmt(zb)}) = {_fmt(L)}"] if not pl.holds else []
     failing += [f"f({_fmt(za)}, y) = {_fmt(R)}"] if not pr.holds else []
     if failing:
-        why_not = f"{' and '.join(failing)} {'is' if len(failing) == 1 else 'are'} not the identity {e}"
+        why_not = f"{' and '.join(failing)} {'is' if len(failing) == 1 else 'are'} not the identity {_fmt(e)}"
         if sr.annihilator is None:
             why_not += " (and annihilator=None forbids the intersection shortcut)"
     else:
-        why_not = (f"f(x, {_fmt(zb)}) and f({_fmt(za)}, y) are the identity {e}, but "
+        why_not = (f"f(x, {_fmt(zb)}) and f({_fmt(za)}, y) are the identity {_fmt(e)}, but "
                    "annihilator=None forbids the intersection shortcut")
     if sr.add.invertible and not _finite_constant(C):
         raise AnalysisError(
@@ -310,7 +316,7 @@ def _analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) ->
 
     raise AnalysisError(
         f"{sr!r} cannot be evaluated sparsely",
-        got=f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {e} of {sr.add.name}, and "
+        got=f"f(x, {_fmt(zb)}) = {_fmt(L)} is not the identity {_fmt(e)} of {sr.add.name}, and "
             f"{sr.add.name} is neither invertible (plus) nor idempotent (max, min)",
         hint="declare annihilator=<fill> for structural semantics, or choose another ⊕")
 

@@ -106,10 +106,20 @@ def _product_fill0(operation, mul, add) -> Decision:
         raise _refuse(operation, f"{a.reason} (strategy {a.strategy})")
     if ident != 0:
         raise _refuse(operation, f"a pair with no shared stored entry holds the ⊕ identity "
-                                 f"{ident}, not the fill 0")
+                                 f"{shown(ident)}, not the fill 0")
     return Decision(operation, True, 0,
                     f"{a.reason}; the ⊕ identity is 0, so unstored results are the zeros: "
                     "computed structurally, result fill 0", tuple(a.proofs))
+
+
+def shown(value) -> str:
+    """A constant or formula of a message as mathematics (∞, |x|, x²), never sympy's
+    ``oo`` / ``Abs(x)`` / ``x**2``."""
+    from .explain_math import text
+    try:
+        return text(sp.sympify(value))
+    except Exception:  # noqa: BLE001 - a value sympy cannot read: as Python prints it
+        return str(value)
 
 
 def ewise(operation: str, op, union: bool, fills, declared=()) -> Decision:

@@ -136,12 +136,12 @@ def explain_graph(g: GraphDef, fills="absent") -> GraphExplanation:
 def _algebra(a) -> str:
     if isinstance(a, Semiring):
         label = f"semiring {a.name}" if a.name else "semiring"
-        return (f"{label}: ⊗ = {a.mul.name}(x, y) = {a.mul.formula}, ⊕ = {a.add.name} "
-                f"(identity {a.add.identity})")
+        return (f"{label}: ⊗ = {a.mul.name}(x, y) = {rule.shown(a.mul.formula)}, ⊕ = "
+                f"{a.add.name} (identity {rule.shown(a.add.identity)})")
     if isinstance(a, Monoid):
-        return f"monoid {a.name}: {a.op.formula} (identity {a.identity})"
+        return f"monoid {a.name}: {rule.shown(a.op.formula)} (identity {rule.shown(a.identity)})"
     if isinstance(a, Op):
-        return f"op {a.name}: {a.formula}"
+        return f"op {a.name}: {rule.shown(a.formula)}"
     return ""
 
 

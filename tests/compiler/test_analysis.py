@@ -168,7 +168,7 @@ def test_reason_names_the_side_that_does_not_vanish():
     assert p.strategy == "union-correction"
     assert "f(0, y) = y is not the identity 0" in p.reason and "f(x, 0)" not in p.reason
     both = product(gb.mxm(A, B.T, gb.semirings.plus_absdiff))
-    assert "f(x, 0) = Abs(x) and f(0, y) = Abs(y) are not the identity 0" in both.reason
+    assert "f(x, 0) = |x| and f(0, y) = |y| are not the identity 0" in both.reason
 
 
 def test_declared_annihilator_that_does_not_hold_is_an_override():

@@ -33,3 +33,21 @@ def test_only_the_sides_that_do_not_vanish_are_named(mul, vanishing, failing):
                           + " not the identity 0 of ⊕"), why
     if "f(0, y)" in failing and "f(x, 0)" not in failing:
         assert "f(x, 0)" not in why.split(";")[0]
+
+
+def test_messages_print_mathematics_not_sympy():
+    """Issue 27: AnalysisError said f(x, 0) = Abs(x); a graph error 'the identity oo'."""
+    import scipy.sparse as sps
+
+    from gbdist import graph as gr
+    A, B = gb.matrices("A B")
+    with pytest.raises(gb.AnalysisError) as e:
+        gb.explain(gb.mxm(A, B.T, gb.semiring(gb.ops.absdiff, gb.ops.times)))
+    assert "|x|" in str(e.value) and "Abs(" not in str(e.value)
+    G = gb.Matrix(sps.random(5, 5, density=0.5, format="csr", random_state=0), fill=0)
+    with pytest.raises(gb.GbdistError) as e:
+        gr.mxm(G, G, gb.semirings.min_plus)
+    assert "identity ∞" in str(e.value) and " oo" not in str(e.value)
+    text = str(gb.explain("triangle_count"))
+    for raw in ("**", "Abs(", " oo"):
+        assert raw not in text
