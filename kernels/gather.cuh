@@ -16,7 +16,10 @@
 //  * two-pass union (idempotent ⊕): MODE 1 walks the right operand's entries
 //    against dense left rows; MODE 2 swaps roles (dense right rows, streamed
 //    left rows) and ⊕-combines with MODE 1's result. Columns stored on both
-//    sides are seen twice, which an idempotent ⊕ absorbs.
+//    sides are seen twice, which an idempotent ⊕ absorbs;
+//  * two-pass union with ⊕ = plus (Spec::SKIP_SHARED: the accuracy rule's direct
+//    sum, runtime/accuracy.py): MODE 2 skips the columns the dense (right) row
+//    stores, which MODE 1 has summed, so each column of the union counts once.
 //
 // G lanes work on one streamed row (G = 32, 16 or 8, chosen from the average
 // stored entries per row and chunk), so short rows do not leave lanes idle.
@@ -66,7 +69,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
     const int c = (int)(k0 / kchunk);
     for (long long t = threadIdx.x; t < (long long)R * kchunk; t += blockDim.x) {
       dense[t] = (T)0;
-      if (Spec::STRUCTURAL) stored[t] = 0;
+      if (Spec::STRUCTURAL || Spec::SKIP_SHARED) stored[t] = 0;
     }
     __syncthreads();
 #pragma unroll
@@ -78,7 +81,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
         for (I p = p0 + (I)threadIdx.x; p < p1; p += (I)blockDim.x) {
           const long long k = (long long)didx[p] - k0;
           dense[r * kchunk + k] = dval[p];
-          if (Spec::STRUCTURAL) stored[r * kchunk + k] = 1;
+          if (Spec::STRUCTURAL || Spec::SKIP_SHARED) stored[r * kchunk + k] = 1;
         }
       }
     }
@@ -105,6 +108,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           if (Spec::STRUCTURAL && !stored[r * kchunk + k]) continue;
+          if (MODE == 2 && Spec::SKIP_SHARED && stored[r * kchunk + k]) continue;
           const T dv = dense[r * kchunk + k];
           if (MODE == 2) Spec::step_swapped(acc[r], dv, v);
           else Spec::step(acc[r], dv, v);

@@ -45,7 +45,7 @@ from ..algebra.lazy import sympy as sp
 from ..algebra.ops import RowScale
 from .typecheck import row_operand
 
-FORMAT = 4  # of the cached records below; bump when the proofs change
+FORMAT = 5  # of the cached records below; bump when the proofs change
 MAX_OPS = 300  # larger substituted expressions are not given to sympy's simplify
 PROOF_BUDGET_S = 2.0  # seconds of sympy for one d(a, a) proof (it is optional: no claim after)
 

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..compiler import exact, ir
+from ..compiler.typecheck import row_operand
 from ..backends import rows
 from ..backends.base import Bound, CallMemo
 from . import prepared
@@ -188,6 +189,44 @@ class _DeviceValues:
         return float(cupy.min(self._v.data)) if self._v.data.shape[0] else 0.0
 
 
+def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
+    """The plan to run on ``base`` by the accuracy rule (:func:`gbdist.runtime.accuracy.decide`):
+    the plan itself, the plan with both operands centred (``base`` updated), or its direct
+    plan. Statistics are kept with each prepared operand (per call without one)."""
+    from . import accuracy
+    from ..compiler.accuracy import guards
+    if not guards(plan):
+        return plan
+    mats = {}
+    for g in guards(plan):
+        for node in (g.left, g.right):
+            name, flipped, _ = row_operand(node)
+            key = (name, flipped)
+            if key not in mats:
+                op, path = ops[name]
+                m = base[name]
+                if flipped:
+                    m = op.derived(path + ("transpose",), lambda m=m: _transposed(m)) \
+                        if op is not None else _transposed(m)
+                mats[key] = m
+
+    def remember(key, what, build):
+        op, path = ops[key[0]]
+        if op is None:
+            k = (id(mats[key]), what)
+            if k not in this_call:
+                this_call[k] = build()
+            return this_call[k]
+        return op.derived(path + (("transpose",) if key[1] else ()) + ("accuracy",) + what, build)
+
+    ncols = next(iter(mats.values())).shape[1]
+    decision = accuracy.decide(plan, mats, remember, bool(getattr(inv, "translate", False)), ncols)
+    accuracy.log(decision)
+    for (name, _flipped), m in decision.centred.items():
+        base[name] = derive(name, ("centre", accuracy._digest(decision.centre)), lambda m=m: m)
+    return decision.plan
+
+
 def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                   ensure_all_finite=True, labels: dict | None = None,
                   ensure_non_empty: bool = False, conditioning=None, xp=np) -> Bound:
@@ -290,6 +329,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         m = base[name]
         base[name] = derive(name, ("normalise",), lambda m=m, name=name: _with_values(
             m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
+    if conditioning is not None:  # the accuracy rule (not for the numeric checks' raw runs)
+        plan = _accuracy_rule(plan, base, ops, derive, conditioning[0], this_call)
     data, left_keys, known, memos, unchecked = {}, set(), {}, {}, {}
     for step in plan.steps:
         for side, key in step.sides:

@@ -65,25 +65,36 @@ class Invariance:
 
     ``scale``: d(s·a, b) = d(a, t·b) = d(a, b) for s, t > 0 (cosine, correlation, the
     nonzero-pattern metrics). ``shift``: d(a + c·1, b) = d(a, b + c·1) = d(a, b) for any
-    c, over all k columns (correlation). Checked numerically on random rows (seeded,
-    scales from 2^-40 to 2^40 and shifts of both signs) with the CPU reference.
+    c, over all k columns (correlation). ``translate``: d(a + c, b + c) = d(a, b) for
+    any column vector c added to both rows (every f(x − y): euclidean, minkowski,
+    manhattan, chebyshev; the accuracy rule may centre the columns,
+    :mod:`gbdist.runtime.accuracy`). Checked numerically on random rows (seeded,
+    scales from 2^-40 to 2^40, shifts and translations of both signs) with the CPU
+    reference. ``accuracy``: the plan's accuracy rule in words
+    (:func:`gbdist.compiler.accuracy.rule_text`), for explain.
     """
 
     scale: bool
     shift: bool
     detail: str
+    translate: bool = False
+    accuracy: str = ""
 
     def __str__(self) -> str:
-        what = [w for w, v in (("positive row scaling", self.scale), ("row shifts", self.shift)) if v]
+        what = [w for w, v in (("positive row scaling", self.scale), ("row shifts", self.shift),
+                               ("a common translation of the columns", self.translate)) if v]
         return ("invariant under " + " and ".join(what) if what else "no row invariance") + \
-            f" [{self.detail}]"
+            f" [{self.detail}]" + (f"; accuracy rule: {self.accuracy}" if self.accuracy else "")
 
 
 def _raw_distances(plan, A, B) -> np.ndarray:
-    """The plan on dense float64 rows by the CPU reference: no conditioning, no post-pass."""
+    """The plan on dense float64 rows by the CPU reference: no conditioning, no post-pass,
+    every product summed as written (:func:`gbdist.compiler.accuracy.direct_plan`: an
+    invariance is a property of the metric, which a rewrite's rounding must not hide)."""
     import scipy.sparse as sps
+    from ..compiler.accuracy import direct_plan
     left, right = operand_pair(plan)
-    return _reference(plan, {left[0]: sps.csr_matrix(A), right[0]: sps.csr_matrix(B)},
+    return _reference(direct_plan(plan), {left[0]: sps.csr_matrix(A), right[0]: sps.csr_matrix(B)},
                       condition=False)
 
 
@@ -133,7 +144,9 @@ def _invariance_uncached(plan) -> Invariance:
         return Invariance(False, False, "too little variation in the values to compare")
     s = 2.0 ** rng.choice([-40, -7, 3, 40], size=(7, 1)) * rng.uniform(0.6, 1.6, size=(7, 1))
     t = 2.0 ** rng.choice([-40, -7, 3, 40], size=(6, 1)) * rng.uniform(0.6, 1.6, size=(6, 1))
-    checks = {}
+    c = rng.uniform(0.5, 3.0, size=(1, 9)) * (1.0 if nonneg else rng.choice([-1.0, 1.0], size=(1, 9)))
+    moved = _try(lambda: _raw_distances(plan, A + c, B + c))
+    checks = {"translate": moved is not None and moved.shape == d0.shape and _same(d0, moved)}
     for name, (A1, B1) in {"scale": ((s * A, B), (A, t * B)),
                            "shift": ((A - A[np.arange(7), np.arange(7) % 9][:, None], B),
                                      (A, B - B[np.arange(6), (np.arange(6) + 3) % 9][:, None]))
@@ -143,7 +156,16 @@ def _invariance_uncached(plan) -> Invariance:
         except Exception:  # noqa: BLE001 — e.g. a domain error after a shift: not invariant
             checks[name] = False
     return Invariance(checks["scale"], checks["shift"],
-                      "checked numerically: seeded random sparse rows, CPU reference, 1e-9 relative")
+                      "checked numerically: seeded random sparse rows, CPU reference, 1e-9 relative",
+                      checks["translate"])
+
+
+def _try(fn):
+    """``fn()``, or None when it raises (a domain error after a translation: no claim)."""
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001
+        return None
 
 
 _INV_CACHE: dict = {}
@@ -151,12 +173,17 @@ _INV_CACHE: dict = {}
 
 def invariance(plan) -> Invariance:
     """The per-row invariances of ``plan`` (cached by the plan's structural key, in the
-    process and on disk)."""
-    return cache.remembered(
+    process and on disk), with the plan's accuracy rule in words."""
+    from dataclasses import replace
+    from ..compiler.accuracy import rule_text
+    inv = cache.remembered(
         _INV_CACHE, "exact.invariance", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items()))),
-        lambda r: Invariance(r["scale"] is True, r["shift"] is True, str(r["detail"])),
+        lambda r: Invariance(r["scale"] is True, r["shift"] is True, str(r["detail"]),
+                             r.get("translate") is True),
         lambda: _invariance_uncached(plan),
-        lambda inv: {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail})
+        lambda inv: {"scale": inv.scale, "shift": inv.shift, "detail": inv.detail,
+                     "translate": inv.translate})
+    return replace(inv, accuracy=rule_text(plan))
 
 
 @_per_plan

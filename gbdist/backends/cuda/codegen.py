@@ -250,6 +250,13 @@ class Generated:
     # operands is 0 or within 2^±E (the backend checks, else runs the source without it)
     split_exponent: int | None = None
     float_split: bool = False  # some ⊗ runs a float split (with or without a range)
+    direct_union: bool = False  # a plus over the union: pass 2 skips shared columns
+
+    @property
+    def masked(self) -> bool:
+        """Whether the gather kernel keeps a stored-entry mask of the dense rows (shared
+        memory: one byte per column)."""
+        return self.structural or self.direct_union
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -320,9 +327,9 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         with sp.evaluate(False):  # as written: x/x must stay NaN at 0, x/y a division
             mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
         union = isinstance(n, ir.TwoPassUnion)
-        if union and not n.add.idempotent:
-            raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is not "
-                               "idempotent", got=f"⊕ = {n.add.name} over the union of stored columns "
+        if union and not n.add.idempotent and not n.add.invertible:
+            raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is "
+                               "neither idempotent nor plus", got=f"⊕ = {n.add.name} over the union of stored columns "
                                "(chosen because the union correction would cancel)",
                                hint="use backend='cpu'")
         if union and not n.corner_absorbed and n.corner != n.add.identity_value:
@@ -358,6 +365,10 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
     parts.append(f"typedef {storage} gb_real;\ntypedef {T} gb_acc;\n")
     structural = any(getattr(s.node, "structural", False) for s in acc_steps)
     union = any(a.union for a in accs)
+    # a plus summed over the union (the accuracy rule's direct plan): pass 2 skips the
+    # columns the dense side stores, which pass 1 has summed (gather.cuh, SKIP_SHARED)
+    direct_union = any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+                       for s in acc_steps)
     for r, red in enumerate(reds):
         parts.append(_rspec(f"RSpec{r}", red, pr))
     gather = None
@@ -367,7 +378,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         # ⊗ runs once per pair of stored entries: over float data evaluated in double,
         # its divisions are gb_div (relative error < 2^-45, far below the 1e-6 bound).
         mul_pr = CudaPrinter(acc_dt, fast_div=FAST_DIV and storage == "float")
-        parts.append(_spec(gather, accs, reds, plan, pr, structural, mul_pr))
+        parts.append(_spec(gather, accs, reds, plan, pr, structural, mul_pr, direct_union))
         if all(a.expansion for a in accs):
             dense_maps = []
             for k, a in enumerate(accs):
@@ -392,7 +403,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
     exps = [a.split.exponent for a in accs if a.split is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
                      acc_dt.itemsize, min(exps) if exps else None,
-                     any(a.split is not None for a in accs))
+                     any(a.split is not None for a in accs), direct_union)
 
 
 def _sorted_order(accs) -> str | None:
@@ -513,12 +524,13 @@ def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
 
 
 def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
-          mul_pr: CudaPrinter) -> str:
+          mul_pr: CudaPrinter, direct_union: bool = False) -> str:
     T = pr.T
     nacc = len(accs)
     lines = [f"struct {name} {{", "  typedef gb_real T;  // stored values", f"  typedef {T} A;  // accumulators, formulas, epilogue",
              f"  static constexpr int NACC = {nacc};",
-             f"  static constexpr bool STRUCTURAL = {'true' if structural else 'false'};"]
+             f"  static constexpr bool STRUCTURAL = {'true' if structural else 'false'};",
+             f"  static constexpr bool SKIP_SHARED = {'true' if direct_union else 'false'};"]
     lines.append("  __device__ static void init(A* acc) {")
     for s, a in enumerate(accs):
         lines.append(f"    acc[{s}] = {pr.literal(a.identity)};")

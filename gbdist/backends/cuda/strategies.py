@@ -103,7 +103,7 @@ def gather_config(gen, K: int, dt, rows_per_block: int | None):
     R = 8 with k-chunks (per-chunk row offsets are precomputed, so chunking costs no
     searches in the kernel)."""
     budget = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024) - 1024
-    per_col = dt.itemsize + (1 if gen.structural else 0)
+    per_col = dt.itemsize + (1 if gen.masked else 0)
     choices = (rows_per_block,) if rows_per_block else ROWS_CHOICES
     for R in choices:
         if R * max(K, 1) * per_col <= budget:
@@ -146,7 +146,7 @@ def _gather_launch(mod, job: Job):
     need_tmp = gen.union or nch > 1
     nacc = len(gen.accumulators)
     tmp = cupy.empty(nacc * job.n_left * job.n_right, dtype=at) if need_tmp else cupy.zeros(1, dtype=at)
-    smem = R * kchunk * (job.dt.itemsize + (1 if gen.structural else 0))
+    smem = R * kchunk * (job.dt.itemsize + (1 if gen.masked else 0))
     cps_cache: dict = {}
 
     def chunk_ptrs(d: DevCSR):
