@@ -430,6 +430,10 @@ def encode(e) -> tuple:
     if name in CONSTANTS:
         return (name,)
     if isinstance(e, sp.Symbol):
+        if _positive_name(e.name):  # a positive column operand (gbdist.algebra.columns)
+            if e != sp.Symbol(e.name, positive=True) or not _SYMBOL_NAME.fullmatch(e.name):
+                raise Unsupported(f"symbol {e!r} with other assumptions")
+            return ("Symbol", e.name, True)
         nonneg = e == sp.Symbol(e.name, nonnegative=True)
         if not (nonneg or e == sp.Symbol(e.name, real=True)) or not _SYMBOL_NAME.fullmatch(e.name):
             raise Unsupported(f"symbol {e!r} with other assumptions")
@@ -471,6 +475,10 @@ def _decode(t):
     if head in CONSTANTS:
         return _sympy_constant(head)
     if head == "Symbol":
+        if _positive_name(args[0]):
+            if not args[1]:
+                raise Invalid("a positive column operand stored as real")
+            return sp.Symbol(args[0], positive=True)
         return sp.Symbol(args[0], nonnegative=True) if args[1] else sp.Symbol(args[0], real=True)
     if head == "Integer":
         return sp.Integer(int(args[0]))
@@ -488,6 +496,12 @@ def _decode(t):
     if out.is_Rational and max(abs(out.p), out.q).bit_length() > 8 * MAX_DIGITS:
         raise Invalid("a number in the term is too large")
     return out
+
+
+def _positive_name(name: str) -> bool:
+    """Whether a symbol name is a positive column operand's (``colpos_V``): its symbol
+    carries sympy's positive assumption (:mod:`gbdist.algebra.columns`)."""
+    return name.startswith("colpos_")
 
 
 def _modest_exponent(p: int, q: int) -> bool:

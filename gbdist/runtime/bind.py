@@ -17,7 +17,7 @@ import scipy.sparse as sps
 from ..compiler import exact, ir
 from ..backends import rows
 from ..backends.base import Bound, CallMemo
-from . import prepared
+from . import columns, prepared
 from ..errors import InputError
 from ..inputs import (
     check_device_operand, check_domains, check_finite, check_non_empty, check_real,
@@ -177,6 +177,20 @@ class _DeviceValues:
         return float(cupy.min(self._v.data)) if self._v.data.shape[0] else 0.0
 
 
+def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,
+                   derive) -> None:
+    """The column operands checked (or computed from the data as they default), and each
+    scaled operand's values multiplied by its scale s(w) at their columns
+    (:mod:`gbdist.runtime.columns`)."""
+    scaled = {n: s for n, s in needed.items() if isinstance(s, ir.ColScaled)}
+    vectors = columns.bind_columns(needed, inputs, {n: raw[n] for n in base}, labels)
+    for name, node in scaled.items():
+        s = columns.scale_vector(node.scale, vectors)
+        m = base[name]
+        base[name] = derive(name, ("colscale", columns.digest(s)), lambda m=m, s=s: _with_values(
+            m, columns.scaled_values(m, s)))
+
+
 def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                   ensure_all_finite=True, labels: dict | None = None,
                   ensure_non_empty: bool = False, conditioning=None, xp=np) -> Bound:
@@ -198,7 +212,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     labels = labels or {}
     needed = {s.name: s for s in ir.symbols(plan.expr)}
-    missing = sorted(set(needed) - set(inputs))
+    missing = sorted(n for n in set(needed) - set(inputs)
+                     if not (isinstance(needed[n], ir.ColVector) and needed[n].default))
     if missing:
         raise InputError("the program needs more inputs", expected=", ".join(sorted(needed)),
                          got=", ".join(sorted(inputs)) or "none",
@@ -214,6 +229,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     base, facts, seen = {}, {}, {}
     ops: dict = {}  # name -> (its prepared Operand or None, the path of its current form)
     for name, sym in sorted(needed.items()):
+        if isinstance(sym, ir.ColVector):
+            continue  # bound below, once the matrices are (columns.bind_columns)
         label = labels.get(name, name)
         x = inputs[name]
         vector = isinstance(sym, ir.Vector)
@@ -279,6 +296,7 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         m = base[name]
         base[name] = derive(name, ("normalise",), lambda m=m, name=name: _with_values(
             m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
+    _scale_columns(needed, inputs, base, raw, labels, derive)
     data, left_keys, known, memos, unchecked = {}, set(), {}, {}, {}
     for step in plan.steps:
         for side, key in step.sides:
