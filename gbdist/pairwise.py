@@ -343,6 +343,8 @@ def explain(metric, **params) -> Explanation:
             raise UnknownNameError(f"unknown metric or graph definition {metric!r}",
                                    hint=f"did you mean {close[0]!r}?")
     if isinstance(metric, str):
+        params, _ = colparams.split(params)  # vectors: column operands, shown by name
+        metric = colparams.route(get_metric(metric).name, params)
         m = get_metric(metric)
         if library.is_builtin(m):  # its renderings stored once computed
             return library.stored_explanation(m.name, params,

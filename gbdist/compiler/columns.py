@@ -141,7 +141,8 @@ def _scaling(op, what: str):
     scale = kappa if degree == 1 else sp.Pow(kappa, 1 / degree)
     scale = _tidy(scale)
     scaled = core.xreplace({vd: scale * vd for _, vd in variables})
-    proof = _check(f"f₁(s(w)·x{', s(w)·y' if op.arity == 2 else ''}) = f(x; w) for every "
+    args = "x, y" if op.arity == 2 else "x"
+    proof = _check(f"f₁(s(w)·x{', s(w)·y' if op.arity == 2 else ''}) = f({args}; w) for every "
                    "w in its domain", scaled.xreplace(back), f, op.domain)
     if not proof.holds:
         raise AnalysisError(f"{what}: the column scaling s(w) = {_show(scale)} does not "
@@ -269,7 +270,7 @@ def eliminate(expr: ir.Node) -> ir.Node:
         except AnalysisError as e:
             raise e.with_span(getattr(node, "span", None)) from None
 
-    out = ir.rewrite(expr, fn)
+    out = _shapes_of_scaled(ir.rewrite(expr, fn))
     _one_form_per_operand(out)
     if len(_DECISIONS) > 1024:
         _DECISIONS.clear()
@@ -319,6 +320,19 @@ def _rewrite(node, made: list) -> ir.Node:
     new_sr = Semiring(core, sr.add, sr.annihilator, sr.name)
     return ir.MxM(_scaled(node.left, scale, what), _scaled(node.right, scale, what), new_sr,
                   node.span)
+
+
+def _shapes_of_scaled(expr: ir.Node) -> ir.Node:
+    """``ncols(A)`` reads A's shape only: over a scaled A, it reads the scaled operand (one
+    binding per name)."""
+    scaled = {n.name: n for n in ir.walk(expr) if isinstance(n, ir.ColScaled)}
+
+    def fn(node):
+        if isinstance(node, ir.NCols) and type(node.arg) is ir.Matrix and node.arg.name in scaled:
+            return ir.NCols(scaled[node.arg.name], node.span)
+        return None
+
+    return ir.rewrite(expr, fn) if scaled else expr
 
 
 def _one_form_per_operand(expr: ir.Node) -> None:

@@ -184,6 +184,9 @@ class ColVector(Node):
     default: str | None = None  # "var", "range": computed from the data when not passed
     span: Span | None = field(default=None, repr=False)
 
+    def __str__(self):
+        return f"{self.name}[col]"
+
     @property
     def column(self):
         from ..algebra.columns import Column
