@@ -430,11 +430,7 @@ def encode(e) -> tuple:
     if name in CONSTANTS:
         return (name,)
     if isinstance(e, sp.Symbol):
-        if _positive_name(e.name):  # a positive column operand (gbdist.algebra.columns)
-            if e != sp.Symbol(e.name, positive=True) or not _SYMBOL_NAME.fullmatch(e.name):
-                raise Unsupported(f"symbol {e!r} with other assumptions")
-            return ("Symbol", e.name, True)
-        nonneg = e == sp.Symbol(e.name, nonnegative=True)
+        nonneg = e == _decode(("Symbol", e.name, True))  # colpos_*: positive (algebra.columns)
         if not (nonneg or e == sp.Symbol(e.name, real=True)) or not _SYMBOL_NAME.fullmatch(e.name):
             raise Unsupported(f"symbol {e!r} with other assumptions")
         return ("Symbol", e.name, nonneg)
@@ -474,12 +470,9 @@ def _decode(t):
     head, args = t[0], t[1:]
     if head in CONSTANTS:
         return _sympy_constant(head)
-    if head == "Symbol":
-        if _positive_name(args[0]):
-            if not args[1]:
-                raise Invalid("a positive column operand stored as real")
-            return sp.Symbol(args[0], positive=True)
-        return sp.Symbol(args[0], nonnegative=True) if args[1] else sp.Symbol(args[0], real=True)
+    if head == "Symbol":  # a positive column operand's name says so (gbdist.algebra.columns)
+        pos = {"positive": True} if args[0].startswith("colpos_") else {"nonnegative": True}
+        return sp.Symbol(args[0], **pos) if args[1] else sp.Symbol(args[0], real=True)
     if head == "Integer":
         return sp.Integer(int(args[0]))
     if head == "Rational":
@@ -496,12 +489,6 @@ def _decode(t):
     if out.is_Rational and max(abs(out.p), out.q).bit_length() > 8 * MAX_DIGITS:
         raise Invalid("a number in the term is too large")
     return out
-
-
-def _positive_name(name: str) -> bool:
-    """Whether a symbol name is a positive column operand's (``colpos_V``): its symbol
-    carries sympy's positive assumption (:mod:`gbdist.algebra.columns`)."""
-    return name.startswith("colpos_")
 
 
 def _modest_exponent(p: int, q: int) -> bool:
