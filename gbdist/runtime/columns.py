@@ -155,3 +155,17 @@ def bind_columns(needed: dict, inputs: dict, base: dict, labels: dict) -> dict:
                              expected=f"{name}= a vector of {k} values, one per column",
                              hint=f"pass {name}=... with the metric's parameters")
     return out
+
+
+def samples(plan, inputs: dict) -> dict:
+    """Seeded positive vectors for the column operands of ``plan`` that ``inputs`` lacks
+    (and that have no default): what the runtime's numeric checks of a plan (identical
+    rows, row invariances: :mod:`gbdist.runtime.invariance`) run it with. The scaling is
+    proven for every vector in the domain; the checks see one."""
+    from ..compiler import ir
+    k = next((int(np.shape(v)[1]) for v in inputs.values() if len(np.shape(v)) == 2), None)
+    out = {}
+    for s in ir.symbols(plan.expr):
+        if isinstance(s, ir.ColVector) and s.name not in inputs and not s.default and k:
+            out[s.name] = np.random.default_rng(26).uniform(0.5, 2.0, k)
+    return out
