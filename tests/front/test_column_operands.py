@@ -270,3 +270,25 @@ def test_weighted_metrics_on_movielens_ratings():
         np.testing.assert_allclose(D[ok], want[ok], rtol=1e-9, atol=1e-9)
     D = gb.pairwise_distances(R[:40], R[40:], metric="seuclidean", dtype=np.float64)
     np.testing.assert_allclose(D, cdist(Rd[:40], Rd[40:], "seuclidean"), rtol=1e-9)
+
+
+def test_library_column_aware_ir_equals_the_python_api_ir():
+    """The library's weighted metrics, written with gb.column in Python, give the same IR."""
+    w, V = gb.column("w"), gb.column("V", positive=True)
+    A, B = ir.Matrix("A"), ir.Matrix("B")
+
+    def product(f, add=gb.ops.plus):
+        return gb.mxm(A, B.T, gb.semiring(gb.op("f", f), add))
+
+    python = {
+        "weighted_sqeuclidean": product(lambda x, y: w * (x - y) ** 2),
+        "weighted_cityblock": product(lambda x, y: w * abs(x - y)),
+        "weighted_chebyshev": product(lambda x, y: gb.where(w > 0, abs(x - y), 0), gb.ops.max),
+        "weighted_braycurtis": product(lambda x, y: w * abs(x - y))
+        / product(lambda x, y: w * abs(x + y)),
+    }
+    for name, want in python.items():
+        got = names.get_metric(name).expression(w=ir.ColVector("w"))
+        assert got.key == want.key, name
+    got = names.get_metric("seuclidean").expression(V=ir.ColVector("V"))
+    assert got.key == gb.sqrt(product(lambda x, y: (x - y) ** 2 / V)).key
