@@ -38,6 +38,7 @@ _LAZY = {
     **dict.fromkeys(("explain", "pairwise_distances"), "gbdist.pairwise"),
     "clear_caches": "gbdist.runtime",
     "prepare": "gbdist.runtime.prepared",
+    "column": "gbdist.algebra.sym",
     **dict.fromkeys((
         "KNeighborsTransformer", "NearestNeighbors", "RadiusNeighborsTransformer", "knn",
         "kneighbors_graph", "pairwise_distances_chunked", "radius_neighbors_graph"),
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs (never
     from .algebra import ops
     from .algebra.ops import monoid
     from .algebra.semirings import UNSET, Semiring, semirings
+    from .algebra.sym import column
     from .compiler.explain import Explanation
     from .runtime.prepared import prepare
     from .errors import (
@@ -103,5 +105,5 @@ __all__ = [
     "ResultTooLargeError", "ParameterError", "NotFittedError", "MetricTypeError",
     "knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
     "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked", "clear_caches",
-    "monoid", "graph", "Matrix", "Vector",
+    "monoid", "graph", "Matrix", "Vector", "column",
 ]

@@ -84,6 +84,8 @@ class Metric:
         for k, v in values.items():
             if v is None:
                 raise InputError(f"metric {self.name!r} needs the parameter {k!r}")
+            if isinstance(v, ir.ColVector):  # a column operand (gbdist.front.colparams)
+                continue
             if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
                 raise InputError(f"parameter {k!r} of {self.name!r} must be a number", got=repr(v))
         out = self.build(A, B, **values)

@@ -11,7 +11,7 @@ import scipy.sparse as sps
 
 from .compiler import ir
 from . import names, runtime
-from .front import library
+from .front import colparams, library
 from .front.library import find_graph, find_metric, get_metric, graph_names
 from .front.api import Program, compile
 from .inputs import refuse_graph_operand
@@ -44,7 +44,8 @@ runtime.register_cache(_metric_program.cache_clear)
 def metric_program(metric, **params) -> Program:
     """The compiled program of a metric given by name, callable or expression."""
     if isinstance(metric, str):
-        m = get_metric(metric)
+        params, _ = colparams.split(params)  # vectors: column operands, keyed by name
+        m = get_metric(colparams.route(get_metric(metric).name, params))
         for k, v in params.items():
             if isinstance(v, bool):  # True == 1.0: refused before the cache can confuse them
                 raise InputError(f"parameter {k!r} of {m.name!r} must be a number, not a bool",
@@ -56,7 +57,7 @@ def metric_program(metric, **params) -> Program:
             raise InputError("metric parameters must be numbers", got=repr(params)) from None
         return _metric_program(m.name, key, names.generation())
     if isinstance(metric, ir.Node):
-        if params:
+        if params and not all(colparams.is_vector(v) for v in params.values()):
             raise InputError("parameters are only accepted with a named metric", got=", ".join(params))
         return compile(metric, _ROLES)
     if callable(metric):
@@ -262,6 +263,7 @@ def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, fini
     swapped = _orientation(program, Y is None)
     needed = set(program.inputs)
     inputs = {k: v for k, v in (("A", X), ("B", Yv)) if k in needed}
+    inputs.update(colparams.split(params)[1])  # column operands, bound by name
     out = run(program.plan, inputs, backend=backend, working_memory=budget_bytes, dtype=dtype,
               drop_zeros=True, strategy=strategy, labels={"A": "X", "B": "X" if Y is None else "Y"},
               ensure_non_empty=True, **(finite_kw or {}))
@@ -341,6 +343,8 @@ def explain(metric, **params) -> Explanation:
             raise UnknownNameError(f"unknown metric or graph definition {metric!r}",
                                    hint=f"did you mean {close[0]!r}?")
     if isinstance(metric, str):
+        params, _ = colparams.split(params)  # vectors: column operands, shown by name
+        metric = colparams.route(get_metric(metric).name, params)
         m = get_metric(metric)
         if library.is_builtin(m):  # its renderings stored once computed
             return library.stored_explanation(m.name, params,

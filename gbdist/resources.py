@@ -16,6 +16,9 @@ _ROOT = Path(__file__).resolve().parent
 
 def folder(name: str) -> Path:
     """The directory holding ``grammar`` or ``kernels`` files."""
+    beside = _ROOT.parent / name
+    if (_ROOT.parent / "pyproject.toml").is_file() and beside.is_dir():
+        return beside  # a source checkout: its own files, even where another is installed
     spec = importlib.util.find_spec(f"gbdist.{name}")
     if spec is not None and spec.submodule_search_locations:
         for loc in spec.submodule_search_locations:

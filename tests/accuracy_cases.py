@@ -15,10 +15,30 @@ PATTERN = ("jaccard", "dice", "russellrao")  # SciPy on X != 0
 BOUND = 1e-6  # |got − ref| <= BOUND · row scale
 
 
+# the column-aware metrics of metrics.gbd with their default w = 1: the unweighted metric
+UNWEIGHTED = {"weighted_minkowski": "euclidean", "weighted_euclidean": "euclidean",
+              "weighted_sqeuclidean": "sqeuclidean", "weighted_cityblock": "manhattan",
+              "weighted_chebyshev": "chebyshev", "weighted_braycurtis": "braycurtis",
+              "weighted_cosine": "cosine"}
+
+
+def _column_defaults(X, Y):
+    """The rows seuclidean's and gower's column defaults are taken over: X alone for a
+    self-join (the same rows), else both (gbdist/runtime/columns.py)."""
+    S = X if X.shape == Y.shape and np.array_equal(X, Y) else np.vstack([X, Y])
+    V, r = np.var(S, axis=0, ddof=1), S.max(0) - S.min(0)
+    return np.where(V > 0, V, 1.0), np.where(r > 0, r, 1.0)
+
+
 def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """The float64 answer (SciPy where it has the metric, else brute force)."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
+    metric = UNWEIGHTED.get(metric, metric)
+    if metric == "seuclidean":
+        return cdist(X, Y, "seuclidean", V=_column_defaults(X, Y)[0])
+    if metric == "gower":
+        return (np.abs(X[:, None, :] - Y[None, :, :]) / _column_defaults(X, Y)[1]).mean(-1)
     if metric in SCIPY_NAME:
         return cdist(X, Y, SCIPY_NAME[metric])
     if metric in PATTERN:
@@ -50,6 +70,11 @@ def row_scale(metric: str, X: np.ndarray, Y: np.ndarray, ref: np.ndarray) -> np.
 
     def pair(fx, fy, comb=np.maximum):
         return comb(fx[:, None], fy[None, :])
+
+    metric = UNWEIGHTED.get(metric, metric)
+    if metric == "seuclidean":
+        s = np.sqrt(_column_defaults(X, Y)[0])
+        return pair(np.linalg.norm(X / s, axis=1), np.linalg.norm(Y / s, axis=1))
 
     if metric in ("euclidean", "minkowski"):
         return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1))

@@ -33,6 +33,23 @@ def _inner(a, b):
     return a @ b.T
 
 
+def _stacked(a, b):
+    """The rows the column defaults of seuclidean and gower are taken over: both operands,
+    or one when they are the same (gbdist/runtime/columns.py)."""
+    return a if a is b else np.vstack([a, b])
+
+
+def _seuclidean(a, b):
+    V = np.var(_stacked(a, b), axis=0, ddof=1)
+    return cdist(a, b, "seuclidean", V=np.where(V > 0, V, 1.0))
+
+
+def _gower(a, b):
+    S = _stacked(a, b)
+    r = S.max(0) - S.min(0)
+    return (np.abs(a[:, None, :] - b[None, :, :]) / np.where(r > 0, r, 1.0)).mean(-1)
+
+
 # name -> (params, data kind, reference, power): ``power`` is the root the metric
 # takes of its semiring sum (2 for euclidean); see assert_metric_close.
 METRICS = {
@@ -57,4 +74,15 @@ METRICS = {
     "jensenshannon_unnormalized": ({}, "prob", _cdist("jensenshannon"), 2),
     "kl_divergence": ({}, "nonneg", _kl_shared_support, 1),
     "inner_product": ({}, "real", _inner, 1),
+    # column-aware metrics (metrics.gbd): w = 1 by default is the unweighted metric
+    # (tests/front/test_column_operands.py runs them with vectors)
+    "weighted_minkowski": ({}, "real", _cdist("euclidean"), 2),
+    "weighted_euclidean": ({}, "real", _cdist("euclidean"), 2),
+    "weighted_sqeuclidean": ({}, "real", _cdist("sqeuclidean"), 1),
+    "weighted_cityblock": ({}, "real", _cdist("cityblock"), 1),
+    "weighted_chebyshev": ({}, "real", _cdist("chebyshev"), 1),
+    "weighted_braycurtis": ({}, "real", _cdist("braycurtis"), 1),
+    "weighted_cosine": ({}, "real", _cdist("cosine"), 1),
+    "seuclidean": ({}, "real", _seuclidean, 2),
+    "gower": ({}, "real", _gower, 1),
 }

@@ -113,7 +113,8 @@ class Op(Deferred, OpBase):
     def __post_init__(self):
         from .formulas import (
             MAX_FORMULA_DEPTH, MAX_FORMULA_SIZE, X, Y, _too_deep, formula_depth, formula_size)
-        extra = self.formula.free_symbols - {X, Y}
+        from .columns import is_column
+        extra = {s for s in self.formula.free_symbols - {X, Y} if not is_column(s)}
         if extra:
             names = ", ".join(sorted(str(s) for s in extra))
             raise DefinitionError(
@@ -147,7 +148,9 @@ class Op(Deferred, OpBase):
         sympy formula only when something reads ``formula``."""
         if domain not in DOMAINS or type(arity) is not int or arity not in (1, 2):
             raise terms.Invalid(f"a stored op {name!r} with arity {arity!r}, domain {domain!r}")
-        if not terms.symbol_names(term) <= ({"x"} if arity == 1 else {"x", "y"}):
+        from .columns import parse
+        if not {n for n in terms.symbol_names(term) if parse(n) is None} <= (
+                {"x"} if arity == 1 else {"x", "y"}):
             raise terms.Invalid(f"a stored op {name!r} reads other names than its arguments")
         op = object.__new__(cls)
         for k, v in (("name", name), ("arity", arity), ("domain", domain), ("doc", doc),
@@ -168,6 +171,18 @@ class Op(Deferred, OpBase):
             return terms.text(term)
         from .formulas import _formula_key
         return "sympy:" + _formula_key(self.formula)
+
+    @property
+    def columns(self) -> tuple:
+        """The column operands the formula reads (:mod:`gbdist.algebra.columns`), by name;
+        () for an op over x (and y) alone."""
+        found = self.__dict__.get("_columns")
+        if found is None:
+            from .columns import columns_of, columns_of_term
+            term = self.term
+            found = columns_of_term(term) if term is not None else columns_of(self.formula)
+            object.__setattr__(self, "_columns", found)
+        return found
 
     @property
     def term(self) -> tuple | None:

@@ -174,3 +174,14 @@ def _value(v):
                       sp.core.relational.Relational)):
         return s_where(e, 1, 0)
     return v
+
+
+def column(name: str, positive: bool = False) -> Sym:
+    """The value of the column operand ``name`` at the entry's column, inside an op's
+    formula (the text language's ``name[col]``): ``gb.op("wsq", lambda x, y:
+    gb.column("w") * (x - y)**2)``. The vector is passed by name when the metric runs
+    (``pairwise_distances(X, metric=expr, w=weights)``). Column operands are nonnegative
+    (``positive=True``: > 0, for a vector the op divides by); see
+    :mod:`gbdist.algebra.columns`."""
+    from .columns import symbol
+    return Sym(symbol(name, bool(positive)))

@@ -430,7 +430,7 @@ def encode(e) -> tuple:
     if name in CONSTANTS:
         return (name,)
     if isinstance(e, sp.Symbol):
-        nonneg = e == sp.Symbol(e.name, nonnegative=True)
+        nonneg = e == _decode(("Symbol", e.name, True))  # colpos_*: positive (algebra.columns)
         if not (nonneg or e == sp.Symbol(e.name, real=True)) or not _SYMBOL_NAME.fullmatch(e.name):
             raise Unsupported(f"symbol {e!r} with other assumptions")
         return ("Symbol", e.name, nonneg)
@@ -470,8 +470,9 @@ def _decode(t):
     head, args = t[0], t[1:]
     if head in CONSTANTS:
         return _sympy_constant(head)
-    if head == "Symbol":
-        return sp.Symbol(args[0], nonnegative=True) if args[1] else sp.Symbol(args[0], real=True)
+    if head == "Symbol":  # a positive column operand's name says so (gbdist.algebra.columns)
+        pos = {"positive": True} if args[0].startswith("colpos_") else {"nonnegative": True}
+        return sp.Symbol(args[0], **pos) if args[1] else sp.Symbol(args[0], real=True)
     if head == "Integer":
         return sp.Integer(int(args[0]))
     if head == "Rational":

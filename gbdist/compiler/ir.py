@@ -174,6 +174,41 @@ class Vector(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class ColVector(Node):
+    """A column operand: a vector over the k columns (weights, variances, ranges), bound by
+    name when the program runs. It is what a metric parameter holding an array stands for
+    while the metric is built; the ops that read it hold its symbol
+    (:mod:`gbdist.algebra.columns`), so it appears in an expression only through them."""
+    name: str
+    positive: bool = False
+    default: str | None = None  # "var", "range": computed from the data when not passed
+    span: Span | None = field(default=None, repr=False)
+
+    def __str__(self):
+        return f"{self.name}[col]"
+
+    @property
+    def column(self):
+        from ..algebra.columns import Column
+        return Column(self.name, self.positive, self.default)
+
+
+@dataclass(frozen=True, eq=False)
+class ColScaled(Matrix):
+    """The matrix ``name`` with every stored value of column c multiplied by s(w_c), where
+    ``scale`` is a formula over column operands only (a unary op that reads no x). The
+    compiler writes a product whose ⊗ reads column operands as a column-free product over
+    such operands when it proves f(x, y; w) = f₁(s(w)·x, s(w)·y)
+    (:mod:`gbdist.compiler.columns`); the runtime scales the values once, when it binds the
+    operand, so no kernel reads a column vector."""
+    scale: Op | None = None
+
+    @property
+    def columns(self) -> tuple:
+        return self.scale.columns
+
+
+@dataclass(frozen=True, eq=False)
 class Transpose(Node):
     arg: Node
     span: Span | None = field(default=None, repr=False)
@@ -331,8 +366,24 @@ def symbols(root: Node) -> list[Node]:
     if found is None:
         if len(_SYMBOLS) > 4096:
             _SYMBOLS.clear()
-        found = _SYMBOLS[root.key] = tuple(n for n in walk(root) if isinstance(n, (Matrix, Vector)))
+        found = tuple(n for n in walk(root) if isinstance(n, (Matrix, Vector)))
+        found = _SYMBOLS[root.key] = found + column_operands(root)
     return list(found)
+
+
+def column_operands(root: Node) -> tuple:
+    """The column operands (:class:`ColVector`) an expression reads, by name: those of its
+    scaled operands and of the ops of its products and applies."""
+    from ..algebra.columns import merge
+    cols = []
+    for n in walk(root):
+        if isinstance(n, ColScaled):
+            cols.extend(n.scale.columns)
+        elif isinstance(n, (MxM, MxV)):
+            cols.extend(n.semiring.mul.columns)
+        elif isinstance(n, Apply):
+            cols.extend(n.op.columns)
+    return tuple(ColVector(c.name, c.positive, c.default) for c in merge(cols).values())
 
 
 def base_operand(node: Node) -> Node | None:
@@ -360,12 +411,20 @@ def _pw_text(n: Pointwise) -> str:
     return f"{name}({', '.join(to_text(a) for a in n.args)})"
 
 
+def _scale_text(op: Op) -> str:
+    from ..algebra.columns import show
+    from ..algebra.evaluate import formula_text
+    return show(formula_text(op.term)) if op.term is not None else op.name
+
+
 def _sr_text(sr: Semiring) -> str:
     return sr.name or repr(sr)
 
 
 _TEXT = {
     Matrix: lambda n: n.name,
+    ColScaled: lambda n: f"scale({n.name}, {_scale_text(n.scale)})",
+    ColVector: lambda n: f"{n.name}[col]",
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",
     Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",

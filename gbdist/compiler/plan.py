@@ -296,6 +296,8 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
 def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     """Type-check, analyse every product, lower, and split into steps + epilogue."""
     from .analysis import analyze
+    from .columns import eliminate
+    expr = eliminate(expr)  # column operands become scaled operands (compiler/columns.py)
     typing = infer(expr, default_roles)
     products: list[ProductDecision] = []
     relative = relative_products(expr)

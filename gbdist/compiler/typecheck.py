@@ -82,7 +82,8 @@ def infer(root: ir.Node, default_roles: dict | None = None) -> Typing:
             claim(row_operand(node.matrix), "i", node)
             claim(row_operand(node.vector), "v", node)
     # Operands seen only in reductions: first gets i, second j.
-    free = [s for s in ir.symbols(root) if (s.name, False) not in roles and (s.name, True) not in roles]
+    free = [s for s in ir.symbols(root) if not isinstance(s, ir.ColVector)
+            and (s.name, False) not in roles and (s.name, True) not in roles]
     for s, role in zip(free, ("i", "j")):
         roles[(s.name, False)] = role
 

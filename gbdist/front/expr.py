@@ -121,6 +121,12 @@ class ExprBuilder(Builder):
         return self._logic(tree, env, lambda a: not a)
 
     @located
+    def _index(self, tree, env):
+        raise TypeCheckError("[col] reads a column operand inside an op's formula only",
+                             hint="op w_sq(x, y; w) = w[col] * (x - y)^2, then pass the vector: "
+                                  "semiring(w_sq(w), plus) in a metric with a parameter w")
+
+    @located
     def _attr(self, tree, env):
         target, attr = tree.children
         if str(attr) != "T":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..algebra import ops as _ops
+from ..compiler import ir
 from ..errors import ArityError, DefinitionError, GbdistError, TypeCheckError, UnknownNameError
 from ..algebra.ops import Op
 from ..algebra.formulas import building, substitute
@@ -31,8 +32,24 @@ def make_op(name: str, n_args: int, formula: Sym, doc: str) -> Op:
 def instantiate(op: ParamOp, values: dict) -> Op:
     """The Op of ``op`` with its numeric parameters set to ``values``."""
     formula = FormulaBuilder(op.src, op.scope, op.name, op.args, values).build(op.body)
-    label = "_".join(f"{values[p]:g}" for p in op.params)
+    label = "_".join(_label(values[p]) for p in op.params)
     return make_op(f"{op.name}{label}", len(op.args), formula, op.doc)
+
+
+def _label(v) -> str:
+    return f"{v.name}col" if isinstance(v, ir.ColVector) else f"{v:g}"
+
+
+class ColumnParam:
+    """An op parameter bound to a column operand: read as ``w[col]`` in the formula."""
+
+    def __init__(self, vector: ir.ColVector):
+        self.vector = vector
+
+    def symbol(self) -> Sym:
+        from ..algebra.columns import symbol
+        v = self.vector
+        return Sym(symbol(v.name, v.positive, v.default))
 
 
 class FormulaBuilder(Builder):
@@ -44,7 +61,9 @@ class FormulaBuilder(Builder):
         self.op_name = op_name
         self.args = args
         self.env0 = {a: Sym(s) for a, s in zip(args, (_ops.X, _ops.Y))}
-        self.env0.update({k: Sym(v) for k, v in params.items()})
+        self.env0.update({k: ColumnParam(v) if isinstance(v, ir.ColVector) else Sym(v)
+                          for k, v in params.items()})
+        self.params = tuple(params)
 
     @budgeted
     def build(self, tree, env=None):
@@ -66,6 +85,9 @@ class FormulaBuilder(Builder):
     def _name(self, tree, env):
         name = str(tree.children[0])
         if name in env:
+            if isinstance(env[name], ColumnParam):
+                raise TypeCheckError(f"{name!r} is a column operand (a vector over the columns)",
+                                     hint=f"read its value at the entry's column as {name}[col]")
             return env[name]
         if name == "inf":
             return Sym(sp.oo)
@@ -121,6 +143,27 @@ class FormulaBuilder(Builder):
         return -self.visit(tree.children[0], env)
 
     @located
+    def _index(self, tree, env):
+        target, index = tree.children
+        name = str(target.children[0]) if getattr(target, "data", None) == "name" else None
+        if str(index) != "col" or name is None or name not in self.params:
+            raise TypeCheckError(
+                "[col] reads a column operand: a parameter of the op, as w[col]",
+                got=self.src.text[tree.meta.start_pos:tree.meta.end_pos],
+                hint=f"declare it after ';': op {self.op_name}({', '.join(self.args)}; w) = "
+                     "w[col] * ...")
+        v = env[name]
+        return v.symbol() if isinstance(v, ColumnParam) else v  # a number: the same everywhere
+
+    def _param_value(self, tree, env):
+        """A parameter passed on to another op: a column operand passes as itself."""
+        if getattr(tree, "data", None) == "name":
+            v = env.get(str(tree.children[0]))
+            if isinstance(v, ColumnParam):
+                return v.vector
+        return self.visit(tree, env)
+
+    @located
     def _attr(self, tree, env):
         raise TypeCheckError(f".{tree.children[1]} applies to matrices, not to the scalars of an op",
                              hint="an op's formula works on two numbers x and y")
@@ -142,7 +185,7 @@ class FormulaBuilder(Builder):
             if len(args) != len(thing.args):
                 raise ArityError(f"op {name!r} takes {len(thing.args)} argument(s)",
                                  got=f"{len(args)} argument(s)")
-            values = bind_params(thing, [self.visit(p, env) for p in params], {})
+            values = bind_params(thing, [self._param_value(p, env) for p in params], {})
             inner = FormulaBuilder(thing.src, thing.scope, thing.name, thing.args, values)
             formula = inner.build(thing.body).expr
             check_substitution(formula, args, f"the formula of op {self.op_name!r}")

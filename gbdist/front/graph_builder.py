@@ -119,7 +119,7 @@ class GraphBuilder(Builder):
     def _binop(self, tree, env):
         raise self._no_arithmetic()
 
-    _compare = _and_ = _or_ = _binop
+    _compare = _and_ = _or_ = _index = _binop  # w[col] is written inside ops too
 
     @located
     def _not_(self, tree, env):

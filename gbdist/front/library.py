@@ -35,6 +35,7 @@ from typing import Callable
 
 from ..compiler import ir
 from .. import names
+from . import colparams
 from ..algebra import records
 from ..errors import DefinitionError, GbdistError, InputError, TypeCheckError
 from ..names import Metric
@@ -140,8 +141,8 @@ def _ensure_builtins() -> None:
         _DEFINED.update(loader.defs.metrics)
     if not _NAMED:
         entries = [(m.name, dict(m.params), m.doc, tuple(m.aliases)) for m in _DEFINED.values()]
-        records.store(_index_key(), {"metrics": [[n, p, d, list(a)] for n, p, d, a in entries]},
-                      KIND)
+        records.store(_index_key(), {"metrics": [[n, colparams.defaults_json(p), d, list(a)]
+                                                 for n, p, d, a in entries]}, KIND)
         _register(entries)
 
 
@@ -184,8 +185,10 @@ def _read_index(record: dict) -> list:
         if not (isinstance(name, str) and name.isidentifier() and isinstance(doc, str)
                 and isinstance(params, dict) and isinstance(aliases, list)):
             raise ValueError("a malformed entry in the stored library index")
+        params = colparams.defaults_from_json(params)  # column operands' defaults too
         for k, v in params.items():
-            if not k.isidentifier() or not (v is None or type(v) in (int, float)):
+            if not k.isidentifier() or not (v is None or type(v) in (int, float)
+                                            or isinstance(v, ir.ColVector)):
                 raise ValueError("a malformed parameter in the stored library index")
         if not all(isinstance(a, str) and a.isidentifier() for a in aliases):
             raise ValueError("a malformed alias in the stored library index")

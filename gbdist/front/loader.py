@@ -16,6 +16,8 @@ import sympy as sp
 from lark import Token, Tree
 
 from .. import names
+from ..compiler import ir
+from . import colparams
 from ..algebra.semirings import Semiring, semiring as make_semiring
 from ..errors import (
     ArityError, GbdistError, InputError, RedefinitionError, Span, TypeCheckError, UnknownNameError)
@@ -245,7 +247,10 @@ class Loader:
         for p in param_trees:
             pname, default = p.children
             value = None
-            if default is not None:
+            stat = colparams.column_default(default, operands) if default is not None else None
+            if stat is not None:
+                value = ir.ColVector(str(pname), default=stat)
+            elif default is not None:
                 value = ExprBuilder(self.src, scope).build(default)
                 if not isinstance(value, float):
                     raise TypeCheckError(f"the default of parameter {str(pname)!r} must be a number",
@@ -339,16 +344,20 @@ class MetricBody:
     scope: dict
 
     def __call__(self, A, B, **params):
-        params = {k: float(v) for k, v in params.items()}
+        vectors = {k for k, v in params.items() if isinstance(v, ir.ColVector)}
+        facts, conditions = colparams.split_requires(self.requires, vectors, self.src)
+        params = {k: v if k in vectors else float(v) for k, v in params.items()}
+        params = colparams.upgraded(params, facts)
         env = {self.operands[0]: A, self.operands[1]: B, **params}
         builder = ExprBuilder(self.src, self.scope)
-        if self.requires is not None:
-            ok = builder.build(self.requires, dict(params))
+        numbers = {k: v for k, v in params.items() if k not in vectors}
+        for cond in conditions:
+            ok = builder.build(cond, dict(numbers))
             if not isinstance(ok, float):
                 raise TypeCheckError(f"the requires clause of metric {self.name!r} must be a "
                                      "condition on its parameters", span=self.src.span(self.requires))
             if ok == 0:
-                shown = ", ".join(f"{k} = {v:g}" for k, v in params.items())
+                shown = ", ".join(f"{k} = {v:g}" for k, v in numbers.items())
                 raise InputError(f"metric {self.name!r} requires {_source_text(self.src, self.requires)}",
                                  got=shown)
         return builder.build(self.body, env)

@@ -177,6 +177,10 @@ def _is_sym(value) -> bool:
 
 
 def number_of(value, what) -> float:
+    """A parameter's value: a number, or a column operand (:class:`ir.ColVector`, passed on
+    to the ops that read it as ``w[col]``)."""
+    if isinstance(value, ir.ColVector):
+        return value
     if _is_sym(value):  # a parameter of the enclosing op, already a number
         try:
             return float(value.expr)

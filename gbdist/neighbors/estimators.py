@@ -18,6 +18,7 @@ from ..pairwise import metric_program, precomputed_distances
 from ..runtime import get_backend, result_dtype, to_csr, working_memory_bytes
 from ..runtime.prepared import prepare
 from .search import _knn, _radius, drop_self, select_k
+from ..front import colparams
 
 def _object_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
     out = np.empty(len(indptr) - 1, dtype=object)
@@ -228,6 +229,7 @@ class _NeighborsBase(BaseEstimator):
             if "w" in params and params["w"] is None:  # scikit-learn's unweighted minkowski
                 del params["w"]
             self._plan = metric_program(self.effective_metric_, **params).plan
+            self._columns = colparams.split(params)[1]  # column operands (w=...)
             self._fit_dtype = result_dtype({"A": X})
             # the index prepared once (validated, canonical, read-only): each query pays
             # only for itself (gbdist.runtime.prepared)
@@ -287,7 +289,8 @@ class _NeighborsBase(BaseEstimator):
             d, i = _precomputed_knn(Q, k, is_train)
             d = d.astype(dt)
         else:
-            d, i = _knn(self._plan, Q, self._fit_index, k, be, budget, is_train, dt)
+            d, i = _knn(self._plan, Q, self._fit_index, k, be, budget, is_train, dt,
+                        columns=getattr(self, "_columns", None))
         return (d, i) if return_distance else i
 
     def kneighbors_graph(self, X=None, n_neighbors=None, mode: str = "connectivity"):
@@ -312,7 +315,8 @@ class _NeighborsBase(BaseEstimator):
             g = _precomputed_radius(Q, r, is_train, sort_results)
             g.data = g.data.astype(dt)
             return g
-        g = _radius(self._plan, Q, self._fit_index, r, be, budget, is_train, sort_results, dt)
+        g = _radius(self._plan, Q, self._fit_index, r, be, budget, is_train, sort_results, dt,
+                    getattr(self, "_columns", None))
         return _int64_csr(g.data, g.indices, g.indptr, g.shape)
 
     def radius_neighbors(self, X=None, radius=None, return_distance: bool = True,

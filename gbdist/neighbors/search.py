@@ -38,6 +38,7 @@ from ..runtime import (
     Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tiles,
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
+from ..front import colparams
 
 __all__ = ["knn", "knn_both", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
            "drop_self"]
@@ -51,11 +52,12 @@ __all__ = ["knn", "knn_both", "knn_plan", "pairwise_distances_chunked", "select_
 class Search:
     """X and Y bound once and prepared once on a backend, with the search's budget."""
 
-    def __init__(self, plan, X, Y, be, budget: int | None, dtype=None):
+    def __init__(self, plan, X, Y, be, budget: int | None, dtype=None, columns=None):
         self.plan = plan
         self.be = be
         needed = {s.name for s in ir.symbols(plan.expr)}
         inputs = {k: v for k, v in (("A", X), ("B", Y)) if k in needed}
+        inputs.update(columns or {})  # column operands (w=...), bound by name
         self.b = bind(plan, inputs, drop_zeros=True, dtype=dtype,
                       labels={"A": "X", "B": "X" if Y is X else "Y"}, xp=be.xp)
         self.budget = budget_of(be, budget)
@@ -125,13 +127,13 @@ def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
 
 
 def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
-             on_block: Callable | None = None, symmetric=None) -> tuple:
+             on_block: Callable | None = None, symmetric=None, columns=None) -> tuple:
     """The k nearest index rows of every query under a compiled ``plan`` on a backend
     object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
     ``on_block(pairs)`` is called after each tile with the pairs it covered."""
     sym = _use_symmetric(plan, X, Y, symmetric)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
-    s = Search(plan, X, Y, be, budget, dtype)  # the inputs are checked first
+    s = Search(plan, X, Y, be, budget, dtype, columns)  # the inputs are checked first
     kk = _check_k(k, n, exclude_self)
     xp = s.xp
     best_d = best_i = None
@@ -196,7 +198,7 @@ def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=No
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
-    s = Search(plan, X, Y, be, budget)
+    s = Search(plan, X, Y, be, budget, columns=colparams.split(params)[1])
     xp = s.xp
     kr, kc = min(k, n), min(k, m)
     rows = cols = None
@@ -224,7 +226,7 @@ def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=No
 
 
 def _radius(plan, X, Y, radius, be, budget: int | None, exclude_self: bool, sort_results: bool,
-            dtype=None) -> sps.csr_matrix:
+            dtype=None, columns=None) -> sps.csr_matrix:
     """Every (query, index) pair at distance <= radius, as a CSR of distances.
 
     Column indices within a row are ascending, or sorted by (distance, index)
@@ -234,7 +236,7 @@ def _radius(plan, X, Y, radius, be, budget: int | None, exclude_self: bool, sort
     if isinstance(radius, bool) or not isinstance(radius, numbers.Real) or np.isnan(radius):
         raise InputError("radius must be a number", got=repr(radius))
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
-    s = Search(plan, X, Y, be, budget, dtype)
+    s = Search(plan, X, Y, be, budget, dtype, columns)
     xp, to_host = s.xp, be.to_host
     rows, cols, vals = [], [], []
     for r0, r1, c0, c1, D in s.tiles():
@@ -353,7 +355,7 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     return _knn(plan, X, X if Y is None else Y, k, be, budget, bool(exclude_self),
-                symmetric=symmetric)
+                symmetric=symmetric, columns=colparams.split(params)[1])
 
 
 def _check_chunk_size(reduced, chunk_size: int) -> None:
@@ -415,7 +417,7 @@ def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None
     be = get_backend(backend, budget)
     Yv = X if Y is None else Y
     dt = result_dtype({"A": X, "B": Yv}, dtype)
-    s = Search(plan, X, Yv, be, budget, dt)
+    s = Search(plan, X, Yv, be, budget, dt, colparams.split(params)[1])
     chunks = ((r0, r1, be.to_host(D).astype(dt)) for r0, r1, _, _, D in s.tiles(full_width=True))
     return _reduced_chunks(chunks, reduce_func)
 

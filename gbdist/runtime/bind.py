@@ -18,7 +18,7 @@ from ..compiler import exact, ir
 from ..compiler.typecheck import row_operand
 from ..backends import rows
 from ..backends.base import Bound, CallMemo
-from . import prepared
+from . import columns, prepared
 from ..errors import InputError
 from ..inputs import (
     check_device_operand, check_domains, check_finite, check_non_empty, check_real,
@@ -227,6 +227,20 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
     return decision.plan
 
 
+def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,
+                   derive) -> None:
+    """The column operands checked (or computed from the data as they default), and each
+    scaled operand's values multiplied by its scale s(w) at their columns
+    (:mod:`gbdist.runtime.columns`)."""
+    scaled = {n: s for n, s in needed.items() if isinstance(s, ir.ColScaled)}
+    vectors = columns.bind_columns(needed, inputs, {n: raw[n] for n in base}, labels)
+    for name, node in scaled.items():
+        s = columns.scale_vector(node.scale, vectors)
+        m = base[name]
+        base[name] = derive(name, ("colscale", columns.digest(s)), lambda m=m, s=s: _with_values(
+            m, columns.scaled_values(m, s)))
+
+
 def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
                   ensure_all_finite=True, labels: dict | None = None,
                   ensure_non_empty: bool = False, conditioning=None, xp=np) -> Bound:
@@ -248,7 +262,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     labels = labels or {}
     needed = {s.name: s for s in ir.symbols(plan.expr)}
-    missing = sorted(set(needed) - set(inputs))
+    missing = sorted(n for n in set(needed) - set(inputs)
+                     if not (isinstance(needed[n], ir.ColVector) and needed[n].default))
     if missing:
         raise InputError("the program needs more inputs", expected=", ".join(sorted(needed)),
                          got=", ".join(sorted(inputs)) or "none",
@@ -264,6 +279,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     base, facts, seen = {}, {}, {}
     ops: dict = {}  # name -> (its prepared Operand or None, the path of its current form)
     for name, sym in sorted(needed.items()):
+        if isinstance(sym, ir.ColVector):
+            continue  # bound below, once the matrices are (columns.bind_columns)
         label = labels.get(name, name)
         x = inputs[name]
         vector = isinstance(sym, ir.Vector)
@@ -329,6 +346,7 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         m = base[name]
         base[name] = derive(name, ("normalise",), lambda m=m, name=name: _with_values(
             m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
+    _scale_columns(needed, inputs, base, raw, labels, derive)  # the values the plan reads
     if conditioning is not None:  # the accuracy rule (not for the numeric checks' raw runs)
         plan = _accuracy_rule(plan, base, ops, derive, conditioning[0], this_call)
     data, left_keys, known, memos, unchecked = {}, set(), {}, {}, {}

@@ -13,6 +13,7 @@ from ..compiler import cache, exact
 from ..backends.cpu import CPUBackend
 from ..compiler.exact import FORMAT, _per_plan, operand_pair
 from .bind import bind_operands
+from .columns import samples
 from .memory import budget_of
 from .tiles import evaluate
 
@@ -21,6 +22,7 @@ def run_reference(plan, inputs: dict, condition: bool = True) -> np.ndarray:
     """The plan by the CPU reference on host inputs, without the d(a, a) pass (the
     numeric checks here)."""
     be = CPUBackend()
+    inputs = {**samples(plan, inputs), **inputs}  # column operands (runtime/columns.py)
     b = bind_operands(plan, inputs, drop_zeros=True,
                       conditioning=conditioned_names(plan) if condition else None)
     return evaluate(be, be.prepare(b, exact=False), b, budget_of(be, None, result=True))

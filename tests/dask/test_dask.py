@@ -57,8 +57,16 @@ def _bitwise_symmetric(X, metric):
     return np.array_equal(D, D.T, equal_nan=True), D
 
 
+# seuclidean's and gower's default column vectors are statistics of the rows bound: a
+# partitioned run binds blocks, so it would need them computed over all rows first
+DATA_DEFAULTS = ("seuclidean", "gower")
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.DataConversionWarning")
-@pytest.mark.parametrize("metric", gb.metric_names())
+@pytest.mark.parametrize("metric", [
+    pytest.param(m, marks=pytest.mark.xfail(reason="issue 26: column defaults computed per "
+                                                   "block in a partitioned run", strict=True))
+    if m in DATA_DEFAULTS else m for m in gb.metric_names()])
 def test_every_metric_matches_single_process(client, metric):
     X = _data()
     # query block x index block, many small partitions, k larger than a partition

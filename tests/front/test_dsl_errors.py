@@ -46,7 +46,7 @@ def test_syntax_error_exact_message():
         "mine.gbd:2:24: unexpected name 'B'\n"
         "    metric m(A, B) = mxm(A B.T, plus_times)\n"
         "                           ^\n"
-        "Expected: one of '(', ')', ',', ';', '=', an operator\n"
+        "Expected: one of '(', ')', ',', ';', '=', '[', an operator\n"
         "Hint: two expressions side by side need an operator or a comma between them")
 
 

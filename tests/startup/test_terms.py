@@ -90,7 +90,10 @@ def test_a_term_evaluates_as_its_formula_node_for_node(all_formulas):
     for label, f in all_formulas.items():
         t = terms.encode(f)
         for dt in (np.float64, np.longdouble):
-            env = {"x": x.astype(dt), "y": y.astype(dt), "__dtype__": dt}
+            env = {"x": x.astype(dt), "y": y.astype(dt), "__dtype__": dt,
+                   # column operands (w[col], gbdist.algebra.columns): positive values
+                   **{s.name: (1 + np.abs(x)).astype(dt) for s in f.free_symbols
+                      if s.name not in ("x", "y")}}
             with np.errstate(all="ignore"):
                 want = evaluate(f, env)
                 got = terms.evaluate(t, env)

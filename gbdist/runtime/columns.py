@@ -1,0 +1,171 @@
+"""Column operands at bind time: the vectors checked, their defaults computed, and the
+operands they scale (:class:`gbdist.compiler.ir.ColScaled`) built once per call.
+
+The compiler has written every product that reads a column vector as a column-free
+product over operands whose column c is scaled by s(w_c) (:mod:`gbdist.compiler.columns`);
+here s is evaluated on the vectors (k values) and the stored values of each scaled operand
+multiplied by it, on the host or on the device, so no backend reads a column vector.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+
+import numpy as np
+
+from ..algebra import columns as cols
+from ..algebra import terms
+from ..errors import InputError
+
+
+def column_vector(x, col: cols.Column, k: int) -> np.ndarray:
+    """The column operand ``x`` as float64 values, checked: a 1-D vector of k finite
+    numbers in the operand's domain (>= 0, or > 0)."""
+    name = col.name
+    if hasattr(x, "get") and not isinstance(x, np.ndarray):  # a CuPy array
+        x = x.get()
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"the column operand {name!r} is not a vector of numbers",
+                         expected=f"{k} numbers, one per column", got=str(e).splitlines()[0],
+                         hint=f"pass {name}= a 1-D array of length {k}") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1 or arr.shape[0] != k:
+        raise InputError(f"the column operand {name!r} must have one value per column",
+                         expected=f"a 1-D vector of length {k} (the number of columns of X)",
+                         got=f"shape {np.shape(x)}",
+                         hint=f"{name}[c] is the value of column c")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        c = int(np.flatnonzero(bad)[0])
+        raise InputError(f"the column operand {name!r} must be finite",
+                         expected="finite numbers", got=f"{name}[{c}] = {arr[c]}")
+    low = arr <= 0 if col.positive else arr < 0
+    if low.any():
+        c = int(np.flatnonzero(low)[0])
+        raise InputError(f"the column operand {name!r} must be "
+                         f"{'positive' if col.positive else 'nonnegative'}",
+                         expected=f"{name} {'> 0' if col.positive else '>= 0'} in every column",
+                         got=f"{name}[{c}] = {arr[c]:g}",
+                         hint="a weight of 0 leaves a column out; a variance or range the "
+                              "metric divides by must be > 0" if not col.positive else
+                              f"{name} is divided by: every value must be > 0")
+    return arr
+
+
+def statistic(kind: str, mats: list, k: int) -> np.ndarray:
+    """The column variances (ddof = 1, as NumPy's ``var`` over the stacked rows: SciPy's
+    ``seuclidean`` default) or ranges (max − min) of the stacked CSR matrices ``mats``
+    (host or device; unstored entries are 0). A column with no spread gets 1: every
+    pair differs by 0 there, so any positive value gives its term 0."""
+    xp = _xp(mats[0])
+    n = sum(int(m.shape[0]) for m in mats)
+    if kind == "var":
+        total = sum(xp.bincount(m.indices, weights=m.data.astype(np.float64), minlength=k)
+                    for m in mats)
+        mean = total / max(n, 1)
+        ss = xp.zeros(k, dtype=np.float64)
+        count = xp.zeros(k, dtype=np.float64)
+        for m in mats:  # two passes: Σ (x − mean)² without cancellation (offset data)
+            d = m.data.astype(np.float64) - mean[m.indices]
+            ss = ss + xp.bincount(m.indices, weights=d * d, minlength=k)
+            count = count + xp.bincount(m.indices, minlength=k)
+        ss = ss + (n - count) * mean * mean  # the unstored zeros
+        out = ss / max(n - 1, 1)
+    else:
+        hi = functools.reduce(xp.maximum, (_dense(m.max(axis=0), xp) for m in mats))
+        lo = functools.reduce(xp.minimum, (_dense(m.min(axis=0), xp) for m in mats))
+        out = hi - lo
+    out = out.get() if hasattr(out, "get") else np.asarray(out)
+    return np.where(out > 0, out, 1.0)
+
+
+def _dense(v, xp):
+    """A 1 × k reduction of a sparse matrix (sparse or dense, by library) as float64."""
+    v = v.toarray() if hasattr(v, "toarray") else v
+    return xp.asarray(v, dtype=np.float64).ravel()
+
+
+def scale_vector(scale_op, vectors: dict) -> np.ndarray:
+    """s(w) on the column vectors (name -> float64 array), checked finite and >= 0."""
+    env = {c.symbol_name: vectors[c.name] for c in scale_op.columns}
+    k = len(next(iter(env.values())))
+    with np.errstate(all="ignore"):
+        s = np.broadcast_to(np.asarray(terms.evaluate(scale_op.term, env), dtype=np.float64),
+                            (k,)).copy()
+    bad = ~np.isfinite(s) | (s < 0)
+    if bad.any():
+        c = int(np.flatnonzero(bad)[0])
+        raise InputError("a column operand gives a scale that is not a finite nonnegative number",
+                         got=f"s = {cols.show(str(scale_op.formula))} = {s[c]} at column {c}",
+                         hint="column operands must be finite; one the metric divides by "
+                              "must be > 0")
+    return s
+
+
+def digest(s: np.ndarray) -> str:
+    """What a scaled operand's prepared form is keyed on: the scale's values."""
+    return hashlib.sha256(np.ascontiguousarray(s).tobytes()).hexdigest()[:32]
+
+
+def scaled_values(m, s: np.ndarray):
+    """The stored values of the CSR ``m`` (host or device) times s at their columns, in
+    their dtype (a new array)."""
+    xp = _xp(m)
+    sv = xp.asarray(s) if xp is not np else s
+    return (m.data * sv[m.indices]).astype(m.data.dtype, copy=False)
+
+
+def _xp(m):
+    if hasattr(m.data, "get") and not isinstance(m.data, np.ndarray):
+        import cupy
+        return cupy
+    return np
+
+
+def bind_columns(needed: dict, inputs: dict, base: dict, labels: dict) -> dict:
+    """name -> float64 vector of each column operand of ``needed`` (ColVector nodes): as
+    given, or its default statistic over the matrix operands in ``base``."""
+    from ..compiler import ir
+    vecs = {n: s for n, s in needed.items() if isinstance(s, ir.ColVector)}
+    if not vecs:
+        return {}
+    widths = {int(v.shape[1]) for v in base.values()}
+    k = widths.pop() if len(widths) == 1 else None
+    if k is None:
+        raise InputError("the operands of a metric with column operands must have the same "
+                         "number of columns", got=", ".join(
+                             f"{labels.get(n, n)}: {v.shape[1]}" for n, v in sorted(base.items())))
+    out = {}
+    for name, node in sorted(vecs.items()):
+        col = node.column
+        if name in inputs and inputs[name] is not None:
+            out[name] = column_vector(inputs[name], col, k)
+        elif col.default is not None:
+            mats, seen = [], set()
+            for v in base.values():
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    mats.append(v)
+            out[name] = statistic(col.default, mats, k)
+        else:
+            raise InputError(f"the metric needs the column operand {name!r}",
+                             expected=f"{name}= a vector of {k} values, one per column",
+                             hint=f"pass {name}=... with the metric's parameters")
+    return out
+
+
+def samples(plan, inputs: dict) -> dict:
+    """Seeded positive vectors for the column operands of ``plan`` that ``inputs`` lacks
+    (and that have no default): what the runtime's numeric checks of a plan (identical
+    rows, row invariances: :mod:`gbdist.runtime.invariance`) run it with. The scaling is
+    proven for every vector in the domain; the checks see one."""
+    from ..compiler import ir
+    k = next((int(np.shape(v)[1]) for v in inputs.values() if len(np.shape(v)) == 2), None)
+    out = {}
+    for s in ir.symbols(plan.expr):
+        if isinstance(s, ir.ColVector) and s.name not in inputs and not s.default and k:
+            out[s.name] = np.random.default_rng(26).uniform(0.5, 2.0, k)
+    return out
