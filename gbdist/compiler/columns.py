@@ -351,3 +351,15 @@ def _one_form_per_operand(expr: ir.Node) -> None:
                          "same column operands the same way (s(w) is derived from each ⊗)",
                 hint="write every use of the operand with the same weight (e.g. the norms of a "
                      "weighted cosine as reduce(apply(w_square(w), A), plus))")
+
+
+def explain_lines(plan) -> list[str]:
+    """How the products that read column operands were made column-free (``explain``):
+    their decisions when this process made them, else the scaled operands of the (stored)
+    plan."""
+    found = decisions(plan.expr)
+    if found:
+        return ["column operands", *("  " + line for d in found for line in d.lines())]
+    scaled = sorted({ir.to_text(n) for n in ir.walk(plan.expr) if isinstance(n, ir.ColScaled)})
+    return ["column operands", *(f"  {t}: column c scaled by s(w_c), bound once per call"
+                                 for t in scaled)] if scaled else []

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import ir
+from .columns import explain_lines
 from .explain_math import Leaves, latex, symbolic, text, tidy
 from .plan import Plan, ProductDecision
 from ..algebra.proofs import Proof
@@ -389,7 +390,7 @@ class Explanation:
         if self.formula is not None:
             out.append(f"  as math    {text(self.formula)}")
             out += [f"    {text(s)} = {text(t)}" for s, t in self.legend]
-        out += _column_lines(self.plan)
+        out += explain_lines(self.plan)
         out.append("")
         if not self.products:
             out.append("no products: only reductions and pointwise functions")
@@ -486,16 +487,3 @@ class Explanation:
 
 
 __all__ = ["Explanation", "ProductExplanation", "ProofExplanation"]
-
-
-def _column_lines(plan: Plan) -> list[str]:
-    """How the products that read column operands were made column-free
-    (:mod:`gbdist.compiler.columns`): their decisions when this process made them, else
-    the scaled operands of the (stored) plan."""
-    from .columns import decisions
-    found = decisions(plan.expr)
-    if found:
-        return ["column operands", *("  " + line for d in found for line in d.lines())]
-    scaled = sorted({ir.to_text(n) for n in ir.walk(plan.expr) if isinstance(n, ir.ColScaled)})
-    return ["column operands", *(f"  {t}: column c scaled by s(w_c), bound once per call"
-                                 for t in scaled)] if scaled else []

@@ -235,3 +235,8 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int) -> Decis
 def log(decision: Decision) -> None:
     if _LOG.isEnabledFor(logging.DEBUG):
         _LOG.debug("accuracy rule: %s", decision.why)
+
+
+def log_skipped(why: str) -> None:
+    if _LOG.isEnabledFor(logging.DEBUG):
+        _LOG.debug("accuracy rule not applied: %s", why)

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from ..compiler import ir
 from ..backends.base import Backend
 from ..backends.cpu import CPUBackend
 from ..errors import BackendError, InputError, ResultTooLargeError
@@ -171,6 +172,11 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
+    if backend == "auto" and any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+                                 for s in plan.steps):
+        # a union summed directly (steep ops with plus): the CUDA kernel for it (gather's
+        # SKIP_SHARED pass) is written but not yet passing on the GPU
+        backend = "cpu"
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     working_memory = check_working_memory(working_memory)
     if dtype is not None:
