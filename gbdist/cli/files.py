@@ -52,8 +52,16 @@ def read_points(args, path, what: str):
     if M.shape[0] == 0 or M.shape[1] == 0:
         raise InputError(f"{what} {str(path)!r} holds no data", got=f"shape {M.shape}",
                          expected="at least one row and one column")
+    from ..inputs import check_finite
     dtype = M.dtype
-    M = runtime.to_csr(M, f"{what} {str(path)!r}")  # bounds, dtype and structure checks
+    label = f"{what} {str(path)!r}"
+    M = runtime.to_csr(M, label, ensure_all_finite=False)  # bounds, dtype and structure checks
+    try:
+        check_finite(M, label, True)
+    except InputError as e:  # the library's hint names Python keywords the CLI does not have
+        raise InputError(e.message, expected=e.expected, got=e.got,
+                         hint="remove or impute these values in the file: the command line "
+                              "computes on finite values only") from None
     return M if M.dtype == dtype or dtype.kind != "f" else M.astype(dtype)
 
 

@@ -141,7 +141,7 @@ def _knn(args) -> int:
     seconds = time.perf_counter() - start
     out = write_knn(target, i, d)
     say(args, f"gbdist knn: {_shape(X, Y, args)}, k={args.k}, "
-              f"metric {_described(metric, params)}: {total} pairs in {seconds:.3f} s "
+              f"metric {_described(metric, params)}: {total:,} pairs in {seconds:.3f} s "
               f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
               f"strategy {_strategy(metric, params)}; wrote {out}")
     return 0

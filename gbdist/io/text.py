@@ -34,7 +34,7 @@ DENSE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 TRIPLET_SUFFIXES = (".coo", ".triplets", ".txt")
 MAX_INDEX = 2**62  # a larger row or column index is a corrupt file, not a matrix
 _HEADER_LIMIT = 2**20  # the first line holding data must begin within 1 MiB
-_INDEX = re.compile(r"\+?[0-9]{1,19}")
+_INDEX = re.compile(r"[+-]?[0-9]{1,19}")
 
 
 def is_number(text: str) -> bool:
