@@ -4,6 +4,8 @@
     gbdist knn queries.npz --index corpus.mtx -k 5 --metric minkowski -p 3 -o out.npz
     gbdist pairwise data.npz --metric manhattan -o distances.npy
     gbdist knn data.npz --file my_metrics.gbd --metric chi2_dist --param alpha=0.5 -o out.npz
+    gbdist knn genes_by_cells.mtx --transpose -k 15 --metric cosine -o cells.npz
+    gbdist pairwise table.csv --metric cosine -o distances.npy
 
 COMMANDS holds (name, help, add_arguments, run) entries, the shape of
 ``gbdist.cli.main.COMMANDS``, so the main command can take them in; ``python -m
@@ -19,6 +21,7 @@ from ..errors import InputError
 from .base import (
     add_metric_options, add_progress_options, metric_from_args, progress, run_commands, say,
     say_backend)
+from .files import add_input_options, output_path as _output, read_points
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
           "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
@@ -61,8 +64,10 @@ def _positive_int(text: str) -> int:
 def _common_args(p, index_help: str):
     p.add_argument("input", metavar="INPUT",
                    help="the query rows: a .mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one "
-                        "dense array) or .npy file")
+                        "dense array), .npy, .csv/.tsv (dense) or triplet file (.coo, .triplets, "
+                        ".txt: 'row col value' lines, 1-based unless --zero-based)")
     p.add_argument("--index", metavar="INDEX", help=index_help)
+    add_input_options(p)
     add_metric_options(p)
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "compiled", "cuda"),
                    help="where to compute: cpu, compiled (Numba), cuda, or auto (cuda when "
@@ -75,40 +80,21 @@ def _common_args(p, index_help: str):
 
 
 def _load(args):
-    """The input (and index) matrices, read and made canonical (validated) by the runtime."""
-    X = _read(args.input, "INPUT")
-    Y = _read(args.index, "INDEX") if args.index else None
+    """The input (and index) matrices, read (--transpose applied) and made canonical."""
+    X = read_points(args, args.input, "INPUT")
+    Y = read_points(args, args.index, "INDEX") if args.index else None
     if Y is not None and Y.shape[1] != X.shape[1]:
         raise InputError("INPUT and INDEX have different numbers of columns",
-                         got=f"{X.shape[1]} and {Y.shape[1]}")
+                         got=f"{X.shape[1]:,} and {Y.shape[1]:,}",
+                         hint="--transpose applies to both" if args.transpose else None)
     return X, Y
 
 
-def _read(path, what: str):
-    from .. import runtime
-    from ..io import read_matrix
-    M = read_matrix(path)
-    if M.shape[0] == 0 or M.shape[1] == 0:
-        raise InputError(f"{what} {str(path)!r} holds no data", got=f"shape {M.shape}",
-                         expected="at least one row and one column")
-    dtype = M.dtype
-    M = runtime.to_csr(M, f"{what} {str(path)!r}")  # bounds, dtype and structure checks
-    return M if M.dtype == dtype or dtype.kind != "f" else M.astype(dtype)
-
-
-def _output(path, suffix: str):
-    """The path that will be written (numpy appends ``suffix``), checked before any work."""
-    from pathlib import Path
-    p = Path(path)
-    if p.suffix.lower() != suffix:
-        p = p.with_name(p.name + suffix)
-    if str(path).endswith(("/", "\\")) or Path(path).is_dir() or p.is_dir():
-        raise InputError(f"the output {str(path)!r} is a directory",
-                         expected=f"a file name, e.g. {Path(path) / ('out' + suffix)}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"cannot write {str(p)!r}: the directory {str(parent)!r} does not exist")
-    return p
+def _shape(X, Y, args) -> str:
+    """What the summary says of the shapes used: "322 queries x 23,433 columns"."""
+    n_index = "itself" if Y is None else f"{Y.shape[0]:,} index rows"
+    return (f"{X.shape[0]:,} queries x {X.shape[1]:,} columns"
+            f"{' (transposed)' if args.transpose else ''} against {n_index}")
 
 
 # --- knn ----------------------------------------------------------------------
@@ -154,8 +140,8 @@ def _knn(args) -> int:
         d, i = neighbors._knn(plan, X, Yv, args.k, be, budget, exclude_self, on_block=bar.update)
     seconds = time.perf_counter() - start
     out = write_knn(target, i, d)
-    say(args, f"gbdist knn: {X.shape[0]} queries x {Yv.shape[0]} index rows, k={args.k}, "
-              f"metric {_described(metric, params)}: {total} pairs in {seconds:.3f} s "
+    say(args, f"gbdist knn: {_shape(X, Y, args)}, k={args.k}, "
+              f"metric {_described(metric, params)}: {total:,} pairs in {seconds:.3f} s "
               f"({total / max(seconds, 1e-9):.3g} pairs/s); backend {getattr(be, 'name', be)}; "
               f"strategy {_strategy(metric, params)}; wrote {out}")
     return 0
@@ -220,8 +206,9 @@ def _pairwise(args) -> int:
         np.save(target, np.asarray(D))
     except OSError as e:
         raise InputError(f"cannot write {str(target)!r}", got=e.strerror or str(e)) from None
-    say(args, f"gbdist pairwise: {D.shape[0]} x {D.shape[1]} distances, metric "
-              f"{_described(metric, params)}, in {seconds:.3f} s; wrote {target}")
+    say(args, f"gbdist pairwise: {_shape(X, Y, args)}: {D.shape[0]:,} x {D.shape[1]:,} "
+              f"distances, metric {_described(metric, params)}, in {seconds:.3f} s; "
+              f"wrote {target}")
     return 0
 
 

@@ -186,6 +186,32 @@ COMMANDS = [
 ]
 
 
+def _metrics_args(p):
+    from .listing import add_arguments
+    add_arguments(p)
+
+
+def _metrics(args) -> int:
+    from .listing import run
+    return run(args)
+
+
+def _run_args(p):
+    from .run import add_arguments
+    add_arguments(p)
+
+
+def _run(args) -> int:
+    from .run import run
+    return run(args)
+
+
+COMMANDS += [
+    ("metrics", "list the metrics (parameters, aliases, docs) and graph definitions gbdist "
+                "knows, with those of --file", _metrics_args, _metrics),
+    ("run", "run a graph definition (triangle_count, two_hop_count, ... or one of --file) on a "
+            "matrix file", _run_args, _run),
+]
 COMMANDS += _KNN_COMMANDS  # knn and pairwise own their I/O and progress reporting
 
 

@@ -56,7 +56,7 @@ def test_knn_with_index_matches_gb_knn(data, tmp_path, capsys):
     assert_allclose(res["distances"], d, rtol=0, atol=0, equal_nan=True)
     name = gb.runtime.get_backend("cpu").name  # compiled when Numba imports, else cpu (NumPy)
     assert "pairs/s" in err and f"backend {name}" in err and "strategy intersection" in err
-    assert "30 queries x 45 index rows" in err
+    assert "30 queries x 10 columns against 45 index rows" in err
 
 
 def test_knn_self_join_minkowski_and_progress(data, tmp_path, capsys):
@@ -132,9 +132,9 @@ def test_io_reads_every_format(tmp_path):
     np.savez(tmp_path / "two.npz", a=A, b=A)
     with pytest.raises(gb.InputError, match="one array"):
         io.read_matrix(tmp_path / "two.npz")
-    (tmp_path / "x.csv").write_text("1,2\n")
+    (tmp_path / "x.xlsx").write_text("1,2\n")
     with pytest.raises(gb.InputError, match="unknown file type"):
-        io.read_matrix(tmp_path / "x.csv")
+        io.read_matrix(tmp_path / "x.xlsx")
     np.save(tmp_path / "v.npy", np.arange(3.0))
     with pytest.raises(gb.InputError, match="2-D"):
         io.read_matrix(tmp_path / "v.npy")

@@ -1,9 +1,11 @@
 """Reading matrices from files and writing neighbour results.
 
 Inputs: MatrixMarket (``.mtx``, ``.mtx.gz``), SciPy sparse ``.npz``
-(``scipy.sparse.save_npz``), a NumPy ``.npz`` holding one dense 2-D array, or
-a ``.npy`` dense array. Everything comes back as a CSR matrix with its stored
-dtype; pickled objects are never loaded.
+(``scipy.sparse.save_npz``), a NumPy ``.npz`` holding one dense 2-D array, a
+``.npy`` dense array, and text (:mod:`.text`): dense ``.csv`` / ``.tsv``, and
+``row col value`` triplets (``.coo``, ``.triplets``, ``.txt``; 1-based unless
+``zero_based``). Everything comes back as a CSR matrix with its stored dtype
+(float64 for text); pickled objects are never loaded.
 """
 from __future__ import annotations
 
@@ -17,40 +19,29 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sps
 
-from .errors import InputError
-from .paths import file_name
-from .inputs import host_csr, physical_memory
+from ..errors import InputError
+from ..paths import file_name
+from ..inputs import host_csr, physical_memory
+from .text import DENSE_SUFFIXES, TRIPLET_SUFFIXES, read_dense, read_triplets
 
-FORMATS = ".mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one dense array) or .npy"
+FORMATS = (".mtx, .mtx.gz, .npz (scipy.sparse.save_npz or one dense array), .npy, .csv, .tsv, "
+           "or row-col-value triplets (.coo, .triplets, .txt)")
+SUFFIXES = (".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy") + tuple(DENSE_SUFFIXES) \
+    + TRIPLET_SUFFIXES
 
 
-def read_matrix(path) -> sps.csr_matrix:
+def read_matrix(path, *, header: bool | None = None, zero_based: bool = False) -> sps.csr_matrix:
     """The matrix stored at ``path`` as CSR; a clear InputError when it cannot be read:
     not a path, an empty path or one with a NUL byte, a missing file, a directory, a FIFO
-    or a device, an unreadable or empty file, an unknown extension, a malformed file."""
-    name = file_name(path, "a matrix file", hint=f"formats: {FORMATS}")
+    or a device, an unreadable or empty file, an unknown extension, a malformed file (a
+    text file's names the line).
+
+    ``header`` (text files): None detects a header line (a field that is not a number),
+    True / False says whether the first line is one. ``zero_based`` (triplet files):
+    indices count from 0 rather than 1 (MatrixMarket's convention, the default)."""
+    name, st = _regular_file(path, "a matrix file", FORMATS, SUFFIXES)
     p = Path(name)
-    try:
-        st = os.stat(name)
-    except (FileNotFoundError, NotADirectoryError):
-        raise InputError(f"cannot read {name!r}: no such file", hint=f"formats: {FORMATS}") from None
-    except (OSError, ValueError) as e:  # too long a name, a loop of links, no permission...
-        got = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
-        raise InputError(f"cannot read {name!r}", got=got, hint=f"formats: {FORMATS}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"cannot read {name!r}: it is a directory",
-                         expected=f"a matrix file ({FORMATS})")
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-        raise InputError(f"cannot read {name!r}: not a regular file",
-                         expected=f"a matrix file ({FORMATS})")
     lower = p.name.lower()
-    if not lower.endswith((".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy")):
-        raise InputError(f"cannot read {name!r}: unknown file type",
-                         expected=FORMATS, got=p.suffix or "no extension")
-    if st.st_size == 0:
-        raise InputError(f"cannot read {name!r}: the file is empty", expected=FORMATS,
-                         got="0 bytes", hint="the file was not written completely, or is the "
-                                             "wrong one")
     try:
         if lower.endswith(".npz"):
             check_npz_headers(p)
@@ -59,6 +50,10 @@ def read_matrix(path) -> sps.csr_matrix:
             with open(p, "rb") as f:
                 _check_npy_header(f, st.st_size, name)
             m = np.load(p, allow_pickle=False)
+        elif lower.endswith(tuple(DENSE_SUFFIXES)):
+            m = read_dense(p, header)
+        elif lower.endswith(TRIPLET_SUFFIXES):
+            m = read_triplets(p, header, zero_based)
         else:  # MatrixMarket, plain or gzipped
             check_mtx_header(p)
             m = scipy.io.mmread(name)
@@ -69,6 +64,54 @@ def read_matrix(path) -> sps.csr_matrix:
         raise InputError(f"cannot read {name!r}", got=f"{type(e).__name__}: {e}",
                          hint=f"formats: {FORMATS}") from None
     return _as_csr(m, name)
+
+
+def _regular_file(path, what: str, formats: str, suffixes: tuple):
+    """(name, os.stat result) of ``path``: an existing, non-empty regular file named with one
+    of ``suffixes``; else an InputError saying which of these it is not."""
+    name = file_name(path, what, hint=f"formats: {formats}")
+    try:
+        st = os.stat(name)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(f"cannot read {name!r}: no such file", hint=f"formats: {formats}") from None
+    except (OSError, ValueError) as e:  # too long a name, a loop of links, no permission...
+        got = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        raise InputError(f"cannot read {name!r}", got=got, hint=f"formats: {formats}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"cannot read {name!r}: it is a directory",
+                         expected=f"{what} ({formats})")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+        raise InputError(f"cannot read {name!r}: not a regular file",
+                         expected=f"{what} ({formats})")
+    if not Path(name).name.lower().endswith(suffixes):
+        raise InputError(f"cannot read {name!r}: unknown file type",
+                         expected=formats, got=Path(name).suffix or "no extension")
+    if st.st_size == 0:
+        raise InputError(f"cannot read {name!r}: the file is empty", expected=formats,
+                         got="0 bytes", hint="the file was not written completely, or is the "
+                                             "wrong one")
+    return name, st
+
+
+def read_vector(path) -> np.ndarray:
+    """The 1-D array in a ``.npy`` file, checked as :func:`read_matrix` checks its files
+    (the header against the file's size before NumPy allocates; no pickles)."""
+    name, st = _regular_file(path, "a vector file", ".npy (one 1-D array)", (".npy",))
+    try:
+        with open(name, "rb") as f:
+            _check_npy_header(f, st.st_size, name)
+        arr = np.load(name, allow_pickle=False)
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"cannot read {name!r}", got=f"{type(e).__name__}: {e}",
+                         expected=".npy (one 1-D array)") from None
+    if arr.ndim != 1:
+        raise InputError(f"{name!r} does not hold a vector", expected="a 1-D array",
+                         got=f"shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{name!r} does not hold real numbers", got=f"dtype {arr.dtype}")
+    return arr
 
 
 MAX_DEFLATE_RATIO = 1032  # the most DEFLATE (gzip) can compress: a bound on a .gz's content
