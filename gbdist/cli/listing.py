@@ -115,9 +115,13 @@ def _source(m) -> str:
 
 
 def _number(v):
+    """A parameter default as JSON: a number ("inf", "-inf", "nan" as strings), or a
+    column operand's default as text (``var(A, B)``)."""
     if isinstance(v, float) and not math.isfinite(v):
         return "nan" if v != v else ("inf" if v > 0 else "-inf")
-    return v
+    if v is None or isinstance(v, (int, float)):
+        return v
+    return param_default(v)
 
 
 def summary(doc: str, width: int = SUMMARY_WIDTH) -> str:
@@ -160,8 +164,17 @@ def _outside(text: str, sep: str, last: bool = False):
 # --- tables ---------------------------------------------------------------------------
 
 
+def param_default(v) -> str:
+    """A parameter's default as the table shows it: a number, or for a column operand the
+    column statistic it defaults to (``var(A, B)``, ``range(A, B)``)."""
+    if isinstance(v, (int, float)):
+        return f"{v:g}"
+    default = getattr(v, "default", None)
+    return f"{default}(A, B)" if default else str(v)
+
+
 def _params_text(params: dict) -> str:
-    return ", ".join(k if v is None else f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+    return ", ".join(k if v is None else f"{k}={param_default(v)}"
                      for k, v in params.items()) or "-"
 
 

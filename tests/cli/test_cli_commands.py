@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import gbdist as gb
 from gbdist import names
-from gbdist.cli.listing import summary
+from gbdist.cli.listing import param_default, summary
 from gbdist.cli.main import main
 from gbdist.front.library import ensure_names, find_graph, graph_names, is_builtin
 
@@ -74,7 +74,7 @@ def test_metrics_lists_every_name_of_the_registry(capsys):
         m = names.find_metric(name)
         row = rows[name]
         for k, v in m.params.items():
-            assert (f"{k}={v:g}" if v is not None else k) in row, row
+            assert (f"{k}={param_default(v)}" if v is not None else k) in row, row
         for a in m.aliases:
             assert a in row, row
     every = names.metric_names(aliases=True)
@@ -95,7 +95,9 @@ def test_metrics_json_is_the_registry(capsys):
     assert listed == set(names.metric_names(aliases=True)) - set(names.metric_names())
     for m in data["metrics"]:
         reg = names.find_metric(m["name"])
-        assert m["parameters"] == reg.params and m["doc"] == reg.doc.strip()
+        want = {k: v if v is None or isinstance(v, (int, float)) else param_default(v)
+                for k, v in reg.params.items()}  # a column default as text: var(A, B)
+        assert m["parameters"] == want and m["doc"] == reg.doc.strip()
         builtin = is_builtin(reg)  # other tests of the session may have loaded files
         assert m["source"] == ("built-in" if builtin else str(reg.source))
         assert m["user"] is not builtin
