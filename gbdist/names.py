@@ -224,15 +224,31 @@ def register_metric(metric: Metric, replace: bool = False) -> Metric:
     return metric
 
 
-def find_metric(name) -> Metric | None:
+# SciPy's abbreviations of metric names (scipy.spatial.distance's aliases of one or two
+# letters): accepted wherever a metric is named (pairwise_distances, cdist, knn, explain, the
+# CLI), after every registered name and alias, but not names of the text language, where
+# `metric m(A, B)` or an operand `C` stay the user's. The spelled-out aliases (euclid, cos,
+# cheb, sqe, pnorm, ...) are `alias` lines of metrics.gbd.
+SCIPY_ABBREVIATIONS = {
+    "e": "euclidean", "eu": "euclidean", "c": "cityblock", "cb": "cityblock",
+    "ch": "chebyshev", "co": "correlation", "h": "hamming", "ha": "hamming", "j": "jaccard",
+    "ja": "jaccard", "m": "minkowski", "mi": "minkowski", "js": "jensenshannon",
+}
+
+
+def find_metric(name, abbreviations: bool = True) -> Metric | None:
     """The metric registered as ``name`` (or an alias of it), or None; names are
-    case-insensitive. Built-in metrics are found only once the front end has loaded them."""
+    case-insensitive. ``abbreviations``: SciPy's one- and two-letter spellings too (after
+    every registered name). Built-in metrics are found only once the front end has loaded
+    them."""
     if not isinstance(name, str):
         return None
     for key in (name, name.lower()):
         key = _STATE.aliases.get(key, key)
         if key in _STATE.metrics:
             return _STATE.metrics[key]
+    if abbreviations and name.lower() in SCIPY_ABBREVIATIONS:
+        return find_metric(SCIPY_ABBREVIATIONS[name.lower()], False)
     return None
 
 

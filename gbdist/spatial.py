@@ -43,30 +43,32 @@ def _check_out(out, shape: tuple, like) -> None:
         raise InputError("out must be an array on the result's device",
                          expected=f"a {'CuPy' if _xp(like) is not np else 'NumPy'} array",
                          got=type(out).__name__)
+    if out.dtype != np.float64:
+        raise InputError("wrong out dtype, expected float64", expected="float64",
+                         got=str(out.dtype))
     if tuple(out.shape) != tuple(shape):
         raise InputError("Output array has incorrect shape.", expected=f"shape {shape}",
                          got=f"shape {tuple(out.shape)}")
     if not out.flags.c_contiguous:
-        raise InputError("Output array must be C-contiguous.")
-    if out.dtype != np.float64:
-        raise InputError("Output array must be double type.", expected="float64",
-                         got=str(out.dtype))
+        raise InputError("Output array must be C-contiguous")
 
 
-def _distances(XA, XB, metric, backend, working_memory, params):
-    """The full (mA, mB) float64 matrix (XB None: the exactly symmetric self-join)."""
+def _distances(XA, XB, metric, backend, working_memory, params, dtype=np.float64):
+    """The full (mA, mB) matrix (XB None: the exactly symmetric self-join)."""
     name = metric if callable(metric) and not isinstance(metric, str) else get_metric(metric).name
     budget = runtime.working_memory_bytes(working_memory)
-    return _pairwise(XA, XB, name, backend, budget, np.float64, "auto", params,
+    dtype = np.float64 if dtype is None else dtype
+    return _pairwise(XA, XB, name, backend, budget, dtype, "auto", params,
                      {"ensure_all_finite": False}, ensure_non_empty=False)
 
 
 def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",
-          working_memory=None, **kwargs):
+          working_memory=None, dtype=np.float64, **kwargs):
     """Distances between each pair of rows of XA and XB, shaped (mA, mB): SciPy's
     ``scipy.spatial.distance.cdist``. float64; ``out=`` (C-contiguous float64 of that
     shape) receives the result and is returned. ``kwargs`` are the metric's parameters
-    (``p=`` for minkowski)."""
+    (``p=`` for minkowski). ``dtype=np.float32`` (not SciPy's) computes and returns
+    float32 (without ``out=``)."""
     XA, XB = as_input(XA, "XA"), as_input(XB, "XB")
     mA, n = _shape2(XA, "XA")
     mB, nB = _shape2(XB, "XB")
@@ -76,9 +78,9 @@ def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",
     xp = _xp(XA) if runtime.is_cupy(XA) else _xp(XB)
     _check_out(out, (mA, mB), xp.zeros(0))
     if mA == 0 or mB == 0:
-        D = xp.zeros((mA, mB), dtype=np.float64)
+        D = xp.zeros((mA, mB), dtype=dtype)
     else:
-        D = _distances(XA, XB, metric, backend, working_memory, kwargs)
+        D = _distances(XA, XB, metric, backend, working_memory, kwargs, dtype)
     if out is None:
         return D
     out[...] = D
@@ -86,19 +88,19 @@ def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",
 
 
 def pdist(X, metric="euclidean", *, out=None, backend: str = "auto", working_memory=None,
-          **kwargs):
+          dtype=np.float64, **kwargs):
     """The condensed distances of SciPy's ``scipy.spatial.distance.pdist``: d(i, j) for
     every i < j, row by row, a float64 vector of m(m − 1)/2 values (``squareform`` turns
-    it into the square matrix and back). ``out=`` as SciPy's."""
+    it into the square matrix and back). ``out=`` and ``dtype=`` as in :func:`cdist`."""
     X = as_input(X, "X")
     m, _ = _shape2(X, "X")
     xp = _xp(X)
     size = m * (m - 1) // 2
     _check_out(out, (size,), xp.zeros(0))
     if m < 2:
-        v = xp.zeros(0, dtype=np.float64)
+        v = xp.zeros(0, dtype=dtype)
     else:
-        D = _distances(X, None, metric, backend, working_memory, kwargs)
+        D = _distances(X, None, metric, backend, working_memory, kwargs, dtype)
         rows, cols = np.triu_indices(m, 1)
         v = D[xp.asarray(rows), xp.asarray(cols)]
     if out is None:
