@@ -269,6 +269,9 @@ NOT_HERE: dict = {
                       "per-column operands; use scikit-learn's haversine_distances"),
     "gower": ((), "it needs per-column ranges and types (per-column operands)"),
     "kulsinski": ((), "SciPy removed it in 1.11: use 'yule' or 'kulczynski1'"),
+    "nan_euclidean": ((), "NaN marks a missing value there, and gbdist's ops are real-valued "
+                          "formulas that cannot test for NaN yet (docs/metrics.md, 'Not yet "
+                          "defined'); use sklearn.metrics.pairwise.nan_euclidean_distances"),
 }
 _NOT_HERE_ALIASES = {a: n for n, (aka, _) in NOT_HERE.items() for a in aka}
 
