@@ -36,6 +36,7 @@ _LAZY = {
     "Explanation": "gbdist.compiler.explain",
     **dict.fromkeys(("Definitions", "define", "define_metric", "load", "metric_names"), "gbdist.front"),
     **dict.fromkeys(("explain", "pairwise_distances"), "gbdist.pairwise"),
+    **dict.fromkeys(("cdist", "pdist", "squareform"), "gbdist.spatial"),
     "clear_caches": "gbdist.runtime",
     "prepare": "gbdist.runtime.prepared",
     "column": "gbdist.algebra.sym",
@@ -49,7 +50,8 @@ _LAZY = {
 _MODULES = {"ops": "gbdist.algebra.ops"}
 _SUBMODULES = frozenset((
     "algebra", "algorithms", "backends", "cli", "compiler", "dask", "errors", "front", "graph",
-    "inputs", "io", "names", "neighbors", "pairwise", "paths", "resources", "runtime", "version"))
+    "inputs", "io", "names", "neighbors", "pairwise", "paths", "resources", "runtime", "spatial",
+    "version"))
 
 
 def __getattr__(name: str):
@@ -92,13 +94,14 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs (never
         KNeighborsTransformer, NearestNeighbors, RadiusNeighborsTransformer, knn,
         kneighbors_graph, pairwise_distances_chunked, radius_neighbors_graph)
     from .pairwise import explain, pairwise_distances
+    from .spatial import cdist, pdist, squareform
     from .runtime import clear_caches
 
 __all__ = [
     "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",
     "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
     "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
-    "prepare",
+    "cdist", "pdist", "squareform", "prepare",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",
     "UnknownNameError", "UnknownAttributeError", "RedefinitionError", "ArityError", "TypeCheckError", "AnalysisError",
     "InputError", "DomainError", "BackendError", "CorruptInputError", "NonFiniteError",

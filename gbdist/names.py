@@ -226,25 +226,92 @@ def register_metric(metric: Metric, replace: bool = False) -> Metric:
     return metric
 
 
-def find_metric(name) -> Metric | None:
+# SciPy's abbreviations of metric names (scipy.spatial.distance's aliases of one or two
+# letters): accepted wherever a metric is named (pairwise_distances, cdist, knn, explain, the
+# CLI), after every registered name and alias, but not names of the text language, where
+# `metric m(A, B)` or an operand `C` stay the user's. The spelled-out aliases (euclid, cos,
+# cheb, sqe, pnorm, ...) are `alias` lines of metrics.gbd.
+SCIPY_ABBREVIATIONS = {
+    "e": "euclidean", "eu": "euclidean", "c": "cityblock", "cb": "cityblock",
+    "ch": "chebyshev", "co": "correlation", "h": "hamming", "ha": "hamming", "j": "jaccard",
+    "ja": "jaccard", "m": "minkowski", "mi": "minkowski", "js": "jensenshannon",
+    "s": "seuclidean", "se": "seuclidean",
+}
+
+
+def find_metric(name, abbreviations: bool = True) -> Metric | None:
     """The metric registered as ``name`` (or an alias of it), or None; names are
-    case-insensitive. Built-in metrics are found only once the front end has loaded them."""
+    case-insensitive. ``abbreviations``: SciPy's one- and two-letter spellings too (after
+    every registered name). Built-in metrics are found only once the front end has loaded
+    them."""
     if not isinstance(name, str):
         return None
     for key in (name, name.lower()):
         key = _STATE.aliases.get(key, key)
         if key in _STATE.metrics:
             return _STATE.metrics[key]
+    if abbreviations and name.lower() in SCIPY_ABBREVIATIONS:
+        return find_metric(SCIPY_ABBREVIATIONS[name.lower()], False)
     return None
 
 
+# Names SciPy or scikit-learn give to metrics gbdist does not define (yet): canonical name
+# -> (the peers' other spellings, what to use instead). A name defined later (a user's,
+# or a library metric of that name) is found first and this table is not read.
+NOT_HERE: dict = {
+    "mahalanobis": (("mahal", "mah"),
+                    "it needs the inverse covariance VI= (a k x k matrix, not a per-column "
+                    "vector); until then, transform the rows (X @ L with L the Cholesky factor of VI) and use "
+                    "'euclidean'"),
+    "wminkowski": ((), "SciPy removed it in 1.8: use 'minkowski' with w= (gbdist's "
+                       "weighted_minkowski, SciPy's minkowski(u, v, p, w))"),
+    "haversine": ((), "it reads two columns (latitude, longitude) of a row as a pair, which "
+                      "gbdist's ops cannot yet; use scikit-learn's haversine_distances"),
+    "kulsinski": ((), "SciPy removed it in 1.11: use 'yule' or 'kulczynski1'"),
+    "nan_euclidean": ((), "NaN marks a missing value there, and gbdist's ops are real-valued "
+                          "formulas that cannot test for NaN yet (docs/metrics.md, 'Not yet "
+                          "defined'); use sklearn.metrics.pairwise.nan_euclidean_distances"),
+}
+_NOT_HERE_ALIASES = {a: n for n, (aka, _) in NOT_HERE.items() for a in aka}
+
+
+def not_here(name) -> tuple[str, str] | None:
+    """(canonical name, what to use) when ``name`` is a peer's metric gbdist lacks, else None."""
+    if not isinstance(name, str):
+        return None
+    key = _NOT_HERE_ALIASES.get(name.lower(), name.lower())
+    return (key, NOT_HERE[key][1]) if key in NOT_HERE else None
+
+
+def suggest_metric(name) -> str | None:
+    """The closest known metric name (aliases of three letters or more included, and the
+    peers' names gbdist lacks, said as such), or None when nothing is close."""
+    candidates = [n for n in metric_names(aliases=True) if len(n) >= 3] + list(NOT_HERE)
+    close = difflib.get_close_matches(str(name).lower(), candidates, n=1, cutoff=0.75)
+    if not close:
+        return None
+    if close[0] in NOT_HERE and find_metric(close[0]) is None:
+        return f"did you mean {close[0]!r}? (a SciPy / scikit-learn metric gbdist does not " \
+               f"define: {NOT_HERE[close[0]][1]})"
+    target = find_metric(close[0])
+    also = f" (an alias of {target.name!r})" if target is not None and target.name != close[0] \
+        else ""
+    return f"did you mean {close[0]!r}?{also}"
+
+
 def get_metric(name) -> Metric:
-    """:func:`find_metric`, or an UnknownNameError suggesting a close name."""
+    """:func:`find_metric`, or an UnknownNameError: for a peer's metric gbdist lacks, what to
+    use instead; else a close name when there is one."""
     found = find_metric(name)
     if found is None:
-        close = difflib.get_close_matches(str(name), metric_names(aliases=True), n=1)
+        missing = not_here(name)
+        if missing is not None:
+            also = f" ({missing[0]})" if missing[0] != str(name).lower() else ""
+            raise UnknownNameError(
+                f"metric {name!r}{also} is a SciPy / scikit-learn metric that gbdist "
+                "does not define", hint=missing[1])
         raise UnknownNameError(f"unknown metric {name!r}",
-                               hint=f"did you mean {close[0]!r}?" if close else
+                               hint=suggest_metric(name) or
                                "gb.metric_names() lists the known metrics")
     return found
 
@@ -256,8 +323,8 @@ def metric_names(aliases: bool = False) -> list[str]:
 
 
 def lookup(name: str):
-    """What ``name`` means globally: a user's op/semiring/helper, a built-in, one of the
-    built-in library's, a metric, or None."""
+    """What ``name`` means globally in the text language: a user's op/semiring/helper, a
+    built-in, one of the built-in library's, a metric (by its exact name or alias), or None."""
     hit = _STATE.objects.get(name)
     if hit is not None:
         return hit[0]
@@ -267,7 +334,9 @@ def lookup(name: str):
     hit = _STATE.library.get(name)
     if hit is not None:
         return hit[0]
-    return find_metric(name)
+    # a metric by its exact name or alias: the language is case-sensitive, so the operand
+    # C is never SciPy's alias c (cityblock)
+    return _STATE.metrics.get(_STATE.aliases.get(name, name))
 
 
 def known_names() -> list[str]:

@@ -19,6 +19,7 @@ from .errors import (
     GbdistError, InputError, MetricTypeError, ParameterError, TypeCheckError, UnknownNameError)
 from .runtime import run
 from .runtime.prepared import Prepared
+from .compiler.symmetry import is_symmetric
 
 if TYPE_CHECKING:
     from .compiler.explain import Explanation
@@ -206,8 +207,95 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
                                      whom="`pairwise_distances`. Precomputed distance  need "
                                           "to have non-negative values.")
     budget = runtime.working_memory_bytes(working_memory)
+    metric = sklearn_metric(metric, params)
     _warn_boolean(metric, params, X, Y)
-    return _pairwise(X, Y, metric, backend, budget, dtype, strategy, params, finite_kw)
+    same = Y is None or Y is X
+    dtype = sklearn_dtype(metric, X, Y, dtype)
+    D = _pairwise(X, None if same else Y, metric, backend, budget, dtype, strategy, params,
+                  finite_kw)
+    if same and sklearn_name(metric) is not None:
+        set_diagonal(D, 0)  # scikit-learn's self-join: pdist's square form, fill_diagonal
+    return D
+
+
+# --- the peers' conventions (docs/metrics.md, "Output dtypes and self-joins") ---------
+
+# gbdist's names of the metrics scikit-learn's pairwise_distances knows (its spellings
+# resolve to these); cosine as scikit-learn defines it on zero rows is cosine_sklearn
+SKLEARN_METRICS = frozenset((
+    "euclidean", "sqeuclidean", "manhattan", "chebyshev", "minkowski", "canberra", "braycurtis",
+    "cosine_sklearn", "correlation", "hamming", "matching", "jaccard", "dice", "russellrao",
+    "rogerstanimoto", "sokalsneath", "yule", "nan_euclidean", "seuclidean", "mahalanobis",
+    "haversine"))
+# ... and those whose result scikit-learn keeps in float32 for float32 input (its own
+# euclidean_distances, cosine_distances, nan_euclidean_distances); the others go through
+# SciPy or upcast, and return float64
+SKLEARN_FLOAT32 = frozenset(("euclidean", "cosine_sklearn", "nan_euclidean"))
+# a built-in metric whose zero-row convention differs in scikit-learn: its name there
+_SKLEARN_VARIANT = {"cosine": "cosine_sklearn"}
+
+
+def sklearn_name(metric) -> str | None:
+    """The built-in metric a scikit-learn-shaped call names, when scikit-learn knows it."""
+    if not isinstance(metric, str):
+        return None
+    m = find_metric(metric)
+    if m is None or not library.is_builtin(m):
+        return None
+    return m.name if m.name in SKLEARN_METRICS else None
+
+
+def sklearn_metric(metric, params=None):
+    """What ``metric`` means in a scikit-learn-shaped function: the built-in ``cosine`` is
+    scikit-learn's (``cosine_sklearn``: 1 against a zero row, where gbdist's is NaN). With
+    column operands (``w=`` an array) it stays the weighted form SciPy defines."""
+    if params and colparams.split(dict(params))[1]:
+        return metric
+    if isinstance(metric, str):
+        m = find_metric(metric)
+        if m is not None and library.is_builtin(m) and m.name in _SKLEARN_VARIANT:
+            return _SKLEARN_VARIANT[m.name]
+    return metric
+
+
+def sklearn_dtype(metric, X, Y, dtype):
+    """scikit-learn's result dtype when ``dtype`` is None: float32 only where scikit-learn
+    keeps float32 input in float32, float64 for its other metrics; a metric scikit-learn
+    does not know (gbdist's own, a user's), or device (CuPy) input, which scikit-learn does
+    not take, keeps gbdist's rule (float32 when every input is)."""
+    if dtype is not None:
+        return dtype
+    if any(runtime.is_cupy(m) for m in (X, Y) if m is not None):  # cupy or cupyx objects
+        return None  # device input: no scikit-learn to follow; float32 stays (as cuML's)
+    name = sklearn_name(metric)
+    if name is None or name in SKLEARN_FLOAT32:
+        return None
+    return np.float64
+
+
+def set_diagonal(D, value) -> None:
+    """``D``'s diagonal set to ``value`` in place (NumPy or CuPy)."""
+    n = min(D.shape)
+    if n:
+        D.reshape(-1)[:: D.shape[1] + 1][:n] = value
+
+
+def mirror_upper(D) -> None:
+    """Make the square ``D`` exactly symmetric in place: its upper triangle (diagonal
+    included) copied onto the lower one, by blocks of rows (NumPy or CuPy; no n² temporary)."""
+    n = D.shape[0]
+    step = 1024
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        if s:
+            D[s:e, :s] = D[:s, s:e].T
+        block = D[s:e, s:e]
+        rows, cols = np.tril_indices(e - s, -1)
+        if rows.size:
+            if runtime.is_cupy(D):
+                import cupy
+                rows, cols = cupy.asarray(rows), cupy.asarray(cols)
+            block[rows, cols] = block[cols, rows]
 
 
 _PATTERN_ONLY: dict = {}
@@ -256,8 +344,10 @@ def _warn_boolean(metric, params, X, Y) -> None:
                   stacklevel=3)
 
 
-def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None):
-    """pairwise_distances with the budget in bytes (the CLI's unit)."""
+def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None,
+              ensure_non_empty=True):
+    """pairwise_distances with the budget in bytes (the CLI's unit). A self-join (Y None or
+    X) of a metric proven symmetric is made exactly symmetric (its upper triangle mirrored)."""
     program = metric_program(metric, **params)
     Yv = X if Y is None else Y
     swapped = _orientation(program, Y is None)
@@ -266,8 +356,12 @@ def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, fini
     inputs.update(colparams.split(params)[1])  # column operands, bound by name
     out = run(program.plan, inputs, backend=backend, working_memory=budget_bytes, dtype=dtype,
               drop_zeros=True, strategy=strategy, labels={"A": "X", "B": "X" if Y is None else "Y"},
-              ensure_non_empty=True, **(finite_kw or {}))
-    return _promised_shape(out, program.plan.output_kind, swapped, _nrows(X), _nrows(Yv))
+              ensure_non_empty=ensure_non_empty, **(finite_kw or {}))
+    D = _promised_shape(out, program.plan.output_kind, swapped, _nrows(X), _nrows(Yv))
+    if (Y is None or Y is X) and D.ndim == 2 and D.shape[0] == D.shape[1] \
+            and program.plan.output_kind == "matrix" and is_symmetric(program.plan):
+        mirror_upper(D)  # a self-join of a symmetric metric: exactly symmetric
+    return D
 
 
 def _nrows(M) -> int:

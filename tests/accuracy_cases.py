@@ -11,7 +11,8 @@ SCIPY_NAME = {"euclidean": "euclidean", "sqeuclidean": "sqeuclidean", "manhattan
               "chebyshev": "chebyshev", "minkowski": "minkowski", "canberra": "canberra",
               "braycurtis": "braycurtis", "cosine": "cosine", "correlation": "correlation",
               "hamming": "hamming"}
-PATTERN = ("jaccard", "dice", "russellrao")  # SciPy on X != 0
+PATTERN = ("jaccard", "dice", "russellrao", "yule", "rogerstanimoto",
+           "sokalsneath")  # SciPy on X != 0
 BOUND = 1e-6  # |got − ref| <= BOUND · row scale
 
 
@@ -42,7 +43,21 @@ def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     if metric in SCIPY_NAME:
         return cdist(X, Y, SCIPY_NAME[metric])
     if metric in PATTERN:
-        return cdist(X != 0, Y != 0, metric)
+        with np.errstate(all="ignore"):
+            return cdist(X != 0, Y != 0, metric)
+    if metric == "matching":
+        return cdist(X != 0, Y != 0, "hamming")
+    if metric in ("kulczynski1", "sokalmichener"):  # SciPy <= 1.16's formulas
+        P, Q = (X != 0)[:, None, :], (Y != 0)[None, :, :]
+        tt, tf, ft = (P & Q).sum(2), (P & ~Q).sum(2), (~P & Q).sum(2)
+        ff = X.shape[1] - tt - tf - ft
+        with np.errstate(all="ignore"):
+            if metric == "kulczynski1":
+                return tt / (tf + ft)
+            return 2.0 * (tf + ft) / (tt + ff + 2.0 * (tf + ft))
+    if metric == "cosine_sklearn":  # scikit-learn's (1 against a zero row), on copies
+        from sklearn.metrics.pairwise import cosine_distances
+        return cosine_distances(X, Y.copy())
     if metric == "hellinger":
         return cdist(np.sqrt(X), np.sqrt(Y), "euclidean") / np.sqrt(2)
     if metric == "inner_product":

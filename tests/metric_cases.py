@@ -49,6 +49,31 @@ def _gower(a, b):
     r = S.max(0) - S.min(0)
     return (np.abs(a[:, None, :] - b[None, :, :]) / np.where(r > 0, r, 1.0)).mean(-1)
 
+def _bool_counts(a, b):
+    a, b = (a != 0)[:, None, :], (b != 0)[None, :, :]
+    return [np.sum(u & v, axis=-1).astype(float) for u, v in
+            ((a, b), (a, ~b), (~a, b), (~a, ~b))]
+
+
+def _kulczynski1(a, b):
+    """SciPy's kulczynski1 (removed from SciPy 1.17): n_tt / (n_tf + n_ft)."""
+    tt, tf, ft, _ = _bool_counts(a, b)
+    with np.errstate(all="ignore"):
+        return tt / (tf + ft)
+
+
+def _sokalmichener(a, b):
+    """SciPy's sokalmichener (removed from SciPy 1.17): 2 R / (n_tt + n_ff + 2 R)."""
+    tt, tf, ft, ff = _bool_counts(a, b)
+    return 2 * (tf + ft) / (tt + ff + 2 * (tf + ft))
+
+
+def _cosine_sklearn(a, b):
+    """scikit-learn's cosine_distances (1 against a zero row), on copies: it zeroes the
+    diagonal only when its two arguments are the same object."""
+    from sklearn.metrics.pairwise import cosine_distances
+    return cosine_distances(np.array(a, dtype=float), np.array(b, dtype=float))
+
 
 # name -> (params, data kind, reference, power): ``power`` is the root the metric
 # takes of its semiring sum (2 for euclidean); see assert_metric_close.
@@ -85,4 +110,12 @@ METRICS = {
     "weighted_cosine": ({}, "real", _cdist("cosine"), 1),
     "seuclidean": ({}, "real", _seuclidean, 2),
     "gower": ({}, "real", _gower, 1),
+
+    "cosine_sklearn": ({}, "real", _cosine_sklearn, 1),
+    "matching": ({}, "binary", _cdist("hamming"), 1),
+    "yule": ({}, "binary", _cdist("yule"), 1),
+    "rogerstanimoto": ({}, "binary", _cdist("rogerstanimoto"), 1),
+    "sokalmichener": ({}, "binary", _sokalmichener, 1),
+    "sokalsneath": ({}, "binary", _cdist("sokalsneath"), 1),
+    "kulczynski1": ({}, "binary", _kulczynski1, 1),
 }

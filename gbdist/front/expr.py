@@ -58,10 +58,11 @@ class ExprBuilder(Builder):
         if name == "None":
             return None
         thing = lookup(name, self.scope)
+        if self.free_operands and len(name) == 1 and name.isalpha() and (
+                thing is None or isinstance(thing, Metric)):  # SciPy's alias e is not operand e
+            return ir.Matrix(name, span) if name.isupper() else ir.Vector(name, span)
         if thing is not None:
             return thing
-        if self.free_operands and len(name) == 1 and name.isalpha():
-            return ir.Matrix(name, span) if name.isupper() else ir.Vector(name, span)
         raise UnknownNameError(f"unknown name {name!r}",
                                hint=suggest(name, list(env) + known_names(self.scope)))
 

@@ -296,6 +296,7 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
     """
     ensure_names()  # a built-in name is then taken whatever the order of calls
     m = names.python_metric(name, fn, doc, aliases)
+    _refuse_matrix_parameters(m)
     if all(v is not None for v in m.params.values()):
         try:
             m.expression()  # build once, so a broken definition fails here
@@ -307,6 +308,46 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
                                   hint="it is called once with symbolic operands A and B and "
                                        "returns an expression over them (docs/api.md)") from None
     return names.register_metric(m, replace=replace)
+
+
+def _refuse_matrix_parameters(m: Metric) -> None:
+    """A metric takes exactly two matrix operands, A and B; what follows them are numbers.
+    A parameter without a default that the function uses as a matrix (a third operand) is
+    refused here, at definition, rather than when the metric runs: the function is called
+    once with that parameter as a symbolic matrix, and the expression it returns is read."""
+    required = [k for k, v in m.params.items() if v is None]
+    if not required:
+        return
+    probes = {k: ir.Matrix(k) for k in required}
+    try:
+        out = m.build(ir.Matrix("A"), ir.Matrix("B"), **probes)
+    except Exception:  # noqa: BLE001 - a numeric use of the parameter: nothing to say
+        return
+    used = sorted(_matrix_uses(out) & set(required)) if isinstance(out, ir.Node) else []
+    if used:
+        raise DefinitionError(
+            f"metric {m.name!r} uses {', '.join(used)} as a matrix: a metric takes exactly two "
+            "matrix operands, A (the output's rows) and B (its columns); the parameters after "
+            "them are numbers",
+            expected="fn(A, B, **numbers), e.g. lambda A, B, p=2: ...",
+            got=f"{len(required) + 2} operands",
+            hint="compute several operands into one (concatenate their columns), or compile the "
+                 "expression with gb.compile(expr, roles) and run it with every operand by name")
+
+
+def _matrix_uses(expr: ir.Node) -> set:
+    """The names used as matrices in ``expr``: products' and reductions' operands."""
+    out = set()
+    for node in ir.walk(expr):
+        parts = ((node.left, node.right) if isinstance(node, ir.MxM) else
+                 (node.matrix,) if isinstance(node, ir.MxV) else
+                 (node.arg,) if isinstance(node, (ir.RowReduce, ir.NCols)) else ())
+        for part in parts:
+            while isinstance(part, (ir.Apply, ir.Transpose)):
+                part = part.arg
+            if isinstance(part, ir.Matrix):
+                out.add(part.name)
+    return out
 
 
 def define(text: str, source: str = "<text>"):

@@ -154,7 +154,7 @@ class Loader:
         if other is not None and other[1] != self.src.name:
             raise RedefinitionError(f"{name!r} is already defined", span=span,
                                     got=f"defined in {other[1]}", hint="choose another name")
-        m = names.find_metric(name) if metric else None
+        m = names.find_metric(name, abbreviations=False) if metric else None
         if m is not None and m.source != self.src.name:
             raise RedefinitionError(f"{name!r} is already a metric", span=span,
                                     got=f"defined in {m.source}", hint="choose another name")

@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 from ..compiler import ir
 from ..errors import GbdistError, InputError, NotFittedError, ParameterError
 from ..inputs import is_cupy, refuse_graph_operand
-from ..pairwise import metric_program, precomputed_distances
+from ..pairwise import metric_program, precomputed_distances, sklearn_metric
 from ..runtime import get_backend, result_dtype, to_csr, working_memory_bytes
 from ..runtime.prepared import prepare
 from .search import _knn, _radius, drop_self, select_k
@@ -228,7 +228,9 @@ class _NeighborsBase(BaseEstimator):
             params = dict(self.effective_metric_params_)
             if "w" in params and params["w"] is None:  # scikit-learn's unweighted minkowski
                 del params["w"]
-            self._plan = metric_program(self.effective_metric_, **params).plan
+            # scikit-learn's conventions: its cosine is 1 against a zero row (docs/metrics.md)
+            self._plan = metric_program(sklearn_metric(self.effective_metric_, params),
+                                        **params).plan
             self._columns = colparams.split(params)[1]  # column operands (w=...)
             self._fit_dtype = result_dtype({"A": X})
             # the index prepared once (validated, canonical, read-only): each query pays

@@ -33,7 +33,8 @@ from ..compiler.plan import Plan
 from ..backends.cpu import merge_k, select_k
 from ..errors import InputError, ParameterError
 from ..pairwise import (
-    as_input, check_n_jobs, metric_program, precomputed_distances, split_finite_kw)
+    as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
+    split_finite_kw)
 from ..runtime import (
     Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tiles,
     working_memory_bytes)
@@ -412,11 +413,12 @@ def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None
     if isinstance(metric, str) and metric == "precomputed":
         D = precomputed_distances(X, Y, **finite_kw)
         return _reduced_chunks(iter([(0, D.shape[0], D)]), reduce_func)
+    metric = sklearn_metric(metric, params)  # scikit-learn's conventions (docs/metrics.md)
     plan = metric_program(metric, **params).plan
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     Yv = X if Y is None else Y
-    dt = result_dtype({"A": X, "B": Yv}, dtype)
+    dt = result_dtype({"A": X, "B": Yv}, sklearn_dtype(metric, X, Y, dtype))
     s = Search(plan, X, Yv, be, budget, dt, colparams.split(params)[1])
     chunks = ((r0, r1, be.to_host(D).astype(dt)) for r0, r1, _, _, D in s.tiles(full_width=True))
     return _reduced_chunks(chunks, reduce_func)

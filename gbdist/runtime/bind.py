@@ -384,8 +384,12 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     if len(set(widths.values())) > 1:
         desc = ", ".join(f"{labels.get(k[0], k[0])}{'.T' if k[1] else ''}: {w} columns"
                          for k, w in sorted(widths.items()))
-        raise InputError("the operands of a product must have the same number of columns (k)",
-                         got=desc, hint="for mxm(A, B.T), A and B need the same number of columns")
+        raise InputError("every matrix operand of one expression must have the same number of "
+                         "columns k, as its products and reductions read it (a row of each is "
+                         "a point of the same k-dimensional space)", got=desc,
+                         hint="mxm(A, B.T) needs A and B with k columns each, and a metric over "
+                              "more operands needs all of them with the same k "
+                              "(docs/api.md, 'Operand shapes')")
     ncols = next(iter(widths.values())) if widths else next(
         (v.shape[1] for v in base.values()), 0)
     m = max((data[k].shape[0] for k in left_keys), default=1)

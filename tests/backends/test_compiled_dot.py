@@ -292,9 +292,10 @@ def test_float32_results_are_written_directly_as_the_float64_tile_rounds(metric)
     X = sparse(95, 40, 30, dtype=np.float32)
     Y = sparse(96, 50, 30, dtype=np.float32)
     X, Y = _inputs(metric, X, Y)
-    got = gb.pairwise_distances(X, Y, metric=metric, backend="compiled")
+    got = gb.pairwise_distances(X, Y, metric=metric, backend="compiled", dtype=np.float32)
     wide = gb.pairwise_distances(X.astype(np.float64), Y.astype(np.float64), metric=metric,
                                  backend="compiled")
     assert got.dtype == np.float32 and wide.dtype == np.float64
     np.testing.assert_array_equal(got, wide.astype(np.float32))
-    close(got, gb.pairwise_distances(X, Y, metric=metric, backend="cpu"), rtol=1e-6, atol=1e-6)
+    close(got, gb.pairwise_distances(X, Y, metric=metric, backend="cpu", dtype=np.float32),
+          rtol=1e-6, atol=1e-6)

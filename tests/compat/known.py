@@ -26,10 +26,10 @@ DIFFERENCES = [
      "lowest indices, scikit-learn drops the first candidate (wrong under inner_product)"),
     (r"test_distance\.py::Test[CP]dist::test_[cp]dist_calling_conventions\[jensenshannon\]$",
      "jensenshannon refuses negative values (DomainError); SciPy's own function computes them"),
-    (r"test_distance\.py::TestPdist::test_pdist_jensenshannon_random_float32$",
-     "float32 in, float32 out (scikit-learn's rule); SciPy returns float64 and compares at 1e-8"),
 ]
 
+# Gone (issue 26): test_pdist_jensenshannon_random_float32 (gb.pdist returns SciPy's float64)
+# and the russellrao self-join diagonal (pairwise_distances(X) zeroes it, as scikit-learn).
 OPEN: list = []  # nothing open: exact zeros and Jensen–Shannon's normalisation landed
 
 

@@ -2,8 +2,9 @@
 
 Each adapter has the peer's signature. It routes a call to gbdist only when
 gbdist supports the metric (a name gbdist knows, spelled as the peer spells it)
-and every argument given; anything else (a callable metric, ``w=``, ``out=``,
-a tree algorithm, a metric gbdist lacks) goes to the peer's own function, so a
+and every argument given (SciPy's ``out=`` included: ``gb.cdist`` / ``gb.pdist`` take it);
+anything else (a callable metric, ``w=``, a tree algorithm, a metric gbdist lacks) goes
+to the peer's own function, so a
 test measures gbdist only where gbdist answered. ``COUNT`` counts the routed
 calls (the pytest plugin reads it per test).
 
@@ -173,38 +174,22 @@ def _scipy_ok(metric, kwargs) -> str | None:
     return name if _params_ok(name, kwargs) else None
 
 
-def _into(out, D, shape):
-    """SciPy's ``out=``: checked as SciPy checks it, then filled with gbdist's answer."""
-    if out is None:
-        return D
-    if out.shape != shape:
-        raise ValueError("Output array has incorrect shape.")
-    if not out.flags.c_contiguous:
-        raise ValueError("Output array must be C-contiguous.")
-    if out.dtype != np.float64:
-        raise ValueError("Output array must be double type.")
-    out[...] = D
-    return out
-
-
 def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
+    """gbdist's own cdist (float64, SciPy's out= checks), where gbdist knows the metric."""
     name = _scipy_ok(metric, kwargs)
-    if name is None:
+    if name is None or not hasattr(gb, "cdist"):
         return ssd.cdist(XA, XB, metric, out=out, **kwargs)
     _routed()
-    D = gb.pairwise_distances(XA, XB, name, backend=BACKEND, **kwargs)
-    return _into(out, D, D.shape)
+    return gb.cdist(XA, XB, name, out=out, backend=BACKEND, **kwargs)
 
 
 def pdist(X, metric="euclidean", *, out=None, **kwargs):
-    """The condensed distances: the upper triangle of gbdist's self-join, row by row."""
+    """gbdist's own pdist: the condensed distances of its exactly symmetric self-join."""
     name = _scipy_ok(metric, kwargs)
-    if name is None:
+    if name is None or not hasattr(gb, "pdist"):
         return ssd.pdist(X, metric, out=out, **kwargs)
     _routed()
-    D = gb.pairwise_distances(X, None, name, backend=BACKEND, **kwargs)
-    m = D.shape[0]
-    return _into(out, D[np.triu_indices(m, 1)], (m * (m - 1) // 2,))
+    return gb.pdist(X, name, out=out, backend=BACKEND, **kwargs)
 
 
 # --- the routes: test module -> {global name: adapter} -------------------------------

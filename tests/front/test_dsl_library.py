@@ -68,6 +68,32 @@ def _jaccard(A, B):
     return gb.where(gb.eq(union, 0), 0, (union - inter) / union)
 
 
+def _counts(A, B):
+    tt = _shared(A, B)
+    return tt, _nnz(A) - tt, _nnz(B) - tt, gb.ncols(A) - _nnz(A) - _nnz(B) + tt
+
+
+def _yule(A, B):
+    tt, tf, ft, ff = _counts(A, B)
+    return gb.where(gb.eq(tf * ft, 0), 0, 2 * tf * ft / (tt * ff + tf * ft))
+
+
+def _rogerstanimoto(A, B):
+    differ = _nnz(A) + _nnz(B) - 2 * _shared(A, B)
+    return 2 * differ / (gb.ncols(A) + differ)
+
+
+def _sokalsneath(A, B):
+    tt = _shared(A, B)
+    differ = _nnz(A) + _nnz(B) - 2 * tt
+    return 2 * differ / (tt + 2 * differ)
+
+
+def _kulczynski1(A, B):
+    tt = _shared(A, B)
+    return tt / (_nnz(A) + _nnz(B) - 2 * tt)
+
+
 PYTHON = {
     "euclidean": lambda A, B: gb.sqrt(gb.mxm(A, B.T, semirings.plus_sqdiff)),
     "sqeuclidean": lambda A, B: gb.mxm(A, B.T, semirings.plus_sqdiff),
@@ -91,10 +117,20 @@ PYTHON = {
         gb.apply(normalize, A), gb.apply(normalize, B).T, semiring(js_op, ops.plus)) / 2, 0)),
     "kl_divergence": lambda A, B: gb.mxm(A, B.T, semiring(kl_op, ops.plus, annihilator=0)),
     "inner_product": lambda A, B: gb.mxm(A, B.T, semirings.plus_times),
+    "cosine_sklearn": lambda A, B: gb.where(gb.eq(_nnz(A) * _nnz(B), 0), 1, gb.maximum(gb.minimum(
+        1 - gb.mxm(A, B.T, semirings.plus_times) / (_norm2(A) * _norm2(B)), 2), 0)),
+    "matching": lambda A, B: (_nnz(A) + _nnz(B) - 2 * _shared(A, B)) / gb.ncols(A),
+    "yule": _yule,
+    "rogerstanimoto": _rogerstanimoto,
+    "sokalmichener": _rogerstanimoto,
+    "sokalsneath": _sokalsneath,
+    "kulczynski1": _kulczynski1,
 }
 
 ALIASES = {"l2": "euclidean", "cityblock": "manhattan", "l1": "manhattan", "linf": "chebyshev",
-           "infinity": "chebyshev", "kldivergence": "kl_divergence", "dot": "inner_product"}
+           "infinity": "chebyshev", "kldivergence": "kl_divergence", "dot": "inner_product",
+           "euclid": "euclidean", "sqe": "sqeuclidean", "cos": "cosine", "cheb": "chebyshev",
+           "pnorm": "minkowski", "e": "euclidean", "js": "jensenshannon", "c": "manhattan"}
 
 
 def library_metric_names() -> set[str]:

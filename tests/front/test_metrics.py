@@ -64,7 +64,8 @@ def test_metric_matches_reference(metric, dtype, form):
     Xd, Yd = _data(kind, rng)
     X, Xr = make_input(Xd, form, dtype, rng, zero_stored=kind != "prob")
     Y, Yr = make_input(Yd, form, dtype, rng, zero_stored=kind != "prob")
-    D = gb.pairwise_distances(X, Y, metric=name, backend="cpu", **params)
+    # gbdist's own definitions (gb.cdist: no scikit-learn conventions), in either precision
+    D = gb.cdist(X, Y, name, backend="cpu", dtype=dtype, **params)
     assert D.dtype == dtype
     assert D.shape == (Xd.shape[0], Yd.shape[0])
     assert_metric_close(D, ref(Xr, Yr), power, dtype)
@@ -72,12 +73,14 @@ def test_metric_matches_reference(metric, dtype, form):
 
 @pytest.mark.parametrize("metric", list(METRICS))
 def test_metric_self_distances(metric):
-    """Y=None: distances among the rows of X, including the diagonal."""
+    """Y = X: distances among the rows of X, including the diagonal (the metric's own
+    d(a, a), which scikit-learn's self-join shape sets to 0: tests/front/test_scipy_shapes.py)."""
     params, kind, ref, power = METRICS[metric]
     rng = np.random.default_rng(7)
     X = random_dense(rng, 30, 41, kind)
     X[5] = X[6]  # a duplicated row: its distance is 0 for every true metric
-    D = gb.pairwise_distances(sps.csr_array(X), metric=metric.split("-")[0], backend="cpu", **params)
+    Xs = sps.csr_array(X)
+    D = gb.cdist(Xs, Xs, metric.split("-")[0], backend="cpu", **params)
     assert_metric_close(D, ref(X, X), power, np.float64)
 
 
@@ -87,11 +90,11 @@ def test_dense_integer_and_bool_inputs(metric):
     params, kind, ref, power = METRICS[metric]
     rng = np.random.default_rng(3)
     X = rng.integers(-3, 4, (12, 9)) * (rng.random((12, 9)) < 0.4)
-    D = gb.pairwise_distances(X, metric=metric, backend="cpu")
+    D = gb.cdist(X, X, metric, backend="cpu")
     assert D.dtype == np.float64
     assert_metric_close(D, ref(X.astype(float), X.astype(float)), power, np.float64)
     B = X != 0
-    assert_metric_close(gb.pairwise_distances(B, metric=metric, backend="cpu"),
+    assert_metric_close(gb.cdist(B, B, metric, backend="cpu"),
                         ref(B.astype(float), B.astype(float)), power, np.float64)
 
 
@@ -132,19 +135,21 @@ def test_nan_where_scipy_gives_nan():
     X = np.zeros((3, 5))
     X[0, 1] = 1.0  # rows 1 and 2 are empty
     for metric in ("cosine", "correlation", "braycurtis", "dice"):
-        D = gb.pairwise_distances(sps.csr_matrix(X), metric=metric, backend="cpu")
+        D = gb.cdist(sps.csr_matrix(X), sps.csr_matrix(X), metric, backend="cpu")
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             R = cdist(X, X, metric)
         assert np.isnan(D[1, 2]) and np.isnan(R[1, 2]), metric
         assert_allclose(np.isnan(D), np.isnan(R))
-    # cosine/correlation: NaN whenever a zero row is involved
-    D = gb.pairwise_distances(X, metric="cosine")
+    # cosine/correlation: NaN whenever a zero row is involved (gbdist's and SciPy's
+    # definition; scikit-learn's cosine, in pairwise_distances, is 1 there)
+    D = gb.cdist(X, X, "cosine")
     assert np.isnan(D[0, 1]) and D[0, 0] == 0
+    assert gb.pairwise_distances(X, metric="cosine")[0, 1] == 1.0
     # braycurtis/dice: NaN only for two empty rows; jaccard gives 0 like SciPy
-    assert gb.pairwise_distances(X, metric="braycurtis")[0, 1] == 1.0
-    assert gb.pairwise_distances(X, metric="dice")[0, 1] == 1.0
-    assert gb.pairwise_distances(X, metric="jaccard")[1, 2] == 0.0
+    assert gb.cdist(X, X, "braycurtis")[0, 1] == 1.0
+    assert gb.cdist(X, X, "dice")[0, 1] == 1.0
+    assert gb.cdist(X, X, "jaccard")[1, 2] == 0.0
 
 
 def test_correlation_of_a_constant_row_is_nan():
@@ -157,7 +162,7 @@ def test_correlation_of_a_constant_row_is_nan():
     """
     X = np.array([[0.1] * 7, [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0], [1.0] * 7, [0.0] * 7,
                   [3.0, 1.0, 0.0, 0.0, 2.0, 0.0, 1.0]])
-    D = gb.pairwise_distances(X, metric="correlation", backend="cpu")
+    D = gb.cdist(X, X, "correlation", backend="cpu")
     constant = [0, 2, 3]
     assert np.isnan(D[constant, :]).all() and np.isnan(D[:, constant]).all()
     with np.errstate(all="ignore"):
@@ -166,7 +171,7 @@ def test_correlation_of_a_constant_row_is_nan():
     assert_allclose(D[np.ix_(exact, exact)], ref[np.ix_(exact, exact)], rtol=1e-12, atol=1e-12,
                     equal_nan=True)
     # the same through sparse input with the constant rows stored explicitly
-    Ds = gb.pairwise_distances(sps.csr_matrix(X), metric="correlation", backend="cpu")
+    Ds = gb.cdist(sps.csr_matrix(X), sps.csr_matrix(X), "correlation", backend="cpu")
     assert_allclose(Ds, D, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 

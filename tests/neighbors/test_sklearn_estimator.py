@@ -218,9 +218,9 @@ def test_boolean_metrics_warn_as_sklearn_does():
         with pytest.warns(DataConversionWarning, match="boolean"):
             ours = gb.pairwise_distances(X, metric=metric, backend="cpu")
         with pytest.warns(DataConversionWarning):
-            # Y given: scikit-learn's self-join (SciPy's pdist) zeroes russellrao's diagonal,
-            # whose true value (k - nnz) / k gbdist returns (docs/metrics.md)
-            theirs = sk_pairwise_distances(X, X.copy(), metric=metric)
+            # a self-join as scikit-learn's: SciPy's pdist in square form, so russellrao's
+            # diagonal is 0 there too (gb.cdist(X, X) keeps its value (k - nnz) / k)
+            theirs = sk_pairwise_distances(X, metric=metric)
         assert_allclose(ours, theirs, atol=1e-12)
         with warnings.catch_warnings():
             warnings.simplefilter("error")

@@ -70,7 +70,8 @@ def test_float64_rows_with_a_subnormal_maximum(backend, metric):
 def test_float32_rows_with_a_subnormal_maximum(backend, metric):
     X = np.vstack([SUB32, NORMAL64[:3].astype(np.float32)])
     want = exact_matrix(X.astype(np.float64), X.astype(np.float64), metric)
-    D = gb.pairwise_distances(sps.csr_matrix(X), metric=metric, backend=_be(backend))
+    D = gb.pairwise_distances(sps.csr_matrix(X), metric=metric, backend=_be(backend),
+                              dtype=np.float32)
     assert D.dtype == np.float32
     assert_allclose(D, want, rtol=2e-6, atol=2e-6)
 
