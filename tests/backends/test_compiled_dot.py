@@ -76,8 +76,8 @@ def _check_top_k(d, i, R, k, exclude_self=False):
 def test_fused_knn_matches_the_oracle(metric, dtype, itype, fused_calls):
     X, Y = _inputs(metric, sparse(21, 43, 19, dtype=dtype, itype=itype),
                    sparse(22, 57, 19, dtype=dtype, itype=itype))
-    R = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
-    Rs = gb.pairwise_distances(X, None, metric=metric, backend="cpu")
+    R = gb.cdist(X, Y, metric=metric, backend="cpu")  # gbdist's own metric (cosine: NaN)
+    Rs = gb.cdist(X, X, metric=metric, backend="cpu")
     d, i = gb.knn(X, Y, k=6, metric=metric, backend="compiled")
     ds, is_ = gb.knn(X, None, k=5, metric=metric, backend="compiled")
     assert (False, True) in fused_calls  # X against Y: the fused kernel ran
@@ -107,7 +107,7 @@ def test_fused_self_join_writes_exact_zeros_for_equal_rows(metric, dtype, fused_
     X.data[:5] *= 1e3  # values far from 1: the expanded forms round
     d, i = gb.knn(X, None, k=4, metric=metric, backend="compiled")
     assert (True, True) in fused_calls  # the symmetric fused kernel ran
-    R = gb.pairwise_distances(X, None, metric=metric, backend="cpu")
+    R = gb.cdist(X, X, metric=metric, backend="cpu")  # gbdist's own metric (cosine: NaN)
     _check_top_k(d, i, R, 4, exclude_self=True)
     for a, b in ((3, 10), (3, 40), (10, 40), (7, 41)):
         for q, other in ((a, b), (b, a)):
@@ -186,7 +186,9 @@ def test_pairwise_writes_exact_zeros_in_float32():
     X = sps.csr_matrix(X, dtype=np.float32)
     X.data *= np.float32(1234.5)
     for metric in ("cosine", "euclidean", "sqeuclidean"):
-        D = gb.pairwise_distances(X, X[[2, 12, 3]], metric=metric, backend="compiled")
+        # gbdist's own metric in float32 (pairwise_distances follows scikit-learn: float64
+        # for sqeuclidean, and its cosine variant is not exact between distinct X and Y)
+        D = gb.cdist(X, X[[2, 12, 3]], metric=metric, backend="compiled", dtype=np.float32)
         assert D.dtype == np.float32
         assert D[2, 0] == D[12, 0] == D[2, 1] == D[12, 1] == D[3, 2] == 0.0
 
@@ -279,8 +281,8 @@ def test_fused_knn_with_dense_columns_matches_the_oracle(metric, monkeypatch, fu
                              (gb.knn(X, None, k=5, metric=metric, backend="compiled"),
                               (ds, is_))):
         close(a, c, rtol=1e-12, atol=1e-12)
-    _check_top_k(d, i, gb.pairwise_distances(X, Y, metric=metric, backend="cpu"), 7)
-    _check_top_k(ds, is_, gb.pairwise_distances(X, None, metric=metric, backend="cpu"), 5,
+    _check_top_k(d, i, gb.cdist(X, Y, metric=metric, backend="cpu"), 7)  # gbdist's own
+    _check_top_k(ds, is_, gb.cdist(X, X, metric=metric, backend="cpu"), 5,
                  exclude_self=True)
     assert 11 in is_[4] and ds[4][list(is_[4]).index(11)] == 0.0
 

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sps
 
 import gbdist as gb
+from own_distances import own_distances  # gbdist's own metric and dtype path
 
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
 
@@ -44,8 +45,8 @@ def _data(seed, m, n, k, density=0.15, nonneg=False, binary=False):
 def test_metric_matches_cpu(metric, dtype):
     X, Y = _data(7, 37, 29, 61, nonneg=metric in NONNEG, binary=metric in BINARY)
     X, Y = X.astype(dtype), Y.astype(dtype)
-    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu", dtype=np.float64)
-    got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda")
+    ref = own_distances(X, Y, metric=metric, backend="cpu", dtype=np.float64)
+    got = own_distances(X, Y, metric=metric, backend="cuda")
     assert isinstance(got, np.ndarray) and got.dtype == dtype and got.shape == ref.shape
     tol = 2e-4 if dtype == np.float32 else 1e-9
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 10, equal_nan=True)
@@ -59,11 +60,11 @@ def test_each_strategy_matches_cpu(metric, strategy):
     gen = _generated(metric_program(metric).plan, "float64")
     if strategy not in gen.strategies:
         with pytest.raises(gb.InputError):
-            gb.pairwise_distances(*_data(1, 5, 5, 9), metric=metric, backend="cuda", strategy=strategy)
+            own_distances(*_data(1, 5, 5, 9), metric=metric, backend="cuda", strategy=strategy)
         return
     X, Y = _data(19, 33, 41, 150, nonneg=metric in NONNEG, binary=metric in BINARY)
-    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
-    got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
+    ref = own_distances(X, Y, metric=metric, backend="cpu")
+    got = own_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-8, equal_nan=True)
 
 
@@ -97,23 +98,23 @@ def test_scatter_tiles_the_output_columns():
     X = sps.random(6, 50, density=0.3, random_state=rng, format="csr")
     Y = sps.random(40000, 50, density=0.05, random_state=rng, format="csr")
     for metric, strategy in (("manhattan", "scatter"), ("chebyshev", "sorted")):
-        ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
-        got = gb.pairwise_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
+        ref = own_distances(X, Y, metric=metric, backend="cpu")
+        got = own_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
 def test_auto_strategy_is_recorded():
     from gbdist.backends.cuda import last_run
     X, Y = _data(4, 20, 20, 30)
-    gb.pairwise_distances(X, Y, metric="cosine", backend="cuda")
+    own_distances(X, Y, metric="cosine", backend="cuda")
     assert last_run()["strategy"] in ("gather", "scatter", "dense")
 
 
 @pytest.mark.parametrize("p", [1.0, 3.0, 4.0])
 def test_minkowski(p):
     X, Y = _data(3, 20, 25, 40)
-    ref = gb.pairwise_distances(X, Y, metric="minkowski", p=p, backend="cpu")
-    got = gb.pairwise_distances(X, Y, metric="minkowski", p=p, backend="cuda")
+    ref = own_distances(X, Y, metric="minkowski", p=p, backend="cpu")
+    got = own_distances(X, Y, metric="minkowski", p=p, backend="cuda")
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
@@ -123,9 +124,9 @@ def test_device_inputs_give_device_outputs():
              "dense": lambda m: cupy.asarray(m.toarray())}
     for metric in ("manhattan", "kl_divergence"):
         a, b = (abs(X), abs(Y)) if metric == "kl_divergence" else (X, Y)
-        ref = gb.pairwise_distances(a, b, metric=metric, backend="cpu")
+        ref = own_distances(a, b, metric=metric, backend="cpu")
         for kind, conv in convs.items():
-            got = gb.pairwise_distances(conv(a), conv(b), metric=metric, backend="cuda")
+            got = own_distances(conv(a), conv(b), metric=metric, backend="cuda")
             assert isinstance(got, cupy.ndarray)
             np.testing.assert_allclose(cupy.asnumpy(got), ref, rtol=1e-9, atol=1e-9,
                                        err_msg=f"{metric} from {kind}")
@@ -146,11 +147,11 @@ def test_unsorted_duplicates_int64():
     X64.indices = X64.indices.astype(np.int64)
     X64.indptr = X64.indptr.astype(np.int64)
     for metric in ("euclidean", "chebyshev", "canberra"):
-        ref = gb.pairwise_distances(X.toarray(), metric=metric, backend="cpu")
+        ref = own_distances(X.toarray(), metric=metric, backend="cpu")
         # atol: a self-distance is sqrt of a cancelled sum, ~1e-7 on either side.
-        np.testing.assert_allclose(gb.pairwise_distances(X, metric=metric, backend="cuda"), ref,
+        np.testing.assert_allclose(own_distances(X, metric=metric, backend="cuda"), ref,
                                    rtol=1e-9, atol=1e-6)
-        np.testing.assert_allclose(gb.pairwise_distances(X64, metric=metric, backend="cuda"), ref,
+        np.testing.assert_allclose(own_distances(X64, metric=metric, backend="cuda"), ref,
                                    rtol=1e-9, atol=1e-6)
 
 
@@ -169,7 +170,7 @@ def test_k_chunking_matches(metric):
                           strategy="gather")
     finally:
         strategies.gather_config = cfg
-    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    ref = own_distances(X, Y, metric=metric, backend="cpu")
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
 
 
@@ -182,7 +183,7 @@ def test_user_defined_metric_runs_fused():
     s = Xd[:, None, :] + Yd[None, :, :]
     d = (Xd[:, None, :] - Yd[None, :, :]) ** 2
     ref = np.where(s == 0, 0, d / np.where(s == 0, 1, s)).sum(-1)
-    got = gb.pairwise_distances(X, Y, metric="chi2_gpu", backend="cuda")
+    got = own_distances(X, Y, metric="chi2_gpu", backend="cuda")
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
@@ -210,7 +211,7 @@ def test_mxv():
 def test_domain_error_on_gpu():
     X, Y = _data(31, 10, 10, 20)
     with pytest.raises(gb.DomainError):
-        gb.pairwise_distances(X, Y, metric="hellinger", backend="cuda")
+        own_distances(X, Y, metric="hellinger", backend="cuda")
 
 
 def test_dsl_text_metric_runs_on_the_gpu():
@@ -224,13 +225,13 @@ def test_dsl_text_metric_runs_on_the_gpu():
     X, Y = _data(47, 23, 31, 40, nonneg=True)
     Xd, Yd = X.toarray(), Y.toarray()
     from scipy.spatial.distance import cdist
-    np.testing.assert_allclose(gb.pairwise_distances(X, Y, metric="bc_text", backend="cuda"),
+    np.testing.assert_allclose(own_distances(X, Y, metric="bc_text", backend="cuda"),
                                cdist(Xd, Yd, "braycurtis"), rtol=1e-9, atol=1e-12, equal_nan=True)
     s = Xd[:, None, :] + Yd[None, :, :]
     d = (Xd[:, None, :] - Yd[None, :, :]) ** 2
     ref = np.sqrt(np.where(s == 0, 0, d / np.where(s == 0, 1, s)).sum(-1))
     for strategy in ("gather", "scatter"):
-        np.testing.assert_allclose(gb.pairwise_distances(X, Y, metric="chi2_text_metric",
+        np.testing.assert_allclose(own_distances(X, Y, metric="chi2_text_metric",
                                                          backend="cuda", strategy=strategy),
                                    ref, rtol=1e-9, atol=1e-12)
 
@@ -242,7 +243,7 @@ def test_working_memory_bounds_gpu_pairwise(metric, monkeypatch):
     with the CPU backend. CuPy inputs give a CuPy result either way."""
     from gbdist.backends.cuda import CUDABackend
     X, Y = _data(5, 60, 40, 30)
-    ref = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    ref = own_distances(X, Y, metric=metric, backend="cpu")
     tiles = []
     real = CUDABackend.run_tile
 
@@ -251,12 +252,12 @@ def test_working_memory_bounds_gpu_pairwise(metric, monkeypatch):
         return real(self, p, r0, r1, c0, c1)
 
     monkeypatch.setattr(CUDABackend, "run_tile", spy)
-    one = gb.pairwise_distances(X, Y, metric=metric, backend="cuda")
+    one = own_distances(X, Y, metric=metric, backend="cuda")
     assert tiles == [(0, 60, 0, 40)]
     tiles.clear()
     plan = gb.pairwise.metric_program(metric).plan
     wm = 7 * 40 * CUDABackend().cell_bytes(plan, np.float64)  # seven whole rows per tile
-    many = gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(Y), metric=metric,
+    many = own_distances(cps.csr_matrix(X), cps.csr_matrix(Y), metric=metric,
                                  backend="cuda", working_memory=wm / 2**20)
     assert isinstance(many, cupy.ndarray)
     assert tiles == [(r, min(60, r + 7), 0, 40) for r in range(0, 60, 7)]
@@ -268,11 +269,11 @@ def test_backend_caches_are_public_and_clearable():
     from gbdist import runtime
     from gbdist.backends.cuda import cache, compile_log, last_run
     X, Y = _data(6, 10, 12, 20)
-    gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")
+    own_distances(X, Y, metric="euclidean", backend="cuda")
     assert last_run()["strategy"] in ("gather", "scatter", "dense") and cache.MODULES
     runtime.clear_caches()
     assert not cache.MODULES and not cache.GENERATED and compile_log() == []
     assert last_run()["strategy"] is None
-    D = gb.pairwise_distances(X, Y, metric="euclidean", backend="cuda")  # recompiled
-    np.testing.assert_allclose(D, gb.pairwise_distances(X, Y, metric="euclidean", backend="cpu"),
+    D = own_distances(X, Y, metric="euclidean", backend="cuda")  # recompiled
+    np.testing.assert_allclose(D, own_distances(X, Y, metric="euclidean", backend="cpu"),
                                rtol=1e-9, atol=1e-9)

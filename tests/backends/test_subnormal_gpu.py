@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sps
 
 import gbdist as gb
+from own_distances import own_distances  # gbdist's own metric and dtype path
 from accuracy_cases import BOUND, reference, row_scale
 
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
@@ -52,7 +53,7 @@ def test_subnormal_rows_match_float64(metric, strategy):
     X[8:] = rows(4, 1e-39)                     # subnormal values next to normal ones
     X[8:, 1] = np.float32(3e-30)
     ref = reference(metric, X, Y)
-    D = gb.pairwise_distances(sps.csr_matrix(X), sps.csr_matrix(Y), metric=metric,
+    D = own_distances(sps.csr_matrix(X), sps.csr_matrix(Y), metric=metric,
                               backend="cuda", strategy=strategy)
     assert D.dtype == np.float32
     # the bound, plus the float32 rounding of the result (2^-150 where it is subnormal)
@@ -82,7 +83,7 @@ def test_device_input_of_another_dtype_keeps_subnormals(src, dst):
     X = sps.random(8, 30, density=0.4, random_state=rng, format="csr", dtype=np.float64)
     X.data = (X.data + 0.1) * 1e-41  # subnormal once float32
     X = X.astype(src)
-    D = gb.pairwise_distances(cps.csr_matrix(X), metric="manhattan", backend="cuda", dtype=dst).get()
+    D = own_distances(cps.csr_matrix(X), metric="manhattan", backend="cuda", dtype=dst).get()
     Xr = X.astype(dst).astype(np.float64).toarray()  # the values as the host converts them
     ref = reference("manhattan", Xr, Xr)
     assert np.all(ref[~np.eye(8, dtype=bool)] > 0)

