@@ -15,6 +15,23 @@ from gbdist.pairwise import metric_program
 NVCC = shutil.which("nvcc")
 
 
+@pytest.fixture(autouse=True)
+def _direct_union_on(monkeypatch):
+    """The pass is off by default (wrong on the GPU: codegen.DIRECT_UNION); its source is
+    still generated and compiled here, for the work that fixes it."""
+    from gbdist.backends.cuda import codegen
+    monkeypatch.setattr(codegen, "DIRECT_UNION", True)
+
+
+def test_the_direct_union_is_refused_while_off(monkeypatch):
+    from gbdist.backends.cuda import codegen
+    from gbdist.errors import BackendError
+    monkeypatch.setattr(codegen, "DIRECT_UNION", False)
+    plan = direct_plan(metric_program("minkowski", p=3).plan)
+    with pytest.raises(BackendError, match="not idempotent"):
+        generate(plan, np.float32, np.float64)
+
+
 @pytest.mark.parametrize("metric,params", [("minkowski", {"p": 3}), ("minkowski", {"p": 4}),
                                            ("sqeuclidean", {}), ("manhattan", {})])
 def test_direct_plan_generates_a_plus_union(metric, params):
