@@ -118,7 +118,7 @@ def guards(plan: Plan) -> tuple[Guard, ...]:
         if not isinstance(n, ir.Intersect) or not _rewritten(n):
             continue
         correction = n.mul.name.endswith("_g")
-        f = _product_op(plan, n.mul.name[:-2] if correction else n.mul.name)
+        f = _product_op(plan, n.mul.name[:-2] if correction else n.mul.name, n, correction)
         if f is None:
             continue  # not one of the plan's products (cannot happen for a made plan)
         out.append(Guard(f, n.left, n.right, correction, n.expansion if n.expansion else None,
@@ -126,11 +126,32 @@ def guards(plan: Plan) -> tuple[Guard, ...]:
     return tuple(out)
 
 
-def _product_op(plan: Plan, name: str):
+def _product_op(plan: Plan, name: str, node=None, correction: bool = False):
+    """The ⊗ of the product the step ``node`` computes: by its op's name, else (an analysis
+    is shared by the ops of one formula in a process, so its op may carry another op's
+    name, e.g. a column-free core op's) the one product of the step's kind over the same
+    operands."""
     for d in plan.products:
         if d.analysis.semiring.mul.name == name:
             return d.analysis.semiring.mul
-    return None
+    if node is None:
+        return None
+    kind = "union-correction" if correction else "intersection"
+    same = [d for d in plan.products if d.analysis.strategy == kind
+            and _operands(d.node) == (_names(node.left), _names(node.right))]
+    return same[0].analysis.semiring.mul if len(same) == 1 else None
+
+
+def _names(node) -> str:
+    return row_operand(node)[0]
+
+
+def _operands(mxm) -> tuple:
+    left = getattr(mxm, "left", None)
+    right = getattr(mxm, "right", None)
+    if left is None or right is None:
+        return ()
+    return (row_operand(left, False)[0], row_operand(right, True)[0])
 
 
 def fill_of(node: ir.Node) -> float:

@@ -191,3 +191,18 @@ def test_the_decision_reports_its_bound():
     n = len(memo)
     accuracy.decide(plan, mats, remember, True, X.shape[1])
     assert len(memo) == n  # per-operand statistics are computed once
+
+
+def test_the_rule_finds_its_products_after_a_column_metric_shared_their_analysis():
+    """The in-process analysis cache shares one analysis between ops of one formula:
+    after seuclidean (its column-free core op is (x − y)²) sqeuclidean's product carried
+    the core op's name, and the rule found no rewrite to guard (found by test order)."""
+    import numpy as np
+
+    import gbdist as gb
+    from gbdist.compiler.accuracy import guards
+    from gbdist.pairwise import metric_program
+    X = np.random.default_rng(0).random((6, 4))
+    gb.pairwise_distances(X, metric="seuclidean", backend="cpu")
+    assert guards(metric_program("sqeuclidean").plan)
+    assert guards(metric_program("euclidean").plan)
