@@ -343,3 +343,34 @@ def known_names() -> list[str]:
     """Every global name (for close-match suggestions)."""
     return (list(_STATE.objects) + list(BUILTINS) + list(_STATE.library) + list(_STATE.metrics)
             + list(_STATE.aliases))
+
+
+# Keywords of other libraries' functions that mean one of ours.
+KEYWORD_SYNONYMS = {"n_neighbors": "k"}
+
+
+def check_keywords(func, params: dict, m) -> None:
+    """Refuse a keyword that is neither a parameter of ``metric`` nor one of ``func``'s own,
+    when it looks like a misspelt keyword of ``func`` (``metrc=``) or another library's
+    name for one (``n_neighbors=`` for ``k=``): say so, rather than calling it an unknown
+    parameter of the metric ``m`` (a :class:`Metric`). Other unknown names are left to the
+    metric's own message."""
+    import inspect
+    if not isinstance(m, Metric):  # a callable or an expression: its own checks
+        return
+    own = [p for p in inspect.signature(func).parameters
+           if p not in ("params", "kwds", "kwargs")]
+    for key in params:
+        if key in m.params:
+            continue
+        target = KEYWORD_SYNONYMS.get(key) if KEYWORD_SYNONYMS.get(key) in own else None
+        if target is None:
+            close = difflib.get_close_matches(key, own, n=1, cutoff=0.75)
+            target = close[0] if close else None
+        if target is not None:
+            raise InputError(f"{func.__name__}() has no keyword {key!r}, and metric "
+                             f"{m.name!r} has no parameter of that name",
+                             hint=f"did you mean {target}=?",
+                             expected=f"{func.__name__}'s keywords ({', '.join(own)}) or the "
+                                      f"metric's parameters ({', '.join(m.params) or 'none'})",
+                             got=key)

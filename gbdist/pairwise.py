@@ -200,6 +200,8 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     """
     check_n_jobs(n_jobs)
     params, finite_kw = split_finite_kw(kwds)
+    names.check_keywords(pairwise_distances, params,  # metrc=: not a metric parameter
+                         find_metric(metric) if isinstance(metric, str) else None)
     X = as_input(X, "X")
     Y = None if Y is None else as_input(Y, "Y")
     if isinstance(metric, str) and metric == "precomputed":

@@ -45,7 +45,11 @@ def __getattr__(name: str):
     if name in _SYM:
         from . import sym
         return getattr(sym, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import difflib  # gb.ops.absdif: what gb.ops holds and the closest op (not "module …")
+    known = sorted(k for k, v in globals().items() if isinstance(v, (Op, Monoid)))
+    close = difflib.get_close_matches(name, known, n=1) if not name.startswith("__") else []
+    raise AttributeError(f"gb.ops has no op {name!r}" + (f"; did you mean gb.ops.{close[0]}?"
+                         if close else "") + " (gb.op(...) defines a new one)")
 
 
 # ---------------------------------------------------------------------------

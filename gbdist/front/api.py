@@ -122,9 +122,14 @@ def op(name: str, formula, domain: str | None = None, doc: str = "") -> Op:
 # --- products -------------------------------------------------------------
 
 
-def mxm(left, right, sr, *, backend: str = "auto", **run_kw):
+def mxm(left, right, sr=None, *, backend: str = "auto", **run_kw):
     """``C[i, j] = ⊕_k left[i, k] ⊗ right[k, j]``; eager on concrete matrices (a dense
     result); ``gr.mxm`` (a sparse ``gb.Matrix``) when an operand is a ``gb.Matrix``."""
+    if sr is None:
+        raise TypeCheckError("gb.mxm needs a semiring as its third argument",
+                             expected="gb.mxm(A, B.T, semiring)", got="two arguments",
+                             hint="gb.semirings.plus_times (the matrix product), or "
+                                  "gb.semiring(gb.ops.absdiff, gb.ops.plus)")
     sr = _as_semiring(sr)
     if _graph_operand(left) or _graph_operand(right):
         return _run_graph("mxm", "mxm", (left, right), (left, right, sr), backend, run_kw)

@@ -32,6 +32,8 @@ from ..compiler import ir
 from ..compiler.plan import Plan
 from ..backends.cpu import merge_k, select_k
 from ..errors import InputError, ParameterError
+from .. import names
+from ..front.library import find_metric
 from ..pairwise import (
     as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
     split_finite_kw)
@@ -352,6 +354,8 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
         exclude_self = Y is None
     X = as_input(X, "X")
     Y = None if Y is None else as_input(Y, "Y")
+    names.check_keywords(knn, params,  # n_neighbors=: scikit-learn's name for k
+                         find_metric(metric) if isinstance(metric, str) else None)
     plan = metric_program(metric, **params).plan
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)

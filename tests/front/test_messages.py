@@ -153,3 +153,24 @@ def test_the_cpu_fall_back_is_announced_once_with_its_reason(caplog, monkeypatch
     assert len(said) == 1 and "runs on the CPU: CuPy is not installed (test)" in said[0].getMessage()
     assert said[0].levelno == logging.INFO  # not printed on every run (issue 27)
     assert np.allclose(first, np.sqrt(2) * (1 - np.eye(3)))
+
+
+def test_newcomer_slips_get_messages_that_name_the_fix():
+    """Issue 27: a misspelt op, gb.mxm without its semiring, a misspelt keyword and
+    scikit-learn's n_neighbors= each say what to write instead."""
+    with pytest.raises(AttributeError, match=r"gb.ops has no op 'absdif'; did you mean gb.ops.absdiff\?"):
+        gb.ops.absdif
+    assert hasattr(gb.ops, "absdiff") and not hasattr(gb.ops, "absdif")
+    A, B = gb.matrices("A B")
+    with pytest.raises(gb.TypeCheckError, match="needs a semiring as its third argument"):
+        gb.mxm(A, B.T)
+    X = np.eye(3)
+    with pytest.raises(gb.InputError) as e:
+        gb.pairwise_distances(X, X, metrc="cosine")
+    assert "pairwise_distances() has no keyword 'metrc'" in str(e.value)
+    assert "did you mean metric=?" in str(e.value)
+    with pytest.raises(gb.InputError) as e:
+        gb.knn(X, n_neighbors=2)
+    assert "knn() has no keyword 'n_neighbors'" in str(e.value) and "did you mean k=?" in str(e.value)
+    with pytest.raises(gb.InputError, match="metric 'minkowski' has no parameter 'q'"):
+        gb.pairwise_distances(X, metric="minkowski", q=3)  # not close to a keyword: the metric's
