@@ -285,19 +285,17 @@ def set_diagonal(D, value) -> None:
 def mirror_upper(D) -> None:
     """Make the square ``D`` exactly symmetric in place: its upper triangle (diagonal
     included) copied onto the lower one, by blocks of rows (NumPy or CuPy; no n² temporary)."""
+    xp = np
+    if runtime.is_cupy(D):
+        import cupy as xp
     n = D.shape[0]
     step = 1024
     for s in range(0, n, step):
         e = min(n, s + step)
         if s:
             D[s:e, :s] = D[:s, s:e].T
-        block = D[s:e, s:e]
-        rows, cols = np.tril_indices(e - s, -1)
-        if rows.size:
-            if runtime.is_cupy(D):
-                import cupy
-                rows, cols = cupy.asarray(rows), cupy.asarray(cols)
-            block[rows, cols] = block[cols, rows]
+        block = D[s:e, s:e]  # its lower triangle from its upper one, where the array lives
+        block[...] = xp.where(xp.tri(e - s, k=-1, dtype=bool), block.T, block)
 
 
 _PATTERN_ONLY: dict = {}
