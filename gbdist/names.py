@@ -355,9 +355,9 @@ def check_keywords(func, params: dict, m) -> None:
     name for one (``n_neighbors=`` for ``k=``): say so, rather than calling it an unknown
     parameter of the metric ``m`` (a :class:`Metric`). Other unknown names are left to the
     metric's own message."""
+    if not isinstance(m, Metric) or all(key in m.params for key in params):
+        return  # (a callable or an expression: its own checks)
     import inspect
-    if not isinstance(m, Metric):  # a callable or an expression: its own checks
-        return
     own = [p for p in inspect.signature(func).parameters
            if p not in ("params", "kwds", "kwargs")]
     for key in params:
