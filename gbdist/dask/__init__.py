@@ -17,8 +17,10 @@ except ImportError as e:  # pragma: no cover - the optional extra is missing
 
 from .estimator import NearestNeighbors
 from .partition import Partitions, partition, to_device
+from .replicas import Replicated, replicate
 from .search import (
     FAN_IN, Run, knn, knn_submit, pairwise_distances_chunked, radius_neighbors, radius_submit)
 
 __all__ = ["knn", "knn_submit", "NearestNeighbors", "radius_neighbors", "radius_submit",
-           "pairwise_distances_chunked", "partition", "to_device", "Partitions", "Run", "FAN_IN"]
+           "pairwise_distances_chunked", "partition", "to_device", "Partitions", "Run", "FAN_IN", "replicate",
+           "Replicated"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ParameterError
-from . import tasks
+from . import replicas, tasks
 from .partition import Partitions, partition
 
 FAN_IN = 8
@@ -167,6 +167,9 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
     client = _client(client)
     if exclude_self is None:
         exclude_self = Y is None
+    if isinstance(X, replicas.Replicated):
+        return _replicated_knn(X, Y, k, metric, params, client, bool(exclude_self), symmetric,
+                               backend, working_memory, checkpoint)
     Qp = partition(X, client, partition_rows, n_partitions)
     Ip = Qp if Y is None else partition(Y, client, partition_rows, n_partitions)
     if Ip.n_features != Qp.n_features:
@@ -213,6 +216,25 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
     return run
 
 
+def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, backend,
+                    working_memory, checkpoint) -> Run:
+    """A self-join over a replicated index: each worker searches a share of the tiles."""
+    if Y is not None and Y is not R:
+        raise InputError("a replicated index is searched as a self-join", got="an explicit Y",
+                         hint="call knn(R) with Y=None, or partition() X and Y instead")
+    need = _check_k(k, R.n_rows, exclude_self)
+    sym = _use_symmetric(symmetric, True, metric, params)
+    common = (metric, params, backend, working_memory, sym)
+    extra = (int(k), exclude_self, sym, "replicated")
+    one = replicas.whole(R)
+    run = _start(client, "knn", one, one, metric, params, extra, checkpoint,
+                 lambda b: replicas.submit_knn(R, k, need, exclude_self, common, client),
+                 lambda blocks: blocks[0])
+    run.symmetric = sym
+    run.pair_tasks = len(R.futures) if run.futures else 0
+    return run
+
+
 def knn(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=None,
         symmetric=None, partition_rows=None, n_partitions=None, backend="auto",
         working_memory=None, checkpoint=None, **params):
@@ -225,6 +247,9 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=
     ``X``, ``Y``: SciPy/CuPy sparse matrices (cut into ``partition_rows``-row blocks, or
     ``n_partitions`` blocks), Dask arrays of sparse blocks (their row chunks are the
     partitions), or :class:`Partitions` from :func:`partition` (reused as they are).
+    X may also be a :class:`Replicated` index (:func:`replicate`: the whole matrix on every
+    worker; Y None): each worker then runs an equal share of the single-device search's
+    tiles and only the n × k lists move — the fast layout whenever the index fits a worker.
     ``symmetric``: as gb.knn's: in a self-join under a metric proven symmetric each
     unordered block pair is computed once. ``backend``, ``working_memory``: for the
     single-device gbdist each task runs. ``checkpoint``: a directory; each finished query

@@ -187,3 +187,54 @@ def warm(metric, params: dict, backend, n_features: int):
     except Exception:  # noqa: BLE001 - warming is best effort; the real task reports errors
         return False
     return True
+
+
+# ---------------------------------------------------------------------------
+# replicated index: each worker searches a share of the tiles
+# ---------------------------------------------------------------------------
+
+
+def stack(device: bool, *blocks):
+    """The blocks one under another (the whole matrix on this worker), on its GPU if asked."""
+    mods = {type(b).__module__.split(".")[0] for b in blocks}
+    if "cupyx" in mods or "cupy" in mods:
+        import cupyx.scipy.sparse as cps
+        out = cps.vstack([b if type(b).__module__.startswith("cupyx")
+                          else cps.csr_matrix(sps.csr_matrix(b)) for b in blocks], format="csr")
+        return out
+    out = sps.vstack([sps.csr_matrix(b) for b in blocks], format="csr")
+    return to_device(out) if device else out
+
+
+def share_knn(X, need: int, w: int, W: int, metric, params: dict, backend, working_memory,
+              symmetric):
+    """Share w of W of the self-join's tiles: every query's ``need`` best among them (global
+    indices, on the device when X is; placeholders where a row met no tile of this share)."""
+    from ..front import colparams
+    from ..neighbors import knn_plan
+    from ..pairwise import metric_program
+    from ..runtime import get_backend, working_memory_bytes
+    plan = metric_program(metric, **params).plan
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    return knn_plan(plan, X, X, need, be, budget, False, symmetric=symmetric,
+                    columns=colparams.split(params)[1], share=(w, W))
+
+
+def merge_shares(k: int, exclude_self: bool, need: int, *shares):
+    """The shares' lists merged by (distance, index) where they are (device or host), the
+    query's own index dropped (gbdist's rule), brought to the host."""
+    from ..neighbors import drop_self
+    d, i = shares[0]
+    on_device = not isinstance(d, np.ndarray)
+    if on_device:
+        import cupy as xp
+        from ..backends.cuda.topk import merge_k
+    else:
+        xp = np
+        from ..backends.cpu import merge_k
+    for d2, i2 in shares[1:]:
+        d, i = merge_k(d, i, d2, i2, need)
+    if exclude_self:
+        d, i = drop_self(d, i, k, xp)
+    return host(d), host(i)

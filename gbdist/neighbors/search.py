@@ -38,7 +38,8 @@ from ..pairwise import (
     as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
     split_finite_kw)
 from ..runtime import (
-    Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tiles,
+    Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tile_shape,
+    tiles,
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
 from ..front import colparams
@@ -81,23 +82,35 @@ class Search:
             return values
         return xp.ascontiguousarray(xp.broadcast_to(values, (rows, cols)))
 
-    def tiles(self, full_width: bool = False):
-        """(r0, r1, c0, c1, D) of every tile, D rows × cols (``xp``)."""
+    def tiles(self, full_width: bool = False, share: tuple | None = None):
+        """(r0, r1, c0, c1, D) of every tile, D rows × cols (``xp``); ``share=(w, W)``: only
+        tiles w, w + W, w + 2W ... of that sequence (one of W workers' equal shares)."""
+        if share is not None:  # the same tiles, only this share's computed
+            rows, width = tile_shape(self.be, self.b, self.budget, full_width, not full_width)
+            repair = Repair(self.b, self.budget)
+            cells = ((r0, c0) for c0 in range(0, max(self.b.n, 1), width)
+                     for r0 in range(0, max(self.b.m, 1), rows))
+            yield from self._computed(cells, rows, width, repair, share)
+            return
         for r0, r1, c0, c1, D in tiles(self.be, self.prepared, self.b, self.budget, full_width,
                                        select=not full_width):
             yield r0, r1, c0, c1, self.grid(D, r1 - r0, c1 - c0)
 
-    def symmetric_tiles(self):
-        """Square tiles (r0:r1, c0:c1) with c0 >= r0 of a self-join."""
+    def symmetric_tiles(self, share: tuple | None = None):
+        """Square tiles (r0:r1, c0:c1) with c0 >= r0 of a self-join (``share``: as tiles')."""
         b = self.b
         s = symmetric_side(self.be, self.plan, b.n, self.budget or 2**62, b.dtype)
-        repair = Repair(b, self.budget)
-        for r0 in range(0, b.n, s):
-            r1 = min(b.n, r0 + s)
-            for c0 in range(r0, b.n, s):
-                c1 = min(b.n, c0 + s)
-                tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1)
-                yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
+        cells = ((r0, c0) for r0 in range(0, b.n, s) for c0 in range(r0, b.n, s))
+        yield from self._computed(cells, s, s, Repair(b, self.budget), share)
+
+    def _computed(self, cells, rows: int, width: int, repair, share):
+        w, W = share if share is not None else (0, 1)
+        for t, (r0, c0) in enumerate(cells):
+            if t % W != w:
+                continue
+            r1, c1 = min(self.b.m, r0 + rows), min(self.b.n, c0 + width)
+            tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1)
+            yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
 
     def host(self, x):
         return x if self.b.on_device else self.be.to_host(x)
@@ -130,23 +143,33 @@ def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
 
 
 def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
-             on_block: Callable | None = None, symmetric=None, columns=None) -> tuple:
+             on_block: Callable | None = None, symmetric=None, columns=None,
+             share: tuple | None = None) -> tuple:
     """The k nearest index rows of every query under a compiled ``plan`` on a backend
     object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
-    ``on_block(pairs)`` is called after each tile with the pairs it covered."""
+    ``on_block(pairs)`` is called after each tile with the pairs it covered.
+
+    ``share=(w, W)``: worker w of W computes every W-th tile of the very tiles the whole
+    search visits (symmetric ones included) and returns, for every query, its k best
+    among them (placeholders: NaN distance, index 2**63 - 1); merging the W shares by
+    (distance, index) gives the whole search's answer bit for bit (:mod:`gbdist.dask`).
+    ``exclude_self`` is left to the merge (it must be False here)."""
     sym = _use_symmetric(plan, X, Y, symmetric)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     s = Search(plan, X, Y, be, budget, dtype, columns)  # the inputs are checked first
     kk = _check_k(k, n, exclude_self)
+    if share is not None and exclude_self:
+        raise InputError("a share of a search leaves exclude_self to the merge",
+                         got="exclude_self=True")
     xp = s.xp
     best_d = best_i = None
-    found = _fused(s, kk, sym)
+    found = None if share is not None else _fused(s, kk, sym)
     if found is not None:  # one fused pass: no tile, same answer
         best_d, best_i = found
         if on_block is not None:
             on_block(m * n)
     for r0, r1, c0, c1, D in (() if found is not None else
-                              s.symmetric_tiles() if sym else s.tiles()):
+                              s.symmetric_tiles(share) if sym else s.tiles(share=share)):
         if best_d is None:
             # Placeholders (NaN, largest index) sort after every real candidate, NaN ones too.
             best_d = xp.full((m, kk), np.nan, dtype=D.dtype)
@@ -165,6 +188,9 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
             best_d[c0:c1], best_i[c0:c1] = be.merge_k(best_d[c0:c1], best_i[c0:c1], d, i, kk)
         if on_block is not None:  # pairs covered: both orders off the diagonal
             on_block((r1 - r0) * (c1 - c0) * (2 if mirrored else 1))
+    if best_d is None:  # a share with no tile
+        best_d = xp.full((m, kk), np.nan, dtype=s.b.dtype)
+        best_i = xp.full((m, kk), np.iinfo(np.int64).max, dtype=xp.int64)
     if exclude_self:
         best_d, best_i = drop_self(best_d, best_i, k, xp)
     return s.host(best_d.astype(s.b.dtype, copy=False)), s.host(best_i)

@@ -1,0 +1,87 @@
+"""The whole index on every worker, each worker searching an equal share of the tiles.
+
+When the index fits one worker's memory (one GPU's, say), the fastest distributed kNN is
+the single-device search itself, split: every worker holds the whole matrix (stacked
+from the partitions once, on the worker, like a fitted index) and runs the very tile
+loop of ``gb.knn`` — the symmetric self-join's square tiles on and above the diagonal,
+fused top-k, all of it — but computes only every W-th tile of it
+(:func:`gbdist.neighbors.knn_plan`'s ``share``). Each worker returns n × (k + 1)
+candidate lists; they are merged by (distance, index) on one worker's device and the
+query's own index is dropped there. Only the lists move. Since the tiles are those of
+``gb.knn`` with the same working memory, the answer is ``gb.knn``'s bit for bit.
+
+The partitioned layout (:mod:`.search`: block-pair tasks) remains for an index larger
+than one worker can hold; a replica needs the whole index on each worker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from . import tasks
+from .partition import Partitions, partition
+
+
+@dataclass(eq=False)
+class Replicated:
+    """One copy of the whole matrix per worker: ``futures[j]`` lives on ``workers[j]``."""
+
+    futures: list
+    workers: list
+    n_rows: int
+    n_features: int
+    token: str
+    on_device: bool = False
+
+    @property
+    def keys(self) -> tuple:
+        return tuple(f.key for f in self.futures)
+
+
+def _workers(client, workers) -> list:
+    if workers is not None:
+        return list(workers)
+    found = sorted(client.scheduler_info()["workers"])
+    if not found:
+        raise InputError("the cluster has no worker", hint="start the workers first")
+    return found
+
+
+def replicate(X, client, *, device: bool = False, workers=None) -> Replicated:
+    """The whole of X (a matrix, a Dask array of row blocks, or :class:`Partitions`) stacked
+    on every worker (or on ``workers``), as a CuPy CSR on its GPU when ``device``.
+
+    The copies are built on the workers from the partitions (a lost worker's copy is
+    rebuilt elsewhere from them). Pass the result to :func:`gbdist.dask.knn` as X: each
+    worker then searches an equal share of the tiles. Each worker must hold the whole
+    matrix; for larger indexes use :func:`partition` (the block-pair layout)."""
+    from dask.base import tokenize
+    parts = X if isinstance(X, Partitions) else partition(X, client)
+    where = _workers(client, workers)
+    token = tokenize("gbdist-replica", parts.keys, tuple(parts.offsets), bool(device))
+    futures = [client.submit(tasks.stack, bool(device), *parts.futures,
+                             key=f"gbdist-replica-{token}-{j}", workers=[w],
+                             allow_other_workers=True, pure=False)
+               for j, w in enumerate(where)]
+    return Replicated(futures, where, parts.n_rows, parts.n_features, token, bool(device))
+
+
+class _Whole:
+    """The run's one query block (all rows), as :func:`.search._start` reads a partitioning."""
+
+    def __init__(self, R: Replicated):
+        self.keys, self.offsets, self.n_partitions = (R.token,), (0, R.n_rows), 1
+
+
+def submit_knn(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client):
+    """The self-join's final future: one share task per worker, one merge (on the first)."""
+    W = len(R.futures)
+    shares = [client.submit(tasks.share_knn, f, need, j, W, *common, workers=[w],
+                            allow_other_workers=True, pure=True)
+              for j, (f, w) in enumerate(zip(R.futures, R.workers))]
+    return client.submit(tasks.merge_shares, int(k), bool(exclude_self), need, *shares,
+                         workers=[R.workers[0]], allow_other_workers=True, pure=True)
+
+
+def whole(R: Replicated) -> _Whole:
+    return _Whole(R)

@@ -1,0 +1,147 @@
+"""gbdist.dask with a replicated index: each worker searches a share of gb.knn's own tiles.
+
+The reference is single-process gb.knn with the same working memory (the same tiles), bit
+for bit; gb.knn itself is tested against SciPy and scikit-learn elsewhere.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+distributed = pytest.importorskip("distributed")
+
+import gbdist as gb  # noqa: E402
+import gbdist.dask as gbd  # noqa: E402
+from gbdist.dask import tasks  # noqa: E402
+
+MiB_SMALL = 0.02  # working memory (MiB) small enough for many tiles per search
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _data(m=90, n=24, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = sps.random(m, n, density=0.25, format="csr", random_state=rng, dtype=np.float64)
+    X.data = np.round(X.data * 4) / 4 + 0.25  # few distinct values: many exact ties
+    X = X.tolil()
+    X[3] = X[7]  # a duplicate row
+    X[11] = 0  # an empty row
+    X = X.tocsr()
+    X.eliminate_zeros()
+    return X.astype(dtype)
+
+
+def _same(a, b, exact=True):
+    assert a[0].dtype == b[0].dtype and a[1].dtype == b[1].dtype == np.int64
+    np.testing.assert_array_equal(a[1], b[1])
+    if exact:
+        np.testing.assert_array_equal(a[0], b[0])
+    else:
+        np.testing.assert_allclose(a[0], b[0], rtol=4 * np.finfo(a[0].dtype).eps, atol=0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.DataConversionWarning")
+@pytest.mark.parametrize("metric", gb.metric_names())
+def test_every_metric_matches_single_process(client, metric):
+    X = _data()
+    R = gbd.replicate(X, client)
+    configs = [(MiB_SMALL, None)]  # many tiles, each worker a share of them
+    if metric in ("cosine", "manhattan", "kl_divergence"):  # one tile; no symmetry
+        configs += [(None, None), (MiB_SMALL, False), (None, False)]
+    for wm, sym in configs:
+        if True:
+            # On the CPU, gb.knn may answer from the compiled fused search (no tiles); a
+            # share runs the tiles, which may round a distance differently in the last bit
+            # (gower, seuclidean: column-scaled). On a GPU both run the same tiles: bit for bit (test_dask_gpu.py).
+            _same(gbd.knn(R, k=7, metric=metric, client=client, working_memory=wm,
+                          symmetric=sym),
+                  gb.knn(X, k=7, metric=metric, working_memory=wm, symmetric=sym),
+                  exact=metric not in ("gower", "seuclidean"))
+
+
+def test_shares_partition_the_tiles_and_merge_to_the_whole(client):
+    """Each worker computes a disjoint third of the tiles: the shares alone are not the
+    answer (each misses candidates), their merge is."""
+    X = _data(m=120, seed=2)
+    R = gbd.replicate(X, client)
+    need = 6
+    shares = [tasks.share_knn(X, need, w, 3, "manhattan", {}, "auto", MiB_SMALL, True)
+              for w in range(3)]
+    whole = gb.knn(X, k=need, metric="manhattan", exclude_self=False, working_memory=MiB_SMALL)
+    for d, i in shares:
+        assert not np.array_equal(i, whole[1])
+    _same(tasks.merge_shares(need, False, need, *shares), whole)
+    _same(gbd.knn(R, k=5, metric="manhattan", client=client, working_memory=MiB_SMALL),
+          gb.knn(X, k=5, metric="manhattan", working_memory=MiB_SMALL))
+
+
+def test_partitions_float32_and_params(client):
+    X = _data(dtype=np.float32, seed=4)
+    R = gbd.replicate(gbd.partition(X, client, partition_rows=[5, 40, 1, 44]), client)
+    assert R.n_rows == X.shape[0] and len(R.futures) == 3
+    _same(gbd.knn(R, k=5, metric="minkowski", p=3, client=client, working_memory=MiB_SMALL),
+          gb.knn(X, k=5, metric="minkowski", p=3, working_memory=MiB_SMALL))
+
+
+def test_column_defaults_are_whole_matrix_statistics(client):
+    """seuclidean's variances and gower's ranges come from all rows: each worker binds the
+    whole matrix (the partitioned layout binds blocks, see test_dask.py)."""
+    X = _data(seed=5)
+    R = gbd.replicate(X, client)
+    for metric in ("seuclidean", "gower"):
+        _same(gbd.knn(R, k=4, metric=metric, client=client), gb.knn(X, k=4, metric=metric),
+              exact=False)  # the CPU fused search vs tiles: see the test above
+
+
+def test_checks(client):
+    X = _data()
+    R = gbd.replicate(X, client)
+    with pytest.raises(gb.InputError, match="self-join"):
+        gbd.knn(R, X, k=3, client=client)
+    with pytest.raises(gb.InputError, match="n_neighbors"):
+        gbd.knn(R, k=X.shape[0], client=client)
+    with pytest.raises(gb.InputError, match="symmetric=True"):
+        gbd.knn(R, k=3, metric="kl_divergence", symmetric=True, client=client)
+    with pytest.raises(gb.InputError, match="exclude_self"):
+        from gbdist.neighbors import knn_plan
+        from gbdist.pairwise import metric_program
+        from gbdist.runtime import get_backend
+        knn_plan(metric_program("euclidean").plan, X, X, 3, get_backend("cpu"), None, True,
+                 share=(0, 2))
+
+
+def test_checkpoint_resume(client, tmp_path):
+    X = _data()
+    R = gbd.replicate(X, client)
+    ref = gb.knn(X, k=5, metric="cosine")
+    run = gbd.knn_submit(R, k=5, metric="cosine", client=client, checkpoint=str(tmp_path))
+    _same(run.result(), ref)
+    assert len(os.listdir(tmp_path)) == 1 and run.resumed == []
+    run = gbd.knn_submit(R, k=5, metric="cosine", client=client, checkpoint=str(tmp_path))
+    assert run.resumed == [0] and not run.futures
+    _same(run.result(), ref)
+
+
+def test_worker_killed_mid_run_with_processes():
+    X = _data(m=400, seed=3)
+    ref = gb.knn(X, k=6, metric="manhattan", working_memory=MiB_SMALL)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        R = gbd.replicate(X, c)
+        distributed.wait(R.futures)
+        run = gbd.knn_submit(R, k=6, metric="manhattan", client=c, working_memory=MiB_SMALL)
+        nanny = next(n for n in cluster.workers.values() if n.worker_address == R.workers[1])
+        c.sync(nanny.kill)  # a worker dies with its copy of the index and its share
+        _same(run.result(), ref)
