@@ -26,20 +26,64 @@ import time
 import numpy as np
 
 
-def _cluster(cpu: bool, threads: int):
+def _cluster(cpu: bool, threads: int, workers: int = 1):
     import distributed
     if cpu:
-        return distributed.LocalCluster(n_workers=1, threads_per_worker=threads, processes=True,
-                                        dashboard_address=None), "LocalCluster (CPU)"
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=threads,
+                                        processes=True, dashboard_address=None), \
+            f"LocalCluster (CPU), {workers} worker(s)"
+    devices = ",".join(str(g) for g in range(workers))
     try:
         from dask_cuda import LocalCUDACluster
-        return (LocalCUDACluster(n_workers=1, CUDA_VISIBLE_DEVICES="0", dashboard_address=None),
-                "dask_cuda.LocalCUDACluster, 1 GPU worker")
+        return (LocalCUDACluster(n_workers=workers, CUDA_VISIBLE_DEVICES=devices,
+                                 dashboard_address=None),
+                f"dask_cuda.LocalCUDACluster, {workers} GPU worker(s)")
     except ImportError:
+        if workers != 1:
+            raise SystemExit("several GPU workers need dask-cuda") from None
         env = {"CUDA_VISIBLE_DEVICES": "0"}
         return (distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                          dashboard_address=None, env=env),
                 "LocalCluster, 1 worker process pinned to GPU 0 (dask-cuda not installed)")
+
+
+def _uniform(rows: int, cols: int, nnz: int, seed: int = 0):
+    """A uniformly random CSR (float32 values in (0, 1]) with about ``nnz`` entries, made
+    fast (one sort of int64 keys): the dense-ish paper shape (66K x 26K, 108M nonzeros),
+    where the power-law generator's column fit would dominate the run."""
+    import scipy.sparse as sps
+    rng = np.random.default_rng(seed)
+    keys = np.unique(rng.integers(0, rows * cols, size=int(nnz), dtype=np.int64))
+    r, c = np.divmod(keys, cols)
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=rows), out=indptr[1:])
+    vals = rng.random(keys.size, dtype=np.float32) + np.float32(1e-3)
+    return sps.csr_matrix((vals, c.astype(np.int32), indptr.astype(np.int32)),
+                          shape=(rows, cols))
+
+
+# the paper-scale shapes of issue 31: name -> (generator, rows, cols, nonzeros)
+SHAPES = {
+    "ml": ("powerlaw", 283_228, 193_886, 21_000_000),
+    "dense": ("uniform", 66_000, 26_000, 108_000_000),
+    "tall": ("powerlaw", 663_000, 858_000, 3_800_000),
+}
+
+
+def _memory(client) -> dict:
+    """Device bytes each worker's CuPy pool holds (it keeps freed blocks: about the peak
+    since the last reset)."""
+    def held():
+        import cupy
+        return int(cupy.get_default_memory_pool().total_bytes())
+    return client.run(held)
+
+
+def _reset_memory(client) -> None:
+    def free():
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+    client.run(free)
 
 
 def _median_ms(fn, repeats: int) -> tuple[float, list]:
@@ -82,44 +126,56 @@ def _compare(ref, got) -> dict:
 
 
 def add_arguments(ap) -> None:
+    ap.add_argument("--shape", default=None,
+                    help="paper shapes, comma-separated: " + ", ".join(
+                        f"{k} ({v[1]:,} x {v[2]:,}, {v[3]:,} nnz)" for k, v in SHAPES.items())
+                    + "; default: --rows/--cols/--nnz (powerlaw 283,228 x 193,886)")
     ap.add_argument("--rows", type=int, default=None, help="powerlaw rows (default 283,228)")
     ap.add_argument("--cols", type=int, default=None, help="powerlaw columns (default 193,886)")
     ap.add_argument("--nnz", type=int, default=None, help="powerlaw nonzeros (default ~27.7M)")
-    ap.add_argument("--metrics", default="euclidean,cosine,manhattan")
+    ap.add_argument("--metrics", default="cosine,manhattan")
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--partitions", default="1,2,4", help="row partitions to try")
+    ap.add_argument("--workers", default="1", help="cluster sizes to try (GPU workers)")
+    ap.add_argument("--layouts", default="replicated,partitioned",
+                    help="replicated (gbd.replicate: each worker a share of the tiles) and/or "
+                         "partitioned (block-pair tasks over --partitions row blocks)")
+    ap.add_argument("--partitions", default="8", help="row partitions of the partitioned layout")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--cpu", action="store_true", help="CPU backend, CPU worker (smoke test)")
+    ap.add_argument("--cpu", action="store_true", help="CPU backend, CPU workers (smoke test)")
     ap.add_argument("--threads", type=int, default=1, help="worker threads with --cpu")
 
 
-def run(args) -> dict:
-    """Single process, then each partitioning through gbdist.dask; equal answers first."""
-    import distributed
-    import gbdist as gb
-    import gbdist.dask as gbd
+def _inputs(args):
     from benchmarks import datasets
+    if not args.shape:
+        kw = {k: v for k, v in (("n_rows", args.rows), ("n_cols", args.cols),
+                                ("nnz", args.nnz)) if v is not None}
+        X, meta = datasets.load("powerlaw", **kw)
+        yield meta.get("name", "powerlaw"), X
+        return
+    for name in args.shape.split(","):
+        gen, rows, cols, nnz = SHAPES[name]
+        if gen == "uniform":
+            yield name, _uniform(rows, cols, nnz)
+        else:
+            yield name, datasets.load("powerlaw", n_rows=rows, n_cols=cols, nnz=nnz)[0]
 
-    kw = {k: v for k, v in (("n_rows", args.rows), ("n_cols", args.cols), ("nnz", args.nnz))
-          if v is not None}
-    X, meta = datasets.load("powerlaw", **kw)
-    print(f"powerlaw {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}; k = {args.k}", flush=True)
+
+def _single(X, metrics, args):
+    """Single-process gb.knn per metric: (median ms, times, host answer, pool bytes)."""
+    import gbdist as gb
     backend = "cpu" if args.cpu else "cuda"
     if args.cpu:
-        Xs, sync, free = X, (lambda: None), (lambda: None)
+        Xs, sync, held = X, (lambda: None), (lambda: 0)
     else:
         import cupy
         import cupyx.scipy.sparse as cps
         Xs = cps.csr_matrix(X)
         sync = cupy.cuda.Device().synchronize
-
-        def free():
-            cupy.get_default_memory_pool().free_all_blocks()
-
-    rows, failed = [], False
-    metrics = [m for m in args.metrics.split(",") if m]
+        pool = cupy.get_default_memory_pool()
+        held = pool.total_bytes
     refs = {}
-    for metric in metrics:  # single process first, alone on the GPU
+    for metric in metrics:
         res = {}
 
         def single():
@@ -130,48 +186,93 @@ def run(args) -> dict:
         ms, times = _median_ms(single, args.repeats)
         d, i = res.pop("out")
         refs[metric] = (ms, times, (d.get() if hasattr(d, "get") else d,
-                                    i.get() if hasattr(i, "get") else i))
+                                    i.get() if hasattr(i, "get") else i), int(held()))
         print(f"  single-process {metric}: {ms:.1f} ms", flush=True)
-        free()
+    del Xs
+    if not args.cpu:
+        cupy.get_default_memory_pool().free_all_blocks()
+    return refs
 
-    cluster, what = _cluster(args.cpu, args.threads)
-    print(f"cluster: {what}", flush=True)
-    with distributed.Client(cluster) as client:
-        for n_parts in [int(p) for p in args.partitions.split(",") if p]:
-            parts = gbd.partition(X, client, n_partitions=n_parts)
-            if not args.cpu:
-                parts = gbd.to_device(parts, client)
-            distributed.wait(parts.futures)
-            for metric in metrics:
-                single_ms, single_times, ref = refs[metric]
 
-                def run():
-                    return gbd.knn(parts, k=args.k, metric=metric, client=client,
-                                   backend=backend)
+def _layouts(X, client, args, workers: int):
+    """(label, data) per layout to time, each made (and put on the workers) before timing."""
+    import distributed
+    import gbdist.dask as gbd
+    for layout in [x for x in args.layouts.split(",") if x]:
+        if layout == "replicated":
+            parts = gbd.partition(X, client, n_partitions=workers)
+            data = gbd.replicate(parts, client, device=not args.cpu)
+            distributed.wait(data.futures)
+            yield "replicated", workers, data
+            del data, parts
+        else:
+            for n in [int(p) for p in args.partitions.split(",") if p]:
+                parts = gbd.partition(X, client, n_partitions=n)
+                if not args.cpu:
+                    parts = gbd.to_device(parts, client)
+                distributed.wait(parts.futures)
+                yield "partitioned", n, parts
+                del parts
 
-                client.run(gbd.tasks.warm, metric, {}, backend, X.shape[1])
-                cmp = _compare(ref, run())  # checked before any timing
-                if not cmp["equal"]:
-                    failed = True
-                    print(f"  MISMATCH {metric}, {n_parts} partitions: {cmp}", flush=True)
-                dask_ms, dask_times = _median_ms(run, args.repeats)
-                with distributed.get_task_stream(client) as stream:  # one more run, profiled
-                    t0 = time.perf_counter()
-                    run()
-                    profiled_ms = (time.perf_counter() - t0) * 1e3
-                by_task = _task_seconds(stream.data)
-                row = {"dataset": meta.get("name", "powerlaw"), "shape": list(X.shape),
-                       "nnz": int(X.nnz), "k": args.k, "metric": metric, "partitions": n_parts,
-                       "cluster": what, "backend": backend, "single_ms": single_ms,
-                       "single_times": single_times, "dask_ms": dask_ms,
-                       "dask_times": dask_times, "overhead": dask_ms / single_ms - 1,
-                       "profiled_ms": profiled_ms, "task_seconds": by_task, **cmp}
-                rows.append(row)
-                print(f"  {metric:10s} partitions {n_parts}: single {single_ms:9.1f} ms, dask "
-                      f"{dask_ms:9.1f} ms, overhead {100 * row['overhead']:+.1f}%, equal "
-                      f"{cmp['equal']}", flush=True)
-                print("    worker time by task: " + ", ".join(
-                    f"{name} {sec * 1e3:.0f} ms" for name, sec in by_task.items()), flush=True)
-            del parts
-    cluster.close()
+
+def run(args) -> dict:
+    """Per shape: single process, then each cluster size and layout; equal answers first."""
+    import distributed
+    import gbdist.dask as gbd
+
+    backend = "cpu" if args.cpu else "cuda"
+    rows, failed = [], False
+    metrics = [m for m in args.metrics.split(",") if m]
+    for name, X in _inputs(args):
+        print(f"{name}: {X.shape[0]:,} x {X.shape[1]:,}, nnz {X.nnz:,}; k = {args.k}",
+              flush=True)
+        refs = _single(X, metrics, args)
+        for workers in [int(w) for w in args.workers.split(",") if w]:
+            cluster, what = _cluster(args.cpu, args.threads, workers)
+            print(f"cluster: {what}", flush=True)
+            with distributed.Client(cluster) as client:
+                for layout, n_parts, data in _layouts(X, client, args, workers):
+                    for metric in metrics:
+                        single_ms, single_times, ref, single_bytes = refs[metric]
+
+                        def run():
+                            return gbd.knn(data, k=args.k, metric=metric, client=client,
+                                           backend=backend)
+
+                        client.run(gbd.tasks.warm, metric, {}, backend, X.shape[1])
+                        if not args.cpu:
+                            _reset_memory(client)
+                        cmp = _compare(ref, run())  # checked before any timing
+                        if not cmp["equal"]:
+                            failed = True
+                            print(f"  MISMATCH {metric} {layout}: {cmp}", flush=True)
+                        dask_ms, dask_times = _median_ms(run, args.repeats)
+                        with distributed.get_task_stream(client) as stream:  # profiled run
+                            t0 = time.perf_counter()
+                            run()
+                            profiled_ms = (time.perf_counter() - t0) * 1e3
+                        by_task = _task_seconds(stream.data)
+                        mem = {} if args.cpu else _memory(client)
+                        row = {"dataset": name, "shape": list(X.shape), "nnz": int(X.nnz),
+                               "k": args.k, "metric": metric, "workers": workers,
+                               "layout": layout, "partitions": n_parts, "cluster": what,
+                               "backend": backend, "single_ms": single_ms,
+                               "single_times": single_times, "single_device_bytes": single_bytes,
+                               "dask_ms": dask_ms, "dask_times": dask_times,
+                               "speedup": single_ms / dask_ms, "profiled_ms": profiled_ms,
+                               "task_seconds": by_task,
+                               "worker_device_bytes": sorted(mem.values()), **cmp}
+                        rows.append(row)
+                        gib = max(mem.values(), default=0) / 2**30
+                        print(f"  {metric:10s} {workers} worker(s) {layout:11s} ({n_parts}): "
+                              f"single {single_ms:8.1f} ms, dask {dask_ms:8.1f} ms, "
+                              f"x{row['speedup']:.2f}, worker pool {gib:.1f} GiB, equal "
+                              f"{cmp['equal']}", flush=True)
+                        print("    worker time by task: " + ", ".join(
+                            f"{k} {sec * 1e3:.0f} ms" for k, sec in by_task.items()), flush=True)
+            cluster.close()
+    print("\nshape  metric     workers layout       single ms   dask ms  speed-up  equal")
+    for r in rows:
+        print(f"{r['dataset']:6s} {r['metric']:10s} {r['workers']:7d} {r['layout']:11s}"
+              f"{r['single_ms']:11.1f} {r['dask_ms']:9.1f} {r['speedup']:9.2f}  {r['equal']}")
     return {"rows": rows, "failed": failed}

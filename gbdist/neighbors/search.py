@@ -84,7 +84,7 @@ class Search:
 
     def tiles(self, full_width: bool = False, share: tuple | None = None):
         """(r0, r1, c0, c1, D) of every tile, D rows × cols (``xp``); ``share=(w, W)``: only
-        tiles w, w + W, w + 2W ... of that sequence (one of W workers' equal shares)."""
+        share w of W of those tiles (:func:`_share`), in the same order."""
         if share is not None:  # the same tiles, only this share's computed
             rows, width = tile_shape(self.be, self.b, self.budget, full_width, not full_width)
             repair = Repair(self.b, self.budget)
@@ -104,16 +104,31 @@ class Search:
         yield from self._computed(cells, s, s, Repair(b, self.budget), share)
 
     def _computed(self, cells, rows: int, width: int, repair, share):
-        w, W = share if share is not None else (0, 1)
-        for t, (r0, c0) in enumerate(cells):
-            if t % W != w:
-                continue
-            r1, c1 = min(self.b.m, r0 + rows), min(self.b.n, c0 + width)
+        m, n = self.b.m, self.b.n
+        cells = list(cells)
+        if share is not None:  # every worker makes the same choice: no coordination
+            cells = [cells[t] for t in _share(cells, rows, width, m, n, *share)]
+        for r0, c0 in cells:
+            r1, c1 = min(m, r0 + rows), min(n, c0 + width)
             tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1)
             yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
 
     def host(self, x):
         return x if self.b.on_device else self.be.to_host(x)
+
+
+def _share(cells, rows: int, width: int, m: int, n: int, w: int, W: int) -> list:
+    """The positions (in visiting order) of share w of W of the tiles ``cells``: the
+    largest tile first to the least loaded share (by cells, then share number), so the W
+    shares cost about the same even where edge tiles are small."""
+    area = [(min(m, r0 + rows) - r0) * (min(n, c0 + width) - c0) for r0, c0 in cells]
+    load, mine = [0] * W, []
+    for t in sorted(range(len(cells)), key=lambda t: (-area[t], t)):
+        j = min(range(W), key=lambda j: (load[j], j))
+        load[j] += area[t]
+        if j == w:
+            mine.append(t)
+    return sorted(mine)
 
 
 def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
@@ -149,8 +164,8 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
     ``on_block(pairs)`` is called after each tile with the pairs it covered.
 
-    ``share=(w, W)``: worker w of W computes every W-th tile of the very tiles the whole
-    search visits (symmetric ones included) and returns, for every query, its k best
+    ``share=(w, W)``: worker w of W computes its share (:func:`_share`: balanced by cells)
+    of the very tiles the whole search visits (symmetric ones included) and returns, for every query, its k best
     among them (placeholders: NaN distance, index 2**63 - 1); merging the W shares by
     (distance, index) gives the whole search's answer bit for bit (:mod:`gbdist.dask`).
     ``exclude_self`` is left to the merge (it must be False here)."""

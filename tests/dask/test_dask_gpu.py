@@ -55,3 +55,36 @@ def test_gpu_worker_matches_single_process(client, metric, n_parts):
         np.testing.assert_array_equal(i2, cupy.asnumpy(is_))
         np.testing.assert_array_equal(d2, cupy.asnumpy(ds))
     np.testing.assert_allclose(d2, cupy.asnumpy(ds), rtol=1e-6)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_replicated_index_matches_single_process(client, metric):
+    """Each worker a share of gb.knn's own tiles on its GPU: the same tiles, so the same
+    answer bit for bit (jensenshannon included), for many tiles and for one."""
+    X = _data()
+    R = gbd.replicate(X, client, device=True)
+    for wm in (4, None):  # MiB: several square tiles of 3,000 rows; then the default
+        d, i = gbd.knn(R, k=10, metric=metric, client=client, backend="cuda", working_memory=wm)
+        ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric=metric, backend="cuda",
+                         working_memory=wm)
+        np.testing.assert_array_equal(i, cupy.asnumpy(is_))
+        np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+
+
+def test_replicated_index_on_every_gpu():
+    """One worker per visible GPU (2 or more): shares on different devices, merged on one."""
+    n = cupy.cuda.runtime.getDeviceCount()
+    if n < 2:
+        pytest.skip("one GPU: the shares of several devices need two or more")
+    LocalCUDACluster = pytest.importorskip("dask_cuda").LocalCUDACluster
+    X = _data(m=6000, seed=1)
+    with LocalCUDACluster(n_workers=n, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        R = gbd.replicate(X, c, device=True)
+        assert len(set(R.workers)) == n
+        for metric in ("cosine", "manhattan", "jensenshannon"):
+            d, i = gbd.knn(R, k=10, metric=metric, client=c, backend="cuda", working_memory=8)
+            ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric=metric, backend="cuda",
+                             working_memory=8)
+            np.testing.assert_array_equal(i, cupy.asnumpy(is_))
+            np.testing.assert_array_equal(d, cupy.asnumpy(ds))

@@ -60,14 +60,14 @@ def test_every_metric_matches_single_process(client, metric):
     if metric in ("cosine", "manhattan", "kl_divergence"):  # one tile; no symmetry
         configs += [(None, None), (MiB_SMALL, False), (None, False)]
     for wm, sym in configs:
-        if True:
-            # On the CPU, gb.knn may answer from the compiled fused search (no tiles); a
-            # share runs the tiles, which may round a distance differently in the last bit
-            # (gower, seuclidean: column-scaled). On a GPU both run the same tiles: bit for bit (test_dask_gpu.py).
-            _same(gbd.knn(R, k=7, metric=metric, client=client, working_memory=wm,
-                          symmetric=sym),
-                  gb.knn(X, k=7, metric=metric, working_memory=wm, symmetric=sym),
-                  exact=metric not in ("gower", "seuclidean"))
+        # On the CPU, gb.knn may answer from the compiled fused search (no tiles); a
+        # share runs the tiles, which may round a distance differently in the last bit
+        # (gower, seuclidean: column-scaled). On a GPU both run the same tiles: bit for
+        # bit (test_dask_gpu.py).
+        _same(gbd.knn(R, k=7, metric=metric, client=client, working_memory=wm,
+                      symmetric=sym),
+              gb.knn(X, k=7, metric=metric, working_memory=wm, symmetric=sym),
+              exact=metric not in ("gower", "seuclidean"))
 
 
 def test_shares_partition_the_tiles_and_merge_to_the_whole(client):
