@@ -5,9 +5,11 @@ the single-device search itself, split: every worker holds the whole matrix (sta
 from the partitions once, on the worker, like a fitted index) and runs the very tile
 loop of ``gb.knn`` — the symmetric self-join's square tiles on and above the diagonal,
 fused top-k, all of it — but computes only every W-th tile of it
-(:func:`gbdist.neighbors.knn_plan`'s ``share``). Each worker returns n × (k + 1)
-candidate lists; they are merged by (distance, index) on one worker's device and the
-query's own index is dropped there. Only the lists move. Since the tiles are those of
+(:func:`gbdist.neighbors.knn_plan`'s ``share``). Each worker keeps n × (k + 1)
+candidate lists on its device; worker j merges rows j/W..(j+1)/W of every worker's lists
+by (distance, index) and drops each query's own index there (a reduce-scatter: the
+transfers run in parallel, and each worker sends the client only its rows). Only the
+lists move. Since the tiles are those of
 ``gb.knn`` with the same working memory, the answer is ``gb.knn``'s bit for bit.
 
 The partitioned layout (:mod:`.search`: block-pair tasks) remains for an index larger
@@ -16,6 +18,8 @@ than one worker can hold; a replica needs the whole index on each worker.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import InputError
 from . import tasks
@@ -66,22 +70,39 @@ def replicate(X, client, *, device: bool = False, workers=None) -> Replicated:
     return Replicated(futures, where, parts.n_rows, parts.n_features, token, bool(device))
 
 
-class _Whole:
-    """The run's one query block (all rows), as :func:`.search._start` reads a partitioning."""
+class _Blocks:
+    """The run's query blocks as :func:`.search._start` reads a partitioning: one row range
+    per worker, each merged on its worker (a reduce-scatter: every worker sends the others
+    the rows they merge, and every worker sends the client only its own rows)."""
 
     def __init__(self, R: Replicated):
-        self.keys, self.offsets, self.n_partitions = (R.token,), (0, R.n_rows), 1
+        W = len(R.futures)
+        self.offsets = np.linspace(0, R.n_rows, W + 1).round().astype(np.int64)
+        self.keys = tuple(f"{R.token}-{j}" for j in range(W))
+        self.n_partitions = W
 
 
-def submit_knn(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client):
-    """The self-join's final future: one share task per worker, one merge (on the first)."""
+def blocks(R: Replicated) -> _Blocks:
+    return _Blocks(R)
+
+
+def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client):
+    """``submit_block(b)`` for the run: the shares (one task per worker, submitted once, on
+    the first block asked for), then block b's rows of every share merged on worker b."""
     W = len(R.futures)
-    shares = [client.submit(tasks.share_knn, f, need, j, W, *common, workers=[w],
-                            allow_other_workers=True, pure=True)
-              for j, (f, w) in enumerate(zip(R.futures, R.workers))]
-    return client.submit(tasks.merge_shares, int(k), bool(exclude_self), need, *shares,
-                         workers=[R.workers[0]], allow_other_workers=True, pure=True)
+    edges = _Blocks(R).offsets
+    shares: list = []
 
+    def submit_block(b: int):
+        if not shares:
+            shares.extend(client.submit(tasks.share_knn, f, need, j, W, *common, workers=[w],
+                                        allow_other_workers=True, pure=True)
+                          for j, (f, w) in enumerate(zip(R.futures, R.workers)))
+        a, z = int(edges[b]), int(edges[b + 1])
+        rows = [client.submit(tasks.rows_of, s, a, z, workers=[w], allow_other_workers=True,
+                              pure=True) for s, w in zip(shares, R.workers)]
+        return client.submit(tasks.merge_shares, int(k), bool(exclude_self), need, *rows,
+                             row0=a, workers=[R.workers[b]], allow_other_workers=True,
+                             pure=True)
 
-def whole(R: Replicated) -> _Whole:
-    return _Whole(R)
+    return submit_block

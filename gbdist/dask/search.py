@@ -226,10 +226,11 @@ def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, ba
     sym = _use_symmetric(symmetric, True, metric, params)
     common = (metric, params, backend, working_memory, sym)
     extra = (int(k), exclude_self, sym, "replicated")
-    one = replicas.whole(R)
-    run = _start(client, "knn", one, one, metric, params, extra, checkpoint,
-                 lambda b: replicas.submit_knn(R, k, need, exclude_self, common, client),
-                 lambda blocks: blocks[0])
+    rows = replicas.blocks(R)
+    run = _start(client, "knn", rows, rows, metric, params, extra, checkpoint,
+                 replicas.knn_blocks(R, k, need, exclude_self, common, client),
+                 lambda blocks: (np.concatenate([b[0] for b in blocks]),
+                                 np.concatenate([b[1] for b in blocks]).astype(np.int64)))
     run.symmetric = sym
     run.pair_tasks = len(R.futures) if run.futures else 0
     return run

@@ -217,14 +217,35 @@ def share_knn(X, need: int, w: int, W: int, metric, params: dict, backend, worki
     plan = metric_program(metric, **params).plan
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
-    return knn_plan(plan, X, X, need, be, budget, False, symmetric=symmetric,
+    d, i = knn_plan(plan, X, X, need, be, budget, False, symmetric=symmetric,
                     columns=colparams.split(params)[1], share=(w, W))
+    if X.shape[0] < _INT32_MAX:  # a third fewer bytes to move; placeholders stay last
+        i = _narrow(i)
+    return d, i
 
 
-def merge_shares(k: int, exclude_self: bool, need: int, *shares):
-    """The shares' lists merged by (distance, index) where they are (device or host), the
-    query's own index dropped (gbdist's rule), brought to the host."""
+_INT32_MAX = 2**31 - 1
+
+
+def _narrow(i):
+    """int64 candidate indices as int32, the placeholder (2**63 - 1) as 2**31 - 1 (both sort
+    after every real index below it, with their NaN distance)."""
+    xp = np if isinstance(i, np.ndarray) else __import__("cupy")
+    return xp.minimum(i, _INT32_MAX).astype(xp.int32)
+
+
+def rows_of(share, a: int, z: int):
+    """Rows a:z of a share's lists (a copy, so only those rows travel)."""
+    d, i = share
+    return d[a:z].copy(), i[a:z].copy()
+
+
+def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
+    """The shares' lists (rows row0...) merged by (distance, index) where they are (device
+    or host), each query's own index dropped (gbdist's rule), brought to the host."""
     from ..neighbors import drop_self
+    narrow = shares[0][1].dtype == np.int32  # moved narrow (share_knn): return them so
+    shares = [(d, i.astype(np.int64)) for d, i in shares]  # merge in gbdist's int64
     d, i = shares[0]
     on_device = not isinstance(d, np.ndarray)
     if on_device:
@@ -235,6 +256,9 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares):
         from ..backends.cpu import merge_k
     for d2, i2 in shares[1:]:
         d, i = merge_k(d, i, d2, i2, need)
-    if exclude_self:
-        d, i = drop_self(d, i, k, xp)
+    if exclude_self:  # drop_self finds query q at index q: shift to the block's rows
+        d, i = drop_self(d, i - row0, k, xp)
+        i += row0
+    if narrow:  # the client widens them again (search._replicated_knn)
+        i = i.astype(xp.int32)
     return host(d), host(i)
