@@ -131,11 +131,13 @@ def split_finite_kw(kwds: dict) -> tuple[dict, dict]:
 
 
 def precomputed_distances(X, Y=None, ensure_all_finite=True,
-                          whom: str = "precomputed distance matrix."):
+                          whom: str = "precomputed distance matrix.", square: bool = False):
     """``metric="precomputed"``: X is already the distance matrix (n_queries, n_indexed).
 
     Checked as scikit-learn checks it: 2-D, real, no negative values, finite unless
-    ``ensure_all_finite`` says otherwise, and (with Y) as many columns as Y has rows.
+    ``ensure_all_finite`` says otherwise, and (with Y) as many columns as Y has rows;
+    ``square`` (scikit-learn's pairwise functions, where Y omitted is X): without Y, as
+    many columns as rows.
     Returned as given (dense float, or CSR with its stored entries as the distances).
     """
     X = as_input(X, "X")
@@ -169,8 +171,8 @@ def precomputed_distances(X, Y=None, ensure_all_finite=True,
         if (values < 0).any():
             raise InputError(f"Negative values in data passed to {whom}",
                              hint="distances are never negative")
-    if Y is not None:
-        n = Y.shape[0] if hasattr(Y, "shape") else len(Y)
+    if Y is not None or square:
+        n = D.shape[0] if Y is None else Y.shape[0] if hasattr(Y, "shape") else len(Y)
         if D.shape[1] != n:
             raise InputError(f"Precomputed metric requires shape (n_queries, n_indexed). Got "
                              f"({D.shape[0]}, {D.shape[1]}) for {n} indexed.")
@@ -205,7 +207,7 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     X = as_input(X, "X")
     Y = None if Y is None else as_input(Y, "Y")
     if isinstance(metric, str) and metric == "precomputed":
-        return precomputed_distances(X, Y, **finite_kw,
+        return precomputed_distances(X, Y, **finite_kw, square=True,
                                      whom="`pairwise_distances`. Precomputed distance  need "
                                           "to have non-negative values.")
     budget = runtime.working_memory_bytes(working_memory)
@@ -345,16 +347,22 @@ def _warn_boolean(metric, params, X, Y) -> None:
 
 
 def _pairwise(X, Y, metric, backend, budget_bytes, dtype, strategy, params, finite_kw=None,
-              ensure_non_empty=True):
+              ensure_non_empty=True, as_written=False):
     """pairwise_distances with the budget in bytes (the CLI's unit). A self-join (Y None or
-    X) of a metric proven symmetric is made exactly symmetric (its upper triangle mirrored)."""
+    X) of a metric proven symmetric is made exactly symmetric (its upper triangle mirrored).
+    ``as_written``: every rewritten product (union correction, expansion) summed as
+    written, whatever the accuracy rule would take (SciPy's functions: their accuracy)."""
     program = metric_program(metric, **params)
+    plan = program.plan
+    if as_written:
+        from .compiler.accuracy import direct_plan
+        plan = direct_plan(plan)
     Yv = X if Y is None else Y
     swapped = _orientation(program, Y is None)
     needed = set(program.inputs)
     inputs = {k: v for k, v in (("A", X), ("B", Yv)) if k in needed}
     inputs.update(colparams.split(params)[1])  # column operands, bound by name
-    out = run(program.plan, inputs, backend=backend, working_memory=budget_bytes, dtype=dtype,
+    out = run(plan, inputs, backend=backend, working_memory=budget_bytes, dtype=dtype,
               drop_zeros=True, strategy=strategy, labels={"A": "X", "B": "X" if Y is None else "Y"},
               ensure_non_empty=ensure_non_empty, **(finite_kw or {}))
     D = _promised_shape(out, program.plan.output_kind, swapped, _nrows(X), _nrows(Yv))

@@ -5,7 +5,9 @@ They follow SciPy where SciPy and scikit-learn differ (docs/metrics.md, "Output 
 and self-joins"): the result is float64 whatever the input dtype (computed in float64),
 ``out=`` is checked as SciPy checks it, NaN and ±inf in the input are computed with
 (their IEEE value), an input with no rows gives an empty result, and every metric keeps
-gbdist's own definition (cosine of a zero row is NaN, as SciPy's). Unlike SciPy they
+gbdist's own definition (cosine of a zero row is NaN, as SciPy's), and on the host every
+product is summed as written, as SciPy sums it (its accuracy: no union correction or
+expansion, which gb.pairwise_distances takes within 1e-6). Unlike SciPy they
 also take sparse and CuPy inputs (a CuPy input gives a CuPy result).
 """
 from __future__ import annotations
@@ -54,12 +56,17 @@ def _check_out(out, shape: tuple, like) -> None:
 
 
 def _distances(XA, XB, metric, backend, working_memory, params, dtype=np.float64):
-    """The full (mA, mB) matrix (XB None: the exactly symmetric self-join)."""
+    """The full (mA, mB) matrix (XB None: the exactly symmetric self-join). On the host
+    every product is summed as written (SciPy's own evaluation, and its accuracy: a few
+    units in the last place) where gb.pairwise_distances takes the rewrites the accuracy
+    rule allows (docs/metrics.md, "Accuracy")."""
     name = metric if callable(metric) and not isinstance(metric, str) else get_metric(metric).name
     budget = runtime.working_memory_bytes(working_memory)
     dtype = np.float64 if dtype is None else dtype
+    host = backend in ("auto", "cpu") and not any(
+        runtime.is_cupy(x) for x in (XA, XB) if x is not None)
     return _pairwise(XA, XB, name, backend, budget, dtype, "auto", params,
-                     {"ensure_all_finite": False}, ensure_non_empty=False)
+                     {"ensure_all_finite": False}, ensure_non_empty=False, as_written=host)
 
 
 def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",

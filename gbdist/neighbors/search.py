@@ -456,7 +456,7 @@ def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None
     X = as_input(X, "X")
     Y = None if Y is None else as_input(Y, "Y")
     if isinstance(metric, str) and metric == "precomputed":
-        D = precomputed_distances(X, Y, **finite_kw)
+        D = precomputed_distances(X, Y, **finite_kw, square=True)
         return _reduced_chunks(iter([(0, D.shape[0], D)]), reduce_func)
     metric = sklearn_metric(metric, params)  # scikit-learn's conventions (docs/metrics.md)
     plan = metric_program(metric, **params).plan

@@ -1,9 +1,12 @@
 """The routed peer tests that fail, each with its cause (see docs/metrics.md).
 
 ``DIFFERENCES``: deliberate differences, documented in docs/metrics.md under
-"scikit-learn and SciPy drop-in". ``OPEN``: failures that other work items of
-issue 8 fix (exact zeros on the diagonal, Jensen–Shannon normalisation); remove
-an entry once its fix lands and the routed run passes.
+"scikit-learn and SciPy drop-in": (node id pattern, why) or (node id pattern, why,
+largest relative difference allowed), the last for a comparison at a tolerance below
+any guarantee (SciPy's 1e-15 self-consistency checks of ``out=``, now made against
+SciPy's own answer): the failure is excused only while NumPy's reported "Max relative
+difference" stays within it. ``OPEN``: failures that other work fixes; remove an entry
+once its fix lands and the routed run passes.
 """
 from __future__ import annotations
 
@@ -13,9 +16,21 @@ DIFFERENCES = [
     (r"test_distance\.py::test_gh_17703$",
      "dice/jaccard/russellrao read the nonzero pattern (scikit-learn's boolean conversion); "
      "SciPy computes dice from the raw values of non-boolean input"),
+    (r"test_distance\.py::Test[CP]dist::test_[cp]dist_out\[dice\]$",
+     "dice reads the nonzero pattern; SciPy's dice of non-boolean data (the float32 test data) "
+     "computes from the raw values (values outside [0, 1], negative ones included)"),
+    (r"test_distance\.py::Test[CP]dist::test_[cp]dist_out\[(cosine|jensenshannon)\]$",
+     "rounding: 1 - x.y / (|x| |y|) and jensenshannon's logarithms evaluated in another order "
+     "than SciPy's; both within ~25 units in the last place of the exact value (gbdist's "
+     "largest error is SciPy's or below it on the test data), but not within the 1e-15 "
+     "SciPy's test allows between two runs of its own code", 1e-13),
     (r"test_pairwise\.py::test_pairwise_distances_for_sparse_data\[",
      "gbdist computes every metric on sparse input; scikit-learn raises TypeError for "
      "SciPy-backed metrics (minkowski) on sparse matrices"),
+    (r"test_pairwise\.py::test_pairwise_distances_data_derived_params_error\[seuclidean\]$",
+     "seuclidean without V= and with Y: gbdist takes V over the rows of X and Y together "
+     "(SciPy's cdist default, computed once, not per chunk); scikit-learn refuses the call "
+     "because its chunks would each compute their own V"),
     (r"test_neighbors\.py::test_unsupervised_inputs\[",
      "scikit-learn's own estimators do not read a fitted gbdist estimator as X "
      "(gbdist's fit reads scikit-learn's fitted estimators and trees)"),
@@ -29,13 +44,28 @@ DIFFERENCES = [
 ]
 
 # Gone (issue 26): test_pdist_jensenshannon_random_float32 (gb.pdist returns SciPy's float64)
-# and the russellrao self-join diagonal (pairwise_distances(X) zeroes it, as scikit-learn).
-OPEN: list = []  # nothing open: exact zeros and Jensen–Shannon's normalisation landed
+# and the russellrao self-join diagonal (pairwise_distances(X) zeroes it, as scikit-learn);
+# the out= tests' rounding of braycurtis, canberra, cityblock, euclidean, minkowski,
+# seuclidean, sqeuclidean (gb.cdist / gb.pdist sum every product as written, as SciPy).
+OPEN = [
+    (r"test_neighbors\.py::test_nan_euclidean_support\[(KNeighbors|RadiusNeighbors)Transformer-",
+     "set_params(metric='nan_euclidean') on a routed estimator: gbdist lacks nan_euclidean "
+     "(being added to metrics.gbd by issue 26's other work); the estimator refuses the NaN"),
+]
+
+_MAX_REL = re.compile(r"Max relative difference[^:]*:\s*([0-9.eE+-]+|inf|nan)")
 
 
-def cause(nodeid: str) -> str | None:
-    """Why a routed test is known to fail, or None when it is not known to."""
-    for pattern, why in DIFFERENCES + OPEN:
-        if re.search(pattern, nodeid):
-            return why
+def cause(nodeid: str, message: str = "") -> str | None:
+    """Why a routed test is known to fail, or None when it is not known to. An entry with
+    a tolerance matches only a message whose "Max relative difference" is within it."""
+    for entry in DIFFERENCES + OPEN:
+        pattern, why = entry[:2]
+        if not re.search(pattern, nodeid):
+            continue
+        if len(entry) > 2:
+            found = _MAX_REL.search(message)
+            if found is None or not float(found.group(1)) <= entry[2]:
+                continue
+        return why
     return None

@@ -1,11 +1,13 @@
 """scikit-learn's and SciPy's own tests, run with their calls routed to gbdist.
 
-The peers' test files are the ones installed with their wheels. The suite runs
-a fixed, representative part of them (neighbour searches and graphs,
-precomputed distances, chunked distances with ``reduce_func`` and
-``working_memory`` in MiB, boolean metrics, SciPy's ``out=`` conventions) in one
-pytest subprocess; ``GBDIST_SLOW_TESTS=1`` runs the three files whole. Every
-routed test must pass, or fail for a cause listed in :mod:`compat.known`.
+The peers' test files are the ones installed with their wheels, routed before they are
+imported (plugin.py), so what they build at import time (SciPy's weight-checking
+wrappers ``wcdist``, ``wpdist``, ``wcosine`` ...) reaches gbdist. The suite runs a
+fixed, representative part of them (neighbour searches and graphs, precomputed
+distances, chunked distances with ``reduce_func`` and ``working_memory`` in MiB, boolean
+metrics, SciPy's ``out=`` conventions against SciPy's own answer, weighted calls through
+SciPy's wrappers) in one pytest subprocess; ``GBDIST_SLOW_TESTS=1`` runs the three files
+whole. Every routed test must pass, or fail for a cause listed in :mod:`compat.known`.
 """
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ pytestmark = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in MODULES),
     reason="the installed scikit-learn / SciPy wheels do not ship their test files")
 
+# SciPy's tests whose calls pass w= through the wrappers test_distance builds at import
+# (wcdist_no_const, wpdist, wcosine, weuclidean ...: each call is repeated with unit,
+# scaled, zero-padded, duplicated and split weights), and direct weighted calls
+WEIGHTED = ["test_cdist_euclidean_random_unicode", "test_pdist_cosine_random",
+            "test_pdist_minkowski_3_2_iris", "TestSomeDistanceFunctions",
+            "(TestChebyshev and weight)", "test_minkowski_w", "test_Xdist_non_negative_weights"]
+
 # The representative part: test names selected with -k in all three files (the slow
 # 1000-row cases, test_unsupervised_kneighbors and the chunked diagonal, run in the slow run).
 SELECTION = " or ".join([
@@ -36,14 +45,15 @@ SELECTION = " or ".join([
     "test_k_and_radius_neighbors_duplicates", "test_not_fitted_error_gets_raised",
     "test_non_euclidean_kneighbors", "test_include_self_neighbors_graph",
     "test_kneighbors_brute_backend", "test_pdist_jensenshannon_iris",
-    "test_parallel_pairwise_distances_diagonal",
+    "test_parallel_pairwise_distances_diagonal", *WEIGHTED,
 ])
 
 
 def _check(records, min_routed: int):
     s = run.summary(records)
     assert s["routed"] >= min_routed, f"only {s['routed']} tests routed a call to gbdist"
-    unknown = [(nodeid, msg) for nodeid, msg in s["failures"] if known.cause(nodeid) is None]
+    unknown = [(nodeid, msg) for nodeid, msg in s["failures"]
+               if known.cause(nodeid, msg) is None]
     assert not unknown, "routed peer tests fail for an unlisted cause:\n" + "\n".join(
         f"{n}: {m}" for n, m in unknown)
     return s
@@ -56,6 +66,17 @@ def test_representative_part_of_the_peers_tests():
     for name in ("test_distance.py", "test_pairwise.py", "test_neighbors.py"):
         assert any(r["nodeid"].startswith(name) and r.get("routed") for r in records), name
     assert s["passed"] >= 0.9 * (s["routed"] - s["skipped"])
+    by_id = {r["nodeid"]: r for r in records}
+    # routed before import: the wrapper wcdist_no_const (built when test_distance was
+    # imported) calls gbdist for the plain call and its 5 weighted repetitions
+    wrapped = by_id["test_distance.py::TestCdist::test_cdist_euclidean_random_unicode"]
+    assert wrapped["routed"] >= 6 and wrapped["outcome"] == "passed", wrapped
+    # SciPy's per-pair functions through their wrappers (weuclidean(x, y) ...) reach gbdist
+    direct = by_id["test_distance.py::TestSomeDistanceFunctions::test_euclidean"]
+    assert direct["routed"] >= 1 and direct["outcome"] == "passed", direct
+    # out= is compared with SciPy's own answer: one routed call per out= argument
+    out = by_id["test_distance.py::TestCdist::test_cdist_out[euclidean]"]
+    assert out["routed"] == 5 and out["outcome"] == "passed", out
 
 
 def test_known_causes_are_matched_by_their_patterns():
@@ -68,6 +89,15 @@ def test_known_causes_are_matched_by_their_patterns():
     assert known.cause("test_pairwise.py::test_parallel_pairwise_distances_diagonal[euclidean]") is None
     assert known.cause("test_neighbors.py::test_auto_algorithm[X3-euclidean-None-kd_tree]")
     assert known.cause("test_neighbors.py::test_unsupervised_kneighbors[float64]") is None
+    # a rounding excuse holds only within its tolerance, and only for its metrics
+    rounding = "AssertionError: | Max relative difference among violations: {}"
+    assert known.cause("test_distance.py::TestCdist::test_cdist_out[cosine]",
+                       rounding.format("4.59552221e-15"))
+    assert known.cause("test_distance.py::TestCdist::test_cdist_out[cosine]",
+                       rounding.format("2.1e-07")) is None
+    assert known.cause("test_distance.py::TestCdist::test_cdist_out[cosine]", "") is None
+    assert known.cause("test_distance.py::TestCdist::test_cdist_out[euclidean]",
+                       rounding.format("1.1e-15")) is None
 
 
 @pytest.mark.skipif(not SLOW, reason="the whole routed run takes minutes: GBDIST_SLOW_TESTS=1")
