@@ -192,8 +192,8 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     Inputs: SciPy sparse (csr/csc/coo, matrix or array classes), NumPy dense,
     lists of rows, or CuPy arrays (the result then stays on the GPU). Explicit
     zeros are data (the value 0), so they are dropped before the run.
-    ``working_memory`` (MiB, as scikit-learn counts it; any positive number)
-    bounds the row blocks. ``strategy`` forces a CUDA kernel strategy ("gather",
+    ``working_memory`` (MiB, as scikit-learn counts it; any positive number, or a
+    string with a unit: ``"512MiB"``, ``"2GB"``) bounds the row blocks. ``strategy`` forces a CUDA kernel strategy ("gather",
     "scatter", "dense"; default: chosen from cheap statistics of the inputs, see
     docs/cuda.md). ``ensure_all_finite`` (True, False, "allow-nan") and the
     refusal of empty inputs follow scikit-learn (docs/inputs.md).

@@ -25,7 +25,7 @@ from ..errors import InputError, ParameterError, TypeCheckError
 from ..algebra.ops import Monoid, Op, as_monoid, make_op
 from ..algebra.evaluate import apply_unary
 from ..compiler.plan import Plan, cached_plan
-from ..runtime import is_cupy, run, to_csr
+from ..runtime import is_cupy, run, to_csr, working_memory_bytes
 
 __all__ = [
     "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
@@ -278,7 +278,7 @@ class Program:
     def inputs(self) -> list[str]:
         return [s.name for s in ir.symbols(self.plan.expr)]
 
-    def __call__(self, backend: str = "auto", working_memory: int | None = None,
+    def __call__(self, backend: str = "auto", working_memory: float | str | None = None,
                  dtype=None, drop_zeros: bool = False, strategy: str = "auto",
                  ensure_all_finite=True, **inputs):
         """Run on concrete inputs given by name (``program(A=X, B=Y)``).
@@ -287,8 +287,11 @@ class Program:
         (:class:`gbdist.errors.NonFiniteError`, a ``ValueError``), ``"allow-nan"``
         refuses ±inf only, False computes with them: entries that involve a
         non-finite value get the formula's IEEE value (docs/inputs.md).
+        ``working_memory``: MiB, or a size with a unit (``"512MiB"``, ``"2GB"``), as
+        everywhere in gbdist.
         """
-        return run(self.plan, inputs, backend=backend, working_memory=working_memory,
+        return run(self.plan, inputs, backend=backend,
+                   working_memory=working_memory_bytes(working_memory),
                    drop_zeros=drop_zeros, dtype=dtype, strategy=strategy,
                    ensure_all_finite=ensure_all_finite)
 
