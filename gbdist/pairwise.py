@@ -87,33 +87,9 @@ def metric_program(metric, **params) -> Program:
             raise MetricTypeError("a metric callable must return a gbdist expression",
                                   got=type(expr).__name__, hint=hint)
         return compile(expr, _ROLES)
+    from .front.describe import not_a_metric
     raise not_a_metric(metric, "metric must be a name, a callable (A, B) -> expression, or an "
                                "expression built from gb.matrices(...)")
-
-
-def not_a_metric(value, message: str) -> ParameterError:
-    """The error for a value that is no metric: what was passed, said in the user's terms
-    (a formula as mathematics, not its Python class), and the way to what was meant."""
-    from .algebra.formulas import Built
-    if isinstance(value, Built):  # a gb.op formula: gb.where(...), x + y over scalars
-        from .compiler.analysis import _fmt
-        expr = value.expr
-        what = "the constant" if not expr.free_symbols else "the scalar formula"
-        got = (f"{what} {_fmt(expr)} (a formula of the kind gb.op's lambda x, y: ... builds), "
-               "not an expression over matrices")
-        if not expr.free_symbols:  # a constant: the condition was a Python bool
-            from .front.api import EQ_HINT
-            hint = ("gb.where(cond, a, b) got a True/False condition, so it made a constant. "
-                    + EQ_HINT)
-        else:
-            hint = ("a formula in x, y defines an op: gb.mxm(A, B.T, gb.semiring(gb.op('f', "
-                    "lambda x, y: ...), gb.ops.plus)) is the metric that sums it")
-        return ParameterError(message, got=got, hint=hint)
-    got = repr(value) if isinstance(value, (numbers.Number, bytes, type(None))) else \
-        f"a {type(value).__module__.split('.')[0]}.{type(value).__qualname__} object"
-    return ParameterError(message, got=got.replace("a builtins.", "a "),
-                          hint="a name such as 'cosine' (gb.metric_names() lists them), or "
-                               "lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_times)")
 
 
 def as_input(x, name: str):
@@ -473,6 +449,7 @@ def explain(metric, **params) -> Explanation:
     from .front.graphdef import GraphDef
     from .runtime.invariance import invariance
     if not isinstance(metric, (GraphDef, ir.Node)) and not callable(metric):
+        from .front.describe import not_a_metric
         raise not_a_metric(metric, "gb.explain takes a metric or graph definition name, an "
                                    "expression built from gb.matrices(...), a callable (A, B) "
                                    "-> expression, or a graph definition")

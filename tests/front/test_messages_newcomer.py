@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ from numpy.testing import assert_allclose
 
 import gbdist as gb
 from gbdist.errors import BackendError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_eager_mxm_names_the_arguments_as_passed():
@@ -99,3 +102,27 @@ def test_cli_hints_name_the_cli(tmp_path):
     from gbdist.cli.base import in_cli_terms
     assert in_cli_terms("pip install 'gbdist[cuda]', or backend='cpu'") == \
         "pip install 'gbdist[cuda]', or --backend cpu"
+
+
+SYMPY_LEAKS = ("Abs(", "**", " oo", "(oo", "sqrt(", "Max(", "Min(", "Piecewise")
+
+
+def test_user_facing_formulas_are_mathematics(tmp_path):
+    gbd = tmp_path / "h.gbd"
+    gbd.write_text("op hd(x, y) = (sqrt(x) - sqrt(y))^2\n"
+                   "metric hell(A, B) = sqrt(mxm(A, B.T, semiring(hd, plus)))\n")
+    r = _cli("check", str(gbd))
+    assert r.returncode == 0, r.stderr
+    assert "op hd(x, y) = (√x - √y)²" in r.stdout
+    assert not any(s in r.stdout for s in SYMPY_LEAKS), r.stdout
+    assert repr(gb.ops.absdiff) == "op absdiff(x, y) = |x - y|"
+    assert "identity ∞" in repr(gb.semirings.min_plus.add)
+    sr = gb.semiring(gb.ops.absdiff, gb.ops.times)
+    A, B = gb.matrices("A B")
+    with pytest.raises(gb.AnalysisError) as info:
+        gb.explain(gb.mxm(A, B.T, sr))
+    assert "f(x, 0) = |x| is not the identity 1 of times" in info.value.got
+    tour = subprocess.run([sys.executable, str(ROOT / "examples" / "decision_tour.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert tour.returncode == 0 and "|x|" in tour.stdout
+    assert not any(s in tour.stdout for s in SYMPY_LEAKS), tour.stdout
