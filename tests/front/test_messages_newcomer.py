@@ -126,3 +126,10 @@ def test_user_facing_formulas_are_mathematics(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert tour.returncode == 0 and "|x|" in tour.stdout
     assert not any(s in tour.stdout for s in SYMPY_LEAKS), tour.stdout
+
+
+def test_every_data_suffix_gbdist_reads_is_refused_as_a_metric_file():
+    from gbdist.front.syntax import _DATA_SUFFIXES
+    from gbdist.io.text import DENSE_SUFFIXES, TRIPLET_SUFFIXES
+    # .txt is left out: a metric file may be named so (it is read, and a syntax error names it)
+    assert (set(DENSE_SUFFIXES) | set(TRIPLET_SUFFIXES)) - {".txt"} <= set(_DATA_SUFFIXES)
