@@ -202,4 +202,10 @@ def latex(expr) -> str:
         return r"\text{" + text(expr) + "}"
 
 
-__all__ = ["tidy", "exact_constant", "symbolic", "Leaves", "text", "latex"]
+# What one step's result holds, said by its index: the plan's kinds "col" (a column
+# vector, one value per output row i) and "row" (one per output column j) read backwards.
+STEP_SHAPE = {"matrix": "i × j: one per pair", "col": "one per row i of A",
+              "row": "one per row j of B"}
+
+
+__all__ = ["STEP_SHAPE", "tidy", "exact_constant", "symbolic", "Leaves", "text", "latex"]

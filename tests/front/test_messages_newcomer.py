@@ -133,3 +133,13 @@ def test_every_data_suffix_gbdist_reads_is_refused_as_a_metric_file():
     from gbdist.io.text import DENSE_SUFFIXES, TRIPLET_SUFFIXES
     # .txt is left out: a metric file may be named so (it is read, and a syntax error names it)
     assert (set(DENSE_SUFFIXES) | set(TRIPLET_SUFFIXES)) - {".txt"} <= set(_DATA_SUFFIXES)
+
+
+def test_plan_steps_say_what_they_hold_by_index():
+    text = str(gb.explain("manhattan"))
+    assert "reduce(apply(absdiff_L, A), plus)    [one per row i of A]" in text
+    assert "reduce(apply(absdiff_R, B), plus)    [one per row j of B]" in text
+    assert "[col]" not in text and "[row]" not in text
+    # the reduction over A really is one value per row of A: against NumPy
+    X = np.array([[1.0, -2.0, 0.0], [0.0, 3.0, 4.0]])
+    assert_allclose(gb.reduce(X, gb.ops.plus), X.sum(axis=1))
