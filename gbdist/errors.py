@@ -127,7 +127,18 @@ class DomainError(InputError):
 
 
 class BackendError(GbdistError):
-    """A backend is not available or cannot run the plan."""
+    """A backend is not available or cannot run the plan.
+
+    Its first line says which backend cannot do what; one without a hint of its own
+    gets the way out that always exists (the CPU backend runs every plan)."""
+
+    DEFAULT_HINT = ("the NumPy reference backend runs every plan gbdist accepts: backend='cpu' "
+                    "with GBDIST_CPU_BACKEND=numpy (docs/cpu.md)")
+
+    def __init__(self, message: str, *, expected: str | None = None, got: str | None = None,
+                 hint: str | None = None, span: Span | None = None):
+        super().__init__(message, expected=expected, got=got,
+                         hint=self.DEFAULT_HINT if hint is None else hint, span=span)
 
 
 class CorruptInputError(InputError):

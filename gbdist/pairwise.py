@@ -87,8 +87,9 @@ def metric_program(metric, **params) -> Program:
             raise MetricTypeError("a metric callable must return a gbdist expression",
                                   got=type(expr).__name__, hint=hint)
         return compile(expr, _ROLES)
-    raise ParameterError("metric must be a name, a callable (A, B) -> expression, or an "
-                         "expression", got=type(metric).__name__)
+    from .front.describe import not_a_metric
+    raise not_a_metric(metric, "metric must be a name, a callable (A, B) -> expression, or an "
+                               "expression built from gb.matrices(...)")
 
 
 def as_input(x, name: str):
@@ -194,8 +195,8 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     Inputs: SciPy sparse (csr/csc/coo, matrix or array classes), NumPy dense,
     lists of rows, or CuPy arrays (the result then stays on the GPU). Explicit
     zeros are data (the value 0), so they are dropped before the run.
-    ``working_memory`` (MiB, as scikit-learn counts it; any positive number)
-    bounds the row blocks. ``strategy`` forces a CUDA kernel strategy ("gather",
+    ``working_memory`` (MiB, as scikit-learn counts it; any positive number, or a
+    string with a unit: ``"512MiB"``, ``"2GB"``) bounds the row blocks. ``strategy`` forces a CUDA kernel strategy ("gather",
     "scatter", "dense"; default: chosen from cheap statistics of the inputs, see
     docs/cuda.md). ``ensure_all_finite`` (True, False, "allow-nan") and the
     refusal of empty inputs follow scikit-learn (docs/inputs.md).
@@ -455,6 +456,11 @@ def explain(metric, **params) -> Explanation:
     from .compiler.explain import Explanation
     from .front.graphdef import GraphDef
     from .runtime.invariance import invariance
+    if not isinstance(metric, (GraphDef, ir.Node)) and not callable(metric):
+        from .front.describe import not_a_metric
+        raise not_a_metric(metric, "gb.explain takes a metric or graph definition name, an "
+                                   "expression built from gb.matrices(...), a callable (A, B) "
+                                   "-> expression, or a graph definition")
     if isinstance(metric, GraphDef):
         from .front.graph_explain import explain_graph
         return explain_graph(metric, **params)

@@ -13,9 +13,8 @@ import numpy as np
 def own_distances(X, Y=None, metric="euclidean", *, backend="auto", working_memory=None,
                   dtype=None, strategy="auto", ensure_all_finite=True, **params):
     from gbdist.pairwise import metric_program
-    memory = None if working_memory is None else int(working_memory * 2**20)
     D = metric_program(metric, **params)(A=X, B=X if Y is None else Y, backend=backend,
-                                         working_memory=memory, dtype=dtype, strategy=strategy,
+                                         working_memory=working_memory, dtype=dtype, strategy=strategy,
                                          ensure_all_finite=ensure_all_finite,
                                          drop_zeros=True)  # as pairwise_distances does
     return D if not isinstance(D, np.ndarray) else np.asarray(D)

@@ -174,8 +174,9 @@ def evaluate(expr: sp.Basic, env: dict) -> np.ndarray:
         if fn is not None:
             with np.errstate(all="ignore"):
                 return fn(expr, env)
+    from .mathtext import math
     raise DefinitionError("the CPU backend cannot evaluate this formula node",
-                          got=f"{type(expr).__name__}: {expr}")
+                          got=f"{type(expr).__name__}: {math(expr, 200)}")
 
 
 def evaluable(expr: sp.Basic) -> bool:

@@ -106,7 +106,9 @@ class Monoid(Deferred):
     def __repr__(self):
         flags = [n for n, v in (("idempotent", self.idempotent), ("invertible", self.invertible),
                                 ("commutative", self.commutative)) if v]
-        return f"monoid {self.name} (identity {self.identity}; {', '.join(flags) or 'no flags'})"
+        from .mathtext import math
+        return f"monoid {self.name} (identity {math(self.identity)}; " \
+               f"{', '.join(flags) or 'no flags'})"
 
     @property
     def identity_value(self) -> float:
@@ -152,8 +154,8 @@ def _monoid_ufunc(op):
 
 
 def _show(formula) -> str:
-    from .formulas import show
-    return show(formula)
+    from .mathtext import math
+    return math(formula)
 
 
 _PROVEN: dict = {}  # op key -> the Monoid (None: not a monoid) of the stored built-ins
@@ -247,7 +249,8 @@ def monoid(op, identity=None) -> Monoid:
 
 
 def _declared_monoid(op, e) -> Monoid:
-    from .formulas import X, Y, show
+    from .formulas import X, Y
+    from .mathtext import math as show
     from .proofs import equivalent
 
     if not (equivalent(op.at(y=e), X, op.domain)

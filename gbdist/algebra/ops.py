@@ -206,9 +206,9 @@ class Op(Deferred, OpBase):
         return hash(self.key)
 
     def __repr__(self):
-        from .formulas import show
+        from .mathtext import math
         args = "x" if self.arity == 1 else "x, y"
-        return f"op {self.name}({args}) = {show(self.formula)}"
+        return f"op {self.name}({args}) = {math(self.formula)}"
 
     def __call__(self, *args):
         """Substitute scalar arguments (used when composing ops in formulas)."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .formulas import X, Y, evaluated, off_domain, on_domain, show
+from .formulas import X, Y, evaluated, off_domain, on_domain
 from .evaluate import evaluate
 
 NUMERIC_POINTS = 4000
@@ -169,7 +169,8 @@ class Proof:
     def __str__(self) -> str:
         verdict = "holds" if self.holds else "FAILS"
         where = f"x, y {'>= 0' if self.domain == 'nonnegative' else 'in {0, 1}' if self.domain == 'boolean' else 'real'}"
-        text = f"{self.claim}: {show(self.lhs)} = {show(self.rhs)}  [{verdict}; {self.method}; {where}]"
+        from .mathtext import math
+        text = f"{self.claim}: {math(self.lhs)} = {math(self.rhs)}  [{verdict}; {self.method}; {where}]"
         if self.detail:
             text += f" ({self.detail})"
         return text

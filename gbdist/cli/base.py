@@ -14,6 +14,25 @@ EXIT_USAGE = 2  # a bad argument, file or definition (argparse uses 2 as well)
 EXIT_INTERNAL = 3  # anything unexpected: a message, not a traceback
 
 
+# A library message names Python calls; on the command line the same advice is a
+# command or an option. Whole phrases only, so nothing else is rewritten.
+CLI_TERMS = (
+    ("gb.metric_names() lists the known metrics",
+     "`gbdist metrics` lists the known metrics, with their parameters and aliases"),
+    ("gb.metric_names()", "`gbdist metrics`"),
+    ("backend='cpu'", "--backend cpu"),
+    ("backend='compiled'", "--backend compiled"),
+    ("backend='cuda'", "--backend cuda"),
+)
+
+
+def in_cli_terms(text: str) -> str:
+    """A library error's text with its Python calls said the command line's way."""
+    for python, cli in CLI_TERMS:
+        text = text.replace(python, cli)
+    return text
+
+
 def run_commands(commands, argv=None, description: str = "sparse semiring distances") -> int:
     """Parse ``argv`` against a COMMANDS table and run the chosen entry.
 
@@ -37,7 +56,7 @@ def run_commands(commands, argv=None, description: str = "sparse semiring distan
         sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at exit
         return code
     except GbdistError as e:
-        print(f"gbdist: error: {e}", file=sys.stderr)
+        print(f"gbdist: error: {in_cli_terms(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gbdist: interrupted", file=sys.stderr)

@@ -14,7 +14,6 @@ gbdist.cli.knn`` runs them on their own.
 from __future__ import annotations
 
 import argparse
-import re
 import time
 
 from ..errors import InputError
@@ -23,32 +22,23 @@ from .base import (
     say_backend)
 from .files import add_input_options, output_path as _output, read_points
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
-          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40,
-          "tib": 2**40}
-MAX_SIZE = 2**50  # 1 PiB: anything larger is a typo
-
-
-def parse_bytes(text: str) -> int:
-    """``"1048576"``, ``"512M"``, ``"2GiB"`` -> bytes (binary units; a whole number).
-
-    Fractions (``1.5G``) are refused rather than rounded: write ``1536M``.
-    """
-    m = re.fullmatch(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS:
-        hint = (" (a whole number with a unit: write 1536M, not 1.5G)"
-                if re.fullmatch(r"\s*[0-9]*\.[0-9]*\s*[a-zA-Z]*\s*", text) else "")
-        raise argparse.ArgumentTypeError(
-            f"not a size in bytes: {text!r}{hint}; e.g. 268435456, 256M or 2G (K, M, G, T = 2^10, "
-            "2^20, 2^30, 2^40 bytes)")
-    if len(m.group(1)) > 20:
-        raise argparse.ArgumentTypeError(f"size too large: {text!r}")
-    value = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"a size must be positive: {text!r}")
-    if value > MAX_SIZE:
-        raise argparse.ArgumentTypeError(f"size too large: {text!r} (at most 1T x 1024)")
-    return value
+def size_arg(unit: int, name: str):
+    """An argparse ``type=`` for a memory size: a number counts ``unit`` bytes, a unit may
+    follow (``512MiB``, ``2GB``, ``1.5GiB``, ``300kB``; the library's one parser,
+    :func:`gbdist.runtime.parse_size`)."""
+    def parse(text: str) -> int:
+        from ..errors import ParameterError
+        from ..runtime import parse_size
+        try:
+            return parse_size(text, unit=unit, name=name)
+        except ParameterError as e:
+            raise argparse.ArgumentTypeError(
+                f"{e.message}: {text!r}; expected {e.expected}".replace(
+                    "a positive number of MiB (as scikit-learn counts it)",
+                    "a positive number of MiB" if unit != 1 else "a positive number of bytes")) \
+                from None
+    parse.__name__ = "size"  # argparse names the type in its messages
+    return parse
 
 
 def _positive_int(text: str) -> int:
@@ -72,10 +62,11 @@ def _common_args(p, index_help: str):
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "compiled", "cuda"),
                    help="where to compute: cpu, compiled (Numba), cuda, or auto (cuda when "
                         "a GPU and CuPy are available; default)")
-    p.add_argument("--working-memory", type=parse_bytes, default=None, metavar="BYTES",
-                   help="memory budget for one block of distances, a whole number of bytes with "
-                        "an optional binary unit (e.g. 256M, 2G; default 512M or half the free "
-                        "memory)")
+    p.add_argument("--working-memory", type=size_arg(2**20, "--working-memory"), default=None,
+                   metavar="SIZE",
+                   help="memory budget for one block of distances: MiB, as the library's "
+                        "working_memory= counts it, or a size with a unit (256MiB, 2GB, 1.5GiB; "
+                        "default 512MiB or half the free memory)")
     add_progress_options(p)
 
 
@@ -131,7 +122,7 @@ def _knn(args) -> int:
     exclude_self = Y is None and not args.include_self
     Yv = X if Y is None else Y
     plan = metric_program(metric, **params).plan
-    budget = neighbors._budget_bytes(args.working_memory)  # the CLI counts bytes
+    budget = args.working_memory  # bytes: size_arg converted the MiB or the unit
     be = neighbors._backend(args.backend, budget)
     say_backend(args)
     total = X.shape[0] * Yv.shape[0]
@@ -162,8 +153,10 @@ def _pairwise_args(p):
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the dense distance matrix (np.save; .npy is appended "
                         "when the name lacks it)")
-    p.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="BYTES",
-                   help="refuse outputs larger than this (n_query * n_index * 8; default 2G)")
+    p.add_argument("--max-bytes", type=size_arg(1, "--max-bytes"), default=DEFAULT_MAX_BYTES,
+                   metavar="SIZE",
+                   help="refuse outputs larger than this (n_query * n_index * 8): bytes, or a "
+                        "size with a unit (2GiB, 500MB; default 2GiB)")
 
 
 PAIRS_PER_BLOCK = 2**22  # rows of the output computed per call (and per step of the bar)
@@ -194,7 +187,7 @@ def _pairwise(args) -> int:
         else:  # blocks of query rows against every index row, so the bar moves
             D = None
             for r0 in range(0, X.shape[0], rows):
-                # --working-memory counts bytes (the library's working_memory counts MiB)
+                # args.working_memory is bytes here (size_arg converted it), as _pairwise takes
                 part = np.asarray(_pairwise(X[r0:r0 + rows], Yv, metric, args.backend,
                                             args.working_memory, None, "auto", params))
                 if D is None:

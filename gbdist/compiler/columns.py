@@ -72,8 +72,8 @@ class ColumnDecision:
 
 
 def _show(e) -> str:
-    from ..algebra.formulas import show
-    return cols.show(show(e) if not isinstance(e, str) and hasattr(e, "free_symbols")
+    from ..algebra.mathtext import math
+    return cols.show(math(e) if not isinstance(e, str) and hasattr(e, "free_symbols")
                      else str(e))
 
 

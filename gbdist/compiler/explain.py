@@ -22,7 +22,7 @@ import sympy as sp
 
 from . import ir
 from .columns import explain_lines
-from .explain_math import Leaves, latex, symbolic, text, tidy
+from .explain_math import STEP_SHAPE, Leaves, latex, symbolic, text, tidy
 from .plan import Plan, ProductDecision
 from ..algebra.proofs import Proof
 
@@ -399,7 +399,7 @@ class Explanation:
             out.append("")
         out.append("plan")
         for name, txt, kind in self.steps:
-            out.append(f"  {name} = {txt}    [{kind}]")
+            out.append(f"  {name} = {txt}    [{STEP_SHAPE.get(kind, kind)}]")
         out.append(f"  result = {text(self.result) if self.result is not None else self.epilogue}")
         same, conditioning = self._exact_lines()
         out.append(f"  identical rows  {same}")
@@ -423,7 +423,8 @@ class Explanation:
         for p in self.products:
             out += [p.markdown(), ""]
         out += ["**plan**", ""]
-        out += [f"- ${_tex_escape(name)}$ = `{txt}` ({kind})" for name, txt, kind in self.steps]
+        out += [f"- ${_tex_escape(name)}$ = `{txt}` ({STEP_SHAPE.get(kind, kind)})"
+                for name, txt, kind in self.steps]
         if self.result is not None:
             out.append(f"- result $= {latex(self.result)}$")
         same, conditioning = self._exact_lines()
@@ -466,8 +467,8 @@ class Explanation:
                     for q in p.proofs]  # the text's verdict, domain and counterexample
             out.append("</ul>")
         out.append("<h4>plan</h4><ul>")
-        out += [f"<li>{_html.escape(n)} = <code>{_html.escape(t)}</code> ({k})</li>"
-                for n, t, k in self.steps]
+        out += [f"<li>{_html.escape(n)} = <code>{_html.escape(t)}</code> "
+                f"({_html.escape(STEP_SHAPE.get(k, k))})</li>" for n, t, k in self.steps]
         if self.result is not None:
             out.append(f"<li>result \\(= {latex(self.result)}\\)</li>")
         return "\n".join(out) + "</ul>"

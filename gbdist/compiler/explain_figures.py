@@ -197,12 +197,14 @@ def draw_plan(ax, ex) -> None:
     ops = {name: n * (len(names) - j - 0.5) / len(names) for j, name in enumerate(names)}
     for name, y in ops.items():
         box(0.1, y, 0.8, name, f"operand-{name}", "#cfe2f3")
+    from .explain_math import STEP_SHAPE
     plan_steps = list(ex.plan.steps)
     for i, (name, txt, kind) in enumerate(steps):
         y = n - 0.5 - i
         read = {side[1][0] for side in plan_steps[i].sides} if i < len(plan_steps) else set()
         short = txt if len(txt) <= 44 else txt[:41] + "…"
-        box(1.6, y, 4.8, f"{name} = {short}  [{kind}]", f"step-{name}", "#fff2cc")
+        box(1.6, y, 4.8, f"{name} = {short}  [{STEP_SHAPE.get(kind, kind)}]", f"step-{name}",
+            "#fff2cc")
         for op_name, oy in ops.items():
             if op_name in read:
                 ax.annotate("", xy=(1.6, y), xytext=(0.9, oy),

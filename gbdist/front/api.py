@@ -25,7 +25,7 @@ from ..errors import InputError, ParameterError, TypeCheckError
 from ..algebra.ops import Monoid, Op, as_monoid, make_op
 from ..algebra.evaluate import apply_unary
 from ..compiler.plan import Plan, cached_plan
-from ..runtime import is_cupy, run, to_csr
+from ..runtime import is_cupy, run, to_csr, working_memory_bytes
 
 __all__ = [
     "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
@@ -94,6 +94,34 @@ def _run_graph(call: str, name: str, operands, args, backend, kw):
     return graph_op(*args, backend=backend, **kw)
 
 
+def _shape(x) -> str:
+    return " × ".join(str(d) for d in x.shape)
+
+
+def _check_inner(call: str, left, right, names: tuple[str, str]):
+    """An eager product's shapes as the user passed them: ``left``'s columns must be
+    ``right``'s rows (a vector's length), named as the arguments, not as the plan's
+    operands (the plan reads ``right`` transposed)."""
+    shapes = getattr(left, "shape", None), getattr(right, "shape", None)
+    vector = call == "mxv"
+    if vector and shapes[1] is not None and len(shapes[1]) == 2 and 1 in shapes[1]:
+        shapes = shapes[0], (max(shapes[1]),)  # a sparse vector: one row or one column
+    if None in shapes or len(shapes[0]) != 2 or len(shapes[1]) != (1 if vector else 2) \
+            or shapes[0][1] == shapes[1][0]:
+        return  # not both concrete (the binding checks what there is), or they fit
+    (ln, rn), k = names, shapes[0][1]
+    if vector:
+        expected, got = f"{ln} n × k and {rn} of length k", f"{rn} of length {shapes[1][0]}"
+        fix = f"a {rn} of length {k}"
+    else:
+        expected, got = f"{ln} n × k and {rn} k × m", f"{rn} {_shape(right)}"
+        fix = (f"gb.{call}({ln}, {rn}.T, sr): rows of {ln} against rows of {rn}, the "
+               f"distance form mxm(A, B.T)" if shapes[1][1] == k else f"a {rn} with {k} rows")
+    raise InputError(f"gb.{call}({ln}, {rn}, sr): {ln}'s columns must match {rn}'s "
+                     f"{'length' if vector else 'rows'}", expected=expected,
+                     got=f"{ln} {_shape(left)}, {got}", hint=f"pass {fix}")
+
+
 def _as_monoid(m) -> Monoid:
     if isinstance(m, Monoid):
         return m
@@ -134,6 +162,7 @@ def mxm(left, right, sr=None, *, backend: str = "auto", **run_kw):
     if _graph_operand(left) or _graph_operand(right):
         return _run_graph("mxm", "mxm", (left, right), (left, right, sr), backend, run_kw)
     if _concrete(left) or _concrete(right):
+        _check_inner("mxm", left, right, ("left", "right"))
         A, B = ir.Matrix("A"), ir.Matrix("B")
         return compile(ir.MxM(A, B, sr))(A=left, B=right, backend=backend, **run_kw)
     return ir.MxM(left, right, sr)
@@ -146,6 +175,7 @@ def mxv(matrix, vector, sr, *, backend: str = "auto", **run_kw):
     if _graph_operand(matrix) or _graph_operand(vector):
         return _run_graph("mxv", "mxv", (matrix, vector), (matrix, vector, sr), backend, run_kw)
     if _concrete(matrix) or _concrete(vector):
+        _check_inner("mxv", matrix, vector, ("matrix", "vector"))
         A, x = ir.Matrix("A"), ir.Vector("x")
         return compile(ir.MxV(A, x, sr))(A=matrix, x=vector, backend=backend, **run_kw)
     return ir.MxV(matrix, vector, sr)
@@ -278,7 +308,7 @@ class Program:
     def inputs(self) -> list[str]:
         return [s.name for s in ir.symbols(self.plan.expr)]
 
-    def __call__(self, backend: str = "auto", working_memory: int | None = None,
+    def __call__(self, backend: str = "auto", working_memory: float | str | None = None,
                  dtype=None, drop_zeros: bool = False, strategy: str = "auto",
                  ensure_all_finite=True, **inputs):
         """Run on concrete inputs given by name (``program(A=X, B=Y)``).
@@ -287,8 +317,11 @@ class Program:
         (:class:`gbdist.errors.NonFiniteError`, a ``ValueError``), ``"allow-nan"``
         refuses ±inf only, False computes with them: entries that involve a
         non-finite value get the formula's IEEE value (docs/inputs.md).
+        ``working_memory``: MiB, or a size with a unit (``"512MiB"``, ``"2GB"``), as
+        everywhere in gbdist.
         """
-        return run(self.plan, inputs, backend=backend, working_memory=working_memory,
+        return run(self.plan, inputs, backend=backend,
+                   working_memory=working_memory_bytes(working_memory),
                    drop_zeros=drop_zeros, dtype=dtype, strategy=strategy,
                    ensure_all_finite=ensure_all_finite)
 

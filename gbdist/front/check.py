@@ -86,9 +86,11 @@ def _verify(kind: str, obj) -> list[str]:
         lines = [f"{obj!r}    domain {obj.domain}"]
         if obj.arity == 2:
             try:
-                lines.append(f"monoid: {_ops.as_monoid(obj)!r}")
+                m = _ops.as_monoid(obj)
             except GbdistError:
                 lines.append("not a monoid (no identity): usable as ⊗, not as ⊕")
+            else:
+                lines.append(f"also usable as ⊕: {m!r}")
         return lines
     if kind == "semiring":
         # the fills as a plan passes them: one cached analysis for this check and the metrics

@@ -1,4 +1,5 @@
-"""A text-defined metric as its author wrote it: the definition's lines and its ``let`` names.
+"""A text-defined metric as its author wrote it: the definition's lines and its ``let`` names;
+and a value that is no metric, described in the user's terms (:func:`not_a_metric`).
 
 ``explain`` works on the IR, where ``let`` bindings are already inlined; this
 module recovers them so an explanation can print Jaccard as
@@ -11,12 +12,15 @@ the subtree it names in the metric's expression.
 """
 from __future__ import annotations
 
+import numbers
+
 from lark import Tree
 
 from ..compiler import ir
 from .expr import ExprBuilder
 from .library import LibraryBody, definition, get_metric
 from .loader import MetricBody
+from ..errors import ParameterError
 
 
 def describe(name: str, **params) -> tuple[str, tuple[tuple[str, ir.Node], ...]]:
@@ -59,3 +63,28 @@ def _lets(body: MetricBody, params: dict) -> tuple[tuple[str, ir.Node], ...]:
         if isinstance(node, ir.Node):
             out.append((str(bname), node))
     return tuple(out)
+
+
+def not_a_metric(value, message: str) -> ParameterError:
+    """The error for a value that is no metric: what was passed, said in the user's terms
+    (a formula as mathematics, not its Python class), and the way to what was meant."""
+    from ..algebra.formulas import Built
+    if isinstance(value, Built):  # a gb.op formula: gb.where(...), x + y over scalars
+        from ..algebra.mathtext import math as _fmt
+        expr = value.expr
+        what = "the constant" if not expr.free_symbols else "the scalar formula"
+        got = (f"{what} {_fmt(expr)} (a formula of the kind gb.op's lambda x, y: ... builds), "
+               "not an expression over matrices")
+        if not expr.free_symbols:  # a constant: the condition was a Python bool
+            from .api import EQ_HINT
+            hint = ("gb.where(cond, a, b) got a True/False condition, so it made a constant. "
+                    + EQ_HINT)
+        else:
+            hint = ("a formula in x, y defines an op: gb.mxm(A, B.T, gb.semiring(gb.op('f', "
+                    "lambda x, y: ...), gb.ops.plus)) is the metric that sums it")
+        return ParameterError(message, got=got, hint=hint)
+    got = repr(value) if isinstance(value, (numbers.Number, bytes, type(None))) else \
+        f"a {type(value).__module__.split('.')[0]}.{type(value).__qualname__} object"
+    return ParameterError(message, got=got.replace("a builtins.", "a "),
+                          hint="a name such as 'cosine' (gb.metric_names() lists them), or "
+                               "lambda A, B: gb.mxm(A, B.T, gb.semirings.plus_times)")

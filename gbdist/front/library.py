@@ -37,7 +37,7 @@ from ..compiler import ir
 from .. import names
 from . import colparams
 from ..algebra import records
-from ..errors import DefinitionError, GbdistError, InputError, TypeCheckError
+from ..errors import ArityError, DefinitionError, GbdistError, InputError, TypeCheckError
 from ..names import Metric
 
 LIBRARY = Path(__file__).resolve().parent / "metrics.gbd"
@@ -296,10 +296,10 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
     """
     ensure_names()  # a built-in name is then taken whatever the order of calls
     m = names.python_metric(name, fn, doc, aliases)
-    _refuse_matrix_parameters(m)
+    built = _refuse_matrix_parameters(m)
     if all(v is not None for v in m.params.values()):
         try:
-            m.expression()  # build once, so a broken definition fails here
+            built = m.expression()  # build once, so a broken definition fails here
         except (GbdistError, RecursionError, MemoryError):
             raise
         except Exception as e:  # noqa: BLE001 - the user's function failed: typed, named
@@ -307,7 +307,31 @@ def define_metric(name: str, fn: Callable, doc: str = "", replace: bool = False,
                                   got=str(e)[:200],
                                   hint="it is called once with symbolic operands A and B and "
                                        "returns an expression over them (docs/api.md)") from None
+    _refuse_free_operands(m, built)
     return names.register_metric(m, replace=replace)
+
+
+def _refuse_free_operands(m: Metric, expr) -> None:
+    """A metric's expression reads A and B only: a matrix or vector it takes from
+    elsewhere (``C, D = gb.matrices("C D")`` outside the function) would be an operand no
+    call can give, so the definition is refused here, not when it first runs."""
+    if not isinstance(expr, ir.Node):
+        return
+    free = [n.name for n in ir.walk(expr) if isinstance(n, (ir.Matrix, ir.Vector))
+            and n.name not in ("A", "B") and n.name not in m.params]
+    if free:
+        free = sorted(set(free))
+        raise DefinitionError(
+            f"metric {m.name!r} reads {', '.join(free)}, "
+            f"{'which is' if len(free) == 1 else 'which are'} not among its operands: a "
+            "metric takes exactly two matrix operands, A (the output's rows) and B (its "
+            "columns), both with the same k columns",
+            expected="an expression over the function's own A and B, e.g. lambda A, B: "
+                     "gb.mxm(A, B.T, gb.semirings.plus_times)",
+            got=f"{len(free) + 2} operands: A, B, {', '.join(free)}",
+            hint="use the function's arguments A and B in place of matrices made outside it; "
+                 "for more operands, gb.compile(expr) runs with every operand by name "
+                 "(program(A=..., B=..., C=...)), all of them with the same k columns")
 
 
 def _refuse_matrix_parameters(m: Metric) -> None:
@@ -317,12 +341,12 @@ def _refuse_matrix_parameters(m: Metric) -> None:
     once with that parameter as a symbolic matrix, and the expression it returns is read."""
     required = [k for k, v in m.params.items() if v is None]
     if not required:
-        return
+        return None
     probes = {k: ir.Matrix(k) for k in required}
     try:
         out = m.build(ir.Matrix("A"), ir.Matrix("B"), **probes)
     except Exception:  # noqa: BLE001 - a numeric use of the parameter: nothing to say
-        return
+        return None
     used = sorted(_matrix_uses(out) & set(required)) if isinstance(out, ir.Node) else []
     if used:
         raise DefinitionError(
@@ -333,6 +357,20 @@ def _refuse_matrix_parameters(m: Metric) -> None:
             got=f"{len(required) + 2} operands",
             hint="compute several operands into one (concatenate their columns), or compile the "
                  "expression with gb.compile(expr, roles) and run it with every operand by name")
+    read = {n.name for n in ir.walk(out) if isinstance(n, ir.Matrix)} if isinstance(out, ir.Node) \
+        else set(required)
+    unread = [k for k in required if k not in read]
+    if unread:  # lambda A, B, C, D: ... that never reads C, D: a call would have to pass them
+        raise ArityError(
+            f"metric {m.name!r} takes {len(m.params) + 2} arguments, but its expression never "
+            f"reads {', '.join(unread)}: every call would have to pass "
+            f"{'it' if len(unread) == 1 else 'them'} for nothing",
+            expected="fn(A, B) with two matrix operands, then the numeric parameters the "
+                     "expression uses (with defaults where they are optional)",
+            got=f"fn({', '.join(['A', 'B', *m.params])})",
+            hint=f"drop {', '.join(unread)} from the function's arguments, or give "
+                 f"{'it a default' if len(unread) == 1 else 'them defaults'}")
+    return out
 
 
 def _matrix_uses(expr: ir.Node) -> set:

@@ -309,14 +309,18 @@ def read_source(path) -> str:
     return text
 
 
-# The data formats gbdist reads (gbdist.io): a metric file named like one is a mix-up.
-_DATA_SUFFIXES = (".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy")
+# The data formats gbdist reads (gbdist.io: its MatrixMarket, NumPy and text readers, the
+# last with io.text.DENSE_SUFFIXES and the triplet suffixes but .txt, which a metric file
+# may carry too): a metric file named like one is a mix-up.
+_DATA_SUFFIXES = (".mtx", ".mtx.gz", ".mm", ".mm.gz", ".npz", ".npy", ".csv", ".tsv", ".coo",
+                  ".triplets")
 
 
 def _metric_file_name(path) -> str:
     """The file name of ``path`` as a str, or an InputError: not a path, an empty path, a
     NUL byte (which no file name can hold: ``os.open`` would raise ValueError), or the name
-    of a data matrix (.mtx, .npz, .npy) rather than of metric definitions."""
+    of a data matrix (.mtx, .npz, .npy, .csv, .tsv, .coo, .triplets) rather than of metric
+    definitions."""
     name = file_name(path, "a metric file")
     suffix = next((s for s in _DATA_SUFFIXES if name.lower().endswith(s)), None)
     if suffix is not None:

@@ -88,10 +88,11 @@ def _choose(backend, on_device, small) -> str:
             _load("cuda")
             return "cuda"
         raise BackendError(f"backend={backend!r} runs on host data, but the operands live on "
-                           "the device", hint="use .to_host() first, or backend='auto'")
+                           "the device", got="operands on the GPU (CuPy arrays)",
+                           hint="use .to_host() first, or backend='auto'")
     if backend == "cuda":
-        raise BackendError("backend='cuda' needs device operands",
-                           hint="move them with .to_device() (CuPy)")
+        raise BackendError("backend='cuda' needs device operands", got="operands in host memory",
+                           hint="move them with .to_device() (CuPy), or backend='auto'")
     if backend in ("auto", "cpu"):
         return "reference" if small or not available("compiled") else "compiled"
     _load(backend)

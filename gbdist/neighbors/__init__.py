@@ -9,7 +9,7 @@
 * :mod:`~gbdist.neighbors.estimators` — the scikit-learn estimators and graph functions.
 """
 from ..backends.cpu import merge_k, select_k
-from ..runtime import check_working_memory, get_backend, register_cache
+from ..runtime import get_backend, register_cache
 from .search import (
     Search, _knn, _radius, drop_self, knn, knn_both, knn_plan, pairwise_distances_chunked)
 from ..compiler import symmetry
@@ -34,12 +34,6 @@ def __getattr__(name: str):
 __all__ = ["knn", "NearestNeighbors", "KNeighborsTransformer", "RadiusNeighborsTransformer",
            "kneighbors_graph", "radius_neighbors_graph", "pairwise_distances_chunked",
            "is_symmetric", "select_k", "merge_k", "drop_self", "knn_plan", "knn_both", "Search"]
-
-
-def _budget_bytes(nbytes) -> int | None:
-    """A budget given in bytes (the CLI's ``--working-memory``), checked; None: the
-    backend's default."""
-    return check_working_memory(nbytes)
 
 
 def _backend(backend, budget: int | None = None):

@@ -144,7 +144,7 @@ class _NeighborsBase(BaseEstimator):
         "metric_params": [dict, None],
         "n_jobs": [numbers.Integral, None],
         "backend": "no_validation",
-        "working_memory": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "working_memory": [Interval(numbers.Real, 0, None, closed="neither"), str, None],
     }
 
     def __sklearn_tags__(self):
@@ -356,7 +356,7 @@ class NearestNeighbors(_NeighborsBase):
     or an expression. ``p`` is minkowski's (``metric_params`` wins, as in scikit-learn).
     ``algorithm``, ``leaf_size`` and ``n_jobs`` are accepted and change nothing: gbdist
     always searches by brute force. ``backend`` ("auto", "cpu", "cuda" or a backend
-    object) and ``working_memory`` (MiB, default: the backend's ``default_budget()``) are
+    object) and ``working_memory`` (MiB or ``"2GB"``, default: the backend's ``default_budget()``) are
     gbdist's.
     """
 

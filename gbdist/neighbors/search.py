@@ -382,7 +382,7 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", backend="auto", working_memor
     neighbours, as scikit-learn's ``kneighbors(X=None)`` does — a duplicate of
     row i at distance 0 is still returned. ``k`` larger than the index raises
     :class:`gbdist.InputError` (scikit-learn's ValueError "Expected n_neighbors
-    <= n_samples_fit"). ``working_memory`` (MiB) sizes the tiles; results do
+    <= n_samples_fit"). ``working_memory`` (MiB, or ``"1.5GiB"``) sizes the tiles; results do
     not depend on it. ``params`` go to the metric (``p`` for minkowski).
 
     ``symmetric``: in a self-join (Y None or Y is X) under a metric proven symmetric
@@ -436,8 +436,9 @@ def pairwise_distances_chunked(X, Y=None, *, reduce_func: Callable | None = None
 
     Same arguments as ``sklearn.metrics.pairwise_distances_chunked``: each block
     holds whole rows (all of Y) and is sized so that it and gbdist's temporaries
-    fit ``working_memory`` MiB (default: the backend's, :meth:`gbdist.backends.base.Backend.default_budget`); any
-    positive number is honoured, fractions too. ``reduce_func(D_chunk, start)``
+    fit ``working_memory`` MiB (default: the backend's,
+    :meth:`gbdist.backends.base.Backend.default_budget`); any positive number is
+    honoured, fractions too, or a string with a unit (``"512MiB"``, ``"2GB"``). ``reduce_func(D_chunk, start)``
     replaces each block by its result, which must be None or a sequence (or a
     tuple of sequences) with one entry per row, as scikit-learn checks.
     ``n_jobs`` is accepted and ignored (the backend decides its threads).

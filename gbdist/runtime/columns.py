@@ -98,8 +98,9 @@ def scale_vector(scale_op, vectors: dict) -> np.ndarray:
     bad = ~np.isfinite(s) | (s < 0)
     if bad.any():
         c = int(np.flatnonzero(bad)[0])
+        from ..algebra.mathtext import math
         raise InputError("a column operand gives a scale that is not a finite nonnegative number",
-                         got=f"s = {cols.show(str(scale_op.formula))} = {s[c]} at column {c}",
+                         got=f"s = {cols.show(math(scale_op.formula))} = {s[c]} at column {c}",
                          hint="column operands must be finite; one the metric divides by "
                               "must be > 0")
     return s

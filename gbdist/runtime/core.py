@@ -162,7 +162,9 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
         labels: dict | None = None, ensure_non_empty: bool = False):
     """Execute ``plan`` on ``inputs`` and return the whole result.
 
-    ``working_memory`` (bytes) bounds every tile, on every backend; None: the
+    ``working_memory`` (bytes: this internal entry takes what
+    :func:`~gbdist.runtime.memory.working_memory_bytes` made of the user's MiB) bounds
+    every tile, on every backend; None: the
     backend's default (on the GPU: the whole result as one tile). ``strategy``
     forces a CUDA kernel strategy ("gather", "scatter", "dense", "sorted"); the CPU
     backend accepts "auto" only. ``ensure_all_finite`` (True, False or "allow-nan")

@@ -11,10 +11,11 @@ rules hold for host and device, for pairwise results and for searches.
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 
-from ..errors import InputError, ParameterError, ResultTooLargeError
+from ..errors import ParameterError, ResultTooLargeError
 from ..inputs import physical_memory
 
 MIB = 2**20
@@ -24,33 +25,56 @@ TOO_LARGE_HINT = ("compute it in pieces: gbdist.pairwise_distances_chunked(X, Y,
                   "neighbours; or pass fewer rows")
 
 
+SIZE_UNITS = {"b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
+              "gib": 2**30, "t": 2**40, "tib": 2**40,
+              "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+"""Size suffixes, case-insensitive: ``B``; ``KiB MiB GiB TiB`` (and the bare letters ``K M G T``)
+are powers of 1024, ``kB MB GB TB`` powers of 1000, as in IEC 80000-13."""
+MAX_WORKING_MEMORY = 2**50  # 1 PiB: anything larger is a typo
+WORKING_MEMORY_EXPECTED = ("a positive number of MiB (as scikit-learn counts it) or a size with a "
+                           "unit: 512MiB, 2GB, 1.5GiB, 300kB")
+WORKING_MEMORY_HINT = ("e.g. working_memory=256 (MiB) or working_memory=\"1.5GiB\"; units: B, "
+                       "KiB/MiB/GiB/TiB (1024s; K/M/G/T alone too), kB/MB/GB/TB (1000s)")
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*([a-zA-Z]*)\s*")
+
+
+def parse_size(value, unit: int = MIB, name: str = "working_memory") -> int | None:
+    """A memory size as bytes: a number counts ``unit`` bytes (MiB for every
+    ``working_memory``, as scikit-learn counts it), a string may carry a unit
+    (``"512MiB"``, ``"2GB"``, ``"1.5GiB"``, ``"300kB"``, ``"4096B"``; a bare number in
+    a string counts ``unit`` too). None stays None (the backend's default). Fractions
+    are honoured (``working_memory=1500 / 2**20`` is 1500 bytes); a size under one byte,
+    zero, negative, NaN, infinite or over 1 PiB is a :class:`ParameterError`."""
+    if value is None:
+        return None
+    nbytes = None
+    if isinstance(value, str):
+        m = _SIZE.fullmatch(value)
+        if m and (m.group(3).lower() in SIZE_UNITS or not m.group(3)):
+            scale = SIZE_UNITS[m.group(3).lower()] if m.group(3) else unit
+            nbytes = float(m.group(1)) * 10.0 ** int(m.group(2) or 0) * scale
+    elif not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
+        nbytes = float(value) * unit
+    if nbytes is None or not np.isfinite(nbytes) or not nbytes >= 1 or nbytes > MAX_WORKING_MEMORY:
+        why = ("is too large (at most 1 PiB)" if nbytes is not None and nbytes > MAX_WORKING_MEMORY
+               else "must be at least one byte" if nbytes is not None and np.isfinite(nbytes)
+               else "is not a memory size")
+        raise ParameterError(f"{name} {why}", expected=WORKING_MEMORY_EXPECTED, got=repr(value),
+                             hint=WORKING_MEMORY_HINT.replace("working_memory", name))
+    return int(nbytes)
+
+
 def working_memory_bytes(working_memory) -> int | None:
-    """A ``working_memory`` given in MiB (scikit-learn's unit) as bytes; None stays None
-    (the backend's default). Any positive number is honoured, fractions too
-    (``working_memory=1500 / 2**20`` is 1500 bytes)."""
-    if working_memory is None:
-        return None
-    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
-            or not working_memory > 0 or not np.isfinite(working_memory):
-        raise ParameterError("working_memory must be a positive number of MiB",
-                             got=repr(working_memory),
-                             hint="e.g. working_memory=256 (MiB, as scikit-learn counts it)")
-    return max(1, int(working_memory * MIB))
+    """A user's ``working_memory`` (MiB, or a string with a unit: :func:`parse_size`) as
+    bytes; None stays None (the backend's default)."""
+    return parse_size(working_memory)
 
 
-def check_working_memory(working_memory) -> int | None:
-    """``working_memory`` in bytes: None (the default) or a positive integer."""
-    if working_memory is None:
-        return None
-    if isinstance(working_memory, (bool, np.bool_)) or not isinstance(working_memory, numbers.Real) \
-            or not working_memory >= 1 or working_memory != working_memory:
-        raise InputError("working_memory must be a positive number of bytes", got=repr(working_memory),
-                         hint="e.g. working_memory=256 * 2**20 (a number, not a string like '16M')")
-    if isinstance(working_memory, numbers.Integral):
-        return int(working_memory)
-    if not np.isfinite(working_memory):
-        raise InputError("working_memory must be a finite number of bytes", got=repr(working_memory))
-    return int(working_memory)
+def check_working_memory(nbytes) -> int | None:
+    """An internal budget already in bytes (what :func:`working_memory_bytes` returns):
+    None (the default) or a positive number, checked, as an int. Users' values go
+    through :func:`working_memory_bytes` first: this one counts bytes."""
+    return parse_size(nbytes, unit=1, name="the budget in bytes")
 
 
 def budget_of(backend, nbytes, result: bool = False) -> int | None:

@@ -95,7 +95,7 @@ def test_every_metric_matches_the_oracle(metric):
     got_self = gb.pairwise_distances(X, None, metric=metric, backend="compiled")
     # several row tiles: the kernels read row blocks through views of the row pointers
     got_tiled = gb.pairwise_distances(X, Y, metric=metric, backend="compiled",
-                                      working_memory=4096)
+                                      working_memory="4096B")
     assert got.dtype == ref.dtype == np.float64
     close(got, ref)
     close(got_self, ref_self)

@@ -1,6 +1,7 @@
 """The ``knn`` and ``pairwise`` subcommands: files in, NumPy files out, same numbers as gb.knn."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gzip
 import os
@@ -142,13 +143,16 @@ def test_io_reads_every_format(tmp_path):
     assert p.name == "res.npz" and np.load(p)["indices"].dtype == np.int64
 
 
-def test_parse_bytes():
-    assert cli_knn.parse_bytes("1048576") == 2**20
-    assert cli_knn.parse_bytes("256M") == 256 * 2**20
-    assert cli_knn.parse_bytes("2GiB") == 2 * 2**30
-    for bad in ("", "12X", "-5", "0"):
-        with pytest.raises(Exception):
-            cli_knn.parse_bytes(bad)
+def test_sizes_count_mib_or_carry_a_unit():
+    """--working-memory counts MiB, as the library's working_memory= does (one unit);
+    --max-bytes counts bytes; both take the same units."""
+    wm, mb = cli_knn.size_arg(2**20, "--working-memory"), cli_knn.size_arg(1, "--max-bytes")
+    assert wm("256") == 256 * 2**20 == wm("256MiB") == wm("256M") == wm("0.25GiB")
+    assert wm("2GB") == 2 * 10**9 and wm("300kB") == 300_000 and wm("1.5GiB") == 3 * 2**29
+    assert mb("1048576") == 2**20 and mb("2GiB") == 2 * 2**30 and mb("4096B") == 4096
+    for bad in ("", "12X", "-5", "0", "16 MiBs", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError, match="Expected|expected"):
+            wm(bad)
 
 
 def test_commands_have_the_cli_shape():
@@ -217,9 +221,9 @@ def test_pairwise_reports_the_path_it_wrote(data, tmp_path, capsys):
                     atol=1e-12)
 
 
-@pytest.mark.parametrize("value,word", [("1.5G", "1536M"), ("0", "positive"), ("-1", "not a size"),
-                                        ("12X", "not a size"), ("1e9", "not a size"),
-                                        ("99999999999T", "too large"), ("", "not a size")])
+@pytest.mark.parametrize("value,word", [("0", "at least one byte"), ("-1", "not a memory size"),
+                                        ("12X", "not a memory size"), ("1e12", "too large"),
+                                        ("99999999999T", "too large"), ("", "not a memory size")])
 def test_bad_working_memory_is_refused(data, tmp_path, capsys, value, word):
     _, _, mtx, _ = data
     with pytest.raises(SystemExit) as info:

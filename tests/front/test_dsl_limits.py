@@ -13,15 +13,20 @@ import scipy.spatial.distance as ssd
 
 import gbdist as gb
 from gbdist.front import syntax
+from work_bound import bounded
+
+WORK_STEPS = 200  # symbolic steps of one definition (each cut by the analysis's own budget)
+WORK_MIB = 256  # its peak allocation
 
 pytestmark = pytest.mark.usefixtures("isolated_definitions")
 
 
 def error_of(text, source="<limits>"):
-    start = time.perf_counter()
-    with pytest.raises(gb.GbdistError) as info:
-        gb.define(text, source=source)
-    assert time.perf_counter() - start < 10
+    """The error of defining ``text``, its work bounded by a step count and its peak memory
+    (tests/work_bound.py), not by the clock."""
+    with bounded(max_steps=WORK_STEPS, max_mib=WORK_MIB):
+        with pytest.raises(gb.GbdistError) as info:
+            gb.define(text, source=source)
     return info.value
 
 
@@ -150,7 +155,7 @@ def test_load_needs_a_path(bad):
         gb.load(bad)
 
 
-def test_load_refuses_directories_and_devices(tmp_path):
+def test_load_refuses_directories_and_devices(tmp_path, monkeypatch):
     with pytest.raises(gb.InputError, match="directory"):
         gb.load(tmp_path)
     if os.path.exists("/dev/zero"):
@@ -159,10 +164,26 @@ def test_load_refuses_directories_and_devices(tmp_path):
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "pipe.gbd"
         os.mkfifo(fifo)
-        start = time.perf_counter()
+        # a FIFO with no writer blocks whoever opens it for reading: without a clock, the
+        # bound is that it is refused without being opened for reading
+        opened = []
+        real_os_open, real_open = os.open, open
+
+        def os_open(path, flags, *args, **kwargs):
+            if not flags & os.O_NONBLOCK:
+                opened.append(os.fspath(path))
+            return real_os_open(path, flags, *args, **kwargs)
+
+        def py_open(path, *args, **kwargs):
+            if isinstance(path, (str, bytes, os.PathLike)):
+                opened.append(os.fspath(path))
+            return real_open(path, *args, **kwargs)
+        monkeypatch.setattr(os, "open", os_open)
+        monkeypatch.setattr("builtins.open", py_open)
         with pytest.raises(gb.InputError, match="not a regular file"):
             gb.load(fifo)
-        assert time.perf_counter() - start < 5
+        monkeypatch.undo()
+        assert str(fifo) not in opened, opened
 
 
 def _many_definitions(n, tag):

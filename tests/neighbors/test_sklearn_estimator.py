@@ -246,7 +246,7 @@ def test_working_memory_counts_mib_and_is_honoured():
     assert_allclose(np.vstack(blocks), sk_pairwise_distances(X, Y), rtol=1e-12)
     small = list(gb.pairwise_distances_chunked(X[:50], Y, working_memory=2**-10, backend="cpu"))
     assert len(small) > 1 and all(b.nbytes <= 2**10 for b in small if b.shape[0] > 1)
-    for bad in (0, -1, "1", True, np.inf):
+    for bad in (0, -1, "1 MB of rows", True, np.inf):  # "1" is 1 MiB (tests/runtime/test_working_memory.py)
         with pytest.raises(ValueError, match="working_memory"):
             gb.pairwise_distances_chunked(X, working_memory=bad)
 

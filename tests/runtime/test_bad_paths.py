@@ -86,7 +86,8 @@ def test_load_empty_wrong_format_and_data_files(files):
     binary = tmp / "binary.gbd"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     _refused(gb.load, binary, "not UTF-8")
-    for data in ("good.mtx", "m.mtx.gz", "m.npz", "M.NPY"):  # a data matrix, not definitions
+    for data in ("good.mtx", "m.mtx.gz", "m.npz", "M.NPY", "t.csv", "t.TSV", "e.coo",
+                 "e.triplets"):  # a data matrix (gbdist.io reads each), not definitions
         _refused(gb.load, tmp / data, "data matrix", "Expected:")
     # text that is not the language: the syntax error names the file, line and column
     other = tmp / "notes.txt"

@@ -71,7 +71,7 @@ def test_chunked_triplets_and_union_passes(sr, monkeypatch):
     program = gb.compile(gb.mxm(A, B.T, sr))
     one = program(A=sps.csr_matrix(X), B=sps.csr_matrix(Y), backend="cpu")
     spy = Spy(monkeypatch)
-    many = program(A=sps.csr_matrix(X), B=sps.csr_matrix(Y), backend="cpu", working_memory=300)
+    many = program(A=sps.csr_matrix(X), B=sps.csr_matrix(Y), backend="cpu", working_memory="300B")
     assert spy.blocks > 10
     if program.explain().products[0].strategy == "intersection":
         assert spy.triplet_chunks > spy.blocks  # the triplet expansion itself was split

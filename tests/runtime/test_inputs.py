@@ -479,12 +479,14 @@ def test_result_beyond_memory_is_a_typed_error_before_allocating():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("wm", ["16M", -1, 0, True, float("nan"), float("inf"), [1]])
+@pytest.mark.parametrize("wm", ["16 furlongs", "16X", -1, 0, "0.5B", True, float("nan"), float("inf"), [1]])
 def test_bad_working_memory_is_a_typed_error(wm):
     A, B = gb.matrices("A B")
     prog = gb.compile(gb.mxm(A, B.T, gb.semirings.plus_times))
-    with pytest.raises(gb.InputError, match="working_memory"):
+    with pytest.raises(gb.ParameterError, match="working_memory") as info:
         prog(A=np.ones((2, 2)), B=np.ones((2, 2)), backend="cpu", working_memory=wm)
+    assert info.value.expected.startswith("a positive number of MiB") and "GiB" in info.value.hint
+    assert info.value.got == repr(wm)
 
 
 @pytest.mark.parametrize("dtype", ["abc", np.int32, "complex128", object])

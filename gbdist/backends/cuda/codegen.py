@@ -175,8 +175,9 @@ def scalar(expr: sp.Expr, printer: CudaPrinter, names: dict | None = None) -> st
     try:
         return printer.doprint(e)
     except Exception as exc:  # sympy raises PrintMethodNotImplementedError and friends
+        from ...algebra.mathtext import math
         raise BackendError("the CUDA code generator cannot print this formula",
-                           got=f"{sp.sstr(expr)} ({exc})",
+                           got=f"{math(expr, 200)} ({exc})",
                            hint="use backend='cpu', or write the op with +, -, *, /, ^, abs, sqrt, "
                                 "log, exp, min, max, where") from None
 

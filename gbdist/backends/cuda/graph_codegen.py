@@ -260,8 +260,9 @@ def _int_formula(expr, ct: str) -> str:
     except BackendError:
         raise
     except Exception as exc:  # sympy's printer errors, a formula nested too deeply
+        from ...algebra.mathtext import math
         raise BackendError("the CUDA code generator cannot print this formula",
-                           got=f"{sp.sstr(expr)} ({type(exc).__name__})",
+                           got=f"{math(expr, 200)} ({type(exc).__name__})",
                            hint="use backend='cpu', or write the op with +, -, *, /, ^, abs, sqrt, "
                                 "log, exp, min, max, where") from None
 
