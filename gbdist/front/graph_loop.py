@@ -17,7 +17,8 @@ each carried variable's kind (the same before and after an iteration), the condi
 (``unchanged(x)`` of a carried x, ``empty(x)`` of a matrix or vector, comparisons of
 scalars, ``or``/``and``), and the limit or count (a whole number, or a scalar operand).
 The interpreter is :mod:`gbdist.graph.loops`. ``vector(A, value [, at=i])`` and ``ids(A)``
-make the vectors a loop starts from.
+make the vectors a loop starts from. A graph defined above and called in a body is
+inlined here too (:meth:`LoopMixin.inline`, its loops' outer references moved).
 """
 from __future__ import annotations
 

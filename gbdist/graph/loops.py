@@ -145,7 +145,7 @@ def make_vector(s, get) -> Vector:
                                on_device=device)
     i = _scalar(get(s.at))
     if isinstance(i, bool) or not float(i).is_integer() or not 0 <= i < n:
-        raise InputError(f"vector(..., at=i): i is not a row of the matrix",
+        raise InputError("vector(..., at=i): i is not a row of the matrix",
                          expected=f"a whole number in [0, {n})", got=repr(i))
     return Vector.from_coo([int(i)], np.asarray([value], dtype=dtype), n, dtype=dtype,
                            on_device=device)
