@@ -91,7 +91,9 @@ def graph_entries(user: dict) -> list[dict]:
         g = find_graph(n)
         source = user.get(n) or ("built-in" if g.source == str(GRAPH_LIBRARY) else g.source)
         out.append({"name": n,
-                    "operands": [{"name": o, "kind": _kind(g.kinds.get(o))} for o in g.operands],
+                    "operands": [{"name": o, "kind": _kind(g.kinds.get(o)),
+                                  **({"default": g.defaults[o]} if g.defaults.get(o) is not None
+                                     else {})} for o in g.operands],
                     "result": result_kind(g), "doc": g.doc.strip(), "summary": summary(g.doc),
                     "source": source, "user": source != "built-in"})
     return out
@@ -198,10 +200,15 @@ def _metric_tables(metrics: list) -> list[str]:
     return out or ["No metrics."]
 
 
+def _operand_text(o: dict) -> str:
+    """``alpha (scalar) = 0.85``: an operand, its kind and its default."""
+    return f"{o['name']} ({o['kind']})" + (f" = {o['default']:g}" if "default" in o else "")
+
+
 def _graph_tables(graphs: list) -> list[str]:
     out = []
     for title, group in _groups(graphs, "graph definitions"):
-        rows = [(g["name"], ", ".join(f"{o['name']} ({o['kind']})" for o in g["operands"]),
+        rows = [(g["name"], ", ".join(_operand_text(o) for o in g["operands"]),
                  g["result"], g["summary"]) for g in group]
         out.append(f"{title}\n\n" + _table(("NAME", "OPERANDS", "RESULT", "DESCRIPTION"), rows))
     return out or ["No graph definitions."]

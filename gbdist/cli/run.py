@@ -1,14 +1,21 @@
-"""``gbdist run GRAPHDEF FILE``: run a graph definition on a matrix file.
+"""``gbdist run GRAPHDEF FILE [VALUE ...]``: run a graph definition on a matrix file.
 
     gbdist run triangle_count graph.mtx                  # a scalar, printed on stdout
     gbdist run two_hop_count edges.txt -o counts.npy     # a vector: dense .npy
+    gbdist run bfs_levels graph.mtx s=0 -o levels.npy --fill -1     # a built-in loop
+    gbdist run pagerank graph.mtx alpha=0.9 -o rank.npy  # tol, max_iter: their defaults
     gbdist run bfs_step graph.mtx --arg q=frontier.npy --arg visited=seen.npy -o next.npy
     gbdist run my_graph graph.mtx --file my.gbd --arg k=3 -o out.npz   # a matrix: .npz
+    gbdist run my.gbd graph.mtx 3 -o out.npz             # the one graph of my.gbd
+    gbdist run my.gbd:my_graph graph.mtx k=3 -o out.npz  # a graph of my.gbd, by name
 
-FILE is the definition's first operand (a graph: only stored entries exist); the others
-come as ``--arg NAME=VALUE``: a matrix file, a vector ``.npy`` (NaN entries are absent,
-every other entry stored), an index array (``.npy`` of integers, or ``0,4,7``), or a
-number for a scalar. The definition runs through :func:`gbdist.graph.run`. A scalar
+GRAPHDEF is a built-in or loaded definition's name, or a ``.gbd`` file (its only graph
+definition, or ``FILE.gbd:NAME``). FILE is the definition's first operand (a graph: only
+stored entries exist); the others come after it, in order or as ``NAME=VALUE``, or as
+``--arg NAME=VALUE``: a matrix file, a vector ``.npy`` (NaN entries are absent, every
+other entry stored), an index array (``.npy`` of integers, or ``0,4,7``), or a number
+for a scalar; a parameter with a default (``graph pagerank(A; alpha = 0.85)``) may be
+left out. The definition runs through :func:`gbdist.graph.run`. A scalar
 result is printed on stdout; a vector is written with ``-o`` as a dense ``.npy``
 (absent entries as ``--fill``, NaN by default; a vector with every entry stored keeps
 its dtype), a matrix as a SciPy sparse ``.npz`` (``scipy.sparse.load_npz``; stored
@@ -29,12 +36,16 @@ _SUFFIX = {"vector": ".npy", "matrix": ".npz"}
 
 def add_arguments(p) -> None:
     p.add_argument("graph", metavar="GRAPHDEF",
-                   help="a graph definition: a built-in one (triangle_count, two_hop_count, "
-                        "bfs_step, ...; `gbdist metrics --graphs` lists them) or one of --file")
+                   help="a graph definition: a built-in one (triangle_count, bfs_levels, sssp, "
+                        "pagerank, connected_components, ...; `gbdist metrics --graphs` lists "
+                        "them), one of --file, or a .gbd file (its one graph, or F.gbd:NAME)")
     p.add_argument("input", metavar="FILE",
                    help="the matrix given as the definition's first operand: .mtx, .mtx.gz, "
                         ".npz, .npy, .csv/.tsv or a triplet/edge-list file (.coo, .triplets, "
                         ".txt: 'row col [value]' lines, 1-based unless --zero-based)")
+    p.add_argument("values", nargs="*", metavar="VALUE",
+                   help="the other operands and parameters after FILE, in the definition's "
+                        "order or as NAME=VALUE (as --arg)")
     p.add_argument("--arg", "-a", action="append", default=[], metavar="NAME=FILE_OR_VALUE",
                    help="another operand, by name (may be repeated): a matrix file, a vector "
                         ".npy (NaN entries are absent), an index array (.npy of integers or "
@@ -72,7 +83,7 @@ def run(args) -> int:
     from ..graph import run as run_graph
     for path in args.file:
         load(path)
-    g = find(args.graph)
+    g = _definition(args.graph, load)
     values = _arguments(args, g)
     kind = result_kind(g)
     target = _target(args, g, kind)
@@ -100,6 +111,27 @@ def run(args) -> int:
     return 0
 
 
+def _definition(text: str, load):
+    """GRAPHDEF: a name, a .gbd file with one graph definition, or ``FILE.gbd:NAME``."""
+    path, colon, name = text.rpartition(":") if ":" in text else (text, "", "")
+    if not path.lower().endswith(".gbd"):
+        return find(text)
+    graphs = load(path).graphs
+    if colon:
+        if name not in graphs:
+            from ..front.syntax import suggest
+            raise UnknownNameError(f"{path} defines no graph {name!r}",
+                                   expected=", ".join(graphs) or "a graph definition",
+                                   hint=suggest(name, list(graphs)) or None)
+        return graphs[name]
+    if len(graphs) != 1:
+        raise InputError(f"{path} defines {len(graphs)} graph definitions: say which",
+                         expected=f"{path}:NAME", got=", ".join(graphs) or "none",
+                         hint=f"e.g. {path}:{next(iter(graphs))}" if graphs else
+                         "a graph definition starts with `graph NAME(A, ...) =`")
+    return next(iter(graphs.values()))
+
+
 def find(name: str):
     """The graph definition ``name``, or an UnknownNameError with a close name (a metric's
     name says which commands take metrics)."""
@@ -123,9 +155,11 @@ def result_kind(g) -> str:
 
 
 def signature(g) -> str:
-    """``bfs_step(A matrix, q vector, visited vector)``."""
+    """``bfs_step(A matrix, q vector, visited vector)``; a default as ``alpha scalar = 0.85``."""
     from .listing import _kind
-    return f"{g.name}(" + ", ".join(f"{o} {_kind(g.kinds.get(o))}" for o in g.operands) + ")"
+    return f"{g.name}(" + ", ".join(
+        f"{o} {_kind(g.kinds.get(o))}" + (f" = {g.defaults[o]:g}" if g.defaults.get(o) is not None
+                                          else "") for o in g.operands) + ")"
 
 
 def _target(args, g, kind: str):
@@ -152,7 +186,19 @@ def _arguments(args, g) -> dict:
     """operand -> (text, where it came from), FILE first; every operand given once."""
     first = g.operands[0]
     values = {first: (args.input, "FILE ")}
-    for item in args.arg:
+    items = [(item, True) for item in args.arg]
+    for item in args.values:
+        name, eq, _ = item.partition("=")
+        if eq and name.strip().isidentifier():
+            items.append((item, True))
+        else:  # the next operand not given yet, in the definition's order
+            given = set(values) | {i.partition("=")[0].strip() for i, named in items if named}
+            rest = [o for o in g.operands if o not in given]
+            if not rest:
+                raise ArityError(f"graph {g.name!r} takes {len(g.operands)} operand(s): "
+                                 f"{item!r} is one too many", expected=signature(g))
+            items.append((f"{rest[0]}={item}", True))
+    for item, _ in items:
         name, eq, text = item.partition("=")
         name = name.strip()
         if not eq or not name:
@@ -170,7 +216,7 @@ def _arguments(args, g) -> dict:
                              hint=f"FILE is {first}; the others come as --arg NAME=..."
                              if name == first else "give it once")
         values[name] = (text.strip(), f"--arg {name}=")
-    missing = [o for o in g.operands if o not in values]
+    missing = [o for o in g.operands if o not in values and g.defaults.get(o) is None]
     if missing:
         raise ArityError(f"graph {g.name!r} needs {len(g.operands)} operands: "
                          f"{', '.join(repr(o) for o in missing)} missing",

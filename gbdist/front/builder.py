@@ -141,6 +141,10 @@ class Builder:
                     hint="a helper that calls another one twice doubles the work at every level")
         return getattr(self, "_" + tree.data)(tree, env)
 
+    def _loop(self, tree, env):
+        raise DefinitionError("loop ... do ... until ... in is written in graph definitions only",
+                              span=self.src.span(tree), hint="graph g(A, u) = loop x = u do ...")
+
     def _binop(self, tree, env):
         """A chain ``a + b - c ...`` (left-deep in the tree), folded in a loop."""
         chain = []

@@ -5,8 +5,8 @@ checked: operands and earlier results by kind (matrix, vector, scalar, index —
 operand takes the kind of its first use), algebra slots through the one registry (a
 semiring where a product needs one, a monoid for reductions, an op for ewise/apply),
 masks (``X.S``, ``X.V``, ``not ...``) only in ``mask=``. Errors are the language's typed
-errors with the span of the offending argument. ``monoid NAME = monoid(op, identity=e)``
-is :func:`.graphdef.build_monoid`.
+errors with the span of the offending argument. Loops and ``vector``/``ids`` are
+:mod:`.graph_loop`; ``monoid NAME = monoid(op, identity=e)`` is :func:`.graphdef.build_monoid`.
 """
 from __future__ import annotations
 
@@ -20,18 +20,21 @@ from ..algebra.semirings import Semiring
 from ..errors import ArityError, DefinitionError, TypeCheckError, UnknownNameError
 from .builder import Builder, budgeted
 from .expr import ExprBuilder
+from .graph_loop import LoopMixin
 from .graphdef import (
     DTYPES, GRAPH_FUNCTIONS, KEYWORDS, POSITIONAL_SELECTORS, SELECTORS, GraphDef, MaskRef, Ref,
     Step)
 from .scope import describe, known_names, lookup, number_text
 from .syntax import MAX_FORMULA_NODES, Source, located, suggest
 
-class GraphBuilder(Builder):
+class GraphBuilder(LoopMixin, Builder):
     """A ``graph`` body → a :class:`GraphDef` (steps in order, every name and kind checked)."""
 
-    def __init__(self, src: Source, scope: dict, name: str, operands: tuple[str, ...]):
+    def __init__(self, src: Source, scope: dict, name: str, operands: tuple[str, ...],
+                 defaults: dict | None = None):
         self.src, self.scope, self.name, self.operands = src, scope, name, operands
-        self.kinds = {o: "any" for o in operands}
+        self.defaults = defaults or {}  # the parameters after ';': scalars
+        self.kinds = {o: "scalar" if o in self.defaults else "any" for o in operands}
         self.arrays: set = set()  # operands used where a matrix or a vector fits
         self.steps: list[Step] = []
         self.memo: dict = {}
@@ -46,8 +49,9 @@ class GraphBuilder(Builder):
             raise TypeCheckError(f"graph {self.name!r} must compute a matrix, vector or scalar",
                                  got=describe(result), span=self.src.span(body),
                                  hint="e.g. mxm(A, A, plus_pair, mask=A.S)")
-        return GraphDef(self.name, self.operands, dict(self.kinds), tuple(self.steps), result,
-                        {i: tuple(n) for i, n in self.let_names.items()}, text, doc, self.src.name)
+        return GraphDef(self.name, self.operands, {o: self.kinds[o] for o in self.operands},
+                        tuple(self.steps), result, {i: tuple(n) for i, n in self.let_names.items()},
+                        text, doc, self.src.name, dict(self.defaults))
 
     # -- kinds ------------------------------------------------------------------
 
@@ -452,47 +456,5 @@ class GraphBuilder(Builder):
         idx = self._indices(kw, env, "assign")
         rest = {k: x for k, x in kw.items() if k not in ("rows", "cols")}
         return self.emit(tree, rest, env, "assign", [c, v], kind, **idx)
-
-    def inline(self, g: GraphDef, tree, pos, kw, env) -> Ref:
-        """A graph defined above, called inside this one: its steps, on these operands."""
-        if kw or len(pos) != len(g.operands):
-            raise ArityError(f"graph {g.name!r} takes {len(g.operands)} operand(s)",
-                             expected=f"{g.name}({', '.join(g.operands)})", got=f"{len(pos)}",
-                             span=self.src.span(tree))
-        args = {}
-        for t, o in zip(pos, g.operands):
-            r = self.value(t, env, f"{g.name}()")
-            want = g.kinds[o]
-            self.require(r, {"any": "array"}.get(want, want), t, f"{g.name}()'s {o}")
-            args[o] = r
-        moved: dict[int, Ref] = {}
-
-        def remap(x):
-            if isinstance(x, MaskRef):
-                return MaskRef(remap(x.ref), x.structural, x.complement)
-            if not isinstance(x, Ref):
-                return x
-            base = args[x.source] if isinstance(x.source, str) else moved[x.source]
-            return Ref(base.source, base.transpose != x.transpose)
-        for s in g.steps:
-            fields = {f: remap(getattr(s, f)) for f in ("mask", "out", "rows", "cols", "k")}
-            if s.bound is not None:
-                fields["bound"] = (s.bound[0], remap(s.bound[1]))
-            fields.update(algebra=s.algebra, selector=s.selector, accum=s.accum,
-                          replace=s.replace, dtype=s.dtype, compensated=s.compensated)
-            fields = {k: v for k, v in fields.items() if v is not None}
-            inputs = [remap(r) if isinstance(r, Ref) else r for r in s.inputs]
-            kind = s.kind
-            key = (s.operation, tuple(inputs), kind, tuple(sorted(
-                (k, id(v) if isinstance(v, (Op, Monoid, Semiring)) else v) for k, v in fields.items())))
-            hit = self.memo.get(key)
-            if hit is None:
-                hit = self.new_index(tree)
-                self.steps.append(Step(hit, s.operation, tuple(inputs), kind=kind,
-                                       span=self.src.span(tree), **fields))
-                self.memo[key] = hit
-            moved[s.index] = Ref(hit)
-        return remap(g.result)
-
 
 __all__ = ["GraphBuilder"]

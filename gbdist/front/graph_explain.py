@@ -12,6 +12,7 @@ shows the decision the operation actually took (``result.decision``) and its res
 from __future__ import annotations
 
 import html as _html
+import re
 from dataclasses import dataclass, replace
 
 from ..algebra.lazy import sympy as sp
@@ -53,18 +54,12 @@ class GraphExplanation:
         assumed = ", ".join(f"{o} ({g.kinds[o] if g.kinds[o] != 'any' else 'matrix or vector'}): "
                             f"fill={f!r}" for o, f in self.fills.items())
         out = [f"{g!r}" + (f" — {g.doc.splitlines()[0]}" if g.doc else ""),
-               "  " + " ".join(g.text.split()),
+               "  " + " ".join(re.sub(r"#[^\n]*", "", g.text).split()),  # comments dropped
                ("operand fills (as run): " if self.has_run else
                 "operand fills assumed: ") + (assumed or "none"),
                "  fill 'absent': a graph, only stored entries exist; fill 0: data, unstored "
                "entries are zeros"]
-        for e in self.steps:
-            names = g.names.get(e.step.index)
-            target = names[0] if names else f"%{e.step.index + 1}"
-            kind = "matrix or vector (as its input)" if e.step.kind == "any" else e.step.kind
-            out.append(f"step {e.step.index + 1}: {target} = {e.text}    -> {kind}")
-            out += [f"    {line}" for line in e.lines]
-            out += [f"    ran: {line}" for line in e.ran]
+        out += _render(g, self.steps)
         out.append(f"result: {g.label(g.result)}")
         if self.has_run:
             out.append(f"  = {_show(self.result)}")
@@ -82,6 +77,20 @@ class GraphExplanation:
         return f"<pre>{_html.escape(str(self))}</pre>"
 
 
+def _render(g: GraphDef, steps, prefix: str = "") -> list[str]:
+    """Each step: ``step N: target = text -> kind``, then its lines, indented."""
+    out = []
+    for e in steps:
+        names = g.names.get(e.step.index)
+        target = names[0] if names else f"%{e.step.index + 1}"
+        kind = {"any": "matrix or vector (as its input)", "loop": "the loop's variables"}.get(
+            e.step.kind, e.step.kind)
+        out.append(f"step {prefix}{e.step.index + 1}: {target} = {e.text}    -> {kind}")
+        out += [f"    {line}" for line in e.lines]
+        out += [f"    ran: {line}" for line in e.ran]
+    return out
+
+
 def _show(v) -> str:
     if hasattr(v, "nvals"):
         return repr(v)
@@ -89,6 +98,11 @@ def _show(v) -> str:
 
 
 def _ran(v) -> tuple:
+    if hasattr(v, "iterations") and hasattr(v, "state"):  # a loop (gbdist.graph.loops.LoopRun)
+        lines = [f"{v.iterations} iteration(s); the last one's steps:"]
+        for i, x in enumerate(v.last):
+            lines += [f"  %{i + 1}: {line}" for line in _ran(x)]
+        return tuple(lines)
     d = getattr(v, "decision", None)
     lines = []
     if d is not None:
@@ -118,6 +132,12 @@ def _fills_of(g: GraphDef, fills) -> dict:
 def explain_graph(g: GraphDef, fills="absent") -> GraphExplanation:
     """The explanation of ``g`` before it runs, its operands assumed to have ``fills``."""
     fills = _fills_of(g, fills)
+    return GraphExplanation(g, fills, _explain_steps(g, fills)[0])
+
+
+def _explain_steps(g: GraphDef, fills: dict):
+    """(StepExplanations, step index -> result fill) of ``g``'s steps; ``fills``: string
+    source -> fill."""
     step_fill: dict[int, object] = {}
 
     def fill(ref):
@@ -127,10 +147,54 @@ def explain_graph(g: GraphDef, fills="absent") -> GraphExplanation:
 
     steps = []
     for s in g.steps:
-        lines, result_fill = _step_lines(g, s, fill)
+        if s.operation == "loop":
+            lines, result_fill = _loop_lines(g, s, fill)
+        elif s.operation == "loop_value":
+            lines, result_fill = [], step_fill[s.inputs[0].source][s.k]
+        else:
+            lines, result_fill = _step_lines(g, s, fill)
         step_fill[s.index] = result_fill
         steps.append(StepExplanation(s, g.step_text(s), tuple(lines), result_fill))
-    return GraphExplanation(g, fills, tuple(steps))
+    return tuple(steps), step_fill
+
+
+def _loop_lines(g: GraphDef, s: Step, fill):
+    """A loop: its variables, the body's steps (each with its decision), what each variable
+    becomes, and when it stops. The fills of the carried variables are their initial ones
+    when an iteration keeps them, else decided when it runs."""
+    loop = s.loop
+    body = loop.graph(g.name)
+    outer = {n: fill(r) for n, r in loop.captures}
+    carried = [fill(r) for r in s.inputs]
+    for _ in range(3):
+        steps, step_fill = _explain_steps(body, {**outer, **dict(zip(loop.carried, carried))})
+        after = [step_fill.get(r.source) if isinstance(r.source, int) else
+                 dict(zip(loop.carried, carried)).get(r.source, outer.get(r.source))
+                 for r in loop.next]
+        if after == carried:
+            break
+        carried = [a if a == b else None for a, b in zip(carried, after)]
+    words = lambda f: "fill decided when it runs" if f is None else f"fill {f!r}"  # noqa: E731
+    lines = ["carried: " + ", ".join(
+        f"{c} = {g.label(r)} ({body.kinds.get(c)}, {words(f)})"
+        for c, r, f in zip(loop.carried, s.inputs, carried))]
+    lines.append("each iteration:")
+    lines += ["  " + line for line in _render(body, steps, f"{s.index + 1}.")]
+    lines.append("  next: " + ", ".join(
+        f"{c} = " + (f"step {s.index + 1}.{r.source + 1}" if isinstance(r.source, int) and
+                     not r.transpose else body.label(r)) for c, r in zip(loop.carried, loop.next)))
+    lines.append("stop: " + _stop_text(g, loop))
+    return lines, tuple(carried)
+
+
+def _stop_text(g: GraphDef, loop) -> str:
+    stop = loop.stop
+    if stop.kind == "repeat":
+        return f"repeat {g.label(stop.args[0])}: exactly that many iterations"
+    limit = ("the largest dimension of the matrices and vectors it reads, plus 1"
+             if loop.limit is None else g.label(loop.limit))
+    return (f"until {stop.text}, tested after each iteration; at most {limit} iterations "
+            "(LoopLimitError past it)")
 
 
 def _algebra(a) -> str:
@@ -163,6 +227,9 @@ def _at_zero(op: Op, bound) -> float | None:
 
 def _decide(g: GraphDef, s: Step, fill):
     """(Decision or None, why not) from the compiler's rule, as the operation calls it."""
+    if s.operation in ("vector", "ids"):
+        return rule.Decision(s.operation, True, rule.ABSENT, "a new vector, its entries stored "
+                             "(every one, or the one at=)"), None
     ins = [fill(r) for r in s.inputs if isinstance(r, Ref) and not _is_scalar(g, r)]
     if _REFUSED in ins:
         return _REFUSED, "not reached: a step before it is refused for these fills"
@@ -251,6 +318,8 @@ def _dtype_text(s: Step) -> str:
         return "out's dtype"
     if s.operation in ("select", "extract", "assign"):
         return "the input's dtype"
+    if s.operation in ("vector", "ids"):
+        return "int64" if s.operation == "ids" else "the value's (a number: float64)"
     ops = {"mxm": "⊗ and ⊕ keep", "mxv": "⊗ and ⊕ keep", "vxm": "⊗ and ⊕ keep"}.get(
         s.operation, "the op keeps")
     return ("the operands' common dtype when it is floating, or when " + ops +

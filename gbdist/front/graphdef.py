@@ -38,6 +38,8 @@ GRAPH_FUNCTIONS = {
     "reduce_scalar": ("reduce_scalar(A, monoid)", "⊕ of every stored value: a scalar"),
     "extract": ("extract(A, rows=r, cols=c)", "A(r, c), renumbered"),
     "assign": ("assign(C, value, rows=r, cols=c)", "a copy of C with C(r, c) = value"),
+    "vector": ("vector(A, value, at=i)", "a vector of A's rows: every entry value (or one, at i)"),
+    "ids": ("ids(A)", "the vector of A's rows whose entry i is i (int64)"),
 }
 _WRITE = ("mask", "accum", "out", "replace", "dtype")
 KEYWORDS = {
@@ -48,6 +50,8 @@ KEYWORDS = {
     "reduce_scalar": ("dtype",),
     "extract": _WRITE + ("rows", "cols"),
     "assign": ("mask", "accum", "replace", "rows", "cols"),
+    "vector": ("at", "dtype"),
+    "ids": ("dtype",),
 }
 # Selector names in the text -> the selector of gbdist.graph.select.
 SELECTORS = {"tril": "tril", "triu": "triu", "diag": "diag", "offdiag": "offdiag",
@@ -96,6 +100,47 @@ class Step:
     compensated: bool = False  # mxv / vxm: compensated sums
     kind: str = "matrix"  # of the result: matrix, vector, scalar, or "any" (as the input)
     span: Span | None = field(default=None, compare=False)
+    loop: "Loop | None" = None  # operation "loop": the loop (inputs: the initial values)
+    at: object = None  # vector(..., at=i): a number or a Ref to a scalar
+
+
+@dataclass(frozen=True, eq=False)
+class Stop:
+    """When a loop stops, tested after each iteration (``repeat``: after ``count`` ones).
+
+    ``kind``: "unchanged" (``args``: the carried variable's index), "empty" (a body Ref),
+    "compare" (left, operator, right: numbers or body Refs to scalars), "or" / "and"
+    (two Stops), "repeat" (the count: a number or an outer Ref to a scalar)."""
+
+    kind: str
+    args: tuple
+    text: str  # as written
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """``loop x = x0, ... do x = ..., ... until COND [limit N] in result``, checked.
+
+    The body is a list of steps in its own numbering, run once per iteration. Its string
+    Refs name the carried variables and the outer values it reads (``captures``: body name
+    -> outer Ref; an outer step j is named ``%L.j``, L the loop's depth, an operand by its
+    name). ``next[k]`` is carried variable k's value after an iteration."""
+
+    carried: tuple[str, ...]
+    body: tuple[Step, ...]
+    next: tuple[Ref, ...]
+    captures: tuple  # ((body name, outer Ref), ...)
+    kinds: dict  # body name -> kind
+    names: dict  # body step index -> let names
+    labels: dict  # body name -> how it reads (an outer let name for %L.j)
+    stop: Stop
+    limit: object = None  # a number or an outer Ref; None: the largest dimension + 1
+
+    def graph(self, name: str) -> "GraphDef":
+        """The body as a GraphDef (for labels and explanations)."""
+        operands = tuple(n for n, _ in self.captures) + self.carried
+        return GraphDef(name, operands, dict(self.kinds), self.body, self.next[0], self.names,
+                        labels=self.labels)
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +156,8 @@ class GraphDef:
     text: str = ""  # the definition as written
     doc: str = ""
     source: str = "<text>"
+    defaults: dict = field(default_factory=dict)  # parameter (after ';') -> its default
+    labels: dict = field(default_factory=dict)  # a string source -> how it reads
 
     def __repr__(self):
         return f"graph {self.name}({', '.join(self.operands)})"
@@ -122,7 +169,7 @@ class GraphDef:
             return ("not " if ref.complement else "") + f"{self.label(ref.ref)}.{kind}"
         if not isinstance(ref, Ref):
             return f"{ref:g}" if isinstance(ref, float) else str(ref)
-        base = ref.source if isinstance(ref.source, str) else (
+        base = self.labels.get(ref.source, ref.source) if isinstance(ref.source, str) else (
             self.names.get(ref.source, (f"%{ref.source + 1}",))[0])
         return base + (".T" if ref.transpose else "")
 
@@ -135,11 +182,15 @@ class GraphDef:
         elif s.operation == "select":
             sel = next(k for k, v in SELECTORS.items() if v == s.selector)
             args = [L(s.inputs[0]), sel] + ([L(s.k)] if s.k is not None else [])
-        elif s.operation in ("extract", "assign"):
+        elif s.operation in ("extract", "assign", "vector", "ids"):
             args = [L(r) for r in s.inputs]
+        elif s.operation == "loop":
+            return "loop " + ", ".join(f"{c} = {L(r)}" for c, r in zip(s.loop.carried, s.inputs))
+        elif s.operation == "loop_value":
+            return f"the final {s.loop.carried[s.k]} of the loop ({L(s.inputs[0])})"
         else:
             args = [L(r) for r in s.inputs] + [name(s.algebra)]
-        kw = []
+        kw = [] if s.at is None else [f"at={L(s.at)}"]
         if s.bound is not None:
             kw.append(f"{s.bound[0]}={L(s.bound[1])}")
         for key in ("rows", "cols"):
@@ -188,4 +239,4 @@ def build_monoid(builder, body, name: str) -> Monoid:
 
 
 __all__ = ["GRAPH_FUNCTIONS", "KEYWORDS", "SELECTORS", "POSITIONAL_SELECTORS", "DTYPES",
-           "Ref", "MaskRef", "Step", "GraphDef", "build_monoid"]
+           "Ref", "MaskRef", "Step", "Stop", "Loop", "GraphDef", "build_monoid"]

@@ -26,6 +26,7 @@ from ..compiler.typecheck import infer
 from .expr import ExprBuilder
 from .formula import FormulaBuilder, make_op
 from .graph_builder import GraphBuilder
+from .graph_loop import graph_defaults
 from .graphdef import GRAPH_FUNCTIONS, build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
 from .syntax import Source, parse_tree, suggest, unexpected
@@ -295,19 +296,22 @@ class Loader:
         return m
 
     def _graph_def(self, tree):
-        name_tok, operands_tree, body = tree.children
+        name_tok, operands_tree, params_tree, body = tree.children
         name, span = self._claim(name_tok)
         if name in GRAPH_FUNCTIONS:
             raise RedefinitionError(f"{name!r} is a graph operation", span=span,
                                     hint="choose another name")
-        operands = self._names(operands_tree)
+        params = list(params_tree.children) if params_tree is not None else []
+        operands = self._names(operands_tree) + [p.children[0] for p in params]
         self._unique(operands, "operand")
+        defaults = graph_defaults(ExprBuilder(self.src, self._scope()), params)
         for t in operands:
             if str(t) == "backend":  # gr.run(name, ..., backend=...) takes that keyword
                 raise RedefinitionError("'backend' cannot be an operand of a graph",
                                         span=self.src.span(t), hint="choose another name")
         m = tree.meta
-        g = GraphBuilder(self.src, self._scope(), name, tuple(map(str, operands))).build_graph(
+        g = GraphBuilder(self.src, self._scope(), name, tuple(map(str, operands)),
+                         defaults).build_graph(
             body, self.src.text[m.start_pos:m.end_pos], self._doc(span))
         self.defs.add(self.defs.graphs, name, g)
         self.defs.spans[name] = span

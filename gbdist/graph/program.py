@@ -8,7 +8,8 @@
 A definition is checked when it is defined (:mod:`gbdist.front.graphdef`: a list of
 steps). This module is the interpreter: it walks the steps in order and calls the
 public operations of :mod:`gbdist.graph` with the step's inputs, algebra and keywords,
-each step once (``let`` bindings and repeated sub-expressions are one step). Nothing of
+each step once (``let`` bindings and repeated sub-expressions are one step); a loop step
+runs its body's steps once per iteration (:mod:`.loops`). Nothing of
 the user's text is evaluated: the steps hold resolved algebra objects and references.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..front.graphdef import GraphDef, MaskRef, Ref
 from ..front.library import find_graph, graph_names
 from ..front.syntax import suggest
 from . import indexing, operations as ops
+from .loops import make_vector, run_loop
 from .objects import Matrix, Vector
 
 
@@ -49,6 +51,9 @@ def _bind(g: GraphDef, args, kwargs) -> dict:
         if k in values:
             raise ArityError(f"operand {k!r} of graph {g.name!r} is given twice")
         values[k] = v
+    for o, default in g.defaults.items():
+        if o not in values and default is not None:
+            values[o] = default
     missing = [o for o in g.operands if o not in values]
     if missing:
         raise ArityError(f"graph {g.name!r} needs the operand {missing[0]!r}",
@@ -95,6 +100,13 @@ def trace(graph, /, *operands, backend: str = "auto", **named) -> GraphExplanati
 
 def _execute(g: GraphDef, operands, named, backend):
     env = _bind(g, operands, named)
+    values, get = run_steps(g.steps, env, backend)
+    return get(g.result), values, env
+
+
+def run_steps(steps, env: dict, backend):
+    """Run ``steps`` in order over ``env`` (string source -> value): (their values, the
+    getter of a Ref). A loop runs its body through this function once per iteration."""
     values: list = []
 
     def get(ref):
@@ -109,9 +121,16 @@ def _execute(g: GraphDef, operands, named, backend):
             return v.T if isinstance(v, Matrix) else Matrix(v).T
         return v
 
-    for s in g.steps:
-        values.append(_step(s, get, backend))
-    return get(g.result), values, env
+    for s in steps:
+        if s.operation == "loop":
+            values.append(run_loop(s, get, run_steps, backend))
+        elif s.operation == "loop_value":
+            values.append(get(s.inputs[0]).state[s.k])
+        elif s.operation in ("vector", "ids"):
+            values.append(make_vector(s, get))
+        else:
+            values.append(_step(s, get, backend))
+    return values, get
 
 
 def _step(s, get, backend):
