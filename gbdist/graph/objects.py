@@ -238,6 +238,12 @@ class Matrix(_Cached):
     def __eq__(self, other):  # an object, not an elementwise comparison
         return self is other
 
+    def __getitem__(self, index):
+        """``A[i, j]`` a :class:`~.scalar.Scalar`, ``A[i, :]`` / ``A[:, j]`` Vectors,
+        ``A[rows, cols]`` a Matrix (:func:`.scalar.getitem`)."""
+        from .scalar import getitem
+        return getitem(self, index)
+
     __hash__ = object.__hash__
 
 
@@ -387,6 +393,11 @@ class Vector(_Cached):
 
     def __len__(self):
         return self._size
+
+    def __getitem__(self, index):
+        """``v[i]`` a Scalar, ``v[idx]`` a Vector."""
+        from .scalar import getitem
+        return getitem(self, index)
 
     def __eq__(self, other):
         return self is other

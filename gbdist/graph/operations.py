@@ -25,6 +25,7 @@ from .masks import Mask, as_mask, space_of, write_back
 from .objects import Matrix, Vector, as_matrix, as_vector
 from . import sparse as S
 from . import types as T
+from . import indexunary as IU
 
 PUSH_FRACTION = 1 / 16
 """mxv/vxm walk the stored rows of the vector's entries (push) when the vector stores
@@ -121,6 +122,9 @@ def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, 
 def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
     """``C(i,j) = ⊕_k mul(A(i,k), B(k,j))`` over stored entries; a sparse Matrix."""
     A, B, sr = as_matrix(A), as_matrix(B), T.semiring_arg(sr, "mxm")
+    if IU.is_positional(sr.mul):  # the algebra's rewrite to a value ⊗ (.indexunary)
+        return IU.product("mxm", mxm, A, B, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.ncols != B.nrows:
         raise InputError("mxm: inner dimensions differ", expected=f"B with {A.ncols} rows",
                          got=f"A {A.shape}, B {B.shape}")
@@ -161,6 +165,9 @@ def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     summed with a compensated (Neumaier) sum (about one rounding of error, whatever the
     number of terms; the pull kernel always); no effect for other monoids or integers."""
     A, u, sr = as_matrix(A), as_vector(u), T.semiring_arg(sr, "mxv")
+    if IU.is_positional(sr.mul):
+        return IU.product("mxv", mxv, A, u, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.ncols != u.size:
         raise InputError("mxv: the vector's size differs from the matrix's columns",
                          expected=f"size {A.ncols}", got=f"A {A.shape}, u size {u.size}")
@@ -174,6 +181,9 @@ def vxm(u, A, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     """``w(j) = ⊕_k mul(u(k), A(k,j))`` over stored entries; a sparse Vector (``compensated``
     as for :func:`mxv`)."""
     u, A, sr = as_vector(u), as_matrix(A), T.semiring_arg(sr, "vxm")
+    if IU.is_positional(sr.mul):
+        return IU.product("vxm", vxm, u, A, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.nrows != u.size:
         raise InputError("vxm: the vector's size differs from the matrix's rows",
                          expected=f"size {A.nrows}", got=f"u size {u.size}, A {A.shape}")
@@ -297,9 +307,13 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
 
 
 def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, replace=False,
-          dtype=None, backend="auto"):
+          dtype=None, backend="auto", thunk=None):
     """A unary op on the stored values; a binary op with a bound scalar: ``right=s`` gives
-    ``op(a, s)``, ``left=s`` gives ``op(s, a)``."""
+    ``op(a, s)``, ``left=s`` gives ``op(s, a)``; an index-unary op (``"rowindex"``,
+    ``gr.index_unary(...)``) with ``thunk=`` (or ``right=``)."""
+    if IU.is_index_unary(op):
+        return IU.apply(op, A, right if thunk is None else thunk, mask=mask, accum=accum,
+                        out=out, replace=replace, dtype=dtype)
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     kind = Matrix if isinstance(A, Matrix) else Vector
@@ -347,7 +361,11 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
            backend="auto"):
     """The stored entries that pass ``op``: positional ``"tril"`` (j <= i + k), ``"triu"``
     (j >= i + k), ``"diag"`` (j == i + k), ``"offdiag"`` (j != i + k); value predicates
-    ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0)."""
+    ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0); any
+    index-unary op (``"rowle"``, ``"colgt"``, ``"valuelt"`` …, ``gr.index_unary(...)``)
+    with ``k`` its thunk."""
+    if IU.is_index_unary(op) and op not in SELECTORS:
+        return IU.select(A, op, k, mask=mask, accum=accum, out=out, replace=replace, dtype=dtype)
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     kind = Matrix if isinstance(A, Matrix) else Vector

@@ -1,0 +1,63 @@
+"""``ewise_union``: GraphBLAS's eWiseUnion, the union with fill values.
+
+``C = ewise_union(A, B, op, left_default, right_default)``: ``op(a, b)`` where both are
+stored, ``op(a, right_default)`` where only A is, ``op(left_default, b)`` where only B
+is (python-graphblas's ``A.ewise_union(B, op, left_default, right_default)``). Unlike
+``ewise_add`` every result value goes through ``op``. The domain is :mod:`.types`'s rule
+over the operands and both defaults.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.graph_reference import binary
+from ..compiler import graph as rule
+from . import memo
+from . import sparse as S
+from . import types as T
+from .masks import as_mask, space_of
+
+
+def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None, out=None,
+                replace=False, dtype=None, backend="auto"):
+    """The union of A and B's stored entries, every value ``op(a, b)`` with the missing
+    side replaced by its default (``left_default`` for A, ``right_default`` for B)."""
+    from .operations import _check_out, _device, _pair, _vals, finish
+    A, B, kind = _pair(A, B, "ewise_union")
+    op = T.binary_arg(op, "ewise_union")
+    for d in (left_default, right_default):
+        if not np.isscalar(d) and np.ndim(d) != 0:
+            raise T.TypeCheckError("ewise_union: the defaults are scalars", got=repr(d))
+    mask = as_mask(mask, A.shape, "ewise_union")
+    out = _check_out(out, kind, A.shape, "ewise_union")
+    if 0 in (A.effective_fill, B.effective_fill):
+        raise rule.GraphSemanticsError(
+            "ewise_union of fill=0 data: an unstored entry of data is a 0, not a default",
+            got=f"fills {A.fill!r}, {B.fill!r}",
+            hint="gr.ewise_add (0 stands in for a missing side), or fill='absent' operands")
+    dt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype, memo.scalar_key(left_default),
+                        memo.scalar_key(right_default), memo._dtype_key(dtype)), (op,),
+                       lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
+                                        scalars=[left_default, right_default]))
+    on_device = _device(A, B, mask and mask.source, out)
+    xp = A.xp
+    ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
+    if mask is not None:
+        keep_a, keep_b = mask.allows(ka), mask.allows(kb)
+        ka, va, kb, vb = ka[keep_a], va[keep_a], kb[keep_b], vb[keep_b]
+    space = space_of(A)
+    a_in_b = S.member(ka, kb, xp, space=space)
+    b_in_a = S.member(kb, ka, xp, space=space)
+    pos = xp.searchsorted(kb, ka[a_in_b])
+    both = binary(op, va[a_in_b], vb[pos], dt, xp)
+    only_a = binary(op, va[~a_in_b], np.asarray(right_default), dt, xp)
+    only_b = binary(op, np.asarray(left_default), vb[~b_in_a], dt, xp)
+    keys = xp.concatenate([ka[a_in_b], ka[~a_in_b], kb[~b_in_a]])
+    vals = xp.concatenate([xp.asarray(both).reshape(-1), xp.asarray(only_a).reshape(-1),
+                           xp.asarray(only_b).reshape(-1)])
+    order = xp.argsort(keys, kind="stable")
+    dec = rule.Decision("ewise_union", True, rule.ABSENT,
+                        "every operand is a graph: the union of stored entries, a missing side "
+                        "replaced by its default")
+    return finish(kind, keys[order], vals[order], A.shape, dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=on_device)
