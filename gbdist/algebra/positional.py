@@ -297,8 +297,9 @@ def index_unary_arg(op, what: str) -> IndexUnaryOp:
     if isinstance(op, str) and op in INDEX_UNARY:
         return INDEX_UNARY[op]
     import difflib
+    from ..errors import InputError
     close = difflib.get_close_matches(str(op), list(INDEX_UNARY), n=1)
-    raise DefinitionError(f"{what}: unknown index-unary op", got=repr(op),
-                          expected=", ".join(sorted(INDEX_UNARY)),
-                          hint=(f"did you mean {close[0]!r}? " if close else "")
-                          + "or gr.index_unary(name, lambda x, i, j, y: ...)")
+    raise InputError(f"{what}: unknown selector / index-unary op", got=repr(op),
+                     expected=", ".join(sorted(INDEX_UNARY)),
+                     hint=(f"did you mean {close[0]!r}? " if close else "")
+                     + "or gr.index_unary(name, lambda x, i, j, y: ...)")

@@ -364,7 +364,7 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
     ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0); any
     index-unary op (``"rowle"``, ``"colgt"``, ``"valuelt"`` …, ``gr.index_unary(...)``)
     with ``k`` its thunk."""
-    if IU.is_index_unary(op) and op not in SELECTORS:
+    if op not in SELECTORS:  # an index-unary op (or an unknown name: refused there)
         return IU.select(A, op, k, mask=mask, accum=accum, out=out, replace=replace, dtype=dtype)
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
