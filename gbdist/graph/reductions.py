@@ -67,9 +67,12 @@ def _arg(A, axis, op, what):
         xp = A.xp
         if A.nvals == 0:
             return None
-        best = xp.fmin.reduce(A._vals) if op is ops.min else xp.fmax.reduce(A._vals)
-        hit = xp.flatnonzero(A._vals == best)
-        return int(A._idx[hit[0]]) if hit.size else None
+        vals = A._vals
+        numbers = vals[~xp.isnan(vals)] if vals.dtype.kind == "f" else vals
+        if numbers.size == 0:  # every value NaN: no position
+            return None
+        best = numbers.min() if op is ops.min else numbers.max()
+        return int(A._idx[int(xp.flatnonzero(vals == best)[0])])
     M = _axis(A, axis, what)
     if M.fill != rule.ABSENT:
         M = Matrix._wrap(M._csr, rule.ABSENT, M.on_device)  # stored entries only
