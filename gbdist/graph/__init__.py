@@ -21,7 +21,7 @@ from .indexing import assign, extract, subassign
 from .union import ewise_union
 from .reductions import argmax, argmin, count
 from .structure import concat, diag, kronecker, resize, split
-from .scalar import Scalar
+from .scalar import Scalar, getitem as _getitem  # noqa: F401 (A[i, j], through objects)
 from .io import from_networkx, load, save, to_networkx
 from ..algebra.positional import INDEX_UNARY as index_unary_ops, IndexUnaryOp, index_unary
 from .dispatch import available, get_kernels

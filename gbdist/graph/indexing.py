@@ -16,7 +16,7 @@ from ..errors import InputError
 from . import sparse as S
 from .masks import as_mask
 from .objects import Matrix, Vector, as_matrix, as_vector
-from .operations import _check_out, finish
+from .results import _check_out, finish
 from ..backends.graph_fast import owners
 from ..backends.graph_reference import binary, cast
 from ..compiler import graph as rule

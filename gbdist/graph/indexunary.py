@@ -74,7 +74,8 @@ def evaluate(op, A, keys, vals, thunk, what, row_vector=False):
 
 def select(A, op, thunk, *, mask, accum, out, replace, dtype):
     """``select`` with an index-unary op: the stored entries where it is true."""
-    from .operations import _check_out, _vals, finish, memo
+    from . import memo
+    from .results import _check_out, _vals, finish
     A = operand(A)
     kind = Matrix if A.ndim == 2 else Vector
     mask = as_mask(mask, A.shape, "select")
@@ -92,7 +93,7 @@ def select(A, op, thunk, *, mask, accum, out, replace, dtype):
 def apply(op, A, thunk, *, mask, accum, out, replace, dtype, row_vector=False):
     """``apply`` with an index-unary op: its value at every stored entry (int64 for the
     index ops, bool for a predicate, NumPy's type of the formula for a user op)."""
-    from .operations import _check_out, _vals, finish
+    from .results import _check_out, _vals, finish
     A = operand(A)
     if A.effective_fill == 0:
         raise rule.GraphSemanticsError(

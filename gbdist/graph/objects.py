@@ -241,8 +241,7 @@ class Matrix(_Cached):
     def __getitem__(self, index):
         """``A[i, j]`` a :class:`~.scalar.Scalar`, ``A[i, :]`` / ``A[:, j]`` Vectors,
         ``A[rows, cols]`` a Matrix (:func:`.scalar.getitem`)."""
-        from .scalar import getitem
-        return getitem(self, index)
+        return self._graph_operation("_getitem")(self, index)
 
     __hash__ = object.__hash__
 
@@ -396,8 +395,7 @@ class Vector(_Cached):
 
     def __getitem__(self, index):
         """``v[i]`` a Scalar, ``v[idx]`` a Vector."""
-        from .scalar import getitem
-        return getitem(self, index)
+        return self._graph_operation("_getitem")(self, index)
 
     def __eq__(self, other):
         return self is other

@@ -158,7 +158,6 @@ def resize(A, nrows, ncols=None):
     as python-graphblas's ``A.resize``; a Vector takes ``resize(v, size)``."""
     if not isinstance(A, (Matrix, Vector)):
         raise InputError("resize changes a gb.Matrix / gb.Vector in place", got=type(A).__name__)
-    xp = A.xp
     if A.ndim == 1:
         keep = A._idx < int(nrows)
         A._set(A._idx[keep], A._vals[keep], int(nrows), A.dtype)

@@ -22,7 +22,7 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
                 replace=False, dtype=None, backend="auto"):
     """The union of A and B's stored entries, every value ``op(a, b)`` with the missing
     side replaced by its default (``left_default`` for A, ``right_default`` for B)."""
-    from .operations import _check_out, _device, _pair, _vals, finish
+    from .results import _check_out, _device, _pair, _vals, finish
     A, B, kind = _pair(A, B, "ewise_union")
     op = T.binary_arg(op, "ewise_union")
     for d in (left_default, right_default):
