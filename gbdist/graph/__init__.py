@@ -23,6 +23,8 @@ from .reductions import argmax, argmin, count
 from .structure import concat, diag, kronecker, resize, split
 from .scalar import Scalar, getitem as _getitem  # noqa: F401 (A[i, j], through objects)
 from .io import from_networkx, load, save, to_networkx
+from . import hyper
+from .hyper import HyperMatrix, HyperVector
 from ..algebra.positional import INDEX_UNARY as index_unary_ops, IndexUnaryOp, index_unary
 from .dispatch import available, get_kernels
 from .program import run, trace
@@ -44,5 +46,5 @@ __all__ = [
     "apply", "select", "reduce_rows", "reduce_cols", "reduce_scalar", "extract", "assign",
     "nvals", "explain", "ewise_union", "count", "argmin", "argmax", "kronecker", "diag",
     "concat", "split", "resize", "subassign", "Scalar", "to_networkx", "from_networkx", "save",
-    "load", "index_unary", "index_unary_ops", "IndexUnaryOp", "run", "trace", "Decision", "GraphSemanticsError", "available", "get_kernels",
+    "load", "hyper", "HyperMatrix", "HyperVector", "index_unary", "index_unary_ops", "IndexUnaryOp", "run", "trace", "Decision", "GraphSemanticsError", "available", "get_kernels",
 ]

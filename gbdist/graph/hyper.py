@@ -1,0 +1,273 @@
+"""Hypersparse graphs: dimensions far beyond the stored entries (2⁶⁰ vertices keyed by
+hashes), with no array of the dimension's size anywhere.
+
+A :class:`HyperMatrix` stores the sorted ids of its non-empty rows and columns (int64,
+anywhere in ``[0, nrows)`` / ``[0, ncols)``, up to 2⁶³ − 1) and a *compact* ordinary
+:class:`~.objects.Matrix` over them (``len(row_ids) × len(col_ids)``: SuiteSparse's
+hypersparse format, with the column ids compressed too). A :class:`HyperVector` stores
+its ids and a compact Vector. Every operation relabels its operands into one compact
+space (``searchsorted`` on the ids: O(entries · log)), runs the ordinary operation there
+(:mod:`.operations`, whatever kernels and backend it picks) and maps the result's
+positions back to ids, dropping rows and columns left empty:
+
+* ``mxm(A, B)``: only inner ids stored on both sides can meet, so A keeps those columns
+  and B those rows; the result lives on A's row ids × B's column ids;
+* ``mxv(A, u)`` / ``vxm(u, A)``: u's entries at A's column (row) ids;
+* ``ewise_add`` / ``ewise_mult``: both operands on the union (intersection) of their ids;
+* ``reduce_rows`` / ``reduce_cols`` / ``reduce_scalar``, ``apply`` (a unary op or a
+  bound scalar): on the compact matrix itself.
+
+Masks, accumulators and ``out=`` are not offered on hypersparse operands (an
+InputError says so). Results are graphs (fill ``"absent"``); their ``decision`` is the
+compact operation's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from . import operations as ops_
+from .objects import Matrix, Vector
+
+MAX_DIM = 2 ** 63 - 1
+
+
+def _check_dim(n, what):
+    n = int(n)
+    if not 0 <= n <= MAX_DIM:
+        raise InputError(f"a hypersparse {what} is in [0, 2**63 - 1]", got=str(n))
+    return n
+
+
+def _ids(x, n, what):
+    x = np.asarray(x).astype(np.int64, copy=False).ravel() if np.asarray(x).dtype != np.uint64 \
+        else np.asarray(x).ravel()
+    if x.dtype == np.uint64:
+        if x.size and int(x.max()) > MAX_DIM:
+            raise InputError(f"{what} out of range", got=str(int(x.max())))
+        x = x.astype(np.int64)
+    if x.size and (int(x.min()) < 0 or int(x.max()) >= n):
+        raise InputError(f"{what} out of range", expected=f"in [0, {n})",
+                         got=f"[{int(x.min())}, {int(x.max())}]")
+    return x
+
+
+class HyperMatrix:
+    """``HyperMatrix.from_coo(rows, cols, values, shape)``: ids may be as large as the
+    shape (2⁶⁰ and beyond); memory and time follow the stored entries alone."""
+
+    ndim = 2
+
+    def __init__(self, row_ids, col_ids, compact: Matrix, shape, _pruned=False):
+        self.row_ids, self.col_ids = row_ids, col_ids
+        self.compact = compact
+        self.shape = (int(shape[0]), int(shape[1]))
+        if not _pruned:
+            self._prune()
+        self.decision = getattr(compact, "decision", None)
+
+    def _prune(self):
+        """Drop ids whose row / column holds nothing (results of operations)."""
+        C = self.compact
+        if C.nvals == C.nrows * C.ncols and C.nrows == self.row_ids.size:
+            return
+        n = max(C.ncols, 1)
+        keys = C.keys()
+        r, c = keys // n, keys % n
+        ur, ri = np.unique(r, return_inverse=True)
+        uc, ci = np.unique(c, return_inverse=True)
+        if ur.size == C.nrows and uc.size == C.ncols:
+            return
+        self.row_ids, self.col_ids = self.row_ids[ur], self.col_ids[uc]
+        dec = C.decision
+        self.compact = Matrix.from_coo(ri, ci, C.to_coo()[2], (ur.size, uc.size),
+                                       dtype=C.dtype)
+        self.compact.decision = dec
+
+    @classmethod
+    def from_coo(cls, rows, cols, values, shape, dtype=None, dup_op=None):
+        m, n = _check_dim(shape[0], "row count"), _check_dim(shape[1], "column count")
+        rows, cols = _ids(rows, m, "row ids"), _ids(cols, n, "column ids")
+        values = np.asarray(values)
+        if values.ndim == 0:
+            values = np.broadcast_to(values, rows.shape)
+        if not rows.size == cols.size == values.size:
+            raise InputError("from_coo: rows, cols and values differ in length",
+                             got=f"{rows.size}, {cols.size}, {values.size}")
+        rid, ri = np.unique(rows, return_inverse=True)
+        cid, ci = np.unique(cols, return_inverse=True)
+        C = Matrix.from_coo(ri, ci, values, (rid.size, cid.size), dtype=dtype, dup_op=dup_op)
+        return cls(rid, cid, C, (m, n), _pruned=True)
+
+    nrows = property(lambda self: self.shape[0])
+    ncols = property(lambda self: self.shape[1])
+    nvals = property(lambda self: self.compact.nvals)
+    dtype = property(lambda self: self.compact.dtype)
+
+    def to_coo(self):
+        """(row ids, column ids, values), row-major by id."""
+        r, c, v = self.compact.to_coo()
+        return self.row_ids[r], self.col_ids[c], v
+
+    @property
+    def T(self) -> "HyperMatrix":
+        return HyperMatrix(self.col_ids, self.row_ids, self.compact.T.dup(),
+                           (self.ncols, self.nrows), _pruned=True)
+
+    def isequal(self, other) -> bool:
+        return (isinstance(other, HyperMatrix) and self.shape == other.shape
+                and np.array_equal(self.row_ids, other.row_ids)
+                and np.array_equal(self.col_ids, other.col_ids)
+                and self.compact.isequal(other.compact))
+
+    def __repr__(self):
+        return (f"gr.HyperMatrix({self.nrows}×{self.ncols}, nvals={self.nvals}, "
+                f"dtype={self.dtype}, {self.row_ids.size} rows × {self.col_ids.size} columns "
+                "stored)")
+
+
+class HyperVector:
+    """``HyperVector.from_coo(ids, values, size)``: a sparse vector over a huge index space."""
+
+    ndim = 1
+
+    def __init__(self, ids, compact: Vector, size):
+        keep = compact.indices
+        self.ids = ids if keep.size == ids.size else ids[keep]
+        self.compact = compact if keep.size == ids.size else Vector.from_coo(
+            np.arange(keep.size), compact.values, keep.size, dtype=compact.dtype)
+        self.size = int(size)
+        self.decision = getattr(compact, "decision", None)
+
+    @classmethod
+    def from_coo(cls, ids, values, size, dtype=None, dup_op=None):
+        size = _check_dim(size, "size")
+        ids = _ids(ids, size, "ids")
+        values = np.asarray(values)
+        if values.ndim == 0:
+            values = np.broadcast_to(values, ids.shape)
+        uid, inv = np.unique(ids, return_inverse=True)
+        c = Vector.from_coo(inv, values, uid.size, dtype=dtype, dup_op=dup_op)
+        return cls(uid, c, size)
+
+    nvals = property(lambda self: self.compact.nvals)
+    dtype = property(lambda self: self.compact.dtype)
+    shape = property(lambda self: (self.size,))
+
+    def to_coo(self):
+        return self.ids.copy(), np.asarray(self.compact.to_dense())
+
+    def isequal(self, other) -> bool:
+        return (isinstance(other, HyperVector) and self.size == other.size
+                and np.array_equal(self.ids, other.ids) and self.compact.isequal(other.compact))
+
+    def __repr__(self):
+        return f"gr.HyperVector(size={self.size}, nvals={self.nvals}, dtype={self.dtype})"
+
+
+# --- relabelling ----------------------------------------------------------------------
+
+
+def _positions(ids, among):
+    """Positions of ``ids`` in the sorted ``among`` and whether each is there."""
+    if among.size == 0:
+        return np.zeros(ids.shape, np.int64), np.zeros(ids.shape, bool)
+    pos = np.minimum(np.searchsorted(among, ids), among.size - 1)
+    return pos, among[pos] == ids
+
+
+def _onto(H: HyperMatrix, rows, cols) -> Matrix:
+    """H's entries whose row and column ids are in ``rows`` / ``cols`` (sorted), as a
+    compact Matrix over them."""
+    r, c, v = H.compact.to_coo()
+    pr, fr = _positions(H.row_ids[r], rows)
+    pc, fc = _positions(H.col_ids[c], cols)
+    keep = fr & fc
+    return Matrix.from_coo(pr[keep], pc[keep], v[keep], (rows.size, cols.size), dtype=H.dtype)
+
+
+def _vector_onto(h: HyperVector, ids) -> Vector:
+    pos, found = _positions(h.ids, ids)
+    return Vector.from_coo(pos[found], np.asarray(h.compact.values)[found], ids.size,
+                           dtype=h.dtype)
+
+
+def _plain(kwargs, what):
+    bad = [k for k, v in kwargs.items() if v is not None and k in ("mask", "accum", "out")]
+    if bad:
+        raise InputError(f"{what} on hypersparse operands takes no {', '.join(bad)}=",
+                         hint="compute the result, then combine it with another operation")
+
+
+def _same(a, b, what):
+    if a != b:
+        raise InputError(f"{what}: dimensions differ", got=f"{a} and {b}")
+
+
+# --- operations -------------------------------------------------------------------------
+
+
+def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
+    _plain(kw, "mxm")
+    _same(A.ncols, B.nrows, "mxm")
+    inner = np.intersect1d(A.col_ids, B.row_ids, assume_unique=True)
+    C = ops_.mxm(_onto(A, A.row_ids, inner), _onto(B, inner, B.col_ids), sr, **kw)
+    return HyperMatrix(A.row_ids, B.col_ids, C, (A.nrows, B.ncols))
+
+
+def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
+    _plain(kw, "mxv")
+    _same(A.ncols, u.size, "mxv")
+    w = ops_.mxv(A.compact, _vector_onto(u, A.col_ids), sr, **kw)
+    return HyperVector(A.row_ids, w, A.nrows)
+
+
+def vxm(u: HyperVector, A: HyperMatrix, sr, **kw) -> HyperVector:
+    _plain(kw, "vxm")
+    _same(A.nrows, u.size, "vxm")
+    w = ops_.vxm(_vector_onto(u, A.row_ids), A.compact, sr, **kw)
+    return HyperVector(A.col_ids, w, A.ncols)
+
+
+def _ewise(fn, A, B, op, union, kw):
+    _plain(kw, fn.__name__)
+    if isinstance(A, HyperVector):
+        _same(A.size, B.size, fn.__name__)
+        ids = (np.union1d if union else np.intersect1d)(A.ids, B.ids)
+        w = fn(_vector_onto(A, ids), _vector_onto(B, ids), op, **kw)
+        return HyperVector(ids, w, A.size)
+    _same(A.shape, B.shape, fn.__name__)
+    pick = np.union1d if union else np.intersect1d
+    rows, cols = pick(A.row_ids, B.row_ids), pick(A.col_ids, B.col_ids)
+    C = fn(_onto(A, rows, cols), _onto(B, rows, cols), op, **kw)
+    return HyperMatrix(rows, cols, C, A.shape)
+
+
+def ewise_add(A, B, op, **kw):
+    return _ewise(ops_.ewise_add, A, B, op, True, kw)
+
+
+def ewise_mult(A, B, op, **kw):
+    return _ewise(ops_.ewise_mult, A, B, op, False, kw)
+
+
+def apply(op, A, **kw):
+    _plain(kw, "apply")
+    if isinstance(A, HyperVector):
+        return HyperVector(A.ids, ops_.apply(op, A.compact, **kw), A.size)
+    return HyperMatrix(A.row_ids, A.col_ids, ops_.apply(op, A.compact, **kw), A.shape,
+                       _pruned=True)
+
+
+def reduce_rows(A: HyperMatrix, monoid, **kw) -> HyperVector:
+    _plain(kw, "reduce_rows")
+    return HyperVector(A.row_ids, ops_.reduce_rows(A.compact, monoid, **kw), A.nrows)
+
+
+def reduce_cols(A: HyperMatrix, monoid, **kw) -> HyperVector:
+    _plain(kw, "reduce_cols")
+    return HyperVector(A.col_ids, ops_.reduce_cols(A.compact, monoid, **kw), A.ncols)
+
+
+def reduce_scalar(A, monoid, **kw):
+    return ops_.reduce_scalar(A.compact, monoid, **kw)
