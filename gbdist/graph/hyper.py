@@ -40,12 +40,13 @@ def _check_dim(n, what):
 
 
 def _ids(x, n, what):
-    x = np.asarray(x).astype(np.int64, copy=False).ravel() if np.asarray(x).dtype != np.uint64 \
-        else np.asarray(x).ravel()
+    x = np.asarray(x).ravel()
     if x.dtype == np.uint64:
         if x.size and int(x.max()) > MAX_DIM:
             raise InputError(f"{what} out of range", got=str(int(x.max())))
-        x = x.astype(np.int64)
+    if x.size and x.dtype.kind not in "iu":
+        raise InputError(f"{what} must be integers", got=str(x.dtype))
+    x = x.astype(np.int64, copy=False)
     if x.size and (int(x.min()) < 0 or int(x.max()) >= n):
         raise InputError(f"{what} out of range", expected=f"in [0, {n})",
                          got=f"[{int(x.min())}, {int(x.max())}]")
