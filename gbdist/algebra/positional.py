@@ -22,6 +22,7 @@ Imports sympy only to build a user op (:func:`index_unary`).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,6 +117,7 @@ class Lowered:
     reason: str
 
 
+@functools.lru_cache(maxsize=64)
 def lower(mul: PositionalOp) -> Lowered:
     """The rewrite of a positional ⊗ into a value ⊗ over an index-valued operand."""
     side = _operand_side(mul)

@@ -58,7 +58,8 @@ def _thunk(op: IndexUnaryOp, thunk, A, what):
         return np.int64(0)
     if op.thunk == "index":
         t = np.asarray(thunk)
-        if t.dtype.kind not in "iub" or t.ndim:
+        if t.ndim or t.dtype.kind not in "iubf" or (t.dtype.kind == "f" and not
+                                                     float(t).is_integer()):
             raise InputError(f"{what}: {op.name}'s thunk is an index (an integer)", got=repr(thunk))
         return np.int64(t)
     from ..backends.graph_reference import cast
@@ -141,12 +142,8 @@ def _indexed(X, iop, row_vector):
 def product(name, fn, left, right, sr, kwargs):
     """``fn`` (mxm / mxv / vxm) of ``left``, ``right`` over the positional semiring ``sr``."""
     low = lower(sr.mul)
-    for x in (left, right):
-        if x.effective_fill == 0:
-            raise rule.GraphSemanticsError(
-                f"{name} over the positional ⊗ {sr.mul.name} of fill=0 data has no exact sparse "
-                "result: every unstored 0 is a pair with indices too", got=repr(x),
-                hint="use fill='absent' (a graph)")
+    dec = rule.product(name, sr, (left.effective_fill, right.effective_fill),
+                       (left.fill, right.fill))  # the rule: structural, or refused on data
     if low.side == "first":
         left = _indexed(left, low.index_op, row_vector=(name == "vxm"))
     else:
@@ -154,7 +151,7 @@ def product(name, fn, left, right, sr, kwargs):
     if kwargs.get("dtype") is None:
         kwargs = {**kwargs, "dtype": np.int64}
     res = fn(left, right, _value_semiring(sr, low.value_mul), **kwargs)
-    res.decision = rule.Decision(name, True, rule.ABSENT, low.reason)
+    res.decision = dec
     return res
 
 

@@ -298,3 +298,17 @@ def test_scalar():
     assert gr.Scalar.from_value(float("nan")).isequal(float("nan"))
     with pytest.raises(gb.InputError):
         float(e)
+
+
+def test_text_language_forms():
+    """Positional semirings and the index selectors in a graph definition, with the
+    static explanation saying why a positional product is structural."""
+    rng = np.random.default_rng(4)
+    A, GA = rand_matrix(rng, 6, 6)
+    gb.define("graph pos_g(A) = mxm(A, A, min_secondj)\n"
+              "graph band_g(A) = select(select(A, rowle, 3), colgt, 1)")
+    same(gr.run("pos_g", A), GA.mxm(GA, gsemiring.ss.min_secondj).new())
+    same(gr.run("band_g", A), GA.select("rowle", 3).new().select("colgt", 1).new())
+    text = str(gb.explain("pos_g"))
+    assert "positional" in text and "annihilat" in text
+    assert "REFUSED" in str(gb.explain("pos_g", fills={"A": 0}))
