@@ -54,23 +54,24 @@ def test_lowered_positional_semirings_compile(name, mask):
 
 
 def test_lowering_is_the_algebras():
-    """firsti reads A's row, secondj B's column; k (firstj = secondi) either operand's
-    inner index; the ``…1`` forms add one; mixed formulas are refused."""
-    cases = {"firsti": ("first", "rowindex"), "firstj": ("first", "colindex"),
-             "secondi": ("second", "rowindex"), "secondj": ("second", "colindex")}
+    """firsti reads A's row, secondj B's column; k (firstj = secondi: one function, equal
+    ops) the inner index of whichever operand it is lowered onto; ``…1`` adds one; a
+    formula mixing both operands' indices is refused."""
     i = np.array([0, 3, 5])
     j = np.array([2, 1, 4])
-    for name, (side, like) in cases.items():
-        low = P.lower(P.POSITIONAL[name])
-        # firstj and secondi are one function (k): equal ops, lowered onto either operand
-        assert low.value_mul.name == low.side and (low.side == side or name in ("firstj",
-                                                                                 "secondi"))
-        if low.side != side:
-            like = "colindex" if like == "rowindex" else "rowindex"
-        want = i if like == "rowindex" else j
-        assert np.array_equal(low.index_op.evaluate(None, i, j, 0), want)
-        assert np.array_equal(P.lower(P.POSITIONAL[name + "1"]).index_op.evaluate(None, i, j, 0),
-                              want + 1)
+    for name, op in P.POSITIONAL.items():
+        low = P.lower(op)
+        assert low.value_mul.name == low.side
+        base = name.rstrip("1")
+        reads = {"firsti": "i", "secondj": "j"}.get(base, "k")
+        if reads == "i":
+            assert low.side == "first"
+        if reads == "j":
+            assert low.side == "second"
+        # the operand's own (row, column) = A(i, k) or B(k, j)
+        row_of_operand = reads == "i" or (reads == "k" and low.side == "second")
+        want = (i if row_of_operand else j) + (1 if name.endswith("1") else 0)
+        assert np.array_equal(low.index_op.evaluate(None, i, j, 0), want), name
     with pytest.raises(gb.DefinitionError):
         P.PositionalOp.make("mixed", ("Add", ("Symbol", "i", False), ("Symbol", "j", False)))
 
