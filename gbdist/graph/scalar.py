@@ -91,7 +91,7 @@ def getitem(x, index):
         csr = x._csr
         lo, hi = int(csr.indptr[i]), int(csr.indptr[i + 1])
         cols = csr.indices[lo:hi]
-        p = int(x.xp.searchsorted(cols, j)) if hi > lo else 0
+        p = int(x.xp.searchsorted(cols, x.xp.asarray([j], dtype=cols.dtype))[0]) if hi > lo else 0
         hit = p < hi - lo and int(cols[p]) == j
         return Scalar(x.dtype, csr.data[lo + p].item() if hit else None)
     if _is_int(r):

@@ -50,8 +50,8 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     b_in_a = S.member(kb, ka, xp, space=space)
     pos = xp.searchsorted(kb, ka[a_in_b])
     both = binary(op, va[a_in_b], vb[pos], dt, xp)
-    only_a = binary(op, va[~a_in_b], np.asarray(right_default), dt, xp)
-    only_b = binary(op, np.asarray(left_default), vb[~b_in_a], dt, xp)
+    only_a = binary(op, va[~a_in_b], xp.asarray(right_default), dt, xp)
+    only_b = binary(op, xp.asarray(left_default), vb[~b_in_a], dt, xp)
     keys = xp.concatenate([ka[a_in_b], ka[~a_in_b], kb[~b_in_a]])
     vals = xp.concatenate([xp.asarray(both).reshape(-1), xp.asarray(only_a).reshape(-1),
                            xp.asarray(only_b).reshape(-1)])

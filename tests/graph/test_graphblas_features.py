@@ -312,3 +312,43 @@ def test_text_language_forms():
     text = str(gb.explain("pos_g"))
     assert "positional" in text and "annihilat" in text
     assert "REFUSED" in str(gb.explain("pos_g", fills={"A": 0}))
+
+
+def test_subassign_vector():
+    rng = np.random.default_rng(8)
+    c, gc = rand_vector(rng, 10)
+    v, gv = rand_vector(rng, 4)
+    m, gm = rand_vector(rng, 4)
+    gr.subassign(c, v, [7, 0, 3, 5], mask=m.S, replace=True)
+    gc[[7, 0, 3, 5]](gm.S, replace=True) << gv
+    same(c, gc)
+
+
+@pytest.mark.gpu
+def test_features_on_device_match_the_host():
+    """Every new operation on device operands gives the host's result (CuPy arrays)."""
+    from gbdist.backends.cuda import available
+    if not available():
+        pytest.skip("needs CuPy and an NVIDIA GPU")
+    rng = np.random.default_rng(12)
+    A, _ = rand_matrix(rng, 9, 9, p=0.4)
+    B, _ = rand_matrix(rng, 9, 9, p=0.4)
+    u, _ = rand_vector(rng, 9)
+    dA, dB, du = A.to_device(), B.to_device(), u.to_device()
+    pairs = [
+        (gr.ewise_union(A, B, gb.ops.minus, 1.0, 2.0), gr.ewise_union(dA, dB, gb.ops.minus, 1.0, 2.0)),
+        (gr.select(A, "colgt", 2), gr.select(dA, "colgt", 2)),
+        (gr.select(A, "valuelt", 1.0), gr.select(dA, "valuelt", 1.0)),
+        (gr.apply("diagindex", A, thunk=1), gr.apply("diagindex", dA, thunk=1)),
+        (gr.count(A), gr.count(dA)), (gr.argmin(A, "cols"), gr.argmin(dA, "cols")),
+        (gr.argmax(A), gr.argmax(dA)), (gr.diag(A, 1), gr.diag(dA, 1)), (gr.diag(u, -1), gr.diag(du, -1)),
+        (gr.kronecker(A, B, gb.ops.times), gr.kronecker(dA, dB, gb.ops.times)),
+        (gr.concat([[A, B]]), gr.concat([[dA, dB]])), (A[3, :], dA[3, :]), (A[:, 2], dA[:, 2]),
+        (gr.mxv(A, u, gb.semirings.min_firstj), gr.mxv(dA, du, gb.semirings.min_firstj)),
+    ]
+    for h, d in pairs:
+        assert d.on_device and d.to_host().isequal(h) and d.dtype == h.dtype
+    for i in range(9):
+        for j in range(9):
+            assert A[i, j].isequal(dA[i, j])
+    assert gr.argmin(u) == gr.argmin(du)
