@@ -17,8 +17,10 @@ positions back to ids, dropping rows and columns left empty:
 * ``reduce_rows`` / ``reduce_cols`` / ``reduce_scalar``, ``apply`` (a unary op or a
   bound scalar): on the compact matrix itself.
 
-Masks, accumulators and ``out=`` are not offered on hypersparse operands (an
-InputError says so). Results are graphs (fill ``"absent"``); their ``decision`` is the
+A mask is a hypersparse operand's ``H.S`` / ``H.V`` (``~`` complements it), mapped onto
+the result's compact space (an entry outside it cannot be in the result, so a complement
+needs nothing beyond it). Accumulators and ``out=`` are not offered on hypersparse
+operands (an InputError says so). Results are graphs (fill ``"absent"``); their ``decision`` is the
 compact operation's.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import operations as ops_
+from .masks import Mask
 from .objects import Matrix, Vector
 
 MAX_DIM = 2 ** 63 - 1
@@ -110,6 +113,9 @@ class HyperMatrix:
         r, c, v = self.compact.to_coo()
         return self.row_ids[r], self.col_ids[c], v
 
+    S = property(lambda self: Mask(self, structural=True))
+    V = property(lambda self: Mask(self, structural=False))
+
     @property
     def T(self) -> "HyperMatrix":
         return HyperMatrix(self.col_ids, self.row_ids, self.compact.T.dup(),
@@ -154,6 +160,8 @@ class HyperVector:
     nvals = property(lambda self: self.compact.nvals)
     dtype = property(lambda self: self.compact.dtype)
     shape = property(lambda self: (self.size,))
+    S = property(lambda self: Mask(self, structural=True))
+    V = property(lambda self: Mask(self, structural=False))
 
     def to_coo(self):
         return self.ids.copy(), np.asarray(self.compact.to_dense())
@@ -193,11 +201,28 @@ def _vector_onto(h: HyperVector, ids) -> Vector:
                            dtype=h.dtype)
 
 
-def _plain(kwargs, what):
-    bad = [k for k, v in kwargs.items() if v is not None and k in ("mask", "accum", "out")]
+def _plain(kwargs, what, rows=None, cols=None, shape=None):
+    """Refuse accum= / out=; map a hypersparse mask onto the result's compact space
+    (``rows`` × ``cols`` ids, or ``rows`` alone for a vector result)."""
+    bad = [k for k, v in kwargs.items() if v is not None and k in ("accum", "out")]
     if bad:
         raise InputError(f"{what} on hypersparse operands takes no {', '.join(bad)}=",
                          hint="compute the result, then combine it with another operation")
+    mask = kwargs.get("mask")
+    if mask is None:
+        return
+    if rows is None:
+        raise InputError(f"{what} on hypersparse operands takes no mask=")
+    if isinstance(mask, (HyperMatrix, HyperVector)):
+        mask = mask.V
+    src = getattr(mask, "source", None)
+    want = HyperVector if cols is None else HyperMatrix
+    if not isinstance(mask, Mask) or not isinstance(src, want) or src.shape != shape:
+        raise InputError(f"{what}: the mask of a hypersparse result is a {want.__name__} "
+                         "of its shape (H.S, H.V, ~H.S)", got=repr(src if src is not None else mask),
+                         expected=f"a {want.__name__} of shape {shape}")
+    mapped = _vector_onto(src, rows) if cols is None else _onto(src, rows, cols)
+    kwargs["mask"] = Mask(mapped, mask.structural, mask.complement)
 
 
 def _same(a, b, what):
@@ -209,37 +234,38 @@ def _same(a, b, what):
 
 
 def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
-    _plain(kw, "mxm")
     _same(A.ncols, B.nrows, "mxm")
+    _plain(kw, "mxm", A.row_ids, B.col_ids, (A.nrows, B.ncols))
     inner = np.intersect1d(A.col_ids, B.row_ids, assume_unique=True)
     C = ops_.mxm(_onto(A, A.row_ids, inner), _onto(B, inner, B.col_ids), sr, **kw)
     return HyperMatrix(A.row_ids, B.col_ids, C, (A.nrows, B.ncols))
 
 
 def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
-    _plain(kw, "mxv")
     _same(A.ncols, u.size, "mxv")
+    _plain(kw, "mxv", A.row_ids, None, (A.nrows,))
     w = ops_.mxv(A.compact, _vector_onto(u, A.col_ids), sr, **kw)
     return HyperVector(A.row_ids, w, A.nrows)
 
 
 def vxm(u: HyperVector, A: HyperMatrix, sr, **kw) -> HyperVector:
-    _plain(kw, "vxm")
     _same(A.nrows, u.size, "vxm")
+    _plain(kw, "vxm", A.col_ids, None, (A.ncols,))
     w = ops_.vxm(_vector_onto(u, A.row_ids), A.compact, sr, **kw)
     return HyperVector(A.col_ids, w, A.ncols)
 
 
 def _ewise(fn, A, B, op, union, kw):
-    _plain(kw, fn.__name__)
+    pick = np.union1d if union else np.intersect1d
     if isinstance(A, HyperVector):
         _same(A.size, B.size, fn.__name__)
-        ids = (np.union1d if union else np.intersect1d)(A.ids, B.ids)
+        ids = pick(A.ids, B.ids)
+        _plain(kw, fn.__name__, ids, None, A.shape)
         w = fn(_vector_onto(A, ids), _vector_onto(B, ids), op, **kw)
         return HyperVector(ids, w, A.size)
     _same(A.shape, B.shape, fn.__name__)
-    pick = np.union1d if union else np.intersect1d
     rows, cols = pick(A.row_ids, B.row_ids), pick(A.col_ids, B.col_ids)
+    _plain(kw, fn.__name__, rows, cols, A.shape)
     C = fn(_onto(A, rows, cols), _onto(B, rows, cols), op, **kw)
     return HyperMatrix(rows, cols, C, A.shape)
 
@@ -253,20 +279,20 @@ def ewise_mult(A, B, op, **kw):
 
 
 def apply(op, A, **kw):
-    _plain(kw, "apply")
     if isinstance(A, HyperVector):
+        _plain(kw, "apply", A.ids, None, A.shape)
         return HyperVector(A.ids, ops_.apply(op, A.compact, **kw), A.size)
-    return HyperMatrix(A.row_ids, A.col_ids, ops_.apply(op, A.compact, **kw), A.shape,
-                       _pruned=True)
+    _plain(kw, "apply", A.row_ids, A.col_ids, A.shape)
+    return HyperMatrix(A.row_ids, A.col_ids, ops_.apply(op, A.compact, **kw), A.shape)
 
 
 def reduce_rows(A: HyperMatrix, monoid, **kw) -> HyperVector:
-    _plain(kw, "reduce_rows")
+    _plain(kw, "reduce_rows", A.row_ids, None, (A.nrows,))
     return HyperVector(A.row_ids, ops_.reduce_rows(A.compact, monoid, **kw), A.nrows)
 
 
 def reduce_cols(A: HyperMatrix, monoid, **kw) -> HyperVector:
-    _plain(kw, "reduce_cols")
+    _plain(kw, "reduce_cols", A.col_ids, None, (A.ncols,))
     return HyperVector(A.col_ids, ops_.reduce_cols(A.compact, monoid, **kw), A.ncols)
 
 

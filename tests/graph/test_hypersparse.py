@@ -11,6 +11,7 @@ import gbdist as gb
 from gbdist import graph as gr
 
 graphblas = pytest.importorskip("graphblas")
+nx = pytest.importorskip("networkx")
 
 N = 2 ** 60
 
@@ -86,7 +87,7 @@ def test_hypersparse_rectangular_and_memory():
     with pytest.raises(gb.InputError):
         gr.HyperMatrix.from_coo([m], [0], [1.0], (m, n))
     with pytest.raises(gb.InputError):
-        gr.hyper.mxm(A, B, gb.semirings.plus_times, mask=C)
+        gr.hyper.mxm(A, B, gb.semirings.plus_times, accum=gb.ops.plus)
     with pytest.raises(gb.InputError):
         gr.hyper.mxm(B, B, gb.semirings.plus_times)
 
@@ -108,3 +109,45 @@ def test_beyond_suitesparse_dimensions_brute_force():
                 want[(i, j)] = want.get((i, j), 0.0) + x * y
     cr, cc, cv = C.to_coo()
     assert dict(zip(zip(cr.tolist(), cc.tolist()), cv.tolist())) == want
+
+
+@pytest.mark.parametrize("complement", [False, True])
+def test_hypersparse_masks_against_graphblas(complement):
+    rng = np.random.default_rng(21)
+    ids = _ids(rng, 30)
+    A, GA = _pair(rng, ids, ids, 70)
+    M, GM = _pair(rng, ids, ids, 90)
+    mask, gmask = (~M.S, ~GM.S) if complement else (M.S, GM.S)
+    sr, gsr = gb.semirings.plus_times, graphblas.semiring.plus_times
+    same(gr.hyper.mxm(A, A, sr, mask=mask), GA.mxm(GA, gsr).new(mask=gmask))
+    u, gu = _vec(rng, ids, 10)
+    w, gw = _vec(rng, ids, 12)
+    vm, gvm = (~w.S, ~gw.S) if complement else (w.V, gw.V)
+    same(gr.hyper.mxv(A, u, sr, mask=vm), GA.mxv(gu, gsr).new(mask=gvm))
+    same(gr.hyper.ewise_add(A, M, gb.ops.plus, mask=mask),
+         GA.ewise_add(GM, graphblas.binary.plus).new(mask=gmask))
+    with pytest.raises(gb.InputError):
+        gr.hyper.mxv(A, u, sr, mask=M.S)  # a matrix mask for a vector result
+
+
+def test_hypersparse_bfs_matches_networkx():
+    """BFS levels over vertices keyed by 60-bit hashes: frontier products masked by the
+    complement of the visited set, against networkx on the same edges."""
+    rng = np.random.default_rng(33)
+    ids = _ids(rng, 200)
+    src, dst = rng.choice(ids, 500), rng.choice(ids, 500)
+    A = gr.HyperMatrix.from_coo(src, dst, 1.0, (N, N), dup_op=gb.ops.any)
+    start = int(src[0])
+    frontier = gr.HyperVector.from_coo([start], [1.0], N)
+    levels = {start: 0}
+    visited = frontier
+    depth = 0
+    while frontier.nvals:
+        depth += 1
+        frontier = gr.hyper.vxm(frontier, A, gb.semirings.any_pair, mask=~visited.S)
+        for v in frontier.ids.tolist():
+            levels[v] = depth
+        visited = gr.hyper.ewise_add(visited, frontier, gb.ops.any)
+    G = nx.DiGraph()
+    G.add_edges_from(zip(src.tolist(), dst.tolist()))
+    assert levels == nx.single_source_shortest_path_length(G, start)
