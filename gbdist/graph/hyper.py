@@ -71,21 +71,22 @@ class HyperMatrix:
         self.decision = getattr(compact, "decision", None)
 
     def _prune(self):
-        """Drop ids whose row / column holds nothing (results of operations)."""
+        """Drop ids whose row / column holds nothing (results of operations): a flag per
+        compact row and column, O(entries)."""
         C = self.compact
-        if C.nvals == C.nrows * C.ncols and C.nrows == self.row_ids.size:
-            return
         n = max(C.ncols, 1)
         keys = C.keys()
         r, c = keys // n, keys % n
-        ur, ri = np.unique(r, return_inverse=True)
-        uc, ci = np.unique(c, return_inverse=True)
-        if ur.size == C.nrows and uc.size == C.ncols:
+        used_r = np.bincount(r, minlength=C.nrows) > 0
+        used_c = np.bincount(c, minlength=C.ncols) > 0
+        if used_r.all() and used_c.all():
             return
-        self.row_ids, self.col_ids = self.row_ids[ur], self.col_ids[uc]
+        new_r = np.cumsum(used_r) - 1
+        new_c = np.cumsum(used_c) - 1
+        self.row_ids, self.col_ids = self.row_ids[used_r], self.col_ids[used_c]
         dec = C.decision
-        self.compact = Matrix.from_coo(ri, ci, C.to_coo()[2], (ur.size, uc.size),
-                                       dtype=C.dtype)
+        self.compact = Matrix.from_coo(new_r[r], new_c[c], C.to_coo()[2],
+                                       (self.row_ids.size, self.col_ids.size), dtype=C.dtype)
         self.compact.decision = dec
 
     @classmethod
@@ -185,14 +186,36 @@ def _positions(ids, among):
     return pos, among[pos] == ids
 
 
+def _union(a, b):
+    """Sorted union of two sorted unique id arrays."""
+    c = np.concatenate([a, b])
+    c.sort()
+    keep = np.ones(c.size, dtype=bool)
+    keep[1:] = c[1:] != c[:-1]
+    return c[keep]
+
+
+def _intersect(a, b):
+    """Sorted intersection of two sorted unique id arrays."""
+    if a.size > b.size:
+        a, b = b, a
+    _, found = _positions(a, b)
+    return a[found]
+
+
 def _onto(H: HyperMatrix, rows, cols) -> Matrix:
     """H's entries whose row and column ids are in ``rows`` / ``cols`` (sorted), as a
-    compact Matrix over them."""
+    compact Matrix over them: each stored row and column id is looked up once (not once
+    per entry); the map keeps the order, so the keys stay sorted."""
+    if rows is H.row_ids and cols is H.col_ids:
+        return H.compact
     r, c, v = H.compact.to_coo()
-    pr, fr = _positions(H.row_ids[r], rows)
-    pc, fc = _positions(H.col_ids[c], cols)
-    keep = fr & fc
-    return Matrix.from_coo(pr[keep], pc[keep], v[keep], (rows.size, cols.size), dtype=H.dtype)
+    pr, fr = _positions(H.row_ids, rows)
+    pc, fc = _positions(H.col_ids, cols)
+    keep = fr[r] & fc[c]
+    if not keep.all():
+        r, c, v = r[keep], c[keep], v[keep]
+    return Matrix.from_coo(pr[r], pc[c], v, (rows.size, cols.size), dtype=H.dtype)
 
 
 def _vector_onto(h: HyperVector, ids) -> Vector:
@@ -236,7 +259,7 @@ def _same(a, b, what):
 def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
     _same(A.ncols, B.nrows, "mxm")
     _plain(kw, "mxm", A.row_ids, B.col_ids, (A.nrows, B.ncols))
-    inner = np.intersect1d(A.col_ids, B.row_ids, assume_unique=True)
+    inner = _intersect(A.col_ids, B.row_ids)
     C = ops_.mxm(_onto(A, A.row_ids, inner), _onto(B, inner, B.col_ids), sr, **kw)
     return HyperMatrix(A.row_ids, B.col_ids, C, (A.nrows, B.ncols))
 
@@ -256,7 +279,7 @@ def vxm(u: HyperVector, A: HyperMatrix, sr, **kw) -> HyperVector:
 
 
 def _ewise(fn, A, B, op, union, kw):
-    pick = np.union1d if union else np.intersect1d
+    pick = _union if union else _intersect
     if isinstance(A, HyperVector):
         _same(A.size, B.size, fn.__name__)
         ids = pick(A.ids, B.ids)

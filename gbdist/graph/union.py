@@ -13,9 +13,8 @@ import numpy as np
 from ..backends.graph_reference import binary
 from ..compiler import graph as rule
 from . import memo
-from . import sparse as S
 from . import types as T
-from .masks import as_mask, space_of
+from .masks import as_mask
 
 
 def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None, out=None,
@@ -45,19 +44,34 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     if mask is not None:
         keep_a, keep_b = mask.allows(ka), mask.allows(kb)
         ka, va, kb, vb = ka[keep_a], va[keep_a], kb[keep_b], vb[keep_b]
-    space = space_of(A)
-    a_in_b = S.member(ka, kb, xp, space=space)
-    b_in_a = S.member(kb, ka, xp, space=space)
-    pos = xp.searchsorted(kb, ka[a_in_b])
-    both = binary(op, va[a_in_b], vb[pos], dt, xp)
-    only_a = binary(op, va[~a_in_b], xp.asarray(right_default), dt, xp)
-    only_b = binary(op, xp.asarray(left_default), vb[~b_in_a], dt, xp)
-    keys = xp.concatenate([ka[a_in_b], ka[~a_in_b], kb[~b_in_a]])
-    vals = xp.concatenate([xp.asarray(both).reshape(-1), xp.asarray(only_a).reshape(-1),
-                           xp.asarray(only_b).reshape(-1)])
-    order = xp.argsort(keys, kind="stable")
+    keys, vals = _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp)
     dec = rule.Decision("ewise_union", True, rule.ABSENT,
                         "every operand is a graph: the union of stored entries, a missing side "
                         "replaced by its default")
-    return finish(kind, keys[order], vals[order], A.shape, dt, dec.result_fill, dec, mask=mask,
+    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp):
+    """The sorted union of two sorted unique key sets, each value through ``op``: a merge
+    by positions (no sort): B's keys are located in A's once; a B key absent from A is
+    inserted before the A keys greater than it."""
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(kb.shape, dtype=bool)
+    inside = pos < ka.size
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    na, nl = int(ka.size), int(ins.size)
+    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
+    out_a = xp.arange(na, dtype=np.int64) + before
+    out_b = ins + xp.arange(nl, dtype=np.int64)
+    keys = xp.empty(na + nl, dtype=np.int64)
+    vals = xp.empty(na + nl, dtype=dt)
+    keys[out_a], keys[out_b] = ka, kb[lone]
+    vals[out_a] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
+    if bool(found.any()):  # written over (never into an array an operand may share)
+        at = pos[found]
+        vals[out_a[at]] = binary(op, va[at], vb[found], dt, xp).reshape(-1)
+    vals[out_b] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
+    return keys, vals
