@@ -203,7 +203,21 @@ def _builtin_semirings() -> _Namespace:
         plus_sqdiff=make(o.sqdiff, o.plus, UNSET, "plus_sqdiff"),
         max_absdiff=make(o.absdiff, o.max, UNSET, "max_absdiff"),
         plus_ne=make(o.ne, o.plus, UNSET, "plus_ne"),
+        **_positional_semirings(),
     )
+
+
+def _positional_semirings() -> dict:
+    """``any_secondi``, ``min_firstj``, ``plus_firsti1`` …: ⊕ in any / min / max / plus /
+    times, ⊗ a positional op (:mod:`gbdist.algebra.positional`, python-graphblas's names).
+    No annihilator (``None``): no value annihilates an index."""
+    from .positional import POSITIONAL
+    out = {}
+    for add in ("any", "min", "max", "plus", "times"):
+        for mul in POSITIONAL.values():
+            name = f"{add}_{mul.name}"
+            out[name] = Semiring.stored(mul, as_monoid(getattr(_ops, add)), None, name)
+    return out
 
 
 without_class_defaults(Semiring, "annihilator")

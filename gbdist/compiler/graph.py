@@ -88,10 +88,23 @@ def _structural(operation: str, declared=()) -> Decision:
 
 def product(operation: str, sr: Semiring, fills, declared=()) -> Decision:
     """mxm / mxv / vxm. ``fills``: the operands' effective fills (None: fully stored);
-    ``declared``: their declared fills (all 0: the result is data, fill 0)."""
+    ``declared``: their declared fills (all 0: the result is data, fill 0). A positional
+    ⊗ (:mod:`gbdist.algebra.positional`) reads indices, not values: structural on graphs,
+    refused on fill-0 data."""
+    if getattr(sr.mul, "positional", False):
+        return _positional(operation, sr.mul, _fills(fills))
     if _fills(fills) != {0}:
         return _structural(operation, declared)
     return _product_fill0(operation, sr.mul, sr.add)
+
+
+def _positional(operation: str, mul, fills) -> Decision:
+    from ..algebra.positional import lower
+    if fills == {0}:
+        raise _refuse(operation, f"⊗ = {mul.name} is positional (its value is an index, not a "
+                                 "stored value): every unstored 0 of the data is a pair with "
+                                 "indices too, so the result would be dense")
+    return Decision(operation, True, ABSENT, lower(mul).reason)
 
 
 @functools.lru_cache(maxsize=256)

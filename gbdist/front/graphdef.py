@@ -56,8 +56,8 @@ KEYWORDS = {
 # Selector names in the text -> the selector of gbdist.graph.select.
 SELECTORS = {"tril": "tril", "triu": "triu", "diag": "diag", "offdiag": "offdiag",
              "nonzero": "nonzero", "eq": "==", "ne": "!=", "gt": ">", "ge": ">=", "lt": "<",
-             "le": "<="}
-POSITIONAL_SELECTORS = ("tril", "triu", "diag", "offdiag")
+             "le": "<=", "rowle": "rowle", "rowgt": "rowgt", "colle": "colle", "colgt": "colgt"}
+POSITIONAL_SELECTORS = ("tril", "triu", "diag", "offdiag", "rowle", "rowgt", "colle", "colgt")
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
 KINDS = ("matrix", "vector", "scalar", "index")
 

@@ -17,7 +17,15 @@ from .masks import Mask
 from .operations import (
     apply, ewise_add, ewise_mult, mxm, mxv, nvals, reduce_cols, reduce_rows, reduce_scalar,
     select, vxm)
-from .indexing import assign, extract
+from .indexing import assign, extract, subassign
+from .union import ewise_union
+from .reductions import argmax, argmin, count
+from .structure import concat, diag, kronecker, resize, split
+from .scalar import Scalar, getitem as _getitem  # noqa: F401 (A[i, j], through objects)
+from .io import from_networkx, load, save, to_networkx
+from . import hyper
+from .hyper import HyperMatrix, HyperVector
+from ..algebra.positional import INDEX_UNARY as index_unary_ops, IndexUnaryOp, index_unary
 from .dispatch import available, get_kernels
 from .program import run, trace
 from ..compiler.graph import Decision, GraphSemanticsError
@@ -36,5 +44,7 @@ def explain(result_or_operation) -> str:
 __all__ = [
     "Matrix", "Vector", "Mask", "ABSENT", "mxm", "mxv", "vxm", "ewise_add", "ewise_mult",
     "apply", "select", "reduce_rows", "reduce_cols", "reduce_scalar", "extract", "assign",
-    "nvals", "explain", "run", "trace", "Decision", "GraphSemanticsError", "available", "get_kernels",
+    "nvals", "explain", "ewise_union", "count", "argmin", "argmax", "kronecker", "diag",
+    "concat", "split", "resize", "subassign", "Scalar", "to_networkx", "from_networkx", "save",
+    "load", "hyper", "HyperMatrix", "HyperVector", "index_unary", "index_unary_ops", "IndexUnaryOp", "run", "trace", "Decision", "GraphSemanticsError", "available", "get_kernels",
 ]

@@ -16,7 +16,7 @@ from ..errors import InputError
 from . import sparse as S
 from .masks import as_mask
 from .objects import Matrix, Vector, as_matrix, as_vector
-from .operations import _check_out, finish
+from .results import _check_out, finish
 from ..backends.graph_fast import owners
 from ..backends.graph_reference import binary, cast
 from ..compiler import graph as rule
@@ -165,5 +165,39 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         C._set(S.keys_csr(zk, zv, C.shape, C.on_device), dt)
     else:
         C._set(zk, zv, C.size, dt)
+    C.decision = _decision(C)
+    return C
+
+
+def subassign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=False,
+              backend="auto"):
+    """GxB_subassign, python-graphblas's ``C[rows, cols](mask) << value``: in place (returns
+    C). The mask has the *region's* shape and ``replace`` deletes only inside the region:
+    ``C(rows, cols)<mask, replace> = accum(C(rows, cols), value)``; C outside the region
+    is untouched. ``value``: a Matrix (Vector) of the region's shape or a scalar."""
+    if not isinstance(C, (Matrix, Vector)):
+        raise InputError("subassign: C must be a gb.Matrix or gb.Vector (it is changed in place)",
+                         got=type(C).__name__)
+    is_mat = isinstance(C, Matrix)
+    region = extract(C, rows, cols) if is_mat else extract(C, rows)
+    mask = as_mask(mask, region.shape, "subassign")
+    xp = C.xp
+    if isinstance(value, (numbers.Number, np.generic)) or (
+            hasattr(value, "ndim") and value.ndim == 0 and not isinstance(value, (Matrix, Vector))):
+        space = int(np.prod(region.shape))
+        keys = xp.arange(space, dtype=np.int64)
+        vals = cast(xp.full(space, np.asarray(value).item()), C.dtype, xp)
+    else:
+        V = as_matrix(value) if is_mat else as_vector(value)
+        if tuple(V.shape) != tuple(region.shape):
+            raise InputError("subassign: the value's shape differs from the region's",
+                             expected=str(region.shape), got=str(V.shape))
+        keys, vals = V.keys(), cast(V._csr.data if is_mat else V._vals, C.dtype, xp)
+    if accum is not None:
+        accum = T.binary_arg(accum, "subassign accum")
+    finish(Matrix if is_mat else Vector, keys, vals, region.shape, np.dtype(C.dtype), C.fill,
+           _decision(C), mask=mask, accum=accum, out=region, replace=replace,
+           on_device=C.on_device)
+    assign(C, region, rows, cols) if is_mat else assign(C, region, rows)
     C.decision = _decision(C)
     return C

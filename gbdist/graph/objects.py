@@ -238,6 +238,11 @@ class Matrix(_Cached):
     def __eq__(self, other):  # an object, not an elementwise comparison
         return self is other
 
+    def __getitem__(self, index):
+        """``A[i, j]`` a :class:`~.scalar.Scalar`, ``A[i, :]`` / ``A[:, j]`` Vectors,
+        ``A[rows, cols]`` a Matrix (:func:`.scalar.getitem`)."""
+        return self._graph_operation("_getitem")(self, index)
+
     __hash__ = object.__hash__
 
 
@@ -387,6 +392,16 @@ class Vector(_Cached):
 
     def __len__(self):
         return self._size
+
+    def __array__(self, dtype=None, copy=None):
+        """No silent conversion: which value stands for an unstored entry is the caller's
+        choice (and NumPy would otherwise iterate ``v[0], v[1] …`` as Scalars)."""
+        raise TypeError("a gb.Vector is not converted implicitly: use v.to_dense(fill) or "
+                        "v.indices / v.values")
+
+    def __getitem__(self, index):
+        """``v[i]`` a Scalar, ``v[idx]`` a Vector."""
+        return self._graph_operation("_getitem")(self, index)
 
     def __eq__(self, other):
         return self is other

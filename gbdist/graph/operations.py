@@ -21,10 +21,12 @@ from ..errors import InputError
 from . import dispatch
 from . import memo
 from .dispatch import get_kernels
-from .masks import Mask, as_mask, space_of, write_back
+from .masks import Mask, as_mask, space_of
 from .objects import Matrix, Vector, as_matrix, as_vector
+from .results import _check_out, _device, _pair, _vals, finish  # noqa: F401 (re-exported)
 from . import sparse as S
 from . import types as T
+from . import indexunary as IU
 
 PUSH_FRACTION = 1 / 16
 """mxv/vxm walk the stored rows of the vector's entries (push) when the vector stores
@@ -65,62 +67,15 @@ def _moved_result(res, dec):
     return host
 
 
-def _device(first, *objs) -> bool:
-    """Where the operands live (all in one place, else an InputError)."""
-    where = first._on_device
-    for o in objs:
-        if o is not None and o._on_device != where:
-            raise InputError("operands live on different devices",
-                             got="host and device operands",
-                             hint="move them with .to_device() / .to_host()")
-    return where
-
-
-def _check_out(out, kind, shape, what):
-    if out is None:
-        return None
-    if not isinstance(out, kind) or tuple(out.shape) != tuple(shape):
-        raise InputError(f"{what}: out= must be a gb.{kind.__name__} of the result's shape",
-                         expected=f"gb.{kind.__name__} of shape {tuple(shape)}",
-                         got=repr(out))
-    return out
-
-
-def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, replace, on_device):
-    """Write T = (keys, vals), computed in the domain ``dtype``, through the
-    mask/accumulator into ``out`` (cast on write to its dtype, the accumulator evaluated in
-    it) or a new object of ``dtype``."""
-    if accum is not None:
-        accum = T.binary_arg(accum, "accum")
-    if out is None and mask is None:  # C = T: T's entries in the domain, nothing to merge
-        vals = cast(vals, dtype, S.xp_of(on_device))
-    else:
-        final = np.dtype(out.dtype) if out is not None else np.dtype(dtype)
-        keys, vals = write_back(keys, vals, final, out=out, mask=mask, accum=accum,
-                                replace=replace)
-    if kind is Matrix:
-        csr = S.keys_csr(keys, vals, shape, on_device)
-        if out is not None:
-            out._set(csr, out.dtype)
-            res = out
-        else:
-            res = Matrix._wrap(csr, fill, on_device)
-    else:
-        if out is not None:
-            out._set(keys, vals, shape[0], out.dtype)
-            res = out
-        else:
-            res = Vector._wrap(keys, vals, shape[0], fill, on_device)
-    res.decision = decision
-    return res
-
-
 # --- products --------------------------------------------------------------------------
 
 
 def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto"):
     """``C(i,j) = ⊕_k mul(A(i,k), B(k,j))`` over stored entries; a sparse Matrix."""
     A, B, sr = as_matrix(A), as_matrix(B), T.semiring_arg(sr, "mxm")
+    if IU.is_positional(sr.mul):  # the algebra's rewrite to a value ⊗ (.indexunary)
+        return IU.product("mxm", mxm, A, B, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.ncols != B.nrows:
         raise InputError("mxm: inner dimensions differ", expected=f"B with {A.ncols} rows",
                          got=f"A {A.shape}, B {B.shape}")
@@ -161,6 +116,9 @@ def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     summed with a compensated (Neumaier) sum (about one rounding of error, whatever the
     number of terms; the pull kernel always); no effect for other monoids or integers."""
     A, u, sr = as_matrix(A), as_vector(u), T.semiring_arg(sr, "mxv")
+    if IU.is_positional(sr.mul):
+        return IU.product("mxv", mxv, A, u, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.ncols != u.size:
         raise InputError("mxv: the vector's size differs from the matrix's columns",
                          expected=f"size {A.ncols}", got=f"A {A.shape}, u size {u.size}")
@@ -174,6 +132,9 @@ def vxm(u, A, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
     """``w(j) = ⊕_k mul(u(k), A(k,j))`` over stored entries; a sparse Vector (``compensated``
     as for :func:`mxv`)."""
     u, A, sr = as_vector(u), as_matrix(A), T.semiring_arg(sr, "vxm")
+    if IU.is_positional(sr.mul):
+        return IU.product("vxm", vxm, u, A, sr, dict(mask=mask, accum=accum, out=out,
+                          replace=replace, dtype=dtype, backend=backend))
     if A.nrows != u.size:
         raise InputError("vxm: the vector's size differs from the matrix's rows",
                          expected=f"size {A.nrows}", got=f"u size {u.size}, A {A.shape}")
@@ -242,21 +203,6 @@ def _present_entries(present, y, xp):
 # --- element-wise ----------------------------------------------------------------------
 
 
-def _pair(A, B, what):
-    if isinstance(A, Vector) or isinstance(B, Vector) or getattr(A, "ndim", 2) == 1:
-        A, B, kind = as_vector(A), as_vector(B), Vector
-    else:
-        A, B, kind = as_matrix(A), as_matrix(B), Matrix
-    if A.shape != B.shape:
-        raise InputError(f"{what}: shapes differ", expected="operands of one shape",
-                         got=f"{A.shape} and {B.shape}")
-    return A, B, kind
-
-
-def _vals(x):
-    return x._csr.data if x.ndim == 2 else x._vals
-
-
 def ewise_add(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
               backend="auto"):
     """Union: ``op(a, b)`` where both are stored, the stored one elsewhere."""
@@ -297,9 +243,13 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
 
 
 def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, replace=False,
-          dtype=None, backend="auto"):
+          dtype=None, backend="auto", thunk=None):
     """A unary op on the stored values; a binary op with a bound scalar: ``right=s`` gives
-    ``op(a, s)``, ``left=s`` gives ``op(s, a)``."""
+    ``op(a, s)``, ``left=s`` gives ``op(s, a)``; an index-unary op (``"rowindex"``,
+    ``gr.index_unary(...)``) with ``thunk=`` (or ``right=``)."""
+    if IU.is_index_unary(op):
+        return IU.apply(op, A, right if thunk is None else thunk, mask=mask, accum=accum,
+                        out=out, replace=replace, dtype=dtype)
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     kind = Matrix if isinstance(A, Matrix) else Vector
@@ -347,7 +297,11 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
            backend="auto"):
     """The stored entries that pass ``op``: positional ``"tril"`` (j <= i + k), ``"triu"``
     (j >= i + k), ``"diag"`` (j == i + k), ``"offdiag"`` (j != i + k); value predicates
-    ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0)."""
+    ``"==" "!=" ">" ">=" "<" "<="`` against ``k``; ``"nonzero"`` (value != 0); any
+    index-unary op (``"rowle"``, ``"colgt"``, ``"valuelt"`` …, ``gr.index_unary(...)``)
+    with ``k`` its thunk."""
+    if op not in SELECTORS:  # an index-unary op (or an unknown name: refused there)
+        return IU.select(A, op, k, mask=mask, accum=accum, out=out, replace=replace, dtype=dtype)
     A = A if isinstance(A, (Matrix, Vector)) else (
         as_vector(A) if getattr(A, "ndim", 2) == 1 else as_matrix(A))
     kind = Matrix if isinstance(A, Matrix) else Vector

@@ -159,6 +159,12 @@ def binary_arg(op, what: str) -> Op:
     if isinstance(op, Semiring):
         raise TypeCheckError(f"{what} takes a binary op, not a semiring", got=repr(op),
                              hint="e.g. gb.ops.plus")
+    if getattr(op, "positional", False):
+        raise TypeCheckError(
+            f"{what}: {op.name} is a positional op (its value is an index): it is the ⊗ of a "
+            "semiring only", got=repr(op),
+            hint=f"gb.semirings.min_{op.name} in a product; an entry's own index: "
+                 "gr.apply('rowindex', A) / 'colindex'")
     if isinstance(op, Op) and op.arity == 2:
         return op
     raise TypeCheckError(f"{what} needs a binary op", got=repr(op), hint="e.g. gb.ops.plus, gb.ops.min")

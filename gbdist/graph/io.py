@@ -1,0 +1,108 @@
+"""Graphs in and out: NetworkX (``to_networkx`` / ``from_networkx``) and files
+(``save`` / ``load``: a ``.npz`` of the canonical CSR, or a vector's indices and values,
+with the dtype, shape and fill; read back checked, never unpickled).
+
+``to_networkx(A)`` is python-graphblas's ``gb.io.to_networkx``: a ``networkx.DiGraph`` on
+nodes ``0..n-1``, an edge per stored entry with its value as the ``weight`` attribute.
+``from_networkx(G, nodelist=None, weight="weight", dtype=None)`` is
+``gb.io.from_networkx``: the adjacency in ``G``'s node order (``nodelist``), a missing
+weight is 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CorruptInputError, InputError
+from . import sparse as S
+from .construct import _check_fill
+from .objects import Matrix, Vector
+
+FORMAT = 1
+
+
+def to_networkx(A, edge_attribute="weight"):
+    """A ``networkx.DiGraph`` with an edge (i, j, weight=A(i, j)) per stored entry."""
+    import networkx as nx
+    A = A.to_host() if isinstance(A, Matrix) else Matrix(A)
+    if A.nrows != A.ncols:
+        raise InputError("to_networkx needs a square Matrix", got=str(A.shape))
+    G = nx.DiGraph()
+    G.add_nodes_from(range(A.nrows))
+    r, c, v = A.to_coo()
+    if edge_attribute is None:
+        G.add_edges_from(zip(r.tolist(), c.tolist()))
+    else:
+        G.add_weighted_edges_from(zip(r.tolist(), c.tolist(), v.tolist()), weight=edge_attribute)
+    return G
+
+
+def from_networkx(G, nodelist=None, weight="weight", dtype=None):
+    """The adjacency Matrix of ``G`` (rows and columns in ``nodelist`` / ``G``'s order)."""
+    import networkx as nx
+    S_ = nx.to_scipy_sparse_array(G, nodelist=nodelist, weight=weight, dtype=dtype,
+                                  format="csr")
+    return Matrix(S_)
+
+
+def save(path, x) -> None:
+    """Write a Matrix or Vector to ``path`` (``.npz``): its stored entries, dtype, shape and
+    fill, exactly (``load`` gives an equal object)."""
+    if isinstance(x, Matrix):
+        h = x.to_host()
+        csr = h._csr
+        np.savez(path, kind=np.array("matrix"), format=np.array(FORMAT),
+                 shape=np.array(h.shape, dtype=np.int64), fill=np.array(str(h.fill)),
+                 indptr=np.asarray(csr.indptr, dtype=np.int64),
+                 indices=np.asarray(csr.indices, dtype=np.int64), data=csr.data)
+    elif isinstance(x, Vector):
+        h = x.to_host()
+        np.savez(path, kind=np.array("vector"), format=np.array(FORMAT),
+                 shape=np.array([h.size], dtype=np.int64), fill=np.array(str(h.fill)),
+                 indices=h._idx, data=h._vals)
+    else:
+        raise InputError("save writes a gb.Matrix or gb.Vector", got=type(x).__name__)
+
+
+def _bad(path, why):
+    return CorruptInputError(f"{path}: not a gbdist graph file", got=why,
+                             hint="write it with gr.save")
+
+
+def load(path):
+    """The Matrix or Vector written by :func:`save`, its arrays checked (sorted, in range,
+    consistent) before use."""
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise _bad(path, f"{type(e).__name__}: {e}") from None
+    with f:
+        try:
+            kind, fmt = str(f["kind"]), int(f["format"])
+            shape = tuple(int(s) for s in f["shape"])
+            fill = _check_fill(0 if str(f["fill"]) == "0" else str(f["fill"]))
+            indices, data = f["indices"], f["data"]
+            indptr = f["indptr"] if kind == "matrix" else None
+        except (KeyError, ValueError) as e:
+            raise _bad(path, f"{type(e).__name__}: {e}") from None
+    if fmt != FORMAT or kind not in ("matrix", "vector"):
+        raise _bad(path, f"kind {kind!r}, format {fmt}")
+    dt = S.check_dtype(data.dtype, "the stored values")
+    if indices.dtype.kind not in "iu" or indices.shape != data.shape or indices.ndim != 1:
+        raise _bad(path, "indices and values differ")
+    if kind == "vector":
+        if len(shape) != 1 or (indices.size and (indices.min() < 0 or indices.max() >= shape[0]
+                                                 or np.any(np.diff(indices) <= 0))):
+            raise _bad(path, "vector indices unsorted or out of range")
+        return Vector(_parts=(indices.astype(np.int64), data.astype(dt), shape[0]), fill=fill)
+    m, n = shape
+    ok = (indptr.ndim == 1 and indptr.size == m + 1 and indptr[0] == 0
+          and indptr[-1] == data.size and np.all(np.diff(indptr) >= 0))
+    if ok and indices.size:
+        rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+        keys = rows * n + indices.astype(np.int64)
+        ok = indices.min() >= 0 and indices.max() < n and bool(np.all(np.diff(keys) > 0))
+    if not ok:
+        raise _bad(path, "the CSR is not canonical (indptr, sorted in-range columns)")
+    keys = (np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr)) * n
+            + indices.astype(np.int64))
+    return Matrix(fill=fill, _csr=S.keys_csr(keys, data.astype(dt), (m, n), False))

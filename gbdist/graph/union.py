@@ -1,0 +1,77 @@
+"""``ewise_union``: GraphBLAS's eWiseUnion, the union with fill values.
+
+``C = ewise_union(A, B, op, left_default, right_default)``: ``op(a, b)`` where both are
+stored, ``op(a, right_default)`` where only A is, ``op(left_default, b)`` where only B
+is (python-graphblas's ``A.ewise_union(B, op, left_default, right_default)``). Unlike
+``ewise_add`` every result value goes through ``op``. The domain is :mod:`.types`'s rule
+over the operands and both defaults.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.graph_reference import binary
+from ..compiler import graph as rule
+from . import memo
+from . import types as T
+from .masks import as_mask
+
+
+def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None, out=None,
+                replace=False, dtype=None, backend="auto"):
+    """The union of A and B's stored entries, every value ``op(a, b)`` with the missing
+    side replaced by its default (``left_default`` for A, ``right_default`` for B)."""
+    from .results import _check_out, _device, _pair, _vals, finish
+    A, B, kind = _pair(A, B, "ewise_union")
+    op = T.binary_arg(op, "ewise_union")
+    for d in (left_default, right_default):
+        if not np.isscalar(d) and np.ndim(d) != 0:
+            raise T.TypeCheckError("ewise_union: the defaults are scalars", got=repr(d))
+    mask = as_mask(mask, A.shape, "ewise_union")
+    out = _check_out(out, kind, A.shape, "ewise_union")
+    if 0 in (A.effective_fill, B.effective_fill):
+        raise rule.GraphSemanticsError(
+            "ewise_union of fill=0 data: an unstored entry of data is a 0, not a default",
+            got=f"fills {A.fill!r}, {B.fill!r}",
+            hint="gr.ewise_add (0 stands in for a missing side), or fill='absent' operands")
+    dt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype, memo.scalar_key(left_default),
+                        memo.scalar_key(right_default), memo._dtype_key(dtype)), (op,),
+                       lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
+                                        scalars=[left_default, right_default]))
+    on_device = _device(A, B, mask and mask.source, out)
+    xp = A.xp
+    ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
+    if mask is not None:
+        keep_a, keep_b = mask.allows(ka), mask.allows(kb)
+        ka, va, kb, vb = ka[keep_a], va[keep_a], kb[keep_b], vb[keep_b]
+    keys, vals = _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp)
+    dec = rule.Decision("ewise_union", True, rule.ABSENT,
+                        "every operand is a graph: the union of stored entries, a missing side "
+                        "replaced by its default")
+    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp):
+    """The sorted union of two sorted unique key sets, each value through ``op``: a merge
+    by positions (no sort): B's keys are located in A's once; a B key absent from A is
+    inserted before the A keys greater than it."""
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(kb.shape, dtype=bool)
+    inside = pos < ka.size
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    na, nl = int(ka.size), int(ins.size)
+    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
+    out_a = xp.arange(na, dtype=np.int64) + before
+    out_b = ins + xp.arange(nl, dtype=np.int64)
+    keys = xp.empty(na + nl, dtype=np.int64)
+    vals = xp.empty(na + nl, dtype=dt)
+    keys[out_a], keys[out_b] = ka, kb[lone]
+    vals[out_a] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
+    if bool(found.any()):  # written over (never into an array an operand may share)
+        at = pos[found]
+        vals[out_a[at]] = binary(op, va[at], vb[found], dt, xp).reshape(-1)
+    vals[out_b] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
+    return keys, vals
