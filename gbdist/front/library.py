@@ -326,8 +326,7 @@ def _refuse_free_operands(m: Metric, expr) -> None:
             f"{'which is' if len(free) == 1 else 'which are'} not among its operands: a "
             "metric takes exactly two matrix operands, A (the output's rows) and B (its "
             "columns), both with the same k columns",
-            expected="an expression over the function's own A and B, e.g. lambda A, B: "
-                     "gb.mxm(A, B.T, gb.semirings.plus_times)",
+            expected="an expression over the function's own A and B (lambda A, B: ...)",
             got=f"{len(free) + 2} operands: A, B, {', '.join(free)}",
             hint="use the function's arguments A and B in place of matrices made outside it; "
                  "for more operands, gb.compile(expr) runs with every operand by name "
