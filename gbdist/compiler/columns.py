@@ -285,14 +285,50 @@ def decisions(expr: ir.Node) -> tuple:
 
 
 def _scaled(node: ir.Node, scale_op, what: str) -> ir.Node:
-    base = node.arg if isinstance(node, ir.Transpose) else node
+    """``node`` (a matrix, its transpose, or column-free applies over one) with column c
+    scaled by s(w_c). Applies under the scaling (``apply(nonzero, A)``: the pattern, for
+    weighted counts) are done first, when the operand is bound (:class:`ir.ColScaled`'s
+    ``pre``): they must map 0 to 0, so the operand's unstored entries stay 0."""
+    flipped = isinstance(node, ir.Transpose)
+    base = node.arg if flipped else node
+    chain = []
+    while isinstance(base, ir.Apply) and not base.op.columns:
+        chain.append(base.op)
+        base = base.arg
+    if chain and isinstance(base, ir.Transpose):
+        flipped, base = not flipped, base.arg
     if type(base) is not ir.Matrix:
         raise AnalysisError(f"{what} reads column operands of an operand that is not a plain "
                             "matrix", got=ir.to_text(node),
                             hint="write the column operands into the op: mxm(A, B.T, "
-                                 "semiring(op_with_w, plus)), with no apply() under it")
-    out = ir.ColScaled(base.name, base.span, scale_op)
-    return ir.Transpose(out) if isinstance(node, ir.Transpose) else out
+                                 "semiring(op_with_w, plus)), over A, B or column-free "
+                                 "applies of them (apply(nonzero, A))")
+    pre = _composed(chain[::-1], what) if chain else None
+    out = ir.ColScaled(base.name, base.span, scale_op, pre)
+    return ir.Transpose(out) if flipped else out
+
+
+def _composed(chain: list, what: str):
+    """One unary op: the column-free ops of ``chain`` (innermost first) composed, checked
+    to map 0 to 0."""
+    from ..algebra.formulas import X
+    from ..algebra.ops import Op, RowScale
+    if any(isinstance(op, RowScale) for op in chain):
+        raise AnalysisError(f"{what} reads column operands of a row-normalised operand",
+                            got=", ".join(op.name for op in chain),
+                            hint="normalize is bound with the operand; weight its product "
+                                 "without a column operand")
+    f = X
+    for op in chain:
+        f = op.formula.xreplace({X: f})
+    at0 = sp.simplify(f.xreplace({X: 0}))
+    if at0 != 0:
+        raise AnalysisError(f"{what} reads column operands of apply({chain[-1].name}, ...), "
+                            "which does not map 0 to 0", got=f"{chain[-1].name}(0) = {at0}",
+                            hint="only applies that keep unstored entries at 0 (nonzero, abs, "
+                                 "square, ...) can be scaled by a column operand")
+    name = "_".join(op.name for op in chain)
+    return Op(name, f, 1, chain[0].domain)
 
 
 def _rewrite(node, made: list) -> ir.Node:

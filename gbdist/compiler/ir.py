@@ -183,6 +183,7 @@ class ColVector(Node):
     positive: bool = False
     default: str | None = None  # "var", "range": computed from the data when not passed
     span: Span | None = field(default=None, repr=False)
+    relative: bool = False  # relative weights: bound divided by their mean (Σ w = k)
 
     def __str__(self):
         return f"{self.name}[col]"
@@ -190,7 +191,7 @@ class ColVector(Node):
     @property
     def column(self):
         from ..algebra.columns import Column
-        return Column(self.name, self.positive, self.default)
+        return Column(self.name, self.positive, self.default, self.relative)
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,8 +201,13 @@ class ColScaled(Matrix):
     compiler writes a product whose ⊗ reads column operands as a column-free product over
     such operands when it proves f(x, y; w) = f₁(s(w)·x, s(w)·y)
     (:mod:`gbdist.compiler.columns`); the runtime scales the values once, when it binds the
-    operand, so no kernel reads a column vector."""
+    operand, so no kernel reads a column vector.
+
+    ``pre``: a column-free unary op with pre(0) = 0 applied to the stored values *before*
+    they are scaled (``nonzero``: the pattern, for weighted counts Σ w·[x ≠ 0]·[y ≠ 0]);
+    None when the values are scaled as they are."""
     scale: Op | None = None
+    pre: Op | None = None
 
     @property
     def columns(self) -> tuple:
@@ -383,7 +389,8 @@ def column_operands(root: Node) -> tuple:
             cols.extend(n.semiring.mul.columns)
         elif isinstance(n, Apply):
             cols.extend(n.op.columns)
-    return tuple(ColVector(c.name, c.positive, c.default) for c in merge(cols).values())
+    return tuple(ColVector(c.name, c.positive, c.default, relative=c.relative)
+                 for c in merge(cols).values())
 
 
 def base_operand(node: Node) -> Node | None:
@@ -423,7 +430,8 @@ def _sr_text(sr: Semiring) -> str:
 
 _TEXT = {
     Matrix: lambda n: n.name,
-    ColScaled: lambda n: f"scale({n.name}, {_scale_text(n.scale)})",
+    ColScaled: lambda n: (f"scale({n.name if n.pre is None else f'apply({n.pre.name}, {n.name})'}"
+                          f", {_scale_text(n.scale)})"),
     ColVector: lambda n: f"{n.name}[col]",
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",

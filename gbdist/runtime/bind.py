@@ -246,8 +246,10 @@ def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: di
     for name, node in scaled.items():
         s = columns.scale_vector(node.scale, vectors)
         m = base[name]
-        base[name] = derive(name, ("colscale", columns.digest(s)), lambda m=m, s=s: _with_values(
-            m, columns.scaled_values(m, s)))
+        pre = node.pre
+        base[name] = derive(name, ("colscale", columns.digest(s, pre)),
+                            lambda m=m, s=s, pre=pre: _with_values(
+                                m, columns.scaled_values(m, s, pre)))
 
 
 def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,

@@ -52,6 +52,15 @@ def column_vector(x, col: cols.Column, k: int) -> np.ndarray:
                          hint="a weight of 0 leaves a column out; a variance or range the "
                               "metric divides by must be > 0" if not col.positive else
                               f"{name} is divided by: every value must be > 0")
+    if col.relative:  # relative weights: bound divided by their mean, so Σ w = k
+        total = float(np.sum(arr))
+        if not total > 0:
+            raise InputError(f"the relative weights {name!r} must not all be 0",
+                             expected=f"{name} >= 0 with a positive sum (the metric divides "
+                                      f"by Σ {name})", got=f"sum({name}) = {total:g}",
+                             hint="a weight of 0 leaves a column out; at least one column "
+                                  "must be kept")
+        arr = arr * (k / total)
     return arr
 
 
@@ -105,17 +114,38 @@ def scale_vector(scale_op, vectors: dict) -> np.ndarray:
     return s
 
 
-def digest(s: np.ndarray) -> str:
-    """What a scaled operand's prepared form is keyed on: the scale's values."""
-    return hashlib.sha256(np.ascontiguousarray(s).tobytes()).hexdigest()[:32]
+def digest(s: np.ndarray, pre=None) -> str:
+    """What a scaled operand's prepared form is keyed on: the scale's values (and the op
+    applied before scaling)."""
+    h = hashlib.sha256(np.ascontiguousarray(s).tobytes())
+    if pre is not None:
+        h.update(repr(pre.key).encode("utf-8"))
+    return h.hexdigest()[:32]
 
 
-def scaled_values(m, s: np.ndarray):
+def scaled_values(m, s: np.ndarray, pre=None):
     """The stored values of the CSR ``m`` (host or device) times s at their columns, in
-    their dtype (a new array)."""
+    their dtype (a new array); ``pre`` (a column-free unary op, pre(0) = 0) applied to
+    the values first (``nonzero``: the pattern)."""
     xp = _xp(m)
     sv = xp.asarray(s) if xp is not np else s
-    return (m.data * sv[m.indices]).astype(m.data.dtype, copy=False)
+    data = m.data
+    if pre is not None:
+        data = pre_values(pre, data)
+    return (data * sv[m.indices]).astype(m.data.dtype, copy=False)
+
+
+def pre_values(pre, data):
+    """pre(x) on an array of stored values (host or device), by the op's term."""
+    on_device = hasattr(data, "get") and not isinstance(data, np.ndarray)
+    host = data.get() if on_device else np.asarray(data)
+    with np.errstate(all="ignore"):
+        out = np.broadcast_to(np.asarray(terms.evaluate(pre.term, {"x": host.astype(
+            np.float64)}), dtype=np.float64), host.shape)
+    if on_device:
+        import cupy
+        return cupy.asarray(out)
+    return out
 
 
 def _xp(m):
