@@ -14,9 +14,10 @@ says what the runtime needs to know about the vector, so that it is part of ever
   SciPy's weighted averages Σ w·d / Σ w, unchanged when w is scaled): nonnegative, with a
   positive sum, and bound divided by its mean, so that Σ w is the number of columns k
   (``ncols(A)`` in the metric);
-* a ``__var`` or ``__range`` suffix: when the caller does not pass the vector, it is the
-  column variances (ddof = 1, SciPy's ``seuclidean`` default) or the column ranges
-  (max − min, the Gower distance's) of the two operands stacked.
+* a ``__var``, ``__range`` or ``__gap`` suffix: when the caller does not pass the vector, it
+  is the column variances (ddof = 1, SciPy's ``seuclidean`` default), the column ranges
+  (max − min, the Gower distance's) or the column gaps (the smallest difference between two
+  distinct values of the column: Gower's categorical columns) of the two operands stacked.
 
 Imports sympy only when a symbol is made (:func:`symbol`).
 """
@@ -27,11 +28,11 @@ from dataclasses import dataclass
 
 from .lazy import sympy as sp
 
-STATISTICS = ("var", "range")
+STATISTICS = ("var", "range", "gap")
 """Defaults a column operand may have: computed from the data when it is not passed."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
-_SYMBOL = re.compile(r"(col|colpos|colrel)_([A-Za-z][A-Za-z0-9_]*?)(?:__(var|range))?")
+_SYMBOL = re.compile(r"(col|colpos|colrel)_([A-Za-z][A-Za-z0-9_]*?)(?:__(var|range|gap))?")
 MAX_NAME = 20  # a term's symbol names have at most 32 characters
 
 
@@ -57,7 +58,8 @@ class Column:
         what = "> 0" if self.positive else ">= 0"
         if self.relative:
             what += ", relative: bound divided by its mean, so that its sum is k"
-        extra = f", default: the column {'variances' if self.default == 'var' else 'ranges'}" \
+        what_stat = {"var": "variances", "range": "ranges", "gap": "gaps"}.get(self.default)
+        extra = f", default: the column {what_stat}" \
             f" of the data" if self.default else ""
         return f"{self.name}[col] (a vector over the columns, {what}{extra})"
 
@@ -118,7 +120,7 @@ def columns_of_term(term) -> tuple[Column, ...]:
     return tuple(c for c in out if c is not None)
 
 
-_IN_TEXT = re.compile(r"\bcol(?:pos|rel)?_([A-Za-z][A-Za-z0-9_]*?)(?:__(?:var|range))?\b")
+_IN_TEXT = re.compile(r"\bcol(?:pos|rel)?_([A-Za-z][A-Za-z0-9_]*?)(?:__(?:var|range|gap))?\b")
 
 
 def show(text: str) -> str:

@@ -59,7 +59,8 @@ class ColumnDecision:
         show = _show
         out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}",
                f"  f = {show(self.formula)};  f₁ = f at w = 1 = {show(self.core)}, "
-               f"homogeneous of degree {show(self.degree)}",
+               + (f"homogeneous of degree {show(self.degree)}" if self.degree is not None
+                  else "not homogeneous: s is the factor that scales the values inside f"),
                f"  column scaling s(w) = {show(self.scale)}: the product is f₁ over the "
                "operands with column c scaled by s(w_c) (bound once per call)"]
         if self.fills:
@@ -129,6 +130,13 @@ def _scaling(op, what: str):
                         why = "f / (f at w = 1) still reads the values x, y: w is not a weight"
     except Exception as e:  # noqa: BLE001 - sympy failed or ran out of time
         why = f"sympy could not decide it ({type(e).__name__})"
+    if why is not None and core != 0:
+        found = _inner_scaling(op, f, f_on, core, syms, variables, back)
+        if found is not None:
+            proof, scale = found
+            core_op = Op(f"{op.name}_core", written, op.arity, op.domain)
+            scale_op = Op(f"{op.name}_scale", scale, 1, "real")
+            return core_op, scale_op, None, proof, written, scale, X, Y
     if why is not None:
         raise AnalysisError(
             f"{what} reads the column operand(s) {', '.join(sorted(c.name for c in cols.columns_of(f)))} "
@@ -151,6 +159,44 @@ def _scaling(op, what: str):
     core_op = Op(f"{op.name}_core", written, op.arity, op.domain)
     scale_op = Op(f"{op.name}_scale", scale, 1, "real")
     return core_op, scale_op, degree, proof, written, scale, X, Y
+
+
+def _inner_scaling(op, f, f_on, core, syms, variables, back):
+    """(proof, s) when f scales its values inside a term that is not homogeneous: f =
+    f₁(s·x, s·y) with s read off a factor of column operands that multiplies the values
+    (min(|x − y|·s, 1), Gower's clipped terms), checked like every scaling; else None.
+    The candidates are only guesses: the proof decides."""
+    from ..algebra.proofs import budget
+    colset = set(syms)
+    ones = {c: sp.Integer(1) for c in syms}
+    seen = []
+    for node in sp.preorder_traversal(f_on):
+        if not isinstance(node, sp.Mul):
+            continue
+        factors = [a for a in node.args if a.free_symbols and a.free_symbols <= colset]
+        rest = [a for a in node.args if a.free_symbols - colset]
+        if not factors or not rest:
+            continue
+        c = sp.Mul(*factors)
+        try:
+            with budget():
+                c1 = sp.simplify(c.xreplace(ones))
+                if not c1.is_number or c1 == 0:
+                    continue
+                kappa = _tidy(c / c1)
+        except Exception:  # noqa: BLE001 - not a candidate
+            continue
+        if any(kappa == k for k in seen):
+            continue
+        seen.append(kappa)
+        scaled = core.xreplace({vd: kappa * vd for _, vd in variables})
+        args = "x, y" if op.arity == 2 else "x"
+        proof = _check(f"f₁(s(w)·x{', s(w)·y' if op.arity == 2 else ''}) = f({args}; w) for "
+                       "every w in its domain (s read off the factor that scales the values)",
+                       scaled.xreplace(back), f, op.domain)
+        if proof.holds:
+            return proof, kappa
+    return None
 
 
 def _written_core(f, syms):

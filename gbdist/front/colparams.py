@@ -8,8 +8,9 @@ when the metric runs) and reaches the ops that read it as ``w[col]``
 * :func:`marker` / :func:`split`: the arrays of a call's parameters as markers (what a
   compiled program is keyed on: the name, never the values) and the arrays themselves
   (what the run binds);
-* :func:`column_default`: a parameter default ``var(A, B)`` or ``range(A, B)`` (the column
-  variances or ranges of the data, computed when the vector is not passed);
+* :func:`column_default`: a parameter default ``var(A, B)``, ``range(A, B)`` or
+  ``gap(A, B)`` (the column variances, ranges or smallest gaps between distinct values of
+  the data, computed when the vector is not passed);
 * :func:`split_requires`: a ``requires`` clause's facts about column operands (``w >= 0``,
   ``V > 0``), which are their domains, checked when the vectors are bound, apart from the
   conditions on numbers, checked when the metric is built;
@@ -72,7 +73,9 @@ def split(params: dict) -> tuple[dict, dict]:
 
 def route(name: str, params: dict) -> str:
     """The metric a named metric called with a column operand ``w`` runs: its
-    column-aware form (``minkowski`` with w= is ``weighted_minkowski``), else itself."""
+    column-aware form (``minkowski`` with w= is ``weighted_minkowski``; ``gower`` with a
+    vector ``cat=`` is ``gower_mixed``), else itself; a SciPy metric gbdist cannot weight
+    is an InputError that says why."""
     if "w" in params and is_vector(params["w"]):
         if name in NOT_WEIGHTED:
             from ..errors import InputError
@@ -81,17 +84,29 @@ def route(name: str, params: dict) -> str:
                              expected="w= with " + ", ".join(sorted(WEIGHTED)),
                              hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Column-aware "
                                   "metrics'")
+        if name == "gower" and is_vector(params.get("cat")):
+            from ..errors import InputError
+            raise InputError("Gower's distance with both weights and categorical columns is "
+                             "not available in gbdist", got="w= and cat= vectors",
+                             hint="a weight of a clipped term w·min(|x − y|·s, 1) is not a "
+                                  "scaling of the values: it needs the vector read at each "
+                                  "column by the kernel; pass w= with numeric columns only, or "
+                                  "cat= without w=")
         return WEIGHTED.get(name, name)
+    if name == "gower" and is_vector(params.get("cat")):
+        return "gower_mixed"
     return name
 
 
 def column_default(tree, operands) -> str | None:
-    """``"var"`` / ``"range"`` when a parameter default is ``var(A, B)`` / ``range(A, B)``
-    over the metric's two operands (the column variances / ranges of the data), else None."""
+    """``"var"`` / ``"range"`` / ``"gap"`` when a parameter default is ``var(A, B)`` /
+    ``range(A, B)`` / ``gap(A, B)`` over the metric's two operands (the column variances /
+    ranges / smallest gaps between distinct values of the data), else None."""
     if getattr(tree, "data", None) != "call":
         return None
     name = str(tree.children[0])
-    if name not in ("var", "range"):
+    from ..algebra.columns import STATISTICS
+    if name not in STATISTICS:
         return None
     args = tree.children[1]
     names = [str(a.children[0]) for a in getattr(args, "children", ())

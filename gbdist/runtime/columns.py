@@ -66,9 +66,10 @@ def column_vector(x, col: cols.Column, k: int) -> np.ndarray:
 
 def statistic(kind: str, mats: list, k: int) -> np.ndarray:
     """The column variances (ddof = 1, as NumPy's ``var`` over the stacked rows: SciPy's
-    ``seuclidean`` default) or ranges (max − min) of the stacked CSR matrices ``mats``
-    (host or device; unstored entries are 0). A column with no spread gets 1: every
-    pair differs by 0 there, so any positive value gives its term 0."""
+    ``seuclidean`` default), ranges (max − min) or gaps (the smallest difference between
+    two distinct values) of the stacked CSR matrices ``mats`` (host or device; unstored
+    entries are 0). A column with no spread gets 1: every pair differs by 0 there, so any
+    positive value gives its term 0."""
     xp = _xp(mats[0])
     n = sum(int(m.shape[0]) for m in mats)
     if kind == "var":
@@ -83,12 +84,33 @@ def statistic(kind: str, mats: list, k: int) -> np.ndarray:
             count = count + xp.bincount(m.indices, minlength=k)
         ss = ss + (n - count) * mean * mean  # the unstored zeros
         out = ss / max(n - 1, 1)
+    elif kind == "gap":
+        out = _gaps([m.get() if xp is not np else m for m in mats], n, k)
     else:
         hi = functools.reduce(xp.maximum, (_dense(m.max(axis=0), xp) for m in mats))
         lo = functools.reduce(xp.minimum, (_dense(m.min(axis=0), xp) for m in mats))
         out = hi - lo
     out = out.get() if hasattr(out, "get") else np.asarray(out)
     return np.where(out > 0, out, 1.0)
+
+
+def _gaps(mats: list, n: int, k: int) -> np.ndarray:
+    """The smallest difference between two distinct values of each column of the stacked
+    host CSR matrices (an unstored entry is the value 0), or 0 where a column holds fewer
+    than two distinct values. Exact: the order of the rows does not change it."""
+    cols = np.concatenate([m.indices for m in mats]).astype(np.int64)
+    vals = np.concatenate([m.data for m in mats]).astype(np.float64)
+    count = np.bincount(cols, minlength=k)
+    zero_cols = np.flatnonzero(count < n)  # columns with an unstored (0) entry
+    cols = np.concatenate([cols, zero_cols])
+    vals = np.concatenate([vals, np.zeros(zero_cols.size)])
+    order = np.lexsort((vals, cols))
+    cols, vals = cols[order], vals[order]
+    step = np.diff(vals)
+    keep = (cols[1:] == cols[:-1]) & (step > 0)
+    out = np.full(k, np.inf)
+    np.minimum.at(out, cols[1:][keep], step[keep])
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def _dense(v, xp):
