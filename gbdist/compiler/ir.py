@@ -24,7 +24,7 @@ from ..algebra.ops import Monoid, Op
 # Pointwise functions over the (i, j) grid, with their arity.
 POINTWISE = {
     "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "neg": 1,
-    "sqrt": 1, "abs": 1, "log": 1, "exp": 1, "where": 3, "maximum": 2, "minimum": 2,
+    "sqrt": 1, "abs": 1, "log": 1, "exp": 1, "asin": 1, "where": 3, "maximum": 2, "minimum": 2,
     "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
 }
 
@@ -184,6 +184,7 @@ class ColVector(Node):
     default: str | None = None  # "var", "range": computed from the data when not passed
     span: Span | None = field(default=None, repr=False)
     relative: bool = False  # relative weights: bound divided by their mean (Σ w = k)
+    square: bool = False  # a k × k matrix over the columns (mahalanobis' VI), read by Mapped
 
     def __str__(self):
         return f"{self.name}[col]"
@@ -212,6 +213,23 @@ class ColScaled(Matrix):
     @property
     def columns(self) -> tuple:
         return self.scale.columns
+
+
+@dataclass(frozen=True, eq=False)
+class Mapped(Matrix):
+    """The matrix ``name`` with each row mapped by a row transform when it is bound, so no
+    kernel sees the transform: the product reads the mapped rows as a plain operand.
+
+    ``transform`` names one of the runtime's row transforms
+    (:data:`gbdist.runtime.columns.TRANSFORMS`): ``"whiten"`` maps a row a to (a − μ)·L,
+    with ``param`` the k × k matrix VI = L·Lᵀ (a :class:`ColVector` with ``square``; its
+    ``default`` "invcov": the inverse covariance of the rows of both operands) and μ a
+    translation common to both operands (the stacked rows' column means), so the Euclidean
+    distance of mapped rows is the Mahalanobis distance; ``"sphere"`` maps (latitude,
+    longitude) in radians to the unit vector of that point (haversine's chord)."""
+    transform: str = ""
+    param: str = ""
+    default: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -381,16 +399,24 @@ def column_operands(root: Node) -> tuple:
     """The column operands (:class:`ColVector`) an expression reads, by name: those of its
     scaled operands and of the ops of its products and applies."""
     from ..algebra.columns import merge
-    cols = []
+    cols, square = [], []
     for n in walk(root):
+        if isinstance(n, Mapped) and n.param:
+            square.append(ColVector(n.param, default=n.default, square=True))
         if isinstance(n, ColScaled):
             cols.extend(n.scale.columns)
         elif isinstance(n, (MxM, MxV)):
             cols.extend(n.semiring.mul.columns)
         elif isinstance(n, Apply):
             cols.extend(n.op.columns)
-    return tuple(ColVector(c.name, c.positive, c.default, relative=c.relative)
-                 for c in merge(cols).values())
+    out = tuple(ColVector(c.name, c.positive, c.default, relative=c.relative)
+                for c in merge(cols).values())
+    names = {c.name for c in out}
+    for v in square:
+        if v.name not in names:
+            names.add(v.name)
+            out += (v,)
+    return out
 
 
 def base_operand(node: Node) -> Node | None:
@@ -433,6 +459,7 @@ _TEXT = {
     ColScaled: lambda n: (f"scale({n.name if n.pre is None else f'apply({n.pre.name}, {n.name})'}"
                           f", {_scale_text(n.scale)})"),
     ColVector: lambda n: f"{n.name}[col]",
+    Mapped: lambda n: f"{n.transform}({n.name}{', ' + n.param if n.param else ''})",
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",
     Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",

@@ -50,6 +50,11 @@ NOT_WEIGHTED = {
 }
 
 
+# Defaults of a k × k matrix parameter (whiten's VI): the inverse covariance of the rows of
+# both operands (SciPy's mahalanobis default in cdist / pdist)
+MATRIX_STATISTICS = ("invcov",)
+
+
 def is_vector(v) -> bool:
     """Whether a parameter value is a vector (a column operand), not a number."""
     if isinstance(v, ir.ColVector):
@@ -106,7 +111,7 @@ def column_default(tree, operands) -> str | None:
         return None
     name = str(tree.children[0])
     from ..algebra.columns import STATISTICS
-    if name not in STATISTICS:
+    if name not in STATISTICS + MATRIX_STATISTICS:
         return None
     args = tree.children[1]
     names = [str(a.children[0]) for a in getattr(args, "children", ())
@@ -216,7 +221,7 @@ def defaults_json(params: dict) -> dict:
     """A metric's parameter defaults as JSON (the library's stored index): a column
     operand's default as {"column": name, "positive": bool, "default": statistic}."""
     return {k: {"column": v.name, "positive": v.positive, "default": v.default,
-                "relative": v.relative}
+                "relative": v.relative, "square": v.square}
             if isinstance(v, ir.ColVector) else v for k, v in params.items()}
 
 
@@ -226,15 +231,17 @@ def defaults_from_json(params: dict) -> dict:
     out = {}
     for k, v in params.items():
         if isinstance(v, dict):
-            if set(v) - {"relative"} != {"column", "positive", "default"} or v["default"] \
-                    not in (None, *STATISTICS) or not isinstance(v["positive"], bool) or \
-                    not isinstance(v.get("relative", False), bool):
+            if set(v) - {"relative", "square"} != {"column", "positive", "default"} or \
+                    v["default"] not in (None, *STATISTICS, *MATRIX_STATISTICS) or \
+                    not isinstance(v["positive"], bool) or \
+                    not isinstance(v.get("relative", False), bool) or \
+                    not isinstance(v.get("square", False), bool):
                 raise ValueError("a malformed column operand in the stored library index")
             try:
                 check_name(v["column"])
             except Exception:  # noqa: BLE001 - a bad record
                 raise ValueError("a malformed column operand name") from None
             v = ir.ColVector(v["column"], v["positive"], v["default"],
-                             relative=v.get("relative", False))
+                             relative=v.get("relative", False), square=v.get("square", False))
         out[k] = v
     return out

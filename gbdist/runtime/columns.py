@@ -192,6 +192,9 @@ def bind_columns(needed: dict, inputs: dict, base: dict, labels: dict) -> dict:
                              f"{labels.get(n, n)}: {v.shape[1]}" for n, v in sorted(base.items())))
     out = {}
     for name, node in sorted(vecs.items()):
+        if node.square:
+            out[name] = _square_param(name, node, inputs, base, k)
+            continue
         col = node.column
         if name in inputs and inputs[name] is not None:
             out[name] = column_vector(inputs[name], col, k)
@@ -221,3 +224,150 @@ def samples(plan, inputs: dict) -> dict:
         if isinstance(s, ir.ColVector) and s.name not in inputs and not s.default and k:
             out[s.name] = np.random.default_rng(26).uniform(0.5, 2.0, k)
     return out
+
+
+# ---------------------------------------------------------------------------
+# row transforms (ir.Mapped): mahalanobis' whitening, haversine's sphere
+# ---------------------------------------------------------------------------
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _stacked(mats: list) -> np.ndarray:
+    """The rows of the (host or device) CSR matrices, stacked dense on the host, float64."""
+    return np.vstack([_host(m.toarray()) for m in mats]).astype(np.float64)
+
+
+def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarray:
+    """A k × k matrix parameter (whiten's VI) as float64: as given, checked, or its default
+    (``invcov``: SciPy's, the inverse of the covariance of the stacked rows, transposed)."""
+    x = inputs.get(name)
+    if x is not None:
+        arr = _host(x) if hasattr(x, "shape") else x
+        try:
+            arr = np.asarray(arr, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"the matrix parameter {name!r} is not a matrix of numbers",
+                             expected=f"a {k} x {k} array", got=str(e).splitlines()[0]) from None
+        if arr.shape != (k, k):
+            raise InputError(f"the matrix parameter {name!r} must be k x k (k = {k}, the "
+                             "number of columns)", expected=f"shape ({k}, {k})",
+                             got=f"shape {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise InputError(f"the matrix parameter {name!r} must be finite")
+        return arr
+    if node.default != "invcov":
+        raise InputError(f"the metric needs the matrix parameter {name!r}",
+                         expected=f"{name}= a {k} x {k} array")
+    mats, seen = [], set()
+    for v in base.values():
+        if id(v) not in seen:
+            seen.add(id(v))
+            mats.append(v)
+    S = _stacked(mats)
+    if S.shape[0] < 2:
+        raise InputError(f"the default {name} (the inverse covariance of the rows) needs at "
+                         "least 2 rows", got=f"{S.shape[0]} row(s)", hint=f"pass {name}=")
+    cov = np.atleast_2d(np.cov(S.T))
+    try:
+        sd = np.sqrt(np.diag(cov))  # the rank of the correlation: units do not count
+        if not (sd > 0).all() or np.linalg.matrix_rank(cov / np.outer(sd, sd)) < k:
+            raise np.linalg.LinAlgError  # SciPy's inv returns rounding noise here, or raises
+        return np.linalg.inv(cov).T
+    except np.linalg.LinAlgError:
+        raise InputError(f"the default {name}, the inverse of the covariance of the rows, does "
+                         "not exist: the covariance is singular",
+                         got=f"{S.shape[0]} rows of {k} columns",
+                         hint=f"pass {name}= (e.g. a pseudo-inverse), or use more rows than "
+                              "columns with no column a combination of the others") from None
+
+
+def whitening(VI: np.ndarray, name: str = "VI") -> np.ndarray:
+    """L with (VI + VIᵀ)/2 = L·Lᵀ (eigendecomposition), so that (u − v)ᵀ·VI·(u − v) =
+    ‖(u − v)·L‖²; VI must be positive semidefinite (else the quadratic form is negative for
+    some pairs, and the distance its square root NaN)."""
+    sym = (VI + VI.T) / 2
+    lam, Q = np.linalg.eigh(sym)
+    scale = max(float(np.max(np.abs(lam))), np.finfo(np.float64).tiny)
+    if lam.min() < -1e-10 * scale:
+        raise InputError(f"{name} must be positive semidefinite: (u − v)ᵀ·{name}·(u − v) is "
+                         "negative for some u − v, and its square root is not a distance",
+                         got=f"smallest eigenvalue {lam.min():.3g} (largest {lam.max():.3g})",
+                         hint="SciPy returns NaN for such pairs; pass the inverse of a "
+                              "covariance matrix")
+    return Q * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def _csr_like(m, dense):
+    if hasattr(dense, "get") and not isinstance(dense, np.ndarray):
+        import cupyx.scipy.sparse as cps
+        return cps.csr_matrix(dense)
+    import scipy.sparse as sps
+    return sps.csr_matrix(dense)
+
+
+def _whiten(m, param, centre):
+    """(a − μ)·L for every row a of the CSR ``m`` (host or device), dense, in m's dtype."""
+    xp = _xp(m)
+    L = xp.asarray(whitening(param)) if xp is not np else whitening(param)
+    mu = xp.asarray(centre) if xp is not np else centre
+    dense = m.toarray().astype(np.float64) - mu[None, :]
+    return _csr_like(m, (dense @ L).astype(m.dtype, copy=False))
+
+
+def _sphere(m, param, centre):
+    """Rows (latitude, longitude) in radians → (cos φ cos λ, cos φ sin λ, sin φ)."""
+    if m.shape[1] != 2:
+        raise InputError("haversine reads rows of two columns, (latitude, longitude) in radians",
+                         got=f"{m.shape[1]} columns", expected="2 columns")
+    xp = _xp(m)
+    d = m.toarray().astype(np.float64)
+    lat, lon = d[:, 0], d[:, 1]
+    out = xp.stack([xp.cos(lat) * xp.cos(lon), xp.cos(lat) * xp.sin(lon), xp.sin(lat)], axis=1)
+    return _csr_like(m, out.astype(m.dtype, copy=False))
+
+
+TRANSFORMS = {"whiten": _whiten, "sphere": _sphere}
+"""The row transforms an :class:`gbdist.compiler.ir.Mapped` operand names."""
+WIDTHS = {"sphere": 2}
+"""The number of columns a transform reads, where it reads a fixed number."""
+
+
+def required_width(plan, default: int) -> int:
+    """The number of columns the plan's operands must have (a row transform that reads a
+    fixed number, haversine's sphere: 2), else ``default``: what the numeric checks of a
+    plan (:mod:`gbdist.runtime.invariance`) draw their random rows with."""
+    from ..compiler import ir
+    for n in ir.walk(plan.expr):
+        if isinstance(n, ir.Mapped) and n.transform in WIDTHS:
+            return WIDTHS[n.transform]
+    return default
+
+
+def common_centre(raw_mats: list) -> np.ndarray:
+    """μ: the column means of the operands' stacked rows (float64, host), a translation
+    common to both operands (whiten maps a row a to (a − μ)·L: differences are kept while
+    offsets stop costing digits)."""
+    n = sum(int(r.shape[0]) for r in raw_mats)
+    total = sum(_host(r.sum(axis=0)).ravel().astype(np.float64) for r in raw_mats)
+    return total / max(n, 1)
+
+
+def map_rows(node, m, vectors: dict, centre):
+    """The rows of ``m`` mapped by ``node.transform``, with its parameter from ``vectors``
+    and the common translation ``centre`` (whiten)."""
+    param = vectors.get(node.param) if node.param else None
+    return TRANSFORMS[node.transform](m, param, centre)
+
+
+def mapped_digest(node, vectors: dict, centre) -> str:
+    """What a mapped operand's prepared form is keyed on: the transform, its parameter and
+    the common translation (which depends on the other operand too)."""
+    h = hashlib.sha256(node.transform.encode("utf-8"))
+    if node.param:
+        h.update(np.ascontiguousarray(vectors[node.param]).tobytes())
+    if centre is not None:
+        h.update(np.ascontiguousarray(centre).tobytes())
+    return h.hexdigest()[:32]
