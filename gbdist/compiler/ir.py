@@ -185,6 +185,7 @@ class ColVector(Node):
     span: Span | None = field(default=None, repr=False)
     relative: bool = False  # relative weights: bound divided by their mean (Σ w = k)
     square: bool = False  # a k × k matrix over the columns (mahalanobis' VI), read by Mapped
+    signed: bool = False  # a vector of any sign (whiten's centre μ), read by Mapped
 
     def __str__(self):
         return f"{self.name}[col]"
@@ -223,13 +224,16 @@ class Mapped(Matrix):
     ``transform`` names one of the runtime's row transforms
     (:data:`gbdist.runtime.columns.TRANSFORMS`): ``"whiten"`` maps a row a to (a − μ)·L,
     with ``param`` the k × k matrix VI = L·Lᵀ (a :class:`ColVector` with ``square``; its
-    ``default`` "invcov": the inverse covariance of the rows of both operands) and μ a
-    translation common to both operands (the stacked rows' column means), so the Euclidean
+    ``default`` "invcov": the inverse covariance of the rows of both operands) and
+    ``centre`` μ a translation common to both operands (a :class:`ColVector` with
+    ``signed``; default "mean": the stacked rows' column means), so the Euclidean
     distance of mapped rows is the Mahalanobis distance; ``"sphere"`` maps (latitude,
     longitude) in radians to the unit vector of that point (haversine's chord)."""
     transform: str = ""
     param: str = ""
     default: str | None = None
+    centre: str = ""  # the name of μ, a vector of any sign (default "mean"), or ""
+    centre_default: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -403,6 +407,8 @@ def column_operands(root: Node) -> tuple:
     for n in walk(root):
         if isinstance(n, Mapped) and n.param:
             square.append(ColVector(n.param, default=n.default, square=True))
+        if isinstance(n, Mapped) and n.centre:
+            square.append(ColVector(n.centre, default=n.centre_default, signed=True))
         if isinstance(n, ColScaled):
             cols.extend(n.scale.columns)
         elif isinstance(n, (MxM, MxV)):
@@ -459,7 +465,7 @@ _TEXT = {
     ColScaled: lambda n: (f"scale({n.name if n.pre is None else f'apply({n.pre.name}, {n.name})'}"
                           f", {_scale_text(n.scale)})"),
     ColVector: lambda n: f"{n.name}[col]",
-    Mapped: lambda n: f"{n.transform}({n.name}{', ' + n.param if n.param else ''})",
+    Mapped: lambda n: f"{n.transform}({', '.join(x for x in (n.name, n.param, n.centre) if x)})",
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",
     Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",

@@ -52,7 +52,7 @@ NOT_WEIGHTED = {
 
 # Defaults of a k × k matrix parameter (whiten's VI): the inverse covariance of the rows of
 # both operands (SciPy's mahalanobis default in cdist / pdist)
-MATRIX_STATISTICS = ("invcov",)
+MATRIX_STATISTICS = ("invcov", "mean")  # mean: the column means, a vector of any sign
 
 
 def is_vector(v) -> bool:
@@ -221,7 +221,7 @@ def defaults_json(params: dict) -> dict:
     """A metric's parameter defaults as JSON (the library's stored index): a column
     operand's default as {"column": name, "positive": bool, "default": statistic}."""
     return {k: {"column": v.name, "positive": v.positive, "default": v.default,
-                "relative": v.relative, "square": v.square}
+                "relative": v.relative, "square": v.square, "signed": v.signed}
             if isinstance(v, ir.ColVector) else v for k, v in params.items()}
 
 
@@ -231,17 +231,19 @@ def defaults_from_json(params: dict) -> dict:
     out = {}
     for k, v in params.items():
         if isinstance(v, dict):
-            if set(v) - {"relative", "square"} != {"column", "positive", "default"} or \
+            if set(v) - {"relative", "square", "signed"} != {"column", "positive", "default"} or \
                     v["default"] not in (None, *STATISTICS, *MATRIX_STATISTICS) or \
                     not isinstance(v["positive"], bool) or \
                     not isinstance(v.get("relative", False), bool) or \
-                    not isinstance(v.get("square", False), bool):
+                    not isinstance(v.get("square", False), bool) or \
+                    not isinstance(v.get("signed", False), bool):
                 raise ValueError("a malformed column operand in the stored library index")
             try:
                 check_name(v["column"])
             except Exception:  # noqa: BLE001 - a bad record
                 raise ValueError("a malformed column operand name") from None
             v = ir.ColVector(v["column"], v["positive"], v["default"],
-                             relative=v.get("relative", False), square=v.get("square", False))
+                             relative=v.get("relative", False), square=v.get("square", False),
+                             signed=v.get("signed", False))
         out[k] = v
     return out

@@ -297,17 +297,21 @@ class ExprBuilder(Builder):
                             span=self.src.span(tree))
 
     def _fn_whiten(self, tree, pos, kw, env):
-        """whiten(A, VI): A's rows a mapped to (a − μ)·L, VI = L·Lᵀ a k × k parameter, when
-        the operand is bound (ir.Mapped); euclidean over them is the Mahalanobis distance."""
-        self._args("whiten", tree, pos, kw, 2)
+        """whiten(A, VI, mu): A's rows a mapped to (a − μ)·L, VI = L·Lᵀ a k × k parameter
+        and μ a vector parameter, when the operand is bound (ir.Mapped); euclidean over
+        them is the Mahalanobis distance."""
+        self._args("whiten", tree, pos, kw, 3)
         m = self._plain(pos[0], env, "whiten")
-        vi = self.visit(pos[1], env)
-        if not isinstance(vi, ir.ColVector):
-            raise TypeCheckError("whiten() needs a matrix parameter of the metric (VI, k × k)",
-                                 got=describe(vi), span=self.src.span(pos[1]),
-                                 hint="metric m(A, B; VI = invcov(A, B)) = "
-                                      "euclidean(whiten(A, VI), whiten(B, VI))")
-        return ir.Mapped(m.name, self.src.span(tree), "whiten", vi.name, vi.default)
+        vi, mu = self.visit(pos[1], env), self.visit(pos[2], env)
+        for v, t, what in ((vi, pos[1], "a matrix parameter (VI, k × k)"),
+                           (mu, pos[2], "a vector parameter (mu, the common centre)")):
+            if not isinstance(v, ir.ColVector):
+                raise TypeCheckError(f"whiten() needs {what} of the metric", got=describe(v),
+                                     span=self.src.span(t),
+                                     hint="metric m(A, B; VI = invcov(A, B), mu = mean(A, B)) "
+                                          "= euclidean(whiten(A, VI, mu), whiten(B, VI, mu))")
+        return ir.Mapped(m.name, self.src.span(tree), "whiten", vi.name, vi.default, mu.name,
+                         mu.default)
 
     def _fn_sphere(self, tree, pos, kw, env):
         """sphere(A): rows (latitude, longitude) in radians mapped to the unit vectors of

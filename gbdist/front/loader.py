@@ -249,8 +249,8 @@ class Loader:
             value = None
             stat = colparams.column_default(default, operands) if default is not None else None
             if stat is not None:
-                value = ir.ColVector(str(pname), default=stat,
-                                     square=stat in colparams.MATRIX_STATISTICS)
+                value = ir.ColVector(str(pname), default=stat, square=stat == "invcov",
+                                     signed=stat == "mean")
             elif default is not None:
                 value = ExprBuilder(self.src, scope).build(default)
                 if not isinstance(value, float):

@@ -94,7 +94,7 @@ EXPR_FUNCTIONS = {
     "min": ("min(a, b)", "elementwise minimum (broadcasting)"),
     "max": ("max(a, b)", "elementwise maximum (broadcasting)"),
     "where": ("where(cond, a, b)", "a where cond is nonzero, else b"),
-    "whiten": ("whiten(A, VI)", "A's rows mapped to (a − μ)·L, VI = L·Lᵀ (k × k), when bound"),
+    "whiten": ("whiten(A, VI, mu)", "A's rows mapped to (a − mu)·L, VI = L·Lᵀ (k × k), when bound"),
     "sphere": ("sphere(A)", "rows (latitude, longitude) in radians mapped to unit 3-vectors"),
 }
 CONSTANTS = ("inf", "None")

@@ -244,14 +244,11 @@ def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: di
     scaled = {n: s for n, s in needed.items() if isinstance(s, ir.ColScaled)}
     vectors = columns.bind_columns(needed, inputs, {n: raw[n] for n in base}, labels)
     mapped = {n: s for n, s in needed.items() if isinstance(s, ir.Mapped)}
-    if mapped:  # row transforms (ir.Mapped): whiten, sphere; μ from both operands' rows
-        raw_mats = list({id(raw[n]): raw[n] for n in base}.values())
+    if mapped:  # row transforms (ir.Mapped): whiten, sphere
         for name, node in mapped.items():
             m = base[name]
-            centre = columns.common_centre(raw_mats) if node.transform == "whiten" else None
-            base[name] = derive(name, ("mapped", columns.mapped_digest(node, vectors, centre)),
-                                lambda m=m, node=node, c=centre: columns.map_rows(
-                                    node, m, vectors, c))
+            base[name] = derive(name, ("mapped", columns.mapped_digest(node, vectors)),
+                                lambda m=m, node=node: columns.map_rows(node, m, vectors))
     for name, node in scaled.items():
         s = columns.scale_vector(node.scale, vectors)
         m = base[name]

@@ -195,6 +195,9 @@ def bind_columns(needed: dict, inputs: dict, base: dict, labels: dict) -> dict:
         if node.square:
             out[name] = _square_param(name, node, inputs, base, k)
             continue
+        if node.signed:
+            out[name] = _signed_param(name, node, inputs, base, k)
+            continue
         col = node.column
         if name in inputs and inputs[name] is not None:
             out[name] = column_vector(inputs[name], col, k)
@@ -240,6 +243,32 @@ def _stacked(mats: list) -> np.ndarray:
     return np.vstack([_host(m.toarray()) for m in mats]).astype(np.float64)
 
 
+def _distinct(base: dict) -> list:
+    mats, seen = [], set()
+    for v in base.values():
+        if id(v) not in seen:
+            seen.add(id(v))
+            mats.append(v)
+    return mats
+
+
+def _signed_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarray:
+    """A vector of any sign over the columns (whiten's centre): as given, checked, or its
+    default ("mean": the column means of the stacked rows)."""
+    x = inputs.get(name)
+    if x is None:
+        return common_centre(_distinct(base))
+    try:
+        arr = np.asarray(_host(x) if hasattr(x, "shape") else x, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as e:
+        raise InputError(f"the parameter {name!r} is not a vector of numbers",
+                         got=str(e).splitlines()[0]) from None
+    if arr.shape != (k,) or not np.isfinite(arr).all():
+        raise InputError(f"the parameter {name!r} must be {k} finite numbers, one per column",
+                         got=f"shape {np.shape(x)}")
+    return arr
+
+
 def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarray:
     """A k × k matrix parameter (whiten's VI) as float64: as given, checked, or its default
     (``invcov``: SciPy's, the inverse of the covariance of the stacked rows, transposed)."""
@@ -261,12 +290,7 @@ def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarr
     if node.default != "invcov":
         raise InputError(f"the metric needs the matrix parameter {name!r}",
                          expected=f"{name}= a {k} x {k} array")
-    mats, seen = [], set()
-    for v in base.values():
-        if id(v) not in seen:
-            seen.add(id(v))
-            mats.append(v)
-    S = _stacked(mats)
+    S = _stacked(_distinct(base))
     if S.shape[0] < 2:
         raise InputError(f"the default {name} (the inverse covariance of the rows) needs at "
                          "least 2 rows", got=f"{S.shape[0]} row(s)", hint=f"pass {name}=")
@@ -355,19 +379,19 @@ def common_centre(raw_mats: list) -> np.ndarray:
     return total / max(n, 1)
 
 
-def map_rows(node, m, vectors: dict, centre):
-    """The rows of ``m`` mapped by ``node.transform``, with its parameter from ``vectors``
-    and the common translation ``centre`` (whiten)."""
+def map_rows(node, m, vectors: dict):
+    """The rows of ``m`` mapped by ``node.transform``, with its parameters from
+    ``vectors`` (whiten: VI and the common translation μ)."""
     param = vectors.get(node.param) if node.param else None
+    centre = vectors.get(node.centre) if node.centre else None
     return TRANSFORMS[node.transform](m, param, centre)
 
 
-def mapped_digest(node, vectors: dict, centre) -> str:
-    """What a mapped operand's prepared form is keyed on: the transform, its parameter and
-    the common translation (which depends on the other operand too)."""
+def mapped_digest(node, vectors: dict) -> str:
+    """What a mapped operand's prepared form is keyed on: the transform and its
+    parameters (μ depends on the other operand too)."""
     h = hashlib.sha256(node.transform.encode("utf-8"))
-    if node.param:
-        h.update(np.ascontiguousarray(vectors[node.param]).tobytes())
-    if centre is not None:
-        h.update(np.ascontiguousarray(centre).tobytes())
+    for p in (node.param, node.centre):
+        if p:
+            h.update(p.encode("utf-8") + np.ascontiguousarray(vectors[p]).tobytes())
     return h.hexdigest()[:32]

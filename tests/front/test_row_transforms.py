@@ -73,15 +73,19 @@ def test_mahalanobis_bad_vi_is_refused():
 def test_a_mapped_operand_is_one_binding():
     """whiten reads the operand as given; it cannot also be read plain in one expression."""
     with pytest.raises(TypeCheckError, match="as given"):
-        gb.define("metric bad_whiten(A, B; VI = invcov(A, B)) = "
-                  "euclidean(whiten(apply(abs, A), VI), whiten(B, VI))")
-    defs = gb.define("metric my_mahal_sq(A, B; VI = invcov(A, B)) = "
-                     "sqeuclidean(whiten(A, VI), whiten(B, VI))")
+        gb.define("metric bad_whiten(A, B; VI = invcov(A, B), mu = mean(A, B)) = "
+                  "euclidean(whiten(apply(abs, A), VI, mu), whiten(B, VI, mu))")
+    defs = gb.define("metric my_mahal_sq(A, B; VI = invcov(A, B), mu = mean(A, B)) = "
+                     "sqeuclidean(whiten(A, VI, mu), whiten(B, VI, mu))")
     expr = defs.metrics["my_mahal_sq"].expression()
     assert any(isinstance(n, ir.Mapped) for n in ir.walk(expr))
     X, Y = _mixed_rows(3)
     D = gb.pairwise_distances(X, Y, metric="my_mahal_sq", dtype=np.float64)
     np.testing.assert_allclose(D, cdist(X, Y, "mahalanobis") ** 2, rtol=1e-8)
+    # any common centre gives the same distances (it only keeps offset data's digits)
+    D = gb.pairwise_distances(X, Y, metric="mahalanobis", mu=np.full(X.shape[1], -3.0),
+                              dtype=np.float64)
+    np.testing.assert_allclose(D, cdist(X, Y, "mahalanobis"), rtol=1e-8)
 
 
 def _latlon(seed, m):
