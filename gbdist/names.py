@@ -265,7 +265,7 @@ NOT_HERE: dict = {
     "nan_euclidean": ((), "NaN marks a missing value there: the metric needs each operand "
                           "read twice (its values with NaN as 0, and its NaN mask) in different "
                           "products, and an operand is bound once (docs/metrics.md, 'Not "
-                          "defined: nan_euclidean'); use "
+                          "defined'); use "
                           "sklearn.metrics.pairwise.nan_euclidean_distances"),
 }
 _NOT_HERE_ALIASES = {a: n for n, (aka, _) in NOT_HERE.items() for a in aka}
