@@ -295,17 +295,13 @@ def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarr
         raise InputError(f"the default {name} (the inverse covariance of the rows) needs at "
                          "least 2 rows", got=f"{S.shape[0]} row(s)", hint=f"pass {name}=")
     cov = np.atleast_2d(np.cov(S.T))
-    try:
-        sd = np.sqrt(np.diag(cov))  # the rank of the correlation: units do not count
-        if not (sd > 0).all() or np.linalg.matrix_rank(cov / np.outer(sd, sd)) < k:
-            raise np.linalg.LinAlgError  # SciPy's inv returns rounding noise here, or raises
-        return np.linalg.inv(cov).T
-    except np.linalg.LinAlgError:
-        raise InputError(f"the default {name}, the inverse of the covariance of the rows, does "
-                         "not exist: the covariance is singular",
-                         got=f"{S.shape[0]} rows of {k} columns",
-                         hint=f"pass {name}= (e.g. a pseudo-inverse), or use more rows than "
-                              "columns with no column a combination of the others") from None
+    sd = np.sqrt(np.diag(cov))  # the rank of the correlation: the columns' units do not count
+    if (sd > 0).all() and np.linalg.matrix_rank(cov / np.outer(sd, sd)) == k:
+        return np.linalg.inv(cov).T  # SciPy's default
+    # singular (fewer rows than columns, a constant column, a column a combination of
+    # others): SciPy's inv raises or returns rounding noise; the pseudo-inverse is the
+    # inverse on the directions the rows span, and gives 0 along the others
+    return np.linalg.pinv(cov, hermitian=True)
 
 
 def whitening(VI: np.ndarray, name: str = "VI") -> np.ndarray:
