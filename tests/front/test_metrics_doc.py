@@ -21,18 +21,24 @@ def _first_cell(row: str) -> str:
     return row.split(" | ")[0]
 
 
+def _library_metrics() -> list[str]:
+    """Every metric the library (metrics.gbd) registers (other tests' own metrics aside)."""
+    return [n for n in gb.metric_names() if names.get_metric(n).source.endswith("metrics.gbd")]
+
+
 def test_every_registered_metric_has_a_row_of_its_own():
-    gb.metric_names()  # the library is loaded
     firsts = [_first_cell(r) for r in _rows()]
-    for name in gb.metric_names():
+    for name in _library_metrics():
         found = [f for f in firsts if re.match(rf"\| `{re.escape(name)}`( |$)", f)]
         assert found, f"{name} has no row in docs/metrics.md"
 
 
 def test_every_alias_is_listed_with_its_metric():
-    gb.metric_names()
+    library = set(_library_metrics())
     rows = _rows()
     for alias, target in names._STATE.aliases.items():
+        if target not in library:
+            continue
         row = [r for r in rows if re.match(rf"\| `{re.escape(target)}`", r)]
         assert row and f"`{alias}`" in row[0], f"alias {alias} of {target}"
     for abbrev in names.SCIPY_ABBREVIATIONS:
