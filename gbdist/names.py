@@ -259,18 +259,14 @@ def find_metric(name, abbreviations: bool = True) -> Metric | None:
 # -> (the peers' other spellings, what to use instead). A name defined later (a user's,
 # or a library metric of that name) is found first and this table is not read.
 NOT_HERE: dict = {
-    "mahalanobis": (("mahal", "mah"),
-                    "it needs the inverse covariance VI= (a k x k matrix, not a per-column "
-                    "vector); until then, transform the rows (X @ L with L the Cholesky factor of VI) and use "
-                    "'euclidean'"),
     "wminkowski": ((), "SciPy removed it in 1.8: use 'minkowski' with w= (gbdist's "
                        "weighted_minkowski, SciPy's minkowski(u, v, p, w))"),
-    "haversine": ((), "it reads two columns (latitude, longitude) of a row as a pair, which "
-                      "gbdist's ops cannot yet; use scikit-learn's haversine_distances"),
     "kulsinski": ((), "SciPy removed it in 1.11: use 'yule' or 'kulczynski1'"),
-    "nan_euclidean": ((), "NaN marks a missing value there, and gbdist's ops are real-valued "
-                          "formulas that cannot test for NaN yet (docs/metrics.md, 'Not yet "
-                          "defined'); use sklearn.metrics.pairwise.nan_euclidean_distances"),
+    "nan_euclidean": ((), "NaN marks a missing value there: the metric needs each operand "
+                          "read twice (its values with NaN as 0, and its NaN mask) in different "
+                          "products, and an operand is bound once (docs/metrics.md, 'Not "
+                          "defined'); use "
+                          "sklearn.metrics.pairwise.nan_euclidean_distances"),
 }
 _NOT_HERE_ALIASES = {a: n for n, (aka, _) in NOT_HERE.items() for a in aka}
 

@@ -20,7 +20,11 @@ BOUND = 1e-6  # |got − ref| <= BOUND · row scale
 UNWEIGHTED = {"weighted_minkowski": "euclidean", "weighted_euclidean": "euclidean",
               "weighted_sqeuclidean": "sqeuclidean", "weighted_cityblock": "manhattan",
               "weighted_chebyshev": "chebyshev", "weighted_braycurtis": "braycurtis",
-              "weighted_cosine": "cosine"}
+              "weighted_cosine": "cosine", "weighted_dice": "dice",
+              "weighted_jaccard": "jaccard", "weighted_russellrao": "russellrao",
+              "weighted_matching": "matching", "weighted_yule": "yule",
+              "weighted_rogerstanimoto": "rogerstanimoto",
+              "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower"}
 
 
 def _column_defaults(X, Y):
@@ -40,6 +44,10 @@ def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return cdist(X, Y, "seuclidean", V=_column_defaults(X, Y)[0])
     if metric == "gower":
         return (np.abs(X[:, None, :] - Y[None, :, :]) / _column_defaults(X, Y)[1]).mean(-1)
+    if metric in ("mahalanobis", "haversine"):
+        from metric_cases import METRICS
+        S = X if X.shape == Y.shape and np.array_equal(X, Y) else None
+        return METRICS[metric][2](X, X if S is not None else Y)
     if metric in SCIPY_NAME:
         return cdist(X, Y, SCIPY_NAME[metric])
     if metric in PATTERN:
@@ -93,6 +101,10 @@ def row_scale(metric: str, X: np.ndarray, Y: np.ndarray, ref: np.ndarray) -> np.
 
     if metric in ("euclidean", "minkowski"):
         return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1))
+    if metric == "mahalanobis":  # the norms of the whitened rows (gbdist maps (a − μ)·L)
+        S = X if X.shape == Y.shape and np.array_equal(X, Y) else np.vstack([X, Y])
+        ref_self = reference("mahalanobis", S, S)
+        return np.maximum(np.max(ref_self), 1e-300) * np.ones_like(ref)
     if metric == "sqeuclidean":
         return pair((X ** 2).sum(1), (Y ** 2).sum(1), np.add)
     if metric == "manhattan":

@@ -21,8 +21,11 @@ def random_dense(rng: np.random.Generator, m: int, k: int, kind: str = "real",
 
     kind: ``real`` (negatives; half small integers so that ties and equal values
     occur), ``nonneg``, ``binary`` (0/1), ``prob`` (nonnegative rows summing to 1,
-    no empty rows).
+    no empty rows), ``latlon`` (rows (latitude, longitude) in radians: 2 columns, whatever
+    k; haversine's).
     """
+    if kind == "latlon":
+        return np.c_[rng.uniform(-1.5, 1.5, m), rng.uniform(-np.pi, np.pi, m)]
     mask = rng.random((m, k)) < density
     ints = rng.integers(-3, 4, (m, k)).astype(np.float64)
     ints[ints == 0] = 1.0

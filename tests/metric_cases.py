@@ -49,6 +49,33 @@ def _gower(a, b):
     r = S.max(0) - S.min(0)
     return (np.abs(a[:, None, :] - b[None, :, :]) / np.where(r > 0, r, 1.0)).mean(-1)
 
+def _mahalanobis(a, b):
+    """SciPy's mahalanobis with its default VI over the stacked rows (gbdist's rule where
+    the covariance is singular: its pseudo-inverse)."""
+    S = _stacked(a, b)
+    cov = np.atleast_2d(np.cov(S.T))
+    sd = np.sqrt(np.diag(cov))
+    full = (sd > 0).all() and np.linalg.matrix_rank(cov / np.outer(sd, sd)) == cov.shape[0]
+    VI = np.linalg.inv(cov).T if full else np.linalg.pinv(cov, hermitian=True)
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.maximum(cdist(a, b, "mahalanobis", VI=VI) ** 2, 0))
+
+
+def _haversine(a, b):
+    from sklearn.metrics.pairwise import haversine_distances
+    return haversine_distances(a[:, :2], b[:, :2])
+
+
+# metrics that read a fixed number of columns: generic tests give them the first ones
+COLUMNS = {"haversine": 2}
+
+
+def fit_columns(metric, *arrays):
+    """The arrays cut to the columns ``metric`` reads (haversine: 2), else as they are."""
+    n = COLUMNS.get(metric)
+    return arrays if n is None else tuple(None if a is None else a[:, :n] for a in arrays)
+
+
 def _bool_counts(a, b):
     a, b = (a != 0)[:, None, :], (b != 0)[None, :, :]
     return [np.sum(u & v, axis=-1).astype(float) for u, v in
@@ -110,6 +137,16 @@ METRICS = {
     "weighted_cosine": ({}, "real", _cdist("cosine"), 1),
     "seuclidean": ({}, "real", _seuclidean, 2),
     "gower": ({}, "real", _gower, 1),
+    "gower_mixed": ({}, "real", _gower, 1),  # cat = 0: every column numeric
+    "weighted_dice": ({}, "binary", _cdist("dice"), 1),
+    "weighted_jaccard": ({}, "binary", _cdist("jaccard"), 1),
+    "weighted_russellrao": ({}, "binary", _cdist("russellrao"), 1),
+    "weighted_matching": ({}, "binary", _cdist("hamming"), 1),
+    "weighted_yule": ({}, "binary", _cdist("yule"), 1),
+    "weighted_rogerstanimoto": ({}, "binary", _cdist("rogerstanimoto"), 1),
+    "weighted_sokalsneath": ({}, "binary", _cdist("sokalsneath"), 1),
+    "mahalanobis": ({}, "real", _mahalanobis, 2),
+    "haversine": ({}, "latlon", _haversine, 1),
 
     "cosine_sklearn": ({}, "real", _cosine_sklearn, 1),
     "matching": ({}, "binary", _cdist("hamming"), 1),

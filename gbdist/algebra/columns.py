@@ -10,9 +10,14 @@ says what the runtime needs to know about the vector, so that it is part of ever
   weight, a reciprocal, an indicator; checked when it is bound);
 * ``colpos_V``: a positive vector (a metric that says ``requires V > 0``, e.g. a variance
   it divides by);
-* a ``__var`` or ``__range`` suffix: when the caller does not pass the vector, it is the
-  column variances (ddof = 1, SciPy's ``seuclidean`` default) or the column ranges
-  (max − min, the Gower distance's) of the two operands stacked.
+* ``colrel_w``: a vector of *relative* weights (a metric that says ``requires mean(w) == 1``:
+  SciPy's weighted averages Σ w·d / Σ w, unchanged when w is scaled): nonnegative, with a
+  positive sum, and bound divided by its mean, so that Σ w is the number of columns k
+  (``ncols(A)`` in the metric);
+* a ``__var``, ``__range`` or ``__gap`` suffix: when the caller does not pass the vector, it
+  is the column variances (ddof = 1, SciPy's ``seuclidean`` default), the column ranges
+  (max − min, the Gower distance's) or the column gaps (the smallest difference between two
+  distinct values of the column: Gower's categorical columns) of the two operands stacked.
 
 Imports sympy only when a symbol is made (:func:`symbol`).
 """
@@ -23,11 +28,11 @@ from dataclasses import dataclass
 
 from .lazy import sympy as sp
 
-STATISTICS = ("var", "range")
+STATISTICS = ("var", "range", "gap")
 """Defaults a column operand may have: computed from the data when it is not passed."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*")
-_SYMBOL = re.compile(r"(col|colpos)_([A-Za-z][A-Za-z0-9_]*?)(?:__(var|range))?")
+_SYMBOL = re.compile(r"(col|colpos|colrel)_([A-Za-z][A-Za-z0-9_]*?)(?:__(var|range|gap))?")
 MAX_NAME = 20  # a term's symbol names have at most 32 characters
 
 
@@ -38,10 +43,11 @@ class Column:
     name: str
     positive: bool = False
     default: str | None = None  # one of STATISTICS, or None (must be given)
+    relative: bool = False  # bound divided by its mean (Σ w = k); nonnegative, Σ w > 0
 
     @property
     def symbol_name(self) -> str:
-        head = "colpos" if self.positive else "col"
+        head = "colpos" if self.positive else "colrel" if self.relative else "col"
         return f"{head}_{self.name}" + (f"__{self.default}" if self.default else "")
 
     @property
@@ -50,7 +56,10 @@ class Column:
 
     def describe(self) -> str:
         what = "> 0" if self.positive else ">= 0"
-        extra = f", default: the column {'variances' if self.default == 'var' else 'ranges'}" \
+        if self.relative:
+            what += ", relative: bound divided by its mean, so that its sum is k"
+        what_stat = {"var": "variances", "range": "ranges", "gap": "gaps"}.get(self.default)
+        extra = f", default: the column {what_stat}" \
             f" of the data" if self.default else ""
         return f"{self.name}[col] (a vector over the columns, {what}{extra})"
 
@@ -66,14 +75,16 @@ def check_name(name: str) -> str:
     return name
 
 
-def symbol(name: str, positive: bool = False, default: str | None = None):
-    """The sympy symbol of the column operand ``name`` (nonnegative, or positive)."""
+def symbol(name: str, positive: bool = False, default: str | None = None,
+           relative: bool = False):
+    """The sympy symbol of the column operand ``name`` (nonnegative, or positive; relative
+    weights are nonnegative)."""
     check_name(name)
     if default is not None and default not in STATISTICS:
         from ..errors import DefinitionError
         raise DefinitionError("unknown default of a column operand", got=repr(default),
                               expected=", ".join(STATISTICS))
-    col = Column(name, positive, default)
+    col = Column(name, positive, default, bool(relative) and not positive)
     if positive:
         return sp.Symbol(col.symbol_name, positive=True)
     return sp.Symbol(col.symbol_name, nonnegative=True)
@@ -84,7 +95,7 @@ def parse(symbol_name: str) -> Column | None:
     m = _SYMBOL.fullmatch(symbol_name)
     if m is None or "__" in m.group(2):
         return None
-    return Column(m.group(2), m.group(1) == "colpos", m.group(3))
+    return Column(m.group(2), m.group(1) == "colpos", m.group(3), m.group(1) == "colrel")
 
 
 def is_column(s) -> bool:
@@ -109,7 +120,7 @@ def columns_of_term(term) -> tuple[Column, ...]:
     return tuple(c for c in out if c is not None)
 
 
-_IN_TEXT = re.compile(r"\bcol(?:pos)?_([A-Za-z][A-Za-z0-9_]*?)(?:__(?:var|range))?\b")
+_IN_TEXT = re.compile(r"\bcol(?:pos|rel)?_([A-Za-z][A-Za-z0-9_]*?)(?:__(?:var|range|gap))?\b")
 
 
 def show(text: str) -> str:

@@ -176,12 +176,13 @@ def _value(v):
     return v
 
 
-def column(name: str, positive: bool = False) -> Sym:
+def column(name: str, positive: bool = False, relative: bool = False) -> Sym:
     """The value of the column operand ``name`` at the entry's column, inside an op's
     formula (the text language's ``name[col]``): ``gb.op("wsq", lambda x, y:
     gb.column("w") * (x - y)**2)``. The vector is passed by name when the metric runs
     (``pairwise_distances(X, metric=expr, w=weights)``). Column operands are nonnegative
-    (``positive=True``: > 0, for a vector the op divides by); see
+    (``positive=True``: > 0, for a vector the op divides by; ``relative=True``: weights
+    bound divided by their mean, so that they sum to the number of columns); see
     :mod:`gbdist.algebra.columns`."""
     from .columns import symbol
-    return Sym(symbol(name, bool(positive)))
+    return Sym(symbol(name, bool(positive), relative=bool(relative)))

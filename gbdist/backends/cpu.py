@@ -354,7 +354,7 @@ class CPUBackend:
 POINTWISE_NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
     "pow": np.power, "neg": np.negative, "sqrt": np.sqrt, "abs": np.abs, "log": np.log,
-    "exp": np.exp, "maximum": np.maximum, "minimum": np.minimum,
+    "exp": np.exp, "asin": np.arcsin, "maximum": np.maximum, "minimum": np.minimum,
     "where": lambda c, a, b: np.where(np.asarray(c) != 0, a, b),
     "eq": lambda a, b: np.equal(a, b).astype(np.float64),
     "ne": lambda a, b: np.not_equal(a, b).astype(np.float64),

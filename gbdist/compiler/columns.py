@@ -59,7 +59,8 @@ class ColumnDecision:
         show = _show
         out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}",
                f"  f = {show(self.formula)};  f₁ = f at w = 1 = {show(self.core)}, "
-               f"homogeneous of degree {show(self.degree)}",
+               + (f"homogeneous of degree {show(self.degree)}" if self.degree is not None
+                  else "not homogeneous: s is the factor that scales the values inside f"),
                f"  column scaling s(w) = {show(self.scale)}: the product is f₁ over the "
                "operands with column c scaled by s(w_c) (bound once per call)"]
         if self.fills:
@@ -129,6 +130,13 @@ def _scaling(op, what: str):
                         why = "f / (f at w = 1) still reads the values x, y: w is not a weight"
     except Exception as e:  # noqa: BLE001 - sympy failed or ran out of time
         why = f"sympy could not decide it ({type(e).__name__})"
+    if why is not None and core != 0:
+        found = _inner_scaling(op, f, f_on, core, syms, variables, back)
+        if found is not None:
+            proof, scale = found
+            core_op = Op(f"{op.name}_core", written, op.arity, op.domain)
+            scale_op = Op(f"{op.name}_scale", scale, 1, "real")
+            return core_op, scale_op, None, proof, written, scale, X, Y
     if why is not None:
         raise AnalysisError(
             f"{what} reads the column operand(s) {', '.join(sorted(c.name for c in cols.columns_of(f)))} "
@@ -151,6 +159,44 @@ def _scaling(op, what: str):
     core_op = Op(f"{op.name}_core", written, op.arity, op.domain)
     scale_op = Op(f"{op.name}_scale", scale, 1, "real")
     return core_op, scale_op, degree, proof, written, scale, X, Y
+
+
+def _inner_scaling(op, f, f_on, core, syms, variables, back):
+    """(proof, s) when f scales its values inside a term that is not homogeneous: f =
+    f₁(s·x, s·y) with s read off a factor of column operands that multiplies the values
+    (min(|x − y|·s, 1), Gower's clipped terms), checked like every scaling; else None.
+    The candidates are only guesses: the proof decides."""
+    from ..algebra.proofs import budget
+    colset = set(syms)
+    ones = {c: sp.Integer(1) for c in syms}
+    seen = []
+    for node in sp.preorder_traversal(f_on):
+        if not isinstance(node, sp.Mul):
+            continue
+        factors = [a for a in node.args if a.free_symbols and a.free_symbols <= colset]
+        rest = [a for a in node.args if a.free_symbols - colset]
+        if not factors or not rest:
+            continue
+        c = sp.Mul(*factors)
+        try:
+            with budget():
+                c1 = sp.simplify(c.xreplace(ones))
+                if not c1.is_number or c1 == 0:
+                    continue
+                kappa = _tidy(c / c1)
+        except Exception:  # noqa: BLE001 - not a candidate
+            continue
+        if any(kappa == k for k in seen):
+            continue
+        seen.append(kappa)
+        scaled = core.xreplace({vd: kappa * vd for _, vd in variables})
+        args = "x, y" if op.arity == 2 else "x"
+        proof = _check(f"f₁(s(w)·x{', s(w)·y' if op.arity == 2 else ''}) = f({args}; w) for "
+                       "every w in its domain (s read off the factor that scales the values)",
+                       scaled.xreplace(back), f, op.domain)
+        if proof.holds:
+            return proof, kappa
+    return None
 
 
 def _written_core(f, syms):
@@ -285,14 +331,50 @@ def decisions(expr: ir.Node) -> tuple:
 
 
 def _scaled(node: ir.Node, scale_op, what: str) -> ir.Node:
-    base = node.arg if isinstance(node, ir.Transpose) else node
+    """``node`` (a matrix, its transpose, or column-free applies over one) with column c
+    scaled by s(w_c). Applies under the scaling (``apply(nonzero, A)``: the pattern, for
+    weighted counts) are done first, when the operand is bound (:class:`ir.ColScaled`'s
+    ``pre``): they must map 0 to 0, so the operand's unstored entries stay 0."""
+    flipped = isinstance(node, ir.Transpose)
+    base = node.arg if flipped else node
+    chain = []
+    while isinstance(base, ir.Apply) and not base.op.columns:
+        chain.append(base.op)
+        base = base.arg
+    if chain and isinstance(base, ir.Transpose):
+        flipped, base = not flipped, base.arg
     if type(base) is not ir.Matrix:
         raise AnalysisError(f"{what} reads column operands of an operand that is not a plain "
                             "matrix", got=ir.to_text(node),
                             hint="write the column operands into the op: mxm(A, B.T, "
-                                 "semiring(op_with_w, plus)), with no apply() under it")
-    out = ir.ColScaled(base.name, base.span, scale_op)
-    return ir.Transpose(out) if isinstance(node, ir.Transpose) else out
+                                 "semiring(op_with_w, plus)), over A, B or column-free "
+                                 "applies of them (apply(nonzero, A))")
+    pre = _composed(chain[::-1], what) if chain else None
+    out = ir.ColScaled(base.name, base.span, scale_op, pre)
+    return ir.Transpose(out) if flipped else out
+
+
+def _composed(chain: list, what: str):
+    """One unary op: the column-free ops of ``chain`` (innermost first) composed, checked
+    to map 0 to 0."""
+    from ..algebra.formulas import X
+    from ..algebra.ops import Op, RowScale
+    if any(isinstance(op, RowScale) for op in chain):
+        raise AnalysisError(f"{what} reads column operands of a row-normalised operand",
+                            got=", ".join(op.name for op in chain),
+                            hint="normalize is bound with the operand; weight its product "
+                                 "without a column operand")
+    f = X
+    for op in chain:
+        f = op.formula.xreplace({X: f})
+    at0 = sp.simplify(f.xreplace({X: 0}))
+    if at0 != 0:
+        raise AnalysisError(f"{what} reads column operands of apply({chain[-1].name}, ...), "
+                            "which does not map 0 to 0", got=f"{chain[-1].name}(0) = {at0}",
+                            hint="only applies that keep unstored entries at 0 (nonzero, abs, "
+                                 "square, ...) can be scaled by a column operand")
+    name = "_".join(op.name for op in chain)
+    return Op(name, f, 1, chain[0].domain)
 
 
 def _rewrite(node, made: list) -> ir.Node:

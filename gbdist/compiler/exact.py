@@ -107,7 +107,7 @@ def _pointwise() -> dict:
     return {
         "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
         "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "neg": lambda a: -a,
-        "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
+        "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp, "asin": sp.asin,
         "maximum": lambda a, b: sp.Max(a, b), "minimum": lambda a, b: sp.Min(a, b),
         "where": lambda c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
         "eq": lambda a, b: _bool01(sp.Eq(a, b)), "ne": lambda a, b: _bool01(sp.Ne(a, b)),

@@ -143,6 +143,7 @@ _FUNCS = {
     "mul": lambda a, b: sp.Mul(a, b), "div": lambda a, b: sp.Mul(a, sp.Pow(b, -1)),
     "pow": lambda a, b: sp.Pow(a, b), "neg": lambda a: sp.Mul(-1, a),
     "sqrt": lambda a: sp.Pow(a, sp.Rational(1, 2)), "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
+    "asin": sp.asin,
     "maximum": sp.Max, "minimum": sp.Min,
     "eq": sp.Eq, "ne": sp.Ne, "lt": sp.Lt, "le": sp.Le, "gt": sp.Gt, "ge": sp.Ge,
     "where": lambda c, a, b: sp.Piecewise((a, c), (b, True)),

@@ -24,7 +24,7 @@ from ..algebra.ops import Monoid, Op
 # Pointwise functions over the (i, j) grid, with their arity.
 POINTWISE = {
     "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "neg": 1,
-    "sqrt": 1, "abs": 1, "log": 1, "exp": 1, "where": 3, "maximum": 2, "minimum": 2,
+    "sqrt": 1, "abs": 1, "log": 1, "exp": 1, "asin": 1, "where": 3, "maximum": 2, "minimum": 2,
     "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
 }
 
@@ -183,6 +183,9 @@ class ColVector(Node):
     positive: bool = False
     default: str | None = None  # "var", "range": computed from the data when not passed
     span: Span | None = field(default=None, repr=False)
+    relative: bool = False  # relative weights: bound divided by their mean (Σ w = k)
+    square: bool = False  # a k × k matrix over the columns (mahalanobis' VI), read by Mapped
+    signed: bool = False  # a vector of any sign (whiten's centre μ), read by Mapped
 
     def __str__(self):
         return f"{self.name}[col]"
@@ -190,7 +193,7 @@ class ColVector(Node):
     @property
     def column(self):
         from ..algebra.columns import Column
-        return Column(self.name, self.positive, self.default)
+        return Column(self.name, self.positive, self.default, self.relative)
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,12 +203,37 @@ class ColScaled(Matrix):
     compiler writes a product whose ⊗ reads column operands as a column-free product over
     such operands when it proves f(x, y; w) = f₁(s(w)·x, s(w)·y)
     (:mod:`gbdist.compiler.columns`); the runtime scales the values once, when it binds the
-    operand, so no kernel reads a column vector."""
+    operand, so no kernel reads a column vector.
+
+    ``pre``: a column-free unary op with pre(0) = 0 applied to the stored values *before*
+    they are scaled (``nonzero``: the pattern, for weighted counts Σ w·[x ≠ 0]·[y ≠ 0]);
+    None when the values are scaled as they are."""
     scale: Op | None = None
+    pre: Op | None = None
 
     @property
     def columns(self) -> tuple:
         return self.scale.columns
+
+
+@dataclass(frozen=True, eq=False)
+class Mapped(Matrix):
+    """The matrix ``name`` with each row mapped by a row transform when it is bound, so no
+    kernel sees the transform: the product reads the mapped rows as a plain operand.
+
+    ``transform`` names one of the runtime's row transforms
+    (:data:`gbdist.runtime.columns.TRANSFORMS`): ``"whiten"`` maps a row a to (a − μ)·L,
+    with ``param`` the k × k matrix VI = L·Lᵀ (a :class:`ColVector` with ``square``; its
+    ``default`` "invcov": the inverse covariance of the rows of both operands) and
+    ``centre`` μ a translation common to both operands (a :class:`ColVector` with
+    ``signed``; default "mean": the stacked rows' column means), so the Euclidean
+    distance of mapped rows is the Mahalanobis distance; ``"sphere"`` maps (latitude,
+    longitude) in radians to the unit vector of that point (haversine's chord)."""
+    transform: str = ""
+    param: str = ""
+    default: str | None = None
+    centre: str = ""  # the name of μ, a vector of any sign (default "mean"), or ""
+    centre_default: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -375,15 +403,26 @@ def column_operands(root: Node) -> tuple:
     """The column operands (:class:`ColVector`) an expression reads, by name: those of its
     scaled operands and of the ops of its products and applies."""
     from ..algebra.columns import merge
-    cols = []
+    cols, square = [], []
     for n in walk(root):
+        if isinstance(n, Mapped) and n.param:
+            square.append(ColVector(n.param, default=n.default, square=True))
+        if isinstance(n, Mapped) and n.centre:
+            square.append(ColVector(n.centre, default=n.centre_default, signed=True))
         if isinstance(n, ColScaled):
             cols.extend(n.scale.columns)
         elif isinstance(n, (MxM, MxV)):
             cols.extend(n.semiring.mul.columns)
         elif isinstance(n, Apply):
             cols.extend(n.op.columns)
-    return tuple(ColVector(c.name, c.positive, c.default) for c in merge(cols).values())
+    out = tuple(ColVector(c.name, c.positive, c.default, relative=c.relative)
+                for c in merge(cols).values())
+    names = {c.name for c in out}
+    for v in square:
+        if v.name not in names:
+            names.add(v.name)
+            out += (v,)
+    return out
 
 
 def base_operand(node: Node) -> Node | None:
@@ -423,8 +462,10 @@ def _sr_text(sr: Semiring) -> str:
 
 _TEXT = {
     Matrix: lambda n: n.name,
-    ColScaled: lambda n: f"scale({n.name}, {_scale_text(n.scale)})",
+    ColScaled: lambda n: (f"scale({n.name if n.pre is None else f'apply({n.pre.name}, {n.name})'}"
+                          f", {_scale_text(n.scale)})"),
     ColVector: lambda n: f"{n.name}[col]",
+    Mapped: lambda n: f"{n.transform}({', '.join(x for x in (n.name, n.param, n.centre) if x)})",
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",
     Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",

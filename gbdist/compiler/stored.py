@@ -41,7 +41,7 @@ FORMAT = 1
 
 NODES = {cls.__name__: cls for cls in (
     ir.Matrix, ir.Vector, ir.Transpose, ir.Apply, ir.MxM, ir.MxV, ir.RowReduce, ir.NCols,
-    ir.Const, ir.Pointwise, ir.Intersect, ir.TwoPassUnion, ir.Ref, ir.ColScaled)}
+    ir.Const, ir.Pointwise, ir.Intersect, ir.TwoPassUnion, ir.Ref, ir.ColScaled, ir.Mapped)}
 OPS = {"Op": Op, "RowScale": RowScale}
 Invalid = terms.Invalid
 Unsupported = terms.Unsupported

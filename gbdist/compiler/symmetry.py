@@ -77,7 +77,7 @@ def _sym_expr(node, roles, syms: dict):
             a = [go(x) for x in n.args]
             fn = {"add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
                   "div": lambda p, q: p / q, "pow": lambda p, q: p ** q, "neg": lambda p: -p,
-                  "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
+                  "sqrt": sp.sqrt, "abs": sp.Abs, "log": sp.log, "exp": sp.exp, "asin": sp.asin,
                   "maximum": sp.Max, "minimum": sp.Min,
                   "where": lambda c, p, q: sp.Piecewise((p, sp.Ne(c, 0)), (q, True))}.get(n.fn)
             rel = {"eq": sp.Eq, "ne": sp.Ne, "lt": sp.Lt, "le": sp.Le, "gt": sp.Gt,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from . import replicas, tasks
+from .defaults import whole_data_params
 from .partition import Partitions, partition
 
 FAN_IN = 8
@@ -176,6 +177,7 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
         raise InputError("X and Y must have the same number of columns",
                          got=f"{Qp.n_features} and {Ip.n_features}")
     self_join = Ip is Qp
+    params = whole_data_params(metric, params, X, Y, Qp, Ip, client)
     need = _check_k(k, Ip.n_rows, bool(exclude_self))
     sym = _use_symmetric(symmetric, self_join, metric, params)
     common = (metric, params, backend, working_memory)
@@ -280,6 +282,7 @@ def radius_submit(X, Y=None, radius=1.0, metric="euclidean", *, client=None, exc
         exclude_self = Y is None
     Qp = partition(X, client, partition_rows, n_partitions)
     Ip = Qp if Y is None else partition(Y, client, partition_rows, n_partitions)
+    params = whole_data_params(metric, params, X, Y, Qp, Ip, client)
     common = (metric, params, backend, working_memory)
 
     def submit_block(b):
@@ -342,6 +345,7 @@ def pairwise_distances_chunked(X, Y=None, *, reduce_func=None, combine=None,
     client = _client(client)
     Qp = partition(X, client, partition_rows, n_partitions)
     Ip = Qp if Y is None else partition(Y, client, partition_rows, n_partitions)
+    params = whole_data_params(metric, params, X, Y, Qp, Ip, client)
     common = (metric, params, backend, working_memory)
     finals = []
     for b in range(Qp.n_partitions):

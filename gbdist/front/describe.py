@@ -51,8 +51,12 @@ def _lets(body: MetricBody, params: dict) -> tuple[tuple[str, ir.Node], ...]:
     tree = body.body
     if not (isinstance(tree, Tree) and tree.data == "let"):
         return ()
-    env = {body.operands[0]: ir.Matrix("A"), body.operands[1]: ir.Matrix("B"),
-           **{k: float(v) for k, v in params.items()}}
+    from . import colparams
+    vectors = {k for k, v in params.items() if isinstance(v, ir.ColVector)}
+    facts, _ = colparams.split_requires(body.requires, vectors, body.src)
+    params = colparams.upgraded({k: v if k in vectors else float(v)
+                                 for k, v in params.items()}, facts)
+    env = {body.operands[0]: ir.Matrix("A"), body.operands[1]: ir.Matrix("B"), **params}
     builder = ExprBuilder(body.src, body.scope)
     out = []
     *bindings, _ = tree.children

@@ -296,6 +296,38 @@ class ExprBuilder(Builder):
         return ir.Pointwise("where", tuple(self._node(v, t) for v, t in zip(values, pos)),
                             span=self.src.span(tree))
 
+    def _fn_whiten(self, tree, pos, kw, env):
+        """whiten(A, VI, mu): A's rows a mapped to (a − μ)·L, VI = L·Lᵀ a k × k parameter
+        and μ a vector parameter, when the operand is bound (ir.Mapped); euclidean over
+        them is the Mahalanobis distance."""
+        self._args("whiten", tree, pos, kw, 3)
+        m = self._plain(pos[0], env, "whiten")
+        vi, mu = self.visit(pos[1], env), self.visit(pos[2], env)
+        for v, t, what in ((vi, pos[1], "a matrix parameter (VI, k × k)"),
+                           (mu, pos[2], "a vector parameter (mu, the common centre)")):
+            if not isinstance(v, ir.ColVector):
+                raise TypeCheckError(f"whiten() needs {what} of the metric", got=describe(v),
+                                     span=self.src.span(t),
+                                     hint="metric m(A, B; VI = invcov(A, B), mu = mean(A, B)) "
+                                          "= euclidean(whiten(A, VI, mu), whiten(B, VI, mu))")
+        return ir.Mapped(m.name, self.src.span(tree), "whiten", vi.name, vi.default, mu.name,
+                         mu.default)
+
+    def _fn_sphere(self, tree, pos, kw, env):
+        """sphere(A): rows (latitude, longitude) in radians mapped to the unit vectors of
+        those points, when the operand is bound (ir.Mapped)."""
+        self._args("sphere", tree, pos, kw, 1)
+        m = self._plain(pos[0], env, "sphere")
+        return ir.Mapped(m.name, self.src.span(tree), "sphere")
+
+    def _plain(self, t, env, what: str) -> ir.Matrix:
+        m = self._matrix(t, env, what)
+        if type(m) is not ir.Matrix:
+            raise TypeCheckError(f"{what}() maps the rows of an operand as given",
+                                 got=ir.to_text(m), span=self.src.span(t),
+                                 hint=f"write {what}(A, ...) with A an operand of the metric")
+        return m
+
     def _unary_fn(fn):
         def method(self, tree, pos, kw, env):
             self._args(fn, tree, pos, kw, 1)
@@ -306,6 +338,7 @@ class ExprBuilder(Builder):
     _fn_abs = _unary_fn("abs")
     _fn_log = _unary_fn("log")
     _fn_exp = _unary_fn("exp")
+    _fn_asin = _unary_fn("asin")
 
     def _fn_min(self, tree, pos, kw, env):
         self._args("min", tree, pos, kw, 2)

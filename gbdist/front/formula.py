@@ -49,7 +49,7 @@ class ColumnParam:
     def symbol(self) -> Sym:
         from ..algebra.columns import symbol
         v = self.vector
-        return Sym(symbol(v.name, v.positive, v.default))
+        return Sym(symbol(v.name, v.positive, v.default, v.relative))
 
 
 class FormulaBuilder(Builder):

@@ -250,7 +250,8 @@ class Loader:
             value = None
             stat = colparams.column_default(default, operands) if default is not None else None
             if stat is not None:
-                value = ir.ColVector(str(pname), default=stat)
+                value = ir.ColVector(str(pname), default=stat, square=stat == "invcov",
+                                     signed=stat == "mean")
             elif default is not None:
                 value = ExprBuilder(self.src, scope).build(default)
                 if not isinstance(value, float):
@@ -356,6 +357,13 @@ class MetricBody:
         builder = ExprBuilder(self.src, self.scope)
         numbers = {k: v for k, v in params.items() if k not in vectors}
         for cond in conditions:
+            rel = colparams._relative_fact(cond)
+            if rel in numbers:  # mean(w) == 1 with w a number: the same weight everywhere
+                if not numbers[rel] > 0:
+                    raise InputError(f"metric {self.name!r} takes relative weights {rel}: a "
+                                     "number must be > 0", got=f"{rel} = {numbers[rel]:g}")
+                numbers[rel] = env[rel] = 1.0
+                continue
             ok = builder.build(cond, dict(numbers))
             if not isinstance(ok, float):
                 raise TypeCheckError(f"the requires clause of metric {self.name!r} must be a "

@@ -90,9 +90,12 @@ EXPR_FUNCTIONS = {
     "abs": ("abs(a)", "absolute value over the output grid"),
     "log": ("log(a)", "natural logarithm over the output grid"),
     "exp": ("exp(a)", "e^a over the output grid"),
+    "asin": ("asin(a)", "arcsine over the output grid (haversine's), a in [-1, 1]"),
     "min": ("min(a, b)", "elementwise minimum (broadcasting)"),
     "max": ("max(a, b)", "elementwise maximum (broadcasting)"),
     "where": ("where(cond, a, b)", "a where cond is nonzero, else b"),
+    "whiten": ("whiten(A, VI, mu)", "A's rows mapped to (a − mu)·L, VI = L·Lᵀ (k × k), when bound"),
+    "sphere": ("sphere(A)", "rows (latitude, longitude) in radians mapped to unit 3-vectors"),
 }
 CONSTANTS = ("inf", "None")
 RESERVED = set(FORMULA_FUNCTIONS) | set(EXPR_FUNCTIONS) | set(CONSTANTS)
@@ -102,7 +105,7 @@ COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "pow": np.power, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
           "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-          "sqrt": np.sqrt, "abs": np.abs, "log": np.log, "exp": np.exp,
+          "sqrt": np.sqrt, "abs": np.abs, "log": np.log, "exp": np.exp, "asin": np.arcsin,
           "maximum": np.maximum, "minimum": np.minimum, "neg": np.negative}
 
 

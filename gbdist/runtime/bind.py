@@ -243,11 +243,19 @@ def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: di
     (:mod:`gbdist.runtime.columns`)."""
     scaled = {n: s for n, s in needed.items() if isinstance(s, ir.ColScaled)}
     vectors = columns.bind_columns(needed, inputs, {n: raw[n] for n in base}, labels)
+    mapped = {n: s for n, s in needed.items() if isinstance(s, ir.Mapped)}
+    if mapped:  # row transforms (ir.Mapped): whiten, sphere
+        for name, node in mapped.items():
+            m = base[name]
+            base[name] = derive(name, ("mapped", columns.mapped_digest(node, vectors)),
+                                lambda m=m, node=node: columns.map_rows(node, m, vectors))
     for name, node in scaled.items():
         s = columns.scale_vector(node.scale, vectors)
         m = base[name]
-        base[name] = derive(name, ("colscale", columns.digest(s)), lambda m=m, s=s: _with_values(
-            m, columns.scaled_values(m, s)))
+        pre = node.pre
+        base[name] = derive(name, ("colscale", columns.digest(s, pre)),
+                            lambda m=m, s=s, pre=pre: _with_values(
+                                m, columns.scaled_values(m, s, pre)))
 
 
 def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,

@@ -52,14 +52,24 @@ def column_vector(x, col: cols.Column, k: int) -> np.ndarray:
                          hint="a weight of 0 leaves a column out; a variance or range the "
                               "metric divides by must be > 0" if not col.positive else
                               f"{name} is divided by: every value must be > 0")
+    if col.relative:  # relative weights: bound divided by their mean, so Σ w = k
+        total = float(np.sum(arr))
+        if not total > 0:
+            raise InputError(f"the relative weights {name!r} must not all be 0",
+                             expected=f"{name} >= 0 with a positive sum (the metric divides "
+                                      f"by Σ {name})", got=f"sum({name}) = {total:g}",
+                             hint="a weight of 0 leaves a column out; at least one column "
+                                  "must be kept")
+        arr = arr * (k / total)
     return arr
 
 
 def statistic(kind: str, mats: list, k: int) -> np.ndarray:
     """The column variances (ddof = 1, as NumPy's ``var`` over the stacked rows: SciPy's
-    ``seuclidean`` default) or ranges (max − min) of the stacked CSR matrices ``mats``
-    (host or device; unstored entries are 0). A column with no spread gets 1: every
-    pair differs by 0 there, so any positive value gives its term 0."""
+    ``seuclidean`` default), ranges (max − min) or gaps (the smallest difference between
+    two distinct values) of the stacked CSR matrices ``mats`` (host or device; unstored
+    entries are 0). A column with no spread gets 1: every pair differs by 0 there, so any
+    positive value gives its term 0."""
     xp = _xp(mats[0])
     n = sum(int(m.shape[0]) for m in mats)
     if kind == "var":
@@ -74,12 +84,33 @@ def statistic(kind: str, mats: list, k: int) -> np.ndarray:
             count = count + xp.bincount(m.indices, minlength=k)
         ss = ss + (n - count) * mean * mean  # the unstored zeros
         out = ss / max(n - 1, 1)
+    elif kind == "gap":
+        out = _gaps([m.get() if xp is not np else m for m in mats], n, k)
     else:
         hi = functools.reduce(xp.maximum, (_dense(m.max(axis=0), xp) for m in mats))
         lo = functools.reduce(xp.minimum, (_dense(m.min(axis=0), xp) for m in mats))
         out = hi - lo
     out = out.get() if hasattr(out, "get") else np.asarray(out)
     return np.where(out > 0, out, 1.0)
+
+
+def _gaps(mats: list, n: int, k: int) -> np.ndarray:
+    """The smallest difference between two distinct values of each column of the stacked
+    host CSR matrices (an unstored entry is the value 0), or 0 where a column holds fewer
+    than two distinct values. Exact: the order of the rows does not change it."""
+    cols = np.concatenate([m.indices for m in mats]).astype(np.int64)
+    vals = np.concatenate([m.data for m in mats]).astype(np.float64)
+    count = np.bincount(cols, minlength=k)
+    zero_cols = np.flatnonzero(count < n)  # columns with an unstored (0) entry
+    cols = np.concatenate([cols, zero_cols])
+    vals = np.concatenate([vals, np.zeros(zero_cols.size)])
+    order = np.lexsort((vals, cols))
+    cols, vals = cols[order], vals[order]
+    step = np.diff(vals)
+    keep = (cols[1:] == cols[:-1]) & (step > 0)
+    out = np.full(k, np.inf)
+    np.minimum.at(out, cols[1:][keep], step[keep])
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def _dense(v, xp):
@@ -106,17 +137,38 @@ def scale_vector(scale_op, vectors: dict) -> np.ndarray:
     return s
 
 
-def digest(s: np.ndarray) -> str:
-    """What a scaled operand's prepared form is keyed on: the scale's values."""
-    return hashlib.sha256(np.ascontiguousarray(s).tobytes()).hexdigest()[:32]
+def digest(s: np.ndarray, pre=None) -> str:
+    """What a scaled operand's prepared form is keyed on: the scale's values (and the op
+    applied before scaling)."""
+    h = hashlib.sha256(np.ascontiguousarray(s).tobytes())
+    if pre is not None:
+        h.update(repr(pre.key).encode("utf-8"))
+    return h.hexdigest()[:32]
 
 
-def scaled_values(m, s: np.ndarray):
+def scaled_values(m, s: np.ndarray, pre=None):
     """The stored values of the CSR ``m`` (host or device) times s at their columns, in
-    their dtype (a new array)."""
+    their dtype (a new array); ``pre`` (a column-free unary op, pre(0) = 0) applied to
+    the values first (``nonzero``: the pattern)."""
     xp = _xp(m)
     sv = xp.asarray(s) if xp is not np else s
-    return (m.data * sv[m.indices]).astype(m.data.dtype, copy=False)
+    data = m.data
+    if pre is not None:
+        data = pre_values(pre, data)
+    return (data * sv[m.indices]).astype(m.data.dtype, copy=False)
+
+
+def pre_values(pre, data):
+    """pre(x) on an array of stored values (host or device), by the op's term."""
+    on_device = hasattr(data, "get") and not isinstance(data, np.ndarray)
+    host = data.get() if on_device else np.asarray(data)
+    with np.errstate(all="ignore"):
+        out = np.broadcast_to(np.asarray(terms.evaluate(pre.term, {"x": host.astype(
+            np.float64)}), dtype=np.float64), host.shape)
+    if on_device:
+        import cupy
+        return cupy.asarray(out)
+    return out
 
 
 def _xp(m):
@@ -141,6 +193,12 @@ def bind_columns(needed: dict, inputs: dict, base: dict, labels: dict) -> dict:
                              f"{labels.get(n, n)}: {v.shape[1]}" for n, v in sorted(base.items())))
     out = {}
     for name, node in sorted(vecs.items()):
+        if node.square:
+            out[name] = _square_param(name, node, inputs, base, k)
+            continue
+        if node.signed:
+            out[name] = _signed_param(name, node, inputs, base, k)
+            continue
         col = node.column
         if name in inputs and inputs[name] is not None:
             out[name] = column_vector(inputs[name], col, k)
@@ -170,3 +228,167 @@ def samples(plan, inputs: dict) -> dict:
         if isinstance(s, ir.ColVector) and s.name not in inputs and not s.default and k:
             out[s.name] = np.random.default_rng(26).uniform(0.5, 2.0, k)
     return out
+
+
+# ---------------------------------------------------------------------------
+# row transforms (ir.Mapped): mahalanobis' whitening, haversine's sphere
+# ---------------------------------------------------------------------------
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _stacked(mats: list) -> np.ndarray:
+    """The rows of the (host or device) CSR matrices, stacked dense on the host, float64."""
+    return np.vstack([_host(m.toarray()) for m in mats]).astype(np.float64)
+
+
+def _distinct(base: dict) -> list:
+    mats, seen = [], set()
+    for v in base.values():
+        if id(v) not in seen:
+            seen.add(id(v))
+            mats.append(v)
+    return mats
+
+
+def _signed_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarray:
+    """A vector of any sign over the columns (whiten's centre): as given, checked, or its
+    default ("mean": the column means of the stacked rows)."""
+    x = inputs.get(name)
+    if x is None:
+        return common_centre(_distinct(base))
+    try:
+        arr = np.asarray(_host(x) if hasattr(x, "shape") else x, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as e:
+        raise InputError(f"the parameter {name!r} is not a vector of numbers",
+                         got=str(e).splitlines()[0]) from None
+    if arr.shape != (k,) or not np.isfinite(arr).all():
+        raise InputError(f"the parameter {name!r} must be {k} finite numbers, one per column",
+                         got=f"shape {np.shape(x)}")
+    return arr
+
+
+def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarray:
+    """A k × k matrix parameter (whiten's VI) as float64: as given, checked, or its default
+    (``invcov``: SciPy's, the inverse of the covariance of the stacked rows, transposed)."""
+    x = inputs.get(name)
+    if x is not None:
+        arr = _host(x) if hasattr(x, "shape") else x
+        try:
+            arr = np.asarray(arr, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"the matrix parameter {name!r} is not a matrix of numbers",
+                             expected=f"a {k} x {k} array", got=str(e).splitlines()[0]) from None
+        if arr.shape != (k, k):
+            raise InputError(f"the matrix parameter {name!r} must be k x k (k = {k}, the "
+                             "number of columns)", expected=f"shape ({k}, {k})",
+                             got=f"shape {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise InputError(f"the matrix parameter {name!r} must be finite")
+        return arr
+    if node.default != "invcov":
+        raise InputError(f"the metric needs the matrix parameter {name!r}",
+                         expected=f"{name}= a {k} x {k} array")
+    S = _stacked(_distinct(base))
+    if S.shape[0] < 2:
+        raise InputError(f"the default {name} (the inverse covariance of the rows) needs at "
+                         "least 2 rows", got=f"{S.shape[0]} row(s)", hint=f"pass {name}=")
+    cov = np.atleast_2d(np.cov(S.T))
+    sd = np.sqrt(np.diag(cov))  # the rank of the correlation: the columns' units do not count
+    if (sd > 0).all() and np.linalg.matrix_rank(cov / np.outer(sd, sd)) == k:
+        return np.linalg.inv(cov).T  # SciPy's default
+    # singular (fewer rows than columns, a constant column, a column a combination of
+    # others): SciPy's inv raises or returns rounding noise; the pseudo-inverse is the
+    # inverse on the directions the rows span, and gives 0 along the others
+    return np.linalg.pinv(cov, hermitian=True)
+
+
+def whitening(VI: np.ndarray, name: str = "VI") -> np.ndarray:
+    """L with (VI + VIᵀ)/2 = L·Lᵀ (eigendecomposition), so that (u − v)ᵀ·VI·(u − v) =
+    ‖(u − v)·L‖²; VI must be positive semidefinite (else the quadratic form is negative for
+    some pairs, and the distance its square root NaN)."""
+    sym = (VI + VI.T) / 2
+    lam, Q = np.linalg.eigh(sym)
+    scale = max(float(np.max(np.abs(lam))), np.finfo(np.float64).tiny)
+    if lam.min() < -1e-10 * scale:
+        raise InputError(f"{name} must be positive semidefinite: (u − v)ᵀ·{name}·(u − v) is "
+                         "negative for some u − v, and its square root is not a distance",
+                         got=f"smallest eigenvalue {lam.min():.3g} (largest {lam.max():.3g})",
+                         hint="SciPy returns NaN for such pairs; pass the inverse of a "
+                              "covariance matrix")
+    return Q * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def _csr_like(m, dense):
+    if hasattr(dense, "get") and not isinstance(dense, np.ndarray):
+        import cupyx.scipy.sparse as cps
+        return cps.csr_matrix(dense)
+    import scipy.sparse as sps
+    return sps.csr_matrix(dense)
+
+
+def _whiten(m, param, centre):
+    """(a − μ)·L for every row a of the CSR ``m`` (host or device), dense, in m's dtype."""
+    xp = _xp(m)
+    L = xp.asarray(whitening(param)) if xp is not np else whitening(param)
+    mu = xp.asarray(centre) if xp is not np else centre
+    dense = m.toarray().astype(np.float64) - mu[None, :]
+    return _csr_like(m, (dense @ L).astype(m.dtype, copy=False))
+
+
+def _sphere(m, param, centre):
+    """Rows (latitude, longitude) in radians → (cos φ cos λ, cos φ sin λ, sin φ)."""
+    if m.shape[1] != 2:
+        raise InputError("haversine reads rows of two columns, (latitude, longitude) in radians",
+                         got=f"{m.shape[1]} columns", expected="2 columns")
+    xp = _xp(m)
+    d = m.toarray().astype(np.float64)
+    lat, lon = d[:, 0], d[:, 1]
+    out = xp.stack([xp.cos(lat) * xp.cos(lon), xp.cos(lat) * xp.sin(lon), xp.sin(lat)], axis=1)
+    return _csr_like(m, out.astype(m.dtype, copy=False))
+
+
+TRANSFORMS = {"whiten": _whiten, "sphere": _sphere}
+"""The row transforms an :class:`gbdist.compiler.ir.Mapped` operand names."""
+WIDTHS = {"sphere": 2}
+"""The number of columns a transform reads, where it reads a fixed number."""
+
+
+def required_width(plan, default: int) -> int:
+    """The number of columns the plan's operands must have (a row transform that reads a
+    fixed number, haversine's sphere: 2), else ``default``: what the numeric checks of a
+    plan (:mod:`gbdist.runtime.invariance`) draw their random rows with."""
+    from ..compiler import ir
+    for n in ir.walk(plan.expr):
+        if isinstance(n, ir.Mapped) and n.transform in WIDTHS:
+            return WIDTHS[n.transform]
+    return default
+
+
+def common_centre(raw_mats: list) -> np.ndarray:
+    """μ: the column means of the operands' stacked rows (float64, host), a translation
+    common to both operands (whiten maps a row a to (a − μ)·L: differences are kept while
+    offsets stop costing digits)."""
+    n = sum(int(r.shape[0]) for r in raw_mats)
+    total = sum(_host(r.sum(axis=0)).ravel().astype(np.float64) for r in raw_mats)
+    return total / max(n, 1)
+
+
+def map_rows(node, m, vectors: dict):
+    """The rows of ``m`` mapped by ``node.transform``, with its parameters from
+    ``vectors`` (whiten: VI and the common translation μ)."""
+    param = vectors.get(node.param) if node.param else None
+    centre = vectors.get(node.centre) if node.centre else None
+    return TRANSFORMS[node.transform](m, param, centre)
+
+
+def mapped_digest(node, vectors: dict) -> str:
+    """What a mapped operand's prepared form is keyed on: the transform and its
+    parameters (μ depends on the other operand too)."""
+    h = hashlib.sha256(node.transform.encode("utf-8"))
+    for p in (node.param, node.centre):
+        if p:
+            h.update(p.encode("utf-8") + np.ascontiguousarray(vectors[p]).tobytes())
+    return h.hexdigest()[:32]

@@ -37,7 +37,8 @@ def check_self_value(plan, value: float) -> tuple[bool, str]:
     nonneg = any(op.domain == "nonnegative" for d in plan.products
                  for op in (d.analysis.semiring.mul,))
     rng = np.random.default_rng(12345)
-    dense = rng.uniform(0.25, 2.0, size=(12, 7))
+    from .columns import required_width
+    dense = rng.uniform(0.25, 2.0, size=(12, required_width(plan, 7)))
     if not nonneg:
         dense *= rng.choice([-1.0, 1.0], size=dense.shape)
     dense[rng.random(dense.shape) < 0.3] = 0.0
@@ -122,18 +123,20 @@ def _invariance_uncached(plan) -> Invariance:
     nonneg = any(op.domain == "nonnegative" for d in plan.products
                  for op in (d.analysis.semiring.mul,))
     rng = np.random.default_rng(777)
-    A = rng.uniform(0.5, 2.0, size=(7, 9))
-    B = rng.uniform(0.5, 2.0, size=(6, 9))
+    from .columns import required_width
+    k = required_width(plan, 9)
+    A = rng.uniform(0.5, 2.0, size=(7, k))
+    B = rng.uniform(0.5, 2.0, size=(6, k))
     if not nonneg:
         A *= rng.choice([-1.0, 1.0], size=A.shape)
         B *= rng.choice([-1.0, 1.0], size=B.shape)
     # unstored entries, so the fills (f(x, 0), f(0, y), the corner) take part; one row
     # of A stores every column (what a shift acts on)
-    A[1:][rng.random((6, 9)) < 0.4] = 0.0
-    B[rng.random((6, 9)) < 0.4] = 0.0
+    A[1:][rng.random((6, k)) < 0.4] = 0.0
+    B[rng.random((6, k)) < 0.4] = 0.0
     B[0] = A[0]            # equal rows and equal entries: what value comparisons see
     B[1, :4] = A[1, :4]
-    A[2, 5] = B[2, 5]
+    A[2, 5 % k] = B[2, 5 % k]
     try:
         d0 = _raw_distances(plan, A, B)
     except Exception:  # noqa: BLE001 — no claim without a reference value
@@ -146,12 +149,12 @@ def _invariance_uncached(plan) -> Invariance:
         return Invariance(False, False, "too little variation in the values to compare")
     s = 2.0 ** rng.choice([-40, -7, 3, 40], size=(7, 1)) * rng.uniform(0.6, 1.6, size=(7, 1))
     t = 2.0 ** rng.choice([-40, -7, 3, 40], size=(6, 1)) * rng.uniform(0.6, 1.6, size=(6, 1))
-    c = rng.uniform(0.5, 3.0, size=(1, 9)) * (1.0 if nonneg else rng.choice([-1.0, 1.0], size=(1, 9)))
+    c = rng.uniform(0.5, 3.0, size=(1, k)) * (1.0 if nonneg else rng.choice([-1.0, 1.0], size=(1, k)))
     moved = _try(lambda: _raw_distances(plan, A + c, B + c))
     checks = {"translate": moved is not None and moved.shape == d0.shape and _same(d0, moved)}
     for name, (A1, B1) in {"scale": ((s * A, B), (A, t * B)),
-                           "shift": ((A - A[np.arange(7), np.arange(7) % 9][:, None], B),
-                                     (A, B - B[np.arange(6), (np.arange(6) + 3) % 9][:, None]))
+                           "shift": ((A - A[np.arange(7), np.arange(7) % k][:, None], B),
+                                     (A, B - B[np.arange(6), (np.arange(6) + 3) % k][:, None]))
                            }.items():
         try:
             checks[name] = all(_same(d0, _raw_distances(plan, a1, b1)) for a1, b1 in (A1, B1))

@@ -7,21 +7,23 @@ import scipy.sparse as sps
 
 import gbdist as gb
 from accuracy_cases import (BOUND, identical_pairs, max_scaled_error, reference, sample_data)
+from metric_cases import fit_columns
 from gbdist.compiler import exact
 from gbdist.backends import rows
 from gbdist.runtime import invariance
 from gbdist.pairwise import metric_program
 
 METRICS = sorted(gb.metric_names())
-# d(a, a) proven 0: not inner_product, russellrao, kulczynski1 (inf), nor cosine_sklearn (1
-# for a zero row)
+# d(a, a) proven 0: not inner_product, russellrao (weighted or not), kulczynski1 (inf), nor
+# cosine_sklearn (1 for a zero row)
 ZERO_SELF = [m for m in METRICS
-             if m not in ("inner_product", "russellrao", "kulczynski1", "cosine_sklearn")]
+             if m not in ("inner_product", "russellrao", "weighted_russellrao", "kulczynski1",
+                          "cosine_sklearn")]
 
 
 @pytest.mark.parametrize("metric", [m for m in METRICS if m != "kulczynski1"])  # inf: no scale
 def test_float32_within_bound_of_float64_scipy(metric):
-    X, Y = sample_data(1)
+    X, Y = fit_columns(metric, *sample_data(1))
     # computed in float32 (scikit-learn's dtype rule would return most metrics in float64)
     D = gb.cdist(sps.csr_matrix(X), sps.csr_matrix(Y), metric, backend="cpu", dtype=np.float32)
     assert D.dtype == np.float32
@@ -30,7 +32,7 @@ def test_float32_within_bound_of_float64_scipy(metric):
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_identical_rows_are_exact(metric):
-    X, Y = sample_data(2)
+    X, Y = fit_columns(metric, *sample_data(2))
     # gbdist's own definitions (gb.cdist): scikit-learn's self-join zeroes its diagonal
     Xs = sps.csr_matrix(X)
     D = gb.cdist(Xs, sps.csr_matrix(Y), metric, backend="cpu")

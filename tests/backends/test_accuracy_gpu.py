@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gbdist as gb  # noqa: E402
 from own_distances import own_distances  # gbdist's own metric and dtype path
 from accuracy_cases import BOUND, identical_pairs, max_scaled_error, reference, sample_data  # noqa: E402
+from metric_cases import fit_columns  # noqa: E402
 
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
 
@@ -20,7 +21,8 @@ METRICS = sorted(gb.metric_names())
 # as tests/backends/test_accuracy.py: d(a, a) proven 0 (not inner_product, russellrao,
 # kulczynski1 (inf), cosine_sklearn (1 for an empty row)); no row scale for kulczynski1's inf
 ZERO_SELF = [m for m in METRICS
-             if m not in ("inner_product", "russellrao", "kulczynski1", "cosine_sklearn")]
+             if m not in ("inner_product", "russellrao", "weighted_russellrao", "kulczynski1",
+                          "cosine_sklearn")]
 BOUNDED = [m for m in METRICS if m != "kulczynski1"]
 
 
@@ -32,7 +34,7 @@ def _strategies(metric):
 
 @pytest.mark.parametrize("metric", BOUNDED)
 def test_float32_within_bound_every_strategy(metric):
-    X, Y = sample_data(1)
+    X, Y = fit_columns(metric, *sample_data(1))
     for strat in _strategies(metric):
         D = own_distances(sps.csr_matrix(X), sps.csr_matrix(Y), metric=metric,
                                   backend="cuda", strategy=strat)
@@ -45,7 +47,7 @@ def test_float32_within_bound_every_strategy(metric):
 def test_identical_rows_exact_on_device(metric):
     import cupy
     import cupyx.scipy.sparse as cps
-    X, Y = sample_data(2)
+    X, Y = fit_columns(metric, *sample_data(2))
     pairs = identical_pairs(X, Y)
     ref = reference(metric, X, Y)
     for strat in _strategies(metric):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from metric_cases import fit_columns
 import scipy.sparse as sps
 
 pytest.importorskip("numba")
@@ -74,8 +75,8 @@ def _check_top_k(d, i, R, k, exclude_self=False):
 @pytest.mark.parametrize("metric", FUSED)
 @pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
 def test_fused_knn_matches_the_oracle(metric, dtype, itype, fused_calls):
-    X, Y = _inputs(metric, sparse(21, 43, 19, dtype=dtype, itype=itype),
-                   sparse(22, 57, 19, dtype=dtype, itype=itype))
+    X, Y = _inputs(metric, *fit_columns(metric, sparse(21, 43, 19, dtype=dtype, itype=itype),
+                                        sparse(22, 57, 19, dtype=dtype, itype=itype)))
     R = gb.cdist(X, Y, metric=metric, backend="cpu")  # gbdist's own metric (cosine: NaN)
     Rs = gb.cdist(X, X, metric=metric, backend="cpu")
     d, i = gb.knn(X, Y, k=6, metric=metric, backend="compiled")

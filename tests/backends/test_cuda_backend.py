@@ -6,6 +6,7 @@ inputs and outputs, user-defined metrics, min-plus, mxv and k-chunking.
 """
 import numpy as np
 import pytest
+from metric_cases import fit_columns  # noqa: E402
 import scipy.sparse as sps
 
 import gbdist as gb
@@ -43,7 +44,8 @@ def _data(seed, m, n, k, density=0.15, nonneg=False, binary=False):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_metric_matches_cpu(metric, dtype):
-    X, Y = _data(7, 37, 29, 61, nonneg=metric in NONNEG, binary=metric in BINARY)
+    X, Y = fit_columns(metric, *_data(7, 37, 29, 61, nonneg=metric in NONNEG,
+                                      binary=metric in BINARY))
     X, Y = X.astype(dtype), Y.astype(dtype)
     ref = own_distances(X, Y, metric=metric, backend="cpu", dtype=np.float64)
     got = own_distances(X, Y, metric=metric, backend="cuda")
@@ -62,7 +64,8 @@ def test_each_strategy_matches_cpu(metric, strategy):
         with pytest.raises(gb.InputError):
             own_distances(*_data(1, 5, 5, 9), metric=metric, backend="cuda", strategy=strategy)
         return
-    X, Y = _data(19, 33, 41, 150, nonneg=metric in NONNEG, binary=metric in BINARY)
+    X, Y = fit_columns(metric, *_data(19, 33, 41, 150, nonneg=metric in NONNEG,
+                                      binary=metric in BINARY))
     ref = own_distances(X, Y, metric=metric, backend="cpu")
     got = own_distances(X, Y, metric=metric, backend="cuda", strategy=strategy)
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-8, equal_nan=True)

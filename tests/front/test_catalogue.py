@@ -61,11 +61,18 @@ def get_metric_or_none(name):
 
 def test_mahalanobis_is_not_manhattan():
     with pytest.raises(gb.UnknownNameError) as e:
-        gb.pairwise_distances(np.ones((2, 2)), metric="mahalanobis")
-    assert "manhattan" not in str(e.value) and "VI=" in str(e.value)
+        gb.pairwise_distances(np.ones((2, 2)), metric="mahalanobs")
+    assert "did you mean 'mahalanobis'" in str(e.value) and "manhattan" not in str(e.value)
+
+
+def test_a_peer_metric_gbdist_lacks_says_why():
+    with pytest.raises(gb.UnknownNameError) as e:
+        gb.pairwise_distances(np.ones((2, 2)), metric="nan_euclidean")
+    assert "nan_euclidean_distances" in str(e.value) and "did you mean" not in str(e.value)
 
 
 @pytest.mark.parametrize("typo,meant", [("euclidian", "euclidean"), ("cosin", "cosine"),
+                                        ("haversin", "haversine"),
                                         ("manhatan", "manhattan"), ("chebychev1", "chebychev")])
 def test_suggestions_point_to_the_right_name(typo, meant):
     with pytest.raises(gb.UnknownNameError) as e:

@@ -8,6 +8,7 @@ exactly on integer data, where every distance is exact.
 """
 import numpy as np
 import pytest
+from metric_cases import fit_columns  # noqa: E402
 import scipy.sparse as sps
 
 import gbdist as gb
@@ -121,7 +122,8 @@ def test_merge_k_matches_cpu(dtype):
 
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_every_metric_matches_cpu(metric):
-    X, Y = _data(11, 45, 70, 40, nonneg=metric in NONNEG, binary=metric in BINARY)
+    X, Y = fit_columns(metric, *_data(11, 45, 70, 40, nonneg=metric in NONNEG,
+                                      binary=metric in BINARY))
     D = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
     ref = gb.knn(X, Y, k=7, metric=metric, backend="cpu")
     got = gb.knn(X, Y, k=7, metric=metric, backend="cuda")

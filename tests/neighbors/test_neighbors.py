@@ -411,6 +411,7 @@ def test_symmetry_is_proven_from_the_algebra():
         plan = metric_program(name, **params).plan
         rng = np.random.default_rng(1)
         X = sps.random(9, 7, density=0.6, random_state=rng, format="csr")
+        X = X[:, :2].tocsr() if name == "haversine" else X  # rows (latitude, longitude)
         D = gb.pairwise_distances(X, X, metric=name, backend="cpu", **params)
         proven = neighbors.is_symmetric(plan)
         if proven:  # a proof must never contradict the numbers

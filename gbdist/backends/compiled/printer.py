@@ -224,6 +224,7 @@ def _epi(node, memo, refs, ncols) -> str | None:
         "abs": lambda: f"abs({a[0]})",
         "log": lambda: f"gb_log({a[0]})",
         "exp": lambda: f"math.exp({a[0]})",
+        "asin": lambda: f"math.asin({a[0]})",
         "pow": lambda: f"({a[0]} ** {a[1]})",
         "maximum": lambda: f"{_MAX}({a[0]}, {a[1]})",
         "minimum": lambda: f"{_MIN}({a[0]}, {a[1]})",

@@ -632,6 +632,7 @@ def epilogue_expr(node: ir.Node, refs: dict, pr: CudaPrinter) -> str:
         "abs": f"fabs{f}({a[0]})" if len(a) == 1 else None,
         "log": f"log{f}({a[0]})" if len(a) == 1 else None,
         "exp": f"exp{f}({a[0]})" if len(a) == 1 else None,
+        "asin": f"asin{f}({a[0]})" if len(a) == 1 else None,
         "pow": f"pow{f}({a[0]}, {a[1]})" if len(a) == 2 else None,
         "maximum": f"gb_max<{T}>({a[0]}, {a[1]})" if len(a) == 2 else None,
         "minimum": f"gb_min<{T}>({a[0]}, {a[1]})" if len(a) == 2 else None,
