@@ -42,6 +42,9 @@ class _Text(StrPrinter):
         return "∞ (unsigned)"
 
     def _print_Piecewise(self, e):
+        if len(e.args) == 2 and e.args[0].expr == 1 and e.args[1].expr == 0 \
+                and e.args[1].cond is sp.true:  # the Iverson bracket: 1 where c holds, else 0
+            return f"[{self._print(e.args[0].cond)}]"
         parts = []
         for value, cond in e.args:
             v = self._print(value)
