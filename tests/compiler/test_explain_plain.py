@@ -109,3 +109,16 @@ def test_correlation_is_explained_with_its_comparisons_as_brackets():
     assert "[S1 = S2] + [S3 = S4] > 0" in s
     assert "Relational" not in s and "ITE" not in s
     assert "\\left[S_{1} = S_{2}\\right]" in ex.to_markdown()
+
+
+def test_the_where_unfolding_error_prints_mathematics():
+    from gbdist.algebra.formulas import condition
+    from gbdist.errors import DefinitionError
+    c = sp.Implies(sp.Piecewise((X > 0, Y > 0), (X < 0, True)), Y > 1)
+    try:
+        condition(c)
+    except DefinitionError as e:
+        assert "cannot unfold" in e.message
+        assert "Piecewise(" not in e.got and "**" not in e.got and "{x > 0 if y > 0" in e.got
+    else:
+        raise AssertionError("no error for a where() inside an implication")
