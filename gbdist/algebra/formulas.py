@@ -18,12 +18,14 @@ Python bool). No user text is ever passed to ``sympify`` or ``eval``.
 from __future__ import annotations
 
 import builtins
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import numpy as np
 import sympy as sp
 
 from ..errors import DefinitionError, GbdistError
+from .mathtext import math
+from .written import build, building, structural_text  # noqa: F401 (re-exported)
 
 X = sp.Symbol("x", real=True)
 Y = sp.Symbol("y", real=True)
@@ -146,39 +148,6 @@ def _too_deep(depth: int):
         hint="write the formula with fewer nested calls (define helper ops, or flatten sums)")
 
 
-def building():
-    """sympy's automatic evaluation off, for building formulas as written.
-
-    Switching it clears sympy's whole cache (both ways), so a definition is built
-    inside one such context (:func:`gbdist.algebra.ops.make_op`, the text front
-    end's formula builder) and :func:`build` inside it switches nothing.
-    """
-    if not sp.core.parameters.global_parameters.evaluate:
-        return nullcontext()
-    return sp.evaluate(False)
-
-
-def build(fn, *args):
-    """Apply a sympy constructor without automatic simplification.
-
-    sympy's automatic evaluation rewrites ``x/x`` to 1 and ``x - x`` to 0, which
-    changes the IEEE value at singular points (0/0 is NaN). Formulas are kept as
-    written; the analysis simplifies copies and checks every rewrite it uses
-    against the written formula (see proofs.py).
-    """
-    try:
-        with building():
-            return fn(*args)
-    except RecursionError:
-        raise DefinitionError(
-            "a scalar formula is too complex to build",
-            got="sympy ran out of recursion depth on it",
-            hint="split the formula into smaller ops, or nest fewer where() conditions") from None
-    except (TypeError, ValueError) as e:
-        raise DefinitionError("a scalar formula cannot be built", got=str(e)[:200],
-                              hint="check the arguments of where(), comparisons and powers") from None
-
-
 @contextmanager
 def guarded(what: str, error=DefinitionError):
     """Turn any exception that is not a :class:`GbdistError` (sympy's ZeroDivisionError,
@@ -285,7 +254,7 @@ def _fold(c, left: list):
     if isinstance(c, sp.Xor):
         return build(c.func, *(_fold(a, left) for a in c.args))
     raise DefinitionError("a where() condition holds a where() where gbdist cannot unfold it",
-                          got=show(c)[:200], hint="compare the where() with ==, !=, <, <=, >, >=")
+                          got=math(c, 200), hint="compare the where() with ==, !=, <, <=, >, >=")
 
 
 def condition(c: sp.Basic) -> sp.Basic:
@@ -399,19 +368,6 @@ def show(expr) -> str:
         return _Printer().doprint(expr)
     except Exception:  # noqa: BLE001 - sympy's printers fail on some unevaluated trees
         return structural_text(expr)
-
-
-def structural_text(expr) -> str:
-    """A formula as ``Type(args...)`` text, built without sympy's printers (which can
-    fail on unevaluated trees); deterministic, so it serves as a key too."""
-    if not isinstance(expr, sp.Basic):
-        return repr(expr)
-    if not expr.args:
-        try:
-            return sp.srepr(expr)
-        except Exception:  # noqa: BLE001
-            return f"{type(expr).__name__}({expr!s})"
-    return f"{type(expr).__name__}({', '.join(structural_text(a) for a in expr.args)})"
 
 
 def _formula_key(expr) -> str:

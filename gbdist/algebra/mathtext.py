@@ -1,7 +1,8 @@
 """Formulas as one line of Unicode mathematics, for every text a person reads: explain,
 ``gbdist check``, error messages. ``|x − y|``, ``√x``, ``x²``, ``∞``, cases in braces —
 never sympy's ``Abs(x)``, ``x**2``, ``oo``. (:func:`gbdist.algebra.formulas.show` is the
-plain-ASCII form that keys and reprs use.)
+plain-ASCII form that keys and reprs use.) It builds on :mod:`gbdist.algebra.written` only,
+so :mod:`gbdist.algebra.formulas` prints its own messages with it.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
-from .formulas import build, show
+from .written import build, structural_text
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -42,6 +43,9 @@ class _Text(StrPrinter):
         return "∞ (unsigned)"
 
     def _print_Piecewise(self, e):
+        if len(e.args) == 2 and e.args[0].expr == 1 and e.args[1].expr == 0 \
+                and e.args[1].cond is sp.true:  # the Iverson bracket: 1 where c holds, else 0
+            return f"[{self._print(e.args[0].cond)}]"
         parts = []
         for value, cond in e.args:
             v = self._print(value)
@@ -109,7 +113,7 @@ def text(expr) -> str:
     try:
         out = _Text().doprint(flatten(expr))
     except Exception:  # noqa: BLE001 - sympy's printers fail on some unevaluated trees
-        return show(expr)
+        return structural_text(expr)
     return out.replace("**", "^").replace("*", "·")
 
 

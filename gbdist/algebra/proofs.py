@@ -343,9 +343,22 @@ def _compare(lhs, rhs, xs, ys) -> tuple[bool, str]:
     used = [(n, v) for n, v in (("x", xs), ("y", ys)) if n in names]
     k = min(np.flatnonzero(~ok), key=lambda i: max([_plainness(float(v[i])) for _, v in used],
                                                    default=()))
-    at = ", ".join(f"{n}={float(v[k])!r}" for n, v in used)
+    at = ", ".join(f"{n} = {plain_number(v[k], exact=True)}" for n, v in used)
     return False, (f"counterexample {at}: " if at else "counterexample: ") + \
-        f"{float(a[k])!r} vs {float(b[k])!r}"
+        f"{plain_number(a[k])} vs {plain_number(b[k])}"
+
+
+def plain_number(v, exact: bool = False) -> str:
+    """A value as a reader writes it: 1 (not 1.0), 0.5, 0.693147, ∞, -∞, NaN, 1e-310;
+    ``exact``: every digit of a value that is not an integer (a point to evaluate at)."""
+    v = float(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v) if exact else f"{v:.6g}"
 
 
 def _plainness(v: float) -> tuple:

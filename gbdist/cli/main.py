@@ -5,6 +5,7 @@
     gbdist explain chi2_dist --file my_metrics.gbd --cuda
     gbdist explain manhattan --format svg -o manhattan.svg
     gbdist explain triangle_count --fills 0     (a graph definition: its steps)
+    gbdist explain bfs_levels -o bfs_levels.svg (its plan drawn: steps, masks, loops)
     gbdist check my_metrics.gbd
 
 Each subcommand is a (name, help, add_arguments, run) entry in COMMANDS, so a
@@ -44,7 +45,7 @@ def _explain_args(p):
     p.add_argument("--format", default=None, choices=("text", "md", "html", "svg", "png"),
                    help="text (default), md (Markdown with LaTeX), html (page with the picture), "
                         "svg or png (the picture: passes over a worked example, and the plan; "
-                        "needs matplotlib)")
+                        "for a graph definition its steps, masks and loops; needs matplotlib)")
     p.add_argument("--output", "-o", default=None, metavar="FILE",
                    help="write to FILE instead of the terminal (the format follows its suffix "
                         "unless --format is given)")
@@ -119,38 +120,23 @@ def _is_metric_explanation(explanation) -> bool:
 
 def _explain(args) -> int:
     explanation = _explanation(args)
-    if not _is_metric_explanation(explanation):  # a graph definition's steps
-        fmt = args.format or "text"
-        if args.cuda or args.param or fmt not in ("text", "md", "html"):
-            raise GbdistError(f"{args.target!r} is a graph definition: its explanation is text",
-                              expected="--format text, md or html, without --cuda or -p")
-        data = {"md": explanation.to_markdown, "html": explanation._repr_html_}.get(
-            fmt, lambda: str(explanation) + "\n")()
-        if args.output:
-            try:
-                with open(args.output, "w", encoding="utf-8") as fh:
-                    fh.write(data)
-            except OSError as e:
-                raise GbdistError(f"cannot write {args.output}", got=str(e)) from None
-        else:
-            print(data, end="")
+    if not _is_metric_explanation(explanation):  # a graph definition's steps (and picture)
+        if args.cuda or args.param:
+            raise GbdistError(f"{args.target!r} is a graph definition: --cuda and -p go with "
+                              "a metric", hint="gbdist explain NAME [--fills 0] [--format F -o FILE]")
+        fmt = _format_of(args)
+        if fmt in ("svg", "png") and not args.output:
+            raise GbdistError(f"--format {fmt} writes a picture: it needs a file",
+                              hint=f"add -o FILE.{fmt}")
+        _write(args.output, explanation.render(fmt))
         return 0
     if args.cuda:
         explanation = explanation.with_cuda(_cuda_source(explanation, args.dtype))
     from ..compiler.explain_figures import render
-    fmt = args.format
-    if fmt is None and args.output:
-        suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
-        fmt = {"txt": "text", "markdown": "md", "htm": "html"}.get(suffix, suffix)
-        if fmt not in ("text", "md", "html", "svg", "png"):
-            fmt = "text"
-    data = render(explanation, fmt or "text")
+    fmt = _format_of(args)
+    data = render(explanation, fmt)
     if args.output:
-        try:
-            with open(args.output, "wb") as fh:
-                fh.write(data)
-        except OSError as e:
-            raise GbdistError(f"cannot write {args.output}", got=str(e)) from None
+        _write(args.output, data)
         return 0
     if fmt in ("svg", "png"):
         raise GbdistError(f"--format {fmt} writes a picture: it needs a file",
@@ -162,6 +148,26 @@ def _explain(args) -> int:
         from ..runtime.core import auto_backend_note
         print(f"note: {auto_backend_note()}", file=sys.stderr)
     return 0
+
+
+def _format_of(args) -> str:
+    """--format, else the output file's suffix, else text."""
+    fmt = args.format
+    if fmt is None and args.output:
+        suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
+        fmt = {"txt": "text", "markdown": "md", "htm": "html"}.get(suffix, suffix)
+    return fmt if fmt in ("text", "md", "html", "svg", "png") else "text"
+
+
+def _write(path, data: bytes) -> None:
+    if path is None:
+        print(data.decode("utf-8"), end="")
+        return
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as e:
+        raise GbdistError(f"cannot write {path}", got=str(e)) from None
 
 
 def _check_args(p):

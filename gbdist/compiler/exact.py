@@ -45,7 +45,7 @@ from ..algebra.lazy import sympy as sp
 from ..algebra.ops import RowScale
 from .typecheck import row_operand
 
-FORMAT = 5  # of the cached records below; bump when the proofs change
+FORMAT = 6  # of the cached records below; bump when the proofs change
 MAX_OPS = 300  # larger substituted expressions are not given to sympy's simplify
 PROOF_BUDGET_S = 2.0  # seconds of sympy for one d(a, a) proof (it is optional: no claim after)
 
@@ -140,10 +140,25 @@ class _Symbols:
                 if e == e2 or _bounded_simplify(e - e2) == 0:
                     return sym
         nonneg = kind == "plus" and bool(e.is_nonnegative)
-        sym = sp.Symbol(f"S{len(self.entries)}", nonnegative=True) if nonneg else \
-            sp.Symbol(f"S{len(self.entries)}", real=True)
+        sym = sp.Symbol(f"r{len(self.entries) + 1}", nonnegative=True) if nonneg else \
+            sp.Symbol(f"r{len(self.entries) + 1}", real=True)
         self.entries.append((e, monoid.name, scope, sym))
         return sym
+
+    def legend(self, used) -> str:
+        """What each row summary in ``used`` stands for, as mathematics: ``r1 = Σ_k a_k²``
+        (over the k columns) or ``r1 = Σ a_k² over the row's stored entries``."""
+        from ..algebra.mathtext import text
+        a_k = sp.Symbol("a_k")
+        out = []
+        for e, monoid, scope, sym in self.entries:
+            if sym not in used:
+                continue
+            big = {"plus": "Σ_k", "times": "Π_k"}.get(monoid, f"{monoid}_k")
+            body = text(e.xreplace({s: a_k for s in e.free_symbols if s.name == "x"}))
+            out.append(f"{sym} = {big} {body}" + (" over a's stored entries" if scope == "stored"
+                                                  else ""))
+        return "; ".join(out)
 
 
 def _bounded_simplify(e: sp.Expr) -> sp.Expr:
@@ -168,10 +183,11 @@ def _structural(plan, node) -> bool:
     return False
 
 
-def _substituted(plan) -> sp.Expr | None:
-    """The source expression with both operands set to the same row, over row summaries."""
+def _substituted(plan, syms=None) -> sp.Expr | None:
+    """The source expression with both operands set to the same row, over row summaries
+    (``syms``: the summaries, named r1, r2, …)."""
     from ..algebra.formulas import X, Y
-    syms = _Symbols()
+    syms = _Symbols() if syms is None else syms
     values: dict = {}
     for node in ir.walk(plan.expr):
         if isinstance(node, (ir.Matrix, ir.Vector, ir.Transpose, ir.Apply)):
@@ -244,9 +260,10 @@ def _self_value_uncached(plan) -> SelfValue:
     from ..algebra.proofs import analysis_budget
     if plan.output_kind != "matrix" or operand_pair(plan) is None:
         return SelfValue(None, "not a pairwise (matrix) result over two row operands", "")
+    syms = _Symbols()
     with analysis_budget(PROOF_BUDGET_S):  # the symbolic part, bounded in time as a whole
         try:
-            e = _substituted(plan)
+            e = _substituted(plan, syms)
         except Exception:  # noqa: BLE001 — a part the proof cannot read means no claim
             e = None
         if e is None:
@@ -258,13 +275,25 @@ def _self_value_uncached(plan) -> SelfValue:
             value = _constant_of(s)
             if value is not None:
                 break
-    statement = f"{sp.sstr(e)} → {sp.sstr(shown)}"
+    statement = _statement(e, shown, syms)
     if value is None:
         return SelfValue(None, statement, "")
     ok, how = _numeric_check(plan, value)
     if not ok:
-        return SelfValue(None, statement + f" (refuted numerically: {how})", "")
+        return SelfValue(None, f"{statement}; not claimed: {how}", "")
     return SelfValue(value, statement, how)
+
+
+def _statement(e: sp.Expr, shown: sp.Expr, syms: _Symbols) -> str:
+    """The proof in words: the expression with B := A, its simplification when that differs,
+    and what each row summary r1, r2, … stands for."""
+    from ..algebra.mathtext import text
+    written, simple = text(e), text(shown)
+    out = f"with B := A the expression is {written}"
+    if simple != written:
+        out += f" = {simple}"
+    legend = syms.legend(e.free_symbols | shown.free_symbols)
+    return out + (f", where {legend}" if legend else "")
 
 
 _CACHE: dict = {}

@@ -24,74 +24,9 @@ from . import ir
 from .columns import explain_lines
 from .explain_math import STEP_SHAPE, Leaves, latex, symbolic, text, tidy
 from .plan import Plan, ProductDecision
-from ..algebra.proofs import Proof
 
-# What each kind of proof establishes, for the label printed beside it.
-PROVED, EXHAUSTIVE, NUMERIC, EXPECTED, FAILED = (
-    "proved", "exhaustive", "numeric", "refuted-as-expected", "failed")
-
-
-@dataclass(frozen=True)
-class ProofExplanation:
-    """One checked identity and what its verdict means for the plan."""
-
-    claim: str
-    lhs: sp.Expr
-    rhs: sp.Expr
-    domain: str
-    method: str
-    holds: bool
-    detail: str
-    kind: str  # PROVED, EXHAUSTIVE, NUMERIC, EXPECTED or FAILED
-    note: str = ""  # why an expected refutation is expected
-
-    @classmethod
-    def of(cls, p: Proof, decision_input_expected: bool, note: str = "") -> "ProofExplanation":
-        if p.holds:
-            kind = (PROVED if p.method == "sympy" else EXHAUSTIVE if p.method.startswith("exhaustive")
-                    else NUMERIC)
-        else:
-            kind = EXPECTED if decision_input_expected and _is_decision_input(p) else FAILED
-        return cls(p.claim, tidy(p.lhs, p.domain), tidy(p.rhs, p.domain), p.domain, p.method,
-                   p.holds, p.detail, kind, note if kind == EXPECTED else "")
-
-    @property
-    def label(self) -> str:
-        """The verdict in words: what was established, and how strongly."""
-        return {
-            PROVED: "proved symbolically (sympy)",
-            EXHAUSTIVE: "proved exhaustively on {0, 1}",
-            NUMERIC: "checked numerically, not proved ("
-                     + self.method.removeprefix("numeric").strip(" ()") + ")",
-            EXPECTED: "refuted, as expected" + (f": {self.note}" if self.note else ""),
-            FAILED: "FAILS: a real failure, the rewrite it supports is not applied",
-        }[self.kind]
-
-    @property
-    def where(self) -> str:
-        return {"nonnegative": "x, y ≥ 0", "boolean": "x, y ∈ {0, 1}"}.get(self.domain, "x, y real")
-
-    def __str__(self) -> str:
-        out = f"{self.claim}: {text(self.lhs)} = {text(self.rhs)}  [{self.label}; {self.where}]"
-        if self.detail:
-            out += f" ({self.detail})"
-        return out
-
-    def markdown(self) -> str:
-        mark = {PROVED: "✔", EXHAUSTIVE: "✔", NUMERIC: "≈", EXPECTED: "✘ (expected)",
-                FAILED: "✘ **FAILS**"}[self.kind]
-        out = (f"{mark} {_md_escape(self.claim)}: ${latex(self.lhs)} = {latex(self.rhs)}$ "
-               f"— *{self.label}; {self.where}*")
-        return out + (f" ({_md_escape(self.detail)})" if self.detail else "")
-
-
-def _is_decision_input(p: Proof) -> bool:
-    """The 'f(x, zb) = e' checks whose answer is the decision's input, not a rewrite."""
-    return "vanish" in p.claim
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+from .explain_proofs import (  # noqa: F401 (re-exported)
+    EXHAUSTIVE, EXPECTED, FAILED, NUMERIC, PROVED, ProofExplanation, _md_escape, simpler)
 
 
 @dataclass(frozen=True)
@@ -119,6 +54,7 @@ class ProductExplanation:
     semiring_add: str = "plus"  # the name of ⊕
     left_ops: tuple = ()  # the apply() chain of each operand, as formulas in x (Jaccard's nonzero)
     right_ops: tuple = ()
+    f_simple: sp.Expr | None = None  # f simplified, when shorter and proven equal (simpler)
 
     @classmethod
     def from_decision(cls, d: ProductDecision) -> "ProductExplanation":
@@ -137,7 +73,7 @@ class ProductExplanation:
                    a.semiring.add.name, *_chains(d.node))
         # one source: ``.reason`` is the printed "why" (formulas as mathematics), so the
         # object and every rendering say the same thing
-        return dataclasses.replace(made, reason=made.why())
+        return dataclasses.replace(made, reason=made.why(), f_simple=simpler(made.f, dom))
 
     # -- the pieces every rendering shows ------------------------------------
 
@@ -183,7 +119,8 @@ class ProductExplanation:
         za, zb = self.fill_names()
         rows: list[tuple[str, list]] = [
             ("semiring", [self.semiring]),
-            ("⊗", ["f(x, y) = ", self.f]),
+            ("⊗", ["f(x, y) = ", self.f] + ([" = ", self.f_simple] if self.f_simple is not None
+                                            else [])),
             ("at the fills", [f"L(x) = f(x, {zb}) = ", self.L, f",   R(y) = f({za}, y) = ", self.R,
                               f",   C = f({za}, {zb}) = ", self.C]),
             ("strategy", [self.strategy]),
@@ -461,7 +398,9 @@ class Explanation:
             out.append(f"<h4>product <code>{_html.escape(p.expression)}</code></h4><table>")
             out += [row(label, pieces) for label, pieces in p.rows()]
             out.append("</table><ul>")
-            out += [f"<li>{_html.escape(q.claim)}: \\({latex(q.lhs)} = {latex(q.rhs)}\\) "
+            out += [f"<li>{_html.escape(q.claim)}: \\({latex(q.lhs)}"
+                    + (f" = {latex(q.simple)}" if q.simple is not None else "")
+                    + f" = {latex(q.rhs)}\\) "
                     f"<em>[{_html.escape(q.label)}; {_html.escape(q.where)}]</em>"
                     + (f" ({_html.escape(q.detail)})" if q.detail else "") + "</li>"
                     for q in p.proofs]  # the text's verdict, domain and counterexample

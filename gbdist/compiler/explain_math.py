@@ -145,9 +145,39 @@ _FUNCS = {
     "sqrt": lambda a: sp.Pow(a, sp.Rational(1, 2)), "abs": sp.Abs, "log": sp.log, "exp": sp.exp,
     "asin": sp.asin,
     "maximum": sp.Max, "minimum": sp.Min,
-    "eq": sp.Eq, "ne": sp.Ne, "lt": sp.Lt, "le": sp.Le, "gt": sp.Gt, "ge": sp.Ge,
-    "where": lambda c, a, b: sp.Piecewise((a, c), (b, True)),
+    # a comparison is a value, 1 or 0 (the Iverson bracket [a = b]), as the IR computes it:
+    # correlation adds two of them; where() reads it back as the condition
+    "eq": lambda a, b: _iverson(sp.Eq(a, b)), "ne": lambda a, b: _iverson(sp.Ne(a, b)),
+    "lt": lambda a, b: _iverson(sp.Lt(a, b)), "le": lambda a, b: _iverson(sp.Le(a, b)),
+    "gt": lambda a, b: _iverson(sp.Gt(a, b)), "ge": lambda a, b: _iverson(sp.Ge(a, b)),
+    "where": lambda c, a, b: sp.Piecewise((a, _condition(c)), (b, True)),
 }
+
+
+class Bracket(sp.Function):
+    """[c]: 1 where the condition c holds, else 0 (the Iverson bracket), kept as written."""
+
+    nargs = 1
+
+    def _sympystr(self, printer):
+        return f"[{printer._print(self.args[0])}]"
+
+    def _latex(self, printer):
+        return r"\left[" + printer._print(self.args[0]) + r"\right]"
+
+
+def _iverson(cond) -> sp.Expr:
+    return build(Bracket, cond)
+
+
+def _condition(c):
+    """where()'s first argument as a condition: the comparison inside a bracket [c], or
+    c ≠ 0 for any other value."""
+    if isinstance(c, Bracket):
+        return c.args[0]
+    if isinstance(c, (sp.core.relational.Relational, sp.logic.boolalg.Boolean)):
+        return c
+    return sp.Ne(c, 0)
 
 
 class Leaves:

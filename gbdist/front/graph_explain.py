@@ -76,6 +76,133 @@ class GraphExplanation:
     def _repr_html_(self) -> str:
         return f"<pre>{_html.escape(str(self))}</pre>"
 
+    # -- the picture (gbdist.compiler.explain_diagram) -------------------------
+
+    def diagram(self):
+        """The plan as a :class:`~gbdist.compiler.explain_diagram.Diagram`: operands, steps
+        (with mask and result fill), which step feeds which, each loop a box round its body."""
+        from ..compiler.explain_diagram import Diagram, Edge, Node
+        g = self.graph
+        d = Diagram(f"{g!r}: its steps, which feeds which, masks dashed, loops boxed")
+        ids = {}
+        for o in g.operands:
+            kind = {"any": "matrix or vector", "index": "vertex"}.get(g.kinds[o], g.kinds[o])
+            d.nodes.append(Node(f"operand-{o}", f"{o} ({kind})", "operand"))
+            ids[o] = f"operand-{o}"
+        fills = {e.step.index: e.result_fill for e in self.steps}
+        _draw_steps(d, g, ids, "", 0, fills)
+        d.nodes.append(Node("result", f"result: {g.label(g.result)}", "result"))
+        d.edges.append(Edge(_ref_id(ids, "", g.result), "result"))
+        return d
+
+    def figure(self):
+        """A matplotlib Figure of :meth:`diagram`."""
+        from ..compiler.explain_diagram import figure
+        return figure(self.diagram())
+
+    def picture(self, fmt: str = "svg") -> bytes:
+        """The picture as ``svg`` or ``png`` bytes."""
+        from ..compiler.explain_diagram import figure_bytes
+        if fmt not in ("svg", "png"):
+            raise InputError("a graph definition's picture is svg or png", got=repr(fmt))
+        return figure_bytes(self.diagram(), fmt)
+
+    def save(self, path, fmt: str | None = None) -> None:
+        """Write the explanation as text, md, html (the text and the picture), svg or png
+        (by ``fmt`` or the file's suffix)."""
+        from pathlib import Path
+        path = Path(path)
+        fmt = fmt or {"txt": "text", "htm": "html", "markdown": "md"}.get(
+            path.suffix.lstrip(".").lower(), path.suffix.lstrip(".").lower())
+        path.write_bytes(self.render(fmt))
+
+    def render(self, fmt: str) -> bytes:
+        """The explanation in one of text, md, html, svg, png, as bytes."""
+        if fmt in ("svg", "png"):
+            return self.picture(fmt)
+        if fmt == "html":
+            try:
+                svg = self.picture("svg").decode("utf-8")
+                svg = svg[svg.index("<svg"):]
+            except ImportError:  # matplotlib missing (MissingDependency)
+                svg = "<p>(install matplotlib for the picture)</p>"
+            return ("<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>gbdist explain"
+                    "</title></head><body>\n" + svg + "\n" + self._repr_html_()
+                    + "\n</body></html>\n").encode("utf-8")
+        if fmt == "md":
+            return self.to_markdown().encode("utf-8")
+        if fmt == "text":
+            return (str(self) + "\n").encode("utf-8")
+        raise InputError("unknown explain format", expected="text, md, html, svg or png",
+                         got=repr(fmt))
+
+
+def _ref_id(ids: dict, prefix: str, ref) -> str | None:
+    """The diagram node a Ref reads: an operand or outer value by name, a step by index."""
+    if not isinstance(ref, Ref):
+        return None
+    return ids.get(ref.source) if isinstance(ref.source, str) else ids.get((prefix, ref.source))
+
+
+def _draw_steps(d, g: GraphDef, ids: dict, prefix: str, depth: int, fills: dict) -> None:
+    """Add ``g``'s steps (a loop's body when ``prefix`` is "N.") to the diagram ``d``."""
+    from ..compiler.explain_diagram import Edge, Node
+    for s in g.steps:
+        number = f"{prefix}{s.index + 1}"
+        if s.operation == "loop":
+            _draw_loop(d, g, s, ids, prefix, depth)
+            continue
+        if s.operation == "loop_value":  # the loop's final value: its carried variable's box
+            ids[(prefix, s.index)] = ids.get((prefix, s.inputs[0].source, s.k))
+            continue
+        names = g.names.get(s.index)
+        target = names[0] if names else f"%{number}"
+        details = [f"step {number}: {target} = {g.step_text(s)}"]
+        if s.mask is not None:
+            details.append(f"  mask {g.label(s.mask)}" + (", replace" if s.replace else ""))
+        if s.index in fills and fills[s.index] is not None and s.kind != "scalar":
+            details.append(f"  result fill {fills[s.index]!r}")
+        nid = f"step-{number}"
+        d.nodes.append(Node(nid, "\n".join(details), "step", depth))
+        ids[(prefix, s.index)] = nid
+        refs = [(r, "input") for r in s.inputs] + [(s.out, "out")] + \
+            [(x, "input") for x in (s.k, s.at, s.rows, s.cols) + ((s.bound[1],) if s.bound else ())]
+        if s.mask is not None:
+            refs.append((s.mask.ref, "mask"))
+        for r, kind in refs:
+            src = _ref_id(ids, prefix, r)
+            if src is not None:
+                d.edges.append(Edge(src, nid, kind))
+
+
+def _draw_loop(d, g: GraphDef, s: Step, ids: dict, prefix: str, depth: int) -> None:
+    """A loop: its carried variables (fed by their initial values and by each iteration's
+    next values) and its body, in a box titled with the stop test."""
+    from ..compiler.explain_diagram import Edge, Group, Node
+    loop = s.loop
+    number = f"{prefix}{s.index + 1}"
+    body = loop.graph(g.name)
+    inner = {name: _ref_id(ids, prefix, r) for name, r in loop.captures}
+    first = len(d.nodes)
+    for k, (c, r) in enumerate(zip(loop.carried, s.inputs)):
+        vid = f"carried-{number}-{c}"
+        d.nodes.append(Node(vid, f"{c}: carried by loop {number}, starts as {g.label(r)}",
+                            "carried", depth + 1))
+        inner[c] = ids[(prefix, s.index, k)] = vid
+        src = _ref_id(ids, prefix, r)
+        if src is not None:
+            d.edges.append(Edge(src, vid, "initial"))
+    _draw_steps(d, body, inner, f"{number}.", depth + 1, {})
+    for c, r in zip(loop.carried, loop.next):
+        src = _ref_id(inner, f"{number}.", r)
+        if src is not None and src != inner[c]:
+            d.edges.append(Edge(src, f"carried-{number}-{c}", "next"))
+    members = tuple(n.id for n in d.nodes[first:])
+    stop = loop.stop
+    title = (f"repeat {g.label(stop.args[0])} times" if stop.kind == "repeat" else
+             f"until {stop.text} (tested after each iteration)")
+    d.groups.append(Group(f"loop-{number}", f"loop {number}: {title}", members, depth))
+
 
 def _render(g: GraphDef, steps, prefix: str = "") -> list[str]:
     """Each step: ``step N: target = text -> kind``, then its lines, indented."""

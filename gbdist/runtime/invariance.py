@@ -11,6 +11,7 @@ import numpy as np
 
 from ..compiler import cache, exact
 from ..backends.cpu import CPUBackend
+from ..errors import GbdistError
 from ..compiler.exact import FORMAT, _per_plan, operand_pair
 from .bind import bind_operands
 from .columns import samples
@@ -34,8 +35,7 @@ _reference = run_reference
 def check_self_value(plan, value: float) -> tuple[bool, str]:
     """Run the plan (CPU reference, no exact post-pass) on random rows against themselves."""
     import scipy.sparse as sps
-    nonneg = any(op.domain == "nonnegative" for d in plan.products
-                 for op in (d.analysis.semiring.mul,))
+    nonneg = nonnegative_data(plan)
     rng = np.random.default_rng(12345)
     from .columns import required_width
     dense = rng.uniform(0.25, 2.0, size=(12, required_width(plan, 7)))
@@ -47,18 +47,28 @@ def check_self_value(plan, value: float) -> tuple[bool, str]:
     try:
         out = _reference(plan, {left[0]: Xc, right[0]: Xc})
     except Exception as e:  # noqa: BLE001 — a failed check withholds the claim
-        return False, f"{type(e).__name__}: {e}"
+        why = e.message if isinstance(e, GbdistError) else type(e).__name__
+        return False, f"the check could not run the metric on random rows ({why})"
     diag = np.diagonal(out)
     fin = np.isfinite(diag)
     if not fin.any():
-        return False, "no finite diagonal value to check"
+        return False, "the check found no finite d(a, a) on random rows"
     err = float(np.max(np.abs(diag[fin] - value)))
     if err > 1e-6 * (1.0 + abs(value)):
-        return False, f"diagonal differs by {err:.2e}"
+        return False, f"on random rows the computed d(a, a) differs from it by {err:.2e}"
     return True, f"checked numerically on {int(fin.sum())} random rows (max deviation {err:.1e})"
 
 
 exact.register_numeric_check(check_self_value)
+
+
+def nonnegative_data(plan) -> bool:
+    """Whether the numeric checks must draw nonnegative rows: an op of the plan (a product's
+    ⊗ or an apply() on an operand) is defined for nonnegative inputs only."""
+    from ..compiler import ir
+    ops = [d.analysis.semiring.mul for d in plan.products]
+    ops += [n.op for n in ir.walk(plan.expr) if isinstance(n, ir.Apply)]
+    return any(getattr(op, "domain", None) == "nonnegative" for op in ops)
 
 
 
@@ -120,8 +130,7 @@ def _invariance_uncached(plan) -> Invariance:
     (ln, lf), (rn, rf) = operand_pair(plan)
     if lf or rf:
         return Invariance(False, False, "an operand is read by columns")
-    nonneg = any(op.domain == "nonnegative" for d in plan.products
-                 for op in (d.analysis.semiring.mul,))
+    nonneg = nonnegative_data(plan)
     rng = np.random.default_rng(777)
     from .columns import required_width
     k = required_width(plan, 9)
