@@ -123,7 +123,7 @@ class GraphBuilder(LoopMixin, Builder):
     def _binop(self, tree, env):
         raise self._no_arithmetic()
 
-    _compare = _and_ = _or_ = _index = _binop  # w[col] is written inside ops too
+    _compare = _and_ = _or_ = _binop
 
     @located
     def _not_(self, tree, env):
@@ -418,19 +418,41 @@ class GraphBuilder(LoopMixin, Builder):
     _fn_reduce_scalar = partialmethod(_reduce, "reduce_scalar", kind="scalar")
 
     def _indices(self, kw, env, what):
+        """rows= / cols=: an operand given as an index array when the graph runs, or a vector
+        computed by the definition (its stored values are the indices: ``rows=f``)."""
         out = {}
         for key in ("rows", "cols"):
             if key in kw:
                 t = kw[key]
-                if not (isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in self.operands
-                        and env.get(str(t.children[0])) == Ref(str(t.children[0]))):
-                    raise TypeCheckError(f"{what}'s {key}= is an operand of the graph (an index "
-                                         "array given when it runs)", span=self.src.span(t),
-                                         hint=f"graph g(A, r) = {what}(A, {key}=r)")
-                ref = Ref(str(t.children[0]))
-                self.require(ref, "index", t, f"{key}=")
-                out[key] = ref
+                out[key] = self._index_ref(t, env, f"{what}(..., {key}=)")
         return out
+
+    def _index_ref(self, t, env, what):
+        ref = self.value(t, env, what)
+        if ref.transpose:
+            raise TypeCheckError(f"{what} takes an index array or a vector",
+                                 got="a transposed matrix", span=self.src.span(t))
+        if isinstance(ref.source, str) and ref.source in self.operands \
+                and self.kind_of(ref) in ("any", "index") and ref.source not in self.arrays:
+            self.require(ref, "index", t, what)  # an index array given when the graph runs
+        else:
+            try:
+                self.require(ref, "vector", t, what)
+            except TypeCheckError as e:
+                raise TypeCheckError(f"{what} takes an index array (an operand) or a vector "
+                                     "whose stored values are the indices",
+                                     got=e.got, span=self.src.span(t),
+                                     hint="e.g. extract(f, rows=f), or f[f]") from None
+        return ref
+
+    @located
+    def _index(self, tree, env):
+        """``x[v]``: extract(x, rows=v) — the entries of x at the indices v holds."""
+        target, name = tree.children
+        x = self.value(target, env, "x[...]")
+        self.require(x, "array", target, "x[...]")
+        idx = self._index_ref(Tree("name", [name]), env, "x[...]'s index")
+        return self.emit(tree, {}, env, "extract", [x], self.kind_of(x), rows=idx)
 
     def _fn_extract(self, tree, pos, kw, env):
         self.arity("extract", tree, pos, 1)
