@@ -21,13 +21,14 @@ from ..errors import ArityError, DefinitionError, TypeCheckError, UnknownNameErr
 from .builder import Builder, budgeted
 from .expr import ExprBuilder
 from .graph_loop import LoopMixin
+from .graph_ops import SELECT_INDEX_UNARY, MoreOpsMixin, word_in
 from .graphdef import (
     DTYPES, GRAPH_FUNCTIONS, KEYWORDS, POSITIONAL_SELECTORS, SELECTORS, GraphDef, MaskRef, Ref,
     Step)
 from .scope import describe, known_names, lookup, number_text
 from .syntax import MAX_FORMULA_NODES, Source, located, suggest
 
-class GraphBuilder(LoopMixin, Builder):
+class GraphBuilder(LoopMixin, MoreOpsMixin, Builder):
     """A ``graph`` body → a :class:`GraphDef` (steps in order, every name and kind checked)."""
 
     def __init__(self, src: Source, scope: dict, name: str, operands: tuple[str, ...],
@@ -369,6 +370,9 @@ class GraphBuilder(LoopMixin, Builder):
 
     def _fn_apply(self, tree, pos, kw, env):
         self.arity("apply", tree, pos, 2)
+        iu = self.index_unary(pos[0], env, "any")
+        if iu is not None:
+            return self._apply_index_unary(tree, iu, pos, kw, env)
         a = self.value(pos[1], env, "apply()")
         kind = self._same_kind([a], pos[1:], "apply()")
         sides = [s for s in ("left", "right") if s in kw]
@@ -386,7 +390,13 @@ class GraphBuilder(LoopMixin, Builder):
     def _fn_select(self, tree, pos, kw, env):
         self.arity("select", tree, pos, 2, 3)
         a = self.value(pos[0], env, "select()")
-        word = self.word(pos[1], tuple(SELECTORS), "the selector")
+        iu = None if word_in(pos[1], SELECTORS) else self.index_unary(pos[1], env, "bool")
+        if iu is not None:
+            return self._select_index_unary(tree, iu, a, pos, kw, env)
+        word = self.word(pos[1], tuple(SELECTORS) + SELECT_INDEX_UNARY, "the selector")
+        if word not in SELECTORS:  # an index-unary op's name, given to an op of the file
+            raise TypeCheckError(f"the selector {word!r} names an op of this file, not a "
+                                 "predicate", span=self.src.span(pos[1]))
         if len(pos) == 3 and "k" in kw:
             raise ArityError("select() takes k once (third argument or k=)", span=self.src.span(tree))
         kt = pos[2] if len(pos) == 3 else kw.get("k")
