@@ -166,3 +166,27 @@ def test_fastsv_rounds_grow_with_the_log_of_the_diameter():
     iterations = next(v.iterations for v in values if hasattr(v, "iterations"))
     assert np.array_equal(result.to_dense(), np.zeros(512))
     assert iterations <= 2 * int(np.log2(512)) + 2
+
+
+@pytest.mark.gpu
+def test_index_vectors_and_fastsv_on_device_equal_the_host():
+    pytest.importorskip("cupy")
+    from gbdist.backends.cuda import available
+    if not available():
+        pytest.skip("needs CuPy and an NVIDIA GPU")
+    rng = np.random.default_rng(6)
+    n = 3000
+    f = full(rng.integers(0, n, size=n))
+    h = gb.Vector.from_coo(np.arange(0, n, 3), rng.integers(0, n, size=n // 3), n, dtype=np.int64)
+    for C in (f, gb.Vector.from_coo(np.arange(0, n, 50), np.arange(0, n, 50), n, dtype=np.int64)):
+        host = gr.assign(C.dup(), h, f, accum=gb.ops.min)
+        dev = gr.assign(C.to_device(), h.to_device(), f.to_device(), accum=gb.ops.min,
+                        backend="cuda")
+        assert dev.on_device and dev.to_host().isequal(host)
+    assert gr.extract(f.to_device(), f.to_device()).to_host().isequal(gr.extract(f, f))
+    G = road(40)
+    A = sps.csr_matrix(nx.to_scipy_sparse_array(G, nodelist=range(1600), format="csr")
+                       .astype(np.float64))
+    import cupyx.scipy.sparse as cps
+    dev = gr.run("connected_components", cps.csr_matrix(A), backend="cuda")
+    assert dev.on_device and np.array_equal(dev.to_host().to_dense(), labels_of(G))
