@@ -33,7 +33,7 @@ from . import cache
 from .decision import STRATEGIES, Analysis  # noqa: F401 (the record of a decision)
 from .verify import verify
 from ..algebra import ops as _ops
-from ..errors import AnalysisError
+from ..errors import AnalysisError, TypeCheckError
 from ..algebra.formulas import (
     X, Y, building, domain_symbols, guarded, off_domain, on_domain, substitute)
 from ..algebra.ops import Monoid
@@ -129,6 +129,22 @@ def _separable(g: sp.Expr, domain: str):
                  if a != 0 and b != 0)
 
 
+def refuse_positional_data(sr: Semiring) -> None:
+    """The analysis of data products (gb.mxm on NumPy/SciPy operands, metrics) reads values:
+    a positional ⊗ (firsti, secondj …, whose value is an index) is refused there with a
+    typed error; it is a product of graph operands (gr.mxm on gb.Matrix)."""
+    mul = sr.mul
+    if getattr(mul, "positional", False):
+        name = getattr(sr, "name", None) or f"semiring({mul.name}, {sr.add.name})"
+        raise TypeCheckError(
+            f"positional semirings take graph operands (gb.Matrix): ⊗ = {mul.name} gives an "
+            "entry's index, not a value, and is defined on stored entries only",
+            expected=f"gr.mxm(gb.Matrix(X), gb.Matrix(Y), {name}) (or gr.mxv / gr.vxm)",
+            got=f"{name} in a product of data operands (NumPy / SciPy arrays, fill 0)",
+            hint="wrap the operands: gb.Matrix(X) stores X's nonzeros as a graph's edges; "
+                 "gb.mxm then runs the graph product")
+
+
 @functools.lru_cache(maxsize=1024)
 def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
     """Decide the iteration strategy for ``⊕_k mul(a_ik, b_jk)`` (cached).
@@ -137,6 +153,7 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
     fills (``gbdist/cache.py``), so sympy runs once per product, not once per
     process.
     """
+    refuse_positional_data(sr)  # a positional ⊗ has no value formula to analyse
     key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)))
     record = cache.load(key)  # bounded, digest-checked; None on any problem
     if record is not None:

@@ -21,13 +21,14 @@ from ..errors import ArityError, DefinitionError, TypeCheckError, UnknownNameErr
 from .builder import Builder, budgeted
 from .expr import ExprBuilder
 from .graph_loop import LoopMixin
+from .graph_ops import SELECT_INDEX_UNARY, MoreOpsMixin, word_in
 from .graphdef import (
     DTYPES, GRAPH_FUNCTIONS, KEYWORDS, POSITIONAL_SELECTORS, SELECTORS, GraphDef, MaskRef, Ref,
     Step)
 from .scope import describe, known_names, lookup, number_text
 from .syntax import MAX_FORMULA_NODES, Source, located, suggest
 
-class GraphBuilder(LoopMixin, Builder):
+class GraphBuilder(LoopMixin, MoreOpsMixin, Builder):
     """A ``graph`` body → a :class:`GraphDef` (steps in order, every name and kind checked)."""
 
     def __init__(self, src: Source, scope: dict, name: str, operands: tuple[str, ...],
@@ -123,7 +124,7 @@ class GraphBuilder(LoopMixin, Builder):
     def _binop(self, tree, env):
         raise self._no_arithmetic()
 
-    _compare = _and_ = _or_ = _index = _binop  # w[col] is written inside ops too
+    _compare = _and_ = _or_ = _binop
 
     @located
     def _not_(self, tree, env):
@@ -369,6 +370,9 @@ class GraphBuilder(LoopMixin, Builder):
 
     def _fn_apply(self, tree, pos, kw, env):
         self.arity("apply", tree, pos, 2)
+        iu = self.index_unary(pos[0], env, "any")
+        if iu is not None:
+            return self._apply_index_unary(tree, iu, pos, kw, env)
         a = self.value(pos[1], env, "apply()")
         kind = self._same_kind([a], pos[1:], "apply()")
         sides = [s for s in ("left", "right") if s in kw]
@@ -386,7 +390,13 @@ class GraphBuilder(LoopMixin, Builder):
     def _fn_select(self, tree, pos, kw, env):
         self.arity("select", tree, pos, 2, 3)
         a = self.value(pos[0], env, "select()")
-        word = self.word(pos[1], tuple(SELECTORS), "the selector")
+        iu = None if word_in(pos[1], SELECTORS) else self.index_unary(pos[1], env, "bool")
+        if iu is not None:
+            return self._select_index_unary(tree, iu, a, pos, kw, env)
+        word = self.word(pos[1], tuple(SELECTORS) + SELECT_INDEX_UNARY, "the selector")
+        if word not in SELECTORS:  # an index-unary op's name, given to an op of the file
+            raise TypeCheckError(f"the selector {word!r} names an op of this file, not a "
+                                 "predicate", span=self.src.span(pos[1]))
         if len(pos) == 3 and "k" in kw:
             raise ArityError("select() takes k once (third argument or k=)", span=self.src.span(tree))
         kt = pos[2] if len(pos) == 3 else kw.get("k")
@@ -418,19 +428,41 @@ class GraphBuilder(LoopMixin, Builder):
     _fn_reduce_scalar = partialmethod(_reduce, "reduce_scalar", kind="scalar")
 
     def _indices(self, kw, env, what):
+        """rows= / cols=: an operand given as an index array when the graph runs, or a vector
+        computed by the definition (its stored values are the indices: ``rows=f``)."""
         out = {}
         for key in ("rows", "cols"):
             if key in kw:
                 t = kw[key]
-                if not (isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in self.operands
-                        and env.get(str(t.children[0])) == Ref(str(t.children[0]))):
-                    raise TypeCheckError(f"{what}'s {key}= is an operand of the graph (an index "
-                                         "array given when it runs)", span=self.src.span(t),
-                                         hint=f"graph g(A, r) = {what}(A, {key}=r)")
-                ref = Ref(str(t.children[0]))
-                self.require(ref, "index", t, f"{key}=")
-                out[key] = ref
+                out[key] = self._index_ref(t, env, f"{what}(..., {key}=)")
         return out
+
+    def _index_ref(self, t, env, what):
+        ref = self.value(t, env, what)
+        if ref.transpose:
+            raise TypeCheckError(f"{what} takes an index array or a vector",
+                                 got="a transposed matrix", span=self.src.span(t))
+        if isinstance(ref.source, str) and ref.source in self.operands \
+                and self.kind_of(ref) in ("any", "index") and ref.source not in self.arrays:
+            self.require(ref, "index", t, what)  # an index array given when the graph runs
+        else:
+            try:
+                self.require(ref, "vector", t, what)
+            except TypeCheckError as e:
+                raise TypeCheckError(f"{what} takes an index array (an operand) or a vector "
+                                     "whose stored values are the indices",
+                                     got=e.got, span=self.src.span(t),
+                                     hint="e.g. extract(f, rows=f), or f[f]") from None
+        return ref
+
+    @located
+    def _index(self, tree, env):
+        """``x[v]``: extract(x, rows=v) — the entries of x at the indices v holds."""
+        target, name = tree.children
+        x = self.value(target, env, "x[...]")
+        self.require(x, "array", target, "x[...]")
+        idx = self._index_ref(Tree("name", [name]), env, "x[...]'s index")
+        return self.emit(tree, {}, env, "extract", [x], self.kind_of(x), rows=idx)
 
     def _fn_extract(self, tree, pos, kw, env):
         self.arity("extract", tree, pos, 1)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..algebra.lazy import sympy as sp
 from ..algebra.ops import Monoid, Op
+from ..algebra.positional import INDEX_UNARY, IndexUnaryOp
 from ..algebra.semirings import Semiring
 from ..compiler import graph as rule
 from ..errors import GbdistError, InputError
@@ -333,6 +334,9 @@ def _algebra(a) -> str:
         return f"monoid {a.name}: {rule.shown(a.op.formula)} (identity {rule.shown(a.identity)})"
     if isinstance(a, Op):
         return f"op {a.name}: {rule.shown(a.formula)}"
+    if isinstance(a, IndexUnaryOp):
+        return (f"index-unary op {a.name}(x, i, j, y) = {_iu_text(a)} (x the value, i the row, "
+                "j the column, y the thunk)")
     return ""
 
 
@@ -368,6 +372,8 @@ def _decide(g: GraphDef, s: Step, fill):
             return rule.product(op, s.algebra, tuple(ins), tuple(ins)), None
         if op in ("ewise_add", "ewise_mult"):
             return rule.ewise(op, s.algebra, op == "ewise_add", tuple(ins), tuple(ins)), None
+        if op == "apply" and isinstance(s.algebra, IndexUnaryOp):
+            return rule.Decision(op, True, rule.ABSENT, _POSITIONS.format(s.algebra.name)), None
         if op == "apply":
             at_zero = 0.0
             if ins[0] == 0:
@@ -379,13 +385,39 @@ def _decide(g: GraphDef, s: Step, fill):
             return rule.reduction(op, s.algebra, ins[0]), None
     except GbdistError as e:
         return _REFUSED, f"REFUSED: {e.message}"
+    if op in _NEW_VALUES:  # counts and positions, or a new pattern: a graph's entries
+        return rule.Decision(op, True, rule.ABSENT, _NEW_VALUES[op]), None
     why = {"select": "select keeps or drops stored entries; an unstored entry stays unstored",
            "extract": "indexing moves stored entries; unstored entries stay unstored",
-           "assign": "indexing moves stored entries; unstored entries stay unstored"}[op]
+           "assign": "indexing moves stored entries; unstored entries stay unstored",
+           "diag": "the stored entries move onto (or off) the diagonal",
+           "concat": "the stored entries move into the joined shape",
+           "resize": "the stored entries inside the new shape are kept"}[op]
     return rule.Decision(op, True, ins[0], why), None
 
 
+_POSITIONS = ("{0} reads the entries' positions: only stored entries take part, unstored "
+              "ones stay unstored")
+_NEW_VALUES = {
+    "ewise_union": "the union of the stored entries; where one side is missing its default "
+                   "stands in (not the fill)",
+    "count": "counts the stored entries: a row (column) without one is unstored",
+    "argmin": "the position of a stored value: a row (column) without one is unstored",
+    "argmax": "the position of a stored value: a row (column) without one is unstored",
+    "kronecker": "op of every pair of stored entries: only stored entries take part",
+}
+
+
 _REFUSED = "refused"
+
+
+def _iu_text(iu: IndexUnaryOp) -> str:
+    """An index-unary op's formula as mathematics."""
+    from ..algebra import terms
+    try:
+        return rule.shown(terms.decode(iu.term))
+    except Exception:  # noqa: BLE001 - a term sympy cannot rebuild: as stored
+        return terms.text(iu.term)
 
 
 def _is_scalar(g: GraphDef, r: Ref) -> bool:
@@ -400,8 +432,14 @@ def _step_lines(g: GraphDef, s: Step, fill):
     if s.operation == "select":
         k = f", k = {g.label(s.k)}" if s.k is not None else (
             ", k = 0" if s.selector in ("tril", "triu", "diag", "offdiag") else "")
-        lines.append(f"selector: {s.selector}{k} (keeps stored entries with "
-                     f"{_SELECT_WORDS.get(s.selector, f'value {s.selector} k')})")
+        iu = s.algebra if isinstance(s.algebra, IndexUnaryOp) else (
+            INDEX_UNARY.get(s.selector) if s.selector not in _SELECT_WORDS else None)
+        if iu is not None:
+            lines.append(f"selector: {s.selector}{k} (keeps stored entries with {_iu_text(iu)}, "
+                         "y = k)")
+        else:
+            lines.append(f"selector: {s.selector}{k} (keeps stored entries with "
+                         f"{_SELECT_WORDS.get(s.selector, f'value {s.selector} k')})")
     if s.bound is not None:
         lines.append(f"bound scalar: {s.bound[0]}={g.label(s.bound[1])} "
                      + ("(op(a, s))" if s.bound[0] == "right" else "(op(s, a))"))
@@ -443,8 +481,13 @@ def _dtype_text(s: Step) -> str:
         return f"{s.dtype} (dtype=)"
     if s.out is not None:
         return "out's dtype"
-    if s.operation in ("select", "extract", "assign"):
+    if s.operation in ("select", "extract", "assign", "diag", "resize"):
         return "the input's dtype"
+    if s.operation in ("count", "argmin", "argmax") or (
+            s.operation == "apply" and getattr(s.algebra, "result", None) == "int64"):
+        return "int64"
+    if s.operation == "concat":
+        return "the operands' common dtype"
     if s.operation in ("vector", "ids"):
         return "int64" if s.operation == "ids" else "the value's (a number: float64)"
     ops = {"mxm": "⊗ and ⊕ keep", "mxv": "⊗ and ⊕ keep", "vxm": "⊗ and ⊕ keep"}.get(

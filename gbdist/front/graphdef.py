@@ -40,6 +40,16 @@ GRAPH_FUNCTIONS = {
     "assign": ("assign(C, value, rows=r, cols=c)", "a copy of C with C(r, c) = value"),
     "vector": ("vector(A, value, at=i)", "a vector of A's rows: every entry value (or one, at i)"),
     "ids": ("ids(A)", "the vector of A's rows whose entry i is i (int64)"),
+    "ewise_union": ("ewise_union(A, B, op, a, b)",
+                    "union: op everywhere, a missing A value taken as a, a missing B value as b"),
+    "count": ("count(A, axis=rows)", "the stored entries of each row (or column): int64"),
+    "argmin": ("argmin(A, axis=rows)", "per row (column), the column (row) of the smallest value"),
+    "argmax": ("argmax(A, axis=rows)", "per row (column), the column (row) of the largest value"),
+    "kronecker": ("kronecker(A, B, op)", "C(iA·mB + iB, jA·nB + jB) = op(A(iA, jA), B(iB, jB))"),
+    "diag": ("diag(x, k)", "a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal"),
+    "concat": ("concat(A, B, ..., axis=rows)", "matrices stacked (axis=cols: side by side), "
+               "vectors joined"),
+    "resize": ("resize(A, m, n)", "A cut or grown to m × n (a vector: resize(v, n))"),
 }
 _WRITE = ("mask", "accum", "out", "replace", "dtype")
 KEYWORDS = {
@@ -52,6 +62,11 @@ KEYWORDS = {
     "assign": ("mask", "accum", "replace", "rows", "cols"),
     "vector": ("at", "dtype"),
     "ids": ("dtype",),
+    "ewise_union": _WRITE,
+    **{n: ("axis",) for n in ("count", "argmin", "argmax", "concat")},
+    "kronecker": ("dtype",),
+    "diag": (),
+    "resize": (),
 }
 # Selector names in the text -> the selector of gbdist.graph.select.
 SELECTORS = {"tril": "tril", "triu": "triu", "diag": "diag", "offdiag": "offdiag",
@@ -180,10 +195,17 @@ class GraphDef:
         if s.operation == "apply":
             args = [name(s.algebra), L(s.inputs[0])]
         elif s.operation == "select":
-            sel = next(k for k, v in SELECTORS.items() if v == s.selector)
+            sel = next((k for k, v in SELECTORS.items() if v == s.selector), s.selector)
             args = [L(s.inputs[0]), sel] + ([L(s.k)] if s.k is not None else [])
-        elif s.operation in ("extract", "assign", "vector", "ids"):
+        elif s.operation in ("extract", "assign", "vector", "ids", "concat", "resize", "count",
+                             "argmin", "argmax"):
             args = [L(r) for r in s.inputs]
+            if s.selector not in (None, "rows"):
+                args.append(f"axis={s.selector}")
+        elif s.operation == "diag":
+            args = [L(s.inputs[0])] + ([] if s.k in (None, 0.0) else [L(s.k)])
+        elif s.operation == "ewise_union":
+            args = [L(r) for r in s.inputs[:2]] + [name(s.algebra)] + [L(r) for r in s.inputs[2:]]
         elif s.operation == "loop":
             return "loop " + ", ".join(f"{c} = {L(r)}" for c, r in zip(s.loop.carried, s.inputs))
         elif s.operation == "loop_value":

@@ -27,6 +27,7 @@ from .expr import ExprBuilder
 from .formula import FormulaBuilder, make_op
 from .graph_builder import GraphBuilder
 from .graph_loop import graph_defaults
+from .graph_ops import index_unary_op
 from .graphdef import GRAPH_FUNCTIONS, build_monoid
 from .scope import RESERVED, Helper, ParamOp, describe
 from .syntax import Source, parse_tree, suggest, unexpected
@@ -188,8 +189,15 @@ class Loader:
         name, span = self._claim(name_tok)
         args, params = self._names(args_tree), self._names(params_tree)
         self._unique(args + params, "parameter")
+        if len(args) == 4 and not params:  # value, row, column, thunk: an index-unary op
+            op = index_unary_op(self.src, self._scope(), name, tuple(map(str, args)), body,
+                                self._doc(span))
+            self.defs.add(self.defs.ops, name, op)
+            self.defs.spans[name] = span
+            return op
         if len(args) not in (1, 2):
-            raise ArityError(f"op {name!r} must take one or two arguments (x, or x and y)",
+            raise ArityError(f"op {name!r} must take one or two arguments (x, or x and y), or "
+                             "four (x, i, j, y: an index-unary op, for select and apply)",
                              got=f"{len(args)}", span=self.src.span(args_tree),
                              hint="numeric parameters go after ';': op f(x, y; p) = ...")
         args_s, params_s = tuple(map(str, args)), tuple(map(str, params))

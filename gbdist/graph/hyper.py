@@ -19,11 +19,15 @@ positions back to ids, dropping rows and columns left empty:
 
 A mask is a hypersparse operand's ``H.S`` / ``H.V`` (``~`` complements it), mapped onto
 the result's compact space (an entry outside it cannot be in the result, so a complement
-needs nothing beyond it). Accumulators and ``out=`` are not offered on hypersparse
-operands (an InputError says so). Results are graphs (fill ``"absent"``); their ``decision`` is the
+needs nothing beyond it). ``out=`` (a HyperMatrix / HyperVector of the result's shape,
+changed in place), ``accum=`` and ``replace=`` write as GraphBLAS does,
+``out<mask, replace> = accum(out, T)``, on the union of T's and out's ids
+(:func:`_writes`). Results are graphs (fill ``"absent"``); their ``decision`` is the
 compact operation's.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -225,17 +229,17 @@ def _vector_onto(h: HyperVector, ids) -> Vector:
 
 
 def _plain(kwargs, what, rows=None, cols=None, shape=None):
-    """Refuse accum= / out=; map a hypersparse mask onto the result's compact space
-    (``rows`` × ``cols`` ids, or ``rows`` alone for a vector result)."""
-    bad = [k for k, v in kwargs.items() if v is not None and k in ("accum", "out")]
-    if bad:
-        raise InputError(f"{what} on hypersparse operands takes no {', '.join(bad)}=",
-                         hint="compute the result, then combine it with another operation")
+    """Map a hypersparse mask onto the result's compact space (``rows`` × ``cols`` ids, or
+    ``rows`` alone for a vector result); accum= and out= are :func:`_writes`'."""
     mask = kwargs.get("mask")
     if mask is None:
         return
     if rows is None:
         raise InputError(f"{what} on hypersparse operands takes no mask=")
+    kwargs["mask"] = _mask_onto(mask, rows, cols, shape, what)
+
+
+def _mask_onto(mask, rows, cols, shape, what) -> Mask:
     if isinstance(mask, (HyperMatrix, HyperVector)):
         mask = mask.V
     src = getattr(mask, "source", None)
@@ -245,7 +249,51 @@ def _plain(kwargs, what, rows=None, cols=None, shape=None):
                          "of its shape (H.S, H.V, ~H.S)", got=repr(src if src is not None else mask),
                          expected=f"a {want.__name__} of shape {shape}")
     mapped = _vector_onto(src, rows) if cols is None else _onto(src, rows, cols)
-    kwargs["mask"] = Mask(mapped, mask.structural, mask.complement)
+    return Mask(mapped, mask.structural, mask.complement)
+
+
+def _writes(fn):
+    """An operation with GraphBLAS's write-back: ``out<mask, replace> = accum(out, T)``. T is
+    computed (with the mask) as before; then T, ``out`` and the mask are relabelled onto
+    the union of T's and out's ids (no entry of the result lies outside it) and written by
+    the ordinary ``apply(identity, T, mask=, accum=, out=, replace=)``. ``out`` (a
+    HyperMatrix / HyperVector of the result's shape) is changed in place and returned."""
+    @functools.wraps(fn)
+    def run(*args, out=None, accum=None, replace=False, **kw):
+        what = fn.__name__
+        if out is None:
+            if accum is not None:
+                raise InputError(f"{what}(accum=...) on hypersparse operands needs out=: the "
+                                 "accumulator combines the result with out's entries")
+            return fn(*args, replace=replace, **kw) if replace else fn(*args, **kw)
+        T = fn(*args, **kw)
+        return _write_back(what, T, out, kw.get("mask"), accum, replace)
+    return run
+
+
+def _write_back(what, T, out, mask, accum, replace):
+    from ..algebra.ops import BY_NAME
+    kind = type(T)
+    if not isinstance(out, kind) or out.shape != T.shape:
+        raise InputError(f"{what}: out= is a {kind.__name__} of the result's shape",
+                         expected=f"a {kind.__name__} of shape {T.shape}", got=repr(out))
+    identity = BY_NAME["identity"]
+    if kind is HyperVector:
+        ids = _union(T.ids, out.ids)
+        m = None if mask is None else _mask_onto(mask, ids, None, T.shape, what)
+        Z = ops_.apply(identity, _vector_onto(T, ids), mask=m, accum=accum,
+                       out=_vector_onto(out, ids), replace=replace)
+        res = HyperVector(ids, Z, T.size)
+        out.ids, out.compact = res.ids, res.compact
+    else:
+        rows, cols = _union(T.row_ids, out.row_ids), _union(T.col_ids, out.col_ids)
+        m = None if mask is None else _mask_onto(mask, rows, cols, T.shape, what)
+        Z = ops_.apply(identity, _onto(T, rows, cols), mask=m, accum=accum,
+                       out=_onto(out, rows, cols).dup(), replace=replace)
+        res = HyperMatrix(rows, cols, Z, T.shape)
+        out.row_ids, out.col_ids, out.compact = res.row_ids, res.col_ids, res.compact
+    out.decision = T.decision
+    return out
 
 
 def _same(a, b, what):
@@ -256,6 +304,7 @@ def _same(a, b, what):
 # --- operations -------------------------------------------------------------------------
 
 
+@_writes
 def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
     _same(A.ncols, B.nrows, "mxm")
     _plain(kw, "mxm", A.row_ids, B.col_ids, (A.nrows, B.ncols))
@@ -264,6 +313,7 @@ def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
     return HyperMatrix(A.row_ids, B.col_ids, C, (A.nrows, B.ncols))
 
 
+@_writes
 def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
     _same(A.ncols, u.size, "mxv")
     _plain(kw, "mxv", A.row_ids, None, (A.nrows,))
@@ -271,6 +321,7 @@ def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
     return HyperVector(A.row_ids, w, A.nrows)
 
 
+@_writes
 def vxm(u: HyperVector, A: HyperMatrix, sr, **kw) -> HyperVector:
     _same(A.nrows, u.size, "vxm")
     _plain(kw, "vxm", A.col_ids, None, (A.ncols,))
@@ -293,14 +344,17 @@ def _ewise(fn, A, B, op, union, kw):
     return HyperMatrix(rows, cols, C, A.shape)
 
 
+@_writes
 def ewise_add(A, B, op, **kw):
     return _ewise(ops_.ewise_add, A, B, op, True, kw)
 
 
+@_writes
 def ewise_mult(A, B, op, **kw):
     return _ewise(ops_.ewise_mult, A, B, op, False, kw)
 
 
+@_writes
 def apply(op, A, **kw):
     if isinstance(A, HyperVector):
         _plain(kw, "apply", A.ids, None, A.shape)
@@ -309,11 +363,13 @@ def apply(op, A, **kw):
     return HyperMatrix(A.row_ids, A.col_ids, ops_.apply(op, A.compact, **kw), A.shape)
 
 
+@_writes
 def reduce_rows(A: HyperMatrix, monoid, **kw) -> HyperVector:
     _plain(kw, "reduce_rows", A.row_ids, None, (A.nrows,))
     return HyperVector(A.row_ids, ops_.reduce_rows(A.compact, monoid, **kw), A.nrows)
 
 
+@_writes
 def reduce_cols(A: HyperMatrix, monoid, **kw) -> HyperVector:
     _plain(kw, "reduce_cols", A.col_ids, None, (A.ncols,))
     return HyperVector(A.col_ids, ops_.reduce_cols(A.compact, monoid, **kw), A.ncols)

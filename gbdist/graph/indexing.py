@@ -4,7 +4,13 @@
 allowed); ``assign(C, value, rows, cols)`` is ``C(rows, cols) = value`` in place (a
 Matrix/Vector of the region's shape, or a scalar stored at every position of the
 region), with the GraphBLAS mask (over the whole of C), accumulator (inside the region)
-and replace. Index arguments: None (all), a slice, an int, or a sequence of ints.
+and replace. Index arguments: None (all), a slice, an int, a sequence of ints, or a
+gb.Vector whose stored values are the indices, in the order of their positions (GrB_extract
+and GrB_assign with an index array taken from a vector: ``f[f]``, the grandparents of
+FastSV, is ``extract(f, f)``). Duplicate indices in an assign are combined with the
+accumulator, as if the assignments were made one after the other (SuiteSparse's rule;
+``assign(f, h, rows=f, accum=min)`` is FastSV's hooking ``f(f(i)) min= h(i)``); without an
+accumulator they are refused.
 """
 from __future__ import annotations
 
@@ -40,6 +46,35 @@ def _remap(idx_of_entries, selection, xp):
     return entry, order[lo[entry] + offs]
 
 
+def index_array(spec, n: int, label: str, xp=np):
+    """An index argument as an int64 array on ``xp``: a gb.Vector gives its stored values (in
+    the order of their positions; integers, or floats that are whole numbers), anything
+    else goes through :func:`gbdist.graph.sparse.index_list`."""
+    if not isinstance(spec, Vector):
+        return xp.asarray(S.index_list(spec, n, label))
+    vals = spec.values
+    if vals.dtype == np.bool_:
+        raise InputError(f"{label}: an index vector holds integers", got="a bool vector",
+                         hint="the stored values are the indices")
+    if vals.dtype.kind == "f":
+        whole = xp.isfinite(vals) & (vals == xp.floor(vals))
+        if not bool(whole.all()):
+            raise InputError(f"{label}: an index vector's values must be whole numbers",
+                             got=f"{vals[~whole][0].item()!r}",
+                             hint="compute it with dtype=int64")
+    if xp is not spec.xp:
+        vals = xp.asarray(vals.get() if hasattr(vals, "get") else vals)
+    idx = vals.astype(np.int64)
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -n or hi >= n:
+            raise InputError(f"{label} out of range", expected=f"indices in [-{n}, {n})",
+                             got=f"min {lo}, max {hi}")
+        if lo < 0:
+            idx = xp.where(idx < 0, idx + n, idx)
+    return idx
+
+
 def _decision(x):
     return rule.Decision("extract/assign", True, x.fill,
                          "indexing moves stored entries; unstored entries stay unstored")
@@ -51,7 +86,7 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
     if isinstance(A, Vector) or getattr(A, "ndim", 2) == 1:
         v = as_vector(A)
         xp = v.xp
-        idx = xp.asarray(S.index_list(rows, v.size, "indices"))
+        idx = index_array(rows, v.size, "indices", xp)
         if v.nvals == v.size:  # full: a gather, every selected entry is stored
             keys, vals = xp.arange(idx.size, dtype=np.int64), v._vals[idx]
         elif v.has_prepared("dense") or S.dense_space(v.size, v.nvals, idx.size):
@@ -70,8 +105,8 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
                       accum=accum, out=out, replace=replace, on_device=v.on_device)
     A = as_matrix(A)
     xp = A.xp
-    ri = xp.asarray(S.index_list(rows, A.nrows, "rows"))
-    ci = xp.asarray(S.index_list(cols, A.ncols, "cols"))
+    ri = index_array(rows, A.nrows, "rows", xp)
+    ci = index_array(cols, A.ncols, "cols", xp)
     shape = (int(ri.size), int(ci.size))
     mask = as_mask(mask, shape, "extract")
     out = _check_out(out, Matrix, shape, "extract")
@@ -94,19 +129,24 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
            backend="auto"):
     """``C(rows, cols) = value`` in place (returns C). ``value``: a Matrix (Vector, for a
     Vector C) of the region's shape, or a scalar stored at every position of the region.
-    Duplicate indices are refused (the result would depend on the order)."""
+    Duplicate indices need ``accum``: the values assigned to one position are combined with
+    it, in order, as if assigned one after the other (``accum`` must be a monoid's op: min,
+    plus …); without it they are refused (the result would depend on the order)."""
     if not isinstance(C, (Matrix, Vector)):
         raise InputError("assign: C must be a gb.Matrix or gb.Vector (it is changed in place)",
                          got=type(C).__name__)
     xp = C.xp
     is_mat = isinstance(C, Matrix)
-    ri = S.index_list(rows, C.shape[0], "rows")
-    ci = S.index_list(cols, C.ncols, "cols") if is_mat else np.zeros(1, np.int64)
+    ri = index_array(rows, C.shape[0], "rows", xp)
+    ci = index_array(cols, C.ncols, "cols", xp) if is_mat else xp.zeros(1, np.int64)
+    duplicates = False
     for name, ix in (("rows", ri), ("cols", ci)):
-        if np.unique(ix).size != ix.size:
-            raise InputError(f"assign: duplicate {name} indices", got=str(ix.tolist()[:10]),
-                             hint="each position of C may be assigned once")
-    ri, ci = xp.asarray(ri), xp.asarray(ci)
+        if _repeats(ix, C.shape[0] if name == "rows" else (C.ncols if is_mat else 1), xp):
+            if accum is None:
+                raise InputError(f"assign: duplicate {name} indices", got=str(ix[:10].tolist()),
+                                 hint="each position of C may be assigned once, or give "
+                                      "accum= (e.g. accum=min) to combine the values")
+            duplicates = True
     n = max(C.ncols, 1) if is_mat else 1
     region_shape = (int(ri.size), int(ci.size)) if is_mat else (int(ri.size),)
     if isinstance(value, (numbers.Number, np.generic)) or (
@@ -133,23 +173,28 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         vvals = cast(V._csr.data if is_mat else V._vals, C.dtype, xp)  # cast on write
     order = xp.argsort(vkeys, kind="stable")
     vkeys, vvals = vkeys[order], vvals[order]
+    if duplicates:
+        vkeys, vvals = _combine(vkeys, vvals, accum, C, backend)
     dt = np.dtype(C.dtype)
-    # C's entries inside the region
     ck = C.keys()
     cv = C._csr.data if is_mat else C._vals
-    in_rows = S.member(ck // n if is_mat else ck, xp.sort(ri), xp)
-    in_cols = S.member(ck % n, xp.sort(ci), xp) if is_mat else in_rows
-    inside = in_rows & in_cols
-    if accum is not None:
-        op = T.binary_arg(accum, "assign accum")
-        tk, tv = S.merge_union(ck[inside], cv[inside], vkeys, vvals,
-                               lambda a, b: binary(op, a, b, dt, xp), dt, xp)
+    op = T.binary_arg(accum, "assign accum") if accum is not None else None
+    if not is_mat and S.dense_space(C.size, C.nvals, vkeys.size):
+        zk, zv = _assign_dense(C, ri, vkeys, vvals, op, dt, xp)
     else:
-        tk, tv = vkeys, xp.asarray(vvals).astype(dt)
-    zk = xp.concatenate([ck[~inside], tk])
-    zv = xp.concatenate([cv[~inside].astype(dt), xp.asarray(tv).astype(dt)])
-    o = xp.argsort(zk, kind="stable")
-    zk, zv = zk[o], zv[o]
+        # C's entries inside the region
+        in_rows = S.member(ck // n if is_mat else ck, xp.sort(ri), xp)
+        in_cols = S.member(ck % n, xp.sort(ci), xp) if is_mat else in_rows
+        inside = in_rows & in_cols
+        if op is not None:
+            tk, tv = S.merge_union(ck[inside], cv[inside], vkeys, vvals,
+                                   lambda a, b: binary(op, a, b, dt, xp), dt, xp)
+        else:
+            tk, tv = vkeys, xp.asarray(vvals).astype(dt)
+        zk = xp.concatenate([ck[~inside], tk])
+        zv = xp.concatenate([cv[~inside].astype(dt), xp.asarray(tv).astype(dt)])
+        o = xp.argsort(zk, kind="stable")
+        zk, zv = zk[o], zv[o]
     mask = as_mask(mask, C.shape, "assign")
     if mask is not None:  # C<M, replace> = Z, over the whole of C
         keep = mask.allows(zk)
@@ -167,6 +212,58 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         C._set(zk, zv, C.size, dt)
     C.decision = _decision(C)
     return C
+
+
+def _assign_dense(C, ri, vkeys, vvals, op, dt, xp):
+    """A vector's assign through dense arrays of its size (unique sorted ``vkeys``): the
+    region emptied (no accumulator) or merged with ``op``, then the value scattered."""
+    dv, pv = C.dense_parts()
+    dv, pv = dv.astype(dt, copy=True), pv.copy()
+    vvals = xp.asarray(vvals).astype(dt)
+    if op is None:
+        pv[ri] = False
+    else:
+        both = pv[vkeys]
+        if bool(both.any()):
+            vvals = vvals.copy()
+            vvals[both] = binary(op, dv[vkeys[both]], vvals[both], dt, xp)
+    dv[vkeys] = vvals
+    pv[vkeys] = True
+    zk = xp.flatnonzero(pv).astype(np.int64, copy=False)
+    return zk, dv[zk]
+
+
+def _repeats(ix, n: int, xp) -> bool:
+    """Whether the index array ``ix`` (values in [0, n)) holds an index twice: counted in a
+    dense array when n is not far above the indices' number, else by sorting."""
+    if ix.size < 2:
+        return False
+    if n <= 4 * ix.size + 1024:
+        return bool(xp.bincount(ix, minlength=n).max() > 1)
+    s = xp.sort(ix)
+    return bool((s[1:] == s[:-1]).any())
+
+
+def _combine(keys, vals, accum, C, backend):
+    """Sorted keys with repeats → each key once, its values folded in order with ``accum``'s
+    monoid (a segment reduction of the backend's kernels)."""
+    from ..algebra.monoids import as_monoid
+    from ..errors import DefinitionError
+    from .dispatch import get_kernels
+    xp = C.xp
+    if keys.size == 0:
+        return keys, vals
+    op = T.binary_arg(accum, "assign accum")
+    try:
+        monoid = as_monoid(op)
+    except DefinitionError:
+        raise InputError("assign: duplicate indices are combined with accum=, which must be a "
+                         "monoid's op", got=op.name, hint="e.g. accum=min, plus, max, lor") from None
+    starts = xp.flatnonzero(xp.concatenate([xp.ones(1, bool), keys[1:] != keys[:-1]]))
+    indptr = xp.concatenate([starts, xp.asarray([keys.size])]).astype(np.int64)
+    K = get_kernels(backend, C.on_device, work=int(keys.size))
+    out, _ = K.segment_reduce(indptr, vals, monoid, out_dtype=np.dtype(C.dtype))
+    return keys[starts], xp.asarray(out).astype(C.dtype, copy=False)
 
 
 def subassign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=False,

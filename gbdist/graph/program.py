@@ -21,7 +21,8 @@ from ..front.graph_explain import GraphExplanation, explain_graph
 from ..front.graphdef import GraphDef, MaskRef, Ref
 from ..front.library import find_graph, graph_names
 from ..front.syntax import suggest
-from . import indexing, operations as ops
+from . import indexing, operations as ops, reductions, structure
+from .union import ewise_union
 from .loops import make_vector, run_loop
 from .objects import Matrix, Vector
 
@@ -148,6 +149,8 @@ def _step(s, get, backend):
     if s.compensated:
         kw["compensated"] = True
     op, inputs = s.operation, [get(r) for r in s.inputs]
+    if op in _MORE:
+        return _MORE[op](s, inputs, dict(kw, backend=backend) if op == "ewise_union" else kw, get)
     if op in ("mxm", "mxv", "vxm", "ewise_add", "ewise_mult"):
         return getattr(ops, op)(*inputs, s.algebra, backend=backend, **kw)
     if op == "apply":
@@ -158,7 +161,8 @@ def _step(s, get, backend):
         k = 0 if s.k is None else _scalar(get(s.k))
         if s.selector in ("tril", "triu", "diag", "offdiag"):
             k = int(k)
-        return ops.select(inputs[0], s.selector, k, backend=backend, **kw)
+        selector = s.algebra if s.algebra is not None else s.selector  # a user index-unary op
+        return ops.select(inputs[0], selector, k, backend=backend, **kw)
     if op in ("reduce_rows", "reduce_cols", "reduce_scalar"):
         return getattr(ops, op)(inputs[0], s.algebra, backend=backend, **kw)
     rows = None if s.rows is None else get(s.rows)
@@ -170,6 +174,48 @@ def _step(s, get, backend):
         Vector(C) if getattr(C, "ndim", 2) == 1 else Matrix(C))
     value = _scalar(value) if np.ndim(value) == 0 and not isinstance(value, (Matrix, Vector)) else value
     return indexing.assign(C, value, rows, cols, backend=backend, **kw)
+
+
+def _union(s, inputs, kw, get):
+    A, B, a, b = inputs
+    return ewise_union(A, B, s.algebra, _scalar(a), _scalar(b), **kw)
+
+
+def _diag(s, inputs, kw, get):
+    k = 0 if s.k is None else _scalar(get(s.k))
+    if isinstance(k, bool) or not float(k).is_integer():
+        raise InputError("diag(x, k): k is a whole number", got=repr(k))
+    return structure.diag(_as_array(inputs[0]), int(k))
+
+
+def _concat(s, inputs, kw, get):
+    tiles = [_as_array(x) for x in inputs]
+    if isinstance(tiles[0], Vector):
+        return structure.concat(tiles)
+    return structure.concat([tiles] if s.selector == "cols" else [[t] for t in tiles])
+
+
+def _resize(s, inputs, kw, get):
+    A, *dims = inputs
+    return structure.resize(_as_array(A).dup(), *(int(_scalar(d)) for d in dims))
+
+
+def _as_array(x):
+    if isinstance(x, (Matrix, Vector)):
+        return x
+    return Vector(x) if getattr(x, "ndim", 2) == 1 else Matrix(x)
+
+
+_MORE = {
+    "ewise_union": _union,
+    "count": lambda s, ins, kw, get: reductions.count(ins[0], s.selector),
+    "argmin": lambda s, ins, kw, get: reductions.argmin(ins[0], s.selector),
+    "argmax": lambda s, ins, kw, get: reductions.argmax(ins[0], s.selector),
+    "kronecker": lambda s, ins, kw, get: structure.kronecker(ins[0], ins[1], s.algebra, **kw),
+    "diag": _diag,
+    "concat": _concat,
+    "resize": _resize,
+}
 
 
 def _scalar(v):

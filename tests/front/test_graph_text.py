@@ -390,8 +390,13 @@ def test_keyword_twice_and_an_array_operand_used_as_indices():
     e = error_of("graph e(A) = mxm(A, A, plus_pair, mask=A.S, mask=A.V)", ArityError)
     assert "mask= twice" in e.message
     points_at(e, "mask=A.V")
-    e = error_of("graph e(A) = extract(A, rows=A)", TypeCheckError)
-    assert "index array" in e.message and "matrix or vector" in e.got
+    # a vector indexed by its own values (f[f]) is fine; a matrix is not an index list
+    assert gb.define("graph e(A) = extract(A, rows=A)").graphs["e"].kinds == {"A": "vector"}
+    e = error_of("graph e(A, B) = extract(B, rows=mxm(A, A, plus_times))", TypeCheckError)
+    assert "index array" in e.message and "a matrix" in e.got
+    points_at(e, "mxm(A, A, plus_times)")
+    e = error_of("graph e(A) = extract(A, cols=A)", TypeCheckError)
+    assert "needs a matrix" in e.message and "vector" in e.got
     gb.define("graph f(A, s) = apply(plus, s, right=A)")  # A a scalar, s an array: fine
     e = error_of("graph e(A, s) = apply(plus, A, right=s)\ngraph g(A) = apply(plus, A, right=A)",
                  TypeCheckError)
