@@ -274,10 +274,7 @@ def where(cond, a, b):
     return _where(cond, a, b)
 
 
-# How to compare gbdist expressions; used where an ``==`` left a bool behind.
-EQ_HINT = ("`==` between gbdist expressions tells whether the two are written the same "
-           "(True/False at once); it does not compare their values: write gb.eq(a, b) (1 where a == b, "
-           "else 0), e.g. gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+from .describe import EQ_HINT  # noqa: E402  (how to compare gbdist expressions)
 
 
 def eq(a, b):

@@ -22,6 +22,11 @@ from .library import LibraryBody, definition, get_metric
 from .loader import MetricBody
 from ..errors import ParameterError
 
+# How to compare gbdist expressions; used where an ``==`` left a bool behind.
+EQ_HINT = ("`==` between gbdist expressions tells whether the two are written the same "
+           "(True/False at once); it does not compare their values: write gb.eq(a, b) (1 where a == b, "
+           "else 0), e.g. gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+
 
 def describe(name: str, **params) -> tuple[str, tuple[tuple[str, ir.Node], ...]]:
     """(definition text, ((let name, IR node), ...)) of a metric; ('', ()) for one defined
@@ -80,7 +85,6 @@ def not_a_metric(value, message: str) -> ParameterError:
         got = (f"{what} {_fmt(expr)} (a formula of the kind gb.op's lambda x, y: ... builds), "
                "not an expression over matrices")
         if not expr.free_symbols:  # a constant: the condition was a Python bool
-            from .api import EQ_HINT
             hint = ("gb.where(cond, a, b) got a True/False condition, so it made a constant. "
                     + EQ_HINT)
         else:
