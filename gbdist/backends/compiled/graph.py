@@ -36,6 +36,10 @@ Strategies (``spgemm``):
   far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
   :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
 
+``spmspv_update`` pushes a frontier into a state the caller keeps (values and a uint8
+presence array, updated in place) and returns only the entries that entered or changed:
+no n-wide array is allocated or scanned, so a BFS/SSSP level costs the frontier's edges.
+
 ``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
 vector, no mask and every x present is SciPy's ``A @ x`` (the same loop) below
 :data:`SCIPY_SPMV` stored entries. ``spmspv`` pushes the rows named by ``u_idx`` into a
@@ -314,6 +318,17 @@ def _scipy_matvec(A, x):
     return np.asarray(A @ x).reshape(-1)
 
 
+def _check_state(d, p, n, work) -> None:
+    """The state of :meth:`CompiledGraphKernels.spmspv_update`: d in the domain, p uint8,
+    both of the output's length, writable (the kernel writes them in place)."""
+    if (d.shape != (n,) or p.shape != (n,) or d.dtype != np.dtype(work)
+            or p.dtype != np.uint8 or not (d.flags.writeable and p.flags.writeable)):
+        from ...errors import InputError
+        raise InputError("spmspv_update: the state arrays do not fit",
+                         expected=f"writable d ({n},) {work} and p ({n},) uint8",
+                         got=f"d {d.shape} {d.dtype}, p {p.shape} {p.dtype}")
+
+
 class CompiledGraphKernels:
     """The graph kernels of the ``GraphKernels`` protocol, compiled with Numba (see the
     module)."""
@@ -461,6 +476,18 @@ class CompiledGraphKernels:
             for f in fs:
                 f.result()
         return self._finish(y, yp, sr.add, out_dtype)
+
+    def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype):
+        ap, ai, ax, (_, n) = _csr(A)
+        work = _work_type(out_dtype)
+        _check_state(d, p, n, work)
+        mod = _module(sr.mul, sr.add.op, work)
+        u_idx = np.asarray(u_idx, dtype=np.int64)
+        bound = min(int((ap[u_idx + 1] - ap[u_idx]).sum()), n) if u_idx.size else 0
+        out = np.empty(bound, dtype=np.int64)  # never n-wide unless the frontier's rows are
+        cnt = mod.spmspv_update(ap, ai, ax, u_idx, np.asarray(u_val), d, p, bool(only_new), out)
+        idx = np.sort(out[:cnt])
+        return idx, d[idx]
 
     # -- segmented reduction ----------------------------------------------------------
 

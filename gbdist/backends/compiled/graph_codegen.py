@@ -36,7 +36,7 @@ from __future__ import annotations
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -349,6 +349,44 @@ def spmspv(ap, ai, ax, uidx, uval, mask, mmode, part, y, yp, c0, c1):
                 continue
             y[j] = gb_fold(y[j], yp[j], gb_mul(u, gb_load(ax[p])))
             yp[j] = True
+
+
+@njit(**OPT)
+def spmspv_update(ap, ai, ax, uidx, uval, d, p, only_new, out):
+    """Push into a state the caller keeps (frontier-proportional: nothing n-wide is
+    allocated or scanned): for each k in uidx, t = mul(u(k), A(k, j)) is folded into the
+    state (d, p) at j. p[j] = 0: j not in the state, it enters with t; 1: in it
+    (``only_new``: skipped, the complemented structural mask; else d[j] ⊕ t, kept when it
+    changes d[j]); 2: entered or changed in this call (⊕ t). The j that entered or changed
+    are written to ``out`` in first-touch order and their p set back to 1; returns how
+    many."""
+    cnt = 0
+    for t in range(uidx.shape[0]):
+        k = U(uidx[t])
+        u = gb_load(uval[t])
+        for q in range(U(ap[k]), U(ap[k + U(1)])):
+            j = U(ai[q])
+            s = p[j]
+            if s == 1 and only_new:
+                continue
+            v = gb_mul(u, gb_load(ax[q]))
+            if s == 0:
+                d[j] = v
+                p[j] = 2
+                out[cnt] = j
+                cnt += 1
+            elif s == 2:
+                d[j] = gb_add(d[j], v)
+            else:
+                nv = gb_add(d[j], v)
+                if nv != d[j]:
+                    d[j] = nv
+                    p[j] = 2
+                    out[cnt] = j
+                    cnt += 1
+    for c in range(cnt):
+        p[U(out[c])] = 1
+    return cnt
 
 
 @njit(**OPT)
