@@ -26,9 +26,10 @@ Strategies (``spgemm``):
   than :data:`HASH_MIN_N` and the median row's ⊗ terms are under n/:data:`HASH_RATIO`,
   an open-addressing hash accumulator per row;
 * mask: the cost of the dot-product form (Σ over the mask's (i, j) of
-  deg A(i,:) + deg B(:,j)) against Gustavson filtered by the mask (Σ of A(i,:)'s
-  B-row degrees; each B row walked only up to the mask row's last column); the cheaper
-  one runs (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
+  deg A(i,:) + deg B(:,j), times :data:`DOT_WEIGHT`) against Gustavson filtered by the mask
+  (Σ of A(i,:)'s B-row degrees; each B row walked only up to the mask row's last column);
+  the cheaper one runs (a dot merge of a row 32x shorter than the other bisects
+  instead) (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
   a presence flag, compacted once. The dot form needs B's transpose: built once per B and
   kept while B lives (a weak reference, checked by identity and buffers);
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
@@ -75,6 +76,11 @@ HASH_MIN_N = 1 << 16
 HASH_RATIO = 64
 # The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
 MASKED_FORM = "auto"
+# A dot-form merge step costs this many Gustavson terms (branchy merges against a
+# streaming scatter; measured on 1.1e6-entry power-law products on the 2 shared cores:
+# C<L> = L·Lᵀ 8-27 ns a merge step, 3-5 ns a Gustavson term; C<A> = A·A dot 4.0-5.7 s,
+# Gustavson 1.0-1.6 s).
+DOT_WEIGHT = 3.0
 # Below this many ⊗ terms a kernel runs on the calling thread.
 SERIAL_WORK = 1 << 15
 # SpMV below this many stored entries (plus rows) runs on one thread.
@@ -397,7 +403,7 @@ class CompiledGraphKernels:
             rowid = np.repeat(np.arange(m), mdeg)
             dot = dot + np.bincount(rowid, weights=bcol[mi], minlength=m).astype(np.int64)
         use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
-                   and float(dot.sum()) < float(terms.sum()))
+                   and DOT_WEIGHT * float(dot.sum()) < float(terms.sum()))
         if use_dot:
             T = _transpose(B)
             ranges = _ranges(dot + mdeg + 1, m, float(dot.sum()) + m)

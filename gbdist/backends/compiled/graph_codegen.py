@@ -36,7 +36,7 @@ from __future__ import annotations
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 
-GENERATOR_VERSION = "6"
+GENERATOR_VERSION = "7"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -242,7 +242,37 @@ def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, buf, pres, r0, r1):
             qe = tp[j + U(1)]
             found = False
             acc = WT(0)
-            if p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1]:
+            na = ahi - p
+            nb = qe - q
+            if p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1] \
+                    and (na > 32 * nb or nb > 32 * na):
+                # one side far shorter: each of its k found in the other by bisection
+                # (cost short · log long instead of the merge's long + short), in k order
+                if na > nb:
+                    for qq in range(q, qe):
+                        k = ti[qq]
+                        pp = p + np.searchsorted(ai[p:ahi], k)
+                        if pp < ahi and ai[pp] == k:
+                            acc = gb_fold(acc, found, gb_mul(gb_load(ax[pp]), gb_load(tx[qq])))
+                            found = True
+                            p = pp + 1
+                        else:
+                            p = pp
+                        if p >= ahi:
+                            break
+                else:
+                    for pp in range(p, ahi):
+                        k = ai[pp]
+                        qq = q + np.searchsorted(ti[q:qe], k)
+                        if qq < qe and ti[qq] == k:
+                            acc = gb_fold(acc, found, gb_mul(gb_load(ax[pp]), gb_load(tx[qq])))
+                            found = True
+                            q = qq + 1
+                        else:
+                            q = qq
+                        if q >= qe:
+                            break
+            elif p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1]:
                 while p < ahi and q < qe:
                     x = ai[p]
                     y = ti[q]
