@@ -52,13 +52,13 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 
 import numpy as np
 import scipy.sparse as sps
 
 from ..graph_reference import cast as _ref_cast
 from ..graph_reference import identity_value
+from .graph_prep import _check_state, _prepared, _row_sums, _scipy_safe, _transpose
 from .threads import _pool
 from .threads import threads as _threads_now
 
@@ -240,59 +240,6 @@ def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
     return _ref_cast(values, out_dtype)
 
 
-_PREPARED: dict = {}  # id(B) → [weak reference to B, its arrays and shape, {name: form}]
-
-
-def _prepared(B, name, build):
-    """``build()``, cached for the SciPy matrix ``B`` while it lives with the same arrays
-    and shape (kept with the forms and checked by identity: a matrix whose arrays were
-    replaced — SciPy's ``A[i, j] = v`` on a new entry, ``eliminate_zeros``, ``resize`` —
-    or a new matrix at a recycled id never serves a stale form). Values written into B's
-    arrays in place are not seen: the graph operations never do it (gb.Matrix owns its
-    arrays and hands out read-only views); a caller of the kernels must not either."""
-    entry = _PREPARED.get(id(B))
-    if (entry is None or entry[0]() is not B or entry[1] is not B.data
-            or entry[2] is not B.indices or entry[3] is not B.indptr or entry[4] != B.shape):
-        try:
-            ref = weakref.ref(B, lambda _r, k=id(B): _PREPARED.pop(k, None))
-        except TypeError:
-            return build()
-        entry = _PREPARED[id(B)] = [ref, B.data, B.indices, B.indptr, B.shape, {}]
-    forms = entry[5]
-    if name in forms:
-        return forms[name]
-    value = forms[name] = build()
-    return value
-
-
-def _transpose(B):
-    """B's transpose as canonical CSR (B's CSC), kept while B lives (:func:`_prepared`)."""
-    def build():
-        T = B.T.tocsr()
-        T.sort_indices()
-        it = B.indices.dtype
-        T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
-        return T
-    return _prepared(B, "T", build)
-
-
-def _scipy_safe(A, B) -> bool:
-    """SciPy's product drops entries that sum or multiply to 0: safe only when every stored
-    value is positive and products cannot under/overflow."""
-    for M in (A, B):
-        d = M.data
-        if d.dtype.kind not in "iuf" or d.size == 0:
-            return False
-        lo, hi = d.min(), d.max()
-        if not (lo > 0):
-            return False
-        if d.dtype.kind == "f" and (lo < 1e-150 or hi > 1e150):
-            return False
-        if d.dtype.kind in "iu" and hi > 2 ** 20:
-            return False
-    return True
-
-
 _PLUS_TIMES: dict = {}
 
 
@@ -324,17 +271,6 @@ def _scipy_matvec(A, x):
     return np.asarray(A @ x).reshape(-1)
 
 
-def _check_state(d, p, n, work) -> None:
-    """The state of :meth:`CompiledGraphKernels.spmspv_update`: d in the domain, p uint8,
-    both of the output's length, writable (the kernel writes them in place)."""
-    if (d.shape != (n,) or p.shape != (n,) or d.dtype != np.dtype(work)
-            or p.dtype != np.uint8 or not (d.flags.writeable and p.flags.writeable)):
-        from ...errors import InputError
-        raise InputError("spmspv_update: the state arrays do not fit",
-                         expected=f"writable d ({n},) {work} and p ({n},) uint8",
-                         got=f"d {d.shape} {d.dtype}, p {p.shape} {p.dtype}")
-
-
 class CompiledGraphKernels:
     """The graph kernels of the ``GraphKernels`` protocol, compiled with Numba (see the
     module)."""
@@ -362,8 +298,7 @@ class CompiledGraphKernels:
         bdeg = np.diff(bp)
         terms = np.zeros(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
         if ai.size:
-            rowid = np.repeat(np.arange(m), np.diff(ap))
-            terms = np.bincount(rowid, weights=bdeg[ai], minlength=m).astype(np.int64)
+            terms = _row_sums(ap, bdeg, ai)
         if mask is not None and not complement:
             return self._masked(mod, A, B, mask, terms, work, out_dtype)
         mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
@@ -400,8 +335,7 @@ class CompiledGraphKernels:
         bcol = np.bincount(bi, minlength=n) if bi.size else np.zeros(n, np.int64)
         dot = mdeg * np.diff(ap)
         if mi.size:
-            rowid = np.repeat(np.arange(m), mdeg)
-            dot = dot + np.bincount(rowid, weights=bcol[mi], minlength=m).astype(np.int64)
+            dot = dot + _row_sums(mp, bcol, mi)
         use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
                    and DOT_WEIGHT * float(dot.sum()) < float(terms.sum()))
         if use_dot:
