@@ -114,7 +114,7 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     if order == "auto" and not _skewed(deg):
         order = "none"
     orders = ("increasing", "decreasing") if order == "auto" else (order,)
-    keep = {o: np.empty(cols.size, dtype=bool) for o in orders}
+    keep = {o: [] for o in orders}  # per order, the kept entries' positions, chunk by chunk
     counts = {o: np.zeros(n, dtype=np.int64) for o in orders}
     deg32 = deg.astype(np.int32) if n and deg.max() < 2**31 else deg
     r0 = 0
@@ -130,18 +130,17 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
             tie = lt & (dc == dr)
         for o in orders:
             k = lt if o == "none" else ((dc < dr) | tie if o == "increasing" else (dc > dr) | tie)
-            keep[o][p0:p1] = k
-            cs = np.zeros(k.size + 1, dtype=np.int64)
-            np.cumsum(k, out=cs[1:])
-            counts[o][r0:r1] = np.diff(cs[indptr[r0:r1 + 1] - p0])
+            at = np.flatnonzero(k)  # the kept positions; per row, a search of its start
+            keep[o].append(at + p0)
+            counts[o][r0:r1] = np.diff(np.searchsorted(at, indptr[r0:r1 + 1] - p0))
         r0 = r1
     if order == "auto":
         order = choose_order(deg, counts)
-    below = keep[order]
+    at = np.concatenate(keep[order]) if keep[order] else np.zeros(0, np.int64)
     lp = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts[order], out=lp[1:])
-    data = csr.data[below] if values else np.ones(int(lp[-1]), dtype=bool)
-    S = sps.csr_matrix((data, cols[below], lp), shape=M.shape)
+    data = csr.data[at] if values else np.ones(at.size, dtype=bool)
+    S = sps.csr_matrix((data, cols[at], lp), shape=M.shape)
     S.has_sorted_indices = True
     return gb.Matrix(S)
 

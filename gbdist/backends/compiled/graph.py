@@ -295,12 +295,11 @@ class CompiledGraphKernels:
             return _make_csr(C.indptr, C.indices, _cast(C.data, out_dtype), (m, n),
                              _index_dtype(C.nnz, ai, bi))
         mod = _module(sr.mul, sr.add.op, work)
-        bdeg = np.diff(bp)
+        if mask is not None and not complement:
+            return self._masked(mod, A, B, mask, work, out_dtype)
         terms = np.zeros(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
         if ai.size:
-            terms = _row_sums(ap, bdeg, ai)
-        if mask is not None and not complement:
-            return self._masked(mod, A, B, mask, terms, work, out_dtype)
+            terms = _row_sums(ap, np.diff(bp), ai)
         mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
         mmode = np.int64(2 if mask is not None else 0)
         n64 = np.int64(n)
@@ -323,7 +322,7 @@ class CompiledGraphKernels:
                  ranges)
         return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
 
-    def _masked(self, mod, A, B, mask, terms, work, out_dtype):
+    def _masked(self, mod, A, B, mask, work, out_dtype):
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
@@ -331,11 +330,11 @@ class CompiledGraphKernels:
         wt = np.dtype(work)
         buf = np.empty(mi.shape[0], dtype=wt)
         pres = np.zeros(mi.shape[0], dtype=np.bool_)
-        # cost of the dot form: each mask entry merges A(i,:) with B(:,j)
-        bcol = np.bincount(bi, minlength=n) if bi.size else np.zeros(n, np.int64)
-        dot = mdeg * np.diff(ap)
-        if mi.size:
-            dot = dot + _row_sums(mp, bcol, mi)
+        # per row: Gustavson's ⊗ terms, and the dot form's merge steps (each mask entry
+        # merges A(i,:) with B(:,j)); one compiled pass, no entry-length temporaries
+        terms = np.empty(m, dtype=np.int64)
+        dot = np.empty(m, dtype=np.int64)
+        mod.masked_work(ap, ai, bp, bi, mp, mi, np.int64(n), terms, dot)
         use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
                    and DOT_WEIGHT * float(dot.sum()) < float(terms.sum()))
         if use_dot:
@@ -347,11 +346,13 @@ class CompiledGraphKernels:
             ranges = _ranges(terms + mdeg + 1, m, float(terms.sum()) + m)
             _run(mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n), buf, pres),
                  ranges)
-        keep = np.concatenate(([0], np.cumsum(pres, dtype=np.int64)))
-        cp = keep[mp.astype(np.int64)]
+        # compaction: the present positions (flatnonzero and a search of the row starts
+        # in them cost a third of a cumulative sum over a bool array)
+        keep = np.flatnonzero(pres)
+        cp = np.searchsorted(keep, mp).astype(np.int64, copy=False)
         nnz = int(cp[-1])
         itype = _index_dtype(nnz, ai, bi, mi)
-        return _make_csr(cp, mi[pres], _cast(buf[pres], out_dtype), (m, n), itype)
+        return _make_csr(cp, mi[keep], _cast(buf[keep], out_dtype), (m, n), itype)
 
     # -- matrix × dense vector (pull) -----------------------------------------------
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 
-GENERATOR_VERSION = "7"
+GENERATOR_VERSION = "8"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -227,6 +227,26 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
                 m = pos[j]
                 buf[m] = gb_fold(buf[m], pres[m], gb_mul(a, gb_load(bx[q])))
                 pres[m] = True
+
+
+@njit(**OPT)
+def masked_work(ap, ai, bp, bi, mp, mi, n, terms, dot):
+    """Per row i of a masked product: terms[i] = Σ over k in A(i,:) of deg B(k,:)
+    (Gustavson's ⊗ terms) and dot[i] = deg M(i,:)·deg A(i,:) + Σ over j in M(i,:) of
+    deg B(:,j) (the dot form's merge steps)."""
+    bcol = np.zeros(n, np.int64)
+    for q in range(bi.shape[0]):
+        bcol[U(bi[q])] += 1
+    for i in range(terms.shape[0]):
+        t = 0
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
+            t += bp[k + U(1)] - bp[k]
+        terms[i] = t
+        d = (mp[i + 1] - mp[i]) * (ap[i + 1] - ap[i])
+        for q in range(U(mp[i]), U(mp[i + 1])):
+            d += bcol[U(mi[q])]
+        dot[i] = d
 
 
 @njit(**OPT)
