@@ -7,6 +7,7 @@
 adjacency (``select(A, "tril", -1)``: one copy of each edge, self loops gone). Then
 
     C<L> = L ⊕.⊗ Lᵀ        C(i, j) = #{k : L(i, k), L(j, k)}  for each edge j < i
+    C<L> = L ⊕.⊗ L         C(i, j) = #{k : L(i, k), L(k, j)}  (j < k < i: no transpose)
 
 counts, for the edge (i, j), the common neighbours k < j < i: every triangle once, at its two
 largest vertices. The mask ``L`` (structural) is the point: only entries on edges are
@@ -18,7 +19,8 @@ bounds the rows (or columns) a hub contributes. :func:`choose_order` (the planne
 no ranking on graphs with even degrees, else increasing or decreasing degree by the cost of
 the cheaper masked-product form (dot or Gustavson, the kernels' own choice) counted from L's
 row and column counts; :func:`lower` builds L by comparing ranks on the entries, without
-renumbering the graph.
+renumbering the graph. :func:`choose_product` picks L·Lᵀ or L·L (no transpose to build) from
+the same counts.
 
 **k-truss**: the largest subgraph where every edge lies on at least k - 2 triangles *of the
 subgraph*. Start from the edges C (self loops removed) and repeat
@@ -51,7 +53,8 @@ def triangle_count(A, *, order: str = "auto", backend: str = "auto") -> int:
     if not L.nvals:
         return 0
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
-    C = gr.mxm(L, L.T, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
+    B = L.T if M.on_device or choose_product(M, L) == "L.LT" else L
+    C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
     return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
 
@@ -72,6 +75,22 @@ def masked_cost(deg, below) -> float:
     above = deg - below
     return min(float((above * above).sum()),
                DOT_WEIGHT * float((below * below).sum() + (above * below).sum()))
+
+
+# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose).
+TRANSPOSE_COST = 8.0
+
+
+def choose_product(M, L) -> str:
+    """The planner rule for the product: ``"L.LT"`` (C<L> = L·Lᵀ, Sandia's LUT: Gustavson
+    walks Σ col² terms, after building Lᵀ) or ``"L.L"`` (C<L> = L·L, Sandia's LL: every
+    triangle a < b < c once, at (c, a) through b; Σ col·row terms and no transpose), by
+    those counts from L's row counts (row = lower-ranked neighbours, col = the rest)."""
+    deg = np.diff(np.asarray(M.csr.indptr)).astype(np.float64)
+    row = np.diff(np.asarray(L.csr.indptr)).astype(np.float64)
+    col = deg - row
+    llt = float((col * col).sum()) + TRANSPOSE_COST * L.nvals
+    return "L.LT" if llt < float((col * row).sum()) else "L.L"
 
 
 def _skewed(deg) -> bool:
@@ -130,9 +149,9 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
             tie = lt & (dc == dr)
         for o in orders:
             k = lt if o == "none" else ((dc < dr) | tie if o == "increasing" else (dc > dr) | tie)
-            at = np.flatnonzero(k)  # the kept positions; per row, a search of its start
+            at = np.flatnonzero(k)  # the kept positions, and how many in each row
             keep[o].append(at + p0)
-            counts[o][r0:r1] = np.diff(np.searchsorted(at, indptr[r0:r1 + 1] - p0))
+            counts[o][r0:r1] = np.bincount(rows[at] - r0, minlength=r1 - r0)
         r0 = r1
     if order == "auto":
         order = choose_order(deg, counts)

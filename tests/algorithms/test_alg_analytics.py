@@ -227,7 +227,9 @@ def test_triangle_count_on_a_skewed_graph_in_every_order(backend, chunk, monkeyp
     assert tri.choose_order(deg, {"increasing": deg // 2, "decreasing": deg // 2}) != "none"
     assert tri.choose_order(np.full(9, 4), {}) == "none"  # even degrees: no ranking
     for order in tri.ORDERS:
-        assert alg.triangle_count(A, order=order, backend=backend) == ref
+        for cost in (0.0, 1e12):  # TRANSPOSE_COST: forces L·Lᵀ, then L·L
+            monkeypatch.setattr(tri, "TRANSPOSE_COST", cost)
+            assert alg.triangle_count(A, order=order, backend=backend) == ref
         L = tri.lower(gb.Matrix(A), order).to_scipy()
         assert L.nnz == A.nnz // 2 and (L + L.T != 0).nnz == A.nnz  # one copy of each edge
     with pytest.raises(gb.ParameterError):
