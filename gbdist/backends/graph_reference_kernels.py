@@ -81,12 +81,12 @@ class ReferenceGraphKernels:
         a_rows = np.repeat(np.arange(m), np.diff(A.indptr).astype(np.int64))
         row_work = np.bincount(a_rows, weights=blen[A.indices], minlength=m)
         keys_out, vals_out = [], []
+        cum = np.cumsum(row_work)  # blocks of rows of about BLOCK terms (at least one row)
         r0 = 0
         while r0 < m:
-            r1, acc = r0, 0
-            while r1 < m and (r1 == r0 or acc + row_work[r1] <= self.BLOCK):
-                acc += row_work[r1]
-                r1 += 1
+            before = cum[r0 - 1] if r0 else 0.0
+            r1 = max(r0 + 1, int(np.searchsorted(cum, before + self.BLOCK, side="right")))
+            r1 = min(r1, m)
             k, v = self._spgemm_rows(A, B, sr, r0, r1, n, mkeys, complement, out_dtype)
             keys_out.append(k)
             vals_out.append(v)
