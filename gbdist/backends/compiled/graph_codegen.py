@@ -36,7 +36,7 @@ from __future__ import annotations
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 
-GENERATOR_VERSION = "8"
+GENERATOR_VERSION = "9"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -203,14 +203,15 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
     """Gustavson filtered by the mask: only columns of mask row i are accumulated, each
     into its mask position (pos[j]), so the output is the mask's pattern with a presence
     flag per position (compacted by the caller) and no symbolic pass is needed."""
-    mst = np.full(n, -1, np.int64)
+    # pos[j]: j's position in the mask row, valid only when it points into the row at j
+    # (checked on read), so it is never initialised: no n-wide fill per range, and only
+    # the pages of the columns touched are ever mapped
     pos = np.empty(n, np.int64)
     for i in range(r0, r1):
         lo, hi = mp[i], mp[i + 1]
         if lo == hi:
             continue
         for q in range(lo, hi):
-            mst[U(mi[q])] = i
             pos[U(mi[q])] = q
             pres[q] = False
         last = mi[hi - 1]  # B's rows are sorted: nothing past the mask's last column
@@ -222,9 +223,9 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
                 if jj > last:
                     break
                 j = U(jj)
-                if mst[j] != i:
-                    continue
                 m = pos[j]
+                if m < lo or m >= hi or mi[m] != jj:
+                    continue
                 buf[m] = gb_fold(buf[m], pres[m], gb_mul(a, gb_load(bx[q])))
                 pres[m] = True
 
