@@ -6,17 +6,24 @@
     python benchmarks/run.py graph --device                # gbdist's GPU path as well (CuPy)
     python benchmarks/run.py graph --threads 2 --json out.json
     python benchmarks/run.py graph --kernels               # the CUDA kernels vs cuSPARSE
+    python benchmarks/run.py graph --graph road --edges 1e6   # the 1000 x 1000 road-like grid
+    python benchmarks/run.py graph --graph rmat --edges 20    # R-MAT scale 20
 
-For every size the graph comes from ``benchmarks/graphs.py`` (``power_law_graph``: Chung-Lu,
-undirected, average degree ~17, weights in [1, 2)). Each row runs gbdist's function, the same
-algebra written in python-graphblas (``benchmarks/graph_peers.py``) and networkx where it is
-feasible (up to ``--nx-max-edges``); the answers are checked against each other (and SciPy's
+For every size the graph comes from ``benchmarks/graphs.py``: ``--graph power_law`` (default;
+Chung-Lu, undirected, average degree ~17, weights in [1, 2); ``--edges``: stored entries),
+``road`` (a side × side grid with 10% of its edges removed; ``--edges``: vertices) or ``rmat``
+(Graph500's R-MAT; ``--edges``: the scale). Each row runs gbdist's function, the fastest form
+a python-graphblas user would write (``benchmarks/graph_peers.py``: where there are several —
+BFS's visited format, triangle counting's ordering and form — each is timed once and the
+fastest is the peer, named in the row) and networkx where it is feasible (up to
+``--nx-max-edges``); the answers are checked against each other (and SciPy's
 csgraph where it has the algorithm) *before* anything is timed. Times are medians of
 ``--repeat`` runs after one warm-up call (Numba compiles there); "ratio" is gbdist's time over
 SuiteSparse's (below 1: gbdist faster); the two are timed interleaved (one of each in
 turn), so a change in the load of a shared machine affects both; ``mxv`` is also timed
 against SciPy's ``A @ x`` the same way ("vs_scipy"). "peak MiB" is the largest
-resident-set growth during one gbdist call (sampled every millisecond from /proc/self/statm).
+resident-set growth during one call (sampled every millisecond from /proc/self/statm), for
+gbdist and for the peer.
 
 ``--kernels`` runs ``benchmarks/graph_gpu.py`` instead: the CUDA SpGEMM and SpMV kernels
 (plus_times, min_plus, plus_pair, compensated sums, symmetric SpMV) against cuSPARSE
@@ -36,7 +43,7 @@ import gbdist as gb
 from gbdist import algorithms as alg
 from gbdist import graph as gr
 
-from benchmarks.graphs import peak_growth, power_law_graph
+from benchmarks.graphs import peak_growth, power_law_graph, rmat_graph, road_grid
 
 try:
     from benchmarks import graph_peers as peers
@@ -93,13 +100,15 @@ def same_matrix(a, b, what, rtol=1e-12):
     np.testing.assert_allclose(A.data, B.data, rtol=rtol, err_msg=what)
 
 
-def cases(A, nx_ok: bool):
+def cases(A, nx_ok: bool, kind: str = "power_law"):
     """name -> (gbdist call, SuiteSparse call, networkx call or None, check(ours, peer))."""
     n = A.shape[0]
     G, P = gb.Matrix(A), peers.to_grb(A)
     x = np.random.default_rng(0).random(n)
     xv, xg = gb.Vector(x), peers.grb.Vector.from_dense(x)
     src = int(np.argmax(np.diff(A.indptr)))  # the biggest hub: BFS reaches the giant part
+    if kind == "road":
+        src = 0  # a corner: ~2·side levels
     nxg = None
     if nx_ok:
         import networkx as nx
@@ -117,16 +126,20 @@ def cases(A, nx_ok: bool):
         "mxv": (lambda: gr.mxv(G, xv, gb.semirings.plus_times),
                 lambda: P.mxv(xg, S.plus_times).new(), None,
                 lambda a, b: close(a.to_dense(), b.to_dense(fill_value=0.0))),
-        "bfs_levels": (lambda: alg.bfs_levels(G, src), lambda: peers.bfs_levels(P, src),
+        "bfs_levels": (lambda: alg.bfs_levels(G, src),
+                       {f: (lambda f=f: peers.bfs_levels(P, src, f)) for f in ("auto", "bitmap")},
                        nxg and (lambda: nx.single_source_shortest_path_length(nxg, src)), eq),
-        "bfs_parents": (lambda: alg.bfs_parents(G, src), lambda: peers.bfs_parents(P, src),
+        "bfs_parents": (lambda: alg.bfs_parents(G, src),
+                        {f: (lambda f=f: peers.bfs_parents(P, src, f)) for f in ("auto", "bitmap")},
                         None, eq),
         "sssp": (lambda: alg.sssp(G, src), lambda: peers.sssp(P, src),
                  nxg and (lambda: nx.single_source_bellman_ford_path_length(nxg, src)), close),
         "pagerank": (lambda: alg.pagerank(G), lambda: peers.pagerank(P),
                      nxg and (lambda: nx.pagerank(nxg)),
                      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6)),
-        "triangle_count": (lambda: alg.triangle_count(G), lambda: peers.triangle_count(P),
+        "triangle_count": (lambda: alg.triangle_count(G),
+                           {f"{o}/{f}": (lambda o=o, f=f: peers.triangle_count(P, o, f))
+                            for o, f in peers.TRIANGLE_VARIANTS},
                            nxg and (lambda: sum(nx.triangles(nxg).values()) // 3),
                            lambda a, b: a == b or _fail("triangles", a, b)),
         "connected_components": (lambda: alg.connected_components(G),
@@ -174,14 +187,42 @@ def _components_scipy(A):
     return first[lab]
 
 
+def make_graph(kind: str, size: float):
+    """(adjacency, description) of the benchmark graph ``kind`` at ``size``."""
+    if kind == "road":
+        side = max(4, int(round(size ** 0.5)))
+        return road_grid(side, seed=0), f"road-like {side} x {side} grid, 10% of edges removed"
+    if kind == "rmat":
+        return rmat_graph(int(size), seed=0), f"R-MAT scale {int(size)}"
+    n = max(16, int(size / 17))
+    return power_law_graph(n, avg_degree=17, seed=0), "undirected power law"
+
+
+def pick_peer(peer):
+    """The peer call: itself, or of several variants the fastest (one warm-up and one timed
+    run each) and its name."""
+    if not isinstance(peer, dict):
+        return peer, None
+    best = None
+    for name, fn in peer.items():
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        t = time.perf_counter() - t0
+        if best is None or t < best[0]:
+            best = (t, name, fn)
+    return best[2], best[1]
+
+
 def run_size(edges: float, args) -> list[dict]:
-    n = max(16, int(edges / 17))
-    A = power_law_graph(n, avg_degree=17, seed=0)
+    A, what = make_graph(args.graph, edges)
+    n = A.shape[0]
     A.indices, A.indptr = A.indices.astype(np.int64), A.indptr.astype(np.int64)
-    print(f"\n## {A.nnz:.2e} stored entries (n = {n}, undirected power law)", flush=True)
+    print(f"\n## {A.nnz:.2e} stored entries (n = {n}, {what})", flush=True)
     print(f"{'operation':22s} {'gbdist s':>10s} {'SuiteSparse s':>13s} {'ratio':>7s} "
-          f"{'networkx s':>10s} {'peak MiB':>9s}" + (f"  {'gpu s':>8s}" if args.device else ""))
-    calls, refs = cases(A, A.nnz <= args.nx_max_edges)
+          f"{'networkx s':>10s} {'peak MiB':>9s} {'peer MiB':>9s}"
+          + (f"  {'gpu s':>8s}" if args.device else ""))
+    calls, refs = cases(A, A.nnz <= args.nx_max_edges, args.graph)
     rows = []
     for name in NAMES:
         if args.only and name not in args.only:
@@ -189,28 +230,34 @@ def run_size(edges: float, args) -> list[dict]:
         if name == "mxm" and A.nnz > args.mxm_max_edges:
             continue  # A·A of a power-law graph: the output alone is far larger than A
         ours, peer, nxf, check = calls[name]
-        r_ours, r_peer = ours(), peer()
-        check(r_ours, r_peer)  # results checked before timing
+        variants = list(peer) if isinstance(peer, dict) else None
+        r_ours = ours()
+        for fn in (peer.values() if variants else (peer,)):
+            check(r_ours, fn())  # results checked before timing (every peer variant)
         if name in refs:
             refs[name](r_ours)
+        peer, variant = pick_peer(peer)
         t_ours, t_peer = paired_times(ours, peer, args.repeat)
-        extra = {}
+        extra = {} if variant is None else {"peer_variant": variant}
         if name == "mxv":  # the issue's SpMV target is against SciPy's A @ x
             x = np.random.default_rng(0).random(n)
             t_o2, t_sp = paired_times(ours, lambda: A @ x, args.repeat)
             extra = dict(scipy_s=t_sp, vs_scipy=t_o2 / t_sp)
         t_nx = median_time(nxf, 1) if nxf else None
         peak = peak_growth(ours) / 2**20
-        row = dict(edges=int(A.nnz), n=n, op=name, gbdist_s=t_ours, suitesparse_s=t_peer,
-                   ratio=t_ours / t_peer, networkx_s=t_nx, peak_mib=peak, **extra)
+        peer_peak = peak_growth(peer) / 2**20
+        row = dict(graph=args.graph, edges=int(A.nnz), n=n, op=name, gbdist_s=t_ours,
+                   suitesparse_s=t_peer, ratio=t_ours / t_peer, networkx_s=t_nx,
+                   peak_mib=peak, peer_peak_mib=peer_peak, **extra)
         if args.device:
             row["gpu_s"] = _gpu_time(name, A, args, r_ours)
         rows.append(row)
         print(f"{name:22s} {t_ours:10.4f} {t_peer:13.4f} {row['ratio']:7.2f} "
-              f"{(f'{t_nx:10.3f}' if t_nx else '         -')} {peak:9.1f}"
+              f"{(f'{t_nx:10.3f}' if t_nx else '         -')} {peak:9.1f} {peer_peak:9.1f}"
               + (f"  {row['gpu_s']:8.4f}" if args.device else "")
+              + (f"  (peer: {variant})" if variant else "")
               + (f"  (SciPy A @ x {extra['scipy_s']:.4f} s, ratio {extra['vs_scipy']:.2f})"
-                 if extra else ""), flush=True)
+                 if "scipy_s" in extra else ""), flush=True)
     return rows
 
 
@@ -245,7 +292,7 @@ def _gpu_time(name, A, args, host_result):
     import cupy as cp
     Gd = gb.Matrix(A).to_device()
     n = A.shape[0]
-    src = int(np.argmax(np.diff(A.indptr)))
+    src = 0 if args.graph == "road" else int(np.argmax(np.diff(A.indptr)))
     xv = gb.Vector(cp.asarray(np.random.default_rng(0).random(n)))
     f = {"mxm": lambda: gr.mxm(Gd, Gd, gb.semirings.plus_times),
          "mxm_masked": lambda: gr.mxm(Gd, Gd, gb.semirings.plus_pair, mask=Gd.S),
@@ -268,7 +315,10 @@ def _gpu_time(name, A, args, host_result):
 
 def add_arguments(p) -> None:
     p.add_argument("--edges", default=None,
-                   help="comma-separated edge counts (default 1e4,1e5,1e6; --kernels: 1e5,1e6,1e7)")
+                   help="comma-separated sizes (default 1e4,1e5,1e6; --kernels: 1e5,1e6,1e7): "
+                        "stored entries (power_law), vertices (road), the scale (rmat)")
+    p.add_argument("--graph", default="power_law", choices=("power_law", "road", "rmat"),
+                   help="the benchmark graph (benchmarks/graphs.py)")
     p.add_argument("--repeat", type=int, default=None,
                    help="timed runs per median (default 3; --kernels: 10)")
     p.add_argument("--only", default="", help="comma-separated operation names: " + ", ".join(NAMES))

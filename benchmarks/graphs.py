@@ -1,4 +1,5 @@
-"""Random power-law graphs for the graph benchmarks (importable by every graph benchmark).
+"""Random graphs for the graph benchmarks (importable by every graph benchmark): power law
+(``power_law_graph``), road-like grid (``road_grid``) and R-MAT (``rmat_graph``).
 
 ``power_law_graph(n, avg_degree=17, exponent=2.1, seed=0)`` is a Chung-Lu graph: each
 vertex gets a weight w_i ∝ (i + i0)^(-1/(exponent-1)), edge endpoints are drawn with
@@ -54,6 +55,62 @@ def power_law_graph(n: int, avg_degree: float = 17.0, exponent: float = 2.1, see
     else:
         A.data[:] = 1.0
     A.eliminate_zeros()
+    A.sort_indices()
+    A.indices = A.indices.astype(index_dtype)
+    A.indptr = A.indptr.astype(index_dtype)
+    return A
+
+
+def road_grid(side: int = 1000, remove: float = 0.1, seed: int = 0, weighted: bool = True,
+              index_dtype=np.int32) -> sps.csr_matrix:
+    """A road-like graph: the side × side grid (4-neighbour lattice) with a share
+    ``remove`` of its edges removed at random, undirected (symmetric CSR, sorted, no
+    diagonal). High diameter: a BFS from a corner takes ~2·side levels. Values: weights in
+    [1, 2) (``weighted=False``: 1.0)."""
+    rng = np.random.default_rng(seed)
+    idx = np.arange(side * side, dtype=np.int64).reshape(side, side)
+    r = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    c = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    keep = rng.random(r.size) >= remove
+    r, c = r[keep], c[keep]
+    w = 1.0 + rng.random(r.size) if weighted else np.ones(r.size)
+    n = side * side
+    A = sps.coo_matrix((np.r_[w, w], (np.r_[r, c], np.r_[c, r])), shape=(n, n)).tocsr()
+    A.sort_indices()
+    A.indices = A.indices.astype(index_dtype)
+    A.indptr = A.indptr.astype(index_dtype)
+    return A
+
+
+def rmat_graph(scale: int = 20, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 0,
+               weighted: bool = True, index_dtype=np.int32) -> sps.csr_matrix:
+    """An R-MAT (Graph500 parameters a, b, c = 0.57, 0.19, 0.19) graph of 2^scale
+    vertices and edge_factor · 2^scale drawn edges, symmetrised, duplicates and self loops
+    removed, vertices permuted (undirected, symmetric CSR, sorted)."""
+    rng = np.random.default_rng(seed)
+    n = 1 << scale
+    m = edge_factor * n
+    r = np.zeros(m, dtype=np.int64)
+    col = np.zeros(m, dtype=np.int64)
+    for bit in range(scale):
+        u = rng.random(m)
+        down = u >= a + b          # quadrants c, d: the row bit is 1
+        right = ((u >= a) & (u < a + b)) | (u >= a + b + c)  # quadrants b, d
+        r |= down.astype(np.int64) << bit
+        col |= right.astype(np.int64) << bit
+    perm = rng.permutation(n)
+    r, col = perm[r], perm[col]
+    keep = r != col
+    r, col = r[keep], col[keep]
+    A = sps.coo_matrix((np.ones(2 * r.size), (np.r_[r, col], np.r_[col, r])), shape=(n, n)).tocsr()
+    A.sum_duplicates()
+    if weighted:
+        U = sps.triu(A, k=1).tocoo()
+        vals = 1.0 + rng.random(U.nnz)
+        A = sps.coo_matrix((np.r_[vals, vals], (np.r_[U.row, U.col], np.r_[U.col, U.row])),
+                           shape=(n, n)).tocsr()
+    else:
+        A.data[:] = 1.0
     A.sort_indices()
     A.indices = A.indices.astype(index_dtype)
     A.indptr = A.indptr.astype(index_dtype)

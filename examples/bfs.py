@@ -6,9 +6,10 @@ visited set so that only new vertices come out:
 
     frontier = frontier any.pair A     mask = ~visited.S
 
-gbdist.algorithms.bfs_levels does exactly this, switching between push (``vxm``, small
-frontiers) and pull (``mxv`` with Aᵀ, large frontiers). Checked against SciPy's csgraph
-and networkx.
+gbdist.algorithms.bfs_levels computes the same, switching between push (``vxm``, small
+frontiers) and pull (``mxv`` with Aᵀ, large frontiers) by Beamer's rule, and keeps
+``visited`` as a bitmap updated in place (the kernels' ``spmspv_update``) so that a level
+costs the frontier's edges rather than O(n). Checked against SciPy's csgraph and networkx.
 
 Run:  python examples/bfs.py
 """

@@ -2,9 +2,9 @@
 
 A frontier ``f`` is a sparse vector: the vertices reached at the current level. One BFS step
 is a product over a semiring whose ⊗ only says "an edge exists" and whose ⊕ picks one
-contributor::
+contributor, written through the complement of the visited set::
 
-    next = f ⊕.⊗ A      masked by ~visited (complement, structural)
+    next<~visited.S, replace> = f ⊕.⊗ A        visited<next.S> = true
 
 * **push** (``vxm``): walk the rows of A named by the frontier's entries and scatter to their
   out-neighbours. Cost ~ the edges leaving the frontier: right when the frontier is small.
@@ -12,9 +12,18 @@ contributor::
   whether one of them is in the frontier. Cost ~ the edges into the unvisited vertices (and
   the mask means visited rows are never computed): right when the frontier is large.
 
-Switching between the two per level is Beamer's *direction-optimising* BFS. The mask
-``~visited.S`` is what makes each step cheap: entries for vertices already visited are never
-produced, so the frontier holds only new vertices.
+**Frontier-proportional work.** ``visited`` is kept as a bitmap (``p``: one byte a vertex,
+0 or 1), SuiteSparse's bitmap format, updated in place: the push step is the kernels'
+:meth:`~gbdist.backends.base.GraphKernels.spmspv_update`, which folds the frontier's rows into
+the state and returns only the vertices that entered, so a push level costs the frontier's
+edges and nothing n-wide is built, scanned or merged (a sorted-key ``visited`` merged every
+level, or a ``~visited`` mask rebuilt densely, cost O(n) a level: 2,000 levels of a road grid
+were 21x SuiteSparse). A pull level reads the bitmap as its complemented mask directly.
+
+**Direction** (Beamer's direction-optimising BFS, :func:`choose_direction`): from the
+statistics of the level, m_f = edges leaving the frontier and m_u = edges leaving the
+unvisited vertices (kept up to date by subtracting the degrees of each new level), pull when
+``m_f > m_u / ALPHA`` and stay pulling while the frontier holds at least ``n / BETA`` vertices.
 
 Levels use ``any_pair`` (⊗ = 1: "an edge", ⊕ = any: one is enough). Parents need to know
 *which* frontier vertex reached j, without positional operators: give each frontier entry its
@@ -29,19 +38,21 @@ import numpy as np
 import gbdist as gb
 from gbdist import graph as gr
 
-from ._common import any_pair, as_matrix, check_source, host, min_first, min_second, vector
+from ._common import any_pair, as_matrix, check_source, host, min_first, min_second
 
-# Pull when the frontier holds more than this share of the vertices (Beamer's heuristic
-# compares edge counts; the vertex share is a cheap stand-in that needs no degree sums).
-PULL_SHARE = 1 / 16
+# Beamer et al. (SC'12): push -> pull when the frontier's edges exceed the unvisited
+# vertices' edges / ALPHA; pull -> push when the frontier holds under n / BETA vertices.
+ALPHA = 14.0
+BETA = 24.0
 
 
-def _use_pull(frontier_nvals: int, n: int, direction: str) -> bool:
-    if direction == "push":
-        return False
-    if direction == "pull":
-        return True
-    return frontier_nvals > PULL_SHARE * n
+def choose_direction(pulling: bool, m_f: float, m_u: float, n_f: int, n: int) -> bool:
+    """The planner rule: True = pull this level. ``pulling``: the last level pulled;
+    ``m_f``/``m_u``: edges leaving the frontier / the unvisited vertices; ``n_f``: the
+    frontier's vertices."""
+    if pulling:
+        return n_f >= n / BETA
+    return m_f > m_u / ALPHA
 
 
 def _check_direction(direction: str) -> None:
@@ -50,35 +61,74 @@ def _check_direction(direction: str) -> None:
                                 got=repr(direction))
 
 
+class _Frontier:
+    """The state of a BFS: the visited bitmap ``p`` and values ``d`` (kept by the kernels),
+    the frontier's indices, and the statistics the direction rule reads."""
+
+    def __init__(self, M, s, sr_push, sr_pull, d, direction, backend):
+        xp = M.xp
+        self.M, self.xp, self.n = M, xp, M.nrows
+        self.K = gr.get_kernels(backend, M.on_device, work=M.nvals)
+        self.sr_push, self.sr_pull, self.d = sr_push, sr_pull, d
+        self.p = xp.zeros(self.n, dtype=np.uint8)
+        self.p[s] = 1
+        self.idx = xp.asarray([s], dtype=np.int64)
+        self.direction = direction
+        self.deg = xp.diff(M.csr.indptr)
+        self.m_u = float(M.nvals)
+        self.pulling = False
+
+    def step(self, u_val):
+        """The next frontier (sorted vertex ids) from the current one with values ``u_val``;
+        the new vertices are in ``p`` and their ⊕ values in ``d``."""
+        xp, n = self.xp, self.n
+        m_f = float(self.deg[self.idx].sum())
+        self.m_u -= m_f
+        if self.direction == "auto":
+            self.pulling = choose_direction(self.pulling, m_f, self.m_u, int(self.idx.size), n)
+        else:
+            self.pulling = self.direction == "pull"
+        dt = self.d.dtype
+        if self.pulling:
+            # y(i) = ⊕_k Aᵀ(i, k) ⊗ f(k) for the unvisited i only (mask: the bitmap, complemented)
+            x = xp.zeros(n, dtype=dt)
+            x[self.idx] = u_val
+            present = xp.zeros(n, dtype=bool)
+            present[self.idx] = True
+            y, yp = self.K.spmv(self.M.T.csr, x, present, self.sr_pull, mask=self.p.view(bool),
+                                complement=True, out_dtype=dt)
+            new = xp.flatnonzero(yp).astype(np.int64)
+            self.d[new] = y[new]
+            self.p[new] = 1
+        else:
+            # push: the frontier's rows folded into (d, p) where p is 0 (~visited.S)
+            new, _ = self.K.spmspv_update(self.M.csr, self.idx, u_val, self.sr_push, self.d,
+                                          self.p, only_new=True, out_dtype=dt)
+        self.idx = new
+        return new
+
+
 def bfs_levels(A, source, *, direction: str = "auto", backend: str = "auto") -> np.ndarray:
     """Level (hop count from ``source``) of every vertex; -1 where unreachable.
 
     ``A[i, j]`` stored means an edge i -> j (its value, even 0, is ignored). Returns an int64
-    NumPy array of length n, like ``networkx.single_source_shortest_path_length``.
-    ``direction`` forces ``"push"`` or ``"pull"`` (default: chosen per level).
+    NumPy array of length n, like
+    ``networkx.single_source_shortest_path_length``. ``direction`` forces ``"push"`` or
+    ``"pull"`` (default: chosen per level, :func:`choose_direction`).
     """
     _check_direction(direction)
     M = as_matrix(A)
     s = check_source(M, source)
-    n = M.nrows
-    frontier = vector(M, [s], [True], dtype=bool)
-    visited = frontier  # a vector whose *pattern* is the visited set (used as a mask)
-    levels = np.full(n, -1, dtype=np.int64)
+    xp = M.xp
+    levels = xp.full(M.nrows, -1, dtype=np.int64)
     levels[s] = 0
+    f = _Frontier(M, s, any_pair, any_pair, xp.zeros(M.nrows, dtype=bool), direction, backend)
     depth = 0
-    while frontier.nvals:
+    while f.idx.size:
         depth += 1
-        if _use_pull(frontier.nvals, n, direction):
-            # y(i) = any_k Aᵀ(i, k) · f(k) = "some in-neighbour of i is in the frontier"
-            frontier = gr.mxv(M.T, frontier, any_pair, mask=~visited.S, backend=backend)
-        else:
-            # y(j) = any_k f(k) · A(k, j) = "some frontier vertex has an edge to j"
-            frontier = gr.vxm(frontier, M, any_pair, mask=~visited.S, backend=backend)
-        if not frontier.nvals:
-            break
-        levels[host(frontier.indices)] = depth
-        visited = gr.ewise_add(visited, frontier, gb.ops.lor, backend=backend)
-    return levels
+        new = f.step(xp.ones(f.idx.size, dtype=bool))
+        levels[new] = depth
+    return host(levels)
 
 
 def bfs_parents(A, source, *, direction: str = "auto", backend: str = "auto") -> np.ndarray:
@@ -87,21 +137,9 @@ def bfs_parents(A, source, *, direction: str = "auto", backend: str = "auto") ->
     _check_direction(direction)
     M = as_matrix(A)
     s = check_source(M, source)
-    n = M.nrows
-    frontier = vector(M, [s], [s], dtype=np.int64)  # value = own vertex id
-    parents_v = frontier  # pattern = visited, value = parent
-    while frontier.nvals:
-        if _use_pull(frontier.nvals, n, direction):
-            # q(i) = min_k { f(k) = k : Aᵀ(i, k) stored }  (second picks the frontier value)
-            q = gr.mxv(M.T, frontier, min_second, mask=~parents_v.S, backend=backend)
-        else:
-            # q(j) = min_k { f(k) = k : A(k, j) stored }   (first picks the frontier value)
-            q = gr.vxm(frontier, M, min_first, mask=~parents_v.S, backend=backend)
-        if not q.nvals:
-            break
-        parents_v = gr.ewise_add(parents_v, q, gb.ops.first, backend=backend)
-        reached = host(q.indices)
-        frontier = vector(M, reached, reached, dtype=np.int64)  # next frontier: own ids again
-    parents = np.full(n, -1, dtype=np.int64)
-    parents[host(parents_v.indices)] = host(parents_v.values).astype(np.int64)
-    return parents
+    parents = M.xp.full(M.nrows, -1, dtype=np.int64)  # the state's values: d(j) = parent
+    parents[s] = s
+    f = _Frontier(M, s, min_first, min_second, parents, direction, backend)
+    while f.idx.size:
+        f.step(f.idx)  # each frontier vertex carries its own id
+    return host(parents)

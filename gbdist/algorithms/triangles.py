@@ -7,13 +7,20 @@
 adjacency (``select(A, "tril", -1)``: one copy of each edge, self loops gone). Then
 
     C<L> = L ⊕.⊗ Lᵀ        C(i, j) = #{k : L(i, k), L(j, k)}  for each edge j < i
+    C<L> = L ⊕.⊗ L         C(i, j) = #{k : L(i, k), L(k, j)}  (j < k < i: no transpose)
 
 counts, for the edge (i, j), the common neighbours k < j < i: every triangle once, at its two
 largest vertices. The mask ``L`` (structural) is the point: only entries on edges are
-computed, never the n × n two-hop matrix. The count is ``reduce_scalar(C, plus)``. On a
-skewed (power-law) graph the vertices are first renumbered by increasing degree
-(``extract(A, order, order)``; on the host the coordinates renamed through ``to_coo`` /
-``Matrix.from_coo``, which is cheaper): the count is the same, the work much smaller.
+computed, never the n × n two-hop matrix. The count is ``reduce_scalar(C, plus)``.
+
+"Lower" may be taken under any ranking of the vertices: keep (i, j) when rank(j) < rank(i).
+The count is the same, the work is not: on a skewed (power-law) graph ranking by degree
+bounds the rows (or columns) a hub contributes. :func:`choose_order` (the planner rule) picks
+no ranking on graphs with even degrees, else increasing or decreasing degree by the cost of
+the cheaper masked-product form (dot or Gustavson, the kernels' own choice) counted from L's
+row and column counts; :func:`lower` builds L by comparing ranks on the entries, without
+renumbering the graph. :func:`choose_product` picks L·Lᵀ or L·L (no transpose to build) from
+the same counts.
 
 **k-truss**: the largest subgraph where every edge lies on at least k - 2 triangles *of the
 subgraph*. Start from the edges C (self loops removed) and repeat
@@ -26,6 +33,7 @@ until no edge is dropped.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sps
 
 import gbdist as gb
 from gbdist import graph as gr
@@ -33,48 +41,127 @@ from gbdist import graph as gr
 from ._common import as_matrix, plus_pair, require_undirected
 
 
-def triangle_count(A, *, backend: str = "auto") -> int:
+def triangle_count(A, *, order: str = "auto", backend: str = "auto") -> int:
     """Number of triangles of an undirected graph (self loops and values ignored), as
-    ``sum(networkx.triangles(G).values()) // 3``. A directed input is an InputError."""
+    ``sum(networkx.triangles(G).values()) // 3``. A directed input is an InputError.
+    ``order``: the vertex ranking L is taken under (``"auto"``: :func:`choose_order`;
+    ``"none"``, ``"increasing"``, ``"decreasing"`` degree): the count is the same, the work
+    is not."""
     M = as_matrix(A)
     require_undirected(M, "triangle_count")
-    M = _by_degree(M, backend)
-    L = gr.select(M, "tril", -1, backend=backend)
+    L = lower(M, order, backend, values=False)
     if not L.nvals:
         return 0
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
-    C = gr.mxm(L, L.T, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
+    B = L.T if M.on_device or choose_product(M, L) == "L.LT" else L
+    C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
     return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
 
-# Relabel the vertices by increasing degree when the degrees are this skewed (max / mean).
+# Rank by degree only when the degrees are this skewed (max / mean): else "none".
 PRESORT_SKEW = 8.0
+ORDERS = ("auto", "none", "increasing", "decreasing")
+# A dot-form merge step against a Gustavson term (the kernels' own weighting,
+# gbdist.backends.compiled.graph.DOT_WEIGHT, measured there).
+DOT_WEIGHT = 3.0
 
 
-def _by_degree(M, backend):
-    """The same graph with its vertices renumbered by increasing degree, when the degree
-    distribution is skewed.
+def masked_cost(deg, below) -> float:
+    """The cheaper of the two forms of C<L> = L ⊕.⊗ Lᵀ from L's row counts ``below`` (the
+    vertex's lower-ranked neighbours) and column counts ``deg - below``: Gustavson (saxpy)
+    walks Σ col² terms, the dot form Σ over L's entries (i, j) of row(i) + row(j)
+    (weighted by :data:`DOT_WEIGHT`)."""
+    below = below.astype(np.float64)
+    above = deg - below
+    return min(float((above * above).sum()),
+               DOT_WEIGHT * float((below * below).sum() + (above * below).sum()))
 
-    The count does not depend on the numbering, but the work does: after the relabelling a
-    hub has the largest id, so in L = tril(A) its row holds its neighbours while its
-    *column* — the part a masked L·Lᵀ walks over again and again — is short (only the few
-    vertices of even higher degree). On power-law graphs this is the difference between
-    work ~ Σ deg² and work ~ Σ min(deg)² (measured on 1.1e7 power-law edges: the masked
-    product 5 s instead of 44 s)."""
-    indptr = M.csr.indptr
-    deg = np.diff(indptr.get() if hasattr(indptr, "get") else np.asarray(indptr))
-    if deg.size == 0 or deg.max() <= PRESORT_SKEW * max(deg.mean(), 1.0) \
-            or (deg[:-1] <= deg[1:]).all():  # not skewed, or numbered that way already
-        return M
-    order = np.argsort(deg, kind="stable")
-    if M.on_device:
-        return gr.extract(M, order, order, backend=backend)
-    # on the host, renaming the coordinates is cheaper than the general extract
-    # (measured 0.29 s against 0.69 s at 10^6 edges); the same matrix either way
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    r, c, v = M.to_coo()
-    return gb.Matrix.from_coo(rank[r], rank[c], v, M.shape, dtype=M.dtype)
+
+# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose).
+TRANSPOSE_COST = 8.0
+
+
+def choose_product(M, L) -> str:
+    """The planner rule for the product: ``"L.LT"`` (C<L> = L·Lᵀ, Sandia's LUT: Gustavson
+    walks Σ col² terms, after building Lᵀ) or ``"L.L"`` (C<L> = L·L, Sandia's LL: every
+    triangle a < b < c once, at (c, a) through b; Σ col·row terms and no transpose), by
+    those counts from L's row counts (row = lower-ranked neighbours, col = the rest)."""
+    deg = np.diff(np.asarray(M.csr.indptr)).astype(np.float64)
+    row = np.diff(np.asarray(L.csr.indptr)).astype(np.float64)
+    col = deg - row
+    llt = float((col * col).sum()) + TRANSPOSE_COST * L.nvals
+    return "L.LT" if llt < float((col * row).sum()) else "L.L"
+
+
+def _skewed(deg) -> bool:
+    return bool(deg.size) and deg.max() > PRESORT_SKEW * max(deg.mean(), 1.0)
+
+
+def choose_order(deg, below) -> str:
+    """The planner rule for the ordering: ``"none"`` when the degrees are not skewed
+    (max <= PRESORT_SKEW · mean: a grid, a mesh); else the degree ordering whose L has the
+    smaller :func:`masked_cost`. ``below``: {order: L's row counts under it}."""
+    if not _skewed(deg):
+        return "none"
+    d = deg.astype(np.float64)
+    return min(("increasing", "decreasing"), key=lambda o: masked_cost(d, below[o]))
+
+
+# lower() compares ranks over this many entries at a time (bounds its temporaries).
+CHUNK = 1 << 20
+
+
+def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True):
+    """L: one copy of each edge of the undirected M, (i, j) kept when j ranks below i in
+    the ordering (self loops dropped). No relabelling: ranks are compared on the entries in
+    place — by degree, ties by index (a stable sort's ranks) — so L keeps M's numbering and
+    sorted rows, built in one pass over the entries (in chunks of :data:`CHUNK`) that also
+    counts the rows of both degree orderings for :func:`choose_order` (renumbering the graph
+    first, ``extract(A, p, p)``, cost as much as the product itself). Every triangle
+    {a, b, c} ranked a < b < c is counted once, at (c, b) through a. ``values=False``: L
+    holds True (bool) instead of M's values (a pattern for ``plus_pair``: 1/8 the memory)."""
+    if order not in ORDERS:
+        raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
+                                got=repr(order))
+    if M.on_device:  # the device path: the index ordering (tril)
+        return gr.select(M, "tril", -1, backend=backend)
+    csr = M.csr
+    n = M.nrows
+    indptr = np.asarray(csr.indptr, dtype=np.int64)
+    deg = np.diff(indptr)
+    cols = csr.indices
+    if order == "auto" and not _skewed(deg):
+        order = "none"
+    orders = ("increasing", "decreasing") if order == "auto" else (order,)
+    keep = {o: [] for o in orders}  # per order, the kept entries' positions, chunk by chunk
+    counts = {o: np.zeros(n, dtype=np.int64) for o in orders}
+    deg32 = deg.astype(np.int32) if n and deg.max() < 2**31 else deg
+    r0 = 0
+    while r0 < n:  # rows [r0, r1) holding about CHUNK entries
+        r1 = max(r0 + 1, int(np.searchsorted(indptr, indptr[r0] + CHUNK, side="right")) - 1)
+        r1 = min(r1, n)
+        p0, p1 = int(indptr[r0]), int(indptr[r1])
+        c = cols[p0:p1]
+        rows = np.repeat(np.arange(r0, r1, dtype=c.dtype), deg[r0:r1])
+        lt = c < rows
+        if order != "none":
+            dc, dr = deg32[c], deg32[rows]
+            tie = lt & (dc == dr)
+        for o in orders:
+            k = lt if o == "none" else ((dc < dr) | tie if o == "increasing" else (dc > dr) | tie)
+            at = np.flatnonzero(k)  # the kept positions, and how many in each row
+            keep[o].append(at + p0)
+            counts[o][r0:r1] = np.bincount(rows[at] - r0, minlength=r1 - r0)
+        r0 = r1
+    if order == "auto":
+        order = choose_order(deg, counts)
+    at = np.concatenate(keep[order]) if keep[order] else np.zeros(0, np.int64)
+    lp = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts[order], out=lp[1:])
+    data = csr.data[at] if values else np.ones(at.size, dtype=bool)
+    S = sps.csr_matrix((data, cols[at], lp), shape=M.shape)
+    S.has_sorted_indices = True
+    return gb.Matrix(S)
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):

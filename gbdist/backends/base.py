@@ -255,6 +255,15 @@ class GraphKernels(Protocol):
         """Push (vxm): ``y(j) = ⊕_{k in u_idx, A(k,j) stored} mul(u(k), A(k,j))``, walking
         the rows of A named by ``u_idx`` (sorted, unique). Returns ``(y (n,), y_present (n,))``."""
 
+    def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype) -> tuple:
+        """Push into a state kept by the caller, frontier-proportional: ``t(j) = ⊕_k
+        mul(u(k), A(k,j))`` over the rows named by ``u_idx`` (sorted, unique), merged into
+        ``d`` (values, ``out_dtype``) and ``p`` (uint8 presence, 0/1) in place: a j with
+        p[j] = 0 enters with t(j); a present j is skipped when ``only_new`` (the
+        complemented structural mask ``~p``), else takes d(j) ⊕ t(j) when that differs from
+        d(j). Returns ``(indices, values)`` of the entries that entered or changed (sorted).
+        Nothing n-wide is allocated or scanned."""
+
     def segment_reduce(self, indptr, values, monoid, *, out_dtype) -> tuple:
         """Per segment s: ⊕ of ``values[indptr[s]:indptr[s+1]]``; returns ``(values,
         present)``, present = the segment is non-empty (the identity elsewhere)."""

@@ -26,6 +26,33 @@ def _expand_rows(indptr, rows, xp=np):
     return pos, owner
 
 
+def spmspv_update(A, u_idx, u_val, sr, d, p, only_new, out_dtype, xp=np):
+    """:meth:`GraphKernels.spmspv_update` in array operations on ``xp`` (NumPy or CuPy):
+    the terms of the frontier's rows, folded per output column in k order, then merged
+    into the state (d, p). Work ~ the frontier's stored entries (sorts of that size)."""
+    pos, owner = _expand_rows(A.indptr, u_idx, xp)
+    j = A.indices[pos].astype(np.int64)
+    if only_new:
+        keep = p[j] == 0
+        pos, owner, j = pos[keep], owner[keep], j[keep]
+    if j.size == 0:
+        return xp.zeros(0, dtype=np.int64), d[:0].copy()
+    prod = binary(sr.mul, xp.asarray(u_val)[owner], A.data[pos], out_dtype, xp)
+    order = xp.argsort(j, kind="stable")  # within a column, terms in k order
+    cols, seg = xp.unique(j[order], return_inverse=True)
+    folded, _ = fold_segments(sr.add.op, seg.ravel(), prod[order], int(cols.size), out_dtype, xp)
+    new = p[cols] == 0
+    old = ~new
+    merged = binary(sr.add.op, d[cols[old]], folded[old], out_dtype, xp)
+    folded[old] = merged
+    changed = new.copy()
+    changed[old] = merged != d[cols[old]]
+    cols, folded = cols[changed], folded[changed]
+    d[cols] = folded
+    p[cols] = 1
+    return cols, folded
+
+
 def _pattern_keys(mask, ncols, xp=np):
     rows = owners(xp.diff(mask.indptr), xp)
     keys = rows * ncols + mask.indices.astype(np.int64)
@@ -54,12 +81,12 @@ class ReferenceGraphKernels:
         a_rows = np.repeat(np.arange(m), np.diff(A.indptr).astype(np.int64))
         row_work = np.bincount(a_rows, weights=blen[A.indices], minlength=m)
         keys_out, vals_out = [], []
+        cum = np.cumsum(row_work)  # blocks of rows of about BLOCK terms (at least one row)
         r0 = 0
         while r0 < m:
-            r1, acc = r0, 0
-            while r1 < m and (r1 == r0 or acc + row_work[r1] <= self.BLOCK):
-                acc += row_work[r1]
-                r1 += 1
+            before = cum[r0 - 1] if r0 else 0.0
+            r1 = max(r0 + 1, int(np.searchsorted(cum, before + self.BLOCK, side="right")))
+            r1 = min(r1, m)
             k, v = self._spgemm_rows(A, B, sr, r0, r1, n, mkeys, complement, out_dtype)
             keys_out.append(k)
             vals_out.append(v)
@@ -131,6 +158,10 @@ class ReferenceGraphKernels:
         folded, present = fold_segments(sr.add.op, j[order], prod[order], n, out_dtype)
         folded[~present] = identity_value(sr.add, out_dtype)
         return folded, present
+
+    def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype):
+        return spmspv_update(A, np.asarray(u_idx, dtype=np.int64), u_val, sr, d, p,
+                             only_new, out_dtype)
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
         indptr = np.asarray(indptr, dtype=np.int64)

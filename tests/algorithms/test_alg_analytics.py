@@ -12,6 +12,7 @@ from scipy.sparse import csgraph
 
 import gbdist as gb
 from gbdist import algorithms as alg
+from gbdist.algorithms import triangles as tri
 
 from .graphs_for_tests import random_graph, shuffled
 
@@ -206,9 +207,12 @@ def test_backend_is_passed_through():
         alg.bfs_levels(A, 0, backend="cuda")
 
 
-def test_triangle_count_on_a_skewed_graph_is_relabelled_by_degree():
+@pytest.mark.parametrize("backend,chunk", [("auto", 1 << 20), ("reference", 7),
+                                           ("compiled", 64)])
+def test_triangle_count_on_a_skewed_graph_in_every_order(backend, chunk, monkeypatch):
+    monkeypatch.setattr(tri, "CHUNK", chunk)  # lower() in one pass or in many chunks
     # a hub joined to every vertex plus a sparse random part: max degree >> mean degree,
-    # so triangle_count renumbers the vertices by degree first (the count must not change)
+    # so triangle_count ranks the vertices by degree (the count must not change)
     rng = np.random.default_rng(8)
     n = 200
     keep = np.triu(rng.random((n, n)) < 0.02, 1)
@@ -219,4 +223,14 @@ def test_triangle_count_on_a_skewed_graph_is_relabelled_by_degree():
     assert deg.max() > 8 * deg.mean()
     ref = sum(nx.triangles(nx.from_scipy_sparse_array(A)).values()) // 3
     assert ref > 100
-    assert alg.triangle_count(shuffled(A, 3)) == alg.triangle_count(A) == ref
+    assert alg.triangle_count(shuffled(A, 3), backend=backend) == ref
+    assert tri.choose_order(deg, {"increasing": deg // 2, "decreasing": deg // 2}) != "none"
+    assert tri.choose_order(np.full(9, 4), {}) == "none"  # even degrees: no ranking
+    for order in tri.ORDERS:
+        for cost in (0.0, 1e12):  # TRANSPOSE_COST: forces L·Lᵀ, then L·L
+            monkeypatch.setattr(tri, "TRANSPOSE_COST", cost)
+            assert alg.triangle_count(A, order=order, backend=backend) == ref
+        L = tri.lower(gb.Matrix(A), order).to_scipy()
+        assert L.nnz == A.nnz // 2 and (L + L.T != 0).nnz == A.nnz  # one copy of each edge
+    with pytest.raises(gb.ParameterError):
+        alg.triangle_count(A, order="random")

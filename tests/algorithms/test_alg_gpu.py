@@ -43,3 +43,14 @@ def test_triangles_truss_similarity_on_the_device():
         assert_array_equal(g.indptr, r.indptr)
         assert_array_equal(g.indices, r.indices)
         np.testing.assert_allclose(g.data, r.data, rtol=1e-12)
+
+
+def test_high_diameter_traversals_on_the_device():
+    # the frontier-proportional path (spmspv_update on CuPy) over ~100 levels
+    from benchmarks.graphs import road_grid
+    A = road_grid(40, remove=0.2, seed=2)
+    D = device(A)
+    for direction in ("push", "pull", "auto"):
+        assert_array_equal(alg.bfs_levels(D, 0, direction=direction), alg.bfs_levels(A, 0))
+        assert_array_equal(alg.bfs_parents(D, 0, direction=direction), alg.bfs_parents(A, 0))
+    np.testing.assert_allclose(alg.sssp(D, 0), alg.sssp(A, 0), rtol=1e-12)

@@ -161,3 +161,85 @@ def test_integer_and_boolean_adjacency():
     for v, x in nx.single_source_bellman_ford_path_length(G, 0).items():
         ref[v] = x
     assert_array_equal(d, ref)
+
+
+def _road(side, seed, remove=0.1):
+    """A side × side grid with a share of its edges removed (high diameter, some vertices
+    cut off), weights in [1, 2): the road-like benchmark graph, small."""
+    from benchmarks.graphs import road_grid
+    return road_grid(side, remove=remove, seed=seed)
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("direction", ["auto", "push", "pull"])
+def test_high_diameter_grid_matches_csgraph(backend, direction):
+    A = _road(30, seed=1, remove=0.3)
+    n = A.shape[0]
+    d = csgraph.shortest_path(A, unweighted=True, indices=0)
+    want = np.where(np.isinf(d), -1, d).astype(np.int64)
+    assert want.max() > 50 and (want < 0).any()  # deep, and some vertices cut off
+    assert_array_equal(alg.bfs_levels(A, 0, direction=direction, backend=backend), want)
+    par = alg.bfs_parents(A, 0, direction=direction, backend=backend)
+    # parent = the smallest-id neighbour one level closer (brute force over the rows)
+    for v in range(n):
+        if want[v] <= 0:
+            assert par[v] == (0 if v == 0 else -1)
+            continue
+        nb = A.indices[A.indptr[v]:A.indptr[v + 1]]
+        assert par[v] == nb[want[nb] == want[v] - 1].min()
+    np.testing.assert_allclose(alg.sssp(A, 0, backend=backend),
+                               csgraph.dijkstra(A, indices=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_long_directed_path_and_empty_frontiers(backend):
+    n = 700
+    A = sps.csr_matrix((np.ones(n - 1), (np.arange(n - 1), np.arange(1, n))), shape=(n, n))
+    assert_array_equal(alg.bfs_levels(A, 0, backend=backend), np.arange(n))
+    assert_array_equal(alg.bfs_levels(A, n - 1, backend=backend), [-1] * (n - 1) + [0])
+    assert_array_equal(alg.bfs_parents(A, 5, backend=backend),
+                       [-1] * 5 + [5] + list(range(5, n - 1)))
+    np.testing.assert_array_equal(alg.sssp(A, n - 1, backend=backend),
+                                  [np.inf] * (n - 1) + [0.0])
+    # a source whose only edge is a self loop: the first frontier is empty
+    B = sps.csr_matrix(([1.0, 1.0, 1.0], ([0, 1, 2], [0, 2, 1])), shape=(3, 3))
+    assert_array_equal(alg.bfs_levels(B, 0, backend=backend), [0, -1, -1])
+    assert_array_equal(alg.bfs_parents(B, 0, backend=backend), [0, -1, -1])
+
+
+def test_direction_rule():
+    from gbdist.algorithms.bfs import choose_direction
+    assert not choose_direction(False, m_f=10, m_u=1000, n_f=5, n=1000)    # small: push
+    assert choose_direction(False, m_f=200, m_u=1000, n_f=100, n=1000)     # large: pull
+    assert choose_direction(True, m_f=0, m_u=0, n_f=100, n=1000)           # stays pulling
+    assert not choose_direction(True, m_f=0, m_u=0, n_f=10, n=1000)        # back to push
+
+
+@pytest.mark.parametrize("only_new", [True, False])
+@pytest.mark.parametrize("semiring", ["min_plus", "min_first", "any_pair"])
+def test_spmspv_update_compiled_equals_reference(only_new, semiring):
+    from gbdist.algorithms import _common as c
+    from gbdist.graph import get_kernels
+    sr = getattr(c, semiring)
+    A, _ = random_graph(4, n=300, p=0.05, directed=True)
+    rng = np.random.default_rng(0)
+    dt = np.dtype(bool) if semiring == "any_pair" else np.dtype(np.float64)
+    u_idx = np.unique(rng.integers(0, 300, 60))
+    u_val = rng.random(u_idx.size) * 4
+    p0 = (rng.random(300) < 0.4).astype(np.uint8)
+    d0 = (rng.random(300) * 6).astype(dt)
+    outs = []
+    for name in ("reference", "compiled"):
+        d, p = d0.copy(), p0.copy()
+        idx, vals = get_kernels(name).spmspv_update(A, u_idx, u_val.astype(dt), sr, d, p,
+                                                    only_new=only_new, out_dtype=dt)
+        outs.append((idx, vals, d, p))
+    for a, b in zip(*outs):
+        assert_array_equal(a, b)
+    # brute force: the product over the frontier, then the merge rule
+    idx, vals, d, p = outs[0]
+    T = sps.csr_matrix(A[u_idx])
+    assert set(idx) <= set(T.indices)
+    assert (p[idx] == 1).all() and (p >= p0).all()
+    if only_new:
+        assert (p0[idx] == 0).all()

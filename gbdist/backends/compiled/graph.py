@@ -26,15 +26,20 @@ Strategies (``spgemm``):
   than :data:`HASH_MIN_N` and the median row's ⊗ terms are under n/:data:`HASH_RATIO`,
   an open-addressing hash accumulator per row;
 * mask: the cost of the dot-product form (Σ over the mask's (i, j) of
-  deg A(i,:) + deg B(:,j)) against Gustavson filtered by the mask (Σ of A(i,:)'s
-  B-row degrees; each B row walked only up to the mask row's last column); the cheaper
-  one runs (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
+  deg A(i,:) + deg B(:,j), times :data:`DOT_WEIGHT`) against Gustavson filtered by the mask
+  (Σ of A(i,:)'s B-row degrees; each B row walked only up to the mask row's last column);
+  the cheaper one runs (a dot merge of a row 32x shorter than the other bisects
+  instead) (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
   a presence flag, compacted once. The dot form needs B's transpose: built once per B and
   kept while B lives (a weak reference, checked by identity and buffers);
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
 * plus_times on int/float values with no mask, when every stored value is positive and
   far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
   :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
+
+``spmspv_update`` pushes a frontier into a state the caller keeps (values and a uint8
+presence array, updated in place) and returns only the entries that entered or changed:
+no n-wide array is allocated or scanned, so a BFS/SSSP level costs the frontier's edges.
 
 ``spmv`` pulls (one row per output entry); plus_times with float64/int64 values and
 vector, no mask and every x present is SciPy's ``A @ x`` (the same loop) below
@@ -47,13 +52,13 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 
 import numpy as np
 import scipy.sparse as sps
 
 from ..graph_reference import cast as _ref_cast
 from ..graph_reference import identity_value
+from .graph_prep import _check_state, _prepared, _row_sums, _scipy_safe, _transpose
 from .threads import _pool
 from .threads import threads as _threads_now
 
@@ -71,6 +76,11 @@ HASH_MIN_N = 1 << 16
 HASH_RATIO = 64
 # The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
 MASKED_FORM = "auto"
+# A dot-form merge step costs this many Gustavson terms (branchy merges against a
+# streaming scatter; measured on 1.1e6-entry power-law products on the 2 shared cores:
+# C<L> = L·Lᵀ 8-27 ns a merge step, 3-5 ns a Gustavson term; C<A> = A·A dot 4.0-5.7 s,
+# Gustavson 1.0-1.6 s).
+DOT_WEIGHT = 3.0
 # Below this many ⊗ terms a kernel runs on the calling thread.
 SERIAL_WORK = 1 << 15
 # SpMV below this many stored entries (plus rows) runs on one thread.
@@ -230,59 +240,6 @@ def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
     return _ref_cast(values, out_dtype)
 
 
-_PREPARED: dict = {}  # id(B) → [weak reference to B, its arrays and shape, {name: form}]
-
-
-def _prepared(B, name, build):
-    """``build()``, cached for the SciPy matrix ``B`` while it lives with the same arrays
-    and shape (kept with the forms and checked by identity: a matrix whose arrays were
-    replaced — SciPy's ``A[i, j] = v`` on a new entry, ``eliminate_zeros``, ``resize`` —
-    or a new matrix at a recycled id never serves a stale form). Values written into B's
-    arrays in place are not seen: the graph operations never do it (gb.Matrix owns its
-    arrays and hands out read-only views); a caller of the kernels must not either."""
-    entry = _PREPARED.get(id(B))
-    if (entry is None or entry[0]() is not B or entry[1] is not B.data
-            or entry[2] is not B.indices or entry[3] is not B.indptr or entry[4] != B.shape):
-        try:
-            ref = weakref.ref(B, lambda _r, k=id(B): _PREPARED.pop(k, None))
-        except TypeError:
-            return build()
-        entry = _PREPARED[id(B)] = [ref, B.data, B.indices, B.indptr, B.shape, {}]
-    forms = entry[5]
-    if name in forms:
-        return forms[name]
-    value = forms[name] = build()
-    return value
-
-
-def _transpose(B):
-    """B's transpose as canonical CSR (B's CSC), kept while B lives (:func:`_prepared`)."""
-    def build():
-        T = B.T.tocsr()
-        T.sort_indices()
-        it = B.indices.dtype
-        T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
-        return T
-    return _prepared(B, "T", build)
-
-
-def _scipy_safe(A, B) -> bool:
-    """SciPy's product drops entries that sum or multiply to 0: safe only when every stored
-    value is positive and products cannot under/overflow."""
-    for M in (A, B):
-        d = M.data
-        if d.dtype.kind not in "iuf" or d.size == 0:
-            return False
-        lo, hi = d.min(), d.max()
-        if not (lo > 0):
-            return False
-        if d.dtype.kind == "f" and (lo < 1e-150 or hi > 1e150):
-            return False
-        if d.dtype.kind in "iu" and hi > 2 ** 20:
-            return False
-    return True
-
-
 _PLUS_TIMES: dict = {}
 
 
@@ -338,13 +295,11 @@ class CompiledGraphKernels:
             return _make_csr(C.indptr, C.indices, _cast(C.data, out_dtype), (m, n),
                              _index_dtype(C.nnz, ai, bi))
         mod = _module(sr.mul, sr.add.op, work)
-        bdeg = np.diff(bp)
+        if mask is not None and not complement:
+            return self._masked(mod, A, B, mask, work, out_dtype)
         terms = np.zeros(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
         if ai.size:
-            rowid = np.repeat(np.arange(m), np.diff(ap))
-            terms = np.bincount(rowid, weights=bdeg[ai], minlength=m).astype(np.int64)
-        if mask is not None and not complement:
-            return self._masked(mod, A, B, mask, terms, work, out_dtype)
+            terms = _row_sums(ap, np.diff(bp), ai)
         mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
         mmode = np.int64(2 if mask is not None else 0)
         n64 = np.int64(n)
@@ -367,7 +322,7 @@ class CompiledGraphKernels:
                  ranges)
         return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
 
-    def _masked(self, mod, A, B, mask, terms, work, out_dtype):
+    def _masked(self, mod, A, B, mask, work, out_dtype):
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
@@ -375,14 +330,13 @@ class CompiledGraphKernels:
         wt = np.dtype(work)
         buf = np.empty(mi.shape[0], dtype=wt)
         pres = np.zeros(mi.shape[0], dtype=np.bool_)
-        # cost of the dot form: each mask entry merges A(i,:) with B(:,j)
-        bcol = np.bincount(bi, minlength=n) if bi.size else np.zeros(n, np.int64)
-        dot = mdeg * np.diff(ap)
-        if mi.size:
-            rowid = np.repeat(np.arange(m), mdeg)
-            dot = dot + np.bincount(rowid, weights=bcol[mi], minlength=m).astype(np.int64)
+        # per row: Gustavson's ⊗ terms, and the dot form's merge steps (each mask entry
+        # merges A(i,:) with B(:,j)); one compiled pass, no entry-length temporaries
+        terms = np.empty(m, dtype=np.int64)
+        dot = np.empty(m, dtype=np.int64)
+        mod.masked_work(ap, ai, bp, bi, mp, mi, np.int64(n), terms, dot)
         use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
-                   and float(dot.sum()) < float(terms.sum()))
+                   and DOT_WEIGHT * float(dot.sum()) < float(terms.sum()))
         if use_dot:
             T = _transpose(B)
             ranges = _ranges(dot + mdeg + 1, m, float(dot.sum()) + m)
@@ -392,11 +346,13 @@ class CompiledGraphKernels:
             ranges = _ranges(terms + mdeg + 1, m, float(terms.sum()) + m)
             _run(mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n), buf, pres),
                  ranges)
-        keep = np.concatenate(([0], np.cumsum(pres, dtype=np.int64)))
-        cp = keep[mp.astype(np.int64)]
+        # compaction: the present positions (flatnonzero and a search of the row starts
+        # in them cost a third of a cumulative sum over a bool array)
+        keep = np.flatnonzero(pres)
+        cp = np.searchsorted(keep, mp).astype(np.int64, copy=False)
         nnz = int(cp[-1])
         itype = _index_dtype(nnz, ai, bi, mi)
-        return _make_csr(cp, mi[pres], _cast(buf[pres], out_dtype), (m, n), itype)
+        return _make_csr(cp, mi[keep], _cast(buf[keep], out_dtype), (m, n), itype)
 
     # -- matrix × dense vector (pull) -----------------------------------------------
 
@@ -461,6 +417,18 @@ class CompiledGraphKernels:
             for f in fs:
                 f.result()
         return self._finish(y, yp, sr.add, out_dtype)
+
+    def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype):
+        ap, ai, ax, (_, n) = _csr(A)
+        work = _work_type(out_dtype)
+        _check_state(d, p, n, work)
+        mod = _module(sr.mul, sr.add.op, work)
+        u_idx = np.asarray(u_idx, dtype=np.int64)
+        bound = min(int((ap[u_idx + 1] - ap[u_idx]).sum()), n) if u_idx.size else 0
+        out = np.empty(bound, dtype=np.int64)  # never n-wide unless the frontier's rows are
+        cnt = mod.spmspv_update(ap, ai, ax, u_idx, np.asarray(u_val), d, p, bool(only_new), out)
+        idx = np.sort(out[:cnt])
+        return idx, d[idx]
 
     # -- segmented reduction ----------------------------------------------------------
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "9"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -203,14 +203,15 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
     """Gustavson filtered by the mask: only columns of mask row i are accumulated, each
     into its mask position (pos[j]), so the output is the mask's pattern with a presence
     flag per position (compacted by the caller) and no symbolic pass is needed."""
-    mst = np.full(n, -1, np.int64)
+    # pos[j]: j's position in the mask row, valid only when it points into the row at j
+    # (checked on read), so it is never initialised: no n-wide fill per range, and only
+    # the pages of the columns touched are ever mapped
     pos = np.empty(n, np.int64)
     for i in range(r0, r1):
         lo, hi = mp[i], mp[i + 1]
         if lo == hi:
             continue
         for q in range(lo, hi):
-            mst[U(mi[q])] = i
             pos[U(mi[q])] = q
             pres[q] = False
         last = mi[hi - 1]  # B's rows are sorted: nothing past the mask's last column
@@ -222,11 +223,31 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
                 if jj > last:
                     break
                 j = U(jj)
-                if mst[j] != i:
-                    continue
                 m = pos[j]
+                if m < lo or m >= hi or mi[m] != jj:
+                    continue
                 buf[m] = gb_fold(buf[m], pres[m], gb_mul(a, gb_load(bx[q])))
                 pres[m] = True
+
+
+@njit(**OPT)
+def masked_work(ap, ai, bp, bi, mp, mi, n, terms, dot):
+    """Per row i of a masked product: terms[i] = Σ over k in A(i,:) of deg B(k,:)
+    (Gustavson's ⊗ terms) and dot[i] = deg M(i,:)·deg A(i,:) + Σ over j in M(i,:) of
+    deg B(:,j) (the dot form's merge steps)."""
+    bcol = np.zeros(n, np.int64)
+    for q in range(bi.shape[0]):
+        bcol[U(bi[q])] += 1
+    for i in range(terms.shape[0]):
+        t = 0
+        for p in range(U(ap[i]), U(ap[i + 1])):
+            k = U(ai[p])
+            t += bp[k + U(1)] - bp[k]
+        terms[i] = t
+        d = (mp[i + 1] - mp[i]) * (ap[i + 1] - ap[i])
+        for q in range(U(mp[i]), U(mp[i + 1])):
+            d += bcol[U(mi[q])]
+        dot[i] = d
 
 
 @njit(**OPT)
@@ -242,7 +263,37 @@ def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, buf, pres, r0, r1):
             qe = tp[j + U(1)]
             found = False
             acc = WT(0)
-            if p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1]:
+            na = ahi - p
+            nb = qe - q
+            if p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1] \
+                    and (na > 32 * nb or nb > 32 * na):
+                # one side far shorter: each of its k found in the other by bisection
+                # (cost short · log long instead of the merge's long + short), in k order
+                if na > nb:
+                    for qq in range(q, qe):
+                        k = ti[qq]
+                        pp = p + np.searchsorted(ai[p:ahi], k)
+                        if pp < ahi and ai[pp] == k:
+                            acc = gb_fold(acc, found, gb_mul(gb_load(ax[pp]), gb_load(tx[qq])))
+                            found = True
+                            p = pp + 1
+                        else:
+                            p = pp
+                        if p >= ahi:
+                            break
+                else:
+                    for pp in range(p, ahi):
+                        k = ai[pp]
+                        qq = q + np.searchsorted(ti[q:qe], k)
+                        if qq < qe and ti[qq] == k:
+                            acc = gb_fold(acc, found, gb_mul(gb_load(ax[pp]), gb_load(tx[qq])))
+                            found = True
+                            q = qq + 1
+                        else:
+                            q = qq
+                        if q >= qe:
+                            break
+            elif p < ahi and q < qe and ai[p] <= ti[qe - 1] and ti[q] <= ai[ahi - 1]:
                 while p < ahi and q < qe:
                     x = ai[p]
                     y = ti[q]
@@ -349,6 +400,44 @@ def spmspv(ap, ai, ax, uidx, uval, mask, mmode, part, y, yp, c0, c1):
                 continue
             y[j] = gb_fold(y[j], yp[j], gb_mul(u, gb_load(ax[p])))
             yp[j] = True
+
+
+@njit(**OPT)
+def spmspv_update(ap, ai, ax, uidx, uval, d, p, only_new, out):
+    """Push into a state the caller keeps (frontier-proportional: nothing n-wide is
+    allocated or scanned): for each k in uidx, t = mul(u(k), A(k, j)) is folded into the
+    state (d, p) at j. p[j] = 0: j not in the state, it enters with t; 1: in it
+    (``only_new``: skipped, the complemented structural mask; else d[j] ⊕ t, kept when it
+    changes d[j]); 2: entered or changed in this call (⊕ t). The j that entered or changed
+    are written to ``out`` in first-touch order and their p set back to 1; returns how
+    many."""
+    cnt = 0
+    for t in range(uidx.shape[0]):
+        k = U(uidx[t])
+        u = gb_load(uval[t])
+        for q in range(U(ap[k]), U(ap[k + U(1)])):
+            j = U(ai[q])
+            s = p[j]
+            if s == 1 and only_new:
+                continue
+            v = gb_mul(u, gb_load(ax[q]))
+            if s == 0:
+                d[j] = v
+                p[j] = 2
+                out[cnt] = j
+                cnt += 1
+            elif s == 2:
+                d[j] = gb_add(d[j], v)
+            else:
+                nv = gb_add(d[j], v)
+                if nv != d[j]:
+                    d[j] = nv
+                    p[j] = 2
+                    out[cnt] = j
+                    cnt += 1
+    for c in range(cnt):
+        p[U(out[c])] = 1
+    return cnt
 
 
 @njit(**OPT)

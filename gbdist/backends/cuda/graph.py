@@ -346,6 +346,14 @@ class CudaGraphKernels:
                                    (ui, uv, np.int64(ui.size), Ap, Aj, Ax, _ptr(ym), y, yp))
         return self._finish(y, out), yp.astype(cupy.bool_)
 
+    def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype):
+        """The reference's array form on CuPy (sorts of the frontier's size, no n-wide
+        work; BFS/SSSP on the device call it once a level)."""
+        import cupy
+        from ..graph_reference_kernels import spmspv_update
+        return spmspv_update(A, cupy.asarray(u_idx, dtype=cupy.int64), u_val, sr, d, p,
+                             only_new, out_dtype, cupy)
+
     # -- reductions -------------------------------------------------------------------------
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
