@@ -274,7 +274,7 @@ def where(cond, a, b):
     return _where(cond, a, b)
 
 
-from .describe import EQ_HINT  # noqa: E402  (how to compare gbdist expressions)
+from .hints import EQ_HINT  # noqa: E402  (how to compare gbdist expressions)
 
 
 def eq(a, b):

@@ -22,10 +22,7 @@ from .library import LibraryBody, definition, get_metric
 from .loader import MetricBody
 from ..errors import ParameterError
 
-# How to compare gbdist expressions; used where an ``==`` left a bool behind.
-EQ_HINT = ("`==` between gbdist expressions tells whether the two are written the same "
-           "(True/False at once); it does not compare their values: write gb.eq(a, b) (1 where a == b, "
-           "else 0), e.g. gb.where(gb.eq(gb.mxm(A, B.T, sr), 0), 1, 0)")
+from .hints import EQ_HINT
 
 
 def describe(name: str, **params) -> tuple[str, tuple[tuple[str, ir.Node], ...]]:
