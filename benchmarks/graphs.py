@@ -18,6 +18,18 @@ import numpy as np
 import scipy.sparse as sps
 
 
+def _weights(A, rng, weighted: bool):
+    """A symmetric pattern with symmetric random weights in [1, 2) (or all ones)."""
+    n = A.shape[0]
+    if not weighted:
+        A.data[:] = 1.0
+        return A
+    U = sps.triu(A, k=1).tocoo()
+    vals = 1.0 + rng.random(U.nnz)
+    return sps.coo_matrix((np.r_[vals, vals], (np.r_[U.row, U.col], np.r_[U.col, U.row])),
+                          shape=(n, n)).tocsr()
+
+
 def power_law_graph(n: int, avg_degree: float = 17.0, exponent: float = 2.1, seed: int = 0,
                     weighted: bool = True, index_dtype=np.int32) -> sps.csr_matrix:
     rng = np.random.default_rng(seed)
@@ -47,13 +59,7 @@ def power_law_graph(n: int, avg_degree: float = 17.0, exponent: float = 2.1, see
     perm = rng.permutation(n)  # hubs spread over the ids, as in real graphs
     A = A[perm][:, perm].tocsr()
     A.sort_indices()
-    if weighted:
-        U = sps.triu(A, k=1).tocoo()
-        vals = 1.0 + rng.random(U.nnz)
-        A = sps.coo_matrix((np.r_[vals, vals], (np.r_[U.row, U.col], np.r_[U.col, U.row])),
-                           shape=(n, n)).tocsr()
-    else:
-        A.data[:] = 1.0
+    A = _weights(A, rng, weighted)
     A.eliminate_zeros()
     A.sort_indices()
     A.indices = A.indices.astype(index_dtype)
@@ -104,13 +110,7 @@ def rmat_graph(scale: int = 20, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, s
     r, col = r[keep], col[keep]
     A = sps.coo_matrix((np.ones(2 * r.size), (np.r_[r, col], np.r_[col, r])), shape=(n, n)).tocsr()
     A.sum_duplicates()
-    if weighted:
-        U = sps.triu(A, k=1).tocoo()
-        vals = 1.0 + rng.random(U.nnz)
-        A = sps.coo_matrix((np.r_[vals, vals], (np.r_[U.row, U.col], np.r_[U.col, U.row])),
-                           shape=(n, n)).tocsr()
-    else:
-        A.data[:] = 1.0
+    A = _weights(A, rng, weighted)
     A.sort_indices()
     A.indices = A.indices.astype(index_dtype)
     A.indptr = A.indptr.astype(index_dtype)
