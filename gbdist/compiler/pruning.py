@@ -80,7 +80,8 @@ def pruning(plan: Plan) -> Pruning:
     on-disk analysis cache)."""
     return cache.remembered(
         _CACHE, "pruning.decide", FORMAT,
-        (plan.expr.key, tuple(sorted(plan.roles.items())), cache.code_digest("algebra", "compiler")),
+        (plan.lowered.key, tuple(sorted(plan.roles.items())),
+         cache.code_digest("algebra", "compiler")),  # the lowered plan: a direct plan differs
         _decode, lambda: _decide(plan), _encode)
 
 

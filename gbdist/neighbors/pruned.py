@@ -24,7 +24,7 @@ def decide(s) -> tuple[bool, str]:
     mode = rule.mode()
     if mode == "never":
         return False, f"{rule.ENV}=never"
-    plan = s.plan
+    plan = s.b.plan  # the plan the binding chose (the accuracy rule may take a direct one)
     if s.b.on_device or plan.output_kind != "matrix" or operand_pair(plan) is None:
         return False, "a device input, or not a pairwise result (pruned search: host only)"
     d = rule.pruning(plan)
@@ -50,7 +50,7 @@ def search(s, kk: int):
     ok, _ = decide(s)
     if not ok:
         return None
-    return search_pruned(s.b, rule.pruning(s.plan), kk, s.b.dtype)
+    return search_pruned(s.b, rule.pruning(s.b.plan), kk, s.b.dtype)
 
 
 def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
@@ -65,4 +65,4 @@ def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
     plan = metric_program(metric, **params).plan
     s = Search(plan, X, Y, get_backend("cpu", None), None, columns=colparams.split(params)[1])
     ok, why = decide(s)
-    return "\n".join([f"proof: {rule.pruning(plan)}", f"search: {'pruned' if ok else 'full'} ({why})"])
+    return "\n".join([f"proof: {rule.pruning(s.b.plan)}", f"search: {'pruned' if ok else 'full'} ({why})"])
