@@ -228,8 +228,8 @@ def search_pruned(bound, decision, kk: int, dtype):
     if empty_rows.size:  # an empty query shares no column: one row of values for all
         q = empty_rows[0]
         j = np.arange(n, dtype=np.int64)
-        d, i = _select(np.full(n, q), j, ev.values(np.full(n, q), j), m, kk)
-        best_d[empty_rows], best_i[empty_rows] = d[q], i[q]
+        d, i = _select(np.full(n, q), j, ev.values(np.full(n, q), j), m, kk, q, q + 1)
+        best_d[empty_rows], best_i[empty_rows] = d[0], i[0]
     weight = _row_products(ev)
     for r0, r1 in _blocks(weight, TRIPLETS_PER_BLOCK):
         oi, oj, ov = ev.overlaps(r0, r1)
@@ -296,10 +296,14 @@ def _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hits):
 
 
 def _select(pi, pj, v, m, kk, r0=0, r1=None):
-    """Each row's kk best of the candidates (pi, pj, v) by (value, index), NaN last, as
-    (rows × kk) arrays over rows r0:r1 (placeholders: NaN, the largest index)."""
+    """Each row's kk best of the candidates (pi, pj, v), given sorted by (pi, pj), by
+    (value, index), NaN last, as (rows × kk) arrays over rows r0:r1 (placeholders: NaN,
+    the largest index). Two stable sorts: by value, then by row (a radix sort of the
+    block's 16-bit row numbers) — equal values stay in index order."""
     r1 = m if r1 is None else r1
-    order = np.lexsort((pj, v, pi))
+    order = np.argsort(v, kind="stable")
+    local = (pi[order] - r0).astype(np.int16 if r1 - r0 <= 2**15 else np.int64)
+    order = order[np.argsort(local, kind="stable")]
     pi, pj, v = pi[order], pj[order], v[order]
     starts = np.searchsorted(pi, np.arange(r0, r1))
     rank = np.arange(pi.size) - np.repeat(starts, np.diff(np.append(starts, pi.size)))

@@ -124,12 +124,17 @@ def rule_text() -> str:
             f"at most m·n/{PAYS_RATIO} ({ENV}=auto|always|never)")
 
 
-def explain_lines(plan: Plan) -> list[str]:
-    """The lines ``explain`` shows about pruning."""
+def summary(plan: Plan) -> str:
+    """One paragraph: the decision, and when it applies, the planner rule."""
     p = pruning(plan)
-    out = [f"  pruning         {p}"]
-    if p.h:
-        out.append(f"                  h(L, R) = {p.h} for a pair with no shared column")
+    return f"{p}; {rule_text()}" if p.applies else str(p)
+
+
+def explain_lines(plan: Plan) -> list[str]:
+    """The lines ``explain`` shows about pruning (of the plan as analysed; a search decides
+    on the plan its binding chose, :func:`gbdist.neighbors.pruned.explain_pruning`)."""
+    p = pruning(plan)
+    out = [f"  pruning (kNN)   {p}"]
     if p.applies:
         out.append(f"                  {rule_text()}")
     return out
