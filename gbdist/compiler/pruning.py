@@ -49,7 +49,7 @@ from ..algebra.lazy import sympy as sp
 from ..errors import InputError
 
 FORMAT = 1  # of the stored decisions
-PROOF_BUDGET_S = 4.0  # seconds of sympy for one decision (no pruning after)
+PROOF_BUDGET_S = 10.0  # seconds of sympy for one decision (no pruning after)
 PAYS_RATIO = 8
 """Pruning pays when the products over shared columns are at most m·n / PAYS_RATIO (at
 most an eighth of the pairs can overlap); measured in docs/neighbors.md."""
@@ -76,13 +76,24 @@ class Pruning:
 
 
 def pruning(plan: Plan) -> Pruning:
-    """The pruning decision for ``plan`` (cached per plan key, in the process and in the
-    on-disk analysis cache)."""
-    return cache.remembered(
-        _CACHE, "pruning.decide", FORMAT,
-        (plan.lowered.key, tuple(sorted(plan.roles.items())),
-         cache.code_digest("algebra", "compiler")),  # the lowered plan: a direct plan differs
-        _decode, lambda: _decide(plan), _encode)
+    """The pruning decision for ``plan`` (cached per lowered plan, in the process and in the
+    on-disk analysis cache; a derivation cut short by its time budget is not kept, so it
+    is tried again)."""
+    key = (plan.lowered.key, tuple(sorted(plan.roles.items())),
+           cache.code_digest("algebra", "compiler"))  # the lowered plan: a direct plan differs
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    disk = cache.key_of("pruning.decide", FORMAT, key)
+    try:
+        value = _decode(cache.load(disk))
+    except (TypeError, KeyError, ValueError):
+        value = _decide(plan)
+        if value is _UNFINISHED:
+            return value
+        cache.store(disk, _encode(value))
+    _CACHE[key] = value
+    return value
 
 
 def _encode(p: Pruning) -> dict:
@@ -193,6 +204,10 @@ def _no(reason: str, h: str = "") -> Pruning:
     return Pruning(False, "", None, h, reason)
 
 
+_UNFINISHED = _no("the derivation did not finish within its budget (sympy): every pair is "
+                  "evaluated")
+
+
 def _decide(plan: Plan) -> Pruning:
     from ..algebra.proofs import analysis_budget
     from .exact import operand_pair
@@ -201,8 +216,8 @@ def _decide(plan: Plan) -> Pruning:
     try:
         with analysis_budget(PROOF_BUDGET_S):
             return _derive(plan)
-    except Exception as e:  # noqa: BLE001 - sympy failing or out of time: no pruning
-        return _no(f"the derivation did not finish ({type(e).__name__}): every pair is evaluated")
+    except Exception:  # noqa: BLE001 - sympy failing or out of time: no pruning (this time)
+        return _UNFINISHED
 
 
 def _derive(plan: Plan) -> Pruning:
