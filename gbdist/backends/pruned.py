@@ -168,21 +168,24 @@ def _regular(values: list, size: int) -> np.ndarray:
 def _first_free(P_len: int, start: np.ndarray, hits_row, hits_pos, count: int):
     """For each row r, the first ``count`` positions ≥ start[r] (of an order of length
     P_len) that are not among its hits (hits_row, hits_pos: the positions to skip), as a
-    rows × count array (−1 where the order runs out)."""
+    rows × count array (−1 where the order runs out).
+
+    The t-th free position is the least fixed point of c = start + t + H(c), H(c) the
+    row's hits in [start, c]: iterated from c = start + t, each step a binary search in
+    the sorted hits, so a row with thousands of hits costs no more than its window."""
     nrows = start.shape[0]
-    per = np.bincount(hits_row, minlength=nrows) if hits_row.size else np.zeros(nrows, np.int64)
-    W = count + int(per.max(initial=0))
-    win = start[:, None] + np.arange(W, dtype=np.int64)[None, :]
-    blocked = win >= P_len
-    off = hits_pos - start[hits_row]
-    inside = (off >= 0) & (off < W)
-    blocked[hits_row[inside], off[inside]] = True
-    free = ~blocked
-    rank = np.cumsum(free, axis=1)
-    out = np.full((nrows, count), -1, dtype=np.int64)
-    r, c = np.nonzero(free & (rank <= count))
-    out[r, rank[r, c] - 1] = win[r, c]
-    return out
+    stride = np.int64(P_len + 1)
+    key = np.sort(hits_row.astype(np.int64) * stride + hits_pos)
+    base = np.arange(nrows, dtype=np.int64) * stride
+    lo = np.searchsorted(key, base + start)[:, None]
+    first = start[:, None] + np.arange(count, dtype=np.int64)[None, :]
+    c = first
+    while True:
+        nxt = first + np.searchsorted(key, base[:, None] + np.minimum(c, P_len), side="right") - lo
+        if np.array_equal(nxt, c):
+            break
+        c = nxt
+    return np.where(c < P_len, c, -1)
 
 
 def search_pruned(bound, decision, kk: int, dtype):

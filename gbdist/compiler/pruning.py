@@ -31,8 +31,8 @@ search (:mod:`gbdist.neighbors.pruned`) evaluates every pair of rows whose summa
 not regular (empty rows, zero norms) through the plan instead.
 
 Whether pruning *pays* is decided from the data (:func:`pays`): the number of products
-Σ_c deg_X(c)·deg_Y(c) over the columns, which bounds the overlapping pairs, against the
-m·n pairs of the full search.
+Σ_c deg_X(c)·deg_Y(c) over the columns (it bounds the overlapping pairs) and the rows,
+each at its measured cost, against the m·n pairs of the full search.
 
 Compiler level: sympy over the IR, no runtime and no backend.
 """
@@ -50,9 +50,13 @@ from ..errors import InputError
 
 FORMAT = 1  # of the stored decisions
 PROOF_BUDGET_S = 10.0  # seconds of sympy for one decision (no pruning after)
-PAYS_RATIO = 8
-"""Pruning pays when the products over shared columns are at most m·n / PAYS_RATIO (at
-most an eighth of the pairs can overlap); measured in docs/neighbors.md."""
+PRODUCT_COST = 80
+ROW_COST = 5000
+"""The planner rule's costs, in units of one pair of the full search (the compiled CPU
+backend's fused kNN: 4–8 ns a pair on the measuring machine): a product over a shared
+column of the pruned search (triplet, reduction, epilogue, selection in NumPy: about
+0.4 µs) and its fixed cost per query row (the k best of the rest, the merge: about
+25 µs). Measured in docs/neighbors.md."""
 ENV = "GBDIST_PRUNE"  # auto (default) | always (whenever proven) | never
 
 _CACHE: dict = {}
@@ -125,14 +129,16 @@ def mode() -> str:
 
 
 def pays(products: int, m: int, n: int) -> bool:
-    """The planner rule: prune when the products over shared columns (an upper bound of the
-    overlapping pairs, and the work of evaluating them) are at most m·n / PAYS_RATIO."""
-    return products * PAYS_RATIO <= m * n
+    """The planner rule: prune when the pruned search's cost, PRODUCT_COST per product over
+    a shared column (Σ_c deg_X(c)·deg_Y(c), which bounds the overlapping pairs) and
+    ROW_COST per query row, is at most the m·n pairs of the full search."""
+    return PRODUCT_COST * products + ROW_COST * m <= m * n
 
 
 def rule_text() -> str:
-    return (f"a kNN prunes when the products over shared columns, Σ_c deg_X(c)·deg_Y(c), are "
-            f"at most m·n/{PAYS_RATIO} ({ENV}=auto|always|never)")
+    return (f"a kNN prunes when {PRODUCT_COST}·Σ_c deg_X(c)·deg_Y(c) + {ROW_COST}·m ≤ m·n "
+            f"(the products over shared columns and the rows, against the pairs; "
+            f"{ENV}=auto|always|never)")
 
 
 def summary(plan: Plan) -> str:

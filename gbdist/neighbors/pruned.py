@@ -41,8 +41,8 @@ def decide(b, budget) -> tuple[bool, str]:
     if mode == "always":
         return True, f"{rule.ENV}=always; {stats}"
     if rule.pays(t, b.m, b.n):
-        return True, f"{stats} ≤ 1/{rule.PAYS_RATIO}: pruning pays"
-    return False, f"{stats} > 1/{rule.PAYS_RATIO}: every pair is cheaper"
+        return True, f"{stats}: pruning pays ({rule.rule_text()})"
+    return False, f"{stats}: every pair is cheaper ({rule.rule_text()})"
 
 
 def search(b, budget, kk: int):

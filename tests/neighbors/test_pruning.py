@@ -184,16 +184,25 @@ def test_planner_rule_reads_the_data(spy, monkeypatch):
     from gbdist.neighbors.pruned import explain_pruning
     monkeypatch.setenv("GBDIST_PRUNE", "auto")
     rng = np.random.default_rng(8)
-    sparse = sps.csr_matrix(sparse_rows(rng, 200, 2000, "real", per=(2, 4)))
+    m, K = 6000, 60000  # 2–3 entries a row: about one pair in 10,000 shares a column
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(2, 4, size=m))])
+    cols = np.concatenate([rng.choice(K, size=c, replace=False) for c in np.diff(indptr)])
+    sparse = sps.csr_matrix((rng.random(indptr[-1]) + 0.5, cols, indptr), shape=(m, K))
+    small = sps.csr_matrix(sparse_rows(rng, 200, 2000, "real", per=(2, 4)))
     dense = sps.random(200, 20, density=0.5, random_state=1, format="csr")
-    assert pays(100, 10, 80) and not pays(101, 10, 80)
+    assert pays(0, 5001, 5001) and not pays(0, 4999, 4999)
+    assert pays(10**6, 10**4, 2 * 10**4) and not pays(2 * 10**6, 10**4, 2 * 10**4)
     assert "search: pruned" in explain_pruning(sparse, metric="cosine")
-    assert "search: full" in explain_pruning(dense, metric="cosine")
-    gb.knn(dense, k=3, metric="cosine", backend="cpu")
+    for X in (dense, small):  # too many shared columns; too few rows to pay
+        assert "search: full" in explain_pruning(X, metric="cosine")
+        gb.knn(X, k=3, metric="cosine", backend="cpu")
     assert not spy
-    gb.knn(sparse, k=3, metric="cosine", backend="cpu")
+    d, i = gb.knn(sparse, k=3, metric="cosine", backend="cpu")
     assert spy
     monkeypatch.setenv("GBDIST_PRUNE", "never")
+    d0, i0 = gb.knn(sparse, k=3, metric="cosine", backend="cpu")
+    assert_array_equal(i, i0)
+    assert_allclose(d, d0, rtol=1e-12)
     assert "search: full (GBDIST_PRUNE=never)" in explain_pruning(sparse, metric="cosine")
     monkeypatch.setenv("GBDIST_PRUNE", "sometimes")
     with pytest.raises(gb.InputError, match="GBDIST_PRUNE"):
