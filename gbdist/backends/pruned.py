@@ -35,7 +35,7 @@ from .cpu import CPUBackend, _host, _triplets, bind_operand, compress_columns
 
 TINY, HUGE = 1e-100, 1e100  # regular summaries: products of three stay normal floats
 MAX_GROUPS = 64  # distinct summaries of irregular index rows (else: no pruning)
-TRIPLETS_PER_BLOCK = 1 << 22
+TRIPLETS_PER_BLOCK = 1 << 22  # without a budget
 MAX_DIRECT = 1 << 26  # pairs of non-empty irregular query rows evaluated one by one
 
 
@@ -188,9 +188,11 @@ def _first_free(P_len: int, start: np.ndarray, hits_row, hits_pos, count: int):
     return np.where(c < P_len, c, -1)
 
 
-def search_pruned(bound, decision, kk: int, dtype):
+def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
     """(distances, indices) of the kk best index rows of every query row (module
-    docstring), or None where the irregular index rows are too varied to group."""
+    docstring), or None where the irregular index rows are too varied to group. Row
+    blocks hold at most ``budget`` / 64 bytes of triplets (about 64 bytes of temporaries
+    each)."""
     ev = Pairs(bound, dtype)
     m, n = ev.m, ev.n
     lnnz, rnnz = np.diff(ev.left.indptr), np.diff(ev.right.indptr)
@@ -234,7 +236,8 @@ def search_pruned(bound, decision, kk: int, dtype):
         d, i = _select(np.full(n, q), j, ev.values(np.full(n, q), j), m, kk, q, q + 1)
         best_d[empty_rows], best_i[empty_rows] = d[0], i[0]
     weight = _row_products(ev)
-    for r0, r1 in _blocks(weight, TRIPLETS_PER_BLOCK):
+    limit = TRIPLETS_PER_BLOCK if budget is None else max(1 << 16, int(budget) // 64)
+    for r0, r1 in _blocks(weight, limit):
         oi, oj, ov = ev.overlaps(r0, r1)
         ci, cj, cv = [oi], [oj], [ov]
         rows_ = np.arange(r0, r1, dtype=np.int64)

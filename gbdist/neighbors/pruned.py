@@ -51,7 +51,7 @@ def search(b, budget, kk: int):
     ok, _ = decide(b, budget)
     if not ok:
         return None
-    return search_pruned(b, rule.pruning(b.plan), kk, b.dtype)
+    return search_pruned(b, rule.pruning(b.plan), kk, b.dtype, budget)
 
 
 def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
