@@ -224,3 +224,26 @@ def test_float32_and_a_query_that_is_empty(spy, monkeypatch):
     assert_array_equal(d1, d0)
     assert_array_equal(i1[:2], i0[:2])  # an empty query: the least ‖b‖, ties by index
     assert_allclose(d1, d0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["cosine", "euclidean", "manhattan"])
+def test_rows_outside_the_proofs_domain(name, spy, monkeypatch):
+    """Summaries that are not regular (a squared norm that underflows, a zero row) put their
+    rows outside the proof: such an index row is a candidate of every query, such a query
+    is evaluated against every index row. Same answer as the full search."""
+    rng = np.random.default_rng(11)
+    X = sparse_rows(rng, 60, 200, "real")
+    X[20] = 0.0
+    X[20, [3, 50]] = 1e-160  # ‖x‖² = 2e-320: subnormal, outside 1e±100
+    X[21] = 0.0
+    X[21, 7] = 3e-170
+    Y = np.vstack([X[20:22], sparse_rows(rng, 30, 200, "real")])
+    out = {}
+    for mode in ("never", "always"):
+        monkeypatch.setenv("GBDIST_PRUNE", mode)
+        out[mode] = [gb.knn(sps.csr_matrix(X), None if s else sps.csr_matrix(Y), k=4,
+                            metric=name, backend="cpu") for s in (True, False)]
+    assert len(spy) == 2
+    for (d0, i0), (d1, i1) in zip(out["never"], out["always"]):
+        assert_allclose(d1, d0, rtol=1e-12, atol=0, equal_nan=True)
+        assert_array_equal(i1, i0)
