@@ -29,9 +29,9 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..algebra.evaluate import apply_binary
-from ..compiler import exact
+from ..compiler import exact, ir
 from . import rows
-from .cpu import CPUBackend, _host, _triplets, bind_operand, compress_columns
+from .cpu import CPUBackend, _host, _segment_reduce, _triplets, bind_operand, compress_columns
 
 TINY, HUGE = 1e-100, 1e100  # regular summaries: products of three stay normal floats
 MAX_GROUPS = 64  # distinct summaries of irregular index rows (else: no pruning)
@@ -77,6 +77,20 @@ class Pairs:
         # the right rows' values per Intersect step (apply chains mapped once), and the
         # right operand by column with positions into its stored values
         self.rvals = {st.name: bind_operand(st.node.right, data).csr.data for st in self.mats}
+        # the summaries the proof reads: the plan's row reductions, and for a two-pass
+        # union ⊕_A f(x, z_B) ("<step>a") and ⊕_B f(z_A, y) ("<step>b") over stored entries
+        self.lsum, self.rsum, self.fills = dict(self.col), dict(self.row), {}
+        for st in self.mats:
+            node = st.node
+            if isinstance(node, ir.TwoPassUnion):
+                A, B = bind_operand(node.left, data), bind_operand(node.right, data)
+                self.fills[st.name] = (A.fill, B.fill)
+                e = node.add.identity_value
+                fa = apply_binary(node.mul, A.csr.data, np.full(A.csr.nnz, B.fill))
+                fb = apply_binary(node.mul, np.full(B.csr.nnz, A.fill), B.csr.data)
+                self.lsum[st.name + "a"] = _segment_reduce(node.add.ufunc, fa, A.csr.indptr, e, 0)
+                self.rsum[st.name + "b"] = _segment_reduce(node.add.ufunc, fb, B.csr.indptr, e, 0)
+        self.lnnz, self.rnnz = np.diff(self.left.indptr), np.diff(self.right.indptr)
         r = self.right
         self.rpos = sps.csr_matrix((np.arange(r.nnz, dtype=np.float64), r.indices, r.indptr),
                                    shape=r.shape).tocsc()
@@ -109,13 +123,40 @@ class Pairs:
             va = bind_operand(node.left, ldata).csr.data[pa]
             vals = apply_binary(node.mul, va, self.rvals[st.name][pb])
             ufunc, e = node.add.ufunc, node.add.identity_value
-            if ufunc is np.add:
+            if isinstance(node, ir.TwoPassUnion):
+                a = bind_operand(node.left, ldata).csr
+                mats[st.name] = self._union(st.name, node, a, pi, pj, r0, inv, pa, pb, vals)
+            elif ufunc is np.add:
                 mats[st.name] = np.bincount(inv, weights=vals, minlength=flat.size)
             else:
                 out = np.full(flat.size, e, dtype=np.float64)
                 ufunc.at(out, inv, vals)
                 mats[st.name] = out
         return pi, pj, self.values(pi, pj, mats)
+
+    def _union(self, name, node, a, pi, pj, r0, inv, pa, pb, shared):
+        """A two-pass union at overlapping pairs: ⊕ of f over the shared columns (the
+        triplets), of f(x, z_B) over the columns only row i stores, of f(z_A, y) over those
+        only row j stores, and the corner for the columns neither stores."""
+        za, zb = self.fills[name]
+        ufunc = node.add.ufunc
+        out = np.full(pi.size, node.add.identity_value, dtype=np.float64)
+        ufunc.at(out, inv, shared)
+        rvals = self.rvals[name]
+        for ip, ptr, vals, pos, other, left in ((pi - r0, a.indptr, a.data, pa, zb, True),
+                                                (pj, self.right.indptr, rvals, pb, za, False)):
+            cnt = (ptr[ip + 1] - ptr[ip]).astype(np.int64)
+            ent = np.repeat(np.arange(pi.size, dtype=np.int64), cnt)
+            at = np.repeat(ptr[ip].astype(np.int64), cnt) + np.arange(ent.size) - \
+                np.repeat(np.cumsum(cnt) - cnt, cnt)
+            stride = np.int64(vals.size + 1)
+            alone = ~np.isin(ent * stride + at, inv * stride + pos)
+            x = vals[at[alone]]
+            z = np.full(x.size, other)
+            ufunc.at(out, ent[alone], apply_binary(node.mul, x, z) if left else
+                     apply_binary(node.mul, z, x))
+        union = self.lnnz[pi] + self.rnnz[pj] - np.bincount(inv, minlength=pi.size)
+        return _corner(node, out, union, self.ncols)
 
     # -- the plan at pairs -----------------------------------------------------
 
@@ -124,7 +165,14 @@ class Pairs:
         pairs (None: the pairs share no column, so each is its ⊕'s identity)."""
         results = {}
         for st in self.mats:
-            results[st.name] = mats[st.name] if mats else np.float64(st.node.add.identity_value)
+            node = st.node
+            if mats:
+                results[st.name] = mats[st.name]
+            elif isinstance(node, ir.TwoPassUnion):  # each row's entries meet the other's fill
+                u = node.add.ufunc(self.lsum[st.name + "a"][pi], self.rsum[st.name + "b"][pj])
+                results[st.name] = _corner(node, u, self.lnnz[pi] + self.rnnz[pj], self.ncols)
+            else:
+                results[st.name] = np.float64(node.add.identity_value)
         for name, v in self.col.items():
             results[name] = v[pi]
         for name, v in self.row.items():
@@ -155,6 +203,20 @@ class Pairs:
 # ---------------------------------------------------------------------------
 # the search
 # ---------------------------------------------------------------------------
+
+
+def _corner(node, out, union, ncols: int):
+    """⊕ the corner f(z_A, z_B) of the columns stored in neither row, as the union kernels do."""
+    C, ufunc = node.corner, node.add.ufunc
+    if node.corner_absorbed:  # every output starts at C
+        return ufunc(out, C)
+    if C == node.add.identity_value:
+        return out
+    if ufunc is np.add:
+        return out + (ncols - union) * C
+    if ufunc is np.multiply:
+        return out * np.power(C, ncols - union)
+    return np.where(union < ncols, ufunc(out, C), out)
 
 
 def _regular(values: list, size: int) -> np.ndarray:
@@ -196,13 +258,13 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
     ev = Pairs(bound, dtype)
     m, n = ev.m, ev.n
     lnnz, rnnz = np.diff(ev.left.indptr), np.diff(ev.right.indptr)
-    qreg = _regular(list(ev.col.values()), m) & (lnnz > 0)
-    ireg = _regular(list(ev.row.values()), n)
+    qreg = _regular(list(ev.lsum.values()), m) & (lnnz > 0)
+    ireg = _regular(list(ev.rsum.values()), n)
     # irregular index rows, grouped by their summaries (one value per query and group)
     irr = np.flatnonzero(~ireg)
     groups: list = []
     if irr.size:
-        summ = np.stack([v[irr] for v in ev.row.values()], axis=1) if ev.row else \
+        summ = np.stack([v[irr] for v in ev.rsum.values()], axis=1) if ev.rsum else \
             np.zeros((irr.size, 0))
         _, gid = np.unique(summ, axis=0, return_inverse=True)
         gid = np.asarray(gid).reshape(-1)
@@ -211,9 +273,9 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
         groups = [irr[gid == g] for g in range(int(gid.max()) + 1)]  # ascending indices
     reg = np.flatnonzero(ireg)
     if decision.order == "key":
-        key = ev.row[decision.key][reg]
+        key = ev.rsum[decision.key][reg]
         P = reg[np.lexsort((reg, key))]
-        pkey = ev.row[decision.key][P]
+        pkey = ev.rsum[decision.key][P]
         run_end = np.empty(P.size, dtype=np.int64)  # the position after each run of equal keys
         if P.size:
             change = np.flatnonzero(np.diff(pkey) != 0) + 1
@@ -236,6 +298,7 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
         d, i = _select(np.full(n, q), j, ev.values(np.full(n, q), j), m, kk, q, q + 1)
         best_d[empty_rows], best_i[empty_rows] = d[0], i[0]
     weight = _row_products(ev)
+    direct = odd.size * n  # pairs evaluated one query at a time
     limit = TRIPLETS_PER_BLOCK if budget is None else max(1 << 16, int(budget) // 64)
     for r0, r1 in _blocks(weight, limit):
         oi, oj, ov = ev.overlaps(r0, r1)
@@ -255,6 +318,9 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
             ci.append(ti), cj.append(tj), cv.append(tv)
             if decision.order == "key":
                 slow = _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hp[keep])
+                direct += slow.size * P.size
+                if direct > max(MAX_DIRECT, m * n // 8):  # ties everywhere: not worth it
+                    return None
                 for q in slow:  # a tie across keys: this row against every regular index row
                     free = np.setdiff1d(P, oj[oi == q])
                     ci.append(np.full(free.size, q)), cj.append(free)

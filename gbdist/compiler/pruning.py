@@ -48,7 +48,7 @@ from .typecheck import row_operand
 from ..algebra.lazy import sympy as sp
 from ..errors import InputError
 
-FORMAT = 1  # of the stored decisions
+FORMAT = 2  # of the stored decisions
 PROOF_BUDGET_S = 10.0  # seconds of sympy for one decision (no pruning after)
 PRODUCT_COST = 80
 ROW_COST = 5000
@@ -112,7 +112,7 @@ def _decode(r: dict) -> Pruning:
     names = [str(x) for x in r["left"]] + [str(x) for x in r["right"]]
     if r["key"] is not None:
         names.append(str(r["key"]))
-    if any(not n.startswith("t") or not n[1:].isdigit() for n in names):
+    if any(not n.startswith("t") or not n[1:].rstrip("ab").isdigit() for n in names):
         raise ValueError("a stored pruning decision names steps t0, t1, ...")
     return Pruning(r["applies"], r["order"], None if r["key"] is None else str(r["key"]),
                    str(r["h"]), r["reason"], tuple(str(x) for x in r["left"]),
@@ -191,15 +191,20 @@ class _Summaries:
         _, _, chain = row_operand(node.arg)
         nonneg_x = any(op.domain == "nonnegative" for op in chain)
         x = sp.Symbol("x", nonnegative=True) if nonneg_x else sp.Symbol("x", real=True)
-        e = _chain(chain, X).xreplace({X: x})
+        return self.summary(side, step.name, _chain(chain, X).xreplace({X: x}), node.monoid)
+
+    def summary(self, side: str, name: str, e, monoid) -> sp.Symbol:
+        """The symbol of ⊕ (``monoid``) over a row of the element e (a formula in x)."""
         for s, mname, e2, sym, steps in self.entries:
-            if s == side and mname == node.monoid.name and (e == e2 or sp.simplify(e - e2) == 0):
-                steps.append(step.name)
+            if s == side and mname == monoid.name and (e == e2 or sp.simplify(e - e2) == 0):
+                steps.append(name)
                 return sym
-        positive = node.monoid.name == "plus" and _nonnegative(e)
-        name = f"{'L' if side == 'col' else 'R'}{sum(1 for q in self.entries if q[0] == side)}"
-        sym = sp.Symbol(name, positive=True) if positive else sp.Symbol(name, real=True, nonzero=True)
-        self.entries.append((side, node.monoid.name, e, sym, [step.name]))
+        # ≥ 0 where every element is: regular (nonzero) values are then > 0
+        positive = monoid.name in ("plus", "max", "min") and _nonnegative(e)
+        label = f"{'L' if side == 'col' else 'R'}{sum(1 for q in self.entries if q[0] == side)}"
+        sym = sp.Symbol(label, positive=True) if positive else \
+            sp.Symbol(label, real=True, nonzero=True)
+        self.entries.append((side, monoid.name, e, sym, [name]))
         return sym
 
     def steps(self, sym) -> list:
@@ -234,11 +239,12 @@ def _derive(plan: Plan) -> Pruning:
     for st in plan.steps:
         node = st.node
         if isinstance(node, ir.TwoPassUnion):
-            return _no(f"{st.name} = {ir.to_text(node)} is a union over the stored columns "
-                       f"(⊕ = {node.add.name}, two passes): a pair with no shared column still "
-                       "reads both rows' entries, so its value is no function of the plan's "
-                       "row summaries")
-        if isinstance(node, ir.Intersect):
+            v = _union_empty(st, node, sums)
+            if isinstance(v, str):
+                return _no(v)
+            values[st.name] = v
+            empty.append(f"{st.name} = {sp.sstr(v)}")
+        elif isinstance(node, ir.Intersect):
             e = _const(float(node.add.identity_value))
             values[st.name] = e
             empty.append(f"{st.name} = {sp.sstr(e)}")
@@ -268,7 +274,7 @@ def _derive(plan: Plan) -> Pruning:
     rows = sorted((s for s in h.free_symbols if s.name.startswith("R")), key=str)
     left = tuple(n for s in cols for n in sums.steps(s))
     right = tuple(n for s in rows for n in sums.steps(s))
-    where = "; ".join(empty) + " (⊕ over no column)"
+    where = "; ".join(empty) + " (no shared column)"
     if len(rows) > 1:
         return _no(f"h = {text} reads {len(rows)} summaries of the index row "
                    f"({', '.join(right)}): its best pairs follow no one order of the index "
@@ -290,13 +296,46 @@ def _derive(plan: Plan) -> Pruning:
                    f"the index rows of least {key}, ties by index", left, right)
 
 
+def _union_empty(st, node: ir.TwoPassUnion, sums: _Summaries):
+    """A two-pass union at a pair with no shared column: every column stored in a row of A
+    meets B's fill and the other way round, so it is ⊕ of two row summaries,
+    ⊕_A f(x, z_B) and ⊕_B f(z_A, y) (the symbols of steps ``<name>a`` and ``<name>b``,
+    computed by the search), and of the corner f(z_A, z_B) for the columns stored in
+    neither row — absorbed by ⊕ (or its identity) here, else a reason (str): its count
+    would be a third summary."""
+    from ..algebra.formulas import X, Y
+    from .exact import _chain
+    from .plan import operand_fill
+    add = node.add
+    if not (add.idempotent or add.name == "plus"):
+        return f"{st.name} = {ir.to_text(node)}: a union under ⊕ = {add.name}"
+    e = float(add.identity_value)
+    if not (node.corner_absorbed or node.corner == e):
+        return (f"{st.name} = {ir.to_text(node)}: the columns stored in neither row add "
+                f"f(z_A, z_B) = {node.corner:g}, so a pair's value reads how many there are")
+    _, _, lchain = row_operand(node.left)
+    _, _, rchain = row_operand(node.right)
+    za, zb = operand_fill(node.left), operand_fill(node.right)
+    nonneg = node.mul.domain == "nonnegative" or any(
+        op.domain == "nonnegative" for op in lchain + rchain)
+    x = sp.Symbol("x", nonnegative=True) if nonneg else sp.Symbol("x", real=True)
+    f = node.mul.formula
+    ea = f.subs({X: _chain(lchain, X), Y: zb}, simultaneous=True).xreplace({X: x})
+    eb = f.subs({X: za, Y: _chain(rchain, X)}, simultaneous=True).xreplace({X: x})
+    a = sums.summary("col", f"{st.name}a", sp.simplify(ea), add)
+    b = sums.summary("row", f"{st.name}b", sp.simplify(eb), add)
+    return {"max": sp.Max, "min": sp.Min}.get(add.name, lambda p, q: p + q)(a, b)
+
+
 def _monotone(h, r) -> tuple[bool, str]:
     """(proven, text): h non-decreasing in r over r's domain (sympy: the derivative is
     ≥ 0 and h is continuous there)."""
     from sympy.calculus.util import continuous_domain
     domain = sp.Interval.open(0, sp.oo) if r.is_positive else sp.Reals - sp.FiniteSet(0)
     d = sp.diff(h, r)
-    nonneg = d.is_nonnegative
+    # a step (the derivative of max / min / |·|) is ≥ 0 wherever it is defined
+    step = sp.Symbol("H", nonnegative=True)
+    nonneg = d.replace(sp.Heaviside, lambda *a: step).is_nonnegative
     if not nonneg:
         d = sp.simplify(d)
         nonneg = d == 0 or d.is_nonnegative
