@@ -160,9 +160,11 @@ class Pairs:
 
     # -- the plan at pairs -----------------------------------------------------
 
-    def values(self, pi: np.ndarray, pj: np.ndarray, mats: dict | None = None) -> np.ndarray:
+    def values(self, pi: np.ndarray, pj: np.ndarray, mats: dict | None = None,
+               same: bool = True) -> np.ndarray:
         """The plan's value at pairs (pi, pj); ``mats``: the Intersect steps' values at those
-        pairs (None: the pairs share no column, so each is its ⊕'s identity)."""
+        pairs (None: the pairs share no column, so each is its ⊕'s identity); ``same``:
+        write the proven d(a, a) at identical rows (False: h itself)."""
         results = {}
         for st in self.mats:
             node = st.node
@@ -179,7 +181,7 @@ class Pairs:
             results[name] = v[pj]
         out = np.asarray(self.be.epilogue(self.plan.epilogue, results, self.ncols), dtype=np.float64)
         out = np.array(np.broadcast_to(out, pi.shape), dtype=np.float64)
-        if self.value is not None and pi.size:
+        if same and self.value is not None and pi.size:
             out = self._self_value(pi, pj, out)
         return out.astype(self.dtype).astype(np.float64)
 
@@ -317,14 +319,10 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
             tv = ev.values(ti, tj)
             ci.append(ti), cj.append(tj), cv.append(tv)
             if decision.order == "key":
-                slow = _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hp[keep])
-                direct += slow.size * P.size
-                if direct > max(MAX_DIRECT, m * n // 8):  # ties everywhere: not worth it
-                    return None
-                for q in slow:  # a tie across keys: this row against every regular index row
-                    free = np.setdiff1d(P, oj[oi == q])
-                    ci.append(np.full(free.size, q)), cj.append(free)
-                    cv.append(ev.values(np.full(free.size, q), free))
+                slow, t = _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hp[keep])
+                if slow.size:  # a tie across keys: the lowest free indices of the tie
+                    gi, gj = _tie_members(ev, slow, t, P, pkey, ireg, oi, oj, kk, decision.key)
+                    ci.append(gi), cj.append(gj), cv.append(ev.values(gi, gj))
         nonempty_irr = rows_[~qreg[r0:r1] & (lnnz[r0:r1] > 0)]
         for q in nonempty_irr:  # outside the proof's domain: every index row
             free = np.setdiff1d(np.arange(n), oj[oi == q])
@@ -364,7 +362,51 @@ def _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hits):
         q = reg_rows[has]
         v = ev.values(q, P[nxt[has]])
         tie[has] = ~(v > t[has])
-    return reg_rows[(spans | tie) & full]
+    slow = (spans | tie) & full
+    return reg_rows[slow], t[slow]
+
+
+def _tie_members(ev, rows_, t, P, pkey, ireg, oi, oj, kk: int, key: str):
+    """(i, j) of up to kk lowest free index rows j at value t[i] for each row i of ``rows_``.
+
+    h is non-decreasing along P, so the positions at h < t and at h ≤ t are prefixes
+    [0, a) and [0, e) (binary searches); [a, e) is the tie, the index rows whose key lies
+    in [pkey[a], pkey[e − 1]] (a run of equal keys is never split: equal keys give equal
+    values). A short tie is sorted; a long one is scanned in index order, in windows that
+    grow until each row has kk free members."""
+    def h(pos):
+        return ev.values(rows_, P[np.minimum(pos, P.size - 1)], same=False)
+
+    def first(pred):  # the least position p with pred(h(p)), P.size when there is none
+        lo, hi = np.zeros(rows_.size, np.int64), np.full(rows_.size, P.size, np.int64)
+        while (lo < hi).any():
+            mid = (lo + hi) // 2
+            ok = pred(h(mid)) & (lo < hi)
+            hi = np.where(ok, mid, hi)
+            lo = np.where(~ok & (lo < hi), mid + 1, lo)
+        return lo
+    a, e = first(lambda v: v >= t), first(lambda v: v > t)
+    lo_key, hi_key = pkey[np.minimum(a, P.size - 1)], pkey[np.maximum(e - 1, 0)]
+    r, rk = ev.rsum[key], np.flatnonzero(ireg)
+    hit = np.zeros(0, dtype=np.int64)
+    if oi.size:
+        hit = np.sort(np.searchsorted(rows_, oi[np.isin(oi, rows_)]) * np.int64(ev.n)
+                      + oj[np.isin(oi, rows_)])
+    out_i, out_j = [], []
+    W, todo = 4 * kk, np.arange(rows_.size)
+    while todo.size:
+        W = min(W, rk.size)
+        win = rk[:W]
+        inside = (r[win][None, :] >= lo_key[todo, None]) & (r[win][None, :] <= hi_key[todo, None])
+        flat = todo[:, None] * np.int64(ev.n) + win[None, :]
+        inside &= ~np.isin(flat, hit)
+        rank = np.cumsum(inside, axis=1)
+        done = (rank[:, -1] >= kk) | (W == rk.size)
+        take = inside & (rank <= kk) & done[:, None]
+        ri, ci = np.nonzero(take)
+        out_i.append(rows_[todo[ri]]), out_j.append(win[ci])
+        todo, W = todo[~done], W * 4
+    return np.concatenate(out_i), np.concatenate(out_j)
 
 
 def _select(pi, pj, v, m, kk, r0=0, r1=None):
