@@ -322,22 +322,28 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
                 slow, t = _ties(ev, reg_rows, pos, valid, tv, P, pkey, run_end, loc, hp[keep])
                 if slow.size:  # a tie across keys: the lowest free indices of the tie
                     gi, gj = _tie_members(ev, slow, t, P, pkey, ireg, oi, oj, kk, decision.key)
+                    new = ~np.isin(gi * n + gj, ti * n + tj)  # not already a candidate
+                    gi, gj = gi[new], gj[new]
                     ci.append(gi), cj.append(gj), cv.append(ev.values(gi, gj))
         nonempty_irr = rows_[~qreg[r0:r1] & (lnnz[r0:r1] > 0)]
         for q in nonempty_irr:  # outside the proof's domain: every index row
             free = np.setdiff1d(np.arange(n), oj[oi == q])
             ci.append(np.full(free.size, q)), cj.append(free)
             cv.append(ev.values(np.full(free.size, q), free))
-        live = rows_[lnnz[r0:r1] > 0]
+        live = reg_rows  # the others evaluate every index row already
+        oflat = None
         for g in groups:  # each group of irregular index rows: its lowest free indices
             take = g[:kk + 1 + int(np.bincount(oi - r0, minlength=r1 - r0).max(initial=0))]
             gi = np.repeat(live, take.size)
             gj = np.tile(take, live.size)
+            if oflat is None:
+                oflat = oi * n + oj  # sorted (the overlaps are)
+            free = ~np.isin(gi * n + gj, oflat, assume_unique=False)
+            gi, gj = gi[free], gj[free]
             if gi.size:
                 ci.append(gi), cj.append(gj), cv.append(ev.values(gi, gj))
         i_all, j_all, v_all = (np.concatenate(x) for x in (ci, cj, cv))
-        flat, first = np.unique(i_all * n + j_all, return_index=True)  # overlaps come first
-        d, i = _select(i_all[first], j_all[first], v_all[first], m, kk, r0, r1)
+        d, i = _select(i_all, j_all, v_all, m, kk, r0, r1)
         sel = rows_[lnnz[r0:r1] > 0]
         best_d[sel], best_i[sel] = d[sel - r0], i[sel - r0]
     return best_d.astype(dtype), best_i
@@ -410,11 +416,17 @@ def _tie_members(ev, rows_, t, P, pkey, ireg, oi, oj, kk: int, key: str):
 
 
 def _select(pi, pj, v, m, kk, r0=0, r1=None):
-    """Each row's kk best of the candidates (pi, pj, v), given sorted by (pi, pj), by
-    (value, index), NaN last, as (rows × kk) arrays over rows r0:r1 (placeholders: NaN,
-    the largest index). Two stable sorts: by value, then by row (a radix sort of the
-    block's 16-bit row numbers) — equal values stay in index order."""
+    """Each row's kk best of the candidates (pi, pj, v) (no pair twice) by (value, index),
+    NaN last, as (rows × kk) arrays over rows r0:r1 (placeholders: NaN, the largest
+    index): Numba's per-row k-lists where it imports, else two stable sorts (by (row,
+    index), by value, then by row — a radix sort of the block's 16-bit row numbers)."""
     r1 = m if r1 is None else r1
+    from . import compiled
+    if compiled.available():
+        from .compiled.ragged import select_ragged
+        return select_ragged(pi - r0, pj, v, r1 - r0, kk)
+    first = np.lexsort((pj, pi))
+    pi, pj, v = pi[first], pj[first], v[first]
     order = np.argsort(v, kind="stable")
     local = (pi[order] - r0).astype(np.int16 if r1 - r0 <= 2**15 else np.int64)
     order = order[np.argsort(local, kind="stable")]
