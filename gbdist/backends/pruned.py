@@ -300,7 +300,6 @@ def search_pruned(bound, decision, kk: int, dtype, budget: int | None = None):
         d, i = _select(np.full(n, q), j, ev.values(np.full(n, q), j), m, kk, q, q + 1)
         best_d[empty_rows], best_i[empty_rows] = d[0], i[0]
     weight = _row_products(ev)
-    direct = odd.size * n  # pairs evaluated one query at a time
     limit = TRIPLETS_PER_BLOCK if budget is None else max(1 << 16, int(budget) // 64)
     for r0, r1 in _blocks(weight, limit):
         oi, oj, ov = ev.overlaps(r0, r1)

@@ -50,13 +50,13 @@ from ..errors import InputError
 
 FORMAT = 2  # of the stored decisions
 PROOF_BUDGET_S = 10.0  # seconds of sympy for one decision (no pruning after)
-PRODUCT_COST = 80
-ROW_COST = 5000
+PRODUCT_COST = 50
+ROW_COST = 2500
 """The planner rule's costs, in units of one pair of the full search (the compiled CPU
-backend's fused kNN: 4–8 ns a pair on the measuring machine): a product over a shared
-column of the pruned search (triplet, reduction, epilogue, selection in NumPy: about
-0.4 µs) and its fixed cost per query row (the k best of the rest, the merge: about
-25 µs). Measured in docs/neighbors.md."""
+backend's fused kNN: about 5 ns a pair on the measuring machine): a product over a
+shared column of the pruned search (triplet, reduction, epilogue, merge: about 0.25 µs)
+and its fixed cost per query row (the k best of the rest: about 12 µs). Measured in
+docs/neighbors.md."""
 ENV = "GBDIST_PRUNE"  # auto (default) | always (whenever proven) | never
 
 _CACHE: dict = {}

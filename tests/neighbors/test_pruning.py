@@ -193,8 +193,8 @@ def test_planner_rule_reads_the_data(spy, monkeypatch):
     sparse = sps.csr_matrix((rng.random(indptr[-1]) + 0.5, cols, indptr), shape=(m, K))
     small = sps.csr_matrix(sparse_rows(rng, 200, 2000, "real", per=(2, 4)))
     dense = sps.random(200, 20, density=0.5, random_state=1, format="csr")
-    assert pays(0, 5001, 5001) and not pays(0, 4999, 4999)
-    assert pays(10**6, 10**4, 2 * 10**4) and not pays(2 * 10**6, 10**4, 2 * 10**4)
+    assert pays(0, 2501, 2501) and not pays(0, 2499, 2499)
+    assert pays(10**6, 10**4, 2 * 10**4) and not pays(4 * 10**6, 10**4, 2 * 10**4)
     assert "search: pruned" in explain_pruning(sparse, metric="cosine")
     for X in (dense, small):  # too many shared columns; too few rows to pay
         assert "search: full" in explain_pruning(X, metric="cosine")
