@@ -22,6 +22,7 @@ import sympy as sp
 
 from . import ir
 from .columns import explain_lines
+from . import pruning
 from .explain_math import STEP_SHAPE, Leaves, latex, symbolic, text, tidy
 from .plan import Plan, ProductDecision
 
@@ -342,6 +343,7 @@ class Explanation:
         out.append(f"  identical rows  {same}")
         out.append(f"  conditioning    {conditioning}")
         out += [f"  float32 data    {line}" for line in self._precision_lines()]
+        out += pruning.explain_lines(self.plan)
         if self.cuda:
             out += ["", "generated CUDA", self.cuda]
         return "\n".join(out)
@@ -367,6 +369,7 @@ class Explanation:
         same, conditioning = self._exact_lines()
         out += [f"- identical rows: {_md_escape(same)}", f"- conditioning: {_md_escape(conditioning)}"]
         out += [f"- float32 data: {_md_escape(line)}" for line in self._precision_lines()]
+        out.append(f"- pruning (kNN): {_md_escape(pruning.summary(self.plan))}")
         return "\n".join(out) + "\n"
 
     def _repr_markdown_(self) -> str:

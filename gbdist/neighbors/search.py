@@ -42,6 +42,7 @@ from ..runtime import (
     tiles,
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
+from .pruned import search as pruned_search
 from ..front import colparams
 
 __all__ = ["knn", "knn_both", "knn_plan", "pairwise_distances_chunked", "select_k", "merge_k", "Search",
@@ -216,7 +217,11 @@ def _fused(s: Search, kk: int, sym: bool):
     epilogue and top-k in one pass, e.g. the compiled CPU backend's dot-product family),
     or None: when the backend has none, declines (no such kernel, over the budget), or a
     tile would need the runtime's direct-form repair (non-finite inputs, or values large
-    enough to overflow), which acts on materialised tiles."""
+    enough to overflow), which acts on materialised tiles. Asked first: the pruned search
+    (:mod:`gbdist.neighbors.pruned`), where the algebra proves it and the data says it pays."""
+    found = pruned_search(s.b, s.budget, kk)
+    if found is not None:
+        return found
     fused = getattr(s.be, "search_k", None)
     if fused is None or s.b.on_device or s.plan.output_kind != "matrix":
         return None

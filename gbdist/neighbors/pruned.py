@@ -1,0 +1,74 @@
+"""The pruned kNN search: the planner rule that chooses it and the call into the kernel.
+
+When the compiler proves that the best pairs with no shared column follow from the row
+summaries (:mod:`gbdist.compiler.pruning`) and the data says it pays
+(:func:`gbdist.compiler.pruning.pays`: the products over shared columns are few against
+the m·n pairs), :func:`gbdist.knn` evaluates only the overlapping pairs and merges them
+with the best of the rest (:mod:`gbdist.backends.pruned`, on the host). It is asked before
+the backend's fused search and declines — the search then runs as before — for inputs on
+a device, when the runtime's direct-form repair would act on tiles (non-finite inputs,
+values large enough to overflow), and where the environment says ``GBDIST_PRUNE=never``.
+"""
+from __future__ import annotations
+
+from ..backends.pruned import products, search_pruned
+from ..compiler import pruning as rule
+from ..compiler.exact import operand_pair
+from ..runtime import Repair
+
+__all__ = ["search", "decide", "explain_pruning"]
+
+
+def decide(b, budget) -> tuple[bool, str]:
+    """(prune?, why) for a search over the bound operands ``b`` (:class:`gbdist.backends.base.Bound`)
+    with a working-memory ``budget``."""
+    mode = rule.mode()
+    if mode == "never":
+        return False, f"{rule.ENV}=never"
+    plan = b.plan  # the plan the binding chose (the accuracy rule may take a direct one)
+    if b.on_device or plan.output_kind != "matrix" or operand_pair(plan) is None:
+        return False, "a device input, or not a pairwise result (pruned search: host only)"
+    d = rule.pruning(plan)
+    if not d.applies:
+        return False, f"not proven: {d.reason}"
+    repair = Repair(b, budget)
+    if repair.active and (repair.data_check or repair.large):
+        return False, "non-finite inputs, or values large enough to overflow (tiles repair them)"
+    lkey, rkey = operand_pair(plan)
+    L, R = b.data[lkey], b.data[rkey]
+    t, mn = products(L, R, b.ncols), b.m * b.n
+    stats = f"{t:,} products over shared columns for {mn:,} pairs ({t / max(mn, 1):.3g} per pair)"
+    if mode == "always":
+        return True, f"{rule.ENV}=always; {stats}"
+    if rule.pays(t, b.m, b.n):
+        return True, f"{stats}: pruning pays ({rule.rule_text()})"
+    return False, f"{stats}: every pair is cheaper ({rule.rule_text()})"
+
+
+def search(b, budget, kk: int):
+    """(distances, indices) of the kk best for every query by the pruned search, or None
+    where it does not apply or does not pay (see :func:`decide`)."""
+    ok, _ = decide(b, budget)
+    if not ok:
+        return None
+    return search_pruned(b, rule.pruning(b.plan), kk, b.dtype, budget)
+
+
+def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
+    """What ``gbdist.knn(X, Y, metric=...)`` decides about pruning for these data: the proof
+    (or why there is none) and the planner rule's statistics."""
+    import numpy as np
+    from ..front import colparams
+    from ..compiler import ir
+    from ..pairwise import as_input, metric_program
+    from ..runtime import bind
+    X = as_input(X, "X")
+    Y = X if Y is None else as_input(Y, "Y")
+    plan = metric_program(metric, **params).plan
+    needed = {s.name for s in ir.symbols(plan.expr)}
+    inputs = {k: v for k, v in (("A", X), ("B", Y)) if k in needed}
+    inputs.update(colparams.split(params)[1])
+    b = bind(plan, inputs, drop_zeros=True, labels={"A": "X", "B": "X" if Y is X else "Y"},
+             xp=np)
+    ok, why = decide(b, None)
+    return "\n".join([f"proof: {rule.pruning(b.plan)}", f"search: {'pruned' if ok else 'full'} ({why})"])
