@@ -224,6 +224,11 @@ def _decide(plan: Plan) -> Pruning:
     from .exact import operand_pair
     if plan.output_kind != "matrix" or operand_pair(plan) is None:
         return _no("not a pairwise (matrix) result over one pair of row operands")
+    if any(isinstance(n, ir.Mapped) for st in plan.steps for n in ir.walk(st.node)):
+        # whiten / sphere map each row to another (dense) row when bound: which columns two
+        # rows share is not read off the operands the search sees
+        return _no("a row transform (mahalanobis, haversine) maps the rows before the "
+                   "products: the stored columns of the mapped rows are not the operands'")
     try:
         with analysis_budget(PROOF_BUDGET_S):
             return _derive(plan)

@@ -24,6 +24,7 @@ from metric_cases import METRICS
 
 BUILTIN = [n for n in gb.metric_names() if get_metric(n).source.endswith("metrics.gbd")]
 NOT_PRUNED = {"correlation"}  # h reads several summaries of the index row
+MAPPED = {"mahalanobis", "haversine"}  # rows mapped when bound: no pruning
 # values whose overlap sums are rounded (logs, roots): compared to the oracle within 1e-12
 ROUNDED = {"jensenshannon", "jensenshannon_unnormalized", "hellinger", "kl_divergence",
            "minkowski", "seuclidean", "gower", "weighted_minkowski"}
@@ -85,7 +86,7 @@ def brute(R, k, exclude_self):
 
 
 @pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
-@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED])
+@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED])
 def test_pruned_knn_matches_brute_force(name, self_join, spy, monkeypatch):
     params, kind = _params(name)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -116,13 +117,14 @@ def test_pruned_knn_matches_brute_force(name, self_join, spy, monkeypatch):
     assert_allclose(d, d0, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
-@pytest.mark.parametrize("name", sorted(NOT_PRUNED))
+@pytest.mark.parametrize("name", sorted(NOT_PRUNED | MAPPED))
 def test_not_pruned_where_no_proof(name, spy, monkeypatch):
     p = pruning(metric_program(name).plan)
     assert not p.applies
-    assert "summaries" in p.reason
+    assert ("row transform" if name in MAPPED else "summaries") in p.reason
     monkeypatch.setenv("GBDIST_PRUNE", "always")
     X = sparse_rows(np.random.default_rng(3), 30, 100, "real")
+    X = X[:, :2] if name == "haversine" else X  # rows (latitude, longitude)
     gb.knn(sps.csr_matrix(X), k=3, metric=name, backend="cpu")
     assert not spy
 
