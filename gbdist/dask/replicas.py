@@ -4,13 +4,14 @@ When the index fits one worker's memory (one GPU's, say), the fastest distribute
 the single-device search itself, split: every worker holds the whole matrix (stacked
 from the partitions once, on the worker, like a fitted index) and runs the very tile
 loop of ``gb.knn`` — the symmetric self-join's square tiles on and above the diagonal,
-fused top-k, all of it — but computes only every W-th tile of it
-(:func:`gbdist.neighbors.knn_plan`'s ``share``). Each worker keeps n × (k + 1)
+fused top-k, all of it — but computes only its share of the tiles
+(:func:`gbdist.neighbors.knn_plan`'s ``share``: at least 16 tiles per share, smaller
+than ``gb.knn``'s where it has few, so the shares come out even). Each worker keeps n × (k + 1)
 candidate lists on its device; worker j merges rows j/W..(j+1)/W of every worker's lists
 by (distance, index) and drops each query's own index there (a reduce-scatter: the
 transfers run in parallel, and each worker sends the client only its rows). Only the
-lists move. Since the tiles are those of
-``gb.knn`` with the same working memory, the answer is ``gb.knn``'s bit for bit.
+lists move. Every pair's distance is computed alone, whatever tile holds it, and the
+lists merge in a total order, so the answer is ``gb.knn``'s bit for bit on the GPU.
 
 The partitioned layout (:mod:`.search`: block-pair tasks) remains for an index larger
 than one worker can hold; a replica needs the whole index on each worker.

@@ -157,3 +157,29 @@ def test_worker_killed_mid_run_with_processes():
         nanny = next(n for n in cluster.workers.values() if n.worker_address == R.workers[1])
         c.sync(nanny.kill)  # a worker dies with its copy of the index and its share
         _same(run.result(), ref)
+
+
+@pytest.mark.parametrize("W", [2, 3, 4])
+def test_shares_are_even_and_cover_each_tile_once(W):
+    """With few tiles of gb.knn's size, shares get finer tiles: together they hold every
+    upper-triangle pair once, and no share has more than a tile over the mean."""
+    from gbdist.neighbors.search import Search
+    from gbdist.pairwise import metric_program
+    from gbdist.runtime import get_backend
+    X = _data(m=300, seed=5)
+    be = get_backend("cpu")
+    budget = 300 * 300 * 16  # gb.knn's side is about the whole matrix: one or two tiles
+    seen = np.zeros((300, 300), dtype=np.int64)
+    loads = []
+    for w in range(W):
+        s = Search(metric_program("cosine").plan, X, X, be, budget)
+        cells = 0
+        for r0, r1, c0, c1, _D in s.symmetric_tiles(share=(w, W)):
+            assert c0 >= r0
+            seen[r0:r1, c0:c1] += 1
+            cells += (r1 - r0) * (c1 - c0)
+        loads.append(cells)
+    upper = np.triu(np.ones((300, 300), dtype=bool))
+    assert (seen[upper] == 1).all()
+    tile = max(loads) / 16  # at least 16 tiles a share
+    assert max(loads) - min(loads) <= 2 * tile
