@@ -394,6 +394,7 @@ def _builtins() -> dict:
             return _read_builtins(found)
         except Exception as e:  # noqa: BLE001 - a bad record is a miss, never an error
             records.discard(key, e, "programs")
+    mark = records.cut_short()
     made = _define_builtins()
     monoids = []
     for name in BINARY_NAMES:
@@ -406,6 +407,8 @@ def _builtins() -> dict:
         _PROVEN[m.op.key] = m
         monoids.append([name, terms.encode(m.identity), m.idempotent, m.invertible,
                         m.commutative, m.identity_declared, m.ufunc_name()])
+    if records.cut_short() != mark:  # a proof decided under a time budget's cut: not kept
+        return made
     records.store(key, {
         "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
                 for op in made.values()],

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from . import records
 from .formulas import X, Y, evaluated, off_domain, on_domain
 from .evaluate import evaluate
 
@@ -72,6 +73,7 @@ def budget(seconds: float = SYMPY_BUDGET_S):
     if _deadline:
         left = _deadline[-1] - time.monotonic()
         if left <= 0:
+            records.note_cut_short()
             raise BudgetExceeded()
         seconds = min(seconds, left)
     if not (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
@@ -82,6 +84,7 @@ def budget(seconds: float = SYMPY_BUDGET_S):
     started = time.monotonic()
 
     def _alarm(signum, frame):
+        records.note_cut_short()
         raise BudgetExceeded()
 
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -411,8 +414,28 @@ def _symbolic_written(lhs, rhs, domain: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=4096)
+_CHECKED: dict = {}  # (lhs, rhs, domain) -> _check's answer, when decided within budget
+
+
 def _check(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str, str]:
+    """:func:`_decide`, memoised unless a symbolic step ran out of time (then the method,
+    "sympy" or "numeric", depended on the load: the next call tries sympy again)."""
+    key = (lhs, rhs, domain)
+    found = _CHECKED.get(key)
+    if found is None:
+        mark = records.cut_short()
+        found = _decide(lhs, rhs, domain)
+        if records.cut_short() == mark:
+            if len(_CHECKED) >= 4096:
+                _CHECKED.clear()
+            _CHECKED[key] = found
+    return found
+
+
+_check.cache_clear = _CHECKED.clear  # cleared with the other memos (gbdist.runtime)
+
+
+def _decide(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str, str]:
     if domain == "boolean":
         ok, detail = _numeric(lhs, rhs, domain)
         return ok, "exhaustive on {0, 1}", detail

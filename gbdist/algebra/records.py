@@ -41,6 +41,21 @@ MAX_TEXT = 4_000  # characters of one string (claims, reasons)
 
 log = logging.getLogger("gbdist.cache")
 _CODE: dict = {}
+_CUT_SHORT = [0]  # symbolic steps stopped by their time budget in this process
+
+
+def cut_short() -> int:
+    """How many symbolic steps of this process have run out of their time budget so far.
+
+    A result derived while one did depends on how loaded the machine was (sympy would
+    have decided, the numeric checks did): it is used in the process, never stored. A
+    caller reads this before computing and stores only if it has not moved."""
+    return _CUT_SHORT[0]
+
+
+def note_cut_short() -> None:
+    """Count a symbolic step stopped by its time budget (:mod:`gbdist.algebra.proofs`)."""
+    _CUT_SHORT[0] += 1
 
 
 def code_digest(*parts: str) -> str:
@@ -228,7 +243,9 @@ def remembered(memo: dict, name: str, fmt: int, key, decode, compute, encode):
         try:
             value = decode(load(disk))
         except (TypeError, KeyError, ValueError):
+            mark = cut_short()
             value = compute()
-            store(disk, encode(value))
+            if cut_short() == mark:  # decided within its time budgets: the same anywhere
+                store(disk, encode(value))
         memo[key] = value
     return value

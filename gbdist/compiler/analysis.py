@@ -163,11 +163,13 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
             return cached
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never a crash
             cache.discard(key, e)
+    mark = cache.cut_short()
     with analysis_budget(), guarded(f"the analysis of {sr!r} (⊗ = op {sr.mul.name!r})", AnalysisError):
         result = _analyze(sr, fill_left, fill_right)
     try:
         verify(result, sr, fill_left, fill_right)
-        cache.store(key, _to_record(result))
+        if cache.cut_short() == mark:  # a step out of time: load-dependent, not kept
+            cache.store(key, _to_record(result))
     except cache.Unsupported:
         pass
     except Exception:  # noqa: BLE001 - not checkable at the sample points: used, not cached

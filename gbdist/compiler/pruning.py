@@ -92,8 +92,9 @@ def pruning(plan: Plan) -> Pruning:
     try:
         value = _decode(cache.load(disk))
     except (TypeError, KeyError, ValueError):
+        mark = cache.cut_short()
         value = _decide(plan)
-        if value is _UNFINISHED:
+        if value is _UNFINISHED or cache.cut_short() != mark:
             return value
         cache.store(disk, _encode(value))
     _CACHE[key] = value

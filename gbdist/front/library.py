@@ -224,9 +224,11 @@ def builtin_plan(name: str, params: tuple, roles: dict, compile_expr: Callable):
         except Exception as e:  # noqa: BLE001 - a bad record is a miss, never an error
             records.discard(key, e, KIND)
     expr = names.get_metric(name).expression(**{k: v for k, _, v in params})
+    mark = records.cut_short()
     plan = compile_expr(expr, roles).plan
     try:
-        records.store(key, {"plan": stored.plan_record(plan, roles)}, KIND)
+        if records.cut_short() == mark:  # not decided under a time budget's cut
+            records.store(key, {"plan": stored.plan_record(plan, roles)}, KIND)
     except stored.Unsupported:
         pass  # a part with no stored form: compiled in every process
     return plan
@@ -242,8 +244,11 @@ def stored_explanation(name: str, params: dict, compute: Callable):
                          records.code_digest(*_EXPLAIN_CODE), name,
                          [(k, type(v).__name__, repr(v)) for k, v in params.items()])
 
+    mark = records.cut_short()
+
     def store(renderings: dict) -> None:
-        records.store(key, {"renderings": renderings}, KIND)
+        if records.cut_short() == mark:  # no proof of it cut short by a time budget
+            records.store(key, {"renderings": renderings}, KIND)
 
     found = records.load(key, KIND)
     if found is not None:

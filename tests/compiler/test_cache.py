@@ -333,3 +333,30 @@ def test_check_shape_is_iterative():
         cur = nxt
     with pytest.raises(cache.Invalid):
         cache.check_shape(deep)
+
+
+def test_an_analysis_cut_short_by_its_budget_is_not_stored(cache_dir, monkeypatch):
+    """Under load a symbolic step may run out of time and the numeric checks decide: the
+    result (and its explanation) would depend on the machine's load, so it is used but
+    not stored; an unloaded run stores its own."""
+    from contextlib import contextmanager
+    from gbdist.algebra import records
+
+    @contextmanager
+    def no_time(seconds=proofs.SYMPY_BUDGET_S):
+        records.note_cut_short()
+        raise proofs.BudgetExceeded()
+        yield  # pragma: no cover
+
+    sr = gb.semiring(gb.ops.absdiff, gb.ops.plus, annihilator=None)
+    monkeypatch.setattr(proofs, "budget", no_time)
+    for m in ("gbdist.compiler.analysis",):
+        monkeypatch.setattr(__import__(m, fromlist=["budget"]), "budget", no_time)
+    loaded = analysis.analyze(sr)
+    assert not any(cache_dir.glob("*.json"))
+    monkeypatch.undo()
+    monkeypatch.setenv("GBDIST_CACHE_DIR", str(cache_dir.parent))
+    _clear_memory_caches()
+    unloaded = analysis.analyze(sr)
+    assert any(cache_dir.glob("*.json"))
+    assert unloaded.strategy == loaded.strategy
