@@ -115,3 +115,18 @@ def make_input(X: np.ndarray, form: str, dtype, rng: np.random.Generator,
         assert M.indices.dtype == np.int64
         return M, M.toarray().astype(np.float64)
     raise ValueError(form)
+
+
+def tied_sparse(m: int, n: int = 24, seed: int = 0, dtype=np.float64) -> sps.csr_matrix:
+    """A CSR matrix with few distinct values (many exact distance ties), a duplicate row
+    (row 3 = row 7: distance 0 to another row) and an empty row (11, or the last): the
+    cases where a distributed merge could pick other neighbours than a single search."""
+    rng = np.random.default_rng(seed)
+    X = sps.random(m, n, density=0.25, format="csr", random_state=rng, dtype=np.float64)
+    X.data = np.round(X.data * 4) / 4 + 0.25
+    X = X.tolil()
+    X[3] = X[7]
+    X[min(11, m - 1)] = 0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    return X.astype(dtype)

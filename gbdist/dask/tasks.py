@@ -25,6 +25,11 @@ def proven_symmetric(metric, params: dict) -> bool:
     return bool(is_symmetric(metric_program(metric, **params).plan))
 
 
+def _xp(a):
+    """NumPy for a host array, CuPy for a device one."""
+    return np if isinstance(a, np.ndarray) else __import__("cupy")
+
+
 def host(a):
     """A NumPy copy of a device array (CuPy), or the array itself."""
     get = getattr(a, "get", None)
@@ -230,7 +235,7 @@ _INT32_MAX = 2**31 - 1
 def _narrow(i):
     """int64 candidate indices as int32, the placeholder (2**63 - 1) as 2**31 - 1 (both sort
     after every real index below it, with their NaN distance)."""
-    xp = np if isinstance(i, np.ndarray) else __import__("cupy")
+    xp = _xp(i)
     return xp.minimum(i, _INT32_MAX).astype(xp.int32)
 
 
@@ -247,13 +252,11 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
     narrow = shares[0][1].dtype == np.int32  # moved narrow (share_knn): return them so
     shares = [(d, i.astype(np.int64)) for d, i in shares]  # merge in gbdist's int64
     d, i = shares[0]
-    on_device = not isinstance(d, np.ndarray)
-    if on_device:
-        import cupy as xp
-        from ..backends.cuda.topk import merge_k
-    else:
-        xp = np
+    xp = _xp(d)
+    if xp is np:
         from ..backends.cpu import merge_k
+    else:
+        from ..backends.cuda.topk import merge_k
     for d2, i2 in shares[1:]:
         d, i = merge_k(d, i, d2, i2, need)
     if exclude_self:  # drop_self finds query q at index q: shift to the block's rows

@@ -18,32 +18,18 @@ da = pytest.importorskip("dask.array")
 
 import gbdist as gb  # noqa: E402
 import gbdist.dask as gbd  # noqa: E402
+from datagen import tied_sparse  # noqa: E402
 from gbdist.dask import tasks  # noqa: E402
 from gbdist.backends.cpu import select_k as cpu_select_k  # noqa: E402
 
 UNEVEN = [5, 22, 1, 19, 13]  # 60 rows: partitions smaller than k, one of a single row
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+N_WORKERS = 2  # the shared ``client`` fixture's cluster (tests/dask/conftest.py)
 
 
 def _data(m=60, n=24, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    X = sps.random(m, n, density=0.25, format="csr", random_state=rng, dtype=np.float64)
-    X.data = np.round(X.data * 4) / 4 + 0.25  # few distinct values: many exact ties
-    X = X.tolil()
-    X[3] = X[7]  # a duplicate row (distance 0 to another row)
-    X[min(11, m - 1)] = 0  # an empty row
-    X = X.tocsr()
-    X.eliminate_zeros()
-    return X.astype(dtype)
+    return tied_sparse(m, n, seed, dtype)
 
 
 def _same(a, b):

@@ -15,31 +15,17 @@ distributed = pytest.importorskip("distributed")
 
 import gbdist as gb  # noqa: E402
 import gbdist.dask as gbd  # noqa: E402
+from datagen import tied_sparse  # noqa: E402
 from gbdist.dask import tasks  # noqa: E402
 
 MiB_SMALL = 0.02  # working memory (MiB) small enough for many tiles per search
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+N_WORKERS = 3  # the shared ``client`` fixture's cluster (tests/dask/conftest.py)
 
 
 def _data(m=90, n=24, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    X = sps.random(m, n, density=0.25, format="csr", random_state=rng, dtype=np.float64)
-    X.data = np.round(X.data * 4) / 4 + 0.25  # few distinct values: many exact ties
-    X = X.tolil()
-    X[3] = X[7]  # a duplicate row
-    X[11] = 0  # an empty row
-    X = X.tocsr()
-    X.eliminate_zeros()
-    return X.astype(dtype)
+    return tied_sparse(m, n, seed, dtype)
 
 
 def _same(a, b, exact=True):
