@@ -69,7 +69,6 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
     """(y in the accumulator dtype, presence) of the symmetric product; ``compensated``: the
     reproducible fixed-point kernel (the caller checked :func:`exact_eligible`)."""
     import cupy
-    from .graph import _identity
     n = int(U.shape[0])
     info = structure(U, Up, Uj, Ux)
     G = info["G"]
@@ -79,8 +78,8 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
     blocks = -(-n // rows_per_block)
     I, TA, TX = gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype), gc.ctype(x.dtype, "values of x")
     if not compensated:
-        ident = _identity(sr.add, work, out)
-        y = cupy.zeros(n, dtype=work) if ident == 0 else cupy.full(n, ident, dtype=work)
+        ident = _identity(sr.add, np.dtype(work), np.dtype(out))
+        y = cupy.zeros(n, dtype=work) if ident == 0 and not np.isnan(ident) else cupy.full(n, ident, dtype=work)
         name = gc.sym_rows_name(I, TA, TX, G, tile, passes)
         fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
         if blocks:
@@ -106,3 +105,11 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
         kern[names[1]]((min(2048, -(-n // 256)),), (256,), (np.int64(n), info["maxabs"], bx,
                                                            np.int32(S), np.int32(L), hi, lo, y))
     return y, info["present"]
+
+
+def _identity(monoid, work: np.dtype, out: np.dtype):
+    """⊕'s identity in the accumulator dtype (as ``graph._identity``: NaN for float min/max)."""
+    from ..graph_reference import identity_value
+    if out != np.bool_ and gc.nan_identity(monoid, work):
+        return work.type(np.nan)
+    return work.type(identity_value(monoid, out))
