@@ -18,7 +18,7 @@ cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 
 from gbdist.backends.cuda import graph_symmetric as gs  # noqa: E402
-from gbdist.backends.cuda.graph import CudaGraphKernels  # noqa: E402
+from gbdist.backends.cuda.graph import CudaGraphKernels, DeviceCSR  # noqa: E402
 
 K = CudaGraphKernels()
 SR = gb.semirings
@@ -35,7 +35,11 @@ def pair(name, dtype=np.float64):
 
 
 def dev(M):
-    return cps.csr_matrix(M) if M.dtype.char in "?fd" else M
+    """SciPy CSR → device operand (cupyx where it holds the dtype, else DeviceCSR)."""
+    parts = (cupy.asarray(M.data), cupy.asarray(M.indices), cupy.asarray(M.indptr))
+    if M.dtype.char in "?fd":
+        return cps.csr_matrix(parts, shape=M.shape)
+    return DeviceCSR(*parts, M.shape)
 
 
 @pytest.mark.parametrize("name", sorted(MATRICES))
