@@ -8,7 +8,8 @@
 // mul(U(i,j), x[i]) into y[j]. TILE: the block's rows accumulate in shared memory (the
 // row's own sum and every transposed term with j inside the block's rows: a band's near
 // diagonals), flushed with one global atomic a row; the other transposed terms are global
-// atomics. Without TILE every term is a global atomic. y starts at ⊕'s identity.
+// atomics. Without TILE every term is a global atomic. y starts at ⊕'s identity. A U with
+// entries below the diagonal is read as A = U + Uᵀ − diag(U) (its terms go to global memory).
 //
 // gb_spmv_sym_fixed (⊕ = plus, ⊗ = times, float results): the same walk, every term summed
 // exactly in fixed point (two int64 words a row, integer atomics: associative, so the
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_rows(long long n,
         acc = has ? F::add(acc, v) : v;
         has = 1;
         if (j != row) {
-          if (TILE && j < rend) gb_atomic_combine_g<F>(&s[TILE ? j - r0 : 0], F::mul(a, xv));
+          if (TILE && j >= r0 && j < rend) gb_atomic_combine_g<F>(&s[TILE ? j - r0 : 0], F::mul(a, xv));
           else gb_atomic_combine_g<F>(&y[j], F::mul(a, xv));
         }
       }
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_fixed(long long n,
           ah += h; al += l;
           if (j != row) {
             gb_fx_split(a * xv, shift, L, h, l);
-            if (tile && j < rend) {
+            if (tile && j >= r0 && j < rend) {
               atomicAdd(reinterpret_cast<unsigned long long*>(&sh[TILE ? j - r0 : 0]), (unsigned long long)h);
               atomicAdd(reinterpret_cast<unsigned long long*>(&sl[TILE ? j - r0 : 0]), (unsigned long long)l);
             } else {

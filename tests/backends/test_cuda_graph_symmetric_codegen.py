@@ -46,3 +46,41 @@ def test_symmetric_rows_kernels_compile(out, name, itype):
         r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o", os.path.join(d, "k.ptx"), path],
                            capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def _fixed_point_rows(terms, starts, dmax, bound):
+    """The arithmetic of gb_spmv_sym_fixed + gb_sym_fixed_finish in NumPy int64 (the kernels'
+    formulas: E from the bound, S = 52 - D, L = min(52, 62 - D), truncation, carries)."""
+    D = max(int(dmax), 1).bit_length()
+    S, L = 52 - D, min(52, 62 - D)
+    E = int(np.frexp(bound[0])[1] - 1) + int(np.frexp(bound[1])[1] - 1) + 2  # ilogb + ilogb + 2
+    q = np.ldexp(terms, S - E)
+    h = np.trunc(q)
+    lo = np.trunc(np.ldexp(q - h, L)).astype(np.int64)
+    hs = np.add.reduceat(h.astype(np.int64), starts)
+    ls = np.add.reduceat(lo, starts)
+    carry = ls >> L
+    return np.ldexp((hs + carry).astype(np.float64), E - S) + np.ldexp((ls - carry * (1 << L)).astype(np.float64), E - S - L)
+
+
+@pytest.mark.parametrize("deg", [4, 27, 300, 5000])
+def test_fixed_point_arithmetic_is_exact_and_order_free(deg):
+    """The kernel's fixed-point words (emulated): no overflow at the longest row, the result
+    within one rounding of math.fsum over terms spread across 2^-30 … 2^0 of the bound with
+    cancellation, and the same bits for any order of the terms (integer sums)."""
+    import math
+    rng = np.random.default_rng(deg)
+    rows = 40
+    a = (rng.random(rows * deg) - 0.5) * 2.0 ** rng.integers(-15, 1, rows * deg)
+    x = (rng.random(rows * deg) - 0.5) * 2.0 ** rng.integers(-15, 1, rows * deg)
+    t = a * x
+    starts = np.arange(0, rows * deg, deg)
+    bound = (np.abs(a).max(), np.abs(x).max())
+    y = _fixed_point_rows(t, starts, deg, bound)
+    perm = np.concatenate([s + rng.permutation(deg) for s in starts])
+    assert np.array_equal(y.view(np.int64), _fixed_point_rows(t[perm], starts, deg, bound).view(np.int64))
+    ex = np.array([math.fsum(t[s:s + deg]) for s in starts])
+    scale = bound[0] * bound[1]
+    assert np.all(np.abs(y - ex) <= np.spacing(np.abs(ex)) + deg * 2.0 ** -90 * scale)
+    plain = np.add.reduceat(t, starts)
+    assert np.abs(plain - ex).max() >= np.abs(y - ex).max()
