@@ -133,3 +133,24 @@ def test_masked_and_sparse_x_keep_the_general_kernel():
     hit = (A.astype(bool).astype(np.int64) @ xp.astype(np.int64)) > 0
     np.testing.assert_array_equal(yp.get(), hit & m)
     np.testing.assert_allclose(y.get()[hit & m], ref[hit & m], rtol=1e-12)
+
+
+def test_mxv_declared_symmetric_on_the_device():
+    """gr.mxv(..., symmetric=) on device data: the rule picks the symmetric kernel on a stencil
+    (shown by gr.explain), the full CSR with a mask; both equal SciPy's full product."""
+    from gbdist import graph as gr
+    A, U = pair("fem27")
+    x = np.random.default_rng(8).random(A.shape[0])
+    u = gb.Vector(cupy.asarray(x))
+    for M, mode in ((U, "upper"), (A, True)):
+        y = gr.mxv(gb.Matrix(cps.csr_matrix(M)), u, SR.plus_times, symmetric=mode)
+        assert y.spmv_choice.kernel == "symmetric" and "spmv kernel: symmetric" in gr.explain(y)
+        np.testing.assert_allclose(cupy.asnumpy(y.dense_parts()[0]), A @ x, rtol=1e-12)
+        yc = gr.mxv(gb.Matrix(cps.csr_matrix(M)), u, SR.plus_times, symmetric=mode, compensated=True)
+        np.testing.assert_allclose(cupy.asnumpy(yc.dense_parts()[0]), A @ x, rtol=1e-14)
+    mask = gb.Vector(cupy.asarray(np.arange(A.shape[0]) % 2 == 0))
+    ym = gr.mxv(gb.Matrix(cps.csr_matrix(U)), u, SR.plus_times, symmetric="upper", mask=mask)
+    assert ym.spmv_choice.kernel == "full"
+    got = np.zeros(A.shape[0])
+    got[cupy.asnumpy(ym._idx)] = cupy.asnumpy(ym._vals)
+    np.testing.assert_allclose(got[::2], (A @ x)[::2], rtol=1e-12)
