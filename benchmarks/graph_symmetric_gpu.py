@@ -6,7 +6,8 @@ checked warm-up).
 
 Variants: cuSPARSE full CSR; the seed's plain kernel (a thread a row over U, row sum in a
 register, every term an atomic; y zeroed in the timing); gbdist ``spmv_symmetric`` (rows in
-order, with and without the shared-memory tile); its reproducible fixed-point variant;
+order, with and without the shared-memory tile; the offsets kernel without atomics, plain
+and compensated); its reproducible fixed-point variant (with and without the tile);
 gbdist's full-CSR ``spmv`` (the binned kernel) and ``gr.mxv`` through the front end; an
 in-order full-CSR kernel (no bins) as evidence for the shared SpMV kernel. Every result is
 checked against cuSPARSE first; the reproducible one is run twice (bit-equal) and compared
@@ -131,13 +132,15 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
     def inord():
         inorder[G_full](((n * G_full + 255) // 256,), (256,), (np.int64(n), A.indptr, A.indices, A.data, x, yo))
 
-    def sym(tile, comp=False):
+    def sym(tile, comp=False, method=None):
+        method = method or ("fixed" if comp else "atomic")
         return lambda: gs.spmv_rows(K, U, U.indptr, U.indices, U.data, x, sr, np.dtype(np.float64),
-                                    np.dtype(np.float64), tile=tile, compensated=comp)[0]
+                                    np.dtype(np.float64), tile=tile, compensated=comp, method=method)[0]
 
     ref = A @ x
     nrm = float(cupy.linalg.norm(ref))
     fns = {"cusparse": lambda: A @ x, "seed": seed, "sym_tile": sym(True), "sym_plain": sym(False),
+           "sym_offsets": sym(False, False, "offsets"), "sym_offsets_comp": sym(False, True, "offsets"),
            "sym_exact_tile": sym(True, True), "sym_exact_plain": sym(False, True),
            "spmv_full": lambda: K.spmv(A, x, None, sr, out_dtype=np.float64),
            "inorder_full": inord}
@@ -156,7 +159,7 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
         errs[k] = float(cupy.linalg.norm(r - ref)) / nrm
         assert errs[k] < 1e-12, (k, errs[k])
     # reproducibility: bit-equal across runs (a different x in between moves the atomics' order)
-    for k in ("sym_exact_tile", "sym_exact_plain"):
+    for k in ("sym_exact_tile", "sym_exact_plain", "sym_offsets_comp", "sym_offsets"):
         again = fns[k]().copy()
         rec[f"{k}_bitwise_equal"] = bool(cupy.all(again.view(cupy.int64) == outs[k].view(cupy.int64)))
     rec["exact_tile_vs_plain_bitwise_equal"] = bool(
@@ -167,7 +170,7 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
     rows = np.random.default_rng(3).choice(n, 500, replace=False)
     Ap, Aj, Ax = A.indptr, A.indices, A.data
     xh = x.get()
-    worst = {"cusparse": 0.0, "sym_exact_tile": 0.0, "sym_tile": 0.0}
+    worst = {"cusparse": 0.0, "sym_exact_tile": 0.0, "sym_tile": 0.0, "sym_offsets_comp": 0.0}
     for i in rows:
         lo, hi = int(Ap[int(i)]), int(Ap[int(i) + 1])
         a, j = Ax[lo:hi].get(), Aj[lo:hi].get()
@@ -282,7 +285,8 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
-    print("\nmatrix size      nnz   cuSP  seed  tile  plain exactT exactP spmv inord grmxv (ms; ratio to cuSP)")
+    print("\nmatrix size nnz cuSP | seed tile atomic offsets offsets+comp fixedT fixedP spmv inorder grmxv"
+          " (ms (ratio to cuSPARSE))")
     for r in res["rows"]:
         if "ms" not in r:
             print(r.get("matrix"), r.get("size"), r.get("error"))
@@ -290,10 +294,12 @@ def main(argv=None):
         t = r["ms"]
         c = t["cusparse"]
         cells = [f"{t[k]:.3f}({t[k] / c:.2f})" if k in t else "-" for k in
-                 ("seed", "sym_tile", "sym_plain", "sym_exact_tile", "sym_exact_plain", "spmv_full",
+                 ("seed", "sym_tile", "sym_plain", "sym_offsets", "sym_offsets_comp", "sym_exact_tile",
+                  "sym_exact_plain", "spmv_full",
                   "inorder_full", "gr_mxv")]
         print(r["matrix"], r["size"], r["nnz"], f"{c:.3f}", " ".join(cells),
               "repro", r["sym_exact_tile_bitwise_equal"], r["sym_exact_plain_bitwise_equal"],
+              r["sym_offsets_comp_bitwise_equal"],
               "bound_up/full", f"{r['bound_ms_upper']:.3f}/{r['bound_ms_full']:.3f}")
     for r in res["crossover"]:
         print("cross", r["grid"], *(f"{k}={v:.3f}" for k, v in r.items() if k.endswith("ms")))

@@ -43,15 +43,26 @@ def dev(M):
 
 
 @pytest.mark.parametrize("name", sorted(MATRICES))
-@pytest.mark.parametrize("tile", [False, True])
-def test_rows_kernel_matches_scipy(name, tile):
+@pytest.mark.parametrize("method", ["atomic", "tile", "offsets"])
+def test_rows_kernel_matches_scipy(name, method):
     A, U = pair(name)
     x = np.random.default_rng(1).random(A.shape[0]) - 0.5
-    y, present = gs.spmv_rows(K, cps.csr_matrix(U), *(cupy.asarray(a) for a in (U.indptr, U.indices, U.data)),
-                              cupy.asarray(x), SR.plus_times, np.dtype(np.float64), np.dtype(np.float64),
-                              tile=tile)
+    dU = cps.csr_matrix(U)
+    y, present = gs.spmv_rows(K, dU, dU.indptr, dU.indices, dU.data, cupy.asarray(x), SR.plus_times,
+                              np.dtype(np.float64), np.dtype(np.float64), tile=method == "tile",
+                              method="offsets" if method == "offsets" else "atomic")
     np.testing.assert_allclose(y.get(), A @ x, rtol=1e-12, atol=1e-12)
     assert present.get().all()
+
+
+def test_offsets_kernel_needs_few_sorted_diagonals():
+    _, U = pair("poisson")
+    info = gs.structure(cps.csr_matrix(U), *(cupy.asarray(a) for a in (U.indptr, U.indices, U.data)))
+    np.testing.assert_array_equal(info["offsets"].get(), [0, 1, 9, 81])
+    P = sps.random(500, 500, density=0.3, random_state=1, format="csr")
+    Pu = sps.triu(P + P.T, format="csr")
+    info = gs.structure(cps.csr_matrix(Pu), *(cupy.asarray(a) for a in (Pu.indptr, Pu.indices, Pu.data)))
+    assert info["offsets"] is None  # hundreds of diagonals
 
 
 @pytest.mark.parametrize("dtype,sr", [(np.float32, "plus_times"), (np.float64, "min_plus"),
@@ -91,17 +102,27 @@ def test_reproducible_variant(name):
     # magnitudes spread over 2^-20 … 2^20 with cancellation: a plain float sum differs by order
     x = (rng.random(A.shape[0]) - 0.5) * 2.0 ** rng.integers(-20, 20, A.shape[0])
     dU, dx = cps.csr_matrix(U), cupy.asarray(x)
-    runs = [K.spmv_symmetric(dU, dx, None, SR.plus_times, out_dtype=np.float64, compensated=True)[0].get()]
-    for tile in (True, False, True):
-        runs.append(gs.spmv_rows(K, dU, dU.indptr, dU.indices, dU.data, dx, SR.plus_times, np.dtype(np.float64),
-                                 np.dtype(np.float64), tile=tile, compensated=True)[0].get())
-    for r in runs[1:]:
-        assert np.array_equal(r.view(np.int64), runs[0].view(np.int64))
+    def run(**kw):
+        return gs.spmv_rows(K, dU, dU.indptr, dU.indices, dU.data, dx, SR.plus_times, np.dtype(np.float64),
+                            np.dtype(np.float64), compensated=True, **kw)[0].get()
+
     ex = _fsum_rows(A, x)
-    # exact up to the dropped bits (2^-(S+L) of max|A|max|x| a term) and one rounding
     scale = np.abs(A.data).max() * np.abs(x).max()
-    err = np.abs(runs[0] - ex)
-    assert np.all(err <= 2.3e-16 * np.abs(ex) + 1e-25 * scale), err.max()
+    # fixed point: exact up to the dropped bits (2^-(S+L) of max|A|max|x| a term), one rounding;
+    # the same bits with and without the tile, run after run
+    fixed = [run(method="fixed", tile=t) for t in (True, False, True)]
+    for r in fixed[1:]:
+        assert np.array_equal(r.view(np.int64), fixed[0].view(np.int64))
+    assert np.all(np.abs(fixed[0] - ex) <= 2.3e-16 * np.abs(ex) + 1e-25 * scale)
+    # offsets (the default here): a fixed order, compensated: the same bits every run, and
+    # within a few roundings of the exact sum
+    offs = [K.spmv_symmetric(dU, dx, None, SR.plus_times, out_dtype=np.float64, compensated=True)[0].get()
+            for _ in range(3)]
+    for r in offs[1:]:
+        assert np.array_equal(r.view(np.int64), offs[0].view(np.int64))
+    absum = np.abs(A) @ np.abs(x)
+    assert np.all(np.abs(offs[0] - ex) <= 2.3e-16 * np.abs(ex) + 4e-32 * absum * A.getnnz(1).max() + 1e-300)
+    assert np.array_equal(run(method="offsets").view(np.int64), offs[0].view(np.int64))
 
 
 def test_reproducible_float32_and_nonfinite():

@@ -34,6 +34,7 @@ def test_symmetric_rows_kernels_compile(out, name, itype):
     tv = gc.CTYPES[np.dtype(out)]
     names = [gc.sym_rows_name(itype, tv, "double", g, t, 4 if t else 1) for g in (1, 2, 4, 8, 16, 32)
              for t in (False, True)]
+    names += [gc.sym_offsets_name(itype, tv, "double", c) for c in (False, True)]
     if exact_eligible(sr, out):
         work = gc.CTYPES[gc.work_dtype(out)]
         names += [n for g in (1, 4) for t in (False, True)
@@ -84,3 +85,36 @@ def test_fixed_point_arithmetic_is_exact_and_order_free(deg):
     assert np.all(np.abs(y - ex) <= np.spacing(np.abs(ex)) + deg * 2.0 ** -90 * scale)
     plain = np.add.reduceat(t, starts)
     assert np.abs(plain - ex).max() >= np.abs(y - ex).max()
+
+
+@pytest.mark.parametrize("which", ["poisson", "fem27", "band"])
+def test_offsets_walk_finds_each_column_once(which):
+    """gb_spmv_sym_offsets' walk (emulated): for each row j, the rows above it found through
+    the diagonals (slot guess, else binary search; stop at the first row above row 0) are
+    exactly the rows i < j with U(i, j) stored, so with the own row every entry of the full
+    matrix's row j is used once."""
+    import scipy.sparse as sps
+    from benchmarks import stencils as st
+    parts = {"poisson": lambda **k: st.poisson3d(5, **k), "fem27": lambda **k: st.fem27(4, **k),
+             "band": lambda **k: st.band(60, 7, **k)}[which]
+    U = st.as_scipy(parts(upper=True))
+    n = U.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(U.indptr))
+    offs = np.unique(U.indices - rows)
+    C = sps.triu(U, 1).tocsc()
+    for j in range(n):
+        found = []
+        for k, d in enumerate(offs):
+            if d == 0:
+                continue
+            i = j - d
+            if i < 0:
+                break
+            lo, hi = U.indptr[i], U.indptr[i + 1]
+            p = lo + k
+            if not (p < hi and U.indices[p] == j):
+                q = np.searchsorted(U.indices[lo:hi], j)
+                p = lo + q if q < hi - lo and U.indices[lo + q] == j else -1
+            if p >= 0:
+                found.append(i)
+        assert sorted(found) == sorted(C.indices[C.indptr[j]:C.indptr[j + 1]]), j

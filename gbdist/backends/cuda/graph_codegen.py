@@ -374,6 +374,11 @@ def sym_fixed_names(I: str, TA: str, TX: str, G: int, tile: bool, passes: int, T
             f"gb_sym_fixed_finish<{TY}>", f"gb_maxabs<{TX}>")
 
 
+def sym_offsets_name(I: str, TA: str, TX: str, csum: bool) -> str:
+    """The symmetric SpMV without atomics for a U on few diagonals (a fixed order)."""
+    return f"gb_spmv_sym_offsets<GbF, {I}, {TA}, {TX}, {'true' if csum else 'false'}>"
+
+
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:
     return f"gb_spmspv<GbF, {I}, {TA}, {TU}, {TI}, {'true' if comp else 'false'}>"
 

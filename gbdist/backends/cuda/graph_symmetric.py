@@ -6,13 +6,17 @@ every x entry present (the general case stays ``gb_spmv_symmetric``).
   stored U(i,j) adds to the row's register sum and, off the diagonal, to y[j]. With
   ``tile`` a block's consecutive rows accumulate in shared memory (a band's near diagonals
   never reach global memory) and are flushed with one atomic a row.
-* reproducible (``compensated=True``, plus_times on floats): every term summed exactly in
-  fixed point with integer atomics (associative: the result is the same bits whatever
-  order the atomics land in), then rounded once; see the kernel file for the bound.
+* offsets (``method="offsets"``): where U lies on at most :data:`MAX_OFFSETS` diagonals
+  (a stencil, a band) and its rows are sorted: no atomics, a thread per row in a fixed
+  order (its own row, then U(j - d, j) for each diagonal d found in the row above).
+* reproducible (``compensated=True``, plus_times on floats): the offsets kernel with
+  compensated (Neumaier) sums where it applies; else every term summed exactly in fixed
+  point with integer atomics (associative: the same bits whatever order the atomics land
+  in), then rounded once; see the kernel file for the bound.
 
 Per matrix (cached on U, keyed by its buffers): which rows of A have entries (U's row or
 column non-empty: the result's presence without a mask), the longest row of A (bounds the
-fixed-point words) and max|U| (as double bits on the device).
+fixed-point words), max|U| (as double bits on the device) and U's diagonals.
 """
 from __future__ import annotations
 
@@ -25,6 +29,12 @@ TILE = True
 """Default of :func:`spmv_rows`'s ``tile``."""
 PASSES = 4
 """Passes a block makes over its lanes' rows with ``tile``: 256 / G * PASSES rows a block."""
+
+MAX_OFFSETS = 128
+"""Most distinct diagonals of U for the offsets kernel (its rows look up each one)."""
+PLAIN = "tile"
+"""Default kernel of a plain product: "tile" / "atomic" (:func:`spmv_rows`'s ``tile``) or
+"offsets" (no atomics; where U lies on few diagonals)."""
 
 _WORK: dict = {}  # (device, n) -> (hi, lo): the fixed-point words, kept at 0 between calls
 
@@ -57,7 +67,8 @@ def structure(U, Up, Uj, Ux) -> dict:
     ma = cupy.abs(Ux.astype(cupy.float64)).max() if Ux.size else cupy.zeros((), cupy.float64)
     info = {"present": present, "dmax": int((deg + col).max()) if n else 0,
             "G": lanes(Uj.size / max(n, 1)),
-            "maxabs": cupy.ascontiguousarray(ma.reshape(1)).view(cupy.uint64)}
+            "maxabs": cupy.ascontiguousarray(ma.reshape(1)).view(cupy.uint64),
+            "offsets": _diagonals(deg, Uj, n)}
     try:
         U._gbdist_sym_rows = (key, info)
     except AttributeError:
@@ -65,12 +76,54 @@ def structure(U, Up, Uj, Ux) -> dict:
     return info
 
 
-def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=False):
-    """(y in the accumulator dtype, presence) of the symmetric product; ``compensated``: the
-    reproducible fixed-point kernel (the caller checked :func:`exact_eligible`)."""
+def _diagonals(deg, Uj, n):
+    """The distinct j - i of U's entries (device int64, ascending) when there are at most
+    :data:`MAX_OFFSETS`, none negative, and every row's columns strictly ascend (the
+    offsets kernel's binary search); else None."""
+    import cupy
+    if Uj.size == 0:
+        return None
+    rows = cupy.repeat(cupy.arange(n, dtype=cupy.int64), deg)
+    d = Uj.astype(cupy.int64) - rows
+    if int(d.min()) < 0:
+        return None
+    same_row = rows[1:] == rows[:-1]
+    if bool(cupy.any(same_row & (d[1:] <= d[:-1]))):
+        return None
+    top = int(d.max())
+    if top < 1 << 24:
+        offs = cupy.flatnonzero(cupy.bincount(d, minlength=top + 1)).astype(cupy.int64)
+    else:
+        offs = cupy.unique(d)
+    return offs if offs.size <= MAX_OFFSETS else None
+
+
+def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=False, method=None):
+    """(y in the accumulator dtype, presence) of the symmetric product. ``compensated``
+    (the caller checked :func:`exact_eligible`): reproducible, by the offsets kernel with
+    compensated sums where U lies on few diagonals, else by fixed-point atomics.
+    ``method``: "offsets", "atomic" or "fixed" forces one (None: :data:`PLAIN` or the rule
+    above)."""
     import cupy
     n = int(U.shape[0])
     info = structure(U, Up, Uj, Ux)
+    offs = info["offsets"]
+    if method is None:
+        method = ("offsets" if offs is not None else "fixed") if compensated else \
+            ("offsets" if PLAIN == "offsets" and offs is not None else "atomic")
+        if method == "atomic" and tile is None:
+            tile = PLAIN == "tile"
+    if method == "offsets":
+        if offs is None:
+            raise ValueError("the offsets kernel needs U on few diagonals, rows sorted")
+        name = gc.sym_offsets_name(gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype),
+                                   gc.ctype(x.dtype, "values of x"), bool(compensated))
+        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+        y = cupy.empty(n, dtype=work)
+        if n:
+            fn((-(-n // 256),), (256,), (np.int64(n), Up, Uj, Ux, x, offs, np.int32(offs.size), y))
+        return y, info["present"]
+    compensated = method == "fixed"
     G = info["G"]
     tile = TILE if tile is None else bool(tile)
     passes = PASSES if tile else 1
