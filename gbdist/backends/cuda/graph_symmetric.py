@@ -68,7 +68,7 @@ def structure(U, Up, Uj, Ux) -> dict:
     info = {"present": present, "dmax": int((deg + col).max()) if n else 0,
             "G": lanes(Uj.size / max(n, 1)),
             "maxabs": cupy.ascontiguousarray(ma.reshape(1)).view(cupy.uint64),
-            "offsets": _diagonals(deg, Uj, n)}
+            "offsets": _diagonals(Up, Uj)}
     try:
         U._gbdist_sym_rows = (key, info)
     except AttributeError:
@@ -76,14 +76,15 @@ def structure(U, Up, Uj, Ux) -> dict:
     return info
 
 
-def _diagonals(deg, Uj, n):
+def _diagonals(Up, Uj):
     """The distinct j - i of U's entries (device int64, ascending) when there are at most
     :data:`MAX_OFFSETS`, none negative, and every row's columns strictly ascend (the
     offsets kernel's binary search); else None."""
     import cupy
     if Uj.size == 0:
         return None
-    rows = cupy.repeat(cupy.arange(n, dtype=cupy.int64), deg)
+    # each entry's row: the last row starting at or before it (empty rows start there too)
+    rows = cupy.searchsorted(Up, cupy.arange(Uj.size, dtype=cupy.int64), side="right") - 1
     d = Uj.astype(cupy.int64) - rows
     if int(d.min()) < 0:
         return None
