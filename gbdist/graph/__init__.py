@@ -33,12 +33,14 @@ from ..errors import ParameterError
 
 
 def explain(result_or_operation) -> str:
-    """The fill decision of a graph result (``result.decision``) as text."""
+    """The fill decision of a graph result (``result.decision``) as text, and the kernel
+    choice of a symmetric product (``result.spmv_choice``) when it has one."""
     d = getattr(result_or_operation, "decision", result_or_operation)
     if not isinstance(d, Decision):
         raise ParameterError("gr.explain takes a graph result (with .decision) or a Decision",
                              got=type(result_or_operation).__name__)
-    return d.explain()
+    choice = getattr(result_or_operation, "spmv_choice", None)
+    return d.explain() + ("" if choice is None else "\n" + choice.explain())
 
 
 __all__ = [

@@ -110,12 +110,19 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
 
 
 def mxv(A, u, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None, backend="auto",
-        compensated=False):
+        compensated=False, symmetric=None):
     """``w(i) = ⊕_k mul(A(i,k), u(k))`` over stored entries; a sparse Vector.
     ``compensated=True``: with ⊕ = plus and a floating-point result, each entry's terms are
     summed with a compensated (Neumaier) sum (about one rounding of error, whatever the
-    number of terms; the pull kernel always); no effect for other monoids or integers."""
+    number of terms; the pull kernel always); no effect for other monoids or integers.
+    ``symmetric="upper"`` (A holds the upper triangle of a symmetric matrix) or ``True``
+    (A is symmetric): the kernel is chosen from A's rows (:mod:`.symmetric`)."""
     A, u, sr = as_matrix(A), as_vector(u), T.semiring_arg(sr, "mxv")
+    if symmetric is not None and not IU.is_positional(sr.mul) and A.ncols == u.size:
+        from . import symmetric as SY
+        return SY.mxv(A, u, sr, symmetric, full_product=mxv, mask=as_mask(mask, (A.nrows,), "mxv"),
+                      accum=accum, out=out, replace=replace, dtype=dtype, backend=backend,
+                      compensated=compensated)
     if IU.is_positional(sr.mul):
         return IU.product("mxv", mxv, A, u, sr, dict(mask=mask, accum=accum, out=out,
                           replace=replace, dtype=dtype, backend=backend))

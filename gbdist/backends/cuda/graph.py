@@ -298,10 +298,15 @@ class CudaGraphKernels:
             fn((blocks,), (256,), (rows, meta, Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
         return self._finish(y, out), yp
 
-    def spmv_symmetric(self, U, x, x_present, sr, *, mask=None, complement=False, out_dtype):
+    def spmv_symmetric(self, U, x, x_present, sr, *, mask=None, complement=False, out_dtype,
+                       compensated=False):
         """``spmv`` of the symmetric matrix whose upper triangle (diagonal included) is ``U``,
-        reading U only: each off-diagonal entry also pushes into y[j] with an atomic ⊕."""
+        reading U only: each off-diagonal entry also pushes into y[j] with an atomic ⊕.
+        Unmasked with every x present: rows in order (:mod:`.graph_symmetric`);
+        ``compensated`` (plus_times, float results): exact fixed-point sums, bitwise
+        reproducible. The returned presence may be a cached array: do not write to it."""
         import cupy
+        from . import graph_symmetric as gs
         Up, Uj, Ux = _csr_parts(U, "U")
         m, n = (int(s) for s in U.shape)
         if m != n:
@@ -309,6 +314,10 @@ class CudaGraphKernels:
         x, xp, ym = _spmv_vectors(x, x_present, mask, m, n)
         out = np.dtype(out_dtype)
         work = gc.work_dtype(out, self.acc64)
+        csum = bool(compensated) and gs.exact_eligible(sr, out)
+        if ym is None and xp is None and (csum or gc.monoid_kind(sr.add, out) != 4):
+            y, present = gs.spmv_rows(self, U, Up, Uj, Ux, x, sr, out, work, compensated=csum)
+            return self._finish(y, out), present
         y = cupy.full(m, _identity(sr.add, work, out), dtype=work)
         yp = cupy.zeros(m, dtype=cupy.int32)
         if m:

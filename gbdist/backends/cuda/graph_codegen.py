@@ -324,7 +324,8 @@ def source(functor_src: str) -> str:
     """One translation unit: the prelude, the domain helpers, the functor, the graph
     kernel templates."""
     return "\n".join([read("kernels", "gbdist.cuh"), read("kernels", "graph_types.cuh"),
-                      functor_src, read("kernels", "graph_kernels.cuh")])
+                      functor_src, read("kernels", "graph_kernels.cuh"),
+                      read("kernels", "graph_symmetric.cuh")])
 
 
 def key(src: str) -> str:
@@ -359,6 +360,23 @@ def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
 
 def spmv_symmetric_name(I: str, TA: str, TX: str, comp: bool) -> str:
     return f"gb_spmv_symmetric<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}>"
+
+
+def sym_rows_name(I: str, TA: str, TX: str, G: int, tile: bool, passes: int) -> str:
+    """The in-order symmetric SpMV (``kernels/graph_symmetric.cuh``): G lanes a row."""
+    return f"gb_spmv_sym_rows<GbF, {I}, {TA}, {TX}, {G}, {'true' if tile else 'false'}, {passes}>"
+
+
+def sym_fixed_names(I: str, TA: str, TX: str, G: int, tile: bool, passes: int, TY: str,
+                    ) -> tuple[str, ...]:
+    """The reproducible symmetric SpMV (fixed-point sums), its finish and max|x|."""
+    return (f"gb_spmv_sym_fixed<GbF, {I}, {TA}, {TX}, {G}, {'true' if tile else 'false'}, {passes}>",
+            f"gb_sym_fixed_finish<{TY}>", f"gb_maxabs<{TX}>")
+
+
+def sym_offsets_name(I: str, TA: str, TX: str, csum: bool) -> str:
+    """The symmetric SpMV without atomics for a U on few diagonals (a fixed order)."""
+    return f"gb_spmv_sym_offsets<GbF, {I}, {TA}, {TX}, {'true' if csum else 'false'}>"
 
 
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:

@@ -1,0 +1,309 @@
+"""The fourth seed's experiment on its own matrices (issue 30): symmetric SpMV on 7-point
+Poisson 3D, a 27-point FEM-like stencil and a band (``benchmarks/stencils.py``, built on the
+GPU), float64, against cuSPARSE (cupyx ``A @ x``) on the full matrix, in one process,
+interleaved (variant after variant within each repetition; CUDA-event medians after a
+checked warm-up).
+
+Variants: cuSPARSE full CSR; the seed's plain kernel (a thread a row over U, row sum in a
+register, every term an atomic; y zeroed in the timing); gbdist ``spmv_symmetric`` (rows in
+order, with and without the shared-memory tile; the offsets kernel without atomics, plain
+and compensated); its reproducible fixed-point variant (with and without the tile);
+gbdist's full-CSR ``spmv`` (the binned kernel) and ``gr.mxv`` through the front end; an
+in-order full-CSR kernel (no bins) as evidence for the shared SpMV kernel. Every result is
+checked against cuSPARSE first; the reproducible one is run twice (bit-equal) and compared
+on sampled rows with an exact host sum (math.fsum). Bytes: the matrix read once, x read
+once, y written once; GB/s against a device copy measured in the same run.
+
+Then the CPU-vs-GPU crossover on Poisson grids 8³ … 128³: gbdist's compiled CPU SpMV and
+SciPy against the GPU with x and y on the device, and with x moved there and y back.
+
+    python benchmarks/graph_symmetric_gpu.py [--grids 256,384,512] [--reps 20] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+SEED_SRC = r"""
+extern "C" __global__ void seed_sym(int n, const int* __restrict__ Up, const int* __restrict__ Uj,
+    const double* __restrict__ Ux, const double* __restrict__ x, double* __restrict__ y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double xi = x[i];
+  double s = 0.0;
+  for (int p = Up[i]; p < Up[i + 1]; ++p) {
+    const int j = Uj[p];
+    const double a = Ux[p];
+    s += a * x[j];
+    if (j != i) atomicAdd(&y[j], a * xi);
+  }
+  atomicAdd(&y[i], s);
+}
+template <int G>
+__global__ void inorder_full(long long n, const int* __restrict__ Ap, const int* __restrict__ Aj,
+    const double* __restrict__ Ax, const double* __restrict__ x, double* __restrict__ y) {
+  const long long t = (long long)blockIdx.x * 256 + threadIdx.x;
+  const long long row = t / G;
+  const int lane = (int)(t % G);
+  double s = 0.0;
+  if (row < n)
+    for (long long p = Ap[row] + lane; p < Ap[row + 1]; p += G) s += Ax[p] * x[Aj[p]];
+#pragma unroll
+  for (int off = G / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off, G);
+  if (lane == 0 && row < n) y[row] = s;
+}
+"""
+
+
+def _events(fn):
+    import cupy
+    a, b = cupy.cuda.Event(), cupy.cuda.Event()
+    a.record()
+    fn()
+    b.record()
+    b.synchronize()
+    return cupy.cuda.get_elapsed_time(a, b)
+
+
+def interleaved(fns: dict, reps: int) -> dict:
+    import cupy
+    for f in fns.values():
+        f()
+    cupy.cuda.Device().synchronize()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            times[k].append(_events(f))
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def copy_bandwidth() -> float:
+    """GB/s of a 2 GiB device-to-device copy (bytes read + written)."""
+    import cupy
+    a = cupy.ones(2**28, dtype=cupy.float64)
+    b = cupy.empty_like(a)
+    t = interleaved({"c": lambda: b.__setitem__(Ellipsis, a)}, 10)["c"]
+    return 2 * a.nbytes / t / 1e6
+
+
+def one(kind: str, size, reps: int, bw: float) -> dict:
+    import cupy
+
+    import gbdist as gb
+    from gbdist import graph as gr
+    from gbdist.backends.cuda import graph_symmetric as gs
+    from gbdist.backends.cuda.graph import CudaGraphKernels
+
+    from benchmarks import stencils as st
+    gen = {"poisson7": st.poisson3d, "fem27": st.fem27}.get(kind)
+    t0 = time.perf_counter()
+    if kind == "band":
+        n_, b_ = size
+        A = st.as_cupyx(st.band(n_, b_, xp=cupy))
+        U = st.as_cupyx(st.band(n_, b_, upper=True, xp=cupy))
+    else:
+        A = st.as_cupyx(gen(size, xp=cupy))
+        U = st.as_cupyx(gen(size, upper=True, xp=cupy))
+    cupy.cuda.Device().synchronize()
+    n = A.shape[0]
+    rec = {"matrix": kind, "size": size, "n": n, "nnz": int(A.nnz), "nnz_upper": int(U.nnz),
+           "build_s": time.perf_counter() - t0}
+    K = CudaGraphKernels()
+    sr = gb.semirings.plus_times
+    x = cupy.random.default_rng(7).random(n) - 0.5
+    mod = cupy.RawModule(code=SEED_SRC, options=("-std=c++17",),
+                         name_expressions=[f"inorder_full<{g}>" for g in (1, 2, 4, 8)])
+    seed_k = mod.get_function("seed_sym")
+    inorder = {g: mod.get_function(f"inorder_full<{g}>") for g in (1, 2, 4, 8)}
+    ys = cupy.zeros(n)
+    yo = cupy.empty(n)
+
+    def seed():
+        ys.fill(0)
+        seed_k(((n + 255) // 256,), (256,), (np.int32(n), U.indptr, U.indices, U.data, x, ys))
+
+    G_full = 4 if kind == "poisson7" else 8
+
+    def inord():
+        inorder[G_full](((n * G_full + 255) // 256,), (256,), (np.int64(n), A.indptr, A.indices, A.data, x, yo))
+
+    def sym(tile, comp=False, method=None):
+        method = method or ("fixed" if comp else "atomic")
+        return lambda: gs.spmv_rows(K, U, U.indptr, U.indices, U.data, x, sr, np.dtype(np.float64),
+                                    np.dtype(np.float64), tile=tile, compensated=comp, method=method)[0]
+
+    ref = A @ x
+    nrm = float(cupy.linalg.norm(ref))
+    fns = {"cusparse": lambda: A @ x, "seed": seed, "sym_tile": sym(True), "sym_plain": sym(False),
+           "sym_offsets": sym(False, False, "offsets"), "sym_offsets_comp": sym(False, True, "offsets"),
+           "sym_exact_tile": sym(True, True), "sym_exact_plain": sym(False, True),
+           "spmv_full": lambda: K.spmv(A, x, None, sr, out_dtype=np.float64),
+           "inorder_full": inord}
+    errs = {}
+    outs = {}
+    for k, f in fns.items():
+        r = f()
+        if k == "seed":
+            r = ys
+        elif k == "inorder_full":
+            r = yo
+        elif k == "spmv_full":
+            r = r[0]
+        r = r.copy()
+        outs[k] = r
+        errs[k] = float(cupy.linalg.norm(r - ref)) / nrm
+        assert errs[k] < 1e-12, (k, errs[k])
+    # reproducibility: bit-equal across runs (a different x in between moves the atomics' order)
+    for k in ("sym_exact_tile", "sym_exact_plain", "sym_offsets_comp", "sym_offsets"):
+        again = fns[k]().copy()
+        rec[f"{k}_bitwise_equal"] = bool(cupy.all(again.view(cupy.int64) == outs[k].view(cupy.int64)))
+    rec["exact_tile_vs_plain_bitwise_equal"] = bool(
+        cupy.all(outs["sym_exact_tile"].view(cupy.int64) == outs["sym_exact_plain"].view(cupy.int64)))
+    rec["plain_runs_bitwise_equal"] = bool(cupy.all(fns["sym_tile"]().view(cupy.int64)
+                                                    == outs["sym_tile"].view(cupy.int64)))
+    # exact host sums of sampled rows (fsum over the full matrix row)
+    rows = np.random.default_rng(3).choice(n, 500, replace=False)
+    Ap, Aj, Ax = A.indptr, A.indices, A.data
+    xh = x.get()
+    worst = {"cusparse": 0.0, "sym_exact_tile": 0.0, "sym_tile": 0.0, "sym_offsets_comp": 0.0}
+    for i in rows:
+        lo, hi = int(Ap[int(i)]), int(Ap[int(i) + 1])
+        a, j = Ax[lo:hi].get(), Aj[lo:hi].get()
+        prods = [float(p) for p in a * xh[j]]  # each product rounded once, as the kernels do
+        ex = math.fsum(prods)
+        for k in worst:
+            v = float(outs[k][int(i)])
+            worst[k] = max(worst[k], abs(v - ex) / max(abs(ex), 1e-300) if ex else abs(v))
+    rec["worst_rel_err_vs_fsum"] = worst
+    rec["rel_err_vs_cusparse"] = errs
+    t = interleaved(fns, reps)
+    rec["ms"] = t
+    ub = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes + 2 * x.nbytes
+    fb = A.data.nbytes + A.indices.nbytes + A.indptr.nbytes + 2 * x.nbytes
+    rec["bytes_upper"], rec["bytes_full"] = ub, fb
+    rec["bound_ms_upper"], rec["bound_ms_full"] = ub / bw / 1e6, fb / bw / 1e6
+    try:
+        M = gb.Matrix(A)
+        u = gb.Vector(x)
+        y0 = gr.mxv(M, u, sr)
+        got = y0.to_dense() if hasattr(y0, "to_dense") else None
+        if got is not None:
+            assert float(cupy.linalg.norm(cupy.asarray(got) - ref)) / nrm < 1e-12
+        rec["ms"]["gr_mxv"] = interleaved({"m": lambda: gr.mxv(M, u, sr)}, max(3, reps // 2))["m"]
+        del M, u
+    except Exception as e:  # noqa: BLE001 - report, do not lose the run
+        rec["gr_mxv_error"] = f"{type(e).__name__}: {e}"[:300]
+    del A, U
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rec
+
+
+def crossover(grids, reps: int) -> list:
+    """CPU (gbdist compiled, SciPy) vs GPU SpMV on Poisson grids, host x included."""
+    import cupy
+
+    import gbdist as gb
+    from gbdist.backends.cuda.graph import CudaGraphKernels
+    from gbdist.graph.dispatch import get_kernels
+
+    from benchmarks import stencils as st
+    K = CudaGraphKernels()
+    C = get_kernels("cpu")
+    sr = gb.semirings.plus_times
+    out = []
+    for g in grids:
+        parts = st.poisson3d(g)
+        Ah = st.as_scipy(parts)
+        Uh = st.as_scipy(st.poisson3d(g, upper=True))
+        Ad, Ud = st.as_cupyx(parts), st.as_cupyx(st.poisson3d(g, upper=True))
+        xh = np.random.default_rng(1).random(Ah.shape[0])
+        xd = cupy.asarray(xh)
+        C.spmv(Ah, xh, None, sr, out_dtype=np.float64)
+
+        def host(fn, k=reps):
+            fn()
+            ts = []
+            for _ in range(k):
+                t0 = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            return float(np.median(ts))
+
+        def moved(fn):
+            def f():
+                y = fn(cupy.asarray(xh))
+                return y.get()
+            return f
+
+        rec = {"grid": g, "nnz": int(Ah.nnz),
+               "cpu_compiled_ms": host(lambda: C.spmv(Ah, xh, None, sr, out_dtype=np.float64)),
+               "cpu_scipy_ms": host(lambda: Ah @ xh),
+               "gpu_full_ms": host(lambda: (K.spmv(Ad, xd, None, sr, out_dtype=np.float64)[0], cupy.cuda.Device().synchronize())),
+               "gpu_full_hostx_ms": host(moved(lambda v: K.spmv(Ad, v, None, sr, out_dtype=np.float64)[0])),
+               "gpu_sym_hostx_ms": host(moved(lambda v: K.spmv_symmetric(Ud, v, None, sr, out_dtype=np.float64)[0])),
+               "gpu_cusparse_hostx_ms": host(moved(lambda v: Ad @ v))}
+        out.append(rec)
+        print(json.dumps(rec), flush=True)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grids", default="256,384,512")
+    ap.add_argument("--fem", default="128,192")
+    ap.add_argument("--band", default="")
+    ap.add_argument("--cross", default="8,12,16,24,32,48,64,96,128")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    bw = copy_bandwidth()
+    res = {"copy_GBps": bw, "rows": [], "crossover": []}
+    print(f"device copy {bw:.0f} GB/s", flush=True)
+    jobs = [("poisson7", int(g)) for g in a.grids.split(",") if g]
+    jobs += [("fem27", int(g)) for g in a.fem.split(",") if g]
+    jobs += [("band", tuple(int(v) for v in b.split("x"))) for b in a.band.split(",") if b]
+    for kind, size in jobs:
+        try:
+            rec = one(kind, size, a.reps, bw)
+        except Exception as e:  # noqa: BLE001
+            rec = {"matrix": kind, "size": size, "error": f"{type(e).__name__}: {e}"[:500]}
+        res["rows"].append(rec)
+        print(json.dumps(rec), flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+    if a.cross:
+        try:
+            res["crossover"] = crossover([int(g) for g in a.cross.split(",")], max(5, a.reps // 2))
+        except Exception as e:  # noqa: BLE001
+            res["crossover_error"] = f"{type(e).__name__}: {e}"[:500]
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    print("\nmatrix size nnz cuSP | seed tile atomic offsets offsets+comp fixedT fixedP spmv inorder grmxv"
+          " (ms (ratio to cuSPARSE))")
+    for r in res["rows"]:
+        if "ms" not in r:
+            print(r.get("matrix"), r.get("size"), r.get("error"))
+            continue
+        t = r["ms"]
+        c = t["cusparse"]
+        cells = [f"{t[k]:.3f}({t[k] / c:.2f})" if k in t else "-" for k in
+                 ("seed", "sym_tile", "sym_plain", "sym_offsets", "sym_offsets_comp", "sym_exact_tile",
+                  "sym_exact_plain", "spmv_full",
+                  "inorder_full", "gr_mxv")]
+        print(r["matrix"], r["size"], r["nnz"], f"{c:.3f}", " ".join(cells),
+              "repro", r["sym_exact_tile_bitwise_equal"], r["sym_exact_plain_bitwise_equal"],
+              r["sym_offsets_comp_bitwise_equal"],
+              "bound_up/full", f"{r['bound_ms_upper']:.3f}/{r['bound_ms_full']:.3f}")
+    for r in res["crossover"]:
+        print("cross", r["grid"], *(f"{k}={v:.3f}" for k, v in r.items() if k.endswith("ms")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

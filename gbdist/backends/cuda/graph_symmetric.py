@@ -1,0 +1,169 @@
+"""The in-order symmetric SpMV (issue 30, ``kernels/graph_symmetric.cuh``): y = A x for the
+symmetric A whose upper triangle (diagonal included) is U, reading U once, unmasked and with
+every x entry present (the general case stays ``gb_spmv_symmetric``).
+
+* plain (:func:`spmv_rows`): rows in order, G lanes a row (from U's mean row length); each
+  stored U(i,j) adds to the row's register sum and, off the diagonal, to y[j]. With
+  ``tile`` a block's consecutive rows accumulate in shared memory (a band's near diagonals
+  never reach global memory) and are flushed with one atomic a row.
+* offsets (``method="offsets"``): where U lies on at most :data:`MAX_OFFSETS` diagonals
+  (a stencil, a band) and its rows are sorted: no atomics, a thread per row in a fixed
+  order (its own row, then U(j - d, j) for each diagonal d found in the row above).
+* reproducible (``compensated=True``, plus_times on floats): the offsets kernel with
+  compensated (Neumaier) sums where it applies; else every term summed exactly in fixed
+  point with integer atomics (associative: the same bits whatever order the atomics land
+  in), then rounded once; see the kernel file for the bound.
+
+Per matrix (cached on U, keyed by its buffers): which rows of A have entries (U's row or
+column non-empty: the result's presence without a mask), the longest row of A (bounds the
+fixed-point words), max|U| (as double bits on the device) and U's diagonals.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...algebra.formulas import X, Y
+from . import graph_codegen as gc
+
+TILE = True
+"""Default of :func:`spmv_rows`'s ``tile``."""
+PASSES = 4
+"""Passes a block makes over its lanes' rows with ``tile``: 256 / G * PASSES rows a block."""
+
+MAX_OFFSETS = 128
+"""Most distinct diagonals of U for the offsets kernel (its rows look up each one)."""
+PLAIN = "tile"
+"""Default kernel of a plain product: "tile" / "atomic" (:func:`spmv_rows`'s ``tile``) or
+"offsets" (no atomics; where U lies on few diagonals)."""
+
+_WORK: dict = {}  # (device, n) -> (hi, lo): the fixed-point words, kept at 0 between calls
+
+
+def lanes(avg_degree: float) -> int:
+    """Lanes a row for U's mean row length: a thread a row for a 7-point stencil's 4."""
+    for g in (1, 2, 4, 8, 16):
+        if avg_degree <= 6 * g:
+            return g
+    return 32
+
+
+def exact_eligible(sr, out_dtype) -> bool:
+    """The reproducible kernel applies: ⊕ = plus, ⊗ = times, a floating-point result."""
+    return (np.dtype(out_dtype).kind == "f" and gc.monoid_kind(sr.add) == 1
+            and sr.mul is not None and sr.mul.formula in (X * Y, Y * X))
+
+
+def structure(U, Up, Uj, Ux) -> dict:
+    """The per-matrix facts (module docstring), computed once and cached on ``U``."""
+    import cupy
+    key = (int(Up.data.ptr), int(Uj.data.ptr), int(Ux.data.ptr), int(Uj.size), tuple(U.shape))
+    memo = getattr(U, "_gbdist_sym_rows", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    n = int(U.shape[0])
+    deg = cupy.diff(Up).astype(cupy.int64)
+    col = cupy.bincount(Uj.astype(cupy.int64), minlength=n)[:n] if Uj.size else cupy.zeros(n, cupy.int64)
+    present = (deg > 0) | (col > 0)
+    ma = cupy.abs(Ux.astype(cupy.float64)).max() if Ux.size else cupy.zeros((), cupy.float64)
+    info = {"present": present, "dmax": int((deg + col).max()) if n else 0,
+            "G": lanes(Uj.size / max(n, 1)),
+            "maxabs": cupy.ascontiguousarray(ma.reshape(1)).view(cupy.uint64),
+            "offsets": _diagonals(Up, Uj)}
+    try:
+        U._gbdist_sym_rows = (key, info)
+    except AttributeError:
+        pass
+    return info
+
+
+def _diagonals(Up, Uj):
+    """The distinct j - i of U's entries (device int64, ascending) when there are at most
+    :data:`MAX_OFFSETS`, none negative, and every row's columns strictly ascend (the
+    offsets kernel's binary search); else None."""
+    import cupy
+    if Uj.size == 0:
+        return None
+    # each entry's row: the last row starting at or before it (empty rows start there too)
+    rows = cupy.searchsorted(Up, cupy.arange(Uj.size, dtype=cupy.int64), side="right") - 1
+    d = Uj.astype(cupy.int64) - rows
+    if int(d.min()) < 0:
+        return None
+    same_row = rows[1:] == rows[:-1]
+    if bool(cupy.any(same_row & (d[1:] <= d[:-1]))):
+        return None
+    top = int(d.max())
+    if top < 1 << 24:
+        offs = cupy.flatnonzero(cupy.bincount(d, minlength=top + 1)).astype(cupy.int64)
+    else:
+        offs = cupy.unique(d)
+    return offs if offs.size <= MAX_OFFSETS else None
+
+
+def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=False, method=None):
+    """(y in the accumulator dtype, presence) of the symmetric product. ``compensated``
+    (the caller checked :func:`exact_eligible`): reproducible, by the offsets kernel with
+    compensated sums where U lies on few diagonals, else by fixed-point atomics.
+    ``method``: "offsets", "atomic" or "fixed" forces one (None: :data:`PLAIN` or the rule
+    above)."""
+    import cupy
+    n = int(U.shape[0])
+    info = structure(U, Up, Uj, Ux)
+    offs = info["offsets"]
+    if method is None:
+        method = ("offsets" if offs is not None else "fixed") if compensated else \
+            ("offsets" if PLAIN == "offsets" and offs is not None else "atomic")
+        if method == "atomic" and tile is None:
+            tile = PLAIN == "tile"
+    if method == "offsets":
+        if offs is None:
+            raise ValueError("the offsets kernel needs U on few diagonals, rows sorted")
+        name = gc.sym_offsets_name(gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype),
+                                   gc.ctype(x.dtype, "values of x"), bool(compensated))
+        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+        y = cupy.empty(n, dtype=work)
+        if n:
+            fn((-(-n // 256),), (256,), (np.int64(n), Up, Uj, Ux, x, offs, np.int32(offs.size), y))
+        return y, info["present"]
+    compensated = method == "fixed"
+    G = info["G"]
+    tile = TILE if tile is None else bool(tile)
+    passes = PASSES if tile else 1
+    rows_per_block = 256 // G * passes
+    blocks = -(-n // rows_per_block)
+    I, TA, TX = gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype), gc.ctype(x.dtype, "values of x")
+    if not compensated:
+        ident = _identity(sr.add, np.dtype(work), np.dtype(out))
+        y = cupy.zeros(n, dtype=work) if ident == 0 and not np.isnan(ident) else cupy.full(n, ident, dtype=work)
+        name = gc.sym_rows_name(I, TA, TX, G, tile, passes)
+        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+        if blocks:
+            fn((blocks,), (256,), (np.int64(n), Up, Uj, Ux, x, y))
+        return y, info["present"]
+    D = max(int(info["dmax"]), 1).bit_length()  # 2^D > the longest row of A
+    S, L = 52 - D, min(52, 62 - D)
+    TY = gc.CTYPES[np.dtype(work)]
+    names = gc.sym_fixed_names(I, TA, TX, G, tile, passes, TY)
+    kern = K._kernels(sr.mul, sr.add, out, names)
+    dev = cupy.cuda.Device().id
+    ws = _WORK.get((dev, n))
+    if ws is None:
+        ws = _WORK[(dev, n)] = (cupy.zeros(n, cupy.int64), cupy.zeros(n, cupy.int64))
+    hi, lo = ws
+    bx = cupy.zeros(1, cupy.uint64)
+    if n:
+        kern[names[2]]((min(1024, -(-n // 256)),), (256,), (x, np.int64(n), bx))
+    y = cupy.empty(n, dtype=work)
+    if blocks:
+        kern[names[0]]((blocks,), (256,), (np.int64(n), Up, Uj, Ux, x, info["maxabs"], bx,
+                                           np.int32(S), np.int32(L), hi, lo))
+        kern[names[1]]((min(2048, -(-n // 256)),), (256,), (np.int64(n), info["maxabs"], bx,
+                                                           np.int32(S), np.int32(L), hi, lo, y))
+    return y, info["present"]
+
+
+def _identity(monoid, work: np.dtype, out: np.dtype):
+    """⊕'s identity in the accumulator dtype (as ``graph._identity``: NaN for float min/max)."""
+    from ..graph_reference import identity_value
+    if out != np.bool_ and gc.nan_identity(monoid, work):
+        return work.type(np.nan)
+    return work.type(identity_value(monoid, out))
