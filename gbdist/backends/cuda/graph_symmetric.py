@@ -32,6 +32,11 @@ PASSES = 4
 
 MAX_OFFSETS = 128
 """Most distinct diagonals of U for the offsets kernel (its rows look up each one)."""
+OFFSETS_WIN = 8
+"""Most diagonals of U (the main one included) for which the reproducible product takes the
+offsets kernel rather than fixed-point atomics: measured on one H200, 2026-11-27, the
+offsets kernel was 0.62-0.82x cuSPARSE on 7-point Poisson (4 diagonals) and 1.8-2.4x on a
+27-point stencil (14 diagonals, each a dependent walk), where fixed-point took 1.01-1.05x."""
 PLAIN = "tile"
 """Default kernel of a plain product: "tile" / "atomic" (:func:`spmv_rows`'s ``tile``) or
 "offsets" (no atomics; where U lies on few diagonals)."""
@@ -110,7 +115,8 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
     info = structure(U, Up, Uj, Ux)
     offs = info["offsets"]
     if method is None:
-        method = ("offsets" if offs is not None else "fixed") if compensated else \
+        few = offs is not None and len(offs) <= OFFSETS_WIN
+        method = ("offsets" if few else "fixed") if compensated else \
             ("offsets" if PLAIN == "offsets" and offs is not None else "atomic")
         if method == "atomic" and tile is None:
             tile = PLAIN == "tile"
