@@ -529,6 +529,129 @@ __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restric
   }
 }
 
+// ---------------------------------------------------------------------------
+// SpMV, row tiles (CSR-stream / CSR-adaptive; issue 30): the one SpMV kernel `spmv` launches.
+// Block b takes the rows i whose merge coordinate Ap[i] + i lies in [b * TILE, (b + 1) * TILE)
+// (starts[b] .. starts[b + 1], computed once per matrix): at most TILE rows and TILE entries,
+// except that the block's last row may run on. No row ids are read: the block's entries
+// [Ap[r0], Ap[rs]) are one contiguous range, loaded coalesced by all 256 threads (several
+// gathers of x in flight a thread), ⊗ applied, the products staged in shared memory; then
+// a thread reduces each row of at most 32 entries, a warp each longer one, from shared
+// memory (rows written in order, ⊕ in entry order inside a lane). A last row that does not
+// fit the 2 * TILE staged entries is reduced by the whole block from global memory.
+// Bytes: the entries once (index + value), x gathered once an entry, Ap and y once a row,
+// one 8-byte start a block: cuSPARSE's bytes. yp (present flags) is written unless null:
+// without x's flags and a mask it is the matrix's non-empty rows, which the host caches.
+// ---------------------------------------------------------------------------
+template <class F, bool CS>
+__device__ __forceinline__ void gb_staged_reduce(const typename F::W* sv, const unsigned char* sf,
+    bool flags, int a, int b, int lane, int step, typename F::W& acc, typename F::W& comp, int& has) {
+  for (int i = a + lane; i < b; i += step) {
+    if (flags && !sf[i]) continue;
+    const typename F::W v = sv[i];
+    if constexpr (CS) {
+      if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
+    } else {
+      acc = has ? F::add(acc, v) : v;
+    }
+    has = 1;
+  }
+}
+
+template <class F, typename I, typename TA, typename TX, bool COMP, bool CSUM, int TILE>
+__global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restrict__ starts,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  typedef typename F::W W;
+  constexpr int CAP = 2 * TILE;  // staged entries
+  constexpr int LONG = 32;       // rows above this many entries get a warp
+  constexpr bool CS = gb_csum<F, CSUM>::on;
+  __shared__ W sv[CAP];
+  __shared__ unsigned char sf[CAP];  // present flags of x (only with xp)
+  __shared__ int longrows[CAP / LONG + 1];
+  __shared__ int nlong;
+  __shared__ W wacc[8], wcomp[8];
+  __shared__ int whas[8];
+  const long long r0 = starts[blockIdx.x];
+  const long long r1 = starts[blockIdx.x + 1];
+  if (r0 >= r1) return;  // a tile inside one long row: its block reduces it
+  const int t = threadIdx.x;
+  const long long e0 = (long long)Ap[r0];
+  long long rs = r1;  // rows [r0, rs) staged
+  if ((long long)Ap[r1] - e0 > CAP) rs = r1 - 1;
+  const int E = (int)((long long)Ap[rs] - e0);
+  const bool flags = xp != nullptr;
+  if (t == 0) nlong = 0;
+#pragma unroll
+  for (int u = 0; u < CAP / 256; ++u) {
+    const int i = t + u * 256;
+    if (i < E) {
+      const long long p = e0 + i;
+      const long long k = (long long)Aj[p];
+      bool ok = true;
+      if (flags) { ok = xp[k]; sf[i] = ok ? 1 : 0; }
+      if (ok) sv[i] = F::mul(F::load(Ax[p]), F::load(x[k]));
+    }
+  }
+  __syncthreads();
+  // a thread a row (rows of at most LONG entries); longer rows listed for the warps
+  for (long long r = r0 + t; r < rs; r += 256) {
+    const int a = (int)((long long)Ap[r] - e0);
+    const int b = (int)((long long)Ap[r + 1] - e0);
+    const bool keep = ymask == nullptr || (COMP ? !ymask[r] : ymask[r]);
+    if (keep && b - a > LONG) { longrows[atomicAdd(&nlong, 1)] = (int)(r - r0); continue; }
+    W acc = F::identity(), comp = (W)0;
+    int has = 0;
+    if (keep) gb_staged_reduce<F, CS>(sv, sf, flags, a, b, 0, 1, acc, comp, has);
+    if constexpr (CS) acc = acc + comp;
+    y[r] = has ? acc : F::identity();
+    if (yp != nullptr) yp[r] = has != 0;
+  }
+  __syncthreads();
+  const int lane = t & 31, warp = t >> 5;
+  for (int q = warp; q < nlong; q += 8) {
+    const long long r = r0 + longrows[q];
+    const int a = (int)((long long)Ap[r] - e0);
+    const int b = (int)((long long)Ap[r + 1] - e0);
+    W acc = F::identity(), comp = (W)0;
+    int has = 0;
+    gb_staged_reduce<F, CS>(sv, sf, flags, a, b, lane, 32, acc, comp, has);
+    gb_combine<F, 32, CS>(acc, comp, has);
+    if (lane == 0) {
+      if constexpr (CS) acc = acc + comp;
+      y[r] = has ? acc : F::identity();
+      if (yp != nullptr) yp[r] = has != 0;
+    }
+  }
+  if (rs == r1) return;  // block-uniform
+  // the last row, too long to stage: 256 lanes over global memory
+  const long long row = rs;
+  const bool keep = ymask == nullptr || (COMP ? !ymask[row] : ymask[row]);
+  W acc = F::identity(), comp = (W)0;
+  int has = 0;
+  if (keep) gb_spmv_lane<F, CS>(row, t, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
+  gb_combine<F, 32, CS>(acc, comp, has);
+  if (lane == 0) { wacc[warp] = acc; wcomp[warp] = comp; whas[warp] = has; }
+  __syncthreads();
+  if (t == 0) {
+    W a = F::identity(), c = (W)0;
+    int h = 0;
+    for (int w = 0; w < 8; ++w) {
+      if (!whas[w]) continue;
+      if constexpr (CS) {
+        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
+      } else {
+        a = h ? F::add(a, wacc[w]) : wacc[w];
+      }
+      h = 1;
+    }
+    if constexpr (CS) a = a + c;
+    y[row] = h ? a : F::identity();
+    if (yp != nullptr) yp[row] = h != 0;
+  }
+}
+
 // Symmetric SpMV: A = U + Uᵀ − diag with U the upper triangle (diagonal included) of a
 // symmetric A; reads U only (about half of A). Each stored U(i,j) adds mul(U(i,j), x[j]) to
 // y[i] (summed in the row's lanes, then one atomic ⊕) and, off the diagonal, mul(U(i,j), x[i])

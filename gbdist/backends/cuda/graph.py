@@ -10,9 +10,13 @@ interface on CuPy device data.
   atomic ⊕; each shared row sorted in the kernel by a bitonic network and written in order),
   the global-table rows sorted afterwards with one CuPy sort.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
-* :meth:`~CudaGraphKernels.spmv` (pull): rows binned by degree (once per matrix, cached on
-  it): a thread per row for short rows, 4, 16 or 32 lanes for medium ones, a 256-thread
-  block for long ones — all bins in one launch.
+* :meth:`~CudaGraphKernels.spmv` (pull, issue 30): row tiles of SPMV_TILE merge coordinates
+  (Ap[i] + i; computed once per matrix, cached on it), a 256-thread block a tile: the tile's
+  entries loaded coalesced and their products staged in shared memory, a thread per row of
+  ≤ 32 entries, a warp per longer row, the whole block for a row too long to stage — one
+  launch, no row ids. With every x present and no mask, the present flags returned are the
+  matrix's cached non-empty rows (shared, read only). ``spmv_kernel = "binned"`` runs issue
+  12's degree bins instead (rows binned by degree, row ids read; kept for comparison).
 * :meth:`~CudaGraphKernels.spmspv` (push): a warp per frontier entry, atomic ⊕ into y.
 * :meth:`~CudaGraphKernels.segment_reduce`: a warp per segment.
 
@@ -137,6 +141,10 @@ class CudaGraphKernels:
     """GraphKernels on CuPy data. ``acc64``: float32 results accumulate in float64."""
 
     name = "cuda"
+    # The SpMV kernel: "stream" (row tiles, gb_spmv_stream) or "binned" (issue 12's degree
+    # bins, kept so that benchmarks/graph_gpu.py can time both in one run); its tile size.
+    spmv_kernel = "stream"
+    spmv_tile = gc.SPMV_TILE
 
     def __init__(self, acc64: bool = False):
         import cupy
@@ -288,15 +296,26 @@ class CudaGraphKernels:
         work = gc.work_dtype(out, self.acc64)
         I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
         y = cupy.empty(m, dtype=work)
-        yp = cupy.empty(m, dtype=cupy.bool_)
         if m == 0:
-            return self._finish(y, out), yp
-        rows, meta, blocks = _spmv_bins(A, Ap)
-        name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated))
+            return self._finish(y, out), cupy.empty(0, dtype=cupy.bool_)
+        shared = None  # the matrix's cached non-empty rows, where they are the flags
+        if self.spmv_kernel == "binned":
+            rows, meta, blocks = _spmv_bins(A, Ap)
+            name = gc.spmv_binned_name(I, TA, TX, bool(complement), bool(compensated))
+            head = (rows, meta)
+        else:
+            starts, blocks, nonempty = _spmv_tiles(A, Ap, self.spmv_tile)
+            name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated), self.spmv_tile)
+            head = (starts,)
+            if xp is None and ym is None:
+                # every x present, no mask: the present rows are the non-empty ones, built
+                # once per matrix and shared (read only); the kernel writes no flags
+                shared = nonempty()
+        yp = cupy.empty(m, dtype=cupy.bool_) if shared is None else None
         fn = self._kernels(sr.mul, sr.add, out, (name,))[name]
         if blocks:
-            fn((blocks,), (256,), (rows, meta, Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
-        return self._finish(y, out), yp
+            fn((blocks,), (256,), head + (Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, _ptr(yp)))
+        return self._finish(y, out), (yp if shared is None else shared)
 
     def spmv_symmetric(self, U, x, x_present, sr, *, mask=None, complement=False, out_dtype):
         """``spmv`` of the symmetric matrix whose upper triangle (diagonal included) is ``U``,
@@ -418,6 +437,44 @@ def _spmv_bins(A, Ap):
     except AttributeError:
         pass
     return memo
+
+
+def _spmv_tiles(A, Ap, tile: int):
+    """(starts, blocks, nonempty) of the row-tile SpMV (``nonempty()``: the matrix's non-empty
+    rows, a bool array built on first use): block b takes the rows i with
+    b * tile <= Ap[i] + i < (b + 1) * tile, starts[b] <= i < starts[b + 1] (a device int64
+    array of blocks + 1). One host read (the entry count) per matrix; cached on the matrix
+    object like :func:`_spmv_bins`."""
+    import cupy
+    key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape), int(tile))
+    memo = getattr(A, "_gbdist_spmv_tiles", None)
+    if memo is not None and key in memo:
+        return memo[key]
+    m = int(Ap.size) - 1
+    nnz = int(Ap[-1])
+    blocks = max(1, -(-(nnz + m) // int(tile)))
+    coord = Ap[:-1].astype(cupy.int64) + cupy.arange(m, dtype=cupy.int64)
+    starts = cupy.searchsorted(coord, cupy.arange(blocks + 1, dtype=cupy.int64) * int(tile))
+    starts = starts.astype(cupy.int64)
+    starts[-1] = m
+    rows_present = []
+
+    def nonempty():
+        if not rows_present:
+            rows_present.append(cupy.diff(Ap) > 0)
+        return rows_present[0]
+
+    out = (starts, blocks, nonempty)
+    try:
+        if memo is None:
+            memo = {}
+            A._gbdist_spmv_tiles = memo
+        if len(memo) >= 4:  # stale buffers' tilings
+            memo.clear()
+        memo[key] = out
+    except AttributeError:
+        pass
+    return out
 
 
 def _sort_rows(Cp, Cj, Cx, rows, n: int) -> None:

@@ -52,6 +52,11 @@ SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 4), (256, 2, 1), (512, 4, 1), (1
 # SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
 # one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
+# The SpMV's row tiles (gb_spmv_stream): rows whose merge coordinate Ap[i] + i falls in one
+# tile of this many go to one 256-thread block, which stages up to 2 * SPMV_TILE products
+# in shared memory (16 KiB of float64 for 1024).
+SPMV_TILE = 1024
+SPMV_TILES = (1024, 2048)  # the tile sizes benchmarks/graph_gpu.py compares
 
 
 def ctype(dtype, what: str = "values") -> str:
@@ -350,8 +355,16 @@ def global_name(I, TA, TB, numeric: bool, mask: int) -> str:
     return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
-def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
-    """The one-launch SpMV; ``comp``: complemented mask; ``csum``: compensated sums."""
+def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False, tile: int = None) -> str:
+    """The SpMV ``spmv`` launches (row tiles of ``tile`` merge coordinates, default
+    SPMV_TILE); ``comp``: complemented mask; ``csum``: compensated sums."""
+    return (f"gb_spmv_stream<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
+            f"{'true' if csum else 'false'}, {int(tile or SPMV_TILE)}>")
+
+
+def spmv_binned_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
+    """The degree-binned one-launch SpMV (row ids per bin; issue 12's kernel, kept for
+    comparison in benchmarks/graph_gpu.py)."""
     return (f"gb_spmv_binned<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
             f"{'true' if csum else 'false'}>")
 
