@@ -281,9 +281,11 @@ __device__ __forceinline__ void gb_sorted_write(int* keys, W* vals, int* scr, in
   }
 }
 
+// One block's rows of a shared-table bin: `rows` the bin's row ids, `block` the block's index
+// inside the bin; scratch: RPB * 36 ints of static shared memory.
 template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
-__global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
-    const long long* __restrict__ rows, long long nrows,
+__device__ __forceinline__ void gb_spgemm_shared_rows(
+    const long long* __restrict__ rows, long long nrows, long long block, int* scratch,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
     const I* __restrict__ Mp, const I* __restrict__ Mj,
@@ -295,10 +297,9 @@ __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
   extern __shared__ __align__(16) unsigned char gb_smem[];
   W* svals = reinterpret_cast<W*>(gb_smem);
   int* skeys = reinterpret_cast<int*>(gb_smem + (NUMERIC ? sizeof(W) * RPB * S : 0));
-  __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
   const int g = threadIdx.x / T;
   const int t = threadIdx.x % T;
-  const long long r = (long long)blockIdx.x * RPB + g;
+  const long long r = block * RPB + g;
   if (r >= nrows) return;  // RPB > 1: a whole warp leaves; RPB == 1: the whole block
   const long long row = rows[r];
   int* scr = scratch + g * 36;
@@ -318,6 +319,67 @@ __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
     gb_group_sync<RPB>();
     gb_sorted_write<S, T, RPB, W>(keys, vals, scr, t, Cp[row], Cj, Cx);
   }
+}
+
+template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
+    const long long* __restrict__ rows, long long nrows,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
+  gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>(
+      rows, nrows, blockIdx.x, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx);
+}
+
+// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
+// first row in `rows`, its row count and this block's index inside the bin.
+template <int NB>
+__device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
+                                            long long& nrows, long long& block) {
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  r0 = meta[b];
+  nrows = meta[b + 1] - meta[b];
+  block = blk - meta[NB + 1 + b];
+  return b;
+}
+
+// Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 7 of SHARED_BINS
+// (graph_codegen.py: 32 … 512 slots, a warp a row, 8 rows a block; 1,024 … 4,096 slots, 8
+// warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
+// bins' first rows, then their first blocks). Dynamic shared memory: the largest table
+// of the bins this launch holds rows of.
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(256) gb_spgemm_binned(
+    const long long* __restrict__ rows, const long long* __restrict__ meta,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  constexpr int NB = 8;
+  __shared__ int scratch[8 * 36];
+  long long r0, nrows, block;
+  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
+  const long long* rb = rows + r0;
+#define GB_BIN(S, WPR, RPB) gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>( \
+      rb, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx); return;
+  switch (b) {
+    case 0: GB_BIN(32, 1, 8)
+    case 1: GB_BIN(64, 1, 8)
+    case 2: GB_BIN(128, 1, 8)
+    case 3: GB_BIN(256, 1, 8)
+    case 4: GB_BIN(512, 1, 8)
+    case 5: GB_BIN(1024, 8, 1)
+    case 6: GB_BIN(2048, 8, 1)
+    default: GB_BIN(4096, 8, 1)
+  }
+#undef GB_BIN
 }
 
 // ---------------------------------------------------------------------------
@@ -437,21 +499,6 @@ template <class F, int G, bool CS>
 __device__ __forceinline__ void gb_combine(typename F::W& acc, typename F::W& comp, int& has) {
   if constexpr (CS) gb_group_combine_csum<F, G>(acc, comp, has);
   else gb_group_combine<F, G>(acc, has);
-}
-
-// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
-// first row in `rows`, its row count and this block's index inside the bin.
-template <int NB>
-__device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
-                                            long long& nrows, long long& block) {
-  const long long blk = blockIdx.x;
-  int b = 0;
-#pragma unroll
-  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
-  r0 = meta[b];
-  nrows = meta[b + 1] - meta[b];
-  block = blk - meta[NB + 1 + b];
-  return b;
 }
 
 // One launch for every degree bin: rows holds the bins' row ids one after another; meta holds

@@ -105,6 +105,13 @@ def test_bins_cover_every_bound_once():
         assert rpb * s * (4 + 8) <= 227 * 1024  # keys + 8-byte values: sm_90's dynamic shared limit
         assert 32 * wpr * rpb <= 1024
         assert s // (32 * wpr) <= 16  # table slots a thread holds in the numeric pass's sort
+    # gb_spgemm_binned runs the first ONE_LAUNCH bins, 256-thread blocks, with these shapes
+    src = gc.source("")
+    for b, (s, wpr, rpb) in enumerate(gc.SHARED_BINS[:gc.ONE_LAUNCH]):
+        assert 32 * wpr * rpb == 256
+        assert f"case {b}: GB_BIN({s}, {wpr}, {rpb})" in src or (
+            b == gc.ONE_LAUNCH - 1 and f"default: GB_BIN({s}, {wpr}, {rpb})" in src)
+    assert f"constexpr int NB = {gc.ONE_LAUNCH};" in src
     bounds = [b for b, _ in gc.SPMV_BINS]
     assert bounds == sorted(bounds)
     # gb_spmv_binned switches on exactly these lane counts, then the block bin (NB = 5)

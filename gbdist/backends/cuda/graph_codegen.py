@@ -47,8 +47,11 @@ INDEX_CTYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 # rows of at most S / 2 columns. The tables are dynamic shared memory (S = 16384 with 8-byte
 # values: 192 KiB, one block an SM); S / (32 * warps) <= 16 keeps the numeric pass's sort in
 # registers (64 a thread).
-SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 4), (256, 2, 1), (512, 4, 1), (1024, 8, 1),
-               (2048, 16, 1), (4096, 16, 1), (8192, 16, 1), (16384, 32, 1))
+# The first ONE_LAUNCH bins have 256-thread blocks and run in one launch per pass
+# (gb_spgemm_binned switches on exactly these; issue 30); the larger ones one launch each.
+SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 8), (256, 1, 8), (512, 1, 8), (1024, 8, 1),
+               (2048, 8, 1), (4096, 8, 1), (8192, 16, 1), (16384, 32, 1))
+ONE_LAUNCH = 8
 # SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
 # one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
@@ -340,10 +343,16 @@ def spgemm_names(I: str, TA: str, TB: str, mask: int) -> tuple[str, ...]:
     """Every SpGEMM kernel for one (index, A value, B value, mask mode) combination."""
     out = []
     for numeric in ("false", "true"):
-        for S, wpr, rpb in SHARED_BINS:
+        out.append(binned_name(I, TA, TB, numeric == "true", mask))
+        for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
             out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask))
         out.append(global_name(I, TA, TB, numeric == "true", mask))
     return tuple(out)
+
+
+def binned_name(I, TA, TB, numeric: bool, mask: int) -> str:
+    """The one-launch kernel of the first ONE_LAUNCH shared bins."""
+    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
 def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int) -> str:
