@@ -5,6 +5,20 @@ degrees are spread (power-law hubs, clumps of empty rows)."""
 from __future__ import annotations
 
 
+def tile_starts(Ap, tile: int, xp):
+    """(starts, blocks): the first row of each of ``blocks`` tiles, then the row count (an
+    int64 array of blocks + 1, in the array module ``xp`` of ``Ap``; one host read, the entry
+    count). Block b takes rows starts[b] <= i < starts[b + 1], those with
+    b * tile <= Ap[i] + i < (b + 1) * tile; at least one block."""
+    m = int(Ap.size) - 1
+    nnz = int(Ap[-1])
+    blocks = max(1, -(-(nnz + m) // tile))
+    coord = Ap[:-1].astype(xp.int64) + xp.arange(m, dtype=xp.int64)
+    starts = xp.searchsorted(coord, xp.arange(blocks + 1, dtype=xp.int64) * tile).astype(xp.int64)
+    starts[-1] = m
+    return starts, blocks
+
+
 def spmv_tiles(A, Ap, tile: int):
     """(starts, blocks, nonempty) of the row-tile SpMV (``nonempty()``: the matrix's non-empty
     rows, a bool array built on first use): block b takes the rows i with
@@ -16,13 +30,7 @@ def spmv_tiles(A, Ap, tile: int):
     memo = getattr(A, "_gbdist_spmv_tiles", None)
     if memo is not None and key in memo:
         return memo[key]
-    m = int(Ap.size) - 1
-    nnz = int(Ap[-1])
-    blocks = max(1, -(-(nnz + m) // int(tile)))
-    coord = Ap[:-1].astype(cupy.int64) + cupy.arange(m, dtype=cupy.int64)
-    starts = cupy.searchsorted(coord, cupy.arange(blocks + 1, dtype=cupy.int64) * int(tile))
-    starts = starts.astype(cupy.int64)
-    starts[-1] = m
+    starts, blocks = tile_starts(Ap, int(tile), cupy)
     rows_present = []
 
     def nonempty():
