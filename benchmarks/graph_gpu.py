@@ -178,17 +178,17 @@ def powerlaw_device(n: int, avg: int = 16, seed: int = 0, skew: float = 1.6):
     duplicates dropped; values uniform in (0, 1]. Returns cupyx CSR (int32 indices)."""
     import cupy
     import cupyx.scipy.sparse as cps
-    rng = cupy.random.default_rng(seed)
+    rng = cupy.random.RandomState(seed)
     perm = rng.permutation(n).astype(cupy.int64)
     e = avg * n
-    src = perm[(n * rng.random(e) ** skew).astype(cupy.int64) % n]
-    dst = perm[(n * rng.random(e) ** skew).astype(cupy.int64) % n]
+    src = perm[(n * rng.random_sample(e) ** skew).astype(cupy.int64) % n]
+    dst = perm[(n * rng.random_sample(e) ** skew).astype(cupy.int64) % n]
     key = cupy.unique(src * n + dst)
     del src, dst
     rows = key // n
     indptr = cupy.zeros(n + 1, dtype=cupy.int64)
     indptr[1:] = cupy.cumsum(cupy.bincount(rows, minlength=n))
-    val = 1.0 - rng.random(key.size)
+    val = 1.0 - rng.random_sample(int(key.size))
     return cps.csr_matrix((val, (key % n).astype(cupy.int32), indptr.astype(cupy.int32)), shape=(n, n))
 
 
