@@ -119,7 +119,7 @@ def test_compensated_sums_are_run_to_run_identical():
     A = awkward(8)
     rng = np.random.default_rng(9)
     A.data = rng.standard_normal(A.nnz) * 10.0 ** rng.integers(0, 8, A.nnz)
-    x = rng.standard_normal(A.shape[1])
+    x = rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0], A.shape[1])  # products exact
     K = kernels("stream", gc.SPMV_TILE)
     ys = [K.spmv(dev(A), cupy.asarray(x), None, SR.plus_times, out_dtype=np.float64, compensated=True)[0].get()
           for _ in range(3)]
@@ -129,4 +129,5 @@ def test_compensated_sums_are_run_to_run_identical():
         seg = slice(A.indptr[i], A.indptr[i + 1])
         exact = math.fsum(A.data[seg] * x[A.indices[seg]])
         scale = float(np.abs(A.data[seg] * x[A.indices[seg]]).max(initial=0.0))
-        assert abs(ys[0][i] - exact) <= 4e-16 * abs(exact) + 1e-30 * scale * max(1, seg.stop - seg.start) + 2.3e-16 * scale
+        # Neumaier: about one rounding of the sum, plus second-order terms of the row's size
+        assert abs(ys[0][i] - exact) <= 4.5e-16 * abs(exact) + 1e-28 * scale * (seg.stop - seg.start) ** 2, i
