@@ -349,11 +349,12 @@ __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, 
   return b;
 }
 
-// Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 7 of SHARED_BINS
-// (graph_codegen.py: 32 … 512 slots, a warp a row, 8 rows a block; 1,024 … 4,096 slots, 8
+// Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 6 of SHARED_BINS
+// (graph_codegen.py: 32 … 256 slots, a warp a row, 8 rows a block; 512 … 2,048 slots, 8
 // warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
 // bins' first rows, then their first blocks). Dynamic shared memory: the largest table
-// of the bins this launch holds rows of.
+// of the bins this launch holds rows of, at most 24 KiB (8-byte values), so that the
+// smallest bins keep a full SM of threads.
 template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
 __global__ void __launch_bounds__(256) gb_spgemm_binned(
     const long long* __restrict__ rows, const long long* __restrict__ meta,
@@ -362,7 +363,7 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
     const I* __restrict__ Mp, const I* __restrict__ Mj,
     long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
     typename F::W* __restrict__ Cx) {
-  constexpr int NB = 8;
+  constexpr int NB = 7;
   __shared__ int scratch[8 * 36];
   long long r0, nrows, block;
   const int b = gb_block_bin<NB>(meta, r0, nrows, block);
@@ -374,10 +375,9 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
     case 1: GB_BIN(64, 1, 8)
     case 2: GB_BIN(128, 1, 8)
     case 3: GB_BIN(256, 1, 8)
-    case 4: GB_BIN(512, 1, 8)
+    case 4: GB_BIN(512, 8, 1)
     case 5: GB_BIN(1024, 8, 1)
-    case 6: GB_BIN(2048, 8, 1)
-    default: GB_BIN(4096, 8, 1)
+    default: GB_BIN(2048, 8, 1)
   }
 #undef GB_BIN
 }

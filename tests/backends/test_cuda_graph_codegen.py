@@ -109,6 +109,7 @@ def test_bins_cover_every_bound_once():
     src = gc.source("")
     for b, (s, wpr, rpb) in enumerate(gc.SHARED_BINS[:gc.ONE_LAUNCH]):
         assert 32 * wpr * rpb == 256
+        assert rpb * s * (4 + 8) <= 24 * 1024  # a full SM of threads for the smallest bins too
         assert f"case {b}: GB_BIN({s}, {wpr}, {rpb})" in src or (
             b == gc.ONE_LAUNCH - 1 and f"default: GB_BIN({s}, {wpr}, {rpb})" in src)
     assert f"constexpr int NB = {gc.ONE_LAUNCH};" in src

@@ -8,7 +8,7 @@ interface on CuPy device data.
   rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned again by
   their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row sorted in
   the kernel, written in order; the global-table rows sorted afterwards by one CuPy sort).
-  A pass is one launch for the bins up to 4096 slots (256-thread blocks; issue 30) and one
+  A pass is one launch for the bins up to 2048 slots (256-thread blocks; issue 30) and one
   a larger non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes
   with the output's size), three with global-table rows.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.

@@ -49,9 +49,9 @@ INDEX_CTYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 # registers (64 a thread).
 # The first ONE_LAUNCH bins have 256-thread blocks and run in one launch per pass
 # (gb_spgemm_binned switches on exactly these; issue 30); the larger ones one launch each.
-SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 8), (256, 1, 8), (512, 1, 8), (1024, 8, 1),
-               (2048, 8, 1), (4096, 8, 1), (8192, 16, 1), (16384, 32, 1))
-ONE_LAUNCH = 8
+SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 8), (256, 1, 8), (512, 8, 1), (1024, 8, 1),
+               (2048, 8, 1), (4096, 16, 1), (8192, 16, 1), (16384, 32, 1))
+ONE_LAUNCH = 7
 # SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
 # one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
