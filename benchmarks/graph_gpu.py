@@ -168,3 +168,125 @@ def kernels(edges: str, reps: int) -> dict:
     print("times in ms (CUDA-event medians)")
     print("".join(f"{label:>12}" for _, label in COLUMNS))
     return {"rows": run([int(float(e)) for e in edges.split(",") if e], reps)}
+
+
+# --- issue 30: SpMV and SpGEMM against cuSPARSE at 10^4-10^7 vertices, peers interleaved ---
+
+def powerlaw_device(n: int, avg: int = 16, seed: int = 0, skew: float = 1.6):
+    """``powerlaw_graph``'s law built on the device (seconds at 10^7 vertices instead of
+    minutes): n vertices, avg * n endpoint pairs drawn as n * u^skew, relabelled at random,
+    duplicates dropped; values uniform in (0, 1]. Returns cupyx CSR (int32 indices)."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    rng = cupy.random.RandomState(seed)
+    perm = rng.permutation(n).astype(cupy.int64)
+    e = avg * n
+    src = perm[(n * rng.random_sample(e) ** skew).astype(cupy.int64) % n]
+    dst = perm[(n * rng.random_sample(e) ** skew).astype(cupy.int64) % n]
+    key = cupy.unique(src * n + dst)
+    del src, dst
+    rows = key // n
+    indptr = cupy.zeros(n + 1, dtype=cupy.int64)
+    indptr[1:] = cupy.cumsum(cupy.bincount(rows, minlength=n))
+    val = 1.0 - rng.random_sample(int(key.size))
+    return cps.csr_matrix((val, (key % n).astype(cupy.int32), indptr.astype(cupy.int32)), shape=(n, n))
+
+
+def interleaved(fns: dict, reps: int) -> dict:
+    """{name: median ms}: every fn warmed up, then timed with CUDA events round-robin
+    (one call of each per round), so the peers share the card's state."""
+    import cupy
+    for f in fns.values():
+        f()
+    cupy.cuda.Device().synchronize()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            a, b = cupy.cuda.Event(), cupy.cuda.Event()
+            a.record()
+            f()
+            b.record()
+            b.synchronize()
+            times[k].append(cupy.cuda.get_elapsed_time(a, b))
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def compare(vertices, reps: int = 30, spgemm_max: int = 10**6, front_max: int = 10**6, dump=None):
+    """SpMV (plus_times against cuSPARSE's ``A @ x``, every kernel variant this gbdist has,
+    other semirings, the ``gr.mxv`` front end) and SpGEMM ``A @ A`` against cuSPARSE, at
+    each vertex count; answers checked first. Works on older gbdist trees too (the variants
+    they lack are left out), so a before/after pair is two runs of this function."""
+    import cupy
+
+    import gbdist as gb
+    from gbdist.algebra.formulas import X, Y
+    from gbdist.algebra.ops import make_op
+    from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda.graph import CudaGraphKernels
+    sr = gb.semirings
+    probor = gb.semiring(gb.ops.times, make_op("probor", X + Y - X * Y))
+    out = []
+    for n in vertices:
+        A = powerlaw_device(n)
+        x = cupy.random.default_rng(1).random(n)
+        rec = {"n": n, "edges": int(A.nnz), "max_degree": int(cupy.diff(A.indptr).max())}
+        ref = A @ x
+        variants = {"default": CudaGraphKernels()}
+        if hasattr(CudaGraphKernels, "spmv_kernel"):
+            for tile in getattr(gc, "SPMV_TILES", ()):
+                K = variants[f"stream{tile}"] = CudaGraphKernels()
+                K.spmv_tile = tile
+            variants["binned"] = CudaGraphKernels()
+            variants["binned"].spmv_kernel = "binned"
+        fns = {"cusparse": lambda: A @ x}
+        for name, K in variants.items():
+            y, _ = K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64)
+            assert bool(cupy.allclose(y, ref, rtol=1e-12)), name
+            fns[name] = (lambda K=K: K.spmv(A, x, None, sr.plus_times, out_dtype=np.float64))
+        K = variants["default"]
+        yc, _ = K.spmv(A, x, None, sr.plus_pair, out_dtype=np.float64)
+        assert bool(cupy.all(yc == cupy.diff(A.indptr).astype(cupy.float64)))
+        for name, s in (("min_plus", sr.min_plus), ("plus_pair", sr.plus_pair), ("probor", probor)):
+            fns[name] = (lambda s=s: K.spmv(A, x, None, s, out_dtype=np.float64))
+        if n <= front_max:
+            import gbdist.graph as gr
+            G = gb.Matrix(A.get()).to_device()
+            xv = gb.Vector(x)
+            w = gr.mxv(G, xv, sr.plus_times)
+            assert w.nvals == int((cupy.diff(A.indptr) > 0).sum())
+            fns["front_mxv"] = lambda: gr.mxv(G, xv, sr.plus_times)
+        rec.update({f"spmv_{k}_ms": v for k, v in interleaved(fns, reps).items()})
+        if n <= spgemm_max:
+            C = K.spgemm(A, A, sr.plus_times, out_dtype=np.float64)
+            _same_csr(C, A @ A)
+            rec["spgemm_out_nnz"] = int(C.nnz)
+            del C
+            g = interleaved({"cusparse": lambda: A @ A,
+                             "plus_times": lambda: K.spgemm(A, A, sr.plus_times, out_dtype=np.float64),
+                             "min_plus": lambda: K.spgemm(A, A, sr.min_plus, out_dtype=np.float64)},
+                            max(5, reps // 3))
+            rec.update({f"spgemm_{k}_ms": v for k, v in g.items()})
+        out.append(rec)
+        if dump is not None:  # after every size: a run cut short keeps what it measured
+            dump(out)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in rec.items()}, flush=True)
+        del A, x, ref, fns
+        cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+    p = argparse.ArgumentParser(description="issue 30: SpMV/SpGEMM vs cuSPARSE, interleaved")
+    p.add_argument("--vertices", default="1e4,1e5,1e6,1e7")
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+
+    def dump(rows):
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"rows": rows}, f, indent=1)
+
+    compare([int(float(v)) for v in a.vertices.split(",") if v], a.reps, dump=dump)

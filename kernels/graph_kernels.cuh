@@ -281,9 +281,11 @@ __device__ __forceinline__ void gb_sorted_write(int* keys, W* vals, int* scr, in
   }
 }
 
+// One block's rows of a shared-table bin: `rows` the bin's row ids, `block` the block's index
+// inside the bin; scratch: RPB * 36 ints of static shared memory.
 template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
-__global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
-    const long long* __restrict__ rows, long long nrows,
+__device__ __forceinline__ void gb_spgemm_shared_rows(
+    const long long* __restrict__ rows, long long nrows, long long block, int* scratch,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
     const I* __restrict__ Mp, const I* __restrict__ Mj,
@@ -295,10 +297,9 @@ __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
   extern __shared__ __align__(16) unsigned char gb_smem[];
   W* svals = reinterpret_cast<W*>(gb_smem);
   int* skeys = reinterpret_cast<int*>(gb_smem + (NUMERIC ? sizeof(W) * RPB * S : 0));
-  __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
   const int g = threadIdx.x / T;
   const int t = threadIdx.x % T;
-  const long long r = (long long)blockIdx.x * RPB + g;
+  const long long r = block * RPB + g;
   if (r >= nrows) return;  // RPB > 1: a whole warp leaves; RPB == 1: the whole block
   const long long row = rows[r];
   int* scr = scratch + g * 36;
@@ -318,6 +319,67 @@ __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
     gb_group_sync<RPB>();
     gb_sorted_write<S, T, RPB, W>(keys, vals, scr, t, Cp[row], Cj, Cx);
   }
+}
+
+template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
+    const long long* __restrict__ rows, long long nrows,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
+  gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>(
+      rows, nrows, blockIdx.x, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx);
+}
+
+// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
+// first row in `rows`, its row count and this block's index inside the bin.
+template <int NB>
+__device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
+                                            long long& nrows, long long& block) {
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  r0 = meta[b];
+  nrows = meta[b + 1] - meta[b];
+  block = blk - meta[NB + 1 + b];
+  return b;
+}
+
+// Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 6 of SHARED_BINS
+// (graph_codegen.py: 32 … 256 slots, a warp a row, 8 rows a block; 512 … 2,048 slots, 8
+// warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
+// bins' first rows, then their first blocks). Dynamic shared memory: the largest table
+// of the bins this launch holds rows of, at most 24 KiB (8-byte values), so that the
+// smallest bins keep a full SM of threads.
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
+__global__ void __launch_bounds__(256) gb_spgemm_binned(
+    const long long* __restrict__ rows, const long long* __restrict__ meta,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  constexpr int NB = 7;
+  __shared__ int scratch[8 * 36];
+  long long r0, nrows, block;
+  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
+  const long long* rb = rows + r0;
+#define GB_BIN(S, WPR, RPB) gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>( \
+      rb, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx); return;
+  switch (b) {
+    case 0: GB_BIN(32, 1, 8)
+    case 1: GB_BIN(64, 1, 8)
+    case 2: GB_BIN(128, 1, 8)
+    case 3: GB_BIN(256, 1, 8)
+    case 4: GB_BIN(512, 8, 1)
+    case 5: GB_BIN(1024, 8, 1)
+    default: GB_BIN(2048, 8, 1)
+  }
+#undef GB_BIN
 }
 
 // ---------------------------------------------------------------------------
@@ -439,21 +501,6 @@ __device__ __forceinline__ void gb_combine(typename F::W& acc, typename F::W& co
   else gb_group_combine<F, G>(acc, has);
 }
 
-// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
-// first row in `rows`, its row count and this block's index inside the bin.
-template <int NB>
-__device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
-                                            long long& nrows, long long& block) {
-  const long long blk = blockIdx.x;
-  int b = 0;
-#pragma unroll
-  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
-  r0 = meta[b];
-  nrows = meta[b + 1] - meta[b];
-  block = blk - meta[NB + 1 + b];
-  return b;
-}
-
 // One launch for every degree bin: rows holds the bins' row ids one after another; meta holds
 // the bins' first row (meta[b], b = 0..NB) and first block (meta[NB + 1 + b]); bin b < NB - 1
 // gives GS[b] lanes per row (256 threads a block), the last bin a 256-thread block per row.
@@ -526,6 +573,129 @@ __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restric
     if constexpr (CS) a = a + c;
     y[row] = h ? a : F::identity();
     yp[row] = h != 0;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SpMV, row tiles (CSR-stream / CSR-adaptive; issue 30): the one SpMV kernel `spmv` launches.
+// Block b takes the rows i whose merge coordinate Ap[i] + i lies in [b * TILE, (b + 1) * TILE)
+// (starts[b] .. starts[b + 1], computed once per matrix): at most TILE rows and TILE entries,
+// except that the block's last row may run on. No row ids are read: the block's entries
+// [Ap[r0], Ap[rs]) are one contiguous range, loaded coalesced by all 256 threads (several
+// gathers of x in flight a thread), ⊗ applied, the products staged in shared memory; then
+// a thread reduces each row of at most 32 entries, a warp each longer one, from shared
+// memory (rows written in order, ⊕ in entry order inside a lane). A last row that does not
+// fit the 2 * TILE staged entries is reduced by the whole block from global memory.
+// Bytes: the entries once (index + value), x gathered once an entry, Ap and y once a row,
+// one 8-byte start a block: cuSPARSE's bytes. yp (present flags) is written unless null:
+// without x's flags and a mask it is the matrix's non-empty rows, which the host caches.
+// ---------------------------------------------------------------------------
+template <class F, bool CS>
+__device__ __forceinline__ void gb_staged_reduce(const typename F::W* sv, const unsigned char* sf,
+    bool flags, int a, int b, int lane, int step, typename F::W& acc, typename F::W& comp, int& has) {
+  for (int i = a + lane; i < b; i += step) {
+    if (flags && !sf[i]) continue;
+    const typename F::W v = sv[i];
+    if constexpr (CS) {
+      if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
+    } else {
+      acc = has ? F::add(acc, v) : v;
+    }
+    has = 1;
+  }
+}
+
+template <class F, typename I, typename TA, typename TX, bool COMP, bool CSUM, int TILE>
+__global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restrict__ starts,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  typedef typename F::W W;
+  constexpr int CAP = 2 * TILE;  // staged entries
+  constexpr int LONG = 32;       // rows above this many entries get a warp
+  constexpr bool CS = gb_csum<F, CSUM>::on;
+  __shared__ W sv[CAP];
+  __shared__ unsigned char sf[CAP];  // present flags of x (only with xp)
+  __shared__ int longrows[CAP / LONG + 1];
+  __shared__ int nlong;
+  __shared__ W wacc[8], wcomp[8];
+  __shared__ int whas[8];
+  const long long r0 = starts[blockIdx.x];
+  const long long r1 = starts[blockIdx.x + 1];
+  if (r0 >= r1) return;  // a tile inside one long row: its block reduces it
+  const int t = threadIdx.x;
+  const long long e0 = (long long)Ap[r0];
+  long long rs = r1;  // rows [r0, rs) staged
+  if ((long long)Ap[r1] - e0 > CAP) rs = r1 - 1;
+  const int E = (int)((long long)Ap[rs] - e0);
+  const bool flags = xp != nullptr;
+  if (t == 0) nlong = 0;
+#pragma unroll
+  for (int u = 0; u < CAP / 256; ++u) {
+    const int i = t + u * 256;
+    if (i < E) {
+      const long long p = e0 + i;
+      const long long k = (long long)Aj[p];
+      bool ok = true;
+      if (flags) { ok = xp[k]; sf[i] = ok ? 1 : 0; }
+      if (ok) sv[i] = F::mul(F::load(Ax[p]), F::load(x[k]));
+    }
+  }
+  __syncthreads();
+  // a thread a row (rows of at most LONG entries); longer rows listed for the warps
+  for (long long r = r0 + t; r < rs; r += 256) {
+    const int a = (int)((long long)Ap[r] - e0);
+    const int b = (int)((long long)Ap[r + 1] - e0);
+    const bool keep = ymask == nullptr || (COMP ? !ymask[r] : ymask[r]);
+    if (keep && b - a > LONG) { longrows[atomicAdd(&nlong, 1)] = (int)(r - r0); continue; }
+    W acc = F::identity(), comp = (W)0;
+    int has = 0;
+    if (keep) gb_staged_reduce<F, CS>(sv, sf, flags, a, b, 0, 1, acc, comp, has);
+    if constexpr (CS) acc = acc + comp;
+    y[r] = has ? acc : F::identity();
+    if (yp != nullptr) yp[r] = has != 0;
+  }
+  __syncthreads();
+  const int lane = t & 31, warp = t >> 5;
+  for (int q = warp; q < nlong; q += 8) {
+    const long long r = r0 + longrows[q];
+    const int a = (int)((long long)Ap[r] - e0);
+    const int b = (int)((long long)Ap[r + 1] - e0);
+    W acc = F::identity(), comp = (W)0;
+    int has = 0;
+    gb_staged_reduce<F, CS>(sv, sf, flags, a, b, lane, 32, acc, comp, has);
+    gb_combine<F, 32, CS>(acc, comp, has);
+    if (lane == 0) {
+      if constexpr (CS) acc = acc + comp;
+      y[r] = has ? acc : F::identity();
+      if (yp != nullptr) yp[r] = has != 0;
+    }
+  }
+  if (rs == r1) return;  // block-uniform
+  // the last row, too long to stage: 256 lanes over global memory
+  const long long row = rs;
+  const bool keep = ymask == nullptr || (COMP ? !ymask[row] : ymask[row]);
+  W acc = F::identity(), comp = (W)0;
+  int has = 0;
+  if (keep) gb_spmv_lane<F, CS>(row, t, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
+  gb_combine<F, 32, CS>(acc, comp, has);
+  if (lane == 0) { wacc[warp] = acc; wcomp[warp] = comp; whas[warp] = has; }
+  __syncthreads();
+  if (t == 0) {
+    W a = F::identity(), c = (W)0;
+    int h = 0;
+    for (int w = 0; w < 8; ++w) {
+      if (!whas[w]) continue;
+      if constexpr (CS) {
+        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
+      } else {
+        a = h ? F::add(a, wacc[w]) : wacc[w];
+      }
+      h = 1;
+    }
+    if constexpr (CS) a = a + c;
+    y[row] = h ? a : F::identity();
+    if (yp != nullptr) yp[row] = h != 0;
   }
 }
 

@@ -33,6 +33,8 @@ def _all_names(out, mask: int, itype="int"):
     tv = gc.CTYPES[np.dtype(out)]
     names = gc.spgemm_names(itype, tv, "bool", mask)
     names += (gc.spmv_name(itype, tv, "double", mask == 2), gc.spmv_name(itype, tv, "float", mask == 1, True),
+              gc.spmv_name(itype, tv, "double", mask == 1, mask == 2, 2048),
+              gc.spmv_binned_name(itype, tv, "double", mask == 2),
               gc.spmv_symmetric_name(itype, tv, "double", mask == 2))
     names += (gc.spmspv_name(itype, tv, "float", "int", mask == 1),
               gc.segment_name("long long", tv), gc.segment_name("int", "bool"))
@@ -103,6 +105,14 @@ def test_bins_cover_every_bound_once():
         assert rpb * s * (4 + 8) <= 227 * 1024  # keys + 8-byte values: sm_90's dynamic shared limit
         assert 32 * wpr * rpb <= 1024
         assert s // (32 * wpr) <= 16  # table slots a thread holds in the numeric pass's sort
+    # gb_spgemm_binned runs the first ONE_LAUNCH bins, 256-thread blocks, with these shapes
+    src = gc.source("")
+    for b, (s, wpr, rpb) in enumerate(gc.SHARED_BINS[:gc.ONE_LAUNCH]):
+        assert 32 * wpr * rpb == 256
+        assert rpb * s * (4 + 8) <= 24 * 1024  # a full SM of threads for the smallest bins too
+        assert f"case {b}: GB_BIN({s}, {wpr}, {rpb})" in src or (
+            b == gc.ONE_LAUNCH - 1 and f"default: GB_BIN({s}, {wpr}, {rpb})" in src)
+    assert f"constexpr int NB = {gc.ONE_LAUNCH};" in src
     bounds = [b for b, _ in gc.SPMV_BINS]
     assert bounds == sorted(bounds)
     # gb_spmv_binned switches on exactly these lane counts, then the block bin (NB = 5)

@@ -3,16 +3,22 @@ interface on CuPy device data.
 
 * :meth:`~CudaGraphKernels.spgemm`: row-binned shared-memory hash SpGEMM. Per row an upper
   bound of its distinct columns (Σ over A(i,k) of deg_B(k), at most n, at most the mask row's
-  size for a plain mask); rows binned by it into shared-memory tables of 32 … 8192 slots
+  size for a plain mask); rows binned by it into shared-memory tables of 32 … 16384 slots
   (at least twice the bound: short probe sequences) and a global-memory table for larger
-  rows; per non-empty bin one symbolic launch (distinct columns per row) → exclusive scan →
-  rows binned again by their exact sizes → one numeric launch per bin (insert-or-combine,
-  atomic ⊕; each shared row sorted in the kernel by a bitonic network and written in order),
-  the global-table rows sorted afterwards with one CuPy sort.
+  rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned again by
+  their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row sorted in
+  the kernel, written in order; the global-table rows sorted afterwards by one CuPy sort).
+  A pass is one launch for the bins up to 2048 slots (256-thread blocks; issue 30) and one
+  a larger non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes
+  with the output's size), three with global-table rows.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
-* :meth:`~CudaGraphKernels.spmv` (pull): rows binned by degree (once per matrix, cached on
-  it): a thread per row for short rows, 4, 16 or 32 lanes for medium ones, a 256-thread
-  block for long ones — all bins in one launch.
+* :meth:`~CudaGraphKernels.spmv` (pull, issue 30): row tiles of SPMV_TILE merge coordinates
+  (Ap[i] + i; computed once per matrix, cached on it), a 256-thread block a tile: the tile's
+  entries loaded coalesced and their products staged in shared memory, a thread per row of
+  ≤ 32 entries, a warp per longer row, the whole block for a row too long to stage — one
+  launch, no row ids. With every x present and no mask, the present flags returned are the
+  matrix's cached non-empty rows (shared, read only). ``spmv_kernel = "binned"`` runs issue
+  12's degree bins instead (rows binned by degree, row ids read; kept for comparison).
 * :meth:`~CudaGraphKernels.spmspv` (push): a warp per frontier entry, atomic ⊕ into y.
 * :meth:`~CudaGraphKernels.segment_reduce`: a warp per segment.
 
@@ -30,6 +36,7 @@ from ...errors import BackendError, InputError
 from ..base import DeviceCSR
 from . import cache
 from . import graph_codegen as gc
+from .graph_tiles import spmv_tiles
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 
@@ -103,8 +110,9 @@ def _bins(keys, edges, skip_zero: bool):
     return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
 
 
-def _binned_rows(keys, edges, skip_zero: bool):
-    """(every binned row id, bin after bin; the host offsets of the bins in it)."""
+def _binned_rows(keys, edges, skip_zero: bool, extra=None):
+    """(every binned row id, bin after bin; the host offsets of the bins in it), and with
+    ``extra`` (a one-element int64 device array) its value, read with the offsets."""
     import cupy
     keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
     m, ne = int(keys.size), len(edges)
@@ -121,11 +129,13 @@ def _binned_rows(keys, edges, skip_zero: bool):
         count((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)),
                                    bin_, blockcounts))
     ends = cupy.cumsum(blockcounts)  # bin-major: bin 0's blocks, then bin 1's ...
-    offsets = np.concatenate([[0], ends[nblocks - 1::nblocks].get()]).astype(np.int64)
+    tails = ends[nblocks - 1::nblocks]
+    host = (tails if extra is None else cupy.concatenate([tails, extra.astype(cupy.int64)])).get()
+    offsets = np.concatenate([[0], host[:ne + 1]]).astype(np.int64)
     out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
     if out.size:
         scatter((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
-    return out, offsets
+    return (out, offsets) if extra is None else (out, offsets, int(host[-1]))
 
 
 def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
@@ -137,6 +147,10 @@ class CudaGraphKernels:
     """GraphKernels on CuPy data. ``acc64``: float32 results accumulate in float64."""
 
     name = "cuda"
+    # The SpMV kernel: "stream" (row tiles, gb_spmv_stream) or "binned" (issue 12's degree
+    # bins, kept so that benchmarks/graph_gpu.py can time both in one run); its tile size.
+    spmv_kernel = "stream"
+    spmv_tile = gc.SPMV_TILE
 
     def __init__(self, acc64: bool = False):
         import cupy
@@ -204,54 +218,67 @@ class CudaGraphKernels:
         # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
         edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
         I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
-        dummy = cupy.zeros(1, dtype=it)
-        Mp = dummy if Mp is None else Mp
-        Mj = dummy if Mj is None else Mj
+        Mp, Mj = (cupy.zeros(1, dtype=it),) * 2 if Mp is None else (Mp, Mj)
         counts = cupy.zeros(m, dtype=cupy.int64)
         Cp = cupy.zeros(m + 1, dtype=cupy.int64)
 
-        def names(bins, numeric):
-            used = [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
-                    for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]) if rows.size]
-            return used + ([gc.global_name(I, TA, TB, numeric, mode)] if bins[-1].size else [])
+        one = gc.ONE_LAUNCH
 
-        def launch(bins, chunks, numeric: bool, Cj, Cx):
-            for (S, wpr, rpb), rows in zip(gc.SHARED_BINS, bins[:-1]):
-                if rows.size == 0:
+        def names(offsets, numeric):
+            sizes = np.diff(offsets)
+            used = [gc.binned_name(I, TA, TB, numeric, mode)] if sizes[:one].any() else []
+            used += [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
+                     for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
+            return used + ([gc.global_name(I, TA, TB, numeric, mode)] if sizes[-1] else [])
+
+        def launch(rows, offsets, chunks, numeric: bool, Cj, Cx):
+            sizes = np.diff(offsets)
+            args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+            if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
+                rpb = np.array([b[2] for b in gc.SHARED_BINS[:one]], dtype=np.int64)
+                blocks = -(-sizes[:one] // rpb)
+                meta = np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1]])
+                smem = max(_shared_bytes(S, r, numeric, work)
+                           for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
+                fn = kernel(gc.binned_name(I, TA, TB, numeric, mode))
+                if smem > 32 * 1024:
+                    fn.max_dynamic_shared_size_bytes = smem
+                fn((int(blocks.sum()),), (256,), (rows, cupy.asarray(meta)) + args, shared_mem=smem)
+            for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
+                if sizes[b] == 0:
                     continue
                 fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
                 smem = _shared_bytes(S, rpb, numeric, work)
                 if smem > 32 * 1024:  # above 48 KiB with the static scratch: opt in
                     fn.max_dynamic_shared_size_bytes = smem
-                fn((_grid(rows.size, rpb),), (32 * wpr * rpb,),
-                   (rows, np.int64(rows.size), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx),
-                   shared_mem=smem)
-            for rows, toff, total in chunks:
+                fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
+                   (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args, shared_mem=smem)
+            for grows, toff, total in chunks:
                 fn = kernel(gc.global_name(I, TA, TB, numeric, mode))
                 keys = cupy.empty(total, dtype=cupy.int32)
                 vals = cupy.empty(total if numeric else 1, dtype=work)
-                fn((rows.size,), (512,), (rows, np.int64(rows.size), toff, keys, vals,
-                                          Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx))
+                fn((grows.size,), (512,), (grows, np.int64(grows.size), toff, keys, vals) + args)
                 del keys, vals
 
         # Symbolic: rows binned by their bound; each row's distinct columns counted.
-        sym = _bins(ub, edges, skip_zero=True)
-        kernel = self._kernels(sr.mul, sr.add, out, names(sym, False)).__getitem__
-        launch(sym, self._global_chunks(sym[-1], ub), False, cupy.zeros(0, dtype=cupy.int32),
-               cupy.zeros(0, dtype=work))
-        del sym
+        rows, offsets = _binned_rows(ub, edges, skip_zero=True)
+        kernel = self._kernels(sr.mul, sr.add, out, names(offsets, False)).__getitem__
+        launch(rows, offsets, self._global_chunks(rows[offsets[-2]:], ub), False,
+               cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work))
+        del rows
         Cp[1:] = cupy.cumsum(counts)
-        nnz = int(Cp[-1])
+        # Numeric: rows binned again by their exact size, so a row whose products mostly
+        # combine (or fall outside the mask) gets the smaller table its result needs; the
+        # bins' sizes and the output's size come back in one read.
+        rows, offsets, nnz = _binned_rows(counts, edges, skip_zero=True, extra=Cp[-1:])
         Cj = cupy.empty(nnz, dtype=cupy.int32)
         Cx = cupy.empty(nnz, dtype=work)
         if nnz:
-            # Numeric: rows binned again by their exact size, so a row whose products mostly
-            # combine (or fall outside the mask) gets the smaller table its result needs.
-            num = _bins(counts, edges, skip_zero=True)
-            kernel = self._kernels(sr.mul, sr.add, out, names(num, True)).__getitem__
-            launch(num, self._global_chunks(num[-1], counts), True, Cj, Cx)
-            if num[-1].size:
-                _sort_rows(Cp, Cj, Cx, num[-1], n)
+            kernel = self._kernels(sr.mul, sr.add, out, names(offsets, True)).__getitem__
+            grows = rows[offsets[-2]:]
+            launch(rows, offsets, self._global_chunks(grows, counts), True, Cj, Cx)
+            if grows.size:
+                _sort_rows(Cp, Cj, Cx, grows, n)
         indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
         return make_csr(self._finish(Cx, out), Cj, indptr, (m, n))
 
@@ -288,15 +315,26 @@ class CudaGraphKernels:
         work = gc.work_dtype(out, self.acc64)
         I, TA, TX = gc.index_ctype(Ap.dtype), gc.ctype(Ax.dtype), gc.ctype(x.dtype, "values of x")
         y = cupy.empty(m, dtype=work)
-        yp = cupy.empty(m, dtype=cupy.bool_)
         if m == 0:
-            return self._finish(y, out), yp
-        rows, meta, blocks = _spmv_bins(A, Ap)
-        name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated))
+            return self._finish(y, out), cupy.empty(0, dtype=cupy.bool_)
+        shared = None  # the matrix's cached non-empty rows, where they are the flags
+        if self.spmv_kernel == "binned":
+            rows, meta, blocks = _spmv_bins(A, Ap)
+            name = gc.spmv_binned_name(I, TA, TX, bool(complement), bool(compensated))
+            head = (rows, meta)
+        else:
+            starts, blocks, nonempty = spmv_tiles(A, Ap, self.spmv_tile)
+            name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated), self.spmv_tile)
+            head = (starts,)
+            if xp is None and ym is None:
+                # every x present, no mask: the present rows are the non-empty ones, built
+                # once per matrix and shared (read only); the kernel writes no flags
+                shared = nonempty()
+        yp = cupy.empty(m, dtype=cupy.bool_) if shared is None else None
         fn = self._kernels(sr.mul, sr.add, out, (name,))[name]
         if blocks:
-            fn((blocks,), (256,), (rows, meta, Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, yp))
-        return self._finish(y, out), yp
+            fn((blocks,), (256,), head + (Ap, Aj, Ax, x, _ptr(xp), _ptr(ym), y, _ptr(yp)))
+        return self._finish(y, out), (yp if shared is None else shared)
 
     def spmv_symmetric(self, U, x, x_present, sr, *, mask=None, complement=False, out_dtype,
                        compensated=False):

@@ -47,11 +47,19 @@ INDEX_CTYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 # rows of at most S / 2 columns. The tables are dynamic shared memory (S = 16384 with 8-byte
 # values: 192 KiB, one block an SM); S / (32 * warps) <= 16 keeps the numeric pass's sort in
 # registers (64 a thread).
-SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 4), (256, 2, 1), (512, 4, 1), (1024, 8, 1),
-               (2048, 16, 1), (4096, 16, 1), (8192, 16, 1), (16384, 32, 1))
+# The first ONE_LAUNCH bins have 256-thread blocks and run in one launch per pass
+# (gb_spgemm_binned switches on exactly these; issue 30); the larger ones one launch each.
+SHARED_BINS = ((32, 1, 8), (64, 1, 8), (128, 1, 8), (256, 1, 8), (512, 8, 1), (1024, 8, 1),
+               (2048, 8, 1), (4096, 16, 1), (8192, 16, 1), (16384, 32, 1))
+ONE_LAUNCH = 7
 # SpMV bins: rows of degree <= bound get G lanes each; longer rows a 256-thread block. The
 # one-launch kernel gb_spmv_binned switches on these four G values (kernels/graph_kernels.cuh).
 SPMV_BINS = ((4, 1), (16, 4), (64, 16), (1024, 32))
+# The SpMV's row tiles (gb_spmv_stream): rows whose merge coordinate Ap[i] + i falls in one
+# tile of this many go to one 256-thread block, which stages up to 2 * SPMV_TILE products
+# in shared memory (16 KiB of float64 for 1024).
+SPMV_TILE = 1024
+SPMV_TILES = (1024, 2048)  # the tile sizes benchmarks/graph_gpu.py compares
 
 
 def ctype(dtype, what: str = "values") -> str:
@@ -336,10 +344,16 @@ def spgemm_names(I: str, TA: str, TB: str, mask: int) -> tuple[str, ...]:
     """Every SpGEMM kernel for one (index, A value, B value, mask mode) combination."""
     out = []
     for numeric in ("false", "true"):
-        for S, wpr, rpb in SHARED_BINS:
+        out.append(binned_name(I, TA, TB, numeric == "true", mask))
+        for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
             out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask))
         out.append(global_name(I, TA, TB, numeric == "true", mask))
     return tuple(out)
+
+
+def binned_name(I, TA, TB, numeric: bool, mask: int) -> str:
+    """The one-launch kernel of the first ONE_LAUNCH shared bins."""
+    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
 def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int) -> str:
@@ -351,8 +365,16 @@ def global_name(I, TA, TB, numeric: bool, mask: int) -> str:
     return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
 
 
-def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
-    """The one-launch SpMV; ``comp``: complemented mask; ``csum``: compensated sums."""
+def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False, tile: int = None) -> str:
+    """The SpMV ``spmv`` launches (row tiles of ``tile`` merge coordinates, default
+    SPMV_TILE); ``comp``: complemented mask; ``csum``: compensated sums."""
+    return (f"gb_spmv_stream<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
+            f"{'true' if csum else 'false'}, {int(tile or SPMV_TILE)}>")
+
+
+def spmv_binned_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
+    """The degree-binned one-launch SpMV (row ids per bin; issue 12's kernel, kept for
+    comparison in benchmarks/graph_gpu.py)."""
     return (f"gb_spmv_binned<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
             f"{'true' if csum else 'false'}>")
 
