@@ -16,7 +16,11 @@ fi
 V=${VERTS:-1e4,1e5,1e6,1e7}
 timeout "${BENCH_S:-200}" python3 benchmarks/graph_gpu.py --vertices "$V" --reps "${REPS:-30}" --json "$OUT/after.json" > "$OUT/after.log" 2>&1
 echo "after exit $?"
-git archive "${BASE:-4845ed5}" gbdist kernels grammar pyproject.toml | tar -x -C /tmp/gbdist-base
+if [ -n "${BASE_TREE:-}" ]; then  # a tree exported beforehand (the device's copy has no .git)
+  cp -r "$BASE_TREE"/. /tmp/gbdist-base
+else
+  git archive "${BASE:-4845ed5}" gbdist kernels grammar pyproject.toml | tar -x -C /tmp/gbdist-base
+fi
 PYTHONPATH="/tmp/gbdist-base:${PYTHONPATH#$PWD:}" timeout "${BENCH_S:-200}" python3 benchmarks/graph_gpu.py \
   --vertices "$V" --reps "${REPS:-30}" --json "$OUT/before.json" > "$OUT/before.log" 2>&1
 echo "before exit $?"

@@ -394,8 +394,7 @@ def _builtins() -> dict:
             return _read_builtins(found)
         except Exception as e:  # noqa: BLE001 - a bad record is a miss, never an error
             records.discard(key, e, "programs")
-    mark = records.cut_short()
-    made = _define_builtins()
+    mark, made = records.cut_short(), _define_builtins()  # (in that order)
     monoids = []
     for name in BINARY_NAMES:
         try:
@@ -407,12 +406,11 @@ def _builtins() -> dict:
         _PROVEN[m.op.key] = m
         monoids.append([name, terms.encode(m.identity), m.idempotent, m.invertible,
                         m.commutative, m.identity_declared, m.ufunc_name()])
-    if records.cut_short() != mark:  # a proof decided under a time budget's cut: not kept
-        return made
-    records.store(key, {
-        "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
-                for op in made.values()],
-        "monoids": monoids}, "programs")
+    if records.cut_short() == mark:  # no proof cut short by its time budget: kept
+        records.store(key, {
+            "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
+                    for op in made.values()],
+            "monoids": monoids}, "programs")
     return made
 
 
