@@ -38,6 +38,32 @@ from ..pruned import HUGE, MAX_GROUPS, TINY
 from . import cache, topk
 
 MAX_K = 32  # the merge kernel's per-lane list
+PROFILE: dict = {}  # seconds per stage of the last search when profiling (benchmarks)
+_profiling = False
+
+
+def profile(on: bool = True) -> None:
+    """Record :data:`PROFILE` (each stage synchronised: slower, for the benchmarks)."""
+    global _profiling
+    _profiling = bool(on)
+
+
+class _Stages:
+    def __init__(self):
+        import time
+        self.clock, self.t = time.perf_counter, None
+        if _profiling:
+            PROFILE.clear()
+            self.t = self.clock()
+
+    def __call__(self, name: str) -> None:
+        if self.t is None:
+            return
+        import cupy
+        cupy.cuda.runtime.deviceSynchronize()
+        now = self.clock()
+        PROFILE[name] = PROFILE.get(name, 0.0) + now - self.t
+        self.t = now
 DENSE_CELLS = 1 << 26  # cells of one chunk of dense rows (queries evaluated against all)
 _NAMES = tuple(f"gb_prune_{w}<{p}{', 32' if w == 'merge' else ''}>"
                for w in ("free", "merge") for p in ("int", "long long"))
@@ -228,8 +254,10 @@ def search_pruned_device(bound, decision, kk: int, dtype):
     nnz = sum(int(bound.data[k].indices.size) for k in {lkey, rkey})
     if bound.ncols > 64 * nnz + (1 << 24):
         return None
+    stage = _Stages()
     ev = _Device(bound, dtype)
     m, n = ev.m, ev.n
+    stage("summaries")
     qreg = _regular(cp, list(ev.col.values()), m) & (ev.lnnz > 0)
     ireg = _regular(cp, list(ev.row.values()), n)
     irr = cp.flatnonzero(~ireg)
@@ -253,7 +281,10 @@ def search_pruned_device(bound, decision, kk: int, dtype):
         run_end = ends[cp.searchsorted(ends, cp.arange(P.size, dtype=cp.int64), side="right")]
     else:
         P = reg
+    stage("order")
     Cp, Cj, ri, cv = ev.overlaps()
+    stage("overlaps")
+    PROFILE["overlap_pairs"] = int(Cj.size)
     E = kk * (1 + len(groups))
     Ei = cp.full((m, E), -1, dtype=cp.int64)
     Ev = cp.zeros((m, E), dtype=cp.float64)
@@ -274,9 +305,12 @@ def search_pruned_device(bound, decision, kk: int, dtype):
             gj = members[cp.maximum(pos, 0)]
             Ei[live, kk * (g + 1):kk * (g + 2)] = cp.where(pos >= 0, gj, -1)
             Ev[live, kk * (g + 1):kk * (g + 2)] = ev.values(live[:, None], gj)
+    stage("free")
     rows_ = cp.concatenate(dense)
     if rows_.size:
         _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev)
+    PROFILE["dense_rows"] = int(rows_.size)
+    stage("dense")
     empty = cp.flatnonzero(ev.lnnz == 0)
     if empty.size:  # an empty query shares no column: one row of values for all
         q = int(empty[0])
@@ -289,6 +323,7 @@ def search_pruned_device(bound, decision, kk: int, dtype):
             i = cp.concatenate([i, cp.full((1, E - i.shape[1]), -1, cp.int64)], axis=1)
         Ei[empty], Ev[empty] = i[:, :E], d[:, :E]
     out_d, out_i = _merge(Cp, Cj, cv, Ei, Ev, m, kk)
+    stage("merge")
     return out_d.astype(dtype), out_i
 
 
