@@ -48,3 +48,51 @@ def test_every_instantiation_compiles():
         assert r.returncode == 0, r.stderr[-3000:]
         ptx = open(os.path.join(d, "pruned.ptx")).read()
     assert ptx.count(".entry") == len(pruned.names())
+
+
+def _prunable_intersects():
+    """(metric, Intersect step) of every named metric whose kNN the proof prunes, as the
+    device search runs them through the graph SpGEMM."""
+    import gbdist as gb
+    from gbdist.compiler import ir
+    from gbdist.compiler.pruning import pruning
+    from gbdist.pairwise import metric_program
+    out = []
+    for name in gb.metric_names():
+        try:
+            plan = metric_program(name).plan
+        except Exception:  # noqa: BLE001 - metrics that need parameters
+            continue
+        if not pruning(plan).applies:
+            continue
+        out += [(name, st.node) for st in plan.steps if isinstance(st.node, ir.Intersect)]
+    return out
+
+
+@pytest.mark.nvcc
+def test_overlap_spgemm_compiles_for_every_prunable_metric():
+    """The overlap pass instantiates the graph kernels' hash SpGEMM with each Intersect
+    step's own ⊗ and ⊕ in float64: every one prints and compiles (nvcc, sm_90; all 11
+    distinct ones with GBDIST_SLOW_TESTS=1, a few otherwise)."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    from gbdist.backends.cuda import graph_codegen as gc
+    cases = _prunable_intersects()
+    assert {"cosine", "manhattan", "euclidean", "canberra", "jaccard"} <= {n for n, _ in cases}
+    if os.environ.get("GBDIST_SLOW_TESTS") != "1":  # ~3 s a compile: a few by default
+        cases = [c for c in cases if c[0] in ("cosine", "manhattan", "jensenshannon", "canberra")]
+    seen = {}
+    for name, node in cases:  # one compile per distinct (⊗, ⊕)
+        seen.setdefault((node.mul.key, node.add.key), (name, node))
+    with tempfile.TemporaryDirectory() as d:
+        for t, (name, node) in enumerate(seen.values()):
+            import numpy as np
+            names = [gc.shared_name("int", "double", "double", 32, 1, 8, True, 0),
+                     gc.global_name("int", "double", "double", True, 0)]
+            src = gc.standalone(gc.functor(node.mul, node.add, np.float64), names)
+            path = os.path.join(d, f"s{t}.cu")
+            with open(path, "w") as f:
+                f.write(src)
+            r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
+                                os.path.join(d, f"s{t}.ptx"), path], capture_output=True, text=True)
+            assert r.returncode == 0, (name, r.stderr[-2000:])
