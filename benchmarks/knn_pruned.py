@@ -1,6 +1,7 @@
 """Pruned vs full all-pairs kNN on the device, beside cuSPARSE + top-k (issue 29).
 
-    python benchmarks/knn_pruned.py --shape tall --metrics cosine,manhattan --json out.json
+    python benchmarks/run.py pruned --shape tall --metrics cosine,manhattan --json out.json
+    BENCH_SECTION=pruned TEST_ARGS="-k pruning" bash benchmarks/gpu_check.sh   # GPU machine
 
 The self-join ``gb.knn(X, k=10, backend="cuda")`` (each row left out of its own list) on
 CuPy CSR input, three ways in one process: ``GBDIST_PRUNE=always`` (the pruned search of
@@ -33,16 +34,18 @@ def _data(shape: str):
     return datasets.powerlaw(rows, cols, nnz, seed=0)[0]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="tall")
+def add_arguments(ap) -> None:
+    ap.add_argument("--shape", default="tall", help="tall (663K x 858K) or ml (283K x 194K)")
     ap.add_argument("--metrics", default="cosine,manhattan")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer-rows", type=int, default=8192)
-    ap.add_argument("--skip-full", action="store_true")
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    ap.add_argument("--skip-full", action="store_true", help="time the pruned search only")
+
+
+def run(args) -> dict:
+    """The rows measured; ``failed`` when the pruned and full answers differ on some row or
+    the recall is below 1."""
     import cupy
     import cupyx.scipy.sparse as cps
     import gbdist as gb
@@ -112,9 +115,6 @@ def main(argv=None) -> int:
             row["error"] = f"{type(e).__name__}: {e}"[:300]
         out.append(row)
         print(json.dumps({a: b for a, b in row.items() if not a.endswith("_times")}), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
     print("\n| shape | metric | pruned ms | full ms | full/pruned | cuSPARSE+top-k ms | recall |")
     print("|---|---|---|---|---|---|---|")
     for r in out:
@@ -125,7 +125,21 @@ def main(argv=None) -> int:
               f"{'-' if not (f and p) else round(f / p, 2)} | "
               f"{round(r['cusparse_topk_ms'], 1) if 'cusparse_topk_ms' in r else '-'} | "
               f"{r.get('recall', r.get('error', '-'))} |")
-    return 0
+    failed = any(r.get("error") or r.get("rows_differ") or r.get("recall", 1.0) < 1.0
+                 for r in out)
+    return {"results": out, "failed": failed}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    add_arguments(ap)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    res = run(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    return 1 if res["failed"] else 0
 
 
 if __name__ == "__main__":
