@@ -38,7 +38,8 @@ def decide(b, budget) -> tuple[bool, str]:
         return False, "non-finite inputs, or values large enough to overflow (tiles repair them)"
     lkey, rkey = operand_pair(plan)
     L, R = b.data[lkey], b.data[rkey]
-    t, mn = products(L, R, b.ncols) if not _device(b) else _device_products(L, R, b.ncols), b.m * b.n
+    t = _device_products(L, R, b.ncols) if _device(b) else products(L, R, b.ncols)
+    mn = b.m * b.n
     stats = f"{t:,} products over shared columns for {mn:,} pairs ({t / max(mn, 1):.3g} per pair)"
     if mode == "always":
         return True, f"{rule.ENV}=always; {stats}"
