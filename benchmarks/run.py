@@ -29,6 +29,9 @@ float64 reference before anything is timed; times are medians):
              CUDA SpGEMM and SpMV vs cuSPARSE (benchmarks/graph_gpu.py).
   dask       benchmarks/dask_knn.py. gbdist.dask's kNN on a one-GPU cluster vs
              single-process gbdist, answers compared bit for bit.
+  pruned     benchmarks/knn_pruned.py. The device pruned kNN (GBDIST_PRUNE=always) vs
+             the full device search and cuSPARSE + top-k on issue 29's shapes, answers
+             compared on every row, recall vs float64, the stage profile.
 
 Tools:
 
@@ -68,6 +71,7 @@ SECTIONS = {
     "knn": ("benchmarks.knn", "all-pairs k nearest neighbours"),
     "graph": ("benchmarks.graph", "graph algorithms and products"),
     "dask": ("benchmarks.dask_knn", "gbdist.dask against one process"),
+    "pruned": ("benchmarks.knn_pruned", "pruned vs full kNN on the device (issue 29)"),
     "data": ("benchmarks.datasets", "write .bench_data/ (the prepared data sets)"),
     "report": ("benchmarks.report", "tables and plots from a results JSON"),
 }

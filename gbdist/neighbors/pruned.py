@@ -4,10 +4,12 @@ When the compiler proves that the best pairs with no shared column follow from t
 summaries (:mod:`gbdist.compiler.pruning`) and the data says it pays
 (:func:`gbdist.compiler.pruning.pays`: the products over shared columns are few against
 the m·n pairs), :func:`gbdist.knn` evaluates only the overlapping pairs and merges them
-with the best of the rest (:mod:`gbdist.backends.pruned`, on the host). It is asked before
-the backend's fused search and declines — the search then runs as before — for inputs on
-a device, when the runtime's direct-form repair would act on tiles (non-finite inputs,
-values large enough to overflow), and where the environment says ``GBDIST_PRUNE=never``.
+with the best of the rest (:mod:`gbdist.backends.pruned` on the host, the same search on
+the device for operands bound there, :mod:`gbdist.backends.cuda.pruned`). It is asked
+before the backend's fused search and declines — the search then runs as before — when
+the runtime's direct-form repair would act on tiles (non-finite inputs, values large
+enough to overflow), where the environment says ``GBDIST_PRUNE=never``, and where the
+device search declines a plan (its module says which).
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ def decide(b, budget) -> tuple[bool, str]:
     if mode == "never":
         return False, f"{rule.ENV}=never"
     plan = b.plan  # the plan the binding chose (the accuracy rule may take a direct one)
-    if b.on_device or plan.output_kind != "matrix" or operand_pair(plan) is None:
-        return False, "a device input, or not a pairwise result (pruned search: host only)"
+    if plan.output_kind != "matrix" or operand_pair(plan) is None:
+        return False, "not a pairwise result"
     d = rule.pruning(plan)
     if not d.applies:
         return False, f"not proven: {d.reason}"
@@ -36,7 +38,8 @@ def decide(b, budget) -> tuple[bool, str]:
         return False, "non-finite inputs, or values large enough to overflow (tiles repair them)"
     lkey, rkey = operand_pair(plan)
     L, R = b.data[lkey], b.data[rkey]
-    t, mn = products(L, R, b.ncols), b.m * b.n
+    t = _device_products(L, R, b.ncols) if _device(b) else products(L, R, b.ncols)
+    mn = b.m * b.n
     stats = f"{t:,} products over shared columns for {mn:,} pairs ({t / max(mn, 1):.3g} per pair)"
     if mode == "always":
         return True, f"{rule.ENV}=always; {stats}"
@@ -51,12 +54,35 @@ def search(b, budget, kk: int):
     ok, _ = decide(b, budget)
     if not ok:
         return None
+    if _device(b):
+        from ..backends.cuda.pruned import search_pruned_device
+        return search_pruned_device(b, rule.pruning(b.plan), kk, b.dtype)
     return search_pruned(b, rule.pruning(b.plan), kk, b.dtype, budget)
 
 
-def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
-    """What ``gbdist.knn(X, Y, metric=...)`` decides about pruning for these data: the proof
-    (or why there is none) and the planner rule's statistics."""
+def _device(b) -> bool:
+    """Whether the operands are bound on the device (CuPy arrays)."""
+    lkey, _ = operand_pair(b.plan)
+    return hasattr(b.data[lkey].indices, "get")
+
+
+def _device_products(L, R, ncols: int) -> int:
+    """:func:`gbdist.backends.pruned.products` of device CSR operands."""
+    import cupy as cp
+    if ncols <= 4 * (int(L.indices.size) + int(R.indices.size)) + 1024:
+        a = cp.bincount(L.indices, minlength=ncols).astype(cp.float64)
+        b = a if R is L else cp.bincount(R.indices, minlength=ncols).astype(cp.float64)
+        return int(a @ b)
+    import scipy.sparse as sps
+    host = [sps.csr_matrix((cp.asnumpy(M.data), cp.asnumpy(M.indices), cp.asnumpy(M.indptr)),
+                           shape=M.shape) for M in (L, R)]
+    return products(host[0], host[0] if R is L else host[1], ncols)
+
+
+def explain_pruning(X, Y=None, metric="euclidean", backend="cpu", **params) -> str:
+    """What ``gbdist.knn(X, Y, metric=..., backend=...)`` decides about pruning for these
+    data: the proof (or why there is none) and the planner rule's statistics (the same rule
+    on the host and on the device, ``backend="cuda"``)."""
     import numpy as np
     from ..front import colparams
     from ..compiler import ir
@@ -68,7 +94,9 @@ def explain_pruning(X, Y=None, metric="euclidean", **params) -> str:
     needed = {s.name for s in ir.symbols(plan.expr)}
     inputs = {k: v for k, v in (("A", X), ("B", Y)) if k in needed}
     inputs.update(colparams.split(params)[1])
+    from ..runtime import get_backend
+    xp = np if backend == "cpu" else get_backend(backend, None).xp
     b = bind(plan, inputs, drop_zeros=True, labels={"A": "X", "B": "X" if Y is X else "Y"},
-             xp=np)
+             xp=xp)
     ok, why = decide(b, None)
     return "\n".join([f"proof: {rule.pruning(b.plan)}", f"search: {'pruned' if ok else 'full'} ({why})"])

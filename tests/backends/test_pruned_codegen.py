@@ -1,0 +1,98 @@
+"""CI guard for the device pruned-kNN kernels (kernels/pruned.cuh): every instantiation the
+device search asks NVRTC for compiles for sm_90 with nvcc (no GPU needed), and the source
+stays NVRTC-clean (no system headers)."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from gbdist.backends.cuda import pruned
+
+NVCC = shutil.which("nvcc")
+
+SIGNATURES = {
+    "gb_prune_free": "(const long long*, long long, const {P}*, const int*, const long long*, "
+                     "long long, const long long*, int, long long*)",
+    "gb_prune_merge": "(const {P}*, const int*, const double*, const long long*, const double*, "
+                      "int, long long, int, double*, long long*)",
+}
+
+
+def _instantiation(name: str) -> str:
+    base, args = name.split("<", 1)
+    ptype = args.split(",")[0].rstrip(">").strip()
+    return f"template __global__ void {name}{SIGNATURES[base].format(P=ptype)};"
+
+
+def test_source_is_nvrtc_clean():
+    src = pruned.source()
+    assert "#include" not in src
+    assert not re.search(r"\bM_[A-Z0-9_]+\b|\bHUGE_VAL\b|\bINFINITY\b|\bNAN\b", src)
+    assert len(pruned.names()) == len(set(pruned.names())) == 4
+
+
+@pytest.mark.nvcc
+def test_every_instantiation_compiles():
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    src = pruned.source() + "\n" + "\n".join(_instantiation(n) for n in pruned.names()) + "\n"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "pruned.cu")
+        with open(path, "w") as f:
+            f.write(src)
+        r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
+                            os.path.join(d, "pruned.ptx"), path], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        ptx = open(os.path.join(d, "pruned.ptx")).read()
+    assert ptx.count(".entry") == len(pruned.names())
+
+
+def _prunable_intersects():
+    """(metric, Intersect step) of every named metric whose kNN the proof prunes, as the
+    device search runs them through the graph SpGEMM."""
+    import gbdist as gb
+    from gbdist.compiler import ir
+    from gbdist.compiler.pruning import pruning
+    from gbdist.pairwise import metric_program
+    out = []
+    for name in gb.metric_names():
+        try:
+            plan = metric_program(name).plan
+        except Exception:  # noqa: BLE001 - metrics that need parameters
+            continue
+        if not pruning(plan).applies:
+            continue
+        out += [(name, st.node) for st in plan.steps if isinstance(st.node, ir.Intersect)]
+    return out
+
+
+@pytest.mark.nvcc
+def test_overlap_spgemm_compiles_for_every_prunable_metric():
+    """The overlap pass instantiates the graph kernels' hash SpGEMM with each Intersect
+    step's own ⊗ and ⊕ in float64: every one prints and compiles (nvcc, sm_90; all 11
+    distinct ones with GBDIST_SLOW_TESTS=1, a few otherwise)."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    from gbdist.backends.cuda import graph_codegen as gc
+    cases = _prunable_intersects()
+    assert {"cosine", "manhattan", "euclidean", "canberra", "jaccard"} <= {n for n, _ in cases}
+    if os.environ.get("GBDIST_SLOW_TESTS") != "1":  # ~3 s a compile: a few by default
+        cases = [c for c in cases if c[0] in ("cosine", "manhattan", "jensenshannon", "canberra")]
+    seen = {}
+    for name, node in cases:  # one compile per distinct (⊗, ⊕)
+        seen.setdefault((node.mul.key, node.add.key), (name, node))
+    with tempfile.TemporaryDirectory() as d:
+        for t, (name, node) in enumerate(seen.values()):
+            import numpy as np
+            names = [gc.shared_name("int", "double", "double", 32, 1, 8, True, 0),
+                     gc.global_name("int", "double", "double", True, 0)]
+            src = gc.standalone(gc.functor(node.mul, node.add, np.float64), names)
+            path = os.path.join(d, f"s{t}.cu")
+            with open(path, "w") as f:
+                f.write(src)
+            r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
+                                os.path.join(d, f"s{t}.ptx"), path], capture_output=True, text=True)
+            assert r.returncode == 0, (name, r.stderr[-2000:])

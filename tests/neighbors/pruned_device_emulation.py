@@ -1,0 +1,152 @@
+"""The device pruned search's array logic on the host (run as a script, in its own process).
+
+``gbdist.backends.cuda.pruned`` is CuPy array code around two kernels and the graph
+SpGEMM. Here ``cupy`` is NumPy (a module standing in for it, in this process only), the
+two kernels and the SpGEMM are replaced by plain Python loops written from their
+specifications (kernels/pruned.cuh's header), and the device search is compared with the
+host pruned search (gbdist.backends.pruned, itself checked against brute force) and with
+brute force over the full float64 distance matrix, for the metrics named on the command
+line, on very sparse data with ties, empty rows and duplicate rows, float64 and float32.
+Prints one line per mismatch and ``mismatches N`` last. Used by
+tests/neighbors/test_pruning_device_logic.py; no GPU needed.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import scipy.sparse as sps
+
+fake = types.ModuleType("cupy")
+fake.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+fake.asnumpy = np.asarray
+sys.modules["cupy"] = fake
+
+from gbdist.algebra.evaluate import apply_binary  # noqa: E402
+from gbdist.backends import cpu, rows as host_rows  # noqa: E402
+from gbdist.backends.cuda import pruned as P  # noqa: E402
+
+
+def spgemm(a, b, node):
+    """Every pair of rows sharing a stored column: ⊕ of ⊗ over the shared columns."""
+    pat = (abs(a).astype(bool).astype(float) @ abs(b).astype(bool).astype(float).T).tocsr()
+    pat.sort_indices()
+    out = []
+    for i in range(a.shape[0]):
+        ai, av = a.indices[a.indptr[i]:a.indptr[i + 1]], a.data[a.indptr[i]:a.indptr[i + 1]]
+        for j in pat.indices[pat.indptr[i]:pat.indptr[i + 1]]:
+            bj, bv = b.indices[b.indptr[j]:b.indptr[j + 1]], b.data[b.indptr[j]:b.indptr[j + 1]]
+            _, ia, ib = np.intersect1d(ai, bj, return_indices=True)
+            acc = node.add.identity_value
+            for v in apply_binary(node.mul, av[ia], bv[ib]):
+                acc = node.add.ufunc(acc, v)
+            out.append(acc)
+    return types.SimpleNamespace(indptr=pat.indptr.astype(np.int32),
+                                 indices=pat.indices.astype(np.int32),
+                                 data=np.array(out, dtype=np.float64))
+
+
+def free(Cp, Cj, rows, Q, count, start=None):
+    """gb_prune_free: the first ``count`` positions of Q from start not in the row's overlaps."""
+    out = np.full((rows.size, count), -1, dtype=np.int64)
+    for t, r in enumerate(rows):
+        hits = set(Cj[Cp[r]:Cp[r + 1]].tolist())
+        p, c = (0 if start is None else int(start[t])), 0
+        while c < count and p < Q.size:
+            if int(Q[p]) not in hits:
+                out[t, c] = p
+                c += 1
+            p += 1
+    return out
+
+
+def merge(Cp, Cj, cv, Ei, Ev, m, kk):
+    """gb_prune_merge: each row's kk best by (value, index), NaN last; no pair twice."""
+    d = np.full((m, kk), np.nan)
+    i = np.full((m, kk), np.iinfo(np.int64).max)
+    for r in range(m):
+        cand = [(cv[p], int(Cj[p])) for p in range(Cp[r], Cp[r + 1])]
+        cand += [(Ev[r, e], int(Ei[r, e])) for e in range(Ei.shape[1]) if Ei[r, e] >= 0]
+        assert len({c[1] for c in cand}) == len(cand), f"row {r}: a candidate twice"
+        cand.sort(key=lambda x: (bool(np.isnan(x[0])), 0.0 if np.isnan(x[0]) else x[0], x[1]))
+        for s, (v, j) in enumerate(cand[:kk]):
+            d[r, s], i[r, s] = v, j
+    return d, i
+
+
+P._spgemm, P._free, P._merge = spgemm, free, merge
+P.topk.select_k = lambda D, k, offset=0: cpu.select_k(np.asarray(D), k, offset)
+P.host_rows = types.SimpleNamespace(
+    identical_pairs=lambda left, right, xp: host_rows.identical_pairs(left, right, np))
+
+
+def data(seed, m, ncols, dtype, kind):
+    rng = np.random.default_rng(seed)
+    X = np.zeros((m, ncols))
+    for r in range(m):
+        c = rng.choice(ncols, size=int(rng.integers(1, 5)), replace=False)
+        X[r, c] = (np.round(rng.normal(size=c.size) * 2) / 4 + 0.125 if dtype == np.float64
+                   else rng.random(c.size) + 1e-3)
+    if kind == "binary":
+        X = (X != 0).astype(float)
+    elif kind in ("nonneg", "prob"):
+        X = np.abs(X)
+    X[[2, 7]] = 0.0  # empty rows
+    X[[5, 11, 12]] = X[4]  # duplicate rows
+    if kind == "prob":
+        X = X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
+    return sps.csr_matrix(X.astype(dtype))
+
+
+KINDS = {"jaccard": "binary", "dice": "binary", "russellrao": "binary", "sokalsneath": "binary",
+         "yule": "binary", "jensenshannon": "prob", "hellinger": "prob", "kl_divergence": "prob",
+         "canberra": "nonneg", "braycurtis": "nonneg"}
+
+
+def main(names) -> int:
+    import gbdist as gb
+    from gbdist.backends.pruned import search_pruned
+    from gbdist.compiler import ir
+    from gbdist.compiler.pruning import pruning
+    from gbdist.pairwise import metric_program
+    from gbdist.runtime import bind
+    bad = 0
+    for name in names:
+        plan = metric_program(name).plan
+        dec = pruning(plan)
+        two = {s.name for s in ir.symbols(plan.expr)} >= {"A", "B"}
+        for seed, dtype in ((0, np.float64), (1, np.float32)):
+            X = data(seed, 60, 40, dtype, KINDS.get(name, "real"))
+            Y = data(seed + 10, 45, 40, dtype, KINDS.get(name, "real"))
+            for Yv in (X, Y):
+                inputs = {"A": X, "B": Yv} if two else {"A": X}
+                b = bind(plan, inputs, drop_zeros=True, labels={"A": "X", "B": "Y"}, xp=np)
+                R = np.asarray(gb.cdist(X, Yv, metric=name, backend="cpu"), dtype=np.float64)
+                for kk in (1, 4, 9):
+                    got = P.search_pruned_device(b, dec, kk, b.dtype)
+                    if got is None:
+                        print(name, "declined")
+                        bad += 1
+                        continue
+                    ref = search_pruned(b, dec, kk, b.dtype)
+                    tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else \
+                        dict(rtol=1e-12, atol=1e-12)
+                    same = np.isclose(got[0], ref[0], equal_nan=True, **tol) & (got[1] == ref[1])
+                    # brute force: the values at the returned indices, and the k-th best
+                    order = np.argsort(R, axis=1, kind="stable")[:, :kk]
+                    want = np.take_along_axis(R, order, axis=1).astype(b.dtype)
+                    ok_b = np.isclose(got[0], want, equal_nan=True, rtol=2e-6, atol=1e-6)
+                    if not (same.all() and ok_b.all()):
+                        bad += 1
+                        r = int(np.flatnonzero(~(same & ok_b).all(axis=1))[0])
+                        print("mismatch", name, np.dtype(dtype).name, "XX" if Yv is X else "XY",
+                              kk, r, got[0][r], got[1][r], ref[0][r], ref[1][r])
+    print("mismatches", bad)
+    return 0
+
+
+if __name__ == "__main__":
+    import warnings
+    warnings.simplefilter("ignore")
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,29 @@
+"""The device pruned search's array logic, with no GPU: tests/neighbors/pruned_device_emulation.py
+runs gbdist.backends.cuda.pruned with NumPy standing in for CuPy and the kernels replaced
+by Python loops written from their specifications, in a separate process (the stand-in
+never enters this one), and compares it with the host pruned search and brute force.
+The kernels themselves are checked on a GPU by tests/neighbors/test_pruning_gpu.py."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FEW = ["cosine", "manhattan", "hamming"]
+MORE = ["euclidean", "jaccard", "jensenshannon", "rogerstanimoto", "braycurtis", "canberra",
+        "dice", "hellinger", "inner_product", "russellrao", "sokalsneath", "yule", "matching",
+        "kulczynski1", "sqeuclidean", "kl_divergence", "sokalmichener"]  # GBDIST_SLOW_TESTS=1
+
+
+@pytest.mark.parametrize("names", [FEW] + ([MORE] if os.environ.get("GBDIST_SLOW_TESTS") == "1"
+                                           else []), ids=lambda n: f"{len(n)} metrics")
+def test_device_search_logic_matches_host_and_brute_force(names):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[1]), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, str(HERE / "pruned_device_emulation.py"), *names],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines and lines[-1] == "mismatches 0", "\n".join(lines[-20:])
