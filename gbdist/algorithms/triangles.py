@@ -53,7 +53,7 @@ def triangle_count(A, *, order: str = "auto", backend: str = "auto") -> int:
     if not L.nvals:
         return 0
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
-    B = L.T if M.on_device or choose_product(M, L) == "L.LT" else L
+    B = L.T if choose_product(M, L) == "L.LT" else L
     C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
     return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
@@ -77,8 +77,10 @@ def masked_cost(deg, below) -> float:
                DOT_WEIGHT * float((below * below).sum() + (above * below).sum()))
 
 
-# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose).
+# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose); on
+# the device the transpose is a sort of the entries' int64 keys (gbdist.graph.sparse).
 TRANSPOSE_COST = 8.0
+DEVICE_TRANSPOSE_COST = 32.0
 
 
 def choose_product(M, L) -> str:
@@ -86,15 +88,17 @@ def choose_product(M, L) -> str:
     walks Σ col² terms, after building Lᵀ) or ``"L.L"`` (C<L> = L·L, Sandia's LL: every
     triangle a < b < c once, at (c, a) through b; Σ col·row terms and no transpose), by
     those counts from L's row counts (row = lower-ranked neighbours, col = the rest)."""
-    deg = np.diff(np.asarray(M.csr.indptr)).astype(np.float64)
-    row = np.diff(np.asarray(L.csr.indptr)).astype(np.float64)
+    xp = M.xp
+    deg = xp.diff(M.csr.indptr).astype(np.float64)
+    row = xp.diff(L.csr.indptr).astype(np.float64)
     col = deg - row
-    llt = float((col * col).sum()) + TRANSPOSE_COST * L.nvals
+    cost = DEVICE_TRANSPOSE_COST if M.on_device else TRANSPOSE_COST
+    llt = float((col * col).sum()) + cost * L.nvals
     return "L.LT" if llt < float((col * row).sum()) else "L.L"
 
 
 def _skewed(deg) -> bool:
-    return bool(deg.size) and deg.max() > PRESORT_SKEW * max(deg.mean(), 1.0)
+    return bool(deg.size) and float(deg.max()) > PRESORT_SKEW * max(float(deg.mean()), 1.0)
 
 
 def choose_order(deg, below) -> str:
@@ -123,8 +127,8 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     if order not in ORDERS:
         raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
                                 got=repr(order))
-    if M.on_device:  # the device path: the index ordering (tril)
-        return gr.select(M, "tril", -1, backend=backend)
+    if M.on_device:
+        return _lower_device(M, order, backend, values)
     csr = M.csr
     n = M.nrows
     indptr = np.asarray(csr.indptr, dtype=np.int64)
@@ -162,6 +166,21 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     S = sps.csr_matrix((data, cols[at], lp), shape=M.shape)
     S.has_sorted_indices = True
     return gb.Matrix(S)
+
+
+def _lower_device(M, order: str, backend: str, values: bool):
+    """:func:`lower` on device data: the kernel set's ``lower_counts`` / ``lower_fill`` (the
+    CUDA set: a warp a row compares the degrees on the entries, all three orderings counted
+    in one pass), or ``select(M, "tril", -1)`` where it has none (or values are wanted)."""
+    K = gr.get_kernels(backend, True, work=M.nvals)
+    if values or not callable(getattr(K, "lower_counts", None)):
+        return gr.select(M, "tril", -1, backend=backend)
+    deg, counts = K.lower_counts(M.csr)  # rows: none, increasing, decreasing
+    if order == "auto":
+        order = "none" if not _skewed(deg) else choose_order(
+            deg, {"increasing": counts[1], "decreasing": counts[2]})
+    mode = ORDERS.index(order) - 1
+    return gb.Matrix(K.lower_fill(M.csr, mode, counts[mode]))
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):

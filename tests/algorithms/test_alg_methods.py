@@ -1,0 +1,69 @@
+"""The algorithms' method rules (issue 30) on host data: the CPU kernel sets have no
+whole-algorithm kernels, so components stay FastSV and PageRank the operations; a forced
+device method is a typed error, and an unknown one too."""
+from __future__ import annotations
+
+import importlib
+
+import networkx as nx
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from scipy.sparse import csgraph
+
+import gbdist as gb
+from gbdist import algorithms as alg
+from gbdist import graph as gr
+
+from .graphs_for_tests import random_graph, shuffled
+
+components = importlib.import_module("gbdist.algorithms.components")
+pagerank = importlib.import_module("gbdist.algorithms.pagerank")  # the function hides it
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_host_kernel_sets_keep_the_graphblas_methods(backend):
+    if not gr.available(backend):
+        pytest.skip(f"{backend} kernels unavailable")
+    K = gr.get_kernels(backend, False)
+    assert components.choose_method(K) == "fastsv"
+    assert pagerank.choose_method(K) == "operations"
+
+
+class _WithKernels:
+    """A stand-in kernel set that offers the whole-algorithm kernels (the rule reads only
+    whether they are there)."""
+    name = "stand-in"
+
+    def components(self, A, *, half):  # pragma: no cover - never called
+        raise AssertionError
+
+    def power_rank(self, *args):  # pragma: no cover - never called
+        raise AssertionError
+
+
+def test_rules_pick_the_kernels_where_offered():
+    assert components.choose_method(_WithKernels()) == "union-find"
+    assert pagerank.choose_method(_WithKernels()) == "fused"
+
+
+def test_forced_and_unknown_methods_on_the_host():
+    A, G = random_graph(4, n=30, p=0.15)
+    with pytest.raises(gb.BackendError):
+        alg.connected_components(A, method="union-find")
+    with pytest.raises(gb.BackendError):
+        alg.pagerank(A, method="fused")
+    with pytest.raises(gb.ParameterError):
+        alg.connected_components(A, method="bfs")
+    with pytest.raises(gb.ParameterError):
+        alg.pagerank(A, method="gauss-seidel")
+    # the explicit GraphBLAS methods are the default ones on the host
+    k, lab = csgraph.connected_components(A, directed=False)
+    first = np.full(k, A.shape[0])
+    np.minimum.at(first, lab, np.arange(A.shape[0]))
+    assert_array_equal(alg.connected_components(shuffled(A, 1), method="fastsv"),
+                       alg.connected_components(shuffled(A, 1)))
+    assert_array_equal(alg.connected_components(A, method="fastsv"), first[lab])
+    ref = nx.pagerank(G, tol=1e-10, max_iter=500)
+    np.testing.assert_allclose(alg.pagerank(A, tol=1e-10, max_iter=500, method="operations"),
+                               [ref[i] for i in range(A.shape[0])], rtol=1e-7, atol=1e-12)
