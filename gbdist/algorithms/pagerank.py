@@ -72,6 +72,7 @@ def pagerank(A, alpha: float = 0.85, tol: float = 1.0e-6, max_iter: int = 100, *
                       dtype=np.float64)
     x = vector(M, every, np.full(n, 1.0 / n), dtype=np.float64)
     teleport = vector(M, every, np.full(n, (1.0 - alpha) / n), dtype=np.float64)
+    err = float("inf")  # max_iter=0: no step taken
     for _ in range(max_iter):
         w = gr.ewise_mult(x, inv_s, gb.ops.times, backend=backend)        # x(i) / s(i)
         y = gr.mxv(M.T, w, plus_times, backend=backend)                    # Σ_i w(i) A(i, j)
