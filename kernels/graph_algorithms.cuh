@@ -2,7 +2,7 @@
 // union-find, the fused PageRank update, and the degree-ordered lower triangle for
 // triangle counting. Compiled as one module by gbdist/backends/cuda/graph_algorithms.py.
 //
-// Connected components (after ECL-CC, Jaysonne & Burtscher, SC'18; written for gbdist).
+// Connected components (after ECL-CC, Jaiganesh & Burtscher, HPDC'18; written for gbdist).
 // parent[v] is a vertex of v's component with parent[v] <= v; roots have parent[r] == r.
 // Hooking always puts the larger root under the smaller one with an atomicCAS on the
 // root's own slot, so a root stays a root until the CAS that hooks it, a non-root never

@@ -67,3 +67,9 @@ def test_forced_and_unknown_methods_on_the_host():
     ref = nx.pagerank(G, tol=1e-10, max_iter=500)
     np.testing.assert_allclose(alg.pagerank(A, tol=1e-10, max_iter=500, method="operations"),
                                [ref[i] for i in range(A.shape[0])], rtol=1e-7, atol=1e-12)
+
+
+def test_pagerank_without_steps_raises_the_convergence_error():
+    A, _ = random_graph(5, n=20, p=0.2)
+    with pytest.raises(alg.PowerIterationFailedConvergence):
+        alg.pagerank(A, max_iter=0)
