@@ -22,12 +22,47 @@ pagerank = importlib.import_module("gbdist.algorithms.pagerank")  # the function
 
 
 @pytest.mark.parametrize("backend", ["reference", "compiled"])
-def test_host_kernel_sets_keep_the_graphblas_methods(backend):
+def test_host_kernel_sets_methods(backend):
     if not gr.available(backend):
         pytest.skip(f"{backend} kernels unavailable")
     K = gr.get_kernels(backend, False)
-    assert components.choose_method(K) == "fastsv"
+    # the compiled set has the union-find kernel (one thread); the reference stays FastSV
+    assert components.choose_method(K) == ("union-find" if backend == "compiled" else "fastsv")
     assert pagerank.choose_method(K) == "operations"
+
+
+def _smallest(A):
+    k, lab = csgraph.connected_components(A, directed=True, connection="weak")
+    first = np.full(k, A.shape[0])
+    np.minimum.at(first, lab, np.arange(A.shape[0]))
+    return first[lab]
+
+
+@pytest.mark.parametrize("seed,directed", [(s, d) for s in range(3) for d in (False, True)])
+def test_compiled_union_find_matches_csgraph(seed, directed):
+    if not gr.available("compiled"):
+        pytest.skip("compiled kernels unavailable")
+    import scipy.sparse as sps
+    A = shuffled(random_graph(seed, n=200, p=0.015, directed=directed)[0], seed)
+    ref = _smallest(A)
+    assert len(np.unique(ref)) > 3
+    G = gb.Matrix(A)
+    assert_array_equal(alg.connected_components(G, method="union-find", backend="compiled"), ref)
+    if not directed:
+        G.T  # noqa: B018 - transpose cached: symmetric, half the entries joined
+        assert_array_equal(alg.connected_components(G, backend="compiled"), ref)
+    K = gr.get_kernels("compiled", False)
+    B = A.copy()
+    B.data[:] = 1.0  # the pattern (A + Aᵀ would drop the stored zeros)
+    up = sps.triu(B + B.T, format="csr")  # one direction of each edge: the same components
+    up.sort_indices()
+    assert_array_equal(K.components(up, half=False), ref)
+    m = 3000  # a long path, numbered backwards: deep trees before the halving finds
+    path = sps.diags([np.ones(m - 1), np.ones(m - 1)], [-1, 1], shape=(m, m), format="csr")
+    q = np.arange(m)[::-1]
+    P = sps.csr_matrix(path[q][:, q])
+    P.sort_indices()
+    assert_array_equal(K.components(P, half=True), np.zeros(m, dtype=np.int64))
 
 
 class _WithKernels:
@@ -50,7 +85,7 @@ def test_rules_pick_the_kernels_where_offered():
 def test_forced_and_unknown_methods_on_the_host():
     A, G = random_graph(4, n=30, p=0.15)
     with pytest.raises(gb.BackendError):
-        alg.connected_components(A, method="union-find")
+        alg.connected_components(A, method="union-find", backend="reference")
     with pytest.raises(gb.BackendError):
         alg.pagerank(A, method="fused")
     with pytest.raises(gb.ParameterError):
