@@ -238,3 +238,34 @@ __global__ void __launch_bounds__(256) gb_tri_fill(const I* __restrict__ Ap, con
     at += __popc(ballot);
   }
 }
+
+// Triangle count from L (gb_tri_fill's, any ranking): Σ over L's entries (v, u) of
+// |L(v,:) ∩ L(u,:)| — the masked product C<L> = L·L summed, with no C. A warp a row v, a lane
+// an entry u: each w of L(u,:) is looked up in the sorted L(v,:) by bisection. Under a degree
+// ranking L's rows are short (the ranking's point), so the lanes' loops are too.
+template <typename P>
+__global__ void __launch_bounds__(256) gb_tri_intersect(const P* __restrict__ Lp,
+    const int* __restrict__ Lj, long long n, unsigned long long* __restrict__ total) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long v = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (v >= n) return;  // a whole warp
+  const long long a0 = (long long)Lp[v], a1 = (long long)Lp[v + 1];
+  unsigned long long c = 0;
+  for (long long p = a0 + lane; p < a1; p += 32) {
+    const long long u = (long long)Lj[p];
+    const long long b1 = (long long)Lp[u + 1];
+    for (long long q = (long long)Lp[u]; q < b1; ++q) {
+      const int w = Lj[q];
+      long long lo = a0, hi = a1;
+      while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (Lj[mid] < w) lo = mid + 1; else hi = mid;
+      }
+      c += (lo < a1 && Lj[lo] == w) ? 1ull : 0ull;
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+  if (lane == 0 && c) atomicAdd(total, c);
+}

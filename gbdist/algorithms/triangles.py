@@ -41,17 +41,41 @@ from gbdist import graph as gr
 from ._common import as_matrix, plus_pair, require_undirected
 
 
-def triangle_count(A, *, order: str = "auto", backend: str = "auto") -> int:
+METHODS = ("auto", "mxm", "intersect")
+
+
+def choose_method(K) -> str:
+    """The planner rule for the product: ``"intersect"`` where the kernel set can count
+    L·L<L> without forming it (``count_triangles``: the CUDA set), else ``"mxm"``."""
+    return "intersect" if callable(getattr(K, "count_triangles", None)) else "mxm"
+
+
+def triangle_count(A, *, order: str = "auto", method: str = "auto",
+                   backend: str = "auto") -> int:
     """Number of triangles of an undirected graph (self loops and values ignored), as
     ``sum(networkx.triangles(G).values()) // 3``. A directed input is an InputError.
     ``order``: the vertex ranking L is taken under (``"auto"``: :func:`choose_order`;
     ``"none"``, ``"increasing"``, ``"decreasing"`` degree): the count is the same, the work
-    is not."""
+    is not. ``method``: ``"mxm"`` (the masked product, then its sum) or ``"intersect"``
+    (the kernel set's count of the same sum without the product; a set without it: a
+    BackendError); ``"auto"``: :func:`choose_method`."""
+    if method not in METHODS:
+        raise gb.ParameterError("unknown triangle-count method",
+                                expected=" | ".join(map(repr, METHODS)), got=repr(method))
     M = as_matrix(A)
     require_undirected(M, "triangle_count")
+    K = gr.get_kernels(backend, M.on_device, work=M.nvals)
+    if method == "auto":
+        method = choose_method(K)
+    if method == "intersect" and choose_method(K) != "intersect":
+        raise gb.BackendError("method='intersect' needs a kernel set with count_triangles",
+                              got=f"the {K.name!r} kernels",
+                              hint="device data (the CUDA kernels), or method='auto'")
     L = lower(M, order, backend, values=False)
     if not L.nvals:
         return 0
+    if method == "intersect":
+        return int(K.count_triangles(L.csr))
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
     B = L.T if choose_product(M, L) == "L.LT" else L
     C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)

@@ -14,6 +14,7 @@ from scipy.sparse import csgraph
 import gbdist as gb
 from gbdist import algorithms as alg
 from gbdist import graph as gr
+from gbdist.algorithms import triangles as tri
 
 from .graphs_for_tests import random_graph, shuffled
 
@@ -29,6 +30,7 @@ def test_host_kernel_sets_methods(backend):
     # the compiled set has the union-find kernel (one thread); the reference stays FastSV
     assert components.choose_method(K) == ("union-find" if backend == "compiled" else "fastsv")
     assert pagerank.choose_method(K) == "operations"
+    assert tri.choose_method(K) == "mxm"
 
 
 def _smallest(A):
@@ -92,6 +94,12 @@ def test_forced_and_unknown_methods_on_the_host():
         alg.connected_components(A, method="bfs")
     with pytest.raises(gb.ParameterError):
         alg.pagerank(A, method="gauss-seidel")
+    with pytest.raises(gb.BackendError):
+        alg.triangle_count(A, method="intersect")
+    with pytest.raises(gb.ParameterError):
+        alg.triangle_count(A, method="merge")
+    assert alg.triangle_count(A, method="mxm") == alg.triangle_count(A) == \
+        sum(nx.triangles(G).values()) // 3
     # the explicit GraphBLAS methods are the default ones on the host
     k, lab = csgraph.connected_components(A, directed=False)
     first = np.full(k, A.shape[0])

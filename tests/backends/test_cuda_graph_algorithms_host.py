@@ -97,10 +97,13 @@ def test_union_find_in_shuffled_thread_orders(serial):
                 np.testing.assert_array_equal(np.array(out.split(), dtype=np.int64), ref)
 
 
-def test_lower_kernels_every_order(threads):
+def test_lower_and_intersect_kernels_every_order(threads):
+    import networkx as nx
     from benchmarks.graphs import power_law_graph
     for A in (shuffled(sps.csr_matrix(power_law_graph(120, avg_degree=8, seed=5)), 5),
               random_graph(7, n=40, p=0.3)[0]):
+        ref = sum(nx.triangles(nx.from_scipy_sparse_array(A)).values()) // 3
+        assert ref > 0
         A = sps.csr_matrix(A)
         A.sort_indices()
         n = A.shape[0]
@@ -111,6 +114,7 @@ def test_lower_kernels_every_order(threads):
             L = tri.lower(gb.Matrix(A), order, values=False).to_scipy()
             np.testing.assert_array_equal(counts[mode], np.diff(L.indptr))
             np.testing.assert_array_equal(np.array(out[1].split(), dtype=np.int64), L.indices)
+            assert int(out[2]) == ref  # gb_tri_intersect over this L
 
 
 def test_fused_rank_step(threads):

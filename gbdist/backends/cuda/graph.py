@@ -397,6 +397,11 @@ class CudaGraphKernels:
         from .graph_algorithms import lower_fill
         return lower_fill(A, mode, count)
 
+    def count_triangles(self, L) -> int:
+        """Σ over L's entries (v, u) of |L(v,:) ∩ L(u,:)| (graph_algorithms.count_triangles)."""
+        from .graph_algorithms import count_triangles
+        return count_triangles(L)
+
 
 def _identity(monoid, work: np.dtype, out: np.dtype):
     """⊕'s identity in the domain ``out`` (the reference's

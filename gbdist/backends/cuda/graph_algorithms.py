@@ -13,16 +13,18 @@ one module per process).
   the host; the step after convergence is the only extra work, and it is skipped when the
   change's geometric decay predicts convergence.
 * :func:`lower_counts` / :func:`lower_fill`: triangle counting's L on the device under an
-  index or degree ranking, without renumbering the graph.
+  index or degree ranking, without renumbering the graph; :func:`count_triangles`: the
+  masked product L·L<L> summed without forming it (a warp a row, a lane an entry, each
+  two-hop neighbour looked up in the row by bisection).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import BackendError, InputError
 from . import cache
 
-_NAMES = ("gb_rank_update",) + tuple(
+_NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>") + tuple(
     f"{k}<{i}>" for k in ("gb_tri_count", "gb_tri_fill") for i in ("int", "long long")) + tuple(
     f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
     for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
@@ -153,6 +155,9 @@ def lower_fill(A, mode: int, count):
     import cupy
     import cupyx.scipy.sparse as cps
     n = int(A.shape[0])
+    if n >= 2**31 - 1:
+        raise BackendError("the device L stores column indices as int32",
+                           got=f"{n} vertices", hint="use the CPU kernels")
     Ap, Aj, I = _index(A)
     Lp = cupy.zeros(n + 1, dtype=cupy.int64)
     cupy.cumsum(count, out=Lp[1:])
@@ -165,3 +170,18 @@ def lower_fill(A, mode: int, count):
     L = cps.csr_matrix((cupy.ones(nnz, dtype=cupy.bool_), Lj, ptr), shape=A.shape)
     L.has_sorted_indices = True
     return L
+
+
+def count_triangles(L) -> int:
+    """Σ over L's stored (v, u) of |L(v,:) ∩ L(u,:)|: the triangles, each once, for an L
+    holding one direction of every edge under a ranking (:func:`lower_fill`)."""
+    import cupy
+    n = int(L.shape[0])
+    total = cupy.zeros(1, dtype=cupy.uint64)
+    if n and int(L.nnz):
+        Lp = cupy.ascontiguousarray(L.indptr)
+        P = "int" if Lp.dtype == np.int32 else "long long"
+        Lj = cupy.ascontiguousarray(L.indices.astype(cupy.int32, copy=False))
+        module().get_function(f"gb_tri_intersect<{P}>")((_grid(32 * n),), (256,),
+                                                        (Lp, Lj, np.int64(n), total))
+    return int(total[0])

@@ -21,6 +21,8 @@ inline int atomicCAS(int* a, int e, int d) { int o = *a; if (o == e) *a = d; ret
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long e, unsigned long long d) {
   unsigned long long o = *a; if (o == e) *a = d; return o; }
 inline unsigned atomicAdd(unsigned* a, unsigned v) { unsigned o = *a; *a += v; return o; }
+inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+  unsigned long long o = *a; *a += v; return o; }
 template <class T> T __shfl_xor_sync(unsigned, T v, int) { return v; }  // compile only
 inline unsigned __ballot_sync(unsigned, bool) { return 0; }             // compile only
 inline int __popc(unsigned v) { return __builtin_popcount(v); }

@@ -28,6 +28,8 @@ inline int atomicCAS(int* a, int e, int d) { std::lock_guard<std::mutex> g(gb_at
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long e, unsigned long long d) {
   std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned long long o = *a; if (o == e) *a = d; return o; }
 inline unsigned atomicAdd(unsigned* a, unsigned v) { std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned o = *a; *a += v; return o; }
+inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+  std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned long long o = *a; *a += v; return o; }
 template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
   std::memcpy(&gb_warp_slot[w][l], &v, sizeof(T));

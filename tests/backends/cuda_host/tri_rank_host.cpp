@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
     printf("\n");
     for (long long p = 0; p < Lp[n]; ++p) printf("%d ", Lj[p]);
     printf("\n");
+    unsigned long long total = 0;
+    gb_launch(grid, 256, [&] { gb_tri_intersect<long long>(Lp.data(), Lj.data(), n, &total); });
+    printf("%llu\n", total);
   } else {
     long long n, t; double alpha, tele; unsigned nb;
     scanf("%lld %lf %lf %lld %u", &n, &alpha, &tele, &t, &nb);
