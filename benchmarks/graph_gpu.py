@@ -180,7 +180,7 @@ def powerlaw_device(n: int, seed: int = 0, skew: float = 1.6, degree: int = 16):
     import cupyx.scipy.sparse as cps
     rng = cupy.random.default_rng(seed)
     m = degree * n
-    perm = rng.permutation(n)
+    perm = cupy.argsort(rng.random(n))  # a random relabelling
     src = perm[(n * rng.random(m) ** skew).astype(cupy.int64) % n]
     dst = perm[(n * rng.random(m) ** skew).astype(cupy.int64) % n]
     A = cps.coo_matrix((1.0 - rng.random(m), (src, dst)), shape=(n, n)).tocsr()

@@ -168,7 +168,7 @@ def lower_fill(A, mode: int, count):
                                                    (Ap, Aj, np.int64(n), np.int32(mode), Lp, Lj))
     ptr = Lp.astype(cupy.int32) if nnz < 2**31 else Lp
     L = cps.csr_matrix((cupy.ones(nnz, dtype=cupy.bool_), Lj, ptr), shape=A.shape)
-    L.has_sorted_indices = True
+    L.has_canonical_format = True  # sorted rows, no duplicates: nothing to check
     return L
 
 
