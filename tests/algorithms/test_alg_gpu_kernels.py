@@ -25,7 +25,9 @@ pagerank_mod = importlib.import_module("gbdist.algorithms.pagerank")
 
 def smallest_labels(A):
     """Weak components by csgraph, each labelled by its smallest vertex."""
-    k, lab = csgraph.connected_components(A, directed=True, connection="weak")
+    P = sps.csr_matrix(A, copy=True)
+    P.data = np.ones_like(P.data)  # csgraph would drop stored zeros as edges
+    k, lab = csgraph.connected_components(P, directed=True, connection="weak")
     first = np.full(k, A.shape[0], dtype=np.int64)
     np.minimum.at(first, lab, np.arange(A.shape[0]))
     return first[lab]

@@ -67,7 +67,9 @@ def _bins(A):
 
 
 def _smallest(A):
-    k, lab = csgraph.connected_components(A, directed=True, connection="weak")
+    P = sps.csr_matrix(A, copy=True)
+    P.data = np.ones_like(P.data)  # csgraph would drop stored zeros as edges
+    k, lab = csgraph.connected_components(P, directed=True, connection="weak")
     first = np.full(k, A.shape[0])
     np.minimum.at(first, lab, np.arange(A.shape[0]))
     return first[lab]
