@@ -27,7 +27,10 @@ gbdist and for the peer.
 
 ``--kernels`` runs ``benchmarks/graph_gpu.py`` instead: the CUDA SpGEMM and SpMV kernels
 (plus_times, min_plus, plus_pair, compensated sums, symmetric SpMV) against cuSPARSE
-through cupyx, at ``--edges`` (default 1e5,1e6,1e7).
+through cupyx, at ``--edges`` (default 1e5,1e6,1e7). ``--algorithms``: components,
+PageRank and triangle counting on the GPU against their bounds (a BFS; steps × one
+cuSPARSE SpMV) and the GraphBLAS methods they replace, at ``--edges`` vertices (default
+1e6,1e7; the graph drawn on the device).
 """
 from __future__ import annotations
 
@@ -329,12 +332,18 @@ def add_arguments(p) -> None:
                    help="threads for both gbdist and SuiteSparse (default: each its own)")
     p.add_argument("--kernels", action="store_true",
                    help="the CUDA SpGEMM/SpMV kernels against cuSPARSE (benchmarks/graph_gpu.py)")
+    p.add_argument("--algorithms", action="store_true",
+                   help="components, PageRank and triangles on the GPU against their bounds "
+                        "(benchmarks/graph_gpu.py; --edges: vertices, default 1e6,1e7)")
 
 
 def run(args) -> dict:
     if args.kernels:
         from benchmarks import graph_gpu
         return graph_gpu.kernels(args.edges or "1e5,1e6,1e7", args.repeat or 10)
+    if args.algorithms:
+        from benchmarks import graph_gpu
+        return graph_gpu.algorithms(args.edges or "1e6,1e7", args.repeat or 5)
     if peers is None:
         raise SystemExit(f"graph: the peers need python-graphblas ({PEERS_MISSING})")
     args.edges = args.edges or "1e4,1e5,1e6"

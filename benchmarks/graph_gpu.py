@@ -275,6 +275,163 @@ def compare(vertices, reps: int = 30, spgemm_max: int = 10**6, front_max: int = 
     return out
 
 
+# --- whole algorithms (issue 30) -----------------------------------------------------------
+
+def undirected_device(n: int, seed: int = 0, skew: float = 1.6, degree: int = 16):
+    """The undirected graph of :func:`powerlaw_graph`'s recipe drawn on the device: 16·n
+    endpoint pairs drawn as n · u^skew, relabelled at random, S = A + Aᵀ (both directions,
+    duplicates summed; weights in (0, 2]). Returns a cupyx CSR with sorted indices."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    rng = cupy.random.default_rng(seed)
+    m = degree * n
+    perm = cupy.argsort(rng.random(n))  # a random relabelling
+    src = perm[(n * rng.random(m) ** skew).astype(cupy.int64) % n]
+    dst = perm[(n * rng.random(m) ** skew).astype(cupy.int64) % n]
+    A = cps.coo_matrix((1.0 - rng.random(m), (src, dst)), shape=(n, n)).tocsr()
+    del src, dst
+    S = (A + A.T).tocsr()
+    S.sum_duplicates()
+    S.sort_indices()
+    return S
+
+
+def wall_s(fn, reps: int) -> float:
+    """Median wall time of ``fn`` (device synchronised) after one warm-up."""
+    import time
+
+    import cupy
+    fn()
+    cupy.cuda.Device().synchronize()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        cupy.cuda.Device().synchronize()
+        out.append(time.perf_counter() - t0)
+    return float(np.median(out))
+
+
+def _check_labels(S, lab, fastsv=None):
+    """Labels: equal across every edge, each a vertex labelled by itself and <= its vertices
+    (so each component has one label, its smallest vertex); against FastSV when given."""
+    import cupy
+    rows = cupy.searchsorted(S.indptr, cupy.arange(S.nnz), side="right") - 1
+    d = cupy.asarray(lab)
+    assert bool(cupy.all(d[rows] == d[S.indices]))
+    del rows
+    assert bool(cupy.all(d[d] == d)) and bool(cupy.all(d <= cupy.arange(d.size)))
+    if fastsv is not None:
+        assert np.array_equal(lab, fastsv)
+
+
+def algorithms(vertices: str, reps: int) -> dict:
+    """Components, PageRank and triangle counting on the device at each size of ``vertices``
+    (comma-separated), with their bounds: a BFS for components, steps × one cuSPARSE SpMV
+    (and × gbdist's own SpMV) for PageRank. Returns {"rows": [...]}."""
+    import time
+
+    import cupy
+    from scipy.sparse import csgraph
+
+    import gbdist as gb
+    from gbdist import algorithms as alg
+    from gbdist import graph as gr
+    from gbdist.algorithms import triangles as tri
+    K = gr.get_kernels("cuda", True)
+    rows = []
+    for n in (int(float(v)) for v in vertices.split(",") if v):
+        S = undirected_device(n)
+        G = gb.Matrix(S)
+        deg = cupy.diff(S.indptr)
+        src = int(cupy.argmax(deg))
+        rec = {"n": n, "entries": int(S.nnz), "max_degree": int(deg.max())}
+        # components: union-find (every entry; then, transpose cached, half) against a BFS
+        lab = alg.connected_components(G)
+        assert not G.has_transpose()  # every entry joined (the symmetry is not known)
+        rec["cc_s"] = wall_s(lambda: alg.connected_components(G), reps)
+        G.T  # noqa: B018 - cached from here on (FastSV's symmetry test, BFS pulls, PageRank)
+        t0 = time.perf_counter()
+        old = alg.connected_components(G, method="fastsv")
+        rec["cc_fastsv_s"] = time.perf_counter() - t0  # one run: the old path, for the table
+        _check_labels(S, lab, old)
+        if n <= 2 * 10**6:
+            k, cl = csgraph.connected_components(S.get(), directed=False)
+            first = np.full(k, n, dtype=np.int64)
+            np.minimum.at(first, cl, np.arange(n))
+            assert np.array_equal(lab, first[cl])
+        rec["components"] = int(np.unique(lab).size)
+        rec["bfs_s"] = wall_s(lambda: alg.bfs_levels(G, src), reps)
+        rec["cc_kernel_all_s"] = wall_s(lambda: K.components(S, half=False), reps)
+        rec["cc_kernel_half_s"] = wall_s(lambda: K.components(S, half=True), reps)
+        rec["cc_half_s"] = wall_s(lambda: alg.connected_components(G), reps)  # Aᵀ cached
+        # PageRank: fused against the operations, and against steps x one SpMV
+        fused = alg.pagerank(G)
+        t0 = time.perf_counter()
+        ops = alg.pagerank(G, method="operations")
+        rec["pagerank_operations_s"] = time.perf_counter() - t0
+        assert np.allclose(fused, ops, rtol=1e-12, atol=1e-15)
+        rec["pagerank_s"] = wall_s(lambda: alg.pagerank(G), reps)
+        s = gr.reduce_rows(G, gb.ops.plus)
+        sd = cupy.zeros(n)
+        sd[s.indices] = s.values
+        live = sd != 0
+        inv = cupy.where(live, 1.0 / cupy.where(live, sd, 1.0), 0.0)
+        _, steps, _ = K.power_rank(G.T.csr, inv, (~live).astype(cupy.uint8), cupy.full(n, 1.0 / n),
+                                   0.85, n * 1e-6, 100, gb.semirings.plus_times)
+        AT = G.T.csr
+        w = cupy.random.default_rng(1).random(n)
+        y, _ = K.spmv(AT, w, None, gb.semirings.plus_times, out_dtype=np.float64)
+        assert bool(cupy.allclose(y, AT @ w, rtol=1e-9))
+        rec["pagerank_steps"] = int(steps)
+        rec["spmv_cusparse_ms"] = median_ms(lambda: AT @ w, reps * 2)
+        rec["spmv_gbdist_ms"] = median_ms(
+            lambda: K.spmv(AT, w, None, gb.semirings.plus_times, out_dtype=np.float64), reps * 2)
+        rec["pagerank_bound_s"] = steps * rec["spmv_cusparse_ms"] / 1e3
+        rec["pagerank_ratio"] = rec["pagerank_s"] / rec["pagerank_bound_s"]
+        rec["pagerank_vs_own_spmv"] = rec["pagerank_s"] / (steps * rec["spmv_gbdist_ms"] / 1e3)
+        # triangles: the device rule's choice, each ordering / form, the old path (tril, L·Lᵀ)
+        count = alg.triangle_count(G)
+        t0 = time.perf_counter()
+        L0 = gr.select(G, "tril", -1)
+        c_old = int(gr.reduce_scalar(gr.mxm(L0, L0.T, gb.semirings.plus_pair, mask=L0.S,
+                                            dtype=np.int64), gb.ops.plus, dtype=np.int64))
+        rec["tri_old_s"] = time.perf_counter() - t0
+        del L0
+        assert count == c_old
+        rec["triangles"] = count
+        rec["tri_s"] = wall_s(lambda: alg.triangle_count(G), reps)  # the rule: intersect
+        rec["tri_mxm_s"] = wall_s(lambda: alg.triangle_count(G, method="mxm"), reps)
+        assert alg.triangle_count(G, method="mxm") == count
+        rec["tri_lower_s"] = wall_s(lambda: tri.lower(G, "auto", values=False), reps)
+        L = tri.lower(G, "auto", values=False)
+        rec["tri_rule_product"] = tri.choose_product(G, L)
+        for order in (("none", "increasing", "decreasing") if n <= 2 * 10**6 else ("increasing",)):
+            L = tri.lower(G, order, values=False)
+            for form in ("L.L", "L.LT"):
+                def run(L=L, form=form):
+                    B = L.T if form == "L.LT" else L
+                    C = gr.mxm(L, B, gb.semirings.plus_pair, mask=L.S, dtype=np.int64)
+                    return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64))
+                assert run() == count
+                rec[f"tri_{order}_{form}_s"] = wall_s(run, 1)
+            del L
+        rows.append(rec)
+        print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}, flush=True)
+        del G, S, deg
+        cupy.get_default_memory_pool().free_all_blocks()
+    print("\n| vertices | entries | BFS s | components s | / BFS | FastSV s | PageRank s | steps "
+          "| steps x cuSPARSE SpMV s | ratio | / own SpMV | triangles s | mxm s | old path s |")
+    print("|" + " --- |" * 14)
+    for r in rows:
+        print(f"| {r['n']:.0e} | {r['entries']:.3g} | {r['bfs_s']:.4f} | {r['cc_s']:.4f} | "
+              f"{r['cc_s'] / r['bfs_s']:.2f} | {r['cc_fastsv_s']:.3f} | {r['pagerank_s']:.4f} | "
+              f"{r['pagerank_steps']} | {r['pagerank_bound_s']:.4f} | {r['pagerank_ratio']:.2f} | "
+              f"{r['pagerank_vs_own_spmv']:.2f} | {r['tri_s']:.3f} | {r['tri_mxm_s']:.3f} | "
+              f"{r['tri_old_s']:.3f} |")
+    return {"rows": rows}
+
+
 if __name__ == "__main__":
     import argparse
     import json

@@ -10,9 +10,12 @@ an edge of weight 0), a dense array, or a :class:`gbdist.Matrix`.
 ``bfs_levels(A, source)``             hop count per vertex, -1 unreachable (direction-optimising)
 ``bfs_parents(A, source)``            BFS tree parents (source -> itself, -1 unreachable)
 ``sssp(A, source)``                   Bellman–Ford over min_plus; NegativeCycleError
-``pagerank(A, alpha, tol, max_iter)`` networkx's weighted PageRank (dangling vertices)
-``triangle_count(A)``                 masked L·Lᵀ over plus_pair (undirected)
-``connected_components(A)``           FastSV; label = smallest vertex id of the component
+``pagerank(A, alpha, tol, max_iter)`` networkx's weighted PageRank (dangling vertices;
+                                      on the GPU one SpMV and one fused kernel a step)
+``triangle_count(A)``                 masked L·Lᵀ over plus_pair (undirected; on the GPU
+                                      counted without forming the product)
+``connected_components(A)``           union-find (CUDA, compiled CPU) or FastSV (reference);
+                                      label = smallest vertex id of the component
 ``ktruss(A, k)``                      the k-truss edges (values: support) as a Matrix
 ``jaccard(A)``, ``cosine(A)``         similarity of adjacent vertices, on the edges
 ====================================  =========================================================

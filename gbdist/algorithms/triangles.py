@@ -41,19 +41,43 @@ from gbdist import graph as gr
 from ._common import as_matrix, plus_pair, require_undirected
 
 
-def triangle_count(A, *, order: str = "auto", backend: str = "auto") -> int:
+METHODS = ("auto", "mxm", "intersect")
+
+
+def choose_method(K) -> str:
+    """The planner rule for the product: ``"intersect"`` where the kernel set can count
+    L·L<L> without forming it (``count_triangles``: the CUDA set), else ``"mxm"``."""
+    return "intersect" if callable(getattr(K, "count_triangles", None)) else "mxm"
+
+
+def triangle_count(A, *, order: str = "auto", method: str = "auto",
+                   backend: str = "auto") -> int:
     """Number of triangles of an undirected graph (self loops and values ignored), as
     ``sum(networkx.triangles(G).values()) // 3``. A directed input is an InputError.
     ``order``: the vertex ranking L is taken under (``"auto"``: :func:`choose_order`;
     ``"none"``, ``"increasing"``, ``"decreasing"`` degree): the count is the same, the work
-    is not."""
+    is not. ``method``: ``"mxm"`` (the masked product, then its sum) or ``"intersect"``
+    (the kernel set's count of the same sum without the product; a set without it: a
+    BackendError); ``"auto"``: :func:`choose_method`."""
+    if method not in METHODS:
+        raise gb.ParameterError("unknown triangle-count method",
+                                expected=" | ".join(map(repr, METHODS)), got=repr(method))
     M = as_matrix(A)
     require_undirected(M, "triangle_count")
+    K = gr.get_kernels(backend, M.on_device, work=M.nvals)
+    if method == "auto":
+        method = choose_method(K)
+    if method == "intersect" and choose_method(K) != "intersect":
+        raise gb.BackendError("method='intersect' needs a kernel set with count_triangles",
+                              got=f"the {K.name!r} kernels",
+                              hint="device data (the CUDA kernels), or method='auto'")
     L = lower(M, order, backend, values=False)
     if not L.nvals:
         return 0
+    if method == "intersect":
+        return int(K.count_triangles(L.csr))
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
-    B = L.T if M.on_device or choose_product(M, L) == "L.LT" else L
+    B = L.T if choose_product(M, L) == "L.LT" else L
     C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
     return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
@@ -77,8 +101,10 @@ def masked_cost(deg, below) -> float:
                DOT_WEIGHT * float((below * below).sum() + (above * below).sum()))
 
 
-# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose).
+# Building Lᵀ costs about this many Gustavson terms per entry of L (a CSR transpose); on
+# the device the transpose is a sort of the entries' int64 keys (gbdist.graph.sparse).
 TRANSPOSE_COST = 8.0
+DEVICE_TRANSPOSE_COST = 32.0
 
 
 def choose_product(M, L) -> str:
@@ -86,15 +112,17 @@ def choose_product(M, L) -> str:
     walks Σ col² terms, after building Lᵀ) or ``"L.L"`` (C<L> = L·L, Sandia's LL: every
     triangle a < b < c once, at (c, a) through b; Σ col·row terms and no transpose), by
     those counts from L's row counts (row = lower-ranked neighbours, col = the rest)."""
-    deg = np.diff(np.asarray(M.csr.indptr)).astype(np.float64)
-    row = np.diff(np.asarray(L.csr.indptr)).astype(np.float64)
+    xp = M.xp
+    deg = xp.diff(M.csr.indptr).astype(np.float64)
+    row = xp.diff(L.csr.indptr).astype(np.float64)
     col = deg - row
-    llt = float((col * col).sum()) + TRANSPOSE_COST * L.nvals
+    cost = DEVICE_TRANSPOSE_COST if M.on_device else TRANSPOSE_COST
+    llt = float((col * col).sum()) + cost * L.nvals
     return "L.LT" if llt < float((col * row).sum()) else "L.L"
 
 
 def _skewed(deg) -> bool:
-    return bool(deg.size) and deg.max() > PRESORT_SKEW * max(deg.mean(), 1.0)
+    return bool(deg.size) and float(deg.max()) > PRESORT_SKEW * max(float(deg.mean()), 1.0)
 
 
 def choose_order(deg, below) -> str:
@@ -123,8 +151,8 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     if order not in ORDERS:
         raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
                                 got=repr(order))
-    if M.on_device:  # the device path: the index ordering (tril)
-        return gr.select(M, "tril", -1, backend=backend)
+    if M.on_device:
+        return _lower_device(M, order, backend, values)
     csr = M.csr
     n = M.nrows
     indptr = np.asarray(csr.indptr, dtype=np.int64)
@@ -162,6 +190,21 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     S = sps.csr_matrix((data, cols[at], lp), shape=M.shape)
     S.has_sorted_indices = True
     return gb.Matrix(S)
+
+
+def _lower_device(M, order: str, backend: str, values: bool):
+    """:func:`lower` on device data: the kernel set's ``lower_counts`` / ``lower_fill`` (the
+    CUDA set: a warp a row compares the degrees on the entries, all three orderings counted
+    in one pass), or ``select(M, "tril", -1)`` where it has none (or values are wanted)."""
+    K = gr.get_kernels(backend, True, work=M.nvals)
+    if values or not callable(getattr(K, "lower_counts", None)):
+        return gr.select(M, "tril", -1, backend=backend)
+    deg, counts = K.lower_counts(M.csr)  # rows: none, increasing, decreasing
+    if order == "auto":
+        order = "none" if not _skewed(deg) else choose_order(
+            deg, {"increasing": counts[1], "decreasing": counts[2]})
+    mode = ORDERS.index(order) - 1
+    return gb.Matrix(K.lower_fill(M.csr, mode, counts[mode]))
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):

@@ -278,6 +278,11 @@ class CompiledGraphKernels:
     name = "compiled"
     xp = np
 
+    def components(self, A, *, half: bool):
+        """Connected-component labels by union-find (:mod:`.graph_algorithms`)."""
+        from .graph_algorithms import components
+        return components(A, half=half)
+
     # -- sparse × sparse -> sparse ---------------------------------------------------
 
     def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):

@@ -418,6 +418,37 @@ class CudaGraphKernels:
             self._kernels(None, monoid, out, (name,))[name]((_grid(nseg * 32, 256),), (256,), (ptr, np.int64(nseg), vals, res, present))
         return self._finish(res, out), present
 
+    # -- whole algorithms (issue 30): graph_algorithms.py, kernels/graph_algorithms.cuh ------
+
+    def components(self, A, *, half: bool):
+        """Connected-component labels (int64: the smallest vertex of each component) of the
+        graph of A's stored entries, directions ignored; ``half``: A is symmetric."""
+        from .graph_algorithms import components
+        Ap = _csr_parts(A, "A")[0]
+        return components(A, _spmv_bins(A, Ap), half=half)  # the bins: cached on A
+
+    def power_rank(self, AT, inv_s, dangling, x, alpha, thresh, max_iter, sr):
+        """PageRank's power iteration (graph_algorithms.power_rank): (rank or None, steps,
+        last L1 change)."""
+        from .graph_algorithms import power_rank
+        return power_rank(self, AT, inv_s, dangling, x, alpha, thresh, max_iter, sr)
+
+    def lower_counts(self, A):
+        """(degrees, (3, n) kept entries a row) of triangle counting's L under the index,
+        increasing-degree and decreasing-degree rankings."""
+        from .graph_algorithms import lower_counts
+        return lower_counts(A)
+
+    def lower_fill(self, A, mode: int, count):
+        """L under ranking ``mode`` (0, 1, 2 as lower_counts) as a bool device CSR."""
+        from .graph_algorithms import lower_fill
+        return lower_fill(A, mode, count)
+
+    def count_triangles(self, L) -> int:
+        """Σ over L's entries (v, u) of |L(v,:) ∩ L(u,:)| (graph_algorithms.count_triangles)."""
+        from .graph_algorithms import count_triangles
+        return count_triangles(L)
+
 
 def _identity(monoid, work: np.dtype, out: np.dtype):
     """⊕'s identity in the domain ``out`` (the reference's

@@ -1,0 +1,187 @@
+"""Whole-algorithm CUDA kernels (issue 30): the device strategies the algorithms' planner
+rules pick when the kernel set offers them (``gbdist.algorithms``: components, PageRank,
+triangle counting's L). The kernels are ``kernels/graph_algorithms.cuh`` (functor-free:
+one module per process).
+
+* :func:`components`: concurrent union-find (ECL-CC's hooking by atomicCAS of the larger
+  root under the smaller, finds that halve the path): three launches, no host reads, the
+  label of a vertex = the smallest vertex of its component.
+* :func:`power_rank`: PageRank's power iteration as one SpMV (the kernel set's ``spmv``)
+  and one fused update a step (rank, L1 change, next scaled vector, dangling mass), the
+  buffers allocated once, and the convergence test read one step behind (the next step is
+  already queued when the host reads the last one's change), so the GPU never waits for
+  the host; the step after convergence is the only extra work, and it is skipped when the
+  change's geometric decay predicts convergence.
+* :func:`lower_counts` / :func:`lower_fill`: triangle counting's L on the device under an
+  index or degree ranking, without renumbering the graph; :func:`count_triangles`: the
+  masked product L·L<L> summed without forming it (a warp a row, a lane an entry, each
+  two-hop neighbour looked up in the row by bisection).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import BackendError, InputError
+from . import cache
+
+_NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>") + tuple(
+    f"{k}<{i}>" for k in ("gb_tri_count", "gb_tri_fill") for i in ("int", "long long")) + tuple(
+    f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
+    for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
+_SOURCE: list = []
+
+
+def module():
+    if not _SOURCE:
+        from ...resources import read
+        from .graph_codegen import key
+        src = read("kernels", "graph_algorithms.cuh")
+        _SOURCE.append((src, "graph-algorithms-" + key(src)))
+    src, k = _SOURCE[0]
+    return cache.module(k, src, _NAMES)
+
+
+def _grid(n: int, per_block: int = 256) -> int:
+    return int(max(1, -(-n // per_block)))
+
+
+def _index(A):
+    """(indptr, indices, C index type name) of a device CSR, both in one index type."""
+    import cupy
+    ptr, idx = A.indptr, A.indices
+    it = np.promote_types(ptr.dtype, idx.dtype)
+    if it not in (np.int32, np.int64):
+        raise InputError("the CUDA graph kernels need int32 or int64 indices", got=str(it))
+    c = cupy.ascontiguousarray
+    return c(ptr.astype(it, copy=False)), c(idx.astype(it, copy=False)), \
+        "int" if it == np.int32 else "long long"
+
+
+def components(A, bins, *, half: bool):
+    """Component label of every vertex of the graph whose edges are A's stored entries
+    (directions ignored), as an int64 CuPy array: the smallest vertex of the component.
+    ``bins``: A's SpMV degree bins (rows, meta, blocks; graph._spmv_bins). ``half``: A's
+    pattern is symmetric, so only the entries below the diagonal are joined."""
+    import cupy
+    n = int(A.shape[0])
+    label = cupy.empty(n, dtype=cupy.int64)
+    if n == 0:
+        return label
+    Ap, Aj, I = _index(A)
+    V = "int" if n < 2**31 - 1 else "long long"
+    parent = cupy.empty(n, dtype=cupy.int32 if V == "int" else cupy.int64)
+    mod = module()
+    mod.get_function(f"gb_cc_init<{I}, {V}>")((_grid(n),), (256,), (Ap, Aj, np.int64(n), parent))
+    rows, meta, blocks = bins
+    if blocks:
+        mod.get_function(f"gb_cc_hook<{I}, {V}>")((blocks,), (256,),
+                                                 (rows, meta, Ap, Aj, parent, np.int32(half)))
+    mod.get_function(f"gb_cc_label<{V}>")((_grid(n),), (256,), (parent, np.int64(n), label))
+    return label
+
+
+def power_rank(K, AT, inv_s, dangling, x, alpha: float, thresh: float, max_iter: int, plus_times):
+    """PageRank's power iteration on the device (gbdist/algorithms/pagerank.py's step):
+    ``AT`` the transposed adjacency (device CSR), ``inv_s`` 1/out-weight (0 where dangling),
+    ``dangling`` uint8 flags, ``x`` the start (float64). Stops after the first step whose
+    L1 change is below ``thresh``. Returns ``(rank, steps, last change)``; ``rank`` is None
+    when ``max_iter`` steps did not converge."""
+    import cupy
+    n = int(x.size)
+    mod = module()
+    update = mod.get_function("gb_rank_update")
+    blocks = min(_grid(n), 4 * 132 * 8)  # a grid-stride loop: a few waves of the SMs
+    bufs = [cupy.ascontiguousarray(x, dtype=cupy.float64), cupy.empty(n, dtype=cupy.float64)]
+    w = bufs[0] * inv_s
+    scal = cupy.zeros(2 * max_iter + 2, dtype=cupy.float64)  # lost_t, err_t, lost_t+1, ...
+    scal[0] = cupy.sum(bufs[0][dangling.view(cupy.bool_)])
+    partial = cupy.empty(2 * blocks, dtype=cupy.float64)
+    done = cupy.zeros(1, dtype=cupy.uint32)
+    pinned = cupy.cuda.alloc_pinned_memory(8 * max(max_iter, 1))
+    errs = np.frombuffer(pinned, dtype=np.float64, count=max(max_iter, 1))
+    stream = cupy.cuda.get_current_stream()
+    events = []
+    teleport = (1.0 - alpha) / n
+
+    def step(t):
+        y, _ = K.spmv(AT, w, None, plus_times, out_dtype=np.float64)
+        update((blocks,), (256,), (y, bufs[t % 2], bufs[(t + 1) % 2], inv_s, dangling, w,
+                                   np.int64(n), np.float64(alpha), np.float64(teleport),
+                                   np.int64(t), scal, partial, done))
+        cupy.cuda.runtime.memcpyAsync(pinned.ptr + 8 * t, scal.data.ptr + 8 * (2 * t + 1), 8,
+                                      cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+        e = cupy.cuda.Event(block=False, disable_timing=True)
+        e.record(stream)
+        events.append(e)
+
+    def converged(t) -> bool:
+        events[t].synchronize()
+        return bool(errs[t] < thresh)
+
+    def predicted(t) -> bool:
+        """Whether step t (still running) will likely converge: the last two known changes'
+        ratio carried one step on."""
+        if t < 2 or errs[t - 2] <= 0:
+            return False
+        return errs[t - 1] * (errs[t - 1] / errs[t - 2]) < 1.5 * thresh
+
+    for t in range(max_iter):
+        if t and predicted(t - 1) and converged(t - 1):
+            return bufs[t % 2], t, float(errs[t - 1])
+        step(t)
+        if t and converged(t - 1):  # step t is queued: the host read overlaps it
+            return bufs[t % 2], t, float(errs[t - 1])
+    if max_iter and converged(max_iter - 1):
+        return bufs[max_iter % 2], max_iter, float(errs[max_iter - 1])
+    return None, max_iter, float(errs[max_iter - 1]) if max_iter else float("inf")
+
+
+def lower_counts(A):
+    """(deg, counts (3, n)): each vertex's stored entries, and its kept entries (those
+    ranked below it) under mode 0 index order, 1 increasing degree, 2 decreasing degree."""
+    import cupy
+    n = int(A.shape[0])
+    Ap, Aj, I = _index(A)
+    counts = cupy.zeros((3, n), dtype=cupy.int64)
+    if n:
+        module().get_function(f"gb_tri_count<{I}>")((_grid(32 * n),), (256,),
+                                                    (Ap, Aj, np.int64(n), counts))
+    return cupy.diff(Ap).astype(cupy.int64), counts
+
+
+def lower_fill(A, mode: int, count):
+    """L (cupyx bool CSR, int32 indices) keeping the entries ranked below their row under
+    ``mode`` (:func:`lower_counts`), ``count`` its row counts."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+    n = int(A.shape[0])
+    if n >= 2**31 - 1:
+        raise BackendError("the device L stores column indices as int32",
+                           got=f"{n} vertices", hint="use the CPU kernels")
+    Ap, Aj, I = _index(A)
+    Lp = cupy.zeros(n + 1, dtype=cupy.int64)
+    cupy.cumsum(count, out=Lp[1:])
+    nnz = int(Lp[-1])
+    Lj = cupy.empty(nnz, dtype=cupy.int32)
+    if nnz:
+        module().get_function(f"gb_tri_fill<{I}>")((_grid(32 * n),), (256,),
+                                                   (Ap, Aj, np.int64(n), np.int32(mode), Lp, Lj))
+    ptr = Lp.astype(cupy.int32) if nnz < 2**31 else Lp
+    L = cps.csr_matrix((cupy.ones(nnz, dtype=cupy.bool_), Lj, ptr), shape=A.shape)
+    L.has_canonical_format = True  # sorted rows, no duplicates: nothing to check
+    return L
+
+
+def count_triangles(L) -> int:
+    """Σ over L's stored (v, u) of |L(v,:) ∩ L(u,:)|: the triangles, each once, for an L
+    holding one direction of every edge under a ranking (:func:`lower_fill`)."""
+    import cupy
+    n = int(L.shape[0])
+    total = cupy.zeros(1, dtype=cupy.uint64)
+    if n and int(L.nnz):
+        Lp = cupy.ascontiguousarray(L.indptr)
+        P = "int" if Lp.dtype == np.int32 else "long long"
+        Lj = cupy.ascontiguousarray(L.indices.astype(cupy.int32, copy=False))
+        module().get_function(f"gb_tri_intersect<{P}>")((_grid(32 * n),), (256,),
+                                                        (Lp, Lj, np.int64(n), total))
+    return int(total[0])

@@ -1,0 +1,271 @@
+// Whole-algorithm kernels (issue 30), functor-free: connected components by concurrent
+// union-find, the fused PageRank update, and the degree-ordered lower triangle for
+// triangle counting. Compiled as one module by gbdist/backends/cuda/graph_algorithms.py.
+//
+// Connected components (after ECL-CC, Jaiganesh & Burtscher, HPDC'18; written for gbdist).
+// parent[v] is a vertex of v's component with parent[v] <= v; roots have parent[r] == r.
+// Hooking always puts the larger root under the smaller one with an atomicCAS on the
+// root's own slot, so a root stays a root until the CAS that hooks it, a non-root never
+// becomes a root again, and each tree's root ends up being the smallest vertex of its
+// component: the label gbdist returns, with no relabelling. Finds halve the path as they
+// go (parent[x] = its grandparent: a plain store of an ancestor, safe beside other
+// threads' stores). Reads go through L2 (__ldcg): another SM's hook is seen, not a stale
+// L1 line.
+//   gb_cc_init:  parent[v] = the first stored neighbour of v when it is smaller, else v;
+//   gb_cc_hook:  for every stored entry (v, u) (u < v only, when `half`: a symmetric
+//                pattern holds every edge twice), union(v, u) — rows binned by degree as
+//                the SpMV's (1, 4, 16, 32 lanes, a 256-thread block), one launch;
+//   gb_cc_label: label[v] = the root of v (int64).
+
+template <typename V>
+__device__ __forceinline__ V gb_cc_find(V* parent, V v) {
+  V p = __ldcg(parent + v);
+  while (p != v) {
+    const V g = __ldcg(parent + p);
+    if (g == p) return p;
+    parent[v] = g;  // path halving: v skips to its grandparent, an ancestor
+    v = g;
+    p = __ldcg(parent + v);
+  }
+  return v;
+}
+
+template <typename V>
+__device__ __forceinline__ V gb_cc_cas(V* a, V expected, V desired) {
+  if constexpr (sizeof(V) == 4) {
+    return (V)atomicCAS((int*)a, (int)expected, (int)desired);
+  } else {
+    return (V)atomicCAS((unsigned long long*)a, (unsigned long long)expected,
+                        (unsigned long long)desired);
+  }
+}
+
+// Join the trees of root-or-vertex `a` and vertex `b`; returns a root (at the time) of the
+// joined tree, a hint for the next edge of the same row.
+template <typename V>
+__device__ __forceinline__ V gb_cc_union(V* parent, V a, V b) {
+  a = gb_cc_find(parent, a);
+  b = gb_cc_find(parent, b);
+  while (a != b) {
+    if (a < b) { const V t = a; a = b; b = t; }  // a > b: hook a under b
+    const V old = gb_cc_cas(parent + a, a, b);
+    if (old == a) return b;
+    a = gb_cc_find(parent, old);  // a was hooked meanwhile: go on from its new root
+  }
+  return a;
+}
+
+template <typename I, typename V>
+__global__ void __launch_bounds__(256) gb_cc_init(const I* __restrict__ Ap, const I* __restrict__ Aj,
+                                                  long long n, V* __restrict__ parent) {
+  const long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= n) return;
+  V p = (V)v;
+  if (Ap[v + 1] > Ap[v]) {
+    const long long u = (long long)Aj[Ap[v]];
+    if (u < v) p = (V)u;
+  }
+  parent[v] = p;
+}
+
+template <typename I, typename V>
+__device__ __forceinline__ void gb_cc_row(long long row, int lane, int G, const I* __restrict__ Ap,
+                                          const I* __restrict__ Aj, V* parent, bool half) {
+  const V v = (V)row;
+  V r = v;
+  const long long end = (long long)Ap[row + 1];
+  for (long long p = (long long)Ap[row] + lane; p < end; p += G) {
+    const V u = (V)Aj[p];
+    if (half && u >= v) break;  // sorted rows: the rest are above v too
+    if (u != v) r = gb_cc_union(parent, r, u);
+  }
+}
+
+template <int G, typename I, typename V>
+__device__ __forceinline__ void gb_cc_group(const long long* __restrict__ rows, long long r0,
+    long long nrows, long long block, const I* __restrict__ Ap, const I* __restrict__ Aj,
+    V* parent, bool half) {
+  const long long tid = block * 256 + threadIdx.x;
+  const long long r = tid / G;
+  if (r < nrows) gb_cc_row<I, V>(rows[r0 + r], (int)(tid % G), G, Ap, Aj, parent, half);
+}
+
+// rows/meta: the SpMV's degree bins (gbdist/backends/cuda/graph.py, _spmv_bins): meta[b]
+// the bins' first rows, meta[NB + 1 + b] their first blocks.
+template <typename I, typename V>
+__global__ void __launch_bounds__(256) gb_cc_hook(const long long* __restrict__ rows,
+    const long long* __restrict__ meta, const I* __restrict__ Ap, const I* __restrict__ Aj,
+    V* parent, int half) {
+  constexpr int NB = 5;
+  const long long blk = blockIdx.x;
+  int b = 0;
+#pragma unroll
+  for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
+  const long long r0 = meta[b], nrows = meta[b + 1] - meta[b], block = blk - meta[NB + 1 + b];
+  switch (b) {
+    case 0: gb_cc_group<1, I, V>(rows, r0, nrows, block, Ap, Aj, parent, half != 0); return;
+    case 1: gb_cc_group<4, I, V>(rows, r0, nrows, block, Ap, Aj, parent, half != 0); return;
+    case 2: gb_cc_group<16, I, V>(rows, r0, nrows, block, Ap, Aj, parent, half != 0); return;
+    case 3: gb_cc_group<32, I, V>(rows, r0, nrows, block, Ap, Aj, parent, half != 0); return;
+    default: break;
+  }
+  gb_cc_row<I, V>(rows[r0 + block], threadIdx.x, 256, Ap, Aj, parent, half != 0);
+}
+
+template <typename V>
+__global__ void __launch_bounds__(256) gb_cc_label(V* parent, long long n,
+                                                   long long* __restrict__ label) {
+  const long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= n) return;
+  V r = (V)v, p = __ldcg(parent + r);
+  while (p != r) { r = p; p = __ldcg(parent + r); }
+  label[v] = (long long)r;
+}
+
+// PageRank, one power step fused after the SpMV y = Aᵀ w (gbdist/algorithms/pagerank.py):
+//   new(i) = ((1 - α) / n + α · lost_t / n) + α · y(i)        (the operations' order)
+//   err_t  = Σ |new(i) - x(i)|
+//   w(i)   = new(i) · inv_s(i)       (0 for dangling vertices: their rank is `lost`)
+//   lost_{t+1} = Σ over dangling i of new(i)
+// scal[2t] = lost_t (read), scal[2t + 1] = err_t, scal[2t + 2] = lost_{t+1} (written).
+// Deterministic sums: each block writes its partials, the last block to finish adds them
+// in block order (no floating-point atomics: the same answer every run).
+extern "C" __global__ void __launch_bounds__(256) gb_rank_update(
+    const double* __restrict__ y, const double* __restrict__ x, double* __restrict__ xnew,
+    const double* __restrict__ inv_s, const unsigned char* __restrict__ dangling,
+    double* __restrict__ w, long long n, double alpha, double teleport, long long t,
+    double* __restrict__ scal, double* __restrict__ partial, unsigned int* __restrict__ done) {
+  __shared__ double serr[8], slost[8];
+  __shared__ bool last;
+  const double lost = scal[2 * t];
+  const double base = teleport + alpha * lost / (double)n;
+  double e = 0.0, l = 0.0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const double v = base + y[i] * alpha;
+    e += fabs(v - x[i]);
+    xnew[i] = v;
+    w[i] = v * inv_s[i];
+    if (dangling[i]) l += v;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    e += __shfl_xor_sync(0xffffffffu, e, off);
+    l += __shfl_xor_sync(0xffffffffu, l, off);
+  }
+  if ((threadIdx.x & 31) == 0) { serr[threadIdx.x >> 5] = e; slost[threadIdx.x >> 5] = l; }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double be = 0.0, bl = 0.0;
+    for (int q = 0; q < 8; ++q) { be += serr[q]; bl += slost[q]; }
+    partial[2 * blockIdx.x] = be;
+    partial[2 * blockIdx.x + 1] = bl;
+    __threadfence();
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    double te = 0.0, tl = 0.0;
+    for (unsigned int q = 0; q < gridDim.x; ++q) {
+      te += __ldcg(partial + 2 * q);
+      tl += __ldcg(partial + 2 * q + 1);
+    }
+    scal[2 * t + 1] = te;
+    scal[2 * t + 2] = tl;
+    *done = 0u;  // ready for the next step
+  }
+}
+
+// Triangle counting's L (gbdist/algorithms/triangles.py, `lower`): entry (v, u) of the
+// symmetric pattern is kept when u ranks below v — mode 0: u < v; mode 1 (increasing
+// degree): deg u < deg v, ties by index; mode 2 (decreasing degree): deg u > deg v, ties by
+// index. A warp per row; gb_tri_count counts the kept entries of each row for every mode
+// (count[mode * n + v]), gb_tri_fill writes one mode's kept columns in their order.
+template <typename I>
+__device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, long long dv,
+                                            long long du) {
+  if (mode == 0) return u < v;
+  const bool tie = dv == du && u < v;
+  return mode == 1 ? (du < dv || tie) : (du > dv || tie);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) gb_tri_count(const I* __restrict__ Ap, const I* __restrict__ Aj,
+                                                    long long n, long long* __restrict__ count) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long v = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (v >= n) return;
+  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1], dv = a1 - a0;
+  long long c[3] = {0, 0, 0};
+  for (long long p = a0 + lane; p < a1; p += 32) {
+    const long long u = (long long)Aj[p];
+    const long long du = (long long)Ap[u + 1] - (long long)Ap[u];
+#pragma unroll
+    for (int m = 0; m < 3; ++m) c[m] += gb_tri_keep<I>(m, v, u, dv, du) ? 1 : 0;
+  }
+#pragma unroll
+  for (int m = 0; m < 3; ++m) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) c[m] += __shfl_xor_sync(0xffffffffu, c[m], off);
+  }
+  if (lane == 0) {
+    count[v] = c[0];
+    count[n + v] = c[1];
+    count[2 * n + v] = c[2];
+  }
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) gb_tri_fill(const I* __restrict__ Ap, const I* __restrict__ Aj,
+    long long n, int mode, const long long* __restrict__ Lp, int* __restrict__ Lj) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long v = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (v >= n) return;
+  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1], dv = a1 - a0;
+  long long at = Lp[v];
+  for (long long base = a0; base < a1; base += 32) {
+    const long long p = base + lane;
+    bool k = false;
+    long long u = 0;
+    if (p < a1) {
+      u = (long long)Aj[p];
+      k = gb_tri_keep<I>(mode, v, u, dv, (long long)Ap[u + 1] - (long long)Ap[u]);
+    }
+    const unsigned ballot = __ballot_sync(0xffffffffu, k);
+    if (k) Lj[at + __popc(ballot & ((1u << lane) - 1u))] = (int)u;
+    at += __popc(ballot);
+  }
+}
+
+// Triangle count from L (gb_tri_fill's, any ranking): Σ over L's entries (v, u) of
+// |L(v,:) ∩ L(u,:)| — the masked product C<L> = L·L summed, with no C. A warp a row v, a lane
+// an entry u: each w of L(u,:) is looked up in the sorted L(v,:) by bisection. Under a degree
+// ranking L's rows are short (the ranking's point), so the lanes' loops are too.
+template <typename P>
+__global__ void __launch_bounds__(256) gb_tri_intersect(const P* __restrict__ Lp,
+    const int* __restrict__ Lj, long long n, unsigned long long* __restrict__ total) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long v = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (v >= n) return;  // a whole warp
+  const long long a0 = (long long)Lp[v], a1 = (long long)Lp[v + 1];
+  unsigned long long c = 0;
+  for (long long p = a0 + lane; p < a1; p += 32) {
+    const long long u = (long long)Lj[p];
+    const long long b1 = (long long)Lp[u + 1];
+    for (long long q = (long long)Lp[u]; q < b1; ++q) {
+      const int w = Lj[q];
+      long long lo = a0, hi = a1;
+      while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (Lj[mid] < w) lo = mid + 1; else hi = mid;
+      }
+      c += (lo < a1 && Lj[lo] == w) ? 1ull : 0ull;
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+  if (lane == 0 && c) atomicAdd(total, c);
+}

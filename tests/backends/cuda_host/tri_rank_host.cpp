@@ -1,0 +1,44 @@
+#include "threads.h"
+#include "graph_algorithms.cuh"
+// mode "tri": stdin n nnz mode, Ap, Aj -> counts (3n) then Lj of `mode` (after host scan)
+// mode "rank": stdin n alpha teleport t nblocks, y, x, inv_s, dangling, lost -> xnew, w, err, lost'
+int main(int argc, char** argv) {
+  if (std::string(argv[1]) == "tri") {
+    long long n, nnz; int mode;
+    scanf("%lld %lld %d", &n, &nnz, &mode);
+    std::vector<int> Ap(n + 1), Aj(nnz);
+    for (auto& v : Ap) scanf("%d", &v);
+    for (auto& v : Aj) scanf("%d", &v);
+    std::vector<long long> count(3 * n), Lp(n + 1);
+    const unsigned grid = (unsigned)((32 * n + 255) / 256);
+    gb_launch(grid, 256, [&] { gb_tri_count<int>(Ap.data(), Aj.data(), n, count.data()); });
+    for (long long v = 0; v < n; ++v) Lp[v + 1] = Lp[v] + count[mode * n + v];
+    std::vector<int> Lj(Lp[n] + 1);
+    gb_launch(grid, 256, [&] { gb_tri_fill<int>(Ap.data(), Aj.data(), n, mode, Lp.data(), Lj.data()); });
+    for (auto c : count) printf("%lld ", c);
+    printf("\n");
+    for (long long p = 0; p < Lp[n]; ++p) printf("%d ", Lj[p]);
+    printf("\n");
+    unsigned long long total = 0;
+    gb_launch(grid, 256, [&] { gb_tri_intersect<long long>(Lp.data(), Lj.data(), n, &total); });
+    printf("%llu\n", total);
+  } else {
+    long long n, t; double alpha, tele; unsigned nb;
+    scanf("%lld %lf %lf %lld %u", &n, &alpha, &tele, &t, &nb);
+    std::vector<double> y(n), x(n), inv(n), xn(n), w(n), scal(2 * t + 3, 0.0), part(2 * nb);
+    std::vector<unsigned char> dang(n);
+    for (auto& v : y) scanf("%lf", &v);
+    for (auto& v : x) scanf("%lf", &v);
+    for (auto& v : inv) scanf("%lf", &v);
+    for (auto& v : dang) { int q; scanf("%d", &q); v = (unsigned char)q; }
+    scanf("%lf", &scal[2 * t]);
+    unsigned done = 0;
+    gb_launch(nb, 256, [&] { gb_rank_update(y.data(), x.data(), xn.data(), inv.data(), dang.data(), w.data(),
+                                            n, alpha, tele, t, scal.data(), part.data(), &done); });
+    for (auto v : xn) printf("%.17g ", v);
+    printf("\n");
+    for (auto v : w) printf("%.17g ", v);
+    printf("\n%.17g %.17g %u\n", scal[2 * t + 1], scal[2 * t + 2], done);
+  }
+  return 0;
+}
