@@ -33,6 +33,7 @@ from ..compiler.plan import Plan
 from ..backends.cpu import merge_k, select_k
 from ..errors import InputError, ParameterError
 from .. import names
+from .shares import TILES_PER_SHARE, _finer, _share
 from ..front.library import find_metric
 from ..pairwise import (
     as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
@@ -88,9 +89,8 @@ class Search:
         share w of W of those tiles (:func:`_share`), in the same order."""
         if share is not None:  # tiles fine enough to balance, only this share's computed
             rows, width = tile_shape(self.be, self.b, self.budget, full_width, not full_width)
-            across = -(-max(self.b.n, 1) // width)
-            rows = rows if share[1] == 1 else min(rows, max(1, -(-max(self.b.m, 1) // -(-_TILES_PER_SHARE * share[1]
-                                                                // across))))
+            across = -(-max(self.b.n, 1) // width)  # then enough row blocks for 16 a share
+            rows = _finer(self.b.m, rows, -(-TILES_PER_SHARE * share[1] // across), share)
             repair = Repair(self.b, self.budget)
             cells = ((r0, c0) for c0 in range(0, max(self.b.n, 1), width)
                      for r0 in range(0, max(self.b.m, 1), rows))
@@ -104,8 +104,9 @@ class Search:
         """Square tiles (r0:r1, c0:c1) with c0 >= r0 of a self-join (``share``: as tiles')."""
         b = self.b
         s = symmetric_side(self.be, self.plan, b.n, self.budget or 2**62, b.dtype)
-        if share is not None and share[1] > 1:  # enough tiles for an even split
-            s = min(s, -(-b.n // _blocks_for(_TILES_PER_SHARE * share[1])))
+        if share is not None:  # b row blocks: b(b + 1)/2 tiles, at least 16 a share
+            t = TILES_PER_SHARE * share[1]
+            s = _finer(b.n, s, next(k for k in range(1, t + 1) if k * (k + 1) >= 2 * t), share)
         cells = ((r0, c0) for r0 in range(0, b.n, s) for c0 in range(r0, b.n, s))
         yield from self._computed(cells, s, s, Repair(b, self.budget), share)
 
@@ -121,35 +122,6 @@ class Search:
 
     def host(self, x):
         return x if self.b.on_device else self.be.to_host(x)
-
-
-# A share's tiles: at least this many tiles per share, so that the largest-first split
-# leaves the shares within about a tile of the mean (4 GPUs on 66K rows: 15 tiles of
-# gb.knn's size gave shares of 0.20-0.33 s). Smaller tiles cost nothing in the answer:
-# every pair's distance is computed alone and the lists merge in a total order.
-_TILES_PER_SHARE = 16
-
-
-def _blocks_for(tiles: int) -> int:
-    """The fewest row blocks b whose upper triangle (b(b + 1)/2 tiles) has ``tiles``."""
-    b = 1
-    while b * (b + 1) // 2 < tiles:
-        b += 1
-    return b
-
-
-def _share(cells, rows: int, width: int, m: int, n: int, w: int, W: int) -> list:
-    """The positions (in visiting order) of share w of W of the tiles ``cells``: the
-    largest tile first to the least loaded share (by cells, then share number), so the W
-    shares cost about the same even where edge tiles are small."""
-    area = [(min(m, r0 + rows) - r0) * (min(n, c0 + width) - c0) for r0, c0 in cells]
-    load, mine = [0] * W, []
-    for t in sorted(range(len(cells)), key=lambda t: (-area[t], t)):
-        j = min(range(W), key=lambda j: (load[j], j))
-        load[j] += area[t]
-        if j == w:
-            mine.append(t)
-    return sorted(mine)
 
 
 def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):

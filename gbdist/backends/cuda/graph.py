@@ -36,6 +36,7 @@ from ...errors import BackendError, InputError
 from ..base import DeviceCSR
 from . import cache
 from . import graph_codegen as gc
+from .graph_bins import _bin_module, _binned_rows, _bins, _grid, _spmv_bins  # noqa: F401 (tests: _bins)
 from .graph_tiles import spmv_tiles
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
@@ -71,71 +72,6 @@ def _csr_parts(M, what: str, index=None):
 def _ptr(a):
     """A device array, or a null pointer for None."""
     return np.uint64(0) if a is None else a
-
-
-def _grid(n: int, per_block: int) -> int:
-    return int(max(1, -(-n // per_block)))
-
-
-_BIN_SOURCE = None
-
-
-_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>")
-
-
-def _bin_module():
-    """The functor-free kernels of ``kernels/graph_bins.cuh`` (one module per process)."""
-    global _BIN_SOURCE
-    if _BIN_SOURCE is None:
-        from ...resources import read
-        src = read("kernels", "graph_bins.cuh")
-        _BIN_SOURCE = (src, "graph-bins-" + gc.key(src))
-    return cache.module(_BIN_SOURCE[1], _BIN_SOURCE[0], _BIN_NAMES)
-
-
-def _bin_kernels():
-    mod = _bin_module()
-    return mod.get_function("gb_bin_count"), mod.get_function("gb_bin_scatter")
-
-
-_EDGES: dict = {}
-
-
-def _bins(keys, edges, skip_zero: bool):
-    """Row ids grouped by bin: bin b holds the rows with edges[b-1] < key <= edges[b]; the last
-    bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin. Two kernel
-    launches, a scan and one read of the counts; rows ascending inside each bin.
-    Returns a list of CuPy int64 arrays (one per bin)."""
-    out, offsets = _binned_rows(keys, edges, skip_zero)
-    return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
-
-
-def _binned_rows(keys, edges, skip_zero: bool, extra=None):
-    """(every binned row id, bin after bin; the host offsets of the bins in it), and with
-    ``extra`` (a one-element int64 device array) its value, read with the offsets."""
-    import cupy
-    keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
-    m, ne = int(keys.size), len(edges)
-    dev = cupy.cuda.Device().id
-    ekey = (tuple(int(e) for e in edges), dev)
-    e = _EDGES.get(ekey)
-    if e is None:
-        e = _EDGES[ekey] = cupy.asarray(np.asarray(edges, dtype=np.int64))
-    count, scatter = _bin_kernels()
-    nblocks = _grid(m, 256)
-    bin_ = cupy.empty(max(m, 1), dtype=cupy.int32)
-    blockcounts = cupy.zeros((ne + 1) * nblocks, dtype=cupy.int64)
-    if m:
-        count((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)),
-                                   bin_, blockcounts))
-    ends = cupy.cumsum(blockcounts)  # bin-major: bin 0's blocks, then bin 1's ...
-    tails = ends[nblocks - 1::nblocks]
-    host = (tails if extra is None else cupy.concatenate([tails, extra.astype(cupy.int64)])).get()
-    offsets = np.concatenate([[0], host[:ne + 1]]).astype(np.int64)
-    out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
-    if out.size:
-        scatter((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
-    return (out, offsets) if extra is None else (out, offsets, int(host[-1]))
 
 
 def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
@@ -473,29 +409,6 @@ def _spmv_vectors(x, x_present, mask, m: int, n: int):
     if ym is not None and ym.shape != (m,):
         raise InputError("spmv: the mask has the wrong length", expected=f"({m},)", got=str(ym.shape))
     return x, xp, ym
-
-
-def _spmv_bins(A, Ap):
-    """(row ids by degree bin, one after another; meta: the bins' first rows then first
-    blocks, on the device; total blocks) for the one-launch SpMV kernel, cached on the matrix
-    object (keyed by its indptr buffer and shape) so repeated products reuse them."""
-    import cupy
-    key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
-    memo = getattr(A, "_gbdist_spmv_bins", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
-    deg = cupy.diff(Ap).astype(cupy.int64)
-    rows, offsets = _binned_rows(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
-    sizes = np.diff(offsets).astype(np.int64)
-    per_block = np.array([256 // g for _, g in gc.SPMV_BINS] + [1], dtype=np.int64)
-    blocks = -(-sizes // per_block)
-    meta = np.concatenate([[0], np.cumsum(sizes), [0], np.cumsum(blocks)]).astype(np.int64)
-    memo = (rows, cupy.asarray(meta), int(blocks.sum()))
-    try:
-        A._gbdist_spmv_bins = (key, memo)
-    except AttributeError:
-        pass
-    return memo
 
 
 def _sort_rows(Cp, Cj, Cx, rows, n: int) -> None:
