@@ -108,6 +108,8 @@ def test_device_pruned_float32_ties(name, device_spy, monkeypatch):
 def test_device_explain_pruning():
     from gbdist.neighbors.pruned import explain_pruning
     rng = np.random.default_rng(3)
-    X = sps.csr_matrix(sparse_rows(rng, 400, 3000, "real", per=(1, 3)))
+    # enough rows for the rule to pay (2500·m ≤ m·n: n ≥ 2500 rows, and few shared columns)
+    X = sps.csr_matrix(sparse_rows(rng, 3000, 60000, "real", per=(1, 3)))
     text = explain_pruning(cps.csr_matrix(X), metric="manhattan", backend="cuda")
     assert "proof: applies" in text and "search: pruned" in text
+    assert text == explain_pruning(X, metric="manhattan", backend="cpu")  # the same rule
