@@ -78,6 +78,7 @@ FORMULA_FUNCTIONS = {
     "min": ("min(a, b)", "the smaller of a and b"),
     "max": ("max(a, b)", "the larger of a and b"),
     "where": ("where(cond, a, b)", "a where cond holds, else b"),
+    "isnan": ("isnan(a)", "the condition that a is NaN, a missing value (isnan(0) is false)"),
 }
 EXPR_FUNCTIONS = {
     "mxm": ("mxm(L, R, semiring)", "C[i, j] = ⊕_k L[i, k] ⊗ R[k, j]"),
