@@ -24,7 +24,8 @@ UNWEIGHTED = {"weighted_minkowski": "euclidean", "weighted_euclidean": "euclidea
               "weighted_jaccard": "jaccard", "weighted_russellrao": "russellrao",
               "weighted_matching": "matching", "weighted_yule": "yule",
               "weighted_rogerstanimoto": "rogerstanimoto",
-              "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower"}
+              "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower",
+              "weighted_correlation": "correlation"}
 
 
 def _column_defaults(X, Y):

@@ -145,6 +145,7 @@ METRICS = {
     "weighted_yule": ({}, "binary", _cdist("yule"), 1),
     "weighted_rogerstanimoto": ({}, "binary", _cdist("rogerstanimoto"), 1),
     "weighted_sokalsneath": ({}, "binary", _cdist("sokalsneath"), 1),
+    "weighted_correlation": ({}, "real", _cdist("correlation"), 1),
     "mahalanobis": ({}, "real", _mahalanobis, 2),
     "haversine": ({}, "latlon", _haversine, 1),
 

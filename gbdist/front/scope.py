@@ -97,6 +97,7 @@ EXPR_FUNCTIONS = {
     "where": ("where(cond, a, b)", "a where cond is nonzero, else b"),
     "whiten": ("whiten(A, VI, mu)", "A's rows mapped to (a − mu)·L, VI = L·Lᵀ (k × k), when bound"),
     "sphere": ("sphere(A)", "rows (latitude, longitude) in radians mapped to unit 3-vectors"),
+    "wcentre": ("wcentre(A, w)", "A's rows u mapped to √w·(u − Σ w·u / Σ w), when bound"),
 }
 CONSTANTS = ("inf", "None")
 RESERVED = set(FORMULA_FUNCTIONS) | set(EXPR_FUNCTIONS) | set(CONSTANTS)
