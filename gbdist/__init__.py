@@ -24,7 +24,7 @@ _LAZY = {
     **dict.fromkeys(("monoid",), "gbdist.algebra.ops"),
     **dict.fromkeys(("UNSET", "Semiring", "semirings"), "gbdist.algebra.semirings"),
     **dict.fromkeys((
-        "Program", "abs", "apply", "compile", "eq", "exp", "log", "matrices", "maximum", "minimum",
+        "Program", "abs", "apply", "compile", "eq", "exp", "isnan", "log", "matrices", "maximum", "minimum",
         "mxm", "mxv", "ncols", "op", "power", "reduce", "semiring", "sqrt", "vectors", "where"),
         "gbdist.front.api"),
     **dict.fromkeys((
@@ -87,7 +87,7 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs (never
         UnknownAttributeError, UnknownNameError)
     from .front import Definitions, define, define_metric, load, metric_names
     from .front.api import (
-        Program, abs, apply, compile, eq, exp, log, matrices, maximum, minimum, mxm, mxv, ncols,
+        Program, abs, apply, compile, eq, exp, isnan, log, matrices, maximum, minimum, mxm, mxv, ncols,
         op, power, reduce, semiring, sqrt, vectors, where)
     from .graph import Matrix, Vector
     from .neighbors import (
@@ -99,7 +99,7 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs (never
 
 __all__ = [
     "ops", "semirings", "semiring", "Semiring", "UNSET", "op", "matrices", "vectors", "mxm", "mxv",
-    "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "maximum", "minimum", "ncols", "eq",
+    "reduce", "apply", "sqrt", "log", "exp", "abs", "where", "isnan", "maximum", "minimum", "ncols", "eq",
     "power", "compile", "Program", "define_metric", "define", "load", "Definitions", "metric_names", "pairwise_distances",
     "cdist", "pdist", "squareform", "prepare",
     "explain", "Explanation", "GbdistError", "DefinitionError", "DSLSyntaxError",

@@ -262,11 +262,6 @@ NOT_HERE: dict = {
     "wminkowski": ((), "SciPy removed it in 1.8: use 'minkowski' with w= (gbdist's "
                        "weighted_minkowski, SciPy's minkowski(u, v, p, w))"),
     "kulsinski": ((), "SciPy removed it in 1.11: use 'yule' or 'kulczynski1'"),
-    "nan_euclidean": ((), "NaN marks a missing value there: the metric needs each operand "
-                          "read twice (its values with NaN as 0, and its NaN mask) in different "
-                          "products, and an operand is bound once (docs/metrics.md, 'Not "
-                          "defined'); use "
-                          "sklearn.metrics.pairwise.nan_euclidean_distances"),
 }
 _NOT_HERE_ALIASES = {a: n for n, (aka, _) in NOT_HERE.items() for a in aka}
 

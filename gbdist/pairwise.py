@@ -203,6 +203,8 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     """
     check_n_jobs(n_jobs)
     params, finite_kw = split_finite_kw(kwds)
+    if isinstance(metric, str) and find_metric(metric) is get_metric("nan_euclidean"):
+        params = _nan_euclidean_kw(params)
     names.check_keywords(pairwise_distances, params,  # metrc=: not a metric parameter
                          find_metric(metric) if isinstance(metric, str) else None)
     X = as_input(X, "X")
@@ -218,9 +220,20 @@ def pairwise_distances(X, Y=None, metric: str | Callable = "euclidean", *, n_job
     dtype = sklearn_dtype(metric, X, Y, dtype)
     D = _pairwise(X, None if same else Y, metric, backend, budget, dtype, strategy, params,
                   finite_kw)
-    if same and sklearn_name(metric) is not None:
-        set_diagonal(D, 0)  # scikit-learn's self-join: pdist's square form, fill_diagonal
+    if same and sklearn_name(metric) not in (None, "nan_euclidean"):  # nan_euclidean: NaN
+        set_diagonal(D, 0)  # for an all-missing row; else pdist's square form, fill_diagonal
     return D
+
+
+def _nan_euclidean_kw(params: dict) -> dict:
+    """scikit-learn's nan_euclidean keywords: ``missing_values`` (NaN, the only one gbdist
+    reads as missing) and ``copy`` (nothing is modified) are taken and dropped."""
+    params = dict(params)
+    mv, _ = params.pop("missing_values", np.nan), params.pop("copy", None)
+    if not (isinstance(mv, (float, np.floating)) and np.isnan(mv)):
+        raise ParameterError("nan_euclidean reads NaN as the missing value", got=f"missing_values={mv!r}",
+                             hint="replace the missing values by np.nan first")
+    return params
 
 
 # --- the peers' conventions (docs/metrics.md, "Output dtypes and self-joins") ---------

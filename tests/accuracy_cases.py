@@ -24,7 +24,8 @@ UNWEIGHTED = {"weighted_minkowski": "euclidean", "weighted_euclidean": "euclidea
               "weighted_jaccard": "jaccard", "weighted_russellrao": "russellrao",
               "weighted_matching": "matching", "weighted_yule": "yule",
               "weighted_rogerstanimoto": "rogerstanimoto",
-              "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower"}
+              "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower",
+              "weighted_correlation": "correlation"}
 
 
 def _column_defaults(X, Y):
@@ -48,6 +49,11 @@ def reference(metric: str, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         from metric_cases import METRICS
         S = X if X.shape == Y.shape and np.array_equal(X, Y) else None
         return METRICS[metric][2](X, X if S is not None else Y)
+    if metric == "nan_euclidean":  # scikit-learn's definition, pair by pair
+        d = (X[:, None, :] - Y[None, :, :]) ** 2
+        n = (~np.isnan(d)).sum(axis=2)
+        with np.errstate(all="ignore"):
+            return np.where(n == 0, np.nan, np.sqrt(X.shape[1] / n * np.nansum(d, axis=2)))
     if metric in SCIPY_NAME:
         return cdist(X, Y, SCIPY_NAME[metric])
     if metric in PATTERN:
@@ -99,7 +105,8 @@ def row_scale(metric: str, X: np.ndarray, Y: np.ndarray, ref: np.ndarray) -> np.
         s = np.sqrt(_column_defaults(X, Y)[0])
         return pair(np.linalg.norm(X / s, axis=1), np.linalg.norm(Y / s, axis=1))
 
-    if metric in ("euclidean", "minkowski"):
+    if metric in ("euclidean", "minkowski", "nan_euclidean"):
+        X, Y = np.nan_to_num(X), np.nan_to_num(Y)
         return pair(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1))
     if metric == "mahalanobis":  # the norms of the whitened rows (gbdist maps (a − μ)·L)
         S = X if X.shape == Y.shape and np.array_equal(X, Y) else np.vstack([X, Y])

@@ -145,6 +145,7 @@ METRICS = {
     "weighted_yule": ({}, "binary", _cdist("yule"), 1),
     "weighted_rogerstanimoto": ({}, "binary", _cdist("rogerstanimoto"), 1),
     "weighted_sokalsneath": ({}, "binary", _cdist("sokalsneath"), 1),
+    "weighted_correlation": ({}, "real", _cdist("correlation"), 1),
     "mahalanobis": ({}, "real", _mahalanobis, 2),
     "haversine": ({}, "latlon", _haversine, 1),
 
@@ -155,4 +156,7 @@ METRICS = {
     "sokalmichener": ({}, "binary", _sokalmichener, 1),
     "sokalsneath": ({}, "binary", _cdist("sokalsneath"), 1),
     "kulczynski1": ({}, "binary", _kulczynski1, 1),
+    # without NaN in the data, scikit-learn's nan_euclidean is euclidean
+    # (tests/front/test_missing_values.py runs it with missing values)
+    "nan_euclidean": ({}, "real", _cdist("euclidean"), 2),
 }

@@ -102,7 +102,9 @@ def _table() -> dict:
 
 
 def _build_table() -> dict:
+    from .missing import isnan_class
     return {
+        isnan_class(): lambda e, env: np.isnan(evaluate(e.args[0], env)),
         sp.Add: lambda e, env: functools.reduce(np.add, (evaluate(a, env) for a in e.args)),
         sp.Mul: _ev_mul,
         sp.Pow: _ev_pow,

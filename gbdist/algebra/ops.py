@@ -35,7 +35,7 @@ DOMAINS = ("real", "nonnegative", "boolean")
 _FORMULAS = ("X", "Y", "MAX_FORMULA_DEPTH", "MAX_FORMULA_SIZE", "_expr", "_formula_key",
              "_too_deep", "build", "building", "evaluated", "formula_depth", "formula_size",
              "guarded", "piecewise", "show", "substitute")
-_SYM = ("Sym", "s_abs", "s_exp", "s_log", "s_max", "s_min", "s_sqrt", "s_where")
+_SYM = ("Sym", "s_abs", "s_exp", "s_isnan", "s_log", "s_max", "s_min", "s_sqrt", "s_where")
 
 
 def __getattr__(name: str):

@@ -147,6 +147,9 @@ def s_log(v): return _un(sp.log, v)
 def s_exp(v): return _un(sp.exp, v)
 def s_abs(v): return _un(sp.Abs, v)
 def s_max(a, b): return _un(sp.Max, a, b)
+def s_isnan(v):  # a condition (gbdist.algebra.missing)
+    from .missing import isnan
+    return _un(isnan, v)
 def s_min(a, b): return _un(sp.Min, a, b)
 
 

@@ -12,8 +12,7 @@ term, and what a run needs of an op reads the term, not sympy:
   :func:`gbdist.algebra.evaluate.evaluate` does on the sympy tree (0/0 is NaN, log 0 is
   −inf, ``x * y**-1`` divided as written), so the runtime computes the same values
   whether the op was built by sympy in this process or read back from a stored record;
-* :func:`from_json`: a term read from a file, checked node by node (known node types,
-  arities, canonical numbers) before anything uses it.
+* :func:`from_json`: a term read from a file, checked (node types, arities, numbers) first.
 
 Imports numpy only (sympy is imported by :func:`encode` and :func:`decode` alone).
 """
@@ -28,6 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from .lazy import sympy as sp
+from .missing import isnan as _isnan  # the one function node of its own (NaN: missing)
 
 MAX_ARGS = 256  # arguments of one node
 MAX_DIGITS = 100  # digits of one integer (numerator, denominator)
@@ -36,7 +36,7 @@ MAX_EXPONENT = 64  # |n| in a power of a number to a number n (decoding)
 # node types with a fixed number of arguments
 ARITY = {"Pow": 2, "Abs": 1, "log": 1, "exp": 1, "sign": 1, "Not": 1, "Equality": 2,
          "Unequality": 2, "StrictLessThan": 2, "LessThan": 2, "StrictGreaterThan": 2,
-         "GreaterThan": 2, "ITE": 3}
+         "GreaterThan": 2, "ITE": 3, "isnan": 1}
 FUNCTIONS = ("Add", "Mul", "Max", "Min", "And", "Or", "Xor") + tuple(ARITY)
 # leaves that are sympy singletons: name -> float value (None: the two booleans)
 CONSTANTS = {
@@ -389,7 +389,7 @@ _EVAL = {
     "And": _fold(np.logical_and),
     "Or": _fold(np.logical_or),
     "Xor": _fold(np.logical_xor),
-    "Not": _unary(np.logical_not),
+    "Not": _unary(np.logical_not), "isnan": _unary(np.isnan),
 }
 
 
@@ -485,7 +485,7 @@ def _decode(t):
     if head == "Pow" and values[0].is_number and values[1].is_Rational \
             and not _modest_exponent(values[1].p, values[1].q):
         raise Invalid("a power of a number with a huge exponent")
-    out = getattr(sp, _CLASS_NAMES.get(head, head))(*values)
+    out = _isnan(*values) if head == "isnan" else getattr(sp, _CLASS_NAMES.get(head, head))(*values)
     if out.is_Rational and max(abs(out.p), out.q).bit_length() > 8 * MAX_DIGITS:
         raise Invalid("a number in the term is too large")
     return out

@@ -228,12 +228,16 @@ class Mapped(Matrix):
     ``centre`` μ a translation common to both operands (a :class:`ColVector` with
     ``signed``; default "mean": the stacked rows' column means), so the Euclidean
     distance of mapped rows is the Mahalanobis distance; ``"sphere"`` maps (latitude,
-    longitude) in radians to the unit vector of that point (haversine's chord)."""
+    longitude) in radians to the unit vector of that point (haversine's chord);
+    ``"wcentre"`` maps a row u to √w·(u − Σ w·u / Σ w) with ``param`` relative weights
+    (``weights``; "" for w = 1), so that cosine of mapped rows is SciPy's weighted
+    correlation."""
     transform: str = ""
     param: str = ""
     default: str | None = None
     centre: str = ""  # the name of μ, a vector of any sign (default "mean"), or ""
     centre_default: str | None = None
+    weights: bool = False  # param is relative weights over the columns (wcentre), not k × k
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,7 +410,8 @@ def column_operands(root: Node) -> tuple:
     cols, square = [], []
     for n in walk(root):
         if isinstance(n, Mapped) and n.param:
-            square.append(ColVector(n.param, default=n.default, square=True))
+            square.append(ColVector(n.param, default=n.default, square=not n.weights,
+                                    relative=n.weights))
         if isinstance(n, Mapped) and n.centre:
             square.append(ColVector(n.centre, default=n.centre_default, signed=True))
         if isinstance(n, ColScaled):

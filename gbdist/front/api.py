@@ -29,7 +29,7 @@ from ..runtime import is_cupy, run, to_csr, working_memory_bytes
 
 __all__ = [
     "matrices", "vectors", "mxm", "mxv", "reduce", "apply", "sqrt", "log", "exp", "abs",
-    "where", "maximum", "minimum", "ncols", "eq", "op", "semiring", "compile", "Program",
+    "where", "maximum", "minimum", "ncols", "eq", "op", "semiring", "compile", "Program", "isnan",
 ]
 
 
@@ -261,6 +261,15 @@ abs = _dual("abs", "s_abs")  # noqa: A001
 maximum = _dual("maximum", "s_max")
 minimum = _dual("minimum", "s_min")
 _where = _dual("where", "s_where")
+
+
+def isnan(a):
+    """``isnan(a)`` in an op's formula: the condition that a value is NaN, a missing value
+    (gbdist.algebra.missing): ``gb.op("known", lambda x: gb.where(gb.isnan(x), 0, x))``."""
+    if _any_ir((a,)):
+        raise TypeCheckError("isnan() tests the values inside an op's formula, not the output "
+                             "grid", hint="write it in gb.op(...): gb.where(gb.isnan(x), 0, x)")
+    return _ops.s_isnan(a)
 
 
 def where(cond, a, b):

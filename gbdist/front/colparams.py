@@ -35,6 +35,7 @@ WEIGHTED = {
     "russellrao": "weighted_russellrao", "yule": "weighted_yule",
     "rogerstanimoto": "weighted_rogerstanimoto", "sokalmichener": "weighted_rogerstanimoto",
     "sokalsneath": "weighted_sokalsneath", "matching": "weighted_matching",
+    "correlation": "weighted_correlation",
 }
 
 # SciPy's metrics that take w= and that gbdist's algebra cannot weight (yet): the reason.
@@ -45,8 +46,6 @@ NOT_WEIGHTED = {
                 "weight cannot be moved into the values",
     "hamming": "a weighted count Σ w·[x ≠ y] of unequal values is not a scaling of the values "
                "(on boolean rows, 'weighted_matching' is SciPy's hamming with w=)",
-    "correlation": "its weighted means Σ w·x and weighted products Σ w·x·y would read each "
-                   "operand scaled by w and by √w: two bindings of one operand",
 }
 
 

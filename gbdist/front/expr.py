@@ -320,6 +320,21 @@ class ExprBuilder(Builder):
         m = self._plain(pos[0], env, "sphere")
         return ir.Mapped(m.name, self.src.span(tree), "sphere")
 
+    def _fn_wcentre(self, tree, pos, kw, env):
+        """wcentre(A, w): A's rows u mapped to √w·(u − Σ w·u / Σ w), w relative weights over
+        the columns (a vector parameter, or 1), when the operand is bound (ir.Mapped);
+        cosine over them is SciPy's weighted correlation."""
+        self._args("wcentre", tree, pos, kw, 2)
+        m = self._plain(pos[0], env, "wcentre")
+        w = self.visit(pos[1], env)
+        if isinstance(w, float) and w == 1.0:
+            return ir.Mapped(m.name, self.src.span(tree), "wcentre", weights=True)
+        if not isinstance(w, ir.ColVector) or w.default is not None:
+            raise TypeCheckError("wcentre() needs weights: a vector parameter of the metric, or 1",
+                                 got=describe(w), span=self.src.span(pos[1]),
+                                 hint="metric m(A, B; w = 1) = cosine(wcentre(A, w), wcentre(B, w))")
+        return ir.Mapped(m.name, self.src.span(tree), "wcentre", w.name, weights=True)
+
     def _plain(self, t, env, what: str) -> ir.Matrix:
         m = self._matrix(t, env, what)
         if type(m) is not ir.Matrix:

@@ -200,7 +200,7 @@ class FormulaBuilder(Builder):
             return thing(*args)
         if thing is None:
             raise UnknownNameError(f"unknown function {name!r} in the formula of op {self.op_name!r}",
-                                   expected="abs, sqrt, log, exp, min, max, where or an op",
+                                   expected="abs, sqrt, log, exp, min, max, where, isnan or an op",
                                    hint=suggest(name, list(FORMULA_FUNCTIONS) + op_names(self.scope)))
         raise DefinitionError(f"{name!r} is {describe(thing)}; an op's formula can only call "
                               "scalar functions and other ops")
@@ -212,5 +212,6 @@ def _formula_function(name: str, args: list) -> Sym:
         raise ArityError(f"{name}() takes {n} argument(s)", got=f"{len(args)}",
                          expected=FORMULA_FUNCTIONS[name][0])
     fn = {"abs": _ops.s_abs, "sqrt": _ops.s_sqrt, "log": _ops.s_log, "exp": _ops.s_exp,
-          "min": _ops.s_min, "max": _ops.s_max, "where": _ops.s_where}[name]
+          "min": _ops.s_min, "max": _ops.s_max, "where": _ops.s_where,
+          "isnan": _ops.s_isnan}[name]
     return fn(*args)

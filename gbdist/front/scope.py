@@ -78,6 +78,7 @@ FORMULA_FUNCTIONS = {
     "min": ("min(a, b)", "the smaller of a and b"),
     "max": ("max(a, b)", "the larger of a and b"),
     "where": ("where(cond, a, b)", "a where cond holds, else b"),
+    "isnan": ("isnan(a)", "the condition that a is NaN, a missing value (isnan(0) is false)"),
 }
 EXPR_FUNCTIONS = {
     "mxm": ("mxm(L, R, semiring)", "C[i, j] = ⊕_k L[i, k] ⊗ R[k, j]"),
@@ -96,6 +97,7 @@ EXPR_FUNCTIONS = {
     "where": ("where(cond, a, b)", "a where cond is nonzero, else b"),
     "whiten": ("whiten(A, VI, mu)", "A's rows mapped to (a − mu)·L, VI = L·Lᵀ (k × k), when bound"),
     "sphere": ("sphere(A)", "rows (latitude, longitude) in radians mapped to unit 3-vectors"),
+    "wcentre": ("wcentre(A, w)", "A's rows u mapped to √w·(u − Σ w·u / Σ w), when bound"),
 }
 CONSTANTS = ("inf", "None")
 RESERVED = set(FORMULA_FUNCTIONS) | set(EXPR_FUNCTIONS) | set(CONSTANTS)

@@ -17,7 +17,7 @@ from ..inputs import is_cupy, refuse_graph_operand
 from ..pairwise import metric_program, precomputed_distances, sklearn_metric
 from ..runtime import get_backend, result_dtype, to_csr, working_memory_bytes
 from ..runtime.prepared import prepare
-from .search import _knn, _radius, drop_self, select_k
+from .search import _knn, _radius, drop_self, reads_nan, select_k
 from ..front import colparams
 
 def _object_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
@@ -192,11 +192,15 @@ class _NeighborsBase(BaseEstimator):
         if is_cupy(X):  # CuPy (dense or cupyx sparse): checked on the host
             X = X.get()
         try:
-            return validate_data(self, X, reset=reset, accept_sparse="csr")
+            return validate_data(self, X, reset=reset, accept_sparse="csr",
+                                 ensure_all_finite="allow-nan" if self._reads_nan() else True)
         except (ValueError, TypeError) as e:
             if isinstance(e, GbdistError):
                 raise
             raise _wrap_sklearn_error(e) from None
+
+    def _reads_nan(self) -> bool:  # NaN passes the input checks (nan_euclidean)
+        return reads_nan(getattr(self, "metric", None), getattr(self, "metric_params", None))
 
     def _validate_precomputed(self, X, reset: bool):
         D = precomputed_distances(X)
@@ -235,7 +239,8 @@ class _NeighborsBase(BaseEstimator):
             self._fit_dtype = result_dtype({"A": X})
             # the index prepared once (validated, canonical, read-only): each query pays
             # only for itself (gbdist.runtime.prepared)
-            self._fit_index = prepare(to_csr(X, "X", drop_zeros=True))
+            self._fit_index = prepare(to_csr(X, "X", drop_zeros=True, ensure_all_finite=(
+                "allow-nan" if self._reads_nan() else True)))
             self._fit_X = self._fit_index.source
         self.n_samples_fit_ = self._fit_X.shape[0]
         self._fit_method = "brute"

@@ -475,3 +475,18 @@ def _reduced_chunks(chunks, reduce_func):
             reduced = reduce_func(block, r0)
             _check_chunk_size(reduced, r1 - r0)
             yield reduced
+
+
+def reads_nan(metric, metric_params=None) -> bool:
+    """Whether an estimator's metric reads NaN as a missing value (nan_euclidean: its plan
+    absorbs NaN, :mod:`gbdist.compiler.missing`), so that NaN passes its input checks."""
+    from ..compiler.missing import absorbs_nan
+    from ..errors import GbdistError
+    params = dict(metric_params or {})
+    if not isinstance(metric, str) or metric == "precomputed":
+        return False
+    try:
+        plan = metric_program(sklearn_metric(metric, params), **params).plan
+    except GbdistError:
+        return False  # refused again, with its message, where the metric is built
+    return absorbs_nan(plan.expr)

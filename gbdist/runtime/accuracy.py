@@ -61,13 +61,21 @@ def column_stats(x) -> np.ndarray:
     """(columns, μ, σ) over the columns ``x`` stores: their means and standard deviations
     over every row (unstored entries are 0), float64, on the host; σ in two passes (no
     cancellation of offset columns). Columns stored nowhere have μ = σ = 0 (nothing of
-    size k is allocated: wide inputs)."""
+    size k is allocated: wide inputs). A NaN is a missing value (for the metrics that test
+    isnan, gbdist.algebra.missing; the others refuse NaN): left out of its column's μ and
+    σ, which are then over the rows where the column is present."""
     values, indices, _ = _host(x)
-    m = max(x.shape[0], 1)
     cols, where, count = np.unique(indices, return_inverse=True, return_counts=True)
+    nan = np.isnan(values)
+    if nan.any():
+        lost = np.bincount(where[nan], minlength=cols.size)
+        values, where, count = values[~nan], where[~nan], count - lost
+    else:
+        lost = np.zeros(cols.size)
+    m = np.maximum(x.shape[0] - lost, 1)
     mu = np.bincount(where, weights=values, minlength=cols.size) / m
     dev = np.bincount(where, weights=(values - mu[where]) ** 2, minlength=cols.size)
-    var = (dev + (x.shape[0] - count) * mu * mu) / m
+    var = (dev + (x.shape[0] - lost - count) * mu * mu) / m
     return np.stack([cols.astype(np.float64), mu, np.sqrt(np.maximum(var, 0.0))])
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..compiler import exact, ir
+from ..compiler.missing import absorbs_nan
 from ..compiler.typecheck import row_operand
 from ..backends import rows
 from ..backends.base import Bound, CallMemo
@@ -274,9 +275,13 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     ``xp``: the array module of the backend. When it is CuPy, CuPy inputs stay on the
     device (validated there) and host inputs are validated on the host and uploaded
     once, both in the result dtype, then conditioned there; else CuPy inputs are copied
-    to the host.
+    to the host. A plan that reads NaN as a missing value (:mod:`gbdist.compiler.missing`)
+    takes NaN where ``ensure_all_finite`` is True, and its rows are not repaired for it.
     """
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
+    as_run = ensure_all_finite  # what Bound.finite says to the repair of non-finite rows
+    if ensure_all_finite is not False and absorbs_nan(plan.expr):
+        ensure_all_finite, as_run = "allow-nan", True
     labels = labels or {}
     needed = {s.name: s for s in ir.symbols(plan.expr)}
     missing = sorted(n for n in set(needed) - set(inputs)
@@ -412,5 +417,5 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     _check_domains(plan, {k: data[k] for k in unchecked}, known)
     for key, checked in unchecked.items():  # never again for this operand and plan
         memos[key][checked] = True
-    return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, ensure_all_finite, raw,
+    return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, as_run, raw,
                  facts, drop_zeros, on_device, memos)

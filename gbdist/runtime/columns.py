@@ -350,7 +350,23 @@ def _sphere(m, param, centre):
     return _csr_like(m, out.astype(m.dtype, copy=False))
 
 
-TRANSFORMS = {"whiten": _whiten, "sphere": _sphere}
+def _wcentre(m, param, centre):
+    """√w·(u − Σ w·u / Σ w) for every row u of the CSR ``m`` (w = 1 when ``param`` is
+    None): centred by its weighted mean, scaled so that plain dot products are weighted. A
+    row constant over the columns with w > 0 maps to 0 exactly (decided on the values, not
+    from a rounded mean), so its correlation is 0/0 = NaN."""
+    xp = _xp(m)
+    d = m.toarray().astype(np.float64)
+    w = xp.ones(d.shape[1]) if param is None else xp.asarray(param, dtype=np.float64)
+    mu = (d @ w) / w.sum()
+    kept = d[:, w > 0]
+    flat = (kept.max(axis=1) == kept.min(axis=1)) if kept.shape[1] else xp.ones(d.shape[0], bool)
+    out = (d - mu[:, None]) * xp.sqrt(w)
+    out[flat] = 0.0
+    return _csr_like(m, out.astype(m.dtype, copy=False))
+
+
+TRANSFORMS = {"whiten": _whiten, "sphere": _sphere, "wcentre": _wcentre}
 """The row transforms an :class:`gbdist.compiler.ir.Mapped` operand names."""
 WIDTHS = {"sphere": 2}
 """The number of columns a transform reads, where it reads a fixed number."""

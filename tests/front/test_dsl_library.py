@@ -89,6 +89,21 @@ def _sokalsneath(A, B):
     return 2 * differ / (tt + 2 * differ)
 
 
+known_op = ops.make_op("n", gb.where(gb.isnan(_x), 0, _x))
+missing_op = ops.make_op("m", gb.where(gb.isnan(_x), 1, 0))
+
+
+def _nan_euclidean(A, B):
+    a, b = gb.apply(known_op, A), gb.apply(known_op, B)
+    ma, mb = gb.apply(missing_op, A), gb.apply(missing_op, B)
+    n = (gb.ncols(A) - gb.reduce(ma, ops.plus) - gb.reduce(mb, ops.plus)
+         + gb.mxm(ma, mb.T, semirings.plus_times))
+    s = (gb.mxm(a, b.T, semirings.plus_sqdiff)
+         - gb.mxm(ma, gb.apply(ops.square, b).T, semirings.plus_times)
+         - gb.mxm(gb.apply(ops.square, a), mb.T, semirings.plus_times))
+    return gb.where(gb.eq(n, 0), float("nan"), gb.sqrt(gb.maximum(gb.ncols(A) / n * s, 0)))
+
+
 def _kulczynski1(A, B):
     tt = _shared(A, B)
     return tt / (_nnz(A) + _nnz(B) - 2 * tt)
@@ -125,6 +140,7 @@ PYTHON = {
     "sokalmichener": _rogerstanimoto,
     "sokalsneath": _sokalsneath,
     "kulczynski1": _kulczynski1,
+    "nan_euclidean": _nan_euclidean,
 }
 
 ALIASES = {"l2": "euclidean", "cityblock": "manhattan", "l1": "manhattan", "linf": "chebyshev",

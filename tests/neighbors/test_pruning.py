@@ -23,8 +23,8 @@ from gbdist.pairwise import metric_program
 from metric_cases import METRICS
 
 BUILTIN = [n for n in gb.metric_names() if get_metric(n).source.endswith("metrics.gbd")]
-NOT_PRUNED = {"correlation"}  # h reads several summaries of the index row
-MAPPED = {"mahalanobis", "haversine"}  # rows mapped when bound: no pruning
+NOT_PRUNED = {"correlation", "nan_euclidean"}  # h reads several summaries of the index row
+MAPPED = {"mahalanobis", "haversine", "weighted_correlation"}  # rows mapped when bound: no pruning
 # values whose overlap sums are rounded (logs, roots): compared to the oracle within 1e-12
 ROUNDED = {"jensenshannon", "jensenshannon_unnormalized", "hellinger", "kl_divergence",
            "minkowski", "seuclidean", "gower", "weighted_minkowski"}

@@ -31,6 +31,7 @@ import sympy as sp
 
 from ...compiler import ir
 from ...errors import BackendError
+from ...algebra.missing import isnan_class
 
 # Helpers the generated module defines (see codegen.PRELUDE).
 _MAX, _MIN, _SIGN = "gb_max", "gb_min", "gb_sign"
@@ -75,6 +76,7 @@ class NumbaPrinter:
             sp.Or: lambda e: "(" + " or ".join(self.p(a) for a in e.args) + ")",
             sp.Xor: self._xor,
             sp.Not: lambda e: f"(not {self.p(e.args[0])})",
+            isnan_class(): lambda e: f"math.isnan({self.p(e.args[0])})",
         }
 
     def doprint(self, expr) -> str:
