@@ -136,6 +136,7 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     keep = {o: [] for o in orders}  # per order, the kept entries' positions, chunk by chunk
     counts = {o: np.zeros(n, dtype=np.int64) for o in orders}
     deg32 = deg.astype(np.int32) if n and deg.max() < 2**31 else deg
+    running = np.zeros(min(int(indptr[-1]), CHUNK + int(deg.max(initial=0))) + 1, np.int64)
     r0 = 0
     while r0 < n:  # rows [r0, r1) holding about CHUNK entries
         r1 = max(r0 + 1, int(np.searchsorted(indptr, indptr[r0] + CHUNK, side="right")) - 1)
@@ -147,11 +148,14 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
         if order != "none":
             dc, dr = deg32[c], deg32[rows]
             tie = lt & (dc == dr)
+        bounds = indptr[r0:r1 + 1] - p0
         for o in orders:
             k = lt if o == "none" else ((dc < dr) | tie if o == "increasing" else (dc > dr) | tie)
-            at = np.flatnonzero(k)  # the kept positions, and how many in each row
-            keep[o].append(at + p0)
-            counts[o][r0:r1] = np.bincount(rows[at] - r0, minlength=r1 - r0)
+            at = np.flatnonzero(k)  # the kept positions; per row, the running count's steps
+            at += p0
+            keep[o].append(at)
+            np.cumsum(k, out=running[1:p1 - p0 + 1])
+            np.subtract(running[bounds[1:]], running[bounds[:-1]], out=counts[o][r0:r1])
         r0 = r1
     if order == "auto":
         order = choose_order(deg, counts)
