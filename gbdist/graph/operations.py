@@ -347,20 +347,32 @@ def _select_csr(A, op, k, dt, dec):
     csr = A._csr
     ptr, cols = csr.indptr, csr.indices
     if op in ("tril", "triu", "diag", "offdiag"):
-        d = cols - np.repeat(np.arange(A.nrows, dtype=cols.dtype), np.diff(ptr))
-        keep = {"tril": d <= k, "triu": d >= k, "diag": d == k, "offdiag": d != k}[op]
+        rows = np.repeat(np.arange(A.nrows, dtype=cols.dtype), np.diff(ptr))
+        if k == 0:  # the diagonal itself: compare the columns with the rows directly
+            keep = {"tril": cols <= rows, "triu": cols >= rows, "diag": cols == rows,
+                    "offdiag": cols != rows}[op]
+        else:
+            d = cols - rows
+            keep = {"tril": d <= k, "triu": d >= k, "diag": d == k, "offdiag": d != k}[op]
     elif op == "nonzero":
         keep = csr.data != 0
     else:
         keep = _value_keep(op, csr.data, k)
-    at = np.flatnonzero(keep)
     m, n = A.shape
-    it = S.index_dtype(m, n, int(at.size))
-    running = np.zeros(cols.shape[0] + 1, dtype=np.int64)
-    np.cumsum(keep, out=running[1:])
-    indptr = running[ptr].astype(it, copy=False)
-    C = S.make_csr(cast(csr.data[at], dt, np), cols[at].astype(it, copy=False), indptr,
-                   A.shape, False)
+    nnz = int(cols.shape[0])
+    if bool(keep.all()):  # nothing dropped (offdiag of a graph without self loops): copies
+        it = S.index_dtype(m, n, nnz)
+        vals = cast(csr.data, dt, np)
+        C = S.make_csr(vals.copy() if vals is csr.data else vals, cols.astype(it, copy=True),
+                       ptr.astype(it, copy=True), A.shape, False)
+    else:
+        at = np.flatnonzero(keep)
+        it = S.index_dtype(m, n, int(at.size))
+        running = np.zeros(nnz + 1, dtype=S.index_dtype(nnz))
+        np.cumsum(keep, out=running[1:])
+        indptr = running[ptr].astype(it, copy=False)
+        C = S.make_csr(cast(csr.data[at], dt, np), cols[at].astype(it, copy=False), indptr,
+                       A.shape, False)
     res = Matrix._wrap(C, dec.result_fill, False)
     res.decision = dec
     return res

@@ -79,3 +79,21 @@ def test_empty_and_all_dropped():
     C = gr.select(gb.Matrix(B), "tril", 0)
     assert C.nvals == 0 and C.shape == (4, 4)
     np.testing.assert_array_equal(C.to_scipy().indptr, np.zeros(5))
+
+
+def test_nothing_dropped_is_a_copy():
+    """offdiag of a graph without self loops keeps every entry: the result equals A, in
+    the requested domain, and holds arrays of its own."""
+    rng = np.random.default_rng(2)
+    A = sps.random(30, 30, density=0.2, format="csr", random_state=rng)
+    A.setdiag(0)
+    A.eliminate_zeros()
+    A.sort_indices()
+    M = gb.Matrix(A)
+    C = gr.select(M, "offdiag", 0)
+    assert C.isequal(M)
+    for a, b in ((C.csr.data, M.csr.data), (C.csr.indices, M.csr.indices),
+                 (C.csr.indptr, M.csr.indptr)):
+        assert not np.shares_memory(a, b)
+    D = gr.select(M, "offdiag", 0, dtype=np.int64)
+    np.testing.assert_array_equal(D.to_scipy().toarray(), A.toarray().astype(np.int64))
