@@ -129,7 +129,7 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     csr = M.csr
     n = M.nrows
     indptr = np.asarray(csr.indptr)
-    deg = np.diff(indptr).astype(np.int64)
+    deg = np.diff(indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
     K = gr.get_kernels(backend, False, work=M.nvals)
     counts = K.rank_lower_counts(csr, deg)
     if order == "auto":

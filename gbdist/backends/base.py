@@ -269,7 +269,7 @@ class GraphKernels(Protocol):
         present)``, present = the segment is non-empty (the identity elsewhere)."""
 
     def rank_lower_counts(self, A, deg) -> Any:
-        """(3, m) int64 for a square canonical CSR ``A`` and its row degrees ``deg``: per row
+        """(3, m), in ``deg``'s integer type, for a square canonical CSR ``A`` and its row degrees ``deg``: per row
         i, the stored (i, j) with j ranked below i with no ranking (j < i), by increasing
         degree ((deg j, j) < (deg i, i)) and by decreasing degree (deg j > deg i, ties by
         index). Self loops rank below nothing."""

@@ -66,9 +66,9 @@ def _fill(ap, ai, ax, deg, mode, lp, lc, lx, with_values, r0, r1):
 
 
 def counts(indptr, indices, deg, ranges, run) -> np.ndarray:
-    """(3, m) int64: per row, the entries ranked below it with no ranking, by increasing
-    and by decreasing degree."""
-    cnt = np.empty((3, indptr.shape[0] - 1), dtype=np.int64)
+    """(3, m) in ``deg``'s type: per row, the entries ranked below it with no ranking, by
+    increasing and by decreasing degree."""
+    cnt = np.empty((3, indptr.shape[0] - 1), dtype=deg.dtype)
     run(_counts, (indptr, indices, deg, cnt), ranges)
     return cnt
 
