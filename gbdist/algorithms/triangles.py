@@ -131,7 +131,9 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     indptr = np.asarray(csr.indptr)
     deg = np.diff(indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
     K = gr.get_kernels(backend, False, work=M.nvals)
-    counts = K.rank_lower_counts(csr, deg)
+    if order == "auto" and not _skewed(deg):
+        order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
+    counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
     if order == "auto":
         order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")})
     lp = np.zeros(n + 1, dtype=np.int64)

@@ -163,8 +163,8 @@ class ReferenceGraphKernels:
         return spmspv_update(A, np.asarray(u_idx, dtype=np.int64), u_val, sr, d, p,
                              only_new, out_dtype)
 
-    def rank_lower_counts(self, A, deg):
-        return rank_lower_counts(A.indptr, A.indices, deg)
+    def rank_lower_counts(self, A, deg, *, only_none=False):
+        return rank_lower_counts(A.indptr, A.indices, deg, only_none=only_none)
 
     def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
         return rank_lower_fill(A.indptr, A.indices, A.data, deg, mode, with_values)

@@ -273,3 +273,5 @@ def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
         assert_array_equal(lx, A.data[k])
         lc2, lx2 = K.rank_lower_fill(A, deg, mode, lp, with_values=False)
         assert_array_equal(lc2, cols[k]) and lx2 is None
+    only = np.asarray(K.rank_lower_counts(A, deg, only_none=True))
+    assert_array_equal(only[0], counts[0]) and not only[1:].any()

@@ -449,10 +449,11 @@ class CompiledGraphKernels:
 
     # -- triangle counting's L (graph_rank) ----------------------------------------------
 
-    def rank_lower_counts(self, A, deg):
+    def rank_lower_counts(self, A, deg, *, only_none=False):
         from . import graph_rank
         m = A.shape[0]
-        return graph_rank.counts(A.indptr, A.indices, deg, _ranges(deg, m, float(A.nnz) + m), _run)
+        return graph_rank.counts(A.indptr, A.indices, deg, only_none,
+                                 _ranges(deg, m, float(A.nnz) + m), _run)
 
     def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
         from . import graph_rank

@@ -19,8 +19,15 @@ _OPT = dict(cache=True, nogil=True)
 
 
 @njit(**_OPT)
-def _counts(ap, ai, deg, cnt, r0, r1):
+def _counts(ap, ai, deg, cnt, only_none, r0, r1):
     for i in range(r0, r1):
+        if only_none:  # no ranking: the row's columns below i (no degree loads)
+            a = 0
+            for p in range(ap[i], ap[i + 1]):
+                if ai[p] < i:
+                    a += 1
+            cnt[0, i] = a
+            continue
         di = deg[i]
         a = 0
         b = 0
@@ -65,11 +72,12 @@ def _fill(ap, ai, ax, deg, mode, lp, lc, lx, with_values, r0, r1):
                 q += 1
 
 
-def counts(indptr, indices, deg, ranges, run) -> np.ndarray:
+def counts(indptr, indices, deg, only_none, ranges, run) -> np.ndarray:
     """(3, m) in ``deg``'s type: per row, the entries ranked below it with no ranking, by
-    increasing and by decreasing degree."""
-    cnt = np.empty((3, indptr.shape[0] - 1), dtype=deg.dtype)
-    run(_counts, (indptr, indices, deg, cnt), ranges)
+    increasing and by decreasing degree (``only_none``: the first row only, the others
+    zero)."""
+    cnt = (np.zeros if only_none else np.empty)((3, indptr.shape[0] - 1), dtype=deg.dtype)
+    run(_counts, (indptr, indices, deg, cnt, bool(only_none)), ranges)
     return cnt
 
 

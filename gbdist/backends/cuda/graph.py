@@ -356,11 +356,11 @@ class CudaGraphKernels:
 
     # -- triangle counting's L: the NumPy forms on CuPy arrays ---------------------------
 
-    def rank_lower_counts(self, A, deg):
+    def rank_lower_counts(self, A, deg, *, only_none=False):
         import cupy
         from ..graph_fast import rank_lower_counts
         Ap, Aj, _ = _csr_parts(A, "A")
-        return rank_lower_counts(Ap, Aj, cupy.asarray(deg), cupy)
+        return rank_lower_counts(Ap, Aj, cupy.asarray(deg), cupy, only_none=only_none)
 
     def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
         import cupy
