@@ -5,18 +5,24 @@ A random surfer at i follows edge i -> j with probability A(i, j) / s(i), where
 
     x'(j) = α · ( Σ_i x(i) / s(i) · A(i, j)  +  Σ_{dangling i} x(i) / n )  +  (1 - α) / n
 
-The first sum is one product over ``plus_times``: scale x by 1/s (``ewise_mult``) and take
-``mxv(Aᵀ, w)`` (the pull form: y(j) sums over the in-edges of j; Aᵀ is a descriptor whose
-transpose is cached on A, so it is built once). Vertices with out-weight 0 (no stored edge,
-or only weight-0 edges) are *dangling*: their rank is spread evenly over all vertices, as
-networkx does with its default ``dangling=None``. The iteration stops when the L1 change is
-below ``n * tol`` (networkx's rule) and raises after ``max_iter`` steps without it.
+The first sum is one product over ``plus_times``: scale x by 1/s and take the pull
+product with Aᵀ (y(j) sums over the in-edges of j; Aᵀ is cached on A, so it is built
+once). Vertices with out-weight 0 (no stored edge, or only weight-0 edges) are *dangling*:
+their rank is spread evenly over all vertices, as networkx does with its default
+``dangling=None``. The iteration stops when the L1 change is below ``n * tol`` (networkx's
+rule) and raises after ``max_iter`` steps without it.
+
+Every vector here is full (every vertex has a rank), so the step is written on dense arrays
+of the matrix's side (NumPy or CuPy, ``M.xp``) around the kernels' own SpMV and segmented
+sum (``gr.get_kernels``, as the BFS state is): one product and five in-place passes over n
+per iteration (scale, damp, teleport, difference, its L1 norm), no sparse-vector merges,
+no per-step allocation but the product's output.
 
 **On the GPU** (:func:`choose_method`, the planner rule): a kernel set that offers
 ``power_rank`` (the CUDA set) runs the same step on dense vectors as one SpMV and one fused
 kernel (rank, L1 change, the next x / s and the dangling mass together), with buffers
 allocated once and the change read by the host one step behind, while the next step runs:
-the operations above cost about seven launches, their allocations and a host read a step.
+the dense loop above costs about seven launches, their allocations and a host read a step.
 The sums (L1 change, dangling mass) are deterministic (block partials added in order).
 """
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 import gbdist as gb
 from gbdist import graph as gr
 
-from ._common import as_matrix, host, ids, plus_times, vector
+from ._common import as_matrix, host, plus_times
 
 
 class PowerIterationFailedConvergence(gb.InputError):
@@ -53,8 +59,6 @@ def pagerank(A, alpha: float = 0.85, tol: float = 1.0e-6, max_iter: int = 100, *
     n = M.nrows
     if n == 0:
         return np.zeros(0)
-    every = ids(n)
-    s = gr.reduce_rows(M, gb.ops.plus, backend=backend)  # out-weight; absent for empty rows
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
     if method == "auto":
         method = choose_method(K)
@@ -63,33 +67,32 @@ def pagerank(A, alpha: float = 0.85, tol: float = 1.0e-6, max_iter: int = 100, *
             raise gb.BackendError("method='fused' needs a kernel set with a power_rank kernel",
                                   got=f"the {K.name!r} kernels",
                                   hint="device data (the CUDA kernels), or method='auto'")
+        s = gr.reduce_rows(M, gb.ops.plus, backend=backend)  # out-weight
         return _fused(K, M, s, float(alpha), tol, max_iter)
-    s_dense = np.zeros(n)
-    s_dense[host(s.indices)] = host(s.values)
-    live = np.flatnonzero(s_dense != 0)
-    inv_s = vector(M, live, 1.0 / s_dense[live], dtype=np.float64)  # 1/s(i), non-dangling only
-    dangling = vector(M, np.flatnonzero(s_dense == 0), np.ones(int(n - live.size)),
-                      dtype=np.float64)
-    x = vector(M, every, np.full(n, 1.0 / n), dtype=np.float64)
-    teleport = vector(M, every, np.full(n, (1.0 - alpha) / n), dtype=np.float64)
+    xp, alpha = M.xp, float(alpha)
+    csr = M.csr
+    s, _ = K.segment_reduce(csr.indptr, csr.data, plus_times.add, out_dtype=np.float64)
+    live = s != 0                                   # out-weight; 0 for empty rows
+    inv_s = xp.where(live, 1.0 / xp.where(live, s, 1.0), 0.0)  # 1/s(i); 0 when dangling
+    dangling = xp.flatnonzero(~live)
+    MT = M.T.csr                                    # cached on M: built once
+    x = xp.full(n, 1.0 / n)
+    w = xp.empty(n)
     err = float("inf")  # max_iter=0: no step taken
     for _ in range(max_iter):
-        w = gr.ewise_mult(x, inv_s, gb.ops.times, backend=backend)        # x(i) / s(i)
-        y = gr.mxv(M.T, w, plus_times, backend=backend)                    # Σ_i w(i) A(i, j)
-        lost = gr.reduce_scalar(gr.ewise_mult(x, dangling, gb.ops.times, backend=backend),
-                                gb.ops.plus, backend=backend)              # dangling mass
-        y = gr.apply(gb.ops.times, y, right=float(alpha), backend=backend)
-        base = gr.apply(gb.ops.plus, teleport, right=float(alpha * lost / n), backend=backend)
-        new = gr.ewise_add(base, y, gb.ops.plus, backend=backend)          # every vertex stored
-        err = gr.reduce_scalar(gr.apply(gb.ops.abs, gr.ewise_add(new, x, gb.ops.minus,
-                                                                 backend=backend),
-                                        backend=backend), gb.ops.plus, backend=backend)
-        x = new
-        if float(err) < n * tol:
-            return host(x.to_dense(fill=0.0)).astype(np.float64)
+        xp.multiply(x, inv_s, out=w)                                    # x(i) / s(i)
+        y, _ = K.spmv(MT, w, None, plus_times, out_dtype=np.float64)    # Σ_i w(i) A(i, j)
+        lost = float(x[dangling].sum()) if dangling.size else 0.0     # dangling mass
+        y *= alpha
+        y += (1.0 - alpha) / n + alpha * lost / n                       # teleport + dangling
+        xp.subtract(y, x, out=w)
+        err = float(xp.abs(w, out=w).sum())                             # L1 change
+        x = y
+        if err < n * tol:
+            return host(x).astype(np.float64, copy=False)
     raise PowerIterationFailedConvergence(
         "PageRank did not converge", expected=f"an L1 change below n * tol = {n * tol:g}",
-        got=f"{float(err):.3g} after max_iter={max_iter} iterations",
+        got=f"{err:.3g} after max_iter={max_iter} iterations",
         hint="raise max_iter or tol")
 
 

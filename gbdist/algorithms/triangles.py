@@ -135,19 +135,20 @@ def choose_order(deg, below) -> str:
     return min(("increasing", "decreasing"), key=lambda o: masked_cost(d, below[o]))
 
 
-# lower() compares ranks over this many entries at a time (bounds its temporaries).
-CHUNK = 1 << 20
+MODES = {"none": 0, "increasing": 1, "decreasing": 2}  # the kernels' ordering codes
 
 
 def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True):
     """L: one copy of each edge of the undirected M, (i, j) kept when j ranks below i in
     the ordering (self loops dropped). No relabelling: ranks are compared on the entries in
-    place — by degree, ties by index (a stable sort's ranks) — so L keeps M's numbering and
-    sorted rows, built in one pass over the entries (in chunks of :data:`CHUNK`) that also
-    counts the rows of both degree orderings for :func:`choose_order` (renumbering the graph
-    first, ``extract(A, p, p)``, cost as much as the product itself). Every triangle
-    {a, b, c} ranked a < b < c is counted once, at (c, b) through a. ``values=False``: L
-    holds True (bool) instead of M's values (a pattern for ``plus_pair``: 1/8 the memory)."""
+    place — by degree, ties by index — so L keeps M's numbering and sorted rows. The kernel
+    set's ``rank_lower_counts`` counts each row's kept entries under all three orderings in
+    one pass over the entries (the counts :func:`choose_order` reads; renumbering the graph
+    first, ``extract(A, p, p)``, cost as much as the product itself), and
+    ``rank_lower_fill`` writes the chosen one's at the row pointers those counts give.
+    Every triangle {a, b, c} ranked a < b < c is counted once, at (c, b) through a.
+    ``values=False``: L holds True (bool) instead of M's values (a pattern for
+    ``plus_pair``: 1/8 the memory)."""
     if order not in ORDERS:
         raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
                                 got=repr(order))
@@ -155,40 +156,21 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
         return _lower_device(M, order, backend, values)
     csr = M.csr
     n = M.nrows
-    indptr = np.asarray(csr.indptr, dtype=np.int64)
-    deg = np.diff(indptr)
-    cols = csr.indices
+    indptr = np.asarray(csr.indptr)
+    deg = np.diff(indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
+    K = gr.get_kernels(backend, False, work=M.nvals)
     if order == "auto" and not _skewed(deg):
-        order = "none"
-    orders = ("increasing", "decreasing") if order == "auto" else (order,)
-    keep = {o: [] for o in orders}  # per order, the kept entries' positions, chunk by chunk
-    counts = {o: np.zeros(n, dtype=np.int64) for o in orders}
-    deg32 = deg.astype(np.int32) if n and deg.max() < 2**31 else deg
-    r0 = 0
-    while r0 < n:  # rows [r0, r1) holding about CHUNK entries
-        r1 = max(r0 + 1, int(np.searchsorted(indptr, indptr[r0] + CHUNK, side="right")) - 1)
-        r1 = min(r1, n)
-        p0, p1 = int(indptr[r0]), int(indptr[r1])
-        c = cols[p0:p1]
-        rows = np.repeat(np.arange(r0, r1, dtype=c.dtype), deg[r0:r1])
-        lt = c < rows
-        if order != "none":
-            dc, dr = deg32[c], deg32[rows]
-            tie = lt & (dc == dr)
-        for o in orders:
-            k = lt if o == "none" else ((dc < dr) | tie if o == "increasing" else (dc > dr) | tie)
-            at = np.flatnonzero(k)  # the kept positions, and how many in each row
-            keep[o].append(at + p0)
-            counts[o][r0:r1] = np.bincount(rows[at] - r0, minlength=r1 - r0)
-        r0 = r1
+        order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
+    counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
     if order == "auto":
-        order = choose_order(deg, counts)
-    at = np.concatenate(keep[order]) if keep[order] else np.zeros(0, np.int64)
+        order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")})
     lp = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts[order], out=lp[1:])
-    data = csr.data[at] if values else np.ones(at.size, dtype=bool)
-    S = sps.csr_matrix((data, cols[at], lp), shape=M.shape)
-    S.has_sorted_indices = True
+    np.cumsum(counts[MODES[order]], out=lp[1:])
+    cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values)
+    if not values:
+        data = np.ones(cols.shape[0], dtype=bool)
+    S = sps.csr_matrix((data, cols, lp), shape=M.shape)
+    S.has_canonical_format = True  # kept entries of sorted unique rows: no check needed
     return gb.Matrix(S)
 
 

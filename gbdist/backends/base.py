@@ -267,3 +267,15 @@ class GraphKernels(Protocol):
     def segment_reduce(self, indptr, values, monoid, *, out_dtype) -> tuple:
         """Per segment s: ⊕ of ``values[indptr[s]:indptr[s+1]]``; returns ``(values,
         present)``, present = the segment is non-empty (the identity elsewhere)."""
+
+    def rank_lower_counts(self, A, deg, *, only_none: bool = False) -> Any:
+        """(3, m), in ``deg``'s integer type, for a square canonical CSR ``A`` and its row degrees ``deg``: per row
+        i, the stored (i, j) with j ranked below i with no ranking (j < i), by increasing
+        degree ((deg j, j) < (deg i, i)) and by decreasing degree (deg j > deg i, ties by
+        index). Self loops rank below nothing. ``only_none``: the first row only (the
+        others 0): no degree is read."""
+
+    def rank_lower_fill(self, A, deg, mode: int, lp, *, with_values: bool) -> tuple:
+        """``(columns, values or None)`` of L, the entries kept under ordering ``mode`` (0
+        none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
+        pointers ``lp`` (the cumulative sum of that ordering's counts)."""

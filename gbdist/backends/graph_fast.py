@@ -148,3 +148,32 @@ def owners(counts, xp=np):
     ends = xp.cumsum(counts)
     total = int(ends[-1]) if counts.size else 0
     return xp.searchsorted(ends, xp.arange(total, dtype=np.int64), side="right").astype(np.int64)
+
+
+def rank_lower_counts(indptr, indices, deg, xp=np, only_none=False):
+    """(3, m) in ``deg``'s type: per row i, its entries j ranked below i with no ranking (j < i), by
+    increasing degree ((deg j, j) < (deg i, i)) and by decreasing degree (deg j > deg i,
+    ties by index); ``only_none``: the first only (the others 0). The compiled form is
+    :mod:`gbdist.backends.compiled.graph_rank`."""
+    m = indptr.shape[0] - 1
+    rows, cols = owners(xp.diff(indptr), xp), indices.astype(np.int64)
+    flags = _rank_flags(rows, cols, deg)
+    out = xp.zeros((3, m), dtype=deg.dtype)
+    for o, keep in enumerate(flags[:1] if only_none else flags):
+        out[o] = xp.bincount(rows[keep], minlength=m)
+    return out
+
+
+def rank_lower_fill(indptr, indices, data, deg, mode: int, with_values: bool, xp=np):
+    """(columns, values or None) of the entries kept under ordering ``mode`` (0 none,
+    1 increasing, 2 decreasing degree), in A's order (each row's stay sorted)."""
+    rows, cols = owners(xp.diff(indptr), xp), indices.astype(np.int64)
+    at = xp.flatnonzero(_rank_flags(rows, cols, deg)[mode])
+    return indices[at], (data[at] if with_values else None)
+
+
+def _rank_flags(rows, cols, deg):
+    lt = cols < rows
+    dc, dr = deg[cols], deg[rows]
+    tie = lt & (dc == dr)
+    return lt, (dc < dr) | tie, (dc > dr) | tie

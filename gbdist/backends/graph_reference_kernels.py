@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .graph_fast import owners
+from .graph_fast import owners, rank_lower_counts, rank_lower_fill
 from .graph_reference import binary, fold_segments, identity_value
 
 
@@ -162,6 +162,12 @@ class ReferenceGraphKernels:
     def spmspv_update(self, A, u_idx, u_val, sr, d, p, *, only_new, out_dtype):
         return spmspv_update(A, np.asarray(u_idx, dtype=np.int64), u_val, sr, d, p,
                              only_new, out_dtype)
+
+    def rank_lower_counts(self, A, deg, *, only_none=False):
+        return rank_lower_counts(A.indptr, A.indices, deg, only_none=only_none)
+
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+        return rank_lower_fill(A.indptr, A.indices, A.data, deg, mode, with_values)
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
         indptr = np.asarray(indptr, dtype=np.int64)

@@ -317,6 +317,11 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
     mask = as_mask(mask, A.shape, "select")
     out = _check_out(out, kind, A.shape, "select")
     dt = memo.domain(None, A.dtype, dtype)
+    dec = rule.Decision("select", True, A.fill,
+                        "select keeps or drops stored entries; an unstored entry stays unstored "
+                        "(for fill=0 data a dropped entry becomes a 0)")
+    if kind is Matrix and mask is None and out is None and not A.on_device:
+        return _select_csr(A, op, k, dt, dec)
     keys, vals = A.keys(), _vals(A)
     if op in ("tril", "triu", "diag", "offdiag"):
         if kind is Vector:
@@ -330,13 +335,54 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
         keep = vals != 0
     else:
         t = k.item() if hasattr(k, "item") else k
-        keep = {"==": vals == t, "!=": vals != t, ">": vals > t, ">=": vals >= t,
-                "<": vals < t, "<=": vals <= t}[op]
-    dec = rule.Decision("select", True, A.fill,
-                        "select keeps or drops stored entries; an unstored entry stays unstored "
-                        "(for fill=0 data a dropped entry becomes a 0)")
+        keep = _value_keep(op, vals, k)
     return finish(kind, keys[keep], vals[keep], A.shape, dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=A.on_device)
+
+
+def _value_keep(op, vals, k):
+    t = k.item() if hasattr(k, "item") else k
+    return {"==": vals == t, "!=": vals != t, ">": vals > t, ">=": vals >= t,
+            "<": vals < t, "<=": vals <= t}[op]
+
+
+def _select_csr(A, op, k, dt, dec):
+    """``C = select(A)`` of a host matrix with no mask and no ``out``, straight from A's CSR:
+    one flag per entry (positional ops compare each entry's column with its row, never through ``i * n + j`` keys and their division), the kept positions,
+    and the new row pointers from the running count of kept flags read at A's row
+    pointers. The entries keep A's order, so the result is canonical without a sort."""
+    csr = A._csr
+    ptr, cols = csr.indptr, csr.indices
+    if op in ("tril", "triu", "diag", "offdiag"):
+        rows = np.repeat(np.arange(A.nrows, dtype=cols.dtype), np.diff(ptr))
+        if k == 0:  # the diagonal itself: compare the columns with the rows directly
+            keep = {"tril": cols <= rows, "triu": cols >= rows, "diag": cols == rows,
+                    "offdiag": cols != rows}[op]
+        else:
+            d = cols - rows
+            keep = {"tril": d <= k, "triu": d >= k, "diag": d == k, "offdiag": d != k}[op]
+    elif op == "nonzero":
+        keep = csr.data != 0
+    else:
+        keep = _value_keep(op, csr.data, k)
+    m, n = A.shape
+    nnz = int(cols.shape[0])
+    if bool(keep.all()):  # nothing dropped (offdiag of a graph without self loops): copies
+        it = S.index_dtype(m, n, nnz)
+        vals = cast(csr.data, dt, np)
+        C = S.make_csr(vals.copy() if vals is csr.data else vals, cols.astype(it, copy=True),
+                       ptr.astype(it, copy=True), A.shape, False)
+    else:
+        at = np.flatnonzero(keep)
+        it = S.index_dtype(m, n, int(at.size))
+        running = np.zeros(nnz + 1, dtype=S.index_dtype(nnz))
+        np.cumsum(keep, out=running[1:])
+        indptr = running[ptr].astype(it, copy=False)
+        C = S.make_csr(cast(csr.data[at], dt, np), cols[at].astype(it, copy=False), indptr,
+                       A.shape, False)
+    res = Matrix._wrap(C, dec.result_fill, False)
+    res.decision = dec
+    return res
 
 
 # --- reductions ------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import numpy as np
 from ..backends.graph_reference import binary
 from ..compiler import graph as rule
 from . import memo
+from . import sparse as S
+from .objects import Matrix
 from . import types as T
 from .masks import as_mask
 
@@ -44,7 +46,9 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     if mask is not None:
         keep_a, keep_b = mask.allows(ka), mask.allows(kb)
         ka, va, kb, vb = ka[keep_a], va[keep_a], kb[keep_b], vb[keep_b]
-    keys, vals = _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp)
+    space = A.size if kind is not Matrix else None  # vectors: the dense path when dense
+    merge = _merge_dense if S.dense_space(space, ka.size, kb.size) else _merge
+    keys, vals = merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space)
     dec = rule.Decision("ewise_union", True, rule.ABSENT,
                         "every operand is a graph: the union of stored entries, a missing side "
                         "replaced by its default")
@@ -52,7 +56,7 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
                   accum=accum, out=out, replace=replace, on_device=on_device)
 
 
-def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp):
+def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space=None):
     """The sorted union of two sorted unique key sets, each value through ``op``: a merge
     by positions (no sort): B's keys are located in A's once; a B key absent from A is
     inserted before the A keys greater than it."""
@@ -75,3 +79,23 @@ def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp):
         vals[out_a[at]] = binary(op, va[at], vb[found], dt, xp).reshape(-1)
     vals[out_b] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
     return keys, vals
+
+
+def _merge_dense(ka, va, kb, vb, op, left_default, right_default, dt, xp, space):
+    """The same union through arrays of the key space (a vector whose operands together
+    hold at least :data:`gbdist.graph.sparse.DENSE_SHARE` of it): lone values written by
+    scatter, the shared keys found through a presence array and overwritten, the result's
+    keys the presence array's set positions. No search, no sort."""
+    present = S.present_of(ka, space, xp)
+    shared = present[kb]  # B's keys that A holds too
+    out = xp.empty(space, dtype=dt)  # read only where present
+    out[ka] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
+    out[kb] = binary(op, xp.asarray(left_default), vb, dt, xp).reshape(-1)
+    if bool(shared.any()):
+        kab = kb[shared]
+        a_at = S._dense_values(ka, va, space, xp)[kab] if kab.size * 16 >= space else \
+            va[xp.searchsorted(ka, kab)]
+        out[kab] = binary(op, a_at, vb[shared], dt, xp).reshape(-1)
+    present[kb] = True
+    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
+    return keys, out[keys]

@@ -207,10 +207,12 @@ def test_backend_is_passed_through():
         alg.bfs_levels(A, 0, backend="cuda")
 
 
-@pytest.mark.parametrize("backend,chunk", [("auto", 1 << 20), ("reference", 7),
-                                           ("compiled", 64)])
-def test_triangle_count_on_a_skewed_graph_in_every_order(backend, chunk, monkeypatch):
-    monkeypatch.setattr(tri, "CHUNK", chunk)  # lower() in one pass or in many chunks
+@pytest.mark.parametrize("backend", ["auto", "reference", "compiled"])
+def test_triangle_count_on_a_skewed_graph_in_every_order(backend, monkeypatch):
+    if backend == "compiled":
+        pytest.importorskip("numba")
+        from gbdist.backends.compiled import graph as cg
+        monkeypatch.setattr(cg, "SERIAL_WORK", 0)  # lower()'s kernels over several ranges
     # a hub joined to every vertex plus a sparse random part: max degree >> mean degree,
     # so triangle_count ranks the vertices by degree (the count must not change)
     rng = np.random.default_rng(8)
@@ -234,3 +236,42 @@ def test_triangle_count_on_a_skewed_graph_in_every_order(backend, chunk, monkeyp
         assert L.nnz == A.nnz // 2 and (L + L.T != 0).nnz == A.nnz  # one copy of each edge
     with pytest.raises(gb.ParameterError):
         alg.triangle_count(A, order="random")
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
+    """The kernels behind triangles.lower: per-row counts under the three rankings and the
+    kept entries (columns, values, order), against the rank definition evaluated on every
+    stored entry in NumPy; self loops kept by none."""
+    from gbdist.graph import dispatch
+    if backend == "compiled":
+        pytest.importorskip("numba")
+        from gbdist.backends.compiled import graph as cg
+        monkeypatch.setattr(cg, "SERIAL_WORK", 0)
+    K = dispatch._load(backend)
+    rng = np.random.default_rng(11)
+    n = 300
+    keep = rng.random((n, n)) < 0.03
+    keep[5, :] = True  # a hub, ties of degree elsewhere
+    keep = keep | keep.T
+    keep[np.arange(0, n, 17), np.arange(0, n, 17)] = True  # self loops
+    r, c = np.nonzero(keep)
+    A = sps.csr_matrix((rng.random(r.size) + 1, (r, c)), shape=(n, n))
+    A.sort_indices()
+    deg = np.diff(A.indptr).astype(np.int64)
+    rows = np.repeat(np.arange(n), deg)
+    cols = A.indices
+    want = [cols < rows,
+            (deg[cols] < deg[rows]) | ((deg[cols] == deg[rows]) & (cols < rows)),
+            (deg[cols] > deg[rows]) | ((deg[cols] == deg[rows]) & (cols < rows))]
+    counts = np.asarray(K.rank_lower_counts(A, deg))
+    for mode, k in enumerate(want):
+        assert_array_equal(counts[mode], np.bincount(rows[k], minlength=n))
+        lp = np.r_[0, np.cumsum(counts[mode])]
+        lc, lx = K.rank_lower_fill(A, deg, mode, lp, with_values=True)
+        assert_array_equal(lc, cols[k])
+        assert_array_equal(lx, A.data[k])
+        lc2, lx2 = K.rank_lower_fill(A, deg, mode, lp, with_values=False)
+        assert_array_equal(lc2, cols[k]) and lx2 is None
+    only = np.asarray(K.rank_lower_counts(A, deg, only_none=True))
+    assert_array_equal(only[0], counts[0]) and not only[1:].any()

@@ -69,6 +69,28 @@ def test_ewise_union(seed, op):
          gu.ewise_union(gw, binary.minus, 1.0, 7.0).new())
 
 
+@pytest.mark.parametrize("pa,pb", [(0.01, 0.02), (0.3, 0.6), (1.0, 0.2), (0.4, 1.0),
+                                   (1.0, 1.0), (0.0, 0.5)])
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.int32, np.int64),
+                                    (np.int64, np.float64)])
+def test_ewise_union_vectors_sparse_and_dense_paths(pa, pb, dtypes):
+    """Vectors merge by search when sparse and through key-space arrays when together they
+    hold an eighth of it (gbdist.graph.sparse.DENSE_SHARE): both against SuiteSparse, full,
+    disjoint and empty operands included."""
+    from gbdist.graph import sparse as S
+    rng = np.random.default_rng(int(pa * 100 + pb * 10))
+    n = 400
+    u, gu = rand_vector(rng, n, pa, dtypes[0])
+    w, gw = rand_vector(rng, n, pb, dtypes[1])
+    assert S.dense_space(n, u.nvals, w.nvals) == (u.nvals + w.nvals >= n / 8)
+    for op in ("minus", "first", "max"):
+        same(gr.ewise_union(u, w, getattr(gb.ops, op), 3, -1),
+             gu.ewise_union(gw, getattr(binary, op), 3, -1).new())
+    mask, gmask = rand_vector(rng, n, 0.5)
+    same(gr.ewise_union(u, w, gb.ops.plus, 2, 5, mask=mask.S),
+         gu.ewise_union(gw, binary.plus, 2, 5).new(mask=gmask.S))
+
+
 def test_ewise_union_mask_and_fill0():
     rng = np.random.default_rng(7)
     A, GA = rand_matrix(rng)

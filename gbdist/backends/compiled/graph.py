@@ -452,6 +452,20 @@ class CompiledGraphKernels:
             _run(mod.segment_reduce, (indptr, values, _identity(monoid, wt), out, pres), ranges)
         return self._finish(out, pres, monoid, out_dtype)
 
+    # -- triangle counting's L (graph_rank) ----------------------------------------------
+
+    def rank_lower_counts(self, A, deg, *, only_none=False):
+        from . import graph_rank
+        m = A.shape[0]
+        return graph_rank.counts(A.indptr, A.indices, deg, only_none,
+                                 _ranges(deg, m, float(A.nnz) + m), _run)
+
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+        from . import graph_rank
+        m = A.shape[0]
+        return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,
+                               _ranges(deg, m, float(A.nnz) + m), _run)
+
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
         """Cast as the reference casts; where nothing is present the kernels wrote the work

@@ -337,6 +337,20 @@ class CudaGraphKernels:
         return spmspv_update(A, cupy.asarray(u_idx, dtype=cupy.int64), u_val, sr, d, p,
                              only_new, out_dtype, cupy)
 
+    # -- triangle counting's L: the NumPy forms on CuPy arrays ---------------------------
+
+    def rank_lower_counts(self, A, deg, *, only_none=False):
+        import cupy
+        from ..graph_fast import rank_lower_counts
+        Ap, Aj, _ = _csr_parts(A, "A")
+        return rank_lower_counts(Ap, Aj, cupy.asarray(deg), cupy, only_none=only_none)
+
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+        import cupy
+        from ..graph_fast import rank_lower_fill
+        Ap, Aj, Ax = _csr_parts(A, "A")
+        return rank_lower_fill(Ap, Aj, Ax, cupy.asarray(deg), mode, with_values, cupy)
+
     # -- reductions -------------------------------------------------------------------------
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
