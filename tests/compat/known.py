@@ -36,6 +36,14 @@ DIFFERENCES = [
      "seuclidean without V= and with Y: gbdist takes V over the rows of X and Y together "
      "(SciPy's cdist default, computed once, not per chunk); scikit-learn refuses the call "
      "because its chunks would each compute their own V"),
+    (r"test_pairwise\.py::test_pairwise_distances_data_derived_params_error\[mahalanobis\]$",
+     "mahalanobis without VI= and with Y: gbdist takes SciPy's default VI over the rows of X "
+     "and Y together (computed once, not per chunk); scikit-learn refuses the call because its "
+     "chunks would each compute their own VI (docs/metrics.md)"),
+    (r"test_distance\.py::TestCdist::test_cdist_mahalanobis$",
+     "too few observations for the default VI (2 rows of 2 columns): SciPy raises, gbdist uses "
+     "the pseudo-inverse of the singular covariance (the inverse on the directions the rows "
+     "span; docs/metrics.md); the test's other cases pass"),
     (r"test_neighbors\.py::test_unsupervised_inputs\[",
      "scikit-learn's own estimators do not read a fitted gbdist estimator as X "
      "(gbdist's fit reads scikit-learn's fitted estimators and trees)"),
