@@ -414,21 +414,25 @@ def _symbolic_written(lhs, rhs, domain: str) -> bool:
         return False
 
 
-_CHECKED: dict = {}  # (lhs, rhs, domain) -> _check's answer, when decided within budget
+_CHECKED: dict = {}  # (lhs, rhs, domain) -> (_check's answer, whether a step ran out of time)
 
 
 def _check(lhs: sp.Expr, rhs: sp.Expr, domain: str) -> tuple[bool, str, str]:
-    """:func:`_decide`, memoised unless a symbolic step ran out of time (then the method,
-    "sympy" or "numeric", depended on the load: the next call tries sympy again)."""
+    """:func:`_decide`, memoised. An answer decided while a symbolic step ran out of time
+    (its method, "sympy" or "numeric", depended on the load) is counted again on every use
+    (:func:`gbdist.algebra.records.note_cut_short`), so nothing derived from it is stored
+    on disk, while the process does not pay the time budget again."""
     key = (lhs, rhs, domain)
-    found = _CHECKED.get(key)
-    if found is None:
-        mark = records.cut_short()
-        found = _decide(lhs, rhs, domain)
-        if records.cut_short() == mark:
-            if len(_CHECKED) >= 4096:
-                _CHECKED.clear()
-            _CHECKED[key] = found
+    hit = _CHECKED.get(key)
+    if hit is not None:
+        if hit[1]:
+            records.note_cut_short()
+        return hit[0]
+    mark = records.cut_short()
+    found = _decide(lhs, rhs, domain)
+    if len(_CHECKED) >= 4096:
+        _CHECKED.clear()
+    _CHECKED[key] = (found, records.cut_short() != mark)
     return found
 
 

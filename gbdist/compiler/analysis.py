@@ -145,14 +145,34 @@ def refuse_positional_data(sr: Semiring) -> None:
                  "gb.mxm then runs the graph product")
 
 
-@functools.lru_cache(maxsize=1024)
+_CUT: set = set()  # analyze's arguments whose analysis ran a symbolic step out of time
+
+
 def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
     """Decide the iteration strategy for ``⊕_k mul(a_ik, b_jk)`` (cached).
 
     Cached in-process, and on disk by the semiring's structural key and the
     fills (``gbdist/cache.py``), so sympy runs once per product, not once per
-    process.
+    process. An analysis during which a symbolic step ran out of time is not stored on
+    disk, and each later use in the process counts as cut short again (so what is
+    derived from it is not stored either).
     """
+    result = _analyze_cached(sr, fill_left, fill_right)
+    if (sr, fill_left, fill_right) in _CUT:
+        cache.note_cut_short()
+    return result
+
+
+def _clear() -> None:
+    _analyze_cached.cache_clear()
+    _CUT.clear()
+
+
+analyze.cache_clear = _clear
+
+
+@functools.lru_cache(maxsize=1024)
+def _analyze_cached(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
     refuse_positional_data(sr)  # a positional ⊗ has no value formula to analyse
     key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)))
     record = cache.load(key)  # bounded, digest-checked; None on any problem
@@ -166,10 +186,12 @@ def analyze(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> 
     mark = cache.cut_short()
     with analysis_budget(), guarded(f"the analysis of {sr!r} (⊗ = op {sr.mul.name!r})", AnalysisError):
         result = _analyze(sr, fill_left, fill_right)
+    if cache.cut_short() != mark:  # a step out of time: load-dependent, not kept
+        _CUT.add((sr, fill_left, fill_right))
+        return result
     try:
         verify(result, sr, fill_left, fill_right)
-        if cache.cut_short() == mark:  # a step out of time: load-dependent, not kept
-            cache.store(key, _to_record(result))
+        cache.store(key, _to_record(result))
     except cache.Unsupported:
         pass
     except Exception:  # noqa: BLE001 - not checkable at the sample points: used, not cached

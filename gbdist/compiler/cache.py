@@ -62,7 +62,7 @@ from ..algebra import terms
 from ..algebra.records import (  # noqa: F401 (the store every cache shares)
     FORMAT, LIMITS, MAX_BYTES, MAX_DEPTH, MAX_NODES, MAX_TEXT, Invalid, Unsupported, _read_capped,
     _versions, check_shape, code_digest, cut_short, digest, directory, discard, key_of, load,
-    log, remembered, store, versions)
+    log, note_cut_short, remembered, store, versions)
 
 MAX_ARGS = terms.MAX_ARGS  # arguments of one sympy node
 MAX_DIGITS = terms.MAX_DIGITS  # digits of one integer (numerator, denominator)

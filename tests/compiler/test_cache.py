@@ -354,6 +354,8 @@ def test_an_analysis_cut_short_by_its_budget_is_not_stored(cache_dir, monkeypatc
         monkeypatch.setattr(__import__(m, fromlist=["budget"]), "budget", no_time)
     loaded = analysis.analyze(sr)
     assert not any(cache_dir.glob("*.json"))
+    before = records.cut_short()
+    assert analysis.analyze(sr) is loaded and records.cut_short() > before  # still marked
     monkeypatch.undo()
     monkeypatch.setenv("GBDIST_CACHE_DIR", str(cache_dir.parent))
     _clear_memory_caches()
