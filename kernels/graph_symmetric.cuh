@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(256) gb_maxabs(const TV* __restrict__ v, long 
 // diagonals (a stencil's or a band's: offs[0..K) the distinct j - i, ascending, offs[0] may
 // be 0), rows sorted. A thread per row j, in a fixed order: its own row of U, then for each
 // offset d > 0 the entry U(j - d, j) of the row above, found at the slot an interior row
-// holds it in (position k of row j - d), else by binary search (boundary rows). Each result
+// holds it in (position k of row j - d), else by bisection (boundary rows). Each result
 // is written once (no zeroing, no atomics), its terms combined in the same order on every
 // run: bitwise reproducible, compensated (Neumaier) with CSUM for ⊕ = plus on floats. The
 // rows above are read again through the caches (a band's are near), so device memory sees
