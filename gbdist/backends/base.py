@@ -279,3 +279,9 @@ class GraphKernels(Protocol):
         """``(columns, values or None)`` of L, the entries kept under ordering ``mode`` (0
         none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
         pointers ``lp`` (the cumulative sum of that ordering's counts)."""
+
+    def union_pattern(self, A, B, *, itype) -> tuple:
+        """eWiseUnion's pattern of two canonical CSR ``A`` and ``B`` of one shape:
+        ``(indptr, indices, out_a, out_b, b_in_a)``, C's row pointers and columns (``itype``,
+        canonical: sorted, unique), the positions in C of A's and of B's entries (int64),
+        and per entry of B the position of the same (i, j) in A, or -1 (int64)."""

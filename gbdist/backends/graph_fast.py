@@ -172,6 +172,36 @@ def rank_lower_fill(indptr, indices, data, deg, mode: int, with_values: bool, xp
     return indices[at], (data[at] if with_values else None)
 
 
+def union_pattern(ap, ai, bp, bi, ncols: int, itype, xp=np):
+    """``(indptr, indices, out_a, out_b, b_in_a)`` of the union of two canonical CSR
+    patterns of one shape: C's pattern, where A's and B's entries land in C, and per entry
+    of B the position of the same (i, j) in A (-1: A does not store it). Keys ``i * n + j``
+    of B located in A's by search; the compiled form merges row by row
+    (:mod:`gbdist.backends.compiled.graph_union`)."""
+    ra, rb = owners(xp.diff(ap), xp), owners(xp.diff(bp), xp)
+    ka, kb = ra * ncols + ai.astype(np.int64), rb * ncols + bi.astype(np.int64)
+    na, nb = int(ka.size), int(kb.size)
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(nb, dtype=bool)
+    inside = pos < na
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
+    out_a = xp.arange(na, dtype=np.int64) + before
+    out_b = xp.empty(nb, dtype=np.int64)
+    out_b[lone] = ins + xp.arange(int(ins.size), dtype=np.int64)
+    out_b[found] = out_a[pos[found]]
+    m = ap.shape[0] - 1
+    indptr = xp.zeros(m + 1, dtype=itype)
+    if m:
+        per_row = xp.diff(ap).astype(np.int64) + xp.bincount(rb[lone], minlength=m)
+        indptr[1:] = xp.cumsum(per_row).astype(itype)
+    indices = xp.empty(na + int(ins.size), dtype=itype)
+    indices[out_a], indices[out_b] = ai, bi
+    return indptr, indices, out_a, out_b, xp.where(found, pos, -1).astype(np.int64)
+
+
 def _rank_flags(rows, cols, deg):
     lt = cols < rows
     dc, dr = deg[cols], deg[rows]

@@ -17,6 +17,7 @@ from . import sparse as S
 from .objects import Matrix
 from . import types as T
 from .masks import as_mask
+from .dispatch import get_kernels
 
 
 def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None, out=None,
@@ -41,6 +42,14 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
                        lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
                                         scalars=[left_default, right_default]))
     on_device = _device(A, B, mask and mask.source, out)
+    dec = rule.Decision("ewise_union", True, rule.ABSENT,
+                        "every operand is a graph: the union of stored entries, a missing side "
+                        "replaced by its default")
+    if kind is Matrix and mask is None and out is None:
+        K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
+        C = _union_rows(K, A, B, op, left_default, right_default, dt, on_device)
+        C.decision = dec
+        return C
     xp = A.xp
     ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
     if mask is not None:
@@ -49,11 +58,35 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     space = A.size if kind is not Matrix else None  # vectors: the dense path when dense
     merge = _merge_dense if S.dense_space(space, ka.size, kb.size) else _merge
     keys, vals = merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space)
-    dec = rule.Decision("ewise_union", True, rule.ABSENT,
-                        "every operand is a graph: the union of stored entries, a missing side "
-                        "replaced by its default")
     return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
+    """``C = A ∪ B`` of two matrices with no mask and no ``out``, row by row from their CSR:
+    the kernel set's ``union_pattern`` (two sorted rows merged at a time; no ``i·n + j``
+    keys, no search, no division back to rows) gives C's pattern and where each operand's
+    entries land in it; the values go through ``op`` as in :func:`_merge`."""
+    from .results import _vals
+    xp = A.xp
+    a, b = A._csr, B._csr
+    m, n = A.shape
+    it = S.index_dtype(m, n, A.nvals + B.nvals)
+    indptr, indices, out_a, out_b, b_in_a = K.union_pattern(a, b, itype=it)
+    va, vb = _vals(A), _vals(B)
+    vals = xp.empty(int(indices.shape[0]), dtype=dt)
+    vals[out_a] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
+    shared = b_in_a >= 0
+    if bool(shared.all()):  # B's pattern inside A's: every B entry pairs with an A entry
+        vals[out_b] = binary(op, va[b_in_a], vb, dt, xp).reshape(-1)
+    else:
+        lone = xp.flatnonzero(~shared)
+        vals[out_b[lone]] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
+        both = xp.flatnonzero(shared)
+        if both.size:
+            vals[out_b[both]] = binary(op, va[b_in_a[both]], vb[both], dt, xp).reshape(-1)
+    return Matrix._wrap(S.make_csr(vals, indices, indptr, A.shape, on_device), rule.ABSENT,
+                        on_device)
 
 
 def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space=None):

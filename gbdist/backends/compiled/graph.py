@@ -466,6 +466,14 @@ class CompiledGraphKernels:
         return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,
                                _ranges(deg, m, float(A.nnz) + m), _run)
 
+    def union_pattern(self, A, B, *, itype):
+        from . import graph_union
+        ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
+        m = ap.shape[0] - 1
+        work = np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
+        return graph_union.pattern(ap, A.indices, bp, B.indices, np.dtype(itype),
+                                   _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
         """Cast as the reference casts; where nothing is present the kernels wrote the work

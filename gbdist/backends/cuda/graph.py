@@ -351,6 +351,15 @@ class CudaGraphKernels:
         Ap, Aj, Ax = _csr_parts(A, "A")
         return rank_lower_fill(Ap, Aj, Ax, cupy.asarray(deg), mode, with_values, cupy)
 
+    # -- eWiseUnion's pattern: the NumPy form on CuPy arrays -------------------------------
+
+    def union_pattern(self, A, B, *, itype):
+        import cupy
+        from ..graph_fast import union_pattern
+        return union_pattern(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                             cupy.asarray(B.indptr), cupy.asarray(B.indices),
+                             int(A.shape[1]), itype, cupy)  # any value type: pattern only
+
     # -- reductions -------------------------------------------------------------------------
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
