@@ -280,8 +280,11 @@ class GraphKernels(Protocol):
         none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
         pointers ``lp`` (the cumulative sum of that ordering's counts)."""
 
-    def union_pattern(self, A, B, *, itype) -> tuple:
-        """eWiseUnion's pattern of two canonical CSR ``A`` and ``B`` of one shape:
-        ``(indptr, indices, out_a, out_b, b_in_a)``, C's row pointers and columns (``itype``,
-        canonical: sorted, unique), the positions in C of A's and of B's entries (int64),
-        and per entry of B the position of the same (i, j) in A, or -1 (int64)."""
+    def union_merge(self, A, B, xa, xb, *, itype) -> tuple:
+        """eWiseUnion of two canonical CSR ``A`` and ``B`` of one shape, ``xa`` / ``xb``
+        (one dtype, one value per entry of A / of B) the values of the entries only one of
+        them stores: ``(indptr, indices, values, at, a_pos, b_pos)``, C's row pointers and
+        columns (``itype``; canonical: sorted, unique) and values (``xa[p]`` where only A's
+        entry p is stored, ``xb[q]`` where only B's entry q is); the (i, j) both store are
+        C's entries ``at``, left for the caller (``op(A.data[a_pos], B.data[b_pos])``);
+        ``at``, ``a_pos``, ``b_pos`` int64, in C's order."""

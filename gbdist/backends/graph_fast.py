@@ -172,11 +172,12 @@ def rank_lower_fill(indptr, indices, data, deg, mode: int, with_values: bool, xp
     return indices[at], (data[at] if with_values else None)
 
 
-def union_pattern(ap, ai, bp, bi, ncols: int, itype, xp=np):
-    """``(indptr, indices, out_a, out_b, b_in_a)`` of the union of two canonical CSR
-    patterns of one shape: C's pattern, where A's and B's entries land in C, and per entry
-    of B the position of the same (i, j) in A (-1: A does not store it). Keys ``i * n + j``
-    of B located in A's by search; the compiled form merges row by row
+def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
+    """``(indptr, indices, values, at, a_pos, b_pos)``: the union of two canonical CSR
+    matrices of one shape, C's pattern with ``xa[p]`` where only A stores (A's entry p),
+    ``xb[q]`` where only B does; the (i, j) both store are C's entries ``at`` (left
+    unwritten), from A's entries ``a_pos`` and B's ``b_pos``. Keys ``i * n + j`` of B
+    located in A's by search; the compiled form merges row by row
     (:mod:`gbdist.backends.compiled.graph_union`)."""
     ra, rb = owners(xp.diff(ap), xp), owners(xp.diff(bp), xp)
     ka, kb = ra * ncols + ai.astype(np.int64), rb * ncols + bi.astype(np.int64)
@@ -189,17 +190,19 @@ def union_pattern(ap, ai, bp, bi, ncols: int, itype, xp=np):
     ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
     before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
     out_a = xp.arange(na, dtype=np.int64) + before
-    out_b = xp.empty(nb, dtype=np.int64)
-    out_b[lone] = ins + xp.arange(int(ins.size), dtype=np.int64)
-    out_b[found] = out_a[pos[found]]
+    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
     m = ap.shape[0] - 1
     indptr = xp.zeros(m + 1, dtype=itype)
     if m:
         per_row = xp.diff(ap).astype(np.int64) + xp.bincount(rb[lone], minlength=m)
         indptr[1:] = xp.cumsum(per_row).astype(itype)
     indices = xp.empty(na + int(ins.size), dtype=itype)
-    indices[out_a], indices[out_b] = ai, bi
-    return indptr, indices, out_a, out_b, xp.where(found, pos, -1).astype(np.int64)
+    values = xp.empty(na + int(ins.size), dtype=xa.dtype)
+    indices[out_a], indices[out_b] = ai, bi[lone]
+    values[out_a], values[out_b] = xa, xb[lone]
+    b_pos = xp.flatnonzero(found).astype(np.int64)
+    a_pos = pos[b_pos].astype(np.int64)
+    return indptr, indices, values, out_a[a_pos], a_pos, b_pos
 
 
 def _rank_flags(rows, cols, deg):

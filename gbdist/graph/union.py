@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.graph_reference import binary
+from ..backends.graph_reference import binary, cast
 from ..compiler import graph as rule
 from . import memo
 from . import sparse as S
@@ -64,27 +64,20 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
 
 def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
     """``C = A ∪ B`` of two matrices with no mask and no ``out``, row by row from their CSR:
-    the kernel set's ``union_pattern`` (two sorted rows merged at a time; no ``i·n + j``
-    keys, no search, no division back to rows) gives C's pattern and where each operand's
-    entries land in it; the values go through ``op`` as in :func:`_merge`."""
+    ``op(a, right_default)`` and ``op(left_default, b)`` over every stored value (vectorised,
+    in order), then the kernel set's ``union_merge`` (two sorted rows merged at a time; no
+    ``i·n + j`` keys, no search, no division back to rows) writes C's pattern and the values
+    of the entries one side stores; ``op(a, b)`` is written where both do."""
     from .results import _vals
     xp = A.xp
-    a, b = A._csr, B._csr
     m, n = A.shape
-    it = S.index_dtype(m, n, A.nvals + B.nvals)
-    indptr, indices, out_a, out_b, b_in_a = K.union_pattern(a, b, itype=it)
     va, vb = _vals(A), _vals(B)
-    vals = xp.empty(int(indices.shape[0]), dtype=dt)
-    vals[out_a] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
-    shared = b_in_a >= 0
-    if bool(shared.all()):  # B's pattern inside A's: every B entry pairs with an A entry
-        vals[out_b] = binary(op, va[b_in_a], vb, dt, xp).reshape(-1)
-    else:
-        lone = xp.flatnonzero(~shared)
-        vals[out_b[lone]] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
-        both = xp.flatnonzero(shared)
-        if both.size:
-            vals[out_b[both]] = binary(op, va[b_in_a[both]], vb[both], dt, xp).reshape(-1)
+    xa = cast(binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1), dt, xp)
+    xb = cast(binary(op, xp.asarray(left_default), vb, dt, xp).reshape(-1), dt, xp)
+    it = S.index_dtype(m, n, A.nvals + B.nvals)
+    indptr, indices, vals, at, a_pos, b_pos = K.union_merge(A._csr, B._csr, xa, xb, itype=it)
+    if int(at.shape[0]):
+        vals[at] = binary(op, va[a_pos], vb[b_pos], dt, xp).reshape(-1)
     return Matrix._wrap(S.make_csr(vals, indices, indptr, A.shape, on_device), rule.ABSENT,
                         on_device)
 

@@ -1,9 +1,9 @@
 """``ewise_union`` of matrices without mask or ``out`` merges two sorted CSR rows at a time
-(the kernel sets' ``union_pattern``: Numba in the compiled set, the NumPy key form in the
+(the kernel sets' ``union_merge``: Numba in the compiled set, the NumPy key form in the
 reference, the same on CuPy in the CUDA set). Each set against python-graphblas's
 ``ewise_union`` (pattern, values, dtype) on random matrices with empty rows, disjoint,
 identical and nested patterns, empty operands, bool / int / float values, int32 and int64
-index arrays; the pattern kernel of every set against NumPy brute force; the masked and
+index arrays; the merge kernel of every set against NumPy brute force; the masked and
 ``out=`` forms (the key path) against the same peer."""
 from __future__ import annotations
 
@@ -115,50 +115,64 @@ def test_union_rows_masked_and_out_take_the_key_path(backend):
     _same(out, want)
 
 
-def _brute_pattern(A, B):
+def _brute_merge(A, B, xa, xb):
+    """C's rows, columns and values (NaN where both store) and, in C's order, the shared
+    entries' positions in C, A and B: NumPy on dense position grids."""
     PA, PB = A.toarray() != 0, B.toarray() != 0
     C = PA | PB
     r, c = np.nonzero(C)
     pos = -np.ones(C.shape, np.int64)
     pos[r, c] = np.arange(r.size)
-    ar, ac = np.nonzero(PA)
-    br, bc = np.nonzero(PB)
-    apos = -np.ones(C.shape, np.int64)
-    apos[ar, ac] = np.arange(ar.size)
-    return r, c, pos[ar, ac], pos[br, bc], apos[br, bc]
+    apos, bpos = -np.ones(C.shape, np.int64), -np.ones(C.shape, np.int64)
+    apos[PA] = np.arange(PA.sum())
+    bpos[PB] = np.arange(PB.sum())
+    vals = np.full(r.size, np.nan)
+    only_a, only_b, both = PA & ~PB, PB & ~PA, PA & PB
+    vals[pos[only_a]] = xa[apos[only_a]]
+    vals[pos[only_b]] = xb[bpos[only_b]]
+    sr, sc = np.nonzero(both)
+    return r, c, vals, pos[sr, sc], apos[sr, sc], bpos[sr, sc]
+
+
+def _kernel_case(shape, kind, seed, itype):
+    a, b = _pair(seed, shape, kind)
+    A, B = (sps.csr_matrix((np.ones(r.size), (r, c)), shape=shape) for r, c, _ in (a, b))
+    A.indices, B.indptr = A.indices.astype(itype), B.indptr.astype(itype)
+    rng = np.random.default_rng(seed)
+    return A, B, rng.random(A.nnz), rng.random(B.nnz)
+
+
+def _check_merge(got, want, m):
+    ptr, idx, vals, at, a_pos, b_pos = got
+    r, c, wv, wat, wa, wb = want
+    assert np.array_equal(ptr, np.concatenate(([0], np.cumsum(np.bincount(r, minlength=m)))))
+    assert np.array_equal(idx, c)
+    lone = ~np.isnan(wv)
+    assert np.array_equal(vals[lone], wv[lone])
+    for g, w in ((at, wat), (a_pos, wa), (b_pos, wb)):
+        assert g.dtype == np.int64 and np.array_equal(g, w)
 
 
 @pytest.mark.parametrize("backend", HOST_SETS)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
-def test_union_pattern_kernel(backend, kind, itype):
+def test_union_merge_kernel(backend, kind, itype):
     shape = (40, 33)
-    a, b = _pair(3, shape, kind)
-    A, B = (sps.csr_matrix((np.ones(r.size), (r, c)), shape=shape) for r, c, _ in (a, b))
-    A.indices, B.indptr = A.indices.astype(itype), B.indptr.astype(itype)
-    K = gr.get_kernels(backend)
-    ptr, idx, oa, ob, bina = K.union_pattern(A, B, itype=np.dtype(np.int32))
-    r, c, woa, wob, wbina = _brute_pattern(A, B)
-    assert ptr.dtype == np.int32 and idx.dtype == np.int32
-    assert np.array_equal(ptr, np.concatenate(([0], np.cumsum(np.bincount(r, minlength=40)))))
-    assert np.array_equal(idx, c)
-    assert np.array_equal(oa, woa) and np.array_equal(ob, wob)
-    assert np.array_equal(bina, wbina)
+    A, B, xa, xb = _kernel_case(shape, kind, 3, itype)
+    got = gr.get_kernels(backend).union_merge(A, B, xa, xb, itype=np.dtype(np.int32))
+    assert got[0].dtype == np.int32 and got[1].dtype == np.int32
+    _check_merge(got, _brute_merge(A, B, xa, xb), shape[0])
 
 
-def test_union_pattern_compiled_parallel_ranges(monkeypatch):
+def test_union_merge_compiled_parallel_ranges(monkeypatch):
     """Rows split over several ranges (the pool's work) give the one-range answer."""
     from gbdist.backends.compiled import graph as G
     monkeypatch.setattr(G, "SERIAL_WORK", 1)
     monkeypatch.setattr(G, "threads", lambda: 3)
     shape = (300, 200)
-    a, b = _pair(11, shape, "random")
-    A, B = (sps.csr_matrix((np.ones(r.size), (r, c)), shape=shape) for r, c, _ in (a, b))
-    got = gr.get_kernels("compiled").union_pattern(A, B, itype=np.dtype(np.int64))
-    want = _brute_pattern(A, B)
-    assert np.array_equal(got[1], want[1])
-    for g, w in zip(got[2:], want[2:]):
-        assert np.array_equal(g, w)
+    A, B, xa, xb = _kernel_case(shape, "random", 11, np.int64)
+    got = gr.get_kernels("compiled").union_merge(A, B, xa, xb, itype=np.dtype(np.int64))
+    _check_merge(got, _brute_merge(A, B, xa, xb), shape[0])
 
 
 @pytest.mark.gpu

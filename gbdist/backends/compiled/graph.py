@@ -466,13 +466,13 @@ class CompiledGraphKernels:
         return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,
                                _ranges(deg, m, float(A.nnz) + m), _run)
 
-    def union_pattern(self, A, B, *, itype):
+    def union_merge(self, A, B, xa, xb, *, itype):
         from . import graph_union
         ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
         m = ap.shape[0] - 1
         work = np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
-        return graph_union.pattern(ap, A.indices, bp, B.indices, np.dtype(itype),
-                                   _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+        return graph_union.merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
+                                 _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
 
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):

@@ -351,14 +351,14 @@ class CudaGraphKernels:
         Ap, Aj, Ax = _csr_parts(A, "A")
         return rank_lower_fill(Ap, Aj, Ax, cupy.asarray(deg), mode, with_values, cupy)
 
-    # -- eWiseUnion's pattern: the NumPy form on CuPy arrays -------------------------------
+    # -- eWiseUnion's merge: the NumPy form on CuPy arrays -------------------------------
 
-    def union_pattern(self, A, B, *, itype):
+    def union_merge(self, A, B, xa, xb, *, itype):
         import cupy
-        from ..graph_fast import union_pattern
-        return union_pattern(cupy.asarray(A.indptr), cupy.asarray(A.indices),
-                             cupy.asarray(B.indptr), cupy.asarray(B.indices),
-                             int(A.shape[1]), itype, cupy)  # any value type: pattern only
+        from ..graph_fast import union_merge
+        return union_merge(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                           cupy.asarray(B.indptr), cupy.asarray(B.indices), cupy.asarray(xa),
+                           cupy.asarray(xb), int(A.shape[1]), itype, cupy)
 
     # -- reductions -------------------------------------------------------------------------
 
