@@ -280,6 +280,10 @@ class GraphKernels(Protocol):
         none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
         pointers ``lp`` (the cumulative sum of that ordering's counts)."""
 
+    def pattern_symmetric(self, A) -> bool:
+        """Whether the square canonical CSR ``A``'s pattern is symmetric ((i, j) stored
+        exactly when (j, i) is), without building Aᵀ."""
+
     def union_merge(self, A, B, xa, xb, *, itype) -> tuple:
         """eWiseUnion of two canonical CSR ``A`` and ``B`` of one shape, ``xa`` / ``xb``
         (one dtype, one value per entry of A / of B) the values of the entries only one of

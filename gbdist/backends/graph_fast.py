@@ -172,6 +172,21 @@ def rank_lower_fill(indptr, indices, data, deg, mode: int, with_values: bool, xp
     return indices[at], (data[at] if with_values else None)
 
 
+def pattern_symmetric(indptr, indices, xp=np) -> bool:
+    """Whether a square canonical CSR pattern is symmetric: every key ``j * n + i`` of a
+    mirrored entry found among the sorted keys ``i * n + j`` (no transpose is built; two
+    key arrays and the search's positions). The compiled form bisects rows in place
+    (:mod:`gbdist.backends.compiled.graph_symmetry`)."""
+    n = indptr.shape[0] - 1
+    rows, cols = owners(xp.diff(indptr), xp), indices.astype(np.int64)
+    keys = rows * n + cols
+    mirror = cols * n + rows
+    del rows, cols
+    pos = xp.searchsorted(keys, mirror)
+    xp.minimum(pos, max(int(keys.size) - 1, 0), out=pos)
+    return bool(keys.size == 0 or (keys[pos] == mirror).all())
+
+
 def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
     """``(indptr, indices, values, at, a_pos, b_pos)``: the union of two canonical CSR
     matrices of one shape, C's pattern with ``xa[p]`` where only A stores (A's entry p),

@@ -466,6 +466,12 @@ class CompiledGraphKernels:
         return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,
                                _ranges(deg, m, float(A.nnz) + m), _run)
 
+    def pattern_symmetric(self, A):
+        from . import graph_symmetry
+        ap = np.asarray(A.indptr)
+        m = ap.shape[0] - 1
+        return graph_symmetry.symmetric(ap, A.indices, _nnz_ranges(ap, m), _run)
+
     def union_merge(self, A, B, xa, xb, *, itype):
         from . import graph_union
         ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)

@@ -353,6 +353,11 @@ class CudaGraphKernels:
 
     # -- eWiseUnion's merge: the NumPy form on CuPy arrays -------------------------------
 
+    def pattern_symmetric(self, A):
+        import cupy
+        from ..graph_fast import pattern_symmetric
+        return pattern_symmetric(cupy.asarray(A.indptr), cupy.asarray(A.indices), cupy)
+
     def union_merge(self, A, B, xa, xb, *, itype):
         import cupy
         from ..graph_fast import union_merge
