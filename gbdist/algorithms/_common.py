@@ -60,13 +60,16 @@ def pattern_is_symmetric(M, backend: str = "auto") -> bool:
     patterns of A and Aᵀ are compared as canonical CSR index arrays. Otherwise the kernel
     set's ``pattern_symmetric`` answers without building Aᵀ (compiled: each mirror found by
     bisection in its row; the transpose would be kept on M for nothing but this check:
-    ~60 MiB of a 3.6·10⁶-entry graph)."""
-    if M.has_transpose():
-        A, T = M.csr, M.T.csr  # NumPy or CuPy arrays: == and .all() work on both
-        return bool(A.indices.shape == T.indices.shape and (A.indptr == T.indptr).all()
-                    and (A.indices == T.indices).all())
-    K = gr.get_kernels(backend, M.on_device, work=M.nvals)
-    return bool(K.pattern_symmetric(M.csr))
+    ~60 MiB of a 3.6·10⁶-entry graph). The answer is kept on M for its current version
+    (a later call on the same matrix costs nothing)."""
+    def build():
+        if M.has_transpose():
+            A, T = M.csr, M.T.csr  # NumPy or CuPy arrays: == and .all() work on both
+            return bool(A.indices.shape == T.indices.shape and (A.indptr == T.indptr).all()
+                        and (A.indices == T.indices).all())
+        K = gr.get_kernels(backend, M.on_device, work=M.nvals)
+        return bool(K.pattern_symmetric(M.csr))
+    return M.prepared("pattern symmetric", build)
 
 
 def require_undirected(M, what: str, backend: str = "auto") -> None:
