@@ -109,3 +109,15 @@ def test_answer_kept_per_version():
     assert not pattern_is_symmetric(M)
     with pytest.raises(gb.InputError, match="undirected"):
         alg.triangle_count(M)
+
+
+@pytest.mark.gpu
+def test_pattern_symmetric_cuda():
+    pytest.importorskip("cupy")
+    from gbdist.backends.cuda import available
+    if not available():
+        pytest.skip("needs CuPy and an NVIDIA GPU")
+    for what, P in _cases():
+        M = gb.Matrix(_csr(P)).to_device()
+        assert pattern_is_symmetric(M) == bool((P == P.T).all()), what
+        assert not M.has_transpose()
