@@ -57,7 +57,7 @@ except ImportError as e:  # python-graphblas (the peer) is an optional install
 os.environ.setdefault("GBDIST_GRAPH_AUTO_DEVICE", "0")
 
 NAMES = ("mxm", "mxm_masked", "mxv", "bfs_levels", "bfs_parents", "sssp", "pagerank",
-         "triangle_count", "connected_components", "ktruss", "jaccard", "cosine")
+         "triangle_count", "connected_components", "ktruss", "jaccard", "cosine", "ewise_union")
 
 
 def median_time(fn, repeat: int) -> float:
@@ -154,6 +154,10 @@ def cases(A, nx_ok: bool, kind: str = "power_law"):
                     lambda a, b: same_matrix(a, b, "jaccard", 1e-12)),
         "cosine": (lambda: alg.cosine(G), lambda: peers.cosine(P), None,
                    lambda a, b: same_matrix(a, b, "cosine", 1e-12)),
+        "ewise_union": (lambda: gr.ewise_union(G, _second(A, kind)[0], gb.ops.minus, 1.0, 2.0),
+                        lambda: P.ewise_union(_second(A, kind)[1], peers.binary.minus, 1.0,
+                                              2.0).new(),
+                        None, lambda a, b: same_matrix(a, b, "ewise_union")),
     }
     refs = {  # independent answers from SciPy / networkx, checked once
         "bfs_levels": lambda r: eq(r, _levels_scipy(A, src)),
@@ -166,6 +170,27 @@ def cases(A, nx_ok: bool, kind: str = "power_law"):
         refs["triangle_count"] = lambda r: r == sum(nx.triangles(nxg).values()) // 3 or \
             _fail("triangles vs networkx", r, None)
     return out, refs
+
+
+_SECOND: dict = {}
+
+
+def _second(A, kind):
+    """eWiseUnion's second operand (gbdist and graphblas forms, built on first use): a
+    power-law graph of the same size from another seed, or for the grid and R-MAT A with
+    its columns moved by one (a pattern that overlaps A's in part)."""
+    if id(A) not in _SECOND:
+        n = A.shape[0]
+        if kind == "power_law":
+            B = power_law_graph(n, avg_degree=17, seed=1)
+        else:
+            B = A.tocoo()
+            B = sps.csr_matrix((2 * B.data, (B.row, (B.col + 1) % n)), shape=A.shape)
+        B.sort_indices()
+        B.indices, B.indptr = B.indices.astype(A.indices.dtype), B.indptr.astype(A.indptr.dtype)
+        _SECOND.clear()
+        _SECOND[id(A)] = (A, gb.Matrix(B), peers.to_grb(B))
+    return _SECOND[id(A)][1:]
 
 
 def _fail(what, a, b):

@@ -65,7 +65,7 @@ def connected_components(A, *, method: str = "auto", backend: str = "auto") -> n
                                   hint="device data (the CUDA kernels), or method='auto'")
         half = M.has_transpose() and pattern_is_symmetric(M)  # symmetry only where it is free
         return host(K.components(M.csr, half=half)).astype(np.int64, copy=False)
-    if not pattern_is_symmetric(M):
+    if not pattern_is_symmetric(M, backend):
         M = gr.ewise_add(M, M.T, gb.ops.first,
                          backend=backend)  # A ∪ Aᵀ: weak components
     every = ids(n)

@@ -66,7 +66,7 @@ def triangle_count(A, *, order: str = "auto", method: str = "auto",
         raise gb.ParameterError("unknown triangle-count method",
                                 expected=" | ".join(map(repr, METHODS)), got=repr(method))
     M = as_matrix(A)
-    require_undirected(M, "triangle_count")
+    require_undirected(M, "triangle_count", backend)
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
     if method == "auto":
         method = choose_method(K)
@@ -202,7 +202,7 @@ def ktruss(A, k: int, *, backend: str = "auto"):
                                 expected="k >= 3 (the 2-truss would be the graph itself)",
                                 got=repr(k))
     M = as_matrix(A)
-    require_undirected(M, "ktruss")
+    require_undirected(M, "ktruss", backend)
     C = gr.select(M, "offdiag", backend=backend)
     while True:
         nvals = C.nvals

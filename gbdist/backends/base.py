@@ -279,3 +279,16 @@ class GraphKernels(Protocol):
         """``(columns, values or None)`` of L, the entries kept under ordering ``mode`` (0
         none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
         pointers ``lp`` (the cumulative sum of that ordering's counts)."""
+
+    def pattern_symmetric(self, A) -> bool:
+        """Whether the square canonical CSR ``A``'s pattern is symmetric ((i, j) stored
+        exactly when (j, i) is), without building Aᵀ."""
+
+    def union_merge(self, A, B, xa, xb, *, itype) -> tuple:
+        """eWiseUnion of two canonical CSR ``A`` and ``B`` of one shape, ``xa`` / ``xb``
+        (one dtype, one value per entry of A / of B) the values of the entries only one of
+        them stores: ``(indptr, indices, values, at, a_pos, b_pos)``, C's row pointers and
+        columns (``itype``; canonical: sorted, unique) and values (``xa[p]`` where only A's
+        entry p is stored, ``xb[q]`` where only B's entry q is); the (i, j) both store are
+        C's entries ``at``, left for the caller (``op(A.data[a_pos], B.data[b_pos])``);
+        ``at``, ``a_pos``, ``b_pos`` int64, in C's order."""

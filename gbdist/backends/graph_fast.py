@@ -172,6 +172,54 @@ def rank_lower_fill(indptr, indices, data, deg, mode: int, with_values: bool, xp
     return indices[at], (data[at] if with_values else None)
 
 
+def pattern_symmetric(indptr, indices, xp=np) -> bool:
+    """Whether a square canonical CSR pattern is symmetric: every key ``j * n + i`` of a
+    mirrored entry found among the sorted keys ``i * n + j`` (no transpose is built; two
+    key arrays and the search's positions). The compiled form bisects rows in place
+    (:mod:`gbdist.backends.compiled.graph_symmetry`)."""
+    n = indptr.shape[0] - 1
+    rows, cols = owners(xp.diff(indptr), xp), indices.astype(np.int64)
+    keys = rows * n + cols
+    mirror = cols * n + rows
+    del rows, cols
+    pos = xp.searchsorted(keys, mirror)
+    xp.minimum(pos, max(int(keys.size) - 1, 0), out=pos)
+    return bool(keys.size == 0 or (keys[pos] == mirror).all())
+
+
+def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
+    """``(indptr, indices, values, at, a_pos, b_pos)``: the union of two canonical CSR
+    matrices of one shape, C's pattern with ``xa[p]`` where only A stores (A's entry p),
+    ``xb[q]`` where only B does; the (i, j) both store are C's entries ``at`` (left
+    unwritten), from A's entries ``a_pos`` and B's ``b_pos``. Keys ``i * n + j`` of B
+    located in A's by search; the compiled form merges row by row
+    (:mod:`gbdist.backends.compiled.graph_union`)."""
+    ra, rb = owners(xp.diff(ap), xp), owners(xp.diff(bp), xp)
+    ka, kb = ra * ncols + ai.astype(np.int64), rb * ncols + bi.astype(np.int64)
+    na, nb = int(ka.size), int(kb.size)
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(nb, dtype=bool)
+    inside = pos < na
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
+    out_a = xp.arange(na, dtype=np.int64) + before
+    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
+    m = ap.shape[0] - 1
+    indptr = xp.zeros(m + 1, dtype=itype)
+    if m:
+        per_row = xp.diff(ap).astype(np.int64) + xp.bincount(rb[lone], minlength=m)
+        indptr[1:] = xp.cumsum(per_row).astype(itype)
+    indices = xp.empty(na + int(ins.size), dtype=itype)
+    values = xp.empty(na + int(ins.size), dtype=xa.dtype)
+    indices[out_a], indices[out_b] = ai, bi[lone]
+    values[out_a], values[out_b] = xa, xb[lone]
+    b_pos = xp.flatnonzero(found).astype(np.int64)
+    a_pos = pos[b_pos].astype(np.int64)
+    return indptr, indices, values, out_a[a_pos], a_pos, b_pos
+
+
 def _rank_flags(rows, cols, deg):
     lt = cols < rows
     dc, dr = deg[cols], deg[rows]

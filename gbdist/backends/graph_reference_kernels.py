@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .graph_fast import owners, rank_lower_counts, rank_lower_fill
+from .graph_fast import owners, rank_lower_counts, rank_lower_fill, union_merge, pattern_symmetric
 from .graph_reference import binary, fold_segments, identity_value
 
 
@@ -168,6 +168,12 @@ class ReferenceGraphKernels:
 
     def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
         return rank_lower_fill(A.indptr, A.indices, A.data, deg, mode, with_values)
+
+    def pattern_symmetric(self, A):
+        return pattern_symmetric(A.indptr, A.indices)
+
+    def union_merge(self, A, B, xa, xb, *, itype):
+        return union_merge(A.indptr, A.indices, B.indptr, B.indices, xa, xb, A.shape[1], itype)
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
         indptr = np.asarray(indptr, dtype=np.int64)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.graph_reference import binary
+from ..backends.graph_reference import binary, cast
 from ..compiler import graph as rule
 from . import memo
 from . import sparse as S
 from .objects import Matrix
 from . import types as T
 from .masks import as_mask
+from .dispatch import get_kernels
 
 
 def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None, out=None,
@@ -41,6 +42,14 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
                        lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
                                         scalars=[left_default, right_default]))
     on_device = _device(A, B, mask and mask.source, out)
+    dec = rule.Decision("ewise_union", True, rule.ABSENT,
+                        "every operand is a graph: the union of stored entries, a missing side "
+                        "replaced by its default")
+    if kind is Matrix and mask is None and out is None:
+        K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
+        C = _union_rows(K, A, B, op, left_default, right_default, dt, on_device)
+        C.decision = dec
+        return C
     xp = A.xp
     ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
     if mask is not None:
@@ -49,11 +58,28 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     space = A.size if kind is not Matrix else None  # vectors: the dense path when dense
     merge = _merge_dense if S.dense_space(space, ka.size, kb.size) else _merge
     keys, vals = merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space)
-    dec = rule.Decision("ewise_union", True, rule.ABSENT,
-                        "every operand is a graph: the union of stored entries, a missing side "
-                        "replaced by its default")
     return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
+    """``C = A ∪ B`` of two matrices with no mask and no ``out``, row by row from their CSR:
+    ``op(a, right_default)`` and ``op(left_default, b)`` over every stored value (vectorised,
+    in order), then the kernel set's ``union_merge`` (two sorted rows merged at a time; no
+    ``i·n + j`` keys, no search, no division back to rows) writes C's pattern and the values
+    of the entries one side stores; ``op(a, b)`` is written where both do."""
+    from .results import _vals
+    xp = A.xp
+    m, n = A.shape
+    va, vb = _vals(A), _vals(B)
+    xa = cast(binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1), dt, xp)
+    xb = cast(binary(op, xp.asarray(left_default), vb, dt, xp).reshape(-1), dt, xp)
+    it = S.index_dtype(m, n, A.nvals + B.nvals)
+    indptr, indices, vals, at, a_pos, b_pos = K.union_merge(A._csr, B._csr, xa, xb, itype=it)
+    if int(at.shape[0]):
+        vals[at] = binary(op, va[a_pos], vb[b_pos], dt, xp).reshape(-1)
+    return Matrix._wrap(S.make_csr(vals, indices, indptr, A.shape, on_device), rule.ABSENT,
+                        on_device)
 
 
 def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space=None):

@@ -466,6 +466,20 @@ class CompiledGraphKernels:
         return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,
                                _ranges(deg, m, float(A.nnz) + m), _run)
 
+    def pattern_symmetric(self, A):
+        from . import graph_symmetry
+        ap = np.asarray(A.indptr)
+        m = ap.shape[0] - 1
+        return graph_symmetry.symmetric(ap, A.indices, _nnz_ranges(ap, m), _run)
+
+    def union_merge(self, A, B, xa, xb, *, itype):
+        from . import graph_union
+        ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
+        m = ap.shape[0] - 1
+        work = np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
+        return graph_union.merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
+                                 _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
         """Cast as the reference casts; where nothing is present the kernels wrote the work

@@ -351,6 +351,20 @@ class CudaGraphKernels:
         Ap, Aj, Ax = _csr_parts(A, "A")
         return rank_lower_fill(Ap, Aj, Ax, cupy.asarray(deg), mode, with_values, cupy)
 
+    # -- eWiseUnion's merge: the NumPy form on CuPy arrays -------------------------------
+
+    def pattern_symmetric(self, A):
+        import cupy
+        from ..graph_fast import pattern_symmetric
+        return pattern_symmetric(cupy.asarray(A.indptr), cupy.asarray(A.indices), cupy)
+
+    def union_merge(self, A, B, xa, xb, *, itype):
+        import cupy
+        from ..graph_fast import union_merge
+        return union_merge(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                           cupy.asarray(B.indptr), cupy.asarray(B.indices), cupy.asarray(xa),
+                           cupy.asarray(xb), int(A.shape[1]), itype, cupy)
+
     # -- reductions -------------------------------------------------------------------------
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
