@@ -29,6 +29,8 @@ import time
 
 import numpy as np
 
+from benchmarks.graph_gpu import interleaved  # CUDA-event medians, peers round-robin
+
 SEED_SRC = r"""
 extern "C" __global__ void seed_sym(int n, const int* __restrict__ Up, const int* __restrict__ Uj,
     const double* __restrict__ Ux, const double* __restrict__ x, double* __restrict__ y) {
@@ -68,18 +70,6 @@ def _events(fn):
     b.record()
     b.synchronize()
     return cupy.cuda.get_elapsed_time(a, b)
-
-
-def interleaved(fns: dict, reps: int) -> dict:
-    import cupy
-    for f in fns.values():
-        f()
-    cupy.cuda.Device().synchronize()
-    times = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, f in fns.items():
-            times[k].append(_events(f))
-    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def copy_bandwidth() -> float:
