@@ -31,19 +31,19 @@ def absorbs_nan(expr: ir.Node) -> bool:
 
 def _op_absorbs(op) -> bool:
     from ..algebra.evaluate import apply_unary
-    from ..algebra.missing import reads_missing
-    if getattr(op, "arity", 1) != 1 or not reads_missing(op.formula):
+    from ..algebra.missing import op_reads_missing
+    if getattr(op, "arity", 1) != 1 or not op_reads_missing(op):
         return False
     import numpy as np
     return math.isfinite(float(apply_unary(op, np.array([np.nan]))[0]))
 
 
 def _tests_isnan(expr: ir.Node) -> bool:
-    from ..algebra.missing import reads_missing
+    from ..algebra.missing import op_reads_missing
     for n in ir.walk(expr):
-        if isinstance(n, ir.Apply) and reads_missing(n.op.formula):
+        if isinstance(n, ir.Apply) and op_reads_missing(n.op):
             return True
-        if isinstance(n, (ir.MxM, ir.MxV)) and reads_missing(n.semiring.mul.formula):
+        if isinstance(n, (ir.MxM, ir.MxV)) and op_reads_missing(n.semiring.mul):
             return True
     return False
 
