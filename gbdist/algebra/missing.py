@@ -71,29 +71,6 @@ def is_isnan(node) -> bool:
         type(node) is isnan_class()
 
 
-def reads_missing_term(term) -> bool:
-    """Whether a term (:mod:`gbdist.algebra.terms`: an op's stored formula) tests
-    ``isnan``; read without sympy, so a warm process that binds a plan stays without it."""
-    from . import terms
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        if t[0] == NAME:
-            return True
-        if t[0] == "Piecewise":
-            for e, c in t[1:]:
-                stack += [e, c]
-        elif t[0] in terms.FUNCTIONS:
-            stack.extend(t[1:])
-    return False
-
-
-def op_reads_missing(op) -> bool:
-    """Whether an op's formula tests ``isnan`` (from its term when it has one)."""
-    term = getattr(op, "term", None)
-    return reads_missing_term(term) if term is not None else reads_missing(op.formula)
-
-
 def reads_missing(expr) -> bool:
     """Whether a sympy formula tests ``isnan``."""
     if not isinstance(expr, sp.Basic):

@@ -174,7 +174,8 @@ analyze.cache_clear = _clear
 @functools.lru_cache(maxsize=1024)
 def _analyze_cached(sr: Semiring, fill_left=sp.Integer(0), fill_right=sp.Integer(0)) -> Analysis:
     refuse_positional_data(sr)  # a positional ⊗ has no value formula to analyse
-    key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)))
+    key = cache.key_of(sr.key, sp.srepr(sp.sympify(fill_left)), sp.srepr(sp.sympify(fill_right)),
+                       cache.code_digest("algebra", "compiler"))  # other code: another key
     record = cache.load(key)  # bounded, digest-checked; None on any problem
     if record is not None:
         try:

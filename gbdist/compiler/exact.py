@@ -304,7 +304,8 @@ def self_value(plan) -> SelfValue:
     the process and in the on-disk analysis cache, gbdist/cache.py)."""
     from . import cache
     return cache.remembered(
-        _CACHE, "exact.self_value", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items()))),
+        _CACHE, "exact.self_value", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items())),
+                                             cache.code_digest("algebra", "compiler")),
         lambda r: SelfValue(None if r["value"] is None else float(r["value"]), str(r["statement"]),
                             str(r["checked"])),
         lambda: _self_value_uncached(plan),

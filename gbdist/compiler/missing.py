@@ -31,7 +31,6 @@ def absorbs_nan(expr: ir.Node) -> bool:
 
 def _op_absorbs(op) -> bool:
     from ..algebra.evaluate import apply_unary
-    from ..algebra.missing import op_reads_missing
     if getattr(op, "arity", 1) != 1 or not op_reads_missing(op):
         return False
     import numpy as np
@@ -39,12 +38,33 @@ def _op_absorbs(op) -> bool:
 
 
 def _tests_isnan(expr: ir.Node) -> bool:
-    from ..algebra.missing import op_reads_missing
     for n in ir.walk(expr):
         if isinstance(n, ir.Apply) and op_reads_missing(n.op):
             return True
         if isinstance(n, (ir.MxM, ir.MxV)) and op_reads_missing(n.semiring.mul):
             return True
+    return False
+
+
+def op_reads_missing(op) -> bool:
+    """Whether an op's formula tests ``isnan``: from its stored term when it has one (read
+    without sympy, so a warm process that binds a plan stays without it), else from the
+    formula (:func:`gbdist.algebra.missing.reads_missing`)."""
+    term = getattr(op, "term", None)
+    if term is None:
+        from ..algebra.missing import reads_missing
+        return reads_missing(op.formula)
+    from ..algebra import terms
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t[0] == "isnan":
+            return True
+        if t[0] == "Piecewise":
+            for e, c in t[1:]:
+                stack += [e, c]
+        elif t[0] in terms.FUNCTIONS:
+            stack.extend(t[1:])
     return False
 
 

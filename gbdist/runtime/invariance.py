@@ -191,7 +191,8 @@ def invariance(plan) -> Invariance:
     from dataclasses import replace
     from ..compiler.accuracy import rule_text
     inv = cache.remembered(
-        _INV_CACHE, "exact.invariance", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items()))),
+        _INV_CACHE, "exact.invariance", FORMAT, (plan.expr.key, tuple(sorted(plan.roles.items())),
+                                                 cache.code_digest("algebra", "compiler")),
         lambda r: Invariance(r["scale"] is True, r["shift"] is True, str(r["detail"]),
                              r.get("translate") is True),
         lambda: _invariance_uncached(plan),
