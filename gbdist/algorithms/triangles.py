@@ -180,10 +180,14 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
 def _lower_device(M, order: str, backend: str, values: bool):
     """:func:`lower` on device data: the kernel set's ``lower_counts`` / ``lower_fill`` (the
     CUDA set: a warp a row compares the degrees on the entries, all three orderings counted
-    in one pass), or ``select(M, "tril", -1)`` where it has none (or values are wanted)."""
+    in one pass). Where it has none, or values are wanted: ``select(M, "tril", -1)`` for the
+    index order, else the host's L brought to the device (the ordering asked for, not
+    silently the index order)."""
     K = gr.get_kernels(backend, True, work=M.nvals)
     if values or not callable(getattr(K, "lower_counts", None)):
-        return gr.select(M, "tril", -1, backend=backend)
+        if order == "none":
+            return gr.select(M, "tril", -1, backend=backend)
+        return lower(M.to_host(), order, values=values).to_device()
     deg, counts = K.lower_counts(M.csr)  # rows: none, increasing, decreasing
     if order == "auto":
         order = "none" if not _skewed(deg) else choose_order(

@@ -148,6 +148,11 @@ def test_device_triangle_count_and_lower_in_every_order(order):
     Lh = tri.lower(gb.Matrix(A), order, values=False).to_scipy()
     assert_array_equal(Ld.indptr, Lh.indptr)
     assert_array_equal(Ld.indices, Lh.indices)
+    Vd = tri.lower(D, order, values=True).to_host().to_scipy()  # with values: same ordering
+    Vh = tri.lower(gb.Matrix(A), order, values=True).to_scipy()
+    assert_array_equal(Vd.indptr, Vh.indptr)
+    assert_array_equal(Vd.indices, Vh.indices)
+    assert_array_equal(Vd.data, Vh.data)
     B, G = random_graph(7, n=60, p=0.3)  # self loops, stored zeros, lone vertices
     for method in ("intersect", "mxm"):
         assert alg.triangle_count(gb.Matrix(B).to_device(), order=order, method=method) == \
