@@ -406,11 +406,10 @@ def _builtins() -> dict:
         _PROVEN[m.op.key] = m
         monoids.append([name, terms.encode(m.identity), m.idempotent, m.invertible,
                         m.commutative, m.identity_declared, m.ufunc_name()])
-    if records.cut_short() == mark:  # no proof cut short by its time budget: kept
-        records.store(key, {
-            "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
-                    for op in made.values()],
-            "monoids": monoids}, "programs")
+    records.store(key, {
+        "ops": [[op.name, type(op).__name__, op.term, op.arity, op.domain, op.doc]
+                for op in made.values()],
+        "monoids": monoids}, "programs", since=mark)  # not if a proof was cut short
     return made
 
 

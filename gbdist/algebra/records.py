@@ -203,11 +203,13 @@ def discard(key: str, e: BaseException, kind: str = "analyses") -> None:
     _warn(key, e, kind)
 
 
-def store(key: str, record: dict, kind: str = "analyses") -> None:
+def store(key: str, record: dict, kind: str = "analyses", since: int | None = None) -> None:
     """Write ``record`` under ``key`` with its digest, atomically (a temporary file renamed
-    into place); silently skipped when caching is off or the directory is not writable."""
+    into place); silently skipped when caching is off or the directory is not writable.
+    ``since``: :func:`cut_short` before the record was derived; skipped when a symbolic
+    step has run out of its time budget since (the record would depend on the load)."""
     d = directory(kind)
-    if d is None:
+    if d is None or (since is not None and cut_short() != since):
         return
     record = dict(record)
     try:
@@ -245,7 +247,6 @@ def remembered(memo: dict, name: str, fmt: int, key, decode, compute, encode):
         except (TypeError, KeyError, ValueError):
             mark = cut_short()
             value = compute()
-            if cut_short() == mark:  # decided within its time budgets: the same anywhere
-                store(disk, encode(value))
+            store(disk, encode(value), since=mark)
         memo[key] = value
     return value

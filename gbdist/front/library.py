@@ -227,8 +227,7 @@ def builtin_plan(name: str, params: tuple, roles: dict, compile_expr: Callable):
     mark = records.cut_short()
     plan = compile_expr(expr, roles).plan
     try:
-        if records.cut_short() == mark:  # not decided under a time budget's cut
-            records.store(key, {"plan": stored.plan_record(plan, roles)}, KIND)
+        records.store(key, {"plan": stored.plan_record(plan, roles)}, KIND, since=mark)
     except stored.Unsupported:
         pass  # a part with no stored form: compiled in every process
     return plan
@@ -247,8 +246,7 @@ def stored_explanation(name: str, params: dict, compute: Callable):
     mark = records.cut_short()
 
     def store(renderings: dict) -> None:
-        if records.cut_short() == mark:  # no proof of it cut short by a time budget
-            records.store(key, {"renderings": renderings}, KIND)
+        records.store(key, {"renderings": renderings}, KIND, since=mark)
 
     found = records.load(key, KIND)
     if found is not None:
