@@ -176,12 +176,16 @@ extern "C" __global__ void __launch_bounds__(256) gb_rank_update(
   }
 }
 
-// Triangle counting's L (gbdist/algorithms/triangles.py, `lower`): entry (v, u) of the
-// symmetric pattern is kept when u ranks below v — mode 0: u < v; mode 1 (increasing
-// degree): deg u < deg v, ties by index; mode 2 (decreasing degree): deg u > deg v, ties by
-// index. A warp per row; gb_tri_count counts the kept entries of each row for every mode
-// (count[mode * n + v]), gb_tri_fill writes one mode's kept columns in their order.
-template <typename I>
+// Triangle counting's L (gbdist/algorithms/triangles.py, `lower`; the kernel set's
+// rank_lower_counts / rank_lower_fill): entry (v, u) of the symmetric pattern is kept when u
+// ranks below v — mode 0: u < v; mode 1 (increasing degree): deg u < deg v, ties by index;
+// mode 2 (decreasing degree): deg u > deg v, ties by index. A self loop ranks below nothing.
+// `deg` is the caller's degree of every vertex (its row length). A warp per row;
+// gb_tri_count counts the kept entries of each row (count[mode * n + v]) for modes
+// 0 .. modes - 1 (modes 1: the index order only, no degree read; 3: all three);
+// gb_tri_fill writes one mode's kept columns in their order at Lp[v], and their positions
+// in A (for the values, gathered by the caller) when `pos` is not null. P: A's row-pointer
+// type, J: its column type (L's columns are written in it).
 __device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, long long dv,
                                             long long du) {
   if (mode == 0) return u < v;
@@ -189,20 +193,24 @@ __device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, 
   return mode == 1 ? (du < dv || tie) : (du > dv || tie);
 }
 
-template <typename I>
-__global__ void __launch_bounds__(256) gb_tri_count(const I* __restrict__ Ap, const I* __restrict__ Aj,
-                                                    long long n, long long* __restrict__ count) {
+template <typename P, typename J>
+__global__ void __launch_bounds__(256) gb_tri_count(const P* __restrict__ Ap, const J* __restrict__ Aj,
+    const long long* __restrict__ deg, long long n, int modes, long long* __restrict__ count) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long v = tid / 32;
   const int lane = (int)(tid % 32);
-  if (v >= n) return;
-  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1], dv = a1 - a0;
+  if (v >= n) return;  // a whole warp
+  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1];
+  const long long dv = modes > 1 ? deg[v] : 0;
   long long c[3] = {0, 0, 0};
   for (long long p = a0 + lane; p < a1; p += 32) {
     const long long u = (long long)Aj[p];
-    const long long du = (long long)Ap[u + 1] - (long long)Ap[u];
-#pragma unroll
-    for (int m = 0; m < 3; ++m) c[m] += gb_tri_keep<I>(m, v, u, dv, du) ? 1 : 0;
+    c[0] += u < v ? 1 : 0;
+    if (modes > 1) {
+      const long long du = deg[u];
+      c[1] += gb_tri_keep(1, v, u, dv, du) ? 1 : 0;
+      c[2] += gb_tri_keep(2, v, u, dv, du) ? 1 : 0;
+    }
   }
 #pragma unroll
   for (int m = 0; m < 3; ++m) {
@@ -210,20 +218,20 @@ __global__ void __launch_bounds__(256) gb_tri_count(const I* __restrict__ Ap, co
     for (int off = 16; off > 0; off >>= 1) c[m] += __shfl_xor_sync(0xffffffffu, c[m], off);
   }
   if (lane == 0) {
-    count[v] = c[0];
-    count[n + v] = c[1];
-    count[2 * n + v] = c[2];
+    for (int m = 0; m < modes; ++m) count[m * n + v] = c[m];
   }
 }
 
-template <typename I>
-__global__ void __launch_bounds__(256) gb_tri_fill(const I* __restrict__ Ap, const I* __restrict__ Aj,
-    long long n, int mode, const long long* __restrict__ Lp, int* __restrict__ Lj) {
+template <typename P, typename J>
+__global__ void __launch_bounds__(256) gb_tri_fill(const P* __restrict__ Ap, const J* __restrict__ Aj,
+    const long long* __restrict__ deg, long long n, int mode, const long long* __restrict__ Lp,
+    J* __restrict__ Lj, long long* __restrict__ pos) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long v = tid / 32;
   const int lane = (int)(tid % 32);
-  if (v >= n) return;
-  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1], dv = a1 - a0;
+  if (v >= n) return;  // a whole warp
+  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1];
+  const long long dv = mode ? deg[v] : 0;
   long long at = Lp[v];
   for (long long base = a0; base < a1; base += 32) {
     const long long p = base + lane;
@@ -231,10 +239,14 @@ __global__ void __launch_bounds__(256) gb_tri_fill(const I* __restrict__ Ap, con
     long long u = 0;
     if (p < a1) {
       u = (long long)Aj[p];
-      k = gb_tri_keep<I>(mode, v, u, dv, (long long)Ap[u + 1] - (long long)Ap[u]);
+      k = gb_tri_keep(mode, v, u, dv, mode ? deg[u] : 0);
     }
     const unsigned ballot = __ballot_sync(0xffffffffu, k);
-    if (k) Lj[at + __popc(ballot & ((1u << lane) - 1u))] = (int)u;
+    if (k) {
+      const long long q = at + __popc(ballot & ((1u << lane) - 1u));
+      Lj[q] = (J)u;
+      if (pos != nullptr) pos[q] = p;
+    }
     at += __popc(ballot);
   }
 }

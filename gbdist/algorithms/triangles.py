@@ -37,6 +37,7 @@ import scipy.sparse as sps
 
 import gbdist as gb
 from gbdist import graph as gr
+from gbdist.graph import sparse as gs
 
 from ._common import as_matrix, plus_pair, require_undirected
 
@@ -148,52 +149,35 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     set's ``rank_lower_counts`` counts each row's kept entries under all three orderings in
     one pass over the entries (the counts :func:`choose_order` reads; renumbering the graph
     first, ``extract(A, p, p)``, cost as much as the product itself), and
-    ``rank_lower_fill`` writes the chosen one's at the row pointers those counts give.
+    ``rank_lower_fill`` writes the chosen one's at the row pointers those counts give. Host
+    and device data take this one path (the CUDA set's kernels: a warp a row).
     Every triangle {a, b, c} ranked a < b < c is counted once, at (c, b) through a.
     ``values=False``: L holds True (bool) instead of M's values (a pattern for
     ``plus_pair``: 1/8 the memory)."""
     if order not in ORDERS:
         raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
                                 got=repr(order))
-    if M.on_device:
-        return _lower_device(M, order, backend, values)
-    csr = M.csr
-    n = M.nrows
-    indptr = np.asarray(csr.indptr)
-    deg = np.diff(indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
-    K = gr.get_kernels(backend, False, work=M.nvals)
+    xp, csr, n = M.xp, M.csr, M.nrows
+    deg = xp.diff(csr.indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
+    K = gr.get_kernels(backend, M.on_device, work=M.nvals)
     if order == "auto" and not _skewed(deg):
         order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
     counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
     if order == "auto":
         order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")})
-    lp = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts[MODES[order]], out=lp[1:])
+    lp = xp.zeros(n + 1, dtype=np.int64)
+    lp[1:] = xp.cumsum(counts[MODES[order]], dtype=np.int64)
     cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values)
     if not values:
-        data = np.ones(cols.shape[0], dtype=bool)
-    S = sps.csr_matrix((data, cols, lp), shape=M.shape)
-    S.has_canonical_format = True  # kept entries of sorted unique rows: no check needed
-    return gb.Matrix(S)
-
-
-def _lower_device(M, order: str, backend: str, values: bool):
-    """:func:`lower` on device data: the kernel set's ``lower_counts`` / ``lower_fill`` (the
-    CUDA set: a warp a row compares the degrees on the entries, all three orderings counted
-    in one pass). Where it has none, or values are wanted: ``select(M, "tril", -1)`` for the
-    index order, else the host's L brought to the device (the ordering asked for, not
-    silently the index order)."""
-    K = gr.get_kernels(backend, True, work=M.nvals)
-    if values or not callable(getattr(K, "lower_counts", None)):
-        if order == "none":
-            return gr.select(M, "tril", -1, backend=backend)
-        return lower(M.to_host(), order, values=values).to_device()
-    deg, counts = K.lower_counts(M.csr)  # rows: none, increasing, decreasing
-    if order == "auto":
-        order = "none" if not _skewed(deg) else choose_order(
-            deg, {"increasing": counts[1], "decreasing": counts[2]})
-    mode = ORDERS.index(order) - 1
-    return gb.Matrix(K.lower_fill(M.csr, mode, counts[mode]))
+        data = xp.ones(cols.shape[0], dtype=bool)
+    if M.on_device:  # cupyx's index type where it fits (the device kernels read int32 L)
+        it = gs.index_dtype(n, M.ncols, int(cols.shape[0]))
+        L = gs.make_csr(data, cols.astype(it, copy=False), lp.astype(it, copy=False),
+                               M.shape, True)
+    else:
+        L = sps.csr_matrix((data, cols, lp), shape=M.shape)
+    L.has_canonical_format = True  # kept entries of sorted unique rows: no check needed
+    return gb.Matrix(L)
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):

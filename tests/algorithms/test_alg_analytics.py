@@ -238,11 +238,13 @@ def test_triangle_count_on_a_skewed_graph_in_every_order(backend, monkeypatch):
         alg.triangle_count(A, order="random")
 
 
-@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("backend", ["reference", "compiled",
+                                     pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
-    """The kernels behind triangles.lower: per-row counts under the three rankings and the
-    kept entries (columns, values, order), against the rank definition evaluated on every
-    stored entry in NumPy; self loops kept by none."""
+    """The kernels behind triangles.lower (every kernel set: the CUDA set's are
+    kernels/graph_algorithms.cuh's gb_tri_count / gb_tri_fill): per-row counts under the
+    three rankings and the kept entries (columns, values, order), against the rank
+    definition evaluated on every stored entry in NumPy; self loops kept by none."""
     from gbdist.graph import dispatch
     if backend == "compiled":
         pytest.importorskip("numba")
@@ -264,14 +266,23 @@ def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
     want = [cols < rows,
             (deg[cols] < deg[rows]) | ((deg[cols] == deg[rows]) & (cols < rows)),
             (deg[cols] > deg[rows]) | ((deg[cols] == deg[rows]) & (cols < rows))]
-    counts = np.asarray(K.rank_lower_counts(A, deg))
+    On, on = A, (lambda a: a)  # the kernels' operands, their results on the host
+    if backend == "cuda":
+        import cupy
+        import cupyx.scipy.sparse as cps
+        On = cps.csr_matrix(A)
+        on, host = cupy.asarray, (lambda a: a if a is None else cupy.asnumpy(a))
+    else:
+        host = (lambda a: a)
+    counts = host(K.rank_lower_counts(On, on(deg)))
+    assert counts.dtype == deg.dtype
     for mode, k in enumerate(want):
         assert_array_equal(counts[mode], np.bincount(rows[k], minlength=n))
         lp = np.r_[0, np.cumsum(counts[mode])]
-        lc, lx = K.rank_lower_fill(A, deg, mode, lp, with_values=True)
+        lc, lx = (host(a) for a in K.rank_lower_fill(On, on(deg), mode, on(lp), with_values=True))
         assert_array_equal(lc, cols[k])
         assert_array_equal(lx, A.data[k])
-        lc2, lx2 = K.rank_lower_fill(A, deg, mode, lp, with_values=False)
-        assert_array_equal(lc2, cols[k]) and lx2 is None
-    only = np.asarray(K.rank_lower_counts(A, deg, only_none=True))
+        lc2, lx2 = K.rank_lower_fill(On, on(deg), mode, on(lp), with_values=False)
+        assert_array_equal(host(lc2), cols[k]) and lx2 is None
+    only = host(K.rank_lower_counts(On, on(deg), only_none=True))
     assert_array_equal(only[0], counts[0]) and not only[1:].any()

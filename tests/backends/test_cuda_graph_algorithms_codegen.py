@@ -30,7 +30,8 @@ def test_every_launched_kernel_is_loaded():
     # the names the host code builds are the module's instantiations
     names = set(ga._NAMES)
     for i in ("int", "long long"):
-        assert {f"gb_tri_count<{i}>", f"gb_tri_fill<{i}>", f"gb_tri_intersect<{i}>"} <= names
+        assert f"gb_tri_intersect<{i}>" in names
         for v in ("int", "long long"):
-            assert {f"gb_cc_init<{i}, {v}>", f"gb_cc_hook<{i}, {v}>"} <= names
+            assert {f"gb_cc_init<{i}, {v}>", f"gb_cc_hook<{i}, {v}>", f"gb_tri_count<{i}, {v}>",
+                    f"gb_tri_fill<{i}, {v}>"} <= names
     assert {"gb_cc_label<int>", "gb_cc_label<long long>", "gb_rank_update"} <= names

@@ -113,10 +113,16 @@ def test_lower_and_intersect_kernels_every_order(threads):
             out = _run(threads, ["tri"],
                        [(n, A.nnz, mode), A.indptr, A.indices]).split("\n")
             counts = np.array(out[0].split(), dtype=np.int64).reshape(3, n)
-            L = tri.lower(gb.Matrix(A), order, values=False).to_scipy()
+            only = np.array(out[1].split(), dtype=np.int64).reshape(3, n)
+            L = tri.lower(gb.Matrix(A), order).to_scipy()  # the host kernels' L, with values
             np.testing.assert_array_equal(counts[mode], np.diff(L.indptr))
-            np.testing.assert_array_equal(np.array(out[1].split(), dtype=np.int64), L.indices)
-            assert int(out[2]) == ref  # gb_tri_intersect over this L
+            np.testing.assert_array_equal(only[0], counts[0])  # index order only: row 0 written
+            assert not only[1:].any()
+            np.testing.assert_array_equal(np.array(out[2].split(), dtype=np.int64), L.indices)
+            pos = np.array(out[3].split(), dtype=np.int64)  # where each kept entry is in A
+            np.testing.assert_array_equal(A.data[pos], L.data)
+            np.testing.assert_array_equal(A.indices[pos], L.indices)
+            assert int(out[4]) == ref  # gb_tri_intersect over this L
 
 
 def test_fused_rank_step(threads):

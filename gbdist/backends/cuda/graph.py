@@ -337,19 +337,15 @@ class CudaGraphKernels:
         return spmspv_update(A, cupy.asarray(u_idx, dtype=cupy.int64), u_val, sr, d, p,
                              only_new, out_dtype, cupy)
 
-    # -- triangle counting's L: the NumPy forms on CuPy arrays ---------------------------
+    # -- triangle counting's L: kernels/graph_algorithms.cuh (a warp a row) -------------------
 
     def rank_lower_counts(self, A, deg, *, only_none=False):
-        import cupy
-        from ..graph_fast import rank_lower_counts
-        Ap, Aj, _ = _csr_parts(A, "A")
-        return rank_lower_counts(Ap, Aj, cupy.asarray(deg), cupy, only_none=only_none)
+        from .graph_algorithms import rank_lower_counts
+        return rank_lower_counts(A, deg, only_none=only_none)
 
     def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
-        import cupy
-        from ..graph_fast import rank_lower_fill
-        Ap, Aj, Ax = _csr_parts(A, "A")
-        return rank_lower_fill(Ap, Aj, Ax, cupy.asarray(deg), mode, with_values, cupy)
+        from .graph_algorithms import rank_lower_fill
+        return rank_lower_fill(A, deg, mode, lp, with_values=with_values)
 
     # -- eWiseUnion's merge: the NumPy form on CuPy arrays -------------------------------
 
@@ -396,17 +392,6 @@ class CudaGraphKernels:
         last L1 change)."""
         from .graph_algorithms import power_rank
         return power_rank(self, AT, inv_s, dangling, x, alpha, thresh, max_iter, sr)
-
-    def lower_counts(self, A):
-        """(degrees, (3, n) kept entries a row) of triangle counting's L under the index,
-        increasing-degree and decreasing-degree rankings."""
-        from .graph_algorithms import lower_counts
-        return lower_counts(A)
-
-    def lower_fill(self, A, mode: int, count):
-        """L under ranking ``mode`` (0, 1, 2 as lower_counts) as a bool device CSR."""
-        from .graph_algorithms import lower_fill
-        return lower_fill(A, mode, count)
 
     def count_triangles(self, L) -> int:
         """Σ over L's entries (v, u) of |L(v,:) ∩ L(u,:)| (graph_algorithms.count_triangles)."""

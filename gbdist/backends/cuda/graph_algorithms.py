@@ -12,8 +12,9 @@ one module per process).
   already queued when the host reads the last one's change), so the GPU never waits for
   the host; the step after convergence is the only extra work, and it is skipped when the
   change's geometric decay predicts convergence.
-* :func:`lower_counts` / :func:`lower_fill`: triangle counting's L on the device under an
-  index or degree ranking, without renumbering the graph; :func:`count_triangles`: the
+* :func:`rank_lower_counts` / :func:`rank_lower_fill`: triangle counting's L on the device
+  under an index or degree ranking, without renumbering the graph (the kernel-set protocol's
+  methods of the same names, ``gbdist.backends.base``); :func:`count_triangles`: the
   masked product L·L<L> summed without forming it (a warp a row, a lane an entry, each
   two-hop neighbour looked up in the row by bisection).
 """
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import BackendError, InputError
+from ...errors import InputError
 from . import cache
 
 _NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>") + tuple(
-    f"{k}<{i}>" for k in ("gb_tri_count", "gb_tri_fill") for i in ("int", "long long")) + tuple(
+    f"{k}<{p}, {j}>" for k in ("gb_tri_count", "gb_tri_fill") for p in ("int", "long long")
+    for j in ("int", "long long")) + tuple(
     f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
     for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
 _SOURCE: list = []
@@ -136,40 +138,57 @@ def power_rank(K, AT, inv_s, dangling, x, alpha: float, thresh: float, max_iter:
     return None, max_iter, float(errs[max_iter - 1]) if max_iter else float("inf")
 
 
-def lower_counts(A):
-    """(deg, counts (3, n)): each vertex's stored entries, and its kept entries (those
-    ranked below it) under mode 0 index order, 1 increasing degree, 2 decreasing degree."""
+def _ctype(a) -> str:
+    if a.dtype not in (np.int32, np.int64):
+        raise InputError("the CUDA graph kernels need int32 or int64 indices", got=str(a.dtype))
+    return "int" if a.dtype == np.int32 else "long long"
+
+
+def _rank_parts(A, deg):
+    """(Ap, Aj, their C types, deg as contiguous int64, n) for the L kernels: A's arrays
+    in their own index types (L's columns keep Aj's)."""
     import cupy
     n = int(A.shape[0])
-    Ap, Aj, I = _index(A)
+    Ap, Aj = cupy.ascontiguousarray(A.indptr), cupy.ascontiguousarray(A.indices)
+    d = cupy.ascontiguousarray(cupy.asarray(deg), dtype=cupy.int64)
+    if d.shape != (n,):
+        raise InputError("rank_lower: deg must hold one degree per row", expected=f"({n},)",
+                         got=str(d.shape))
+    return Ap, Aj, f"{_ctype(Ap)}, {_ctype(Aj)}", d, n
+
+
+def rank_lower_counts(A, deg, *, only_none: bool = False):
+    """(3, n) in ``deg``'s type: each row's stored entries ranked below it under mode 0
+    (index order), 1 (increasing degree), 2 (decreasing degree; ties by index both),
+    ``deg`` the degrees compared; ``only_none``: mode 0 only (the others 0, no degree
+    read). One launch, a warp a row (``gb_tri_count``)."""
+    import cupy
+    Ap, Aj, T, d, n = _rank_parts(A, deg)
     counts = cupy.zeros((3, n), dtype=cupy.int64)
     if n:
-        module().get_function(f"gb_tri_count<{I}>")((_grid(32 * n),), (256,),
-                                                    (Ap, Aj, np.int64(n), counts))
-    return cupy.diff(Ap).astype(cupy.int64), counts
+        module().get_function(f"gb_tri_count<{T}>")((_grid(32 * n),), (256,), (
+            Ap, Aj, d, np.int64(n), np.int32(1 if only_none else 3), counts))
+    return counts.astype(cupy.asarray(deg).dtype, copy=False)
 
 
-def lower_fill(A, mode: int, count):
-    """L (cupyx bool CSR, int32 indices) keeping the entries ranked below their row under
-    ``mode`` (:func:`lower_counts`), ``count`` its row counts."""
+def rank_lower_fill(A, deg, mode: int, lp, *, with_values: bool):
+    """(columns in A's index type, values or None) of L: the entries ranked below their
+    row under ``mode`` (:func:`rank_lower_counts`), each row's in A's order at the row
+    pointers ``lp`` (n + 1, the cumulative sum of that mode's counts). One launch
+    (``gb_tri_fill``); the values are A's, gathered at the positions it writes."""
     import cupy
-    import cupyx.scipy.sparse as cps
-    n = int(A.shape[0])
-    if n >= 2**31 - 1:
-        raise BackendError("the device L stores column indices as int32",
-                           got=f"{n} vertices", hint="use the CPU kernels")
-    Ap, Aj, I = _index(A)
-    Lp = cupy.zeros(n + 1, dtype=cupy.int64)
-    cupy.cumsum(count, out=Lp[1:])
-    nnz = int(Lp[-1])
-    Lj = cupy.empty(nnz, dtype=cupy.int32)
+    if mode not in (0, 1, 2):
+        raise InputError("rank_lower_fill: mode is 0, 1 or 2", got=repr(mode))
+    Ap, Aj, T, d, n = _rank_parts(A, deg)
+    Lp = cupy.ascontiguousarray(cupy.asarray(lp), dtype=cupy.int64)
+    nnz = int(Lp[-1]) if n else 0
+    Lj = cupy.empty(nnz, dtype=Aj.dtype)
+    pos = cupy.empty(nnz, dtype=cupy.int64) if with_values else None
     if nnz:
-        module().get_function(f"gb_tri_fill<{I}>")((_grid(32 * n),), (256,),
-                                                   (Ap, Aj, np.int64(n), np.int32(mode), Lp, Lj))
-    ptr = Lp.astype(cupy.int32) if nnz < 2**31 else Lp
-    L = cps.csr_matrix((cupy.ones(nnz, dtype=cupy.bool_), Lj, ptr), shape=A.shape)
-    L.has_canonical_format = True  # sorted rows, no duplicates: nothing to check
-    return L
+        module().get_function(f"gb_tri_fill<{T}>")((_grid(32 * n),), (256,), (
+            Ap, Aj, d, np.int64(n), np.int32(mode), Lp, Lj,
+            np.uint64(0) if pos is None else pos))
+    return Lj, (A.data[pos] if with_values else None)
 
 
 def count_triangles(L) -> int:

@@ -1,6 +1,7 @@
 #include "threads.h"
 #include "graph_algorithms.cuh"
-// mode "tri": stdin n nnz mode, Ap, Aj -> counts (3n) then Lj of `mode` (after host scan)
+// mode "tri": stdin n nnz mode, Ap, Aj -> counts (3n), counts under the index order only (3n),
+// then Lj and the entries' positions in A of `mode` (after a host scan), then the triangle count
 // mode "rank": stdin n alpha teleport t nblocks, y, x, inv_s, dangling, lost -> xnew, w, err, lost'
 int main(int argc, char** argv) {
   if (std::string(argv[1]) == "tri") {
@@ -9,15 +10,22 @@ int main(int argc, char** argv) {
     std::vector<int> Ap(n + 1), Aj(nnz);
     for (auto& v : Ap) scanf("%d", &v);
     for (auto& v : Aj) scanf("%d", &v);
-    std::vector<long long> count(3 * n), Lp(n + 1);
+    std::vector<long long> deg(n), count(3 * n), only(3 * n), Lp(n + 1);
+    for (long long v = 0; v < n; ++v) deg[v] = Ap[v + 1] - Ap[v];
     const unsigned grid = (unsigned)((32 * n + 255) / 256);
-    gb_launch(grid, 256, [&] { gb_tri_count<int>(Ap.data(), Aj.data(), n, count.data()); });
+    gb_launch(grid, 256, [&] { gb_tri_count<int, int>(Ap.data(), Aj.data(), deg.data(), n, 3, count.data()); });
+    gb_launch(grid, 256, [&] { gb_tri_count<int, int>(Ap.data(), Aj.data(), deg.data(), n, 1, only.data()); });
     for (long long v = 0; v < n; ++v) Lp[v + 1] = Lp[v] + count[mode * n + v];
     std::vector<int> Lj(Lp[n] + 1);
-    gb_launch(grid, 256, [&] { gb_tri_fill<int>(Ap.data(), Aj.data(), n, mode, Lp.data(), Lj.data()); });
+    std::vector<long long> pos(Lp[n] + 1);
+    gb_launch(grid, 256, [&] { gb_tri_fill<int, int>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
     for (auto c : count) printf("%lld ", c);
     printf("\n");
+    for (auto c : only) printf("%lld ", c);
+    printf("\n");
     for (long long p = 0; p < Lp[n]; ++p) printf("%d ", Lj[p]);
+    printf("\n");
+    for (long long p = 0; p < Lp[n]; ++p) printf("%lld ", pos[p]);
     printf("\n");
     unsigned long long total = 0;
     gb_launch(grid, 256, [&] { gb_tri_intersect<long long>(Lp.data(), Lj.data(), n, &total); });
