@@ -14,10 +14,12 @@ checked against cuSPARSE first; the reproducible one is run twice (bit-equal) an
 on sampled rows with an exact host sum (math.fsum). Bytes: the matrix read once, x read
 once, y written once; GB/s against a device copy measured in the same run.
 
-Then the CPU-vs-GPU crossover on Poisson grids 8³ … 128³: gbdist's compiled CPU SpMV and
-SciPy against the GPU with x and y on the device, and with x moved there and y back.
+Then the CPU-vs-GPU crossover on Poisson grids 8³ … 128³ and power-law graphs of 10³ … 10⁷
+vertices: gbdist's compiled CPU SpMV and SciPy against gbdist's GPU SpMV and cuSPARSE with x
+and y on the device, and with x moved there and y back, and ``gr.mxv`` on either side.
 
     python benchmarks/graph_symmetric_gpu.py [--grids 256,384,512] [--reps 20] [--json out.json]
+        [--cross 8,...,128] [--cross-graphs 1e3,...,1e7]   (--grids "" --fem "": the crossover only)
 """
 from __future__ import annotations
 
@@ -193,52 +195,97 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
     return rec
 
 
-def crossover(grids, reps: int) -> list:
-    """CPU (gbdist compiled, SciPy) vs GPU SpMV on Poisson grids, host x included."""
+def _cross_one(label, Ah, Ad, reps: int, Ud=None) -> dict:
+    """One matrix of the crossover: y = A x by gbdist's compiled CPU kernels and SciPy on
+    the host, by gbdist's CUDA kernel and cuSPARSE (cupyx ``A @ x``) with x and y on the
+    device, and the two GPU products again with x moved there and y back; ``gr.mxv`` on
+    the host and on the device. Host wall-clock medians (the GPU synchronised after each
+    call: a crossover is about what a caller waits for, launches included), every result
+    checked against SciPy first."""
     import cupy
 
     import gbdist as gb
+    from gbdist import graph as gr
     from gbdist.backends.cuda.graph import CudaGraphKernels
     from gbdist.graph.dispatch import get_kernels
+    K = CudaGraphKernels()
+    C = get_kernels("compiled")
+    sr = gb.semirings.plus_times
+    sync = cupy.cuda.Device().synchronize
+    xh = np.random.default_rng(1).random(Ah.shape[0])
+    xd = cupy.asarray(xh)
+    ref = Ah @ xh
+    Gh, Gd = gb.Matrix(Ah), gb.Matrix(Ad)
+    uh, ud = gb.Vector(xh), gb.Vector(xd)
+
+    def dense(v):
+        return np.asarray(v.to_host().to_dense())
+
+    checks = {"cpu_compiled": C.spmv(Ah, xh, None, sr, out_dtype=np.float64)[0],
+              "gpu_gbdist": K.spmv(Ad, xd, None, sr, out_dtype=np.float64)[0].get(),
+              "gpu_cusparse": (Ad @ xd).get(),
+              "gr_mxv_cpu": dense(gr.mxv(Gh, uh, sr)), "gr_mxv_gpu": dense(gr.mxv(Gd, ud, sr))}
+    for k, y in checks.items():
+        assert np.allclose(y, ref, rtol=1e-12, atol=1e-12), k
+
+    def host(fn):
+        fn()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return float(np.median(ts))
+
+    def moved(fn):
+        return lambda: fn(cupy.asarray(xh)).get()
+
+    rec = {"matrix": label, "n": int(Ah.shape[0]), "nnz": int(Ah.nnz),
+           "cpu_compiled_ms": host(lambda: C.spmv(Ah, xh, None, sr, out_dtype=np.float64)),
+           "cpu_scipy_ms": host(lambda: Ah @ xh),
+           "gpu_gbdist_ms": host(lambda: (K.spmv(Ad, xd, None, sr, out_dtype=np.float64), sync())),
+           "gpu_cusparse_ms": host(lambda: (Ad @ xd, sync())),
+           "gpu_gbdist_hostx_ms": host(moved(lambda v: K.spmv(Ad, v, None, sr, out_dtype=np.float64)[0])),
+           "gpu_cusparse_hostx_ms": host(moved(lambda v: Ad @ v)),
+           "gr_mxv_cpu_ms": host(lambda: gr.mxv(Gh, uh, sr)),
+           "gr_mxv_gpu_ms": host(lambda: (gr.mxv(Gd, ud, sr), sync()))}
+    if Ud is not None:
+        rec["gpu_sym_hostx_ms"] = host(moved(lambda v: K.spmv_symmetric(Ud, v, None, sr, out_dtype=np.float64)[0]))
+    return rec
+
+
+def crossover(grids, vertices, reps: int) -> list:
+    """CPU (gbdist compiled, SciPy) vs GPU (gbdist, cuSPARSE) SpMV (:func:`_cross_one`) on
+    7-point Poisson grids (``grids``: g for g³ points; the symmetric kernel too) and on
+    power-law graphs of ``vertices`` vertices (``benchmarks/graph_gpu.powerlaw_device``,
+    average degree 16, brought to the host for the CPU side)."""
+    import cupy
 
     from benchmarks import stencils as st
-    K = CudaGraphKernels()
-    C = get_kernels("cpu")
-    sr = gb.semirings.plus_times
+    from benchmarks.graph_gpu import powerlaw_device
+    try:
+        import numba
+        threads = int(numba.get_num_threads())
+    except ImportError:
+        threads = None
     out = []
-    for g in grids:
-        parts = st.poisson3d(g)
-        Ah = st.as_scipy(parts)
-        Uh = st.as_scipy(st.poisson3d(g, upper=True))
-        Ad, Ud = st.as_cupyx(parts), st.as_cupyx(st.poisson3d(g, upper=True))
-        xh = np.random.default_rng(1).random(Ah.shape[0])
-        xd = cupy.asarray(xh)
-        C.spmv(Ah, xh, None, sr, out_dtype=np.float64)
-
-        def host(fn, k=reps):
-            fn()
-            ts = []
-            for _ in range(k):
-                t0 = time.perf_counter()
-                fn()
-                ts.append((time.perf_counter() - t0) * 1e3)
-            return float(np.median(ts))
-
-        def moved(fn):
-            def f():
-                y = fn(cupy.asarray(xh))
-                return y.get()
-            return f
-
-        rec = {"grid": g, "nnz": int(Ah.nnz),
-               "cpu_compiled_ms": host(lambda: C.spmv(Ah, xh, None, sr, out_dtype=np.float64)),
-               "cpu_scipy_ms": host(lambda: Ah @ xh),
-               "gpu_full_ms": host(lambda: (K.spmv(Ad, xd, None, sr, out_dtype=np.float64)[0], cupy.cuda.Device().synchronize())),
-               "gpu_full_hostx_ms": host(moved(lambda v: K.spmv(Ad, v, None, sr, out_dtype=np.float64)[0])),
-               "gpu_sym_hostx_ms": host(moved(lambda v: K.spmv_symmetric(Ud, v, None, sr, out_dtype=np.float64)[0])),
-               "gpu_cusparse_hostx_ms": host(moved(lambda v: Ad @ v))}
+    jobs = [("poisson7", g) for g in grids] + [("powerlaw", v) for v in vertices]
+    for kind, size in jobs:
+        if kind == "poisson7":
+            parts = st.poisson3d(size)  # NumPy arrays: as_cupyx copies them to the device
+            Ah, Ad = st.as_scipy(parts), st.as_cupyx(parts)
+            rec = _cross_one(f"poisson7 {size}^3", Ah, Ad, reps,
+                             Ud=st.as_cupyx(st.poisson3d(size, upper=True)))
+        else:
+            Ad = powerlaw_device(size)
+            Ah = Ad.get()
+            Ah.sort_indices()
+            rec = _cross_one(f"powerlaw {size:.0e}", Ah, Ad, reps)
+        rec["cpu_threads"] = threads
         out.append(rec)
         print(json.dumps(rec), flush=True)
+        del Ah, Ad
+        cupy.get_default_memory_pool().free_all_blocks()
     return out
 
 
@@ -248,6 +295,7 @@ def main(argv=None):
     ap.add_argument("--fem", default="128,192")
     ap.add_argument("--band", default="")
     ap.add_argument("--cross", default="8,12,16,24,32,48,64,96,128")
+    ap.add_argument("--cross-graphs", default="1e3,1e4,1e5,1e6,1e7")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -267,9 +315,11 @@ def main(argv=None):
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(res, f, indent=1)
-    if a.cross:
+    if a.cross or a.cross_graphs:
         try:
-            res["crossover"] = crossover([int(g) for g in a.cross.split(",")], max(5, a.reps // 2))
+            res["crossover"] = crossover([int(g) for g in a.cross.split(",") if g],
+                                         [int(float(v)) for v in a.cross_graphs.split(",") if v],
+                                         max(5, a.reps // 2))
         except Exception as e:  # noqa: BLE001
             res["crossover_error"] = f"{type(e).__name__}: {e}"[:500]
     if a.json:
@@ -291,8 +341,13 @@ def main(argv=None):
               "repro", r["sym_exact_tile_bitwise_equal"], r["sym_exact_plain_bitwise_equal"],
               r["sym_offsets_comp_bitwise_equal"],
               "bound_up/full", f"{r['bound_ms_upper']:.3f}/{r['bound_ms_full']:.3f}")
+    print("\n| matrix | entries | CPU compiled | SciPy | GPU gbdist | cuSPARSE | GPU gbdist, x moved "
+          "| cuSPARSE, x moved | gr.mxv CPU | gr.mxv GPU |  (ms, host wall-clock medians)")
+    print("|" + " --- |" * 10)
+    keys = ("cpu_compiled_ms", "cpu_scipy_ms", "gpu_gbdist_ms", "gpu_cusparse_ms", "gpu_gbdist_hostx_ms",
+            "gpu_cusparse_hostx_ms", "gr_mxv_cpu_ms", "gr_mxv_gpu_ms")
     for r in res["crossover"]:
-        print("cross", r["grid"], *(f"{k}={v:.3f}" for k, v in r.items() if k.endswith("ms")))
+        print(f"| {r['matrix']} | {r['nnz']:.3g} | " + " | ".join(f"{r[k]:.3f}" for k in keys) + " |")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,11 @@ def as_scipy(parts):
 
 
 def as_cupyx(parts):
+    """cupyx CSR of parts built on either side: cupyx's constructor takes CuPy arrays only
+    ("data, indices, and indptr must be 1-D cupy arrays" for NumPy ones), so host parts are
+    copied to the device first (a no-op for CuPy parts)."""
+    import cupy
     import cupyx.scipy.sparse as cps
     indptr, indices, data, n = parts
-    return cps.csr_matrix((data, indices, indptr), shape=(n, n))
+    return cps.csr_matrix((cupy.asarray(data), cupy.asarray(indices), cupy.asarray(indptr)),
+                          shape=(n, n))
