@@ -29,7 +29,8 @@ gbdist and for the peer.
 (plus_times, min_plus, plus_pair, compensated sums, symmetric SpMV) against cuSPARSE
 through cupyx, at ``--edges`` (default 1e5,1e6,1e7). ``--algorithms``: components,
 PageRank and triangle counting on the GPU against their bounds (a BFS; steps × one
-cuSPARSE SpMV) and the GraphBLAS methods they replace, at ``--edges`` vertices (default
+cuSPARSE SpMV; PageRank also for ``--pagerank-steps`` fixed steps against that many
+cuSPARSE SpMVs) and the GraphBLAS methods they replace, at ``--edges`` vertices (default
 1e6,1e7; the graph drawn on the device).
 """
 from __future__ import annotations
@@ -360,6 +361,9 @@ def add_arguments(p) -> None:
     p.add_argument("--algorithms", action="store_true",
                    help="components, PageRank and triangles on the GPU against their bounds "
                         "(benchmarks/graph_gpu.py; --edges: vertices, default 1e6,1e7)")
+    p.add_argument("--pagerank-steps", type=int, default=20,
+                   help="--algorithms: PageRank's fixed step count timed against that many "
+                        "cuSPARSE SpMVs (default 20)")
 
 
 def run(args) -> dict:
@@ -368,7 +372,8 @@ def run(args) -> dict:
         return graph_gpu.kernels(args.edges or "1e5,1e6,1e7", args.repeat or 10)
     if args.algorithms:
         from benchmarks import graph_gpu
-        return graph_gpu.algorithms(args.edges or "1e6,1e7", args.repeat or 5)
+        return graph_gpu.algorithms(args.edges or "1e6,1e7", args.repeat or 5,
+                                    getattr(args, "pagerank_steps", 20))
     if peers is None:
         raise SystemExit(f"graph: the peers need python-graphblas ({PEERS_MISSING})")
     args.edges = args.edges or "1e4,1e5,1e6"

@@ -10,7 +10,9 @@ product with Aᵀ (y(j) sums over the in-edges of j; Aᵀ is cached on A, so it 
 once). Vertices with out-weight 0 (no stored edge, or only weight-0 edges) are *dangling*:
 their rank is spread evenly over all vertices, as networkx does with its default
 ``dangling=None``. The iteration stops when the L1 change is below ``n * tol`` (networkx's
-rule) and raises after ``max_iter`` steps without it.
+rule) and raises after ``max_iter`` steps without it. ``steps=N`` runs exactly N steps
+instead, with no convergence test and no error (a fixed budget: the issue-30 bound is
+PageRank against N × one SpMV, and graphs converge at networkx's tol in one or two steps).
 
 Every vector here is full (every vertex has a rank), so the step is written on dense arrays
 of the matrix's side (NumPy or CuPy, ``M.xp``) around the kernels' own SpMV and segmented
@@ -44,11 +46,20 @@ METHODS = ("auto", "operations", "fused")
 
 
 def pagerank(A, alpha: float = 0.85, tol: float = 1.0e-6, max_iter: int = 100, *,
-             method: str = "auto", backend: str = "auto") -> np.ndarray:
+             steps=None, method: str = "auto", backend: str = "auto") -> np.ndarray:
     """PageRank of every vertex (float64, sums to 1), as ``networkx.pagerank(G, alpha,
     tol=tol, max_iter=max_iter, weight="weight")``. ``A[i, j]``: weight of edge i -> j
-    (non-negative). ``method``: ``"auto"`` (:func:`choose_method`), ``"operations"`` or
-    ``"fused"`` (a kernel set without it: a BackendError)."""
+    (non-negative). ``steps``: an int >= 0 runs exactly that many power steps and returns
+    the rank they reach (``tol`` and ``max_iter`` unread, no convergence error); None (the
+    default) iterates to ``tol``. ``method``: ``"auto"`` (:func:`choose_method`),
+    ``"operations"`` or ``"fused"`` (a kernel set without it: a BackendError)."""
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer))
+                              or steps < 0):
+        raise gb.ParameterError("steps must be None or an integer >= 0",
+                                expected="None (iterate to tol) or a step count", got=repr(steps))
+    fixed = steps is not None
+    if fixed:
+        max_iter, tol = int(steps), None
     if method not in METHODS:
         raise gb.ParameterError("unknown PageRank method",
                                 expected=" | ".join(map(repr, METHODS)), got=repr(method))
@@ -85,11 +96,14 @@ def pagerank(A, alpha: float = 0.85, tol: float = 1.0e-6, max_iter: int = 100, *
         lost = float(x[dangling].sum()) if dangling.size else 0.0     # dangling mass
         y *= alpha
         y += (1.0 - alpha) / n + alpha * lost / n                       # teleport + dangling
-        xp.subtract(y, x, out=w)
-        err = float(xp.abs(w, out=w).sum())                             # L1 change
+        if not fixed:
+            xp.subtract(y, x, out=w)
+            err = float(xp.abs(w, out=w).sum())                         # L1 change
         x = y
-        if err < n * tol:
+        if not fixed and err < n * tol:
             return host(x).astype(np.float64, copy=False)
+    if fixed:
+        return host(x).astype(np.float64, copy=False)
     raise PowerIterationFailedConvergence(
         "PageRank did not converge", expected=f"an L1 change below n * tol = {n * tol:g}",
         got=f"{err:.3g} after max_iter={max_iter} iterations",
@@ -102,8 +116,9 @@ def choose_method(K) -> str:
     return "fused" if callable(getattr(K, "power_rank", None)) else "operations"
 
 
-def _fused(K, M, s, alpha: float, tol: float, max_iter: int) -> np.ndarray:
-    """The power iteration on the kernel set's dense vectors (the device path)."""
+def _fused(K, M, s, alpha: float, tol, max_iter: int) -> np.ndarray:
+    """The power iteration on the kernel set's dense vectors (the device path); ``tol``
+    None: exactly ``max_iter`` steps."""
     xp, n = M.xp, M.nrows
     s_dense = xp.zeros(n, dtype=np.float64)
     s_dense[s.indices] = s.values
@@ -111,8 +126,8 @@ def _fused(K, M, s, alpha: float, tol: float, max_iter: int) -> np.ndarray:
     inv_s = xp.where(live, 1.0 / xp.where(live, s_dense, 1.0), 0.0)  # 1/s(i); 0 when dangling
     dangling = (~live).astype(np.uint8)
     x = xp.full(n, 1.0 / n, dtype=np.float64)
-    rank, steps, err = K.power_rank(M.T.csr, inv_s, dangling, x, alpha, n * tol, max_iter,
-                                    plus_times)
+    rank, steps, err = K.power_rank(M.T.csr, inv_s, dangling, x, alpha,
+                                    None if tol is None else n * tol, max_iter, plus_times)
     if rank is None:
         raise PowerIterationFailedConvergence(
             "PageRank did not converge", expected=f"an L1 change below n * tol = {n * tol:g}",

@@ -51,6 +51,36 @@ def test_pagerank_dangling_and_zero_weight_rows():
         alg.pagerank(A, alpha=1.5)
 
 
+def power_steps(A, steps, alpha=0.85):
+    """``steps`` power steps of networkx's PageRank iteration in NumPy (float64, dense):
+    x' = α (Pᵀ x + dangling mass / n) + (1 - α) / n, P the row-normalised weights."""
+    W = np.asarray(sps.csr_matrix(A).toarray(), dtype=np.float64)
+    n = W.shape[0]
+    s = W.sum(axis=1)
+    P = np.divide(W, s[:, None], out=np.zeros_like(W), where=s[:, None] != 0)
+    x = np.full(n, 1.0 / n)
+    for _ in range(steps):
+        x = alpha * (P.T @ x + x[s == 0].sum() / n) + (1.0 - alpha) / n
+    return x
+
+
+def test_pagerank_fixed_steps():
+    # steps=N: exactly N steps, no convergence test (tol=0 would raise), whatever tol says
+    A, G = random_graph(4, directed=True, p=0.08)  # dangling vertices, stored zeros
+    A = sps.csr_matrix(A)
+    for steps in (0, 1, 3, 20):
+        want = power_steps(A, steps)
+        for method in ("auto", "operations"):
+            got = alg.pagerank(A, steps=steps, tol=0.0, max_iter=1, method=method)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    ref = nx.pagerank(G, tol=1e-13, max_iter=1000, weight="weight")
+    np.testing.assert_allclose(alg.pagerank(A, steps=200), [ref[i] for i in range(A.shape[0])],
+                               rtol=1e-8, atol=1e-13)
+    for bad in (-1, 2.5, True, "3"):
+        with pytest.raises(gb.ParameterError):
+            alg.pagerank(A, steps=bad)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_triangle_count_matches_networkx(seed):
     A, G = random_graph(seed, n=50, p=0.25)

@@ -122,6 +122,19 @@ def test_fused_pagerank_every_max_iter_as_the_operations():
     assert steps is not None and steps > 3
 
 
+def test_fused_pagerank_fixed_steps_as_the_operations():
+    # steps=N on the device: exactly N fused steps (no host read between them), the
+    # operations' and the host's rank after N steps
+    from benchmarks.graphs import power_law_graph
+    A = sps.csr_matrix(sps.triu(power_law_graph(3000, avg_degree=6, seed=3)))  # dangling
+    D = gb.Matrix(A).to_device()
+    for steps in (0, 1, 2, 7, 30):
+        host_ref = alg.pagerank(A, steps=steps, method="operations")
+        for method in ("auto", "operations"):
+            np.testing.assert_allclose(alg.pagerank(D, steps=steps, tol=0.0, method=method),
+                                       host_ref, rtol=1e-12, atol=1e-15)
+
+
 def test_fused_pagerank_dangling_and_zero_weight_rows():
     A = sps.csr_matrix(([1.0, 2.0, 0.0, 1.0], ([0, 0, 2, 1], [1, 2, 0, 3])), shape=(5, 5))
     G = nx.DiGraph()

@@ -389,7 +389,7 @@ class CudaGraphKernels:
 
     def power_rank(self, AT, inv_s, dangling, x, alpha, thresh, max_iter, sr):
         """PageRank's power iteration (graph_algorithms.power_rank): (rank or None, steps,
-        last L1 change)."""
+        last L1 change); ``thresh`` None: exactly ``max_iter`` steps."""
         from .graph_algorithms import power_rank
         return power_rank(self, AT, inv_s, dangling, x, alpha, thresh, max_iter, sr)
 

@@ -86,8 +86,9 @@ def power_rank(K, AT, inv_s, dangling, x, alpha: float, thresh: float, max_iter:
     """PageRank's power iteration on the device (gbdist/algorithms/pagerank.py's step):
     ``AT`` the transposed adjacency (device CSR), ``inv_s`` 1/out-weight (0 where dangling),
     ``dangling`` uint8 flags, ``x`` the start (float64). Stops after the first step whose
-    L1 change is below ``thresh``. Returns ``(rank, steps, last change)``; ``rank`` is None
-    when ``max_iter`` steps did not converge."""
+    L1 change is below ``thresh``; ``thresh`` None: runs exactly ``max_iter`` steps (no
+    host read between them) and returns their rank. Returns ``(rank, steps, last change)``;
+    ``rank`` is None when ``max_iter`` steps did not converge."""
     import cupy
     n = int(x.size)
     mod = module()
@@ -127,6 +128,13 @@ def power_rank(K, AT, inv_s, dangling, x, alpha: float, thresh: float, max_iter:
             return False
         return errs[t - 1] * (errs[t - 1] / errs[t - 2]) < 1.5 * thresh
 
+    if thresh is None:  # a fixed step count: queue every step, read the last change once
+        for t in range(max_iter):
+            step(t)
+        if not max_iter:
+            return bufs[0], 0, float("inf")
+        events[-1].synchronize()
+        return bufs[max_iter % 2], max_iter, float(errs[max_iter - 1])
     for t in range(max_iter):
         if t and predicted(t - 1) and converged(t - 1):
             return bufs[t % 2], t, float(errs[t - 1])
