@@ -235,7 +235,7 @@ def compare(vertices, reps: int = 30, spgemm_max: int = 10**6, front_max: int = 
         if hasattr(CudaGraphKernels, "spmv_kernel"):
             for tile in getattr(gc, "SPMV_TILES", ()):
                 K = variants[f"stream{tile}"] = CudaGraphKernels()
-                K.spmv_tile = tile
+                K.spmv_kernel, K.spmv_tile = "stream", tile
             variants["binned"] = CudaGraphKernels()
             variants["binned"].spmv_kernel = "binned"
         fns = {"cusparse": lambda: A @ x}

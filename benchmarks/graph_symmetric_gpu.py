@@ -8,8 +8,9 @@ Variants: cuSPARSE full CSR; the seed's plain kernel (a thread a row over U, row
 register, every term an atomic; y zeroed in the timing); gbdist ``spmv_symmetric`` (rows in
 order, with and without the shared-memory tile; the offsets kernel without atomics, plain
 and compensated); its reproducible fixed-point variant (with and without the tile);
-gbdist's full-CSR ``spmv`` (the binned kernel) and ``gr.mxv`` through the front end; an
-in-order full-CSR kernel (no bins) as evidence for the shared SpMV kernel. Every result is
+gbdist's full-CSR ``spmv`` (the planner rule's kernel), the row-tile kernel and the in-order
+kernel at 2 … 32 lanes a row by name, and ``gr.mxv`` through the front end; a plain in-order
+full-CSR kernel written here (no bins) as the reference for gbdist's. Every result is
 checked against cuSPARSE first; the reproducible one is run twice (bit-equal) and compared
 on sampled rows with an exact host sum (math.fsum). Bytes: the matrix read once, x read
 once, y written once; GB/s against a device copy measured in the same run.
@@ -136,6 +137,18 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
            "sym_exact_tile": sym(True, True), "sym_exact_plain": sym(False, True),
            "spmv_full": lambda: K.spmv(A, x, None, sr, out_dtype=np.float64),
            "inorder_full": inord}
+    # gbdist's full-CSR kernels by name: the row tiles, and the in-order kernel at each lane
+    # count (the planner rule's pick is "spmv_full"; spmv_choice.choose_full)
+    from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda.graph_tiles import full_choice
+    choice, _ = full_choice(A, A.indptr)
+    rec["rule"] = f"{choice.kernel} {choice.group}"
+    forced = {}
+    for kind, group in [("stream", None)] + [("rows", g) for g in getattr(gc, "SPMV_GROUPS", ())]:
+        Kf = forced[f"spmv_{kind}{group or ''}"] = CudaGraphKernels()
+        Kf.spmv_kernel, Kf.spmv_group = kind, group
+    for k, Kf in forced.items():
+        fns[k] = (lambda Kf=Kf: Kf.spmv(A, x, None, sr, out_dtype=np.float64))
     errs = {}
     outs = {}
     for k, f in fns.items():
@@ -144,7 +157,7 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
             r = ys
         elif k == "inorder_full":
             r = yo
-        elif k == "spmv_full":
+        elif k.startswith("spmv_"):
             r = r[0]
         r = r.copy()
         outs[k] = r
@@ -337,6 +350,10 @@ def main(argv=None):
                  ("seed", "sym_tile", "sym_plain", "sym_offsets", "sym_offsets_comp", "sym_exact_tile",
                   "sym_exact_plain", "spmv_full",
                   "inorder_full", "gr_mxv")]
+        rows_best = min((k for k in t if k.startswith("spmv_rows")), key=t.get, default=None)
+        if rows_best:
+            cells.append(f"rule={r.get('rule')} stream={t['spmv_stream'] / c:.2f} "
+                         f"best_rows={rows_best}:{t[rows_best] / c:.2f}")
         print(r["matrix"], r["size"], r["nnz"], f"{c:.3f}", " ".join(cells),
               "repro", r["sym_exact_tile_bitwise_equal"], r["sym_exact_plain_bitwise_equal"],
               r["sym_offsets_comp_bitwise_equal"],

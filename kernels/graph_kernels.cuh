@@ -699,6 +699,39 @@ __global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restric
   }
 }
 
+// ---------------------------------------------------------------------------
+// SpMV, rows in order (issue 30): G lanes a row (G = 2 … 32, a power of two), row r taken by
+// threads r·G … r·G + G - 1, so a warp reads 32 / G consecutive rows' entries in one
+// coalesced sweep and neighbouring rows' x entries (a stencil's or a band's columns) from
+// the same lines. No row ids, no tile starts, no shared memory, no block-wide pass: for
+// regular rows (the planner rule gbdist/compiler/spmv_choice.py, choose_full, picks it and
+// G from the row statistics) this is all the row-tile kernel's balancing costs without its
+// gain. Same semantics as gb_spmv_stream (xp, ymask/COMP, CSUM; yp written unless null).
+// ---------------------------------------------------------------------------
+template <class F, typename I, typename TA, typename TX, bool COMP, bool CSUM, int G>
+__global__ void __launch_bounds__(256) gb_spmv_rows(long long m,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp, const bool* __restrict__ ymask,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  typedef typename F::W W;
+  static_assert(G >= 2 && G <= 32 && (G & (G - 1)) == 0, "G lanes a row: a power of two, 2 .. 32");
+  constexpr bool CS = gb_csum<F, CSUM>::on;
+  const long long tid = (long long)blockIdx.x * 256 + threadIdx.x;
+  const long long row = tid / G;
+  const int lane = (int)(tid % G);
+  const bool inside = row < m;  // every lane stays for the shuffles below
+  const bool keep = inside && (ymask == nullptr || (COMP ? !ymask[row] : ymask[row]));
+  W acc = F::identity(), comp = (W)0;
+  int has = 0;
+  if (keep) gb_spmv_lane<F, CS>(row, lane, G, Ap, Aj, Ax, x, xp, acc, comp, has);
+  gb_combine<F, G, CS>(acc, comp, has);
+  if (lane == 0 && inside) {
+    if constexpr (CS) acc = acc + comp;
+    y[row] = has ? acc : F::identity();
+    if (yp != nullptr) yp[row] = has != 0;
+  }
+}
+
 // Symmetric SpMV: A = U + Uᵀ − diag with U the upper triangle (diagonal included) of a
 // symmetric A; reads U only (about half of A). Each stored U(i,j) adds mul(U(i,j), x[j]) to
 // y[i] (summed in the row's lanes, then one atomic ⊕) and, off the diagonal, mul(U(i,j), x[i])

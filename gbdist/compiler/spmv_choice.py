@@ -1,5 +1,7 @@
-"""Which kernel an SpMV of a symmetric matrix runs (issue 30): the full CSR, or the
-symmetric kernel that reads the upper triangle once and uses each stored entry twice.
+"""Which kernel an SpMV runs (issue 30). For a matrix the user declares symmetric
+(:func:`choose`): the full CSR, or the symmetric kernel that reads the upper triangle once
+and uses each stored entry twice. For the full CSR on the device (:func:`choose_full`): the
+row-tile kernel or the in-order kernel, and its lanes a row.
 
 The user says the matrix is symmetric (``gr.mxv(A, u, sr, symmetric=...)``): ``"upper"``,
 A holds only the upper triangle (diagonal included) of a symmetric matrix; ``True``, A is
@@ -18,6 +20,15 @@ computed once per matrix version) and the call's shape:
   kernel measured 2x slower than the full CSR (issue 30): atomics on hub vertices and
   rows that a thread per row cannot balance; on 7-point Poisson 3D the seed's kernel
   measured 0.70x cuSPARSE on the full matrix.
+
+The full-CSR rule (:func:`choose_full`, the CUDA set's ``spmv`` on every matrix, its row
+statistics computed once per matrix) reads the same statistics: regular rows (as above)
+take the in-order kernel (``gb_spmv_rows``: G lanes a row, rows in order, no tile starts,
+no staging), G the power of two of :data:`ROWS_GROUPS` for the mean row length; other
+matrices the row-tile kernel (``gb_spmv_stream``), which balances uneven rows. On one
+H200 (docs/benchmarks.md, "Symmetric SpMV on the seed's matrices") the in-order kernel with
+4 lanes a row took 0.80-0.84x cuSPARSE on 7-point Poisson 3D (256³-512³) and with 8 lanes
+0.81-0.90x on the 27-point stencil (128³, 192³), where the row-tile kernel took 1.08-1.38x.
 """
 from __future__ import annotations
 
@@ -25,18 +36,24 @@ from dataclasses import dataclass
 
 REGULAR_CV = 0.5
 LONGEST_OVER_MEAN = 4.0
+# (mean row length up to, lanes a row) of the in-order full-CSR SpMV; longer rows: 32. The
+# two measured points: 4 lanes at 6.8 entries a row (7-point Poisson), 8 at 26 (27-point).
+ROWS_GROUPS = ((3.0, 2), (12.0, 4), (48.0, 8), (96.0, 16))
 
 
 @dataclass(frozen=True)
 class SpmvChoice:
     """The kernel of one symmetric SpMV and why."""
 
-    kernel: str  # "symmetric" (upper triangle, each entry twice) or "full" (full CSR)
+    kernel: str  # "symmetric" (upper triangle, each entry twice) or "full" (full CSR);
+    # choose_full: "rows" (in order, ``group`` lanes a row) or "stream" (row tiles)
     reason: str
     stats: tuple = ()  # (name, value) pairs the rule read
+    group: int = 0  # lanes a row of the "rows" kernel
 
     def explain(self) -> str:
-        lines = [f"spmv kernel: {self.kernel}", f"  why: {self.reason}"]
+        lanes = f" ({self.group} lanes a row)" if self.group else ""
+        lines = [f"spmv kernel: {self.kernel}{lanes}", f"  why: {self.reason}"]
         if self.stats:
             lines.append("  rows: " + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                                                 for k, v in self.stats))
@@ -76,3 +93,23 @@ def choose(stats: dict, *, on_device: bool, masked: bool, u_full: bool, any_mono
                           "2x slower than the full CSR on power-law graphs", shown)
     return SpmvChoice("symmetric", "regular rows (a stencil or band): the upper triangle read once, "
                       "each entry used twice (about half the bytes of the full CSR)", shown)
+
+
+def lanes_for(mean: float) -> int:
+    """The in-order kernel's lanes a row for rows of ``mean`` entries (:data:`ROWS_GROUPS`)."""
+    for top, group in ROWS_GROUPS:
+        if mean <= top:
+            return group
+    return 32
+
+
+def choose_full(stats: dict) -> SpmvChoice:
+    """The device kernel for a full-CSR SpMV: ``"rows"`` (in order, ``group`` lanes a row)
+    for regular rows, else ``"stream"`` (row tiles)."""
+    shown = tuple((k, stats[k]) for k in ("rows", "mean", "cv", "max"))
+    if not regular(stats):
+        return SpmvChoice("stream", f"irregular rows (degree cv > {REGULAR_CV} or the longest row > "
+                          f"{LONGEST_OVER_MEAN:g} x the mean): row tiles balance them", shown)
+    return SpmvChoice("rows", "regular rows (a stencil or band): rows in order, coalesced, no "
+                      "tile starts or staging (0.80-0.90x cuSPARSE measured on the seed's "
+                      "stencils, the row tiles 1.08-1.38x)", shown, lanes_for(stats["mean"]))

@@ -35,6 +35,7 @@ def _all_names(out, mask: int, itype="int"):
     names += (gc.spmv_name(itype, tv, "double", mask == 2), gc.spmv_name(itype, tv, "float", mask == 1, True),
               gc.spmv_name(itype, tv, "double", mask == 1, mask == 2, 2048),
               gc.spmv_binned_name(itype, tv, "double", mask == 2),
+              *(gc.spmv_rows_name(itype, tv, "double", mask == 2, g == 8, g) for g in gc.SPMV_GROUPS),
               gc.spmv_symmetric_name(itype, tv, "double", mask == 2))
     names += (gc.spmspv_name(itype, tv, "float", "int", mask == 1),
               gc.segment_name("long long", tv), gc.segment_name("int", "bool"))

@@ -131,3 +131,81 @@ def test_compensated_sums_are_run_to_run_identical():
         scale = float(np.abs(A.data[seg] * x[A.indices[seg]]).max(initial=0.0))
         # Neumaier: about one rounding of the sum, plus second-order terms of the row's size
         assert abs(ys[0][i] - exact) <= 4.5e-16 * abs(exact) + 1e-28 * scale * (seg.stop - seg.start) ** 2, i
+
+
+# --- the in-order kernel (gb_spmv_rows) and the planner rule that picks it -------------------
+
+def in_order(group):
+    K = CudaGraphKernels()
+    K.spmv_kernel, K.spmv_group = "rows", group
+    return K
+
+
+@pytest.mark.parametrize("group", gc.SPMV_GROUPS)
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_in_order_kernel_matches_scipy(group, index):
+    A = awkward(2)  # long rows, empty clumps: correct whatever the rule would pick
+    x = np.random.default_rng(3).random(A.shape[1])
+    y, yp = in_order(group).spmv(dev(A, index), cupy.asarray(x), None, SR.plus_times,
+                                 out_dtype=np.float64)
+    np.testing.assert_allclose(y.get(), A @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(yp.get(), np.diff(A.indptr) > 0)
+
+
+@pytest.mark.parametrize("group", [2, 32])
+@pytest.mark.parametrize("dtype,name", [(np.float64, "min_plus"), (np.int64, "max_times"),
+                                        (np.bool_, "lor_land"), (np.float32, "plus_times")])
+@pytest.mark.parametrize("masked", [None, False, True])
+def test_in_order_kernel_flags_masks_semirings_as_the_row_tiles(group, dtype, name, masked):
+    A = awkward(6).astype(dtype)
+    rng = np.random.default_rng(7)
+    m, n = A.shape
+    x = (rng.random(n) < 0.6) if dtype == np.bool_ else rng.integers(-2, 5, n).astype(dtype)
+    present, mask = rng.random(n) < 0.8, rng.random(m) < 0.5
+    kw = {} if masked is None else {"mask": cupy.asarray(mask), "complement": masked}
+    args = (cupy.asarray(x), cupy.asarray(present), SR[name])
+    y0, p0 = kernels("stream", gc.SPMV_TILE).spmv(dev(A), *args, out_dtype=dtype, **kw)
+    y1, p1 = in_order(group).spmv(dev(A), *args, out_dtype=dtype, **kw)
+    np.testing.assert_array_equal(p1.get(), p0.get())
+    np.testing.assert_array_equal(y1.get()[p1.get()], y0.get()[p0.get()])  # exact sums
+
+
+def test_in_order_compensated_sums_on_a_stencil():
+    import math
+
+    from benchmarks import stencils as st
+    A = st.as_scipy(st.fem27(8, seed=3))
+    rng = np.random.default_rng(9)
+    A.data = A.data * 10.0 ** rng.integers(0, 8, A.nnz)
+    x = rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0], A.shape[1])  # products exact
+    K = in_order(8)
+    y = K.spmv(dev(A), cupy.asarray(x), None, SR.plus_times, out_dtype=np.float64, compensated=True)[0].get()
+    for i in range(A.shape[0]):
+        seg = slice(A.indptr[i], A.indptr[i + 1])
+        exact = math.fsum(A.data[seg] * x[A.indices[seg]])
+        scale = float(np.abs(A.data[seg] * x[A.indices[seg]]).max(initial=0.0))
+        # Neumaier, as the row tiles' test: about one rounding, plus second-order terms
+        assert abs(y[i] - exact) <= 4.5e-16 * abs(exact) + 1e-28 * scale * (seg.stop - seg.start) ** 2, i
+
+
+def test_rule_routes_stencils_in_order_and_power_law_graphs_to_row_tiles():
+    from benchmarks import stencils as st
+    from benchmarks.graphs import power_law_graph
+    from gbdist import graph as gr
+    from gbdist.backends.cuda.graph_tiles import full_choice
+    cases = [(st.as_scipy(st.poisson3d(16, seed=1)), ("rows", 4)),
+             (st.as_scipy(st.fem27(10, seed=2)), ("rows", 8)),
+             (st.as_scipy(st.band(5000, 20, seed=4)), ("rows", 8)),
+             (sps.csr_matrix(power_law_graph(20000, avg_degree=8, seed=1)), ("stream", 0))]
+    K = CudaGraphKernels()  # spmv_kernel "auto": the rule
+    for A, want in cases:
+        A.sort_indices()
+        D = dev(A)
+        x = np.random.default_rng(1).standard_normal(A.shape[1])
+        y, yp = K.spmv(D, cupy.asarray(x), None, SR.plus_times, out_dtype=np.float64)
+        choice, _ = full_choice(D, D.indptr)
+        assert (choice.kernel, choice.group) == want
+        np.testing.assert_allclose(y.get(), A @ x, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(yp.get(), np.diff(A.indptr) > 0)
+        w = gr.mxv(gb.Matrix(A).to_device(), gb.Vector(x).to_device(), SR.plus_times)
+        np.testing.assert_allclose(cupy.asnumpy(w.to_dense()), A @ x, rtol=1e-12, atol=1e-12)

@@ -72,3 +72,22 @@ def test_declared_symmetry_is_checked():
         gr.mxv(gb.Matrix(A), x, SR.plus_times, symmetric="upper")
     with pytest.raises(gb.errors.InputError, match="symmetric must be"):
         gr.mxv(gb.Matrix(A), x, SR.plus_times, symmetric="lower")
+
+
+@pytest.mark.parametrize("make,lanes", [(lambda: st.poisson3d(12), 4), (lambda: st.fem27(10), 8),
+                                        (lambda: st.band(2000, 1), 2), (lambda: st.band(2000, 40), 16)])
+def test_full_csr_rule_takes_regular_rows_in_order(make, lanes):
+    c = rule.choose_full(_stats(st.as_scipy(make())))
+    assert (c.kernel, c.group) == ("rows", lanes)
+    assert f"{lanes} lanes a row" in c.explain() and "regular" in c.reason
+
+
+def test_full_csr_rule_keeps_row_tiles_on_powerlaw_and_skewed_rows():
+    c = rule.choose_full(_stats(_powerlaw()))
+    assert c.kernel == "stream" and c.group == 0
+    A = st.as_scipy(st.poisson3d(20)).tolil()
+    A[0, :40] = 1.0  # one long row: the longest row > 4 x the mean, cv still small
+    s = _stats(A.tocsr())
+    assert s["cv"] <= rule.REGULAR_CV and rule.choose_full(s).kernel == "stream"
+    assert rule.choose_full(rule.row_statistics(np.zeros(0, dtype=np.int64), np)).kernel == "stream"
+    assert [rule.lanes_for(m) for m in (1, 3, 3.1, 12, 30, 96, 97, 500)] == [2, 2, 4, 4, 8, 16, 32, 32]

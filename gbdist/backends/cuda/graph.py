@@ -12,7 +12,10 @@ interface on CuPy device data.
   a larger non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes
   with the output's size), three with global-table rows.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
-* :meth:`~CudaGraphKernels.spmv` (pull, issue 30): row tiles of SPMV_TILE merge coordinates
+* :meth:`~CudaGraphKernels.spmv` (pull, issue 30): the planner rule
+  (``compiler/spmv_choice.choose_full``, row statistics once per matrix) takes regular rows
+  (stencils, bands) to the in-order kernel (G lanes a row, rows in order); others to row
+  tiles of SPMV_TILE merge coordinates
   (Ap[i] + i; computed once per matrix, cached on it), a 256-thread block a tile: the tile's
   entries loaded coalesced and their products staged in shared memory, a thread per row of
   ≤ 32 entries, a warp per longer row, the whole block for a row too long to stage — one
@@ -32,12 +35,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...compiler.spmv_choice import lanes_for
 from ...errors import BackendError, InputError
 from ..base import DeviceCSR
 from . import cache
 from . import graph_codegen as gc
 from .graph_bins import _bin_module, _binned_rows, _bins, _grid, _spmv_bins  # noqa: F401 (tests: _bins)
-from .graph_tiles import spmv_tiles
+from .graph_tiles import full_choice, spmv_tiles
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 
@@ -83,9 +87,12 @@ class CudaGraphKernels:
     """GraphKernels on CuPy data. ``acc64``: float32 results accumulate in float64."""
 
     name = "cuda"
-    # The SpMV kernel: "stream" (row tiles, gb_spmv_stream) or "binned" (issue 12's degree
-    # bins, kept so that benchmarks/graph_gpu.py can time both in one run); its tile size.
-    spmv_kernel = "stream"
+    # The SpMV kernel: "auto" (the planner rule spmv_choice.choose_full: "rows" for regular
+    # rows, else "stream"), "rows" (in order, gb_spmv_rows; spmv_group lanes a row, None: the
+    # rule's), "stream" (row tiles, gb_spmv_stream) or "binned" (issue 12's degree bins, kept
+    # so that benchmarks/graph_gpu.py can time them in one run); the tile size.
+    spmv_kernel = "auto"
+    spmv_group = None
     spmv_tile = gc.SPMV_TILE
 
     def __init__(self, acc64: bool = False):
@@ -254,14 +261,24 @@ class CudaGraphKernels:
         if m == 0:
             return self._finish(y, out), cupy.empty(0, dtype=cupy.bool_)
         shared = None  # the matrix's cached non-empty rows, where they are the flags
-        if self.spmv_kernel == "binned":
+        kernel, group = self.spmv_kernel, self.spmv_group
+        if kernel in ("auto", "rows"):
+            choice, nonempty = full_choice(A, Ap)  # the planner rule, once per matrix
+            if kernel == "auto":
+                kernel, group = choice.kernel, choice.group
+            group = group or choice.group or lanes_for(dict(choice.stats)["mean"])
+        if kernel == "binned":
             rows, meta, blocks = _spmv_bins(A, Ap)
             name = gc.spmv_binned_name(I, TA, TX, bool(complement), bool(compensated))
             head = (rows, meta)
         else:
-            starts, blocks, nonempty = spmv_tiles(A, Ap, self.spmv_tile)
-            name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated), self.spmv_tile)
-            head = (starts,)
+            if kernel == "rows":
+                name = gc.spmv_rows_name(I, TA, TX, bool(complement), bool(compensated), group)
+                blocks, head = _grid(m * group, 256), (np.int64(m),)
+            else:
+                starts, blocks, nonempty = spmv_tiles(A, Ap, self.spmv_tile)
+                name = gc.spmv_name(I, TA, TX, bool(complement), bool(compensated), self.spmv_tile)
+                head = (starts,)
             if xp is None and ym is None:
                 # every x present, no mask: the present rows are the non-empty ones, built
                 # once per matrix and shared (read only); the kernel writes no flags

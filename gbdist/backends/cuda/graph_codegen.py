@@ -372,6 +372,19 @@ def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False, tile: in
             f"{'true' if csum else 'false'}, {int(tile or SPMV_TILE)}>")
 
 
+SPMV_GROUPS = (2, 4, 8, 16, 32)  # lanes a row of the in-order SpMV (gb_spmv_rows)
+
+
+def spmv_rows_name(I: str, TA: str, TX: str, comp: bool, csum: bool, group: int) -> str:
+    """The in-order SpMV (``group`` lanes a row, rows in order; regular rows: the planner
+    rule :func:`gbdist.compiler.spmv_choice.choose_full`)."""
+    if group not in SPMV_GROUPS:
+        raise BackendError("the in-order SpMV takes a power of two lanes a row",
+                           expected=" | ".join(map(str, SPMV_GROUPS)), got=repr(group))
+    return (f"gb_spmv_rows<GbF, {I}, {TA}, {TX}, {'true' if comp else 'false'}, "
+            f"{'true' if csum else 'false'}, {int(group)}>")
+
+
 def spmv_binned_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False) -> str:
     """The degree-binned one-launch SpMV (row ids per bin; issue 12's kernel, kept for
     comparison in benchmarks/graph_gpu.py)."""

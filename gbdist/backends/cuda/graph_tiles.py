@@ -1,8 +1,11 @@
 """Row tiles of the CUDA SpMV (issue 30, ``gb_spmv_stream`` of ``kernels/graph_kernels.cuh``):
 block b takes the rows whose merge coordinate ``Ap[i] + i`` lies in ``[b * tile, (b + 1) * tile)``,
 so a block has at most ``tile`` rows and, but for its last row, ``tile`` entries, however the
-degrees are spread (power-law hubs, clumps of empty rows)."""
+degrees are spread (power-law hubs, clumps of empty rows). :func:`full_choice`: the planner
+rule's pick between them and the in-order kernel (``gb_spmv_rows``) for one matrix."""
 from __future__ import annotations
+
+from ...compiler import spmv_choice as rule
 
 
 def tile_starts(Ap, tile: int, xp):
@@ -46,6 +49,33 @@ def spmv_tiles(A, Ap, tile: int):
         if len(memo) >= 4:  # stale buffers' tilings
             memo.clear()
         memo[key] = out
+    except AttributeError:
+        pass
+    return out
+
+
+def full_choice(A, Ap):
+    """(choice, nonempty) for the full-CSR SpMV of A: the planner rule
+    (:func:`gbdist.compiler.spmv_choice.choose_full`) on A's row statistics, and a builder of
+    A's non-empty rows (a bool array, built on first use). The statistics cost three host
+    reads, once per matrix: cached on the matrix object as :func:`spmv_tiles` is."""
+    import cupy
+    key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
+    memo = getattr(A, "_gbdist_spmv_choice", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    deg = cupy.diff(Ap)
+    choice = rule.choose_full(rule.row_statistics(deg, cupy))
+    rows_present = []
+
+    def nonempty():
+        if not rows_present:
+            rows_present.append(deg > 0)
+        return rows_present[0]
+
+    out = (choice, nonempty)
+    try:
+        A._gbdist_spmv_choice = (key, out)
     except AttributeError:
         pass
     return out
