@@ -64,13 +64,12 @@ def full_choice(A, Ap):
     memo = getattr(A, "_gbdist_spmv_choice", None)
     if memo is not None and memo[0] == key:
         return memo[1]
-    deg = cupy.diff(Ap)
-    choice = rule.choose_full(rule.row_statistics(deg, cupy))
+    choice = rule.choose_full(rule.row_statistics(cupy.diff(Ap), cupy))
     rows_present = []
 
     def nonempty():
         if not rows_present:
-            rows_present.append(deg > 0)
+            rows_present.append(cupy.diff(Ap) > 0)
         return rows_present[0]
 
     out = (choice, nonempty)
