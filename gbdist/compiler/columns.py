@@ -23,9 +23,17 @@ so the decision of the product (intersection, union correction, expansion ...) a
 of f₁: a weight that is 0 or positive changes no decision. f(x, 0; w), f(0, y; w) and
 f(0, 0; w) are kept, with w symbolic, for ``explain``.
 
-A ⊗ that reads a column operand otherwise (degree 0: a weighted count such as
-Σ w·[x ≠ y], Canberra's w·|x − y|/(|x| + |y|)) would need a kernel that reads the
-vector at each column; there is none yet, and such a product is refused with an
+A ⊗ ⊕-ed by plus that reads a column operand otherwise, as a *column factor* (degree 0:
+a weighted count Σ w·[x ≠ y], Canberra's w·|x − y|/(|x| + |y|), Gower's clipped term
+w·min(|x − y|·s, 1)),
+
+    f(x, y; w) = κ(w)·f₁(x, y)        with κ read off a factor of column operands only,
+
+is a *weighted* product: the column-free f₁ with each column's term multiplied by κ(w_c)
+(:attr:`ir.MxM.weight`), which the planner sums directly over the union
+(:class:`ir.TwoPassUnion` with a weight; the kernels read κ(w) at each column as a bound
+vector). It needs f₁(0, 0) = 0 (a column stored in neither row adds nothing); the identity
+is proven like a scaling. Any other use of a column operand is refused with an
 AnalysisError that says so. Each scaled operand is one binding (its name keeps the
 operand's), so an operand may be read with one scale per expression.
 """
@@ -53,11 +61,19 @@ class ColumnDecision:
     degree: object  # d: f₁(t·x, t·y) = t^d·f₁(x, y)
     scale: object  # s(w)
     fills: tuple  # (f(x, 0; w), f(0, y; w), f(0, 0; w)) for a product; () for an apply
-    proof: object  # the Proof of f₁(s·x, s·y) = f(x, y; w)
+    proof: object  # the Proof of f₁(s·x, s·y) = f(x, y; w) (of κ(w)·f₁ = f when weighted)
+    weighted: bool = False  # scale is the column factor κ(w): f = κ(w)·f₁ (MxM.weight)
 
     def lines(self) -> list[str]:
         show = _show
-        out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}",
+        out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}"]
+        if self.weighted:
+            return out + [f"  f = {show(self.formula)} = κ(w)·f₁ with f₁ = {show(self.core)} "
+                          f"and the column factor κ(w) = {show(self.scale)}: each column's "
+                          "term weighted by κ(w_c), summed directly over the union (no "
+                          "correction; the kernels read κ(w) at each column)",
+                          f"  proof: {_show(self.proof)}"]
+        out = [out[0],
                f"  f = {show(self.formula)};  f₁ = f at w = 1 = {show(self.core)}, "
                + (f"homogeneous of degree {show(self.degree)}" if self.degree is not None
                   else "not homogeneous: s is the factor that scales the values inside f"),
@@ -197,6 +213,38 @@ def _inner_scaling(op, f, f_on, core, syms, variables, back):
         if proof.holds:
             return proof, kappa
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def factor(op, what: str = ""):
+    """(f₁ op, κ(w) op, proof, f₁ formula, κ formula) when f(x, y; w) = κ(w)·f₁(x, y) with κ
+    a factor of column operands only and f₁(0, 0) = 0 (:attr:`ir.MxM.weight`), else None."""
+    from ..algebra.formulas import guarded
+    from ..algebra.proofs import analysis_budget
+    from ..algebra.ops import Op
+    with analysis_budget(), guarded(f"the column operands of op {op.name!r}", AnalysisError):
+        f = op.formula
+        syms = [c for c in f.free_symbols if cols.is_column(c)]
+        if op.arity != 2 or not isinstance(f, sp.Mul):
+            return None
+        factors = [a for a in f.args if a.free_symbols and a.free_symbols <= set(syms)]
+        if not factors or any(a.free_symbols & set(syms) for a in f.args if a not in factors):
+            return None
+        written = _written_core(f, syms)
+        kappa = sp.Mul(*factors)
+        k1 = sp.simplify(kappa.xreplace({c: sp.Integer(1) for c in syms}))
+        if not k1.is_number or k1 == 0:
+            return None
+        kappa = _tidy(kappa / k1)
+        from ..algebra.formulas import X, Y
+        if sp.simplify(written.xreplace({X: 0, Y: 0})) != 0:
+            return None  # a column stored in neither row would add κ(w)·f₁(0, 0)
+        proof = _check("κ(w)·f₁(x, y) = f(x, y; w) for every w in its domain (κ: the factor "
+                       "of column operands)", kappa * written, f, op.domain)
+        if not proof.holds:
+            return None
+        core_op = Op(f"{op.name}_core", written, op.arity, op.domain)
+        return core_op, Op(f"{op.name}_weight", kappa, 1, "real"), proof, written, kappa
 
 
 def _written_core(f, syms):
@@ -394,7 +442,16 @@ def _rewrite(node, made: list) -> ir.Node:
         raise AnalysisError(f"{what}: column operands need the form mxm(A, B.T, ...)",
                             got=ir.to_text(node), hint="the column index k must be a column of "
                             "both operands")
-    core, scale, degree, proof, f1, s, X, Y = scaling(sr.mul, what)
+    try:
+        core, scale, degree, proof, f1, s, X, Y = scaling(sr.mul, what)
+    except AnalysisError:
+        found = factor(sr.mul, what) if sr.add.name == "plus" else None
+        if found is None:
+            raise
+        core, weight, proof, f1, kappa = found
+        made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, sr.mul.formula, f1, None,
+                                   kappa, (), proof, weighted=True))
+        return ir.MxM(node.left, node.right, Semiring(core, sr.add, sr.annihilator, sr.name), node.span, weight)
     f = sr.mul.formula
     fills = (f.xreplace({Y: 0}), f.xreplace({X: 0}), f.xreplace({X: 0, Y: 0}))
     made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, f, f1, degree, s,
