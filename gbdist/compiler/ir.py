@@ -263,9 +263,8 @@ class MxM(Node):
     right: Node
     semiring: Semiring
     span: Span | None = field(default=None, repr=False)
-    # κ(w): a column weight, C[i, j] = ⊕_k κ(w_k)·(left[i, k] ⊗ right[k, j]) with ⊕ = plus,
-    # a unary op over column operands only (compiler/columns.py makes it from a ⊗ that
-    # reads column operands as a factor, f(x, y; w) = κ(w)·f₁(x, y)); None: unweighted
+    # κ(w), an op over column operands only: C[i, j] = Σ_k κ(w_k)·(left[i, k] ⊗ right[k, j])
+    # (compiler/colfactor.py: f(x, y; w) = κ(w)·f₁(x, y)); None: unweighted
     weight: Op | None = None
 
 

@@ -82,8 +82,8 @@ def route(name: str, params: dict) -> str:
             raise InputError(f"SciPy's w= (per-column weights) is not available for "
                              f"{name!r} in gbdist", got="w= a vector",
                              expected="w= with " + ", ".join(sorted(WEIGHTED)),
-                             hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Weights gbdist "
-                                  "cannot apply'")
+                             hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Weights read at each "
+                                  "column'")
         if name == "gower" and is_vector(params.get("cat")):
             from ..errors import InputError
             raise InputError("Gower's distance with both weights and categorical columns is "
