@@ -73,6 +73,9 @@ class Bound:
     drop_zeros: bool = False
     on_device: bool = False
     memos: dict = field(default_factory=dict)
+    # κ(w) of each weighted step (TwoPassUnion.weight), by the op's key: a float64 vector
+    # over the columns (the operands' columns are then never compressed)
+    weights: dict = field(default_factory=dict)
 
     def memo(self, key) -> dict:
         """The memo of operand ``key`` (a :class:`CallMemo` for one bound without memos)."""

@@ -94,17 +94,18 @@ SELECT_BYTES = 24
 DEFAULT_WORKING_MEMORY = 512 * 2**20
 
 
-def compress_columns(data: dict, ncols: int) -> dict:
+def compress_columns(data: dict, ncols: int, weighted: bool = False) -> dict:
     """The operands over only the columns some operand stores, renumbered in order.
 
     Unstored columns hold the fill in every row, so dropping them changes no
     product as long as the count of columns k stays ``ncols`` (the steps take it
     separately). Done when k is much larger than the number of stored entries, so
     that nothing sized by k (a CSC pointer array, a dense row) is ever allocated
-    for a 3 × 10⁸ input with three nonzeros.
+    for a 3 × 10⁸ input with three nonzeros. Not for a plan with column weights
+    (``weighted``: kernels read κ(w) at the column's index).
     """
     total = sum(v.nnz for v in {id(v): v for v in data.values()}.values())
-    if ncols <= max(COMPRESS_FACTOR * total, COMPRESS_MIN_COLUMNS):
+    if weighted or ncols <= max(COMPRESS_FACTOR * total, COMPRESS_MIN_COLUMNS):
         return data
     cols = np.unique(np.concatenate([v.indices for v in data.values()] or [np.zeros(0, np.int64)]))
     itype = np.int32 if cols.size < 2**31 - 1 else np.int64
@@ -148,7 +149,7 @@ class CPUPrepared:
             fixed = {}
             for step in b.plan.steps:
                 if all(side == "right" for side, _ in step.sides):
-                    fixed[step.name] = self.backend.run_step(step, {}, b.data, b.ncols)
+                    fixed[step.name] = self.backend.run_step(step, {}, b.data, b.ncols, b.weights)
             self._right = (c0, c1, b, fixed)
         return self._right[2], self._right[3]
 
@@ -171,7 +172,7 @@ class CPUBackend:
         data = {}
         for k, v in bound.data.items():
             data[k] = _host(v)
-        data = compress_columns(data, bound.ncols)
+        data = compress_columns(data, bound.ncols, bool(bound.weights))
         return CPUPrepared(self, bound.with_data(data), exact)
 
     def run_tile(self, p: CPUPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
@@ -181,7 +182,7 @@ class CPUBackend:
         results = dict(fixed)
         for step in plan.steps:
             if step.name not in results:
-                results[step.name] = self.run_step(step, left, b.data, b.ncols)
+                results[step.name] = self.run_step(step, left, b.data, b.ncols, b.weights)
         out = np.asarray(self.epilogue(plan.epilogue, results, b.ncols), dtype=np.float64)
         kind = plan.output_kind
         out = shape_output(out, kind, r1 - r0, c1 - c0)
@@ -242,8 +243,10 @@ class CPUBackend:
 
     # -- steps ---------------------------------------------------------------
 
-    def run_step(self, step, left_data: dict, right_data: dict, ncols: int) -> np.ndarray:
-        """Run one step; ``left_data`` holds the current row block of the left operands."""
+    def run_step(self, step, left_data: dict, right_data: dict, ncols: int,
+                 weights: dict | None = None) -> np.ndarray:
+        """Run one step; ``left_data`` holds the current row block of the left operands;
+        ``weights``: κ(w) of the weighted steps (Bound.weights)."""
         node = step.node
         if isinstance(node, ir.RowReduce):
             data = left_data if step.kind == "col" else right_data
@@ -253,6 +256,8 @@ class CPUBackend:
         if isinstance(node, ir.Intersect):
             return self.intersect(left, right, node)
         if isinstance(node, ir.TwoPassUnion):
+            if node.weight is not None:
+                return self.union2(left, right, node, ncols, (weights or {})[node.weight.key])
             return self.union2(left, right, node, ncols)
         raise BackendError(f"the CPU backend has no kernel for {type(node).__name__}")
 
@@ -291,7 +296,10 @@ class CPUBackend:
                 ufunc.at(out, flat, vals)
         return out.reshape(m, n)
 
-    def union2(self, a: Operand, b: Operand, node: ir.TwoPassUnion, ncols: int) -> np.ndarray:
+    def union2(self, a: Operand, b: Operand, node: ir.TwoPassUnion, ncols: int,
+               weight=None) -> np.ndarray:
+        """``weight``: κ(w) over the columns, each column's term multiplied by it (a
+        weighted step: ⊕ = plus, corner 0)."""
         m, n = a.shape[0], b.shape[0]
         ufunc, e = node.add.ufunc, node.add.identity_value
         out = np.full((m, n), node.corner if node.corner_absorbed else e, dtype=np.float64)
@@ -300,6 +308,8 @@ class CPUBackend:
         for j0, j1 in _row_chunks(b.csr, per_nnz_bytes=8 * 3 * max(m, 1), budget=self.budget):
             s, t = b.csr.indptr[j0], b.csr.indptr[j1]
             vals = apply_binary(node.mul, a_dense[:, b.csr.indices[s:t]], b.csr.data[s:t][None, :])
+            if weight is not None:
+                vals = vals * weight[b.csr.indices[s:t]][None, :]
             ptr = b.csr.indptr[j0:j1 + 1] - s
             out[:, j0:j1] = ufunc(out[:, j0:j1], _segment_reduce(ufunc, vals, ptr, e, axis=1))
         # Pass 2: A's stored columns against B's (dense) rows; columns stored
@@ -311,6 +321,8 @@ class CPUBackend:
         for j0, j1 in _even_chunks(n, max(1, self.budget // per_row)):
             b_dense = _dense(Operand(b.csr[j0:j1], b.fill))
             vals = apply_binary(node.mul, a.csr.data[:, None], b_dense[:, a.csr.indices].T)
+            if weight is not None:
+                vals = vals * weight[a.csr.indices][:, None]
             if direct:
                 stored = _pattern(b.csr[j0:j1]).toarray()[:, a.csr.indices].T > 0
                 vals = np.where(stored, e, vals)

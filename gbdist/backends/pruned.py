@@ -62,7 +62,8 @@ class Pairs:
         self.b, self.plan, self.dtype = bound, plan, np.dtype(dtype)
         self.be = be = CPUBackend()
         self.lkey, self.rkey = exact.operand_pair(plan)
-        data = compress_columns({k: _host(v) for k, v in bound.data.items()}, bound.ncols)
+        data = compress_columns({k: _host(v) for k, v in bound.data.items()}, bound.ncols,
+                                  bool(bound.weights))
         self.data, self.ncols = data, bound.ncols
         self.left, self.right = data[self.lkey], data[self.rkey]
         self.m, self.n = self.left.shape[0], self.right.shape[0]

@@ -23,9 +23,17 @@ so the decision of the product (intersection, union correction, expansion ...) a
 of f₁: a weight that is 0 or positive changes no decision. f(x, 0; w), f(0, y; w) and
 f(0, 0; w) are kept, with w symbolic, for ``explain``.
 
-A ⊗ that reads a column operand otherwise (degree 0: a weighted count such as
-Σ w·[x ≠ y], Canberra's w·|x − y|/(|x| + |y|)) would need a kernel that reads the
-vector at each column; there is none yet, and such a product is refused with an
+A ⊗ ⊕-ed by plus that reads a column operand otherwise, as a *column factor* (degree 0:
+a weighted count Σ w·[x ≠ y], Canberra's w·|x − y|/(|x| + |y|), Gower's clipped term
+w·min(|x − y|·s, 1)),
+
+    f(x, y; w) = κ(w)·f₁(x, y)        with κ read off a factor of column operands only,
+
+is a *weighted* product: the column-free f₁ with each column's term multiplied by κ(w_c)
+(:attr:`ir.MxM.weight`), which the planner sums directly over the union
+(:class:`ir.TwoPassUnion` with a weight; the kernels read κ(w) at each column as a bound
+vector). It needs f₁(0, 0) = 0 (a column stored in neither row adds nothing); the identity
+is proven like a scaling. Any other use of a column operand is refused with an
 AnalysisError that says so. Each scaled operand is one binding (its name keeps the
 operand's), so an operand may be read with one scale per expression.
 """
@@ -36,10 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ir
+from . import colfactor, ir
 from ..algebra import columns as cols
 from ..algebra.lazy import sympy as sp
 from ..errors import AnalysisError
+from .colfactor import _check, _tidy, _written_core  # noqa: F401 - shared with colfactor
 
 
 @dataclass(frozen=True)
@@ -53,11 +62,19 @@ class ColumnDecision:
     degree: object  # d: f₁(t·x, t·y) = t^d·f₁(x, y)
     scale: object  # s(w)
     fills: tuple  # (f(x, 0; w), f(0, y; w), f(0, 0; w)) for a product; () for an apply
-    proof: object  # the Proof of f₁(s·x, s·y) = f(x, y; w)
+    proof: object  # the Proof of f₁(s·x, s·y) = f(x, y; w) (of κ(w)·f₁ = f when weighted)
+    weighted: bool = False  # scale is the column factor κ(w): f = κ(w)·f₁ (MxM.weight)
 
     def lines(self) -> list[str]:
         show = _show
-        out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}",
+        out = [f"{self.written}: reads {', '.join(c.describe() for c in self.columns)}"]
+        if self.weighted:
+            return out + [f"  f = {show(self.formula)} = κ(w)·f₁ with f₁ = {show(self.core)} "
+                          f"and the column factor κ(w) = {show(self.scale)}: each column's "
+                          "term weighted by κ(w_c), summed directly over the union (no "
+                          "correction; the kernels read κ(w) at each column)",
+                          f"  proof: {_show(self.proof)}"]
+        out = [out[0],
                f"  f = {show(self.formula)};  f₁ = f at w = 1 = {show(self.core)}, "
                + (f"homogeneous of degree {show(self.degree)}" if self.degree is not None
                   else "not homogeneous: s is the factor that scales the values inside f"),
@@ -144,8 +161,8 @@ def _scaling(op, what: str):
             expected="f(x, y; w) = f₁(s(w)·x, s(w)·y): a weight of a ⊗ that is homogeneous in "
                      "(x, y) (|x − y|^p, (x − y)², x·y, ...)",
             got=f"{_show(f)}: {why}",
-            hint="weighted counts (Σ w·[x ≠ y]) and scale-free terms (Canberra) need a kernel "
-                 "that reads the vector at each column, which gbdist does not have yet")
+            hint="a weight that multiplies a ⊗ ⊕-ed by plus (w·[x ≠ y], w·Canberra's term, "
+                 "with f(0, 0) = 0) is read at each column by the kernel: write it as a factor")
     scale = kappa if degree == 1 else sp.Pow(kappa, 1 / degree)
     scale = _tidy(scale)
     scaled = core.xreplace({vd: scale * vd for _, vd in variables})
@@ -197,91 +214,6 @@ def _inner_scaling(op, f, f_on, core, syms, variables, back):
         if proof.holds:
             return proof, kappa
     return None
-
-
-def _written_core(f, syms):
-    """f with every column operand set to 1, as written, without the factors and powers
-    of 1 that leaves (w·|x − y|^p gives |x − y|^p, the unweighted op itself)."""
-    from ..algebra.formulas import bottom_up, build, substitute
-    one = sp.Integer(1)
-    e = substitute(f, {s: one for s in syms})
-
-    def rebuilt(node, args):
-        if isinstance(node, sp.Pow) and args[0] == one:
-            return one
-        if isinstance(node, sp.Mul):
-            kept = [a for a in args if a != one]
-            if not kept:
-                return one
-            return kept[0] if len(kept) == 1 else sp.Mul(*kept)
-        if all(a is b for a, b in zip(args, node.args)):
-            return node
-        return node.func(*args)
-
-    return build(lambda: bottom_up(e, rebuilt))
-
-
-def _tidy(e):
-    try:
-        from ..algebra.proofs import budget
-        with budget():
-            out = sp.powsimp(sp.simplify(e), force=False)
-        return out
-    except Exception:  # noqa: BLE001 - kept as derived
-        return e
-
-
-def _check(claim: str, lhs, rhs, domain: str):
-    """A Proof of lhs = rhs over x, y (in ``domain``) and the column operands (in theirs):
-    sympy first, else a seeded numeric check as written (IEEE) with w = 0 among the points."""
-    from ..algebra.proofs import Proof, budget
-    from ..algebra.formulas import on_domain
-    try:
-        with budget():
-            d = sp.simplify(on_domain(lhs, domain) - on_domain(rhs, domain))
-        if d == 0:
-            return Proof(claim, lhs, rhs, domain, "sympy", True)
-    except Exception:  # noqa: BLE001 - undecided: the numeric check decides
-        pass
-    ok, detail = _numeric(lhs, rhs, domain)
-    return Proof(claim, lhs, rhs, domain, "numeric (seeded; x, y and w sampled, w = 0 "
-                 "included)", ok, detail)
-
-
-NUMERIC_POINTS = 3000
-
-
-def _numeric(lhs, rhs, domain: str) -> tuple[bool, str]:
-    from ..algebra.evaluate import evaluate
-    rng = np.random.default_rng(2026)
-    special = np.array([0.0, 1.0, 2.0, 0.5, 3.7, 1e-3, 1e3])
-    n = NUMERIC_POINTS
-    env = {}
-    for name in ("x", "y"):
-        v = np.concatenate([np.repeat(special, 1), rng.uniform(0, 5, n - special.size)])
-        if domain != "nonnegative":
-            v = v * rng.choice([-1.0, 1.0], size=n)
-        rng.shuffle(v)
-        env[name] = v
-    for s in (lhs.free_symbols | rhs.free_symbols):
-        col = cols.parse(s.name)
-        if col is None:
-            continue
-        v = np.concatenate([special, rng.uniform(0, 4, n - special.size)])
-        if col.positive:
-            v[v == 0] = 0.25
-        rng.shuffle(v)
-        env[s.name] = v
-    with np.errstate(all="ignore"):
-        a = np.broadcast_to(np.asarray(evaluate(lhs, env), dtype=np.float64), (n,))
-        b = np.broadcast_to(np.asarray(evaluate(rhs, env), dtype=np.float64), (n,))
-    same = (a == b) | (np.isnan(a) & np.isnan(b)) | (
-        np.abs(a - b) <= 1e-9 * np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300))
-    if same.all():
-        return True, ""
-    i = int(np.flatnonzero(~same)[0])
-    at = ", ".join(f"{k} = {env[k][i]:g}" for k in sorted(env))
-    return False, f"at {cols.show(at)}: {a[i]:g} != {b[i]:g}"
 
 
 # ---------------------------------------------------------------------------
@@ -394,7 +326,16 @@ def _rewrite(node, made: list) -> ir.Node:
         raise AnalysisError(f"{what}: column operands need the form mxm(A, B.T, ...)",
                             got=ir.to_text(node), hint="the column index k must be a column of "
                             "both operands")
-    core, scale, degree, proof, f1, s, X, Y = scaling(sr.mul, what)
+    try:
+        core, scale, degree, proof, f1, s, X, Y = scaling(sr.mul, what)
+    except AnalysisError:
+        found = colfactor.factor(sr.mul, what) if sr.add.name == "plus" else None
+        if found is None:
+            raise
+        core, weight, proof, f1, kappa = found
+        made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, sr.mul.formula, f1, None,
+                                   kappa, (), proof, weighted=True))
+        return ir.MxM(node.left, node.right, Semiring(core, sr.add, sr.annihilator, sr.name), node.span, weight)
     f = sr.mul.formula
     fills = (f.xreplace({Y: 0}), f.xreplace({X: 0}), f.xreplace({X: 0, Y: 0}))
     made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, f, f1, degree, s,

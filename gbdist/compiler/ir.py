@@ -263,6 +263,9 @@ class MxM(Node):
     right: Node
     semiring: Semiring
     span: Span | None = field(default=None, repr=False)
+    # κ(w), an op over column operands only: C[i, j] = Σ_k κ(w_k)·(left[i, k] ⊗ right[k, j])
+    # (compiler/colfactor.py: f(x, y; w) = κ(w)·f₁(x, y)); None: unweighted
+    weight: Op | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -343,6 +346,10 @@ class TwoPassUnion(Node):
     add: Monoid
     corner: float  # f(za, zb): the value of a column stored in neither row
     corner_absorbed: bool  # ⊕(corner, f) == f always: start every output at corner
+    # κ(w) (⊕ = plus, corner 0): each column's term multiplied by κ(w_k), a dense vector
+    # over the columns the backends receive bound (Bound.weights, by the op's key); None:
+    # unweighted. Summed directly over the union: no correction, so nothing cancels
+    weight: Op | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -418,6 +425,8 @@ def column_operands(root: Node) -> tuple:
             cols.extend(n.scale.columns)
         elif isinstance(n, (MxM, MxV)):
             cols.extend(n.semiring.mul.columns)
+        if isinstance(n, (MxM, TwoPassUnion)) and n.weight is not None:
+            cols.extend(n.weight.columns)
         elif isinstance(n, Apply):
             cols.extend(n.op.columns)
     out = tuple(ColVector(c.name, c.positive, c.default, relative=c.relative)
@@ -474,7 +483,8 @@ _TEXT = {
     Vector: lambda n: n.name,
     Transpose: lambda n: f"{to_text(n.arg)}.T",
     Apply: lambda n: f"apply({n.op.name}, {to_text(n.arg)})",
-    MxM: lambda n: f"mxm({to_text(n.left)}, {to_text(n.right)}, {_sr_text(n.semiring)})",
+    MxM: lambda n: f"mxm({to_text(n.left)}, {to_text(n.right)}, {_sr_text(n.semiring)}"
+                   + (f", weight={n.weight.name}" if n.weight is not None else "") + ")",
     MxV: lambda n: f"mxv({to_text(n.matrix)}, {to_text(n.vector)}, {_sr_text(n.semiring)})",
     RowReduce: lambda n: f"reduce({to_text(n.arg)}, {n.monoid.name})",
     NCols: lambda n: f"ncols({to_text(n.arg)})",
@@ -483,6 +493,8 @@ _TEXT = {
     Intersect: lambda n: (f"intersect({to_text(n.left)}, {to_text(n.right)}, "
                           f"{n.mul.name}, {n.add.name}"
                           + (f", rank {len(n.expansion)}" if n.expansion else "") + ")"),
-    TwoPassUnion: lambda n: f"union2({to_text(n.left)}, {to_text(n.right)}, {n.mul.name}, {n.add.name})",
+    TwoPassUnion: lambda n: (f"union2({to_text(n.left)}, {to_text(n.right)}, {n.mul.name}, "
+                             f"{n.add.name}"
+                             + (f", weight={n.weight.name}" if n.weight is not None else "") + ")"),
     Ref: lambda n: n.name,
 }

@@ -293,6 +293,20 @@ def lower_product(left: ir.Node, right_rows: ir.Node, sr, a: Analysis,
     return out
 
 
+def weighted_product(left: ir.Node, right_rows: ir.Node, node: ir.MxM, a: Analysis) -> ir.Node:
+    """A weighted product (compiler/columns.py: ⊕_c κ(w_c)·f₁(a_c, b_c), ⊕ = plus): summed
+    directly over the union, each column's term multiplied by κ(w_c) as the kernel reads it;
+    a column stored in neither row adds κ(w)·f₁(za, zb), which must be 0."""
+    from ..errors import AnalysisError
+    corner = constant_value(a.C)
+    if node.semiring.add.name != "plus" or corner != 0:
+        raise AnalysisError("a column-weighted product needs ⊕ = plus and f₁(za, zb) = 0",
+                            got=f"⊕ = {node.semiring.add.name}, f₁(za, zb) = {corner:g}",
+                            hint="weight a ⊗ that is 0 where neither row stores the column")
+    return ir.TwoPassUnion(left, right_rows, node.semiring.mul, node.semiring.add, 0.0, True,
+                           node.weight)
+
+
 def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
     """Type-check, analyse every product, lower, and split into steps + epilogue."""
     from .analysis import analyze
@@ -328,6 +342,8 @@ def make_plan(expr: ir.Node, default_roles: dict | None = None) -> Plan:
             left, right = _canonical(node.left), _canonical(node.right, transpose=True)
             a = analyze(node.semiring, operand_fill(node.left), operand_fill(right))
             products.append(ProductDecision(node, a))
+            if node.weight is not None:
+                return weighted_product(left, right, node, a)
             return lower_split(node, lower_product(left, right, node.semiring, a, budget(node)))
         if isinstance(node, ir.MxV):
             left, right = _canonical(node.matrix), _canonical(node.vector)

@@ -230,6 +230,9 @@ def _decide(plan: Plan) -> Pruning:
         # rows share is not read off the operands the search sees
         return _no("a row transform (mahalanobis, haversine) maps the rows before the "
                    "products: the stored columns of the mapped rows are not the operands'")
+    if any(getattr(st.node, "weight", None) is not None for st in plan.steps):
+        return _no("a column-weighted product (κ(w) read at each column): its row summaries "
+                   "would need the weights too")
     try:
         with analysis_budget(PROOF_BUDGET_S):
             return _derive(plan)

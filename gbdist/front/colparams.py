@@ -35,18 +35,14 @@ WEIGHTED = {
     "russellrao": "weighted_russellrao", "yule": "weighted_yule",
     "rogerstanimoto": "weighted_rogerstanimoto", "sokalmichener": "weighted_rogerstanimoto",
     "sokalsneath": "weighted_sokalsneath", "matching": "weighted_matching",
-    "correlation": "weighted_correlation",
+    "correlation": "weighted_correlation", "canberra": "weighted_canberra",
+    "hamming": "weighted_hamming",
 }
 
 # SciPy's metrics that take w= and that gbdist's algebra cannot weight (yet): the reason.
-# A column operand is applied by scaling each column's values (f(x, y; w) = f₁(s·x, s·y));
-# these need the vector read at each column by the kernel, which no backend does.
-NOT_WEIGHTED = {
-    "canberra": "its term |x − y| / (|x| + |y|) is unchanged when x and y are scaled, so a "
-                "weight cannot be moved into the values",
-    "hamming": "a weighted count Σ w·[x ≠ y] of unequal values is not a scaling of the values "
-               "(on boolean rows, 'weighted_matching' is SciPy's hamming with w=)",
-}
+# (Every one of SciPy's has a form now: canberra and hamming through a column factor read
+# by the kernels, compiler/columns.py.)
+NOT_WEIGHTED: dict = {}
 
 
 # Defaults of a k × k matrix parameter (whiten's VI): the inverse covariance of the rows of
@@ -86,8 +82,8 @@ def route(name: str, params: dict) -> str:
             raise InputError(f"SciPy's w= (per-column weights) is not available for "
                              f"{name!r} in gbdist", got="w= a vector",
                              expected="w= with " + ", ".join(sorted(WEIGHTED)),
-                             hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Weights gbdist "
-                                  "cannot apply'")
+                             hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Weights read at each "
+                                  "column'")
         if name == "gower" and is_vector(params.get("cat")):
             from ..errors import InputError
             raise InputError("Gower's distance with both weights and categorical columns is "

@@ -238,10 +238,10 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
 
 
 def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,
-                   derive) -> None:
-    """The column operands checked (or computed from the data as they default), and each
+                   derive, steps, weights: dict) -> None:
+    """The column operands checked (or computed from the data as they default), each
     scaled operand's values multiplied by its scale s(w) at their columns
-    (:mod:`gbdist.runtime.columns`)."""
+    (:mod:`gbdist.runtime.columns`), and each weighted step's κ(w) put in ``weights``."""
     scaled = {n: s for n, s in needed.items() if isinstance(s, ir.ColScaled)}
     vectors = columns.bind_columns(needed, inputs, {n: raw[n] for n in base}, labels)
     mapped = {n: s for n, s in needed.items() if isinstance(s, ir.Mapped)}
@@ -250,6 +250,9 @@ def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: di
             m = base[name]
             base[name] = derive(name, ("mapped", columns.mapped_digest(node, vectors)),
                                 lambda m=m, node=node: columns.map_rows(node, m, vectors))
+    weighted = {st.node.weight.key: st.node.weight for st in steps
+                if isinstance(st.node, ir.TwoPassUnion) and st.node.weight is not None}
+    weights.update({k: columns.scale_vector(op, vectors) for k, op in weighted.items()})
     for name, node in scaled.items():
         s = columns.scale_vector(node.scale, vectors)
         m = base[name]
@@ -368,7 +371,8 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
         m = base[name]
         base[name] = derive(name, ("normalise",), lambda m=m, name=name: _with_values(
             m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
-    _scale_columns(needed, inputs, base, raw, labels, derive)  # the values the plan reads
+    weights: dict = {}  # κ(w) of the weighted steps, by the op's key
+    _scale_columns(needed, inputs, base, raw, labels, derive, plan.steps, weights)
     if conditioning is not None and xp is np:
         # the accuracy rule (not for the numeric checks' raw runs). Not on the GPU yet: its
         # statistics are host NumPy, and the CUDA pass for a directly summed plus union is
@@ -418,4 +422,4 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
     for key, checked in unchecked.items():  # never again for this operand and plan
         memos[key][checked] = True
     return Bound(plan, data, m, n, ncols, frozenset(left_keys), dt, as_run, raw,
-                 facts, drop_zeros, on_device, memos)
+                 facts, drop_zeros, on_device, memos, weights)

@@ -200,7 +200,7 @@ def test_bad_vectors_are_refused():
 
 def test_a_weight_that_is_not_a_scaling_is_refused():
     w = gb.column("w")
-    hamming_w = gb.op("w_ne", lambda x, y: w * gb.where(x != y, 1, 0))
+    hamming_w = gb.op("w_ne", lambda x, y: gb.where(x != y, w, 1))  # w·[x ≠ y]: a factor
     A, B = gb.matrices("A B")
     with pytest.raises(AnalysisError, match="not a per-column scaling"):
         gb.compile(gb.mxm(A, B.T, gb.semiring(hamming_w, gb.ops.plus)))

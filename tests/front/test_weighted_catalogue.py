@@ -100,17 +100,10 @@ metric my_wmean_sq(A, B; w = 1) requires w >= 0 and mean(w) == 1 =
     np.testing.assert_allclose(D, ((X[:, None] - Y[None]) ** 2).mean(-1), rtol=1e-12)
 
 
-@pytest.mark.parametrize("metric", ("canberra", "hamming"))
-def test_scipy_weights_gbdist_cannot_apply_are_refused_with_the_reason(metric):
-    X, Y, w = _bool_data(4)
-    with pytest.raises(InputError, match="not available") as e:
-        gb.pairwise_distances(X, Y, metric=metric, w=w)
-    assert e.value.hint
-
-
-def test_a_weighted_count_of_unequal_values_is_still_refused_in_the_algebra():
+def test_a_weight_that_is_neither_a_scaling_nor_a_factor_is_refused_in_the_algebra():
+    # (weighted counts w·[x ≠ y] are column factors now: tests/front/test_column_factor.py)
     w = gb.column("w")
-    op = gb.op("w_ne2", lambda x, y: w * gb.where(x != y, 1, 0))
+    op = gb.op("w_ne2", lambda x, y: gb.where(x != y, w, 1))
     A, B = gb.matrices("A B")
     with pytest.raises(AnalysisError, match="not a per-column scaling"):
         gb.compile(gb.mxm(A, B.T, gb.semiring(op, gb.ops.plus)))

@@ -130,6 +130,14 @@ class CompiledPrepared:
     alone is kept in that operand's memo (``Bound.memos``): a prepared operand pays for it
     in its first call only (:mod:`gbdist.runtime.prepared`)."""
 
+    def weights(self) -> np.ndarray:
+        """κ(w) of the weighted steps, one row each (the kernels' ``wts``; 1 × 1 when none)."""
+        if self._wts is None:
+            keys = self.gen.weights
+            self._wts = np.stack([np.asarray(self.bound.weights[k], np.float64) for k in keys]) \
+                if keys else np.zeros((1, 1))
+        return self._wts
+
     def __init__(self, bound: Bound, exact_pass: bool):
         plan = bound.plan
         self.bound = bound
@@ -140,6 +148,7 @@ class CompiledPrepared:
         self.value = exact.self_value(plan).value if self.pair is not None else None
         self.K = bound.ncols
         self.Kw = bound.width
+        self._wts = None
         data = bound.data
         self.values = {}
         self.chains = {}  # operand index -> the key of its apply chain
@@ -334,7 +343,7 @@ class CompiledCPUBackend(CPUBackend):
                              "backend has one kernel per primitive",
                              hint="use backend='cuda', or strategy='auto'")
         data = one_index_type(compress_columns({k: _host(v) for k, v in bound.data.items()},
-                                               bound.ncols))
+                                               bound.ncols, bool(bound.weights)))
         return CompiledPrepared(bound.with_data(data), exact)
 
     def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
@@ -365,7 +374,7 @@ class CompiledCPUBackend(CPUBackend):
         else:
             out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
             kernel = p.mod.gb_planes
-        head = (*arrays, colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out, base,
+        head = (*arrays, p.weights(), colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out, base,
                 sp is not None, out32, o32)
         # the work: each cell reads about a left row's entries (fewer for a gather)
         lrows = b.data[next(iter(b.left_keys))] if b.left_keys else None

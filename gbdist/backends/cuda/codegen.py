@@ -328,6 +328,10 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         with sp.evaluate(False):  # as written: x/x must stay NaN at 0, x/y a division
             mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
         union = isinstance(n, ir.TwoPassUnion)
+        if union and n.weight is not None:
+            raise BackendError("the CUDA backend has no kernel for a column-weighted product "
+                               "yet", got=f"each column's term weighted by {n.weight.name}",
+                               hint="backend='auto' runs it on the CPU; or backend='cpu'")
         if union and not n.add.idempotent and not (n.add.invertible and DIRECT_UNION):
             raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is "
                                "not idempotent", got=f"⊕ = {n.add.name} over the union of stored columns "
