@@ -14,7 +14,8 @@
 // whether j stores the column too) and of row j's (counted only where row i lacks the
 // column); the lanes' partial ⊕ and shared-column counts are then combined by shuffles.
 // out[t] is the ⊕ without the corner f(z_A, z_B) (the caller adds it from the count of
-// columns neither row stores, ncols - (nnz_i + nnz_j - shared[t])).
+// columns neither row stores, ncols - (nnz_i + nnz_j - shared[t])). A grid-stride loop
+// over the pairs (the launch caps its blocks).
 
 #ifndef GB_PRUNED_PLAN_CUH
 #define GB_PRUNED_PLAN_CUH
@@ -36,46 +37,49 @@ __global__ void gb_prune_union(const I* __restrict__ Ap, const int* __restrict__
                                long long npairs, double* __restrict__ out,
                                long long* __restrict__ shared) {
   typedef typename U::A A;
-  const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
-  if (w >= npairs) return;  // the whole warp: w is the same for its 32 lanes
-  const long long i = pi[w], j = pj[w];
-  const long long a0 = (long long)Ap[i], a1 = (long long)Ap[i + 1];
-  const long long b0 = (long long)Bp[j], b1 = (long long)Bp[j + 1];
-  A acc = U::identity();
-  long long cnt = 0;
-  for (long long p = a0 + lane; p < a1; p += 32) {
-    const int c = Aj[p];
-    long long lo = b0, hi = b1;  // the first position of row j with column >= c
-    while (lo < hi) {
-      const long long mid = (lo + hi) >> 1;
-      if (Bj[mid] < c) lo = mid + 1; else hi = mid;
+  const long long stride = ((long long)gridDim.x * blockDim.x) >> 5;
+  // w is the same for a warp's 32 lanes: the loop and the shuffles run warp-uniform
+  for (long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < npairs;
+       w += stride) {
+    const long long i = pi[w], j = pj[w];
+    const long long a0 = (long long)Ap[i], a1 = (long long)Ap[i + 1];
+    const long long b0 = (long long)Bp[j], b1 = (long long)Bp[j + 1];
+    A acc = U::identity();
+    long long cnt = 0;
+    for (long long p = a0 + lane; p < a1; p += 32) {
+      const int c = Aj[p];
+      long long lo = b0, hi = b1;  // the first position of row j with column >= c
+      while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (Bj[mid] < c) lo = mid + 1; else hi = mid;
+      }
+      const A x = U::left(Ax[p]);
+      if (lo < b1 && Bj[lo] == c) {
+        acc = U::combine(acc, U::f(x, U::right(Bx[lo])));
+        ++cnt;
+      } else {
+        acc = U::combine(acc, U::f(x, U::zb()));
+      }
     }
-    const A x = U::left(Ax[p]);
-    if (lo < b1 && Bj[lo] == c) {
-      acc = U::combine(acc, U::f(x, U::right(Bx[lo])));
-      ++cnt;
-    } else {
-      acc = U::combine(acc, U::f(x, U::zb()));
+    for (long long q = b0 + lane; q < b1; q += 32) {
+      const int c = Bj[q];
+      long long lo = a0, hi = a1;
+      while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (Aj[mid] < c) lo = mid + 1; else hi = mid;
+      }
+      if (!(lo < a1 && Aj[lo] == c)) acc = U::combine(acc, U::f(U::za(), U::right(Bx[q])));
     }
-  }
-  for (long long q = b0 + lane; q < b1; q += 32) {
-    const int c = Bj[q];
-    long long lo = a0, hi = a1;
-    while (lo < hi) {
-      const long long mid = (lo + hi) >> 1;
-      if (Aj[mid] < c) lo = mid + 1; else hi = mid;
-    }
-    if (!(lo < a1 && Aj[lo] == c)) acc = U::combine(acc, U::f(U::za(), U::right(Bx[q])));
-  }
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    acc = U::combine(acc, __shfl_xor_sync(0xffffffffu, acc, off));
-    cnt += __shfl_xor_sync(0xffffffffu, cnt, off);
-  }
-  if (lane == 0) {
-    out[w] = (double)acc;
-    shared[w] = cnt;
+    for (int off = 16; off > 0; off >>= 1) {
+      acc = U::combine(acc, __shfl_xor_sync(0xffffffffu, acc, off));
+      cnt += __shfl_xor_sync(0xffffffffu, cnt, off);
+    }
+    if (lane == 0) {
+      out[w] = (double)acc;
+      shared[w] = cnt;
+    }
   }
 }
 
