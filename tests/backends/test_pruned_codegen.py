@@ -96,3 +96,71 @@ def test_overlap_spgemm_compiles_for_every_prunable_metric():
             r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
                                 os.path.join(d, f"s{t}.ptx"), path], capture_output=True, text=True)
             assert r.returncode == 0, (name, r.stderr[-2000:])
+
+
+def _plan_kernels(storage):
+    """(metric, generated pruned_plan source) of every named metric the proof prunes, and
+    of a user-defined max metric (a two-pass union whose one-sided terms are not |x|)."""
+    import gbdist as gb
+    from gbdist.backends.cuda import pruned_plan
+    from gbdist.compiler.pruning import pruning
+    from gbdist.pairwise import metric_program
+    gb.define("op prune_maxw(x, y) = abs(2 * x - y)\n"
+              "metric prune_maxw_m(A, B) = mxm(A, B.T, semiring(prune_maxw, max))")
+    out = []
+    for name in sorted(gb.metric_names()):
+        try:
+            plan = metric_program(name).plan
+        except Exception:  # noqa: BLE001 - metrics that need parameters
+            continue
+        if pruning(plan).applies:
+            out.append((name, pruned_plan.kernels(plan, storage)))
+    return out
+
+
+def test_plan_kernels_source(isolated_definitions):
+    """The generated summaries / maps / unions: NVRTC-clean, one summary per row-reduction
+    step and two per two-pass union, and chebyshev's union struct as derived."""
+    import numpy as np
+    from gbdist.backends.cuda import pruned_plan
+    cases = dict(_plan_kernels(np.float32))
+    assert {"chebyshev", "cosine", "jensenshannon", "prune_maxw_m"} <= set(cases)
+    for name, pk in cases.items():
+        assert "#include" not in pk.source, name
+        assert not re.search(r"\bM_[A-Z0-9_]+\b|\bHUGE_VAL\b|\bINFINITY\b|\bNAN\b", pk.source), name
+        names = pruned_plan.names(pk, "int")
+        assert len(names) == len(set(names)) == len(pk.sums) + len(pk.unions) + sum(
+            m is not None for m in pk.maps.values())
+    cheb = cases["chebyshev"]
+    assert [(s[0], s[1]) for s in cheb.sums] == [("col", "t0a"), ("row", "t0b")]
+    assert "fabs(x - y)" in cheb.source and "gb_max<double>(x, y)" in cheb.source
+    assert "fabs(2*x - y)" in cases["prune_maxw_m"].source
+
+
+@pytest.mark.nvcc
+def test_plan_kernels_compile(isolated_definitions):
+    """Every instantiation of the generated source compiles (nvcc, sm_90): chebyshev in
+    float / int and jensenshannon (apply chains) in double / long long by default, every
+    prunable metric in both with GBDIST_SLOW_TESTS=1."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    import numpy as np
+    from gbdist.backends.cuda import pruned_plan
+    slow = os.environ.get("GBDIST_SLOW_TESTS") == "1"
+    jobs = []
+    for storage, itype, few in ((np.float32, "int", "chebyshev"),
+                                (np.float64, "long long", "jensenshannon")):
+        jobs += [(n, pk, itype) for n, pk in _plan_kernels(storage) if slow or n == few]
+    assert len(jobs) >= 2
+    with tempfile.TemporaryDirectory() as d:
+        for t, (name, pk, itype) in enumerate(jobs):
+            names = pruned_plan.names(pk, itype)
+            keep = ", ".join(f"(const void*)&{n}" for n in names)
+            path = os.path.join(d, f"p{t}.cu")
+            with open(path, "w") as f:
+                f.write(pk.source + f"\nconst void* gb_instantiate[] = {{ {keep} }};\n")
+            r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
+                                os.path.join(d, f"p{t}.ptx"), path], capture_output=True, text=True)
+            assert r.returncode == 0, (name, r.stderr[-2000:])
+            ptx = open(os.path.join(d, f"p{t}.ptx")).read()
+            assert ptx.count(".entry") == len(names), name

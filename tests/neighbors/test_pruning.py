@@ -252,3 +252,30 @@ def test_rows_outside_the_proofs_domain(name, spy, monkeypatch):
     for (d0, i0), (d1, i1) in zip(out["never"], out["always"]):
         assert_allclose(d1, d0, rtol=1e-12, atol=0, equal_nan=True)
         assert_array_equal(i1, i0)
+
+
+MAX_METRIC = ("op prune_maxw(x, y) = abs(2 * x - y)\n"
+              "metric prune_maxw_m(A, B) = mxm(A, B.T, semiring(prune_maxw, max))")
+
+
+@pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
+def test_user_max_metric_pruned_through_a_two_pass_union(self_join, spy, monkeypatch,
+                                                          isolated_definitions):
+    """A user-defined ⊕ = max metric whose one-sided terms are not the identity
+    (f(x, 0) = |2x|, f(0, y) = |y|): a two-pass union, pruned through its two summaries
+    (h = max(L0, R0), ties across keys everywhere), the same answer as brute force."""
+    gb.define(MAX_METRIC)
+    p = pruning(metric_program("prune_maxw_m").plan)
+    assert p.applies and p.order == "key" and p.h == "Max(L0, R0)"
+    rng = np.random.default_rng(12)
+    X = sparse_rows(rng, 70, 300, "real")
+    Y = None if self_join else np.vstack([sparse_rows(rng, 40, 300, "real"), X[[4, 9]]])
+    Yd = X if Y is None else Y
+    R = np.array([[np.max(np.abs(2 * a - b)) for b in Yd] for a in X])  # NumPy brute force
+    monkeypatch.setenv("GBDIST_PRUNE", "always")
+    d, i = gb.knn(sps.csr_matrix(X), None if Y is None else sps.csr_matrix(Y), k=5,
+                  metric="prune_maxw_m", backend="cpu")
+    assert spy
+    Rd, Ri = brute(R, 5, self_join)
+    assert_allclose(d, Rd, rtol=0, atol=0)
+    assert_array_equal(i, Ri)

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-FEW = ["cosine", "manhattan", "hamming"]
+FEW = ["cosine", "manhattan", "hamming", "chebyshev", "prune_maxw_m"]  # two unions
 MORE = ["euclidean", "jaccard", "jensenshannon", "rogerstanimoto", "braycurtis", "canberra",
         "dice", "hellinger", "inner_product", "russellrao", "sokalsneath", "yule", "matching",
-        "kulczynski1", "sqeuclidean", "kl_divergence", "sokalmichener"]  # GBDIST_SLOW_TESTS=1
+        "kulczynski1", "sqeuclidean", "kl_divergence", "sokalmichener", "weighted_chebyshev",
+        "cosine_sklearn", "gower", "minkowski", "seuclidean"]  # GBDIST_SLOW_TESTS=1
 
 
 @pytest.mark.parametrize("names", [FEW] + ([MORE] if os.environ.get("GBDIST_SLOW_TESTS") == "1"

@@ -18,10 +18,17 @@ decision, same answer, on CuPy data (kernels/pruned.cuh for the two per-row loop
 3. ``gb_prune_merge``: each row's kk best of its overlap row and its extra candidates by
    (distance, index), NaN last.
 
-Declines (returns None: the fused device search runs instead) for a two-pass union
-(chebyshev's max over the union of stored columns), column operands, kk > 32, more than
-MAX_GROUPS distinct summaries of irregular index rows, and a column count far above the
-stored entries.
+The row summaries, the apply chains of the overlap pass's operands and the two-pass
+unions (chebyshev's max over the union of stored columns) at overlapping pairs run in
+kernels generated from the plan (:mod:`gbdist.backends.cuda.pruned_plan`), on the device
+operands.
+
+Declines (returns None: the fused device search runs instead) for operands beyond the
+plan's pair, stored values other than float32/float64, kk > 32, more than MAX_GROUPS
+distinct summaries of irregular index rows, a column count far above the stored entries,
+a formula the CUDA printer cannot print, and more than DENSE_LIMIT cells of rows
+evaluated against every index row (ties across keys everywhere: max(L, R) at every
+R ≤ L).
 """
 from __future__ import annotations
 
@@ -33,9 +40,10 @@ import numpy as np
 from ...compiler import exact, ir
 from ...resources import read
 from .. import rows as host_rows
-from ..cpu import POINTWISE_NUMPY, CPUBackend, _host, bind_operand
+from ...errors import BackendError
+from ..cpu import POINTWISE_NUMPY
 from ..pruned import HUGE, MAX_GROUPS, TINY
-from . import cache, topk
+from . import cache, pruned_plan, topk
 
 MAX_K = 32  # the merge kernel's per-lane list
 PROFILE: dict = {}  # seconds per stage of the last search when profiling (benchmarks)
@@ -65,6 +73,7 @@ class _Stages:
         PROFILE[name] = PROFILE.get(name, 0.0) + now - self.t
         self.t = now
 DENSE_CELLS = 1 << 26  # cells of one chunk of dense rows (queries evaluated against all)
+DENSE_LIMIT = 1 << 32  # cells of all dense rows (more: the search declines)
 _NAMES = tuple(f"gb_prune_{w}<{p}{', 32' if w == 'merge' else ''}>"
                for w in ("free", "merge") for p in ("int", "long long"))
 
@@ -98,29 +107,25 @@ def _pointwise(cp):
 
 
 class _Device:
-    """The bound plan's pieces the device search reads: summaries (host, then uploaded),
-    the Intersect steps, the overlap pattern and values."""
+    """The bound plan's pieces the device search reads: the row summaries (computed on the
+    device operands, :mod:`gbdist.backends.cuda.pruned_plan`), the product steps, the
+    overlap pattern and values."""
 
-    def __init__(self, bound, dtype):
+    def __init__(self, bound, dtype, pk):
         import cupy as cp
-        self.cp, self.plan, self.dtype = cp, bound.plan, np.dtype(dtype)
+        self.cp, self.plan, self.dtype, self.pk = cp, bound.plan, np.dtype(dtype), pk
         self.lkey, self.rkey = exact.operand_pair(self.plan)
         self.ncols = bound.ncols
-        self.dev = {k: bound.data[k] for k in (self.lkey, self.rkey)}
-        host = {k: _host(v) for k, v in self.dev.items()}
-        self.host = host
-        be = CPUBackend()
-        self.col, self.row, self.mats = {}, {}, []
-        for st in self.plan.steps:
-            if st.kind == "col":
-                self.col[st.name] = cp.asarray(be.run_step(st, host, host, self.ncols)[:, 0])
-            elif st.kind == "row":
-                self.row[st.name] = cp.asarray(be.run_step(st, host, host, self.ncols)[0, :])
-            else:
-                self.mats.append(st)
-        self.m, self.n = host[self.lkey].shape[0], host[self.rkey].shape[0]
-        self.lnnz = cp.asarray(np.diff(host[self.lkey].indptr).astype(np.int64))
-        self.rnnz = cp.asarray(np.diff(host[self.rkey].indptr).astype(np.int64))
+        self.data = bound.data
+        self.lsum, self.rsum = pruned_plan.summaries(pk, bound.data, self.ncols)
+        self.col = {st.name: self.lsum[st.name] for st in self.plan.steps if st.kind == "col"}
+        self.row = {st.name: self.rsum[st.name] for st in self.plan.steps if st.kind == "row"}
+        self.mats = [st for st in self.plan.steps
+                     if isinstance(st.node, (ir.Intersect, ir.TwoPassUnion))]
+        L, R = bound.data[self.lkey], bound.data[self.rkey]
+        self.m, self.n = int(L.shape[0]), int(R.shape[0])
+        self.lnnz = cp.diff(L.indptr).astype(cp.int64)
+        self.rnnz = cp.diff(R.indptr).astype(cp.int64)
         self.value = exact.self_value(self.plan).value
         self.fns = _pointwise(cp)
 
@@ -128,28 +133,39 @@ class _Device:
 
     def overlaps(self):
         """(Cp int64, Cj int32, row of each entry int64, values float64) of every pair that
-        shares a column, rows sorted, values through the epilogue and the self value."""
+        shares a column, rows sorted, values through the epilogue and the self value. An
+        Intersect step's values are the SpGEMM's; a two-pass union's are taken over the
+        union of the pair's columns (``gb_prune_union``), its corner added."""
         cp = self.cp
-        mats, Cp, Cj = {}, None, None
+        mats, Cp, Cj, unions = {}, None, None, []
         for st in self.mats:
             node = st.node
-            C = _spgemm(bind_operand(node.left, self.host).csr,
-                        bind_operand(node.right, self.host).csr, node)
-            if Cp is None:
-                Cp, Cj = C.indptr.astype(cp.int64), C.indices
-            mats[st.name] = C.data
+            A, B = self.data[pruned_plan._key(node.left)], self.data[pruned_plan._key(node.right)]
+            if Cp is None or not isinstance(node, ir.TwoPassUnion):
+                C = _spgemm(A, pruned_plan.mapped(self.pk, st.name, "left", A),
+                            B, pruned_plan.mapped(self.pk, st.name, "right", B), node)
+                if Cp is None:  # the same pattern for every step (the operands' rows)
+                    Cp, Cj = C.indptr.astype(cp.int64), C.indices
+                mats[st.name] = C.data
+            if isinstance(node, ir.TwoPassUnion):
+                unions.append((st, A, B))
         if Cp is None:  # no product step: no pair is known to overlap
             Cp, Cj = cp.zeros(self.m + 1, dtype=cp.int64), cp.zeros(0, dtype=cp.int32)
         nnz = int(Cj.size)
         ri = cp.searchsorted(Cp, cp.arange(nnz, dtype=cp.int64), side="right") - 1
-        v = self.values(ri, Cj.astype(cp.int64), mats)
+        cj = Cj.astype(cp.int64)
+        for st, A, B in unions:
+            v, shared = pruned_plan.union_pairs(self.pk, st.name, A, B, ri, cj)
+            union = self.lnnz[ri] + self.rnnz[cj] - shared
+            mats[st.name] = pruned_plan.corner(cp, st.node, v, union, self.ncols)
+        v = self.values(ri, cj, mats)
         if self.value is not None and nnz:
             v = self._self_value(Cp, Cj, ri, v)
         return Cp, Cj, ri, v
 
     def _self_value(self, Cp, Cj, ri, v):
         cp = self.cp
-        L, R = self.dev[self.lkey], self.dev[self.rkey]
+        L, R = self.data[self.lkey], self.data[self.rkey]
         si, sj = host_rows.identical_pairs((L.indptr, L.indices, L.data),
                                            (R.indptr, R.indices, R.data), cp)
         if si.size == 0:
@@ -172,7 +188,16 @@ class _Device:
         cp = self.cp
         res = {}
         for st in self.mats:
-            res[st.name] = mats[st.name] if mats else cp.float64(st.node.add.identity_value)
+            node = st.node
+            if mats:
+                res[st.name] = mats[st.name]
+            elif isinstance(node, ir.TwoPassUnion):  # each row's entries meet the other's fill
+                u = getattr(cp, node.add.ufunc.__name__)(self.lsum[st.name + "a"][pi],
+                                                         self.rsum[st.name + "b"][pj])
+                res[st.name] = pruned_plan.corner(cp, node, u, self.lnnz[pi] + self.rnnz[pj],
+                                                  self.ncols)
+            else:
+                res[st.name] = cp.float64(node.add.identity_value)
         for name, v in self.col.items():
             res[name] = v[pi]
         for name, v in self.row.items():
@@ -192,18 +217,16 @@ class _Device:
         return out.astype(self.dtype).astype(cp.float64)
 
 
-def _spgemm(a, b, node):
-    """The Intersect step ``node`` at every pair of rows of a and b (host CSR, apply chains
-    mapped) sharing a column: the graph kernels' hash SpGEMM of a · bᵀ under the step's
-    ⊗ and ⊕, in float64 (a device CSR, rows sorted)."""
-    import cupy as cp
+def _spgemm(A, av, B, bv, node):
+    """The product step ``node`` at every pair of rows of the device CSR operands A and B
+    (values ``av``, ``bv``: through the apply chains, float64) sharing a column: the graph
+    kernels' hash SpGEMM of A · Bᵀ under the step's ⊗ and ⊕, in float64 (a device CSR,
+    rows sorted)."""
     import cupyx.scipy.sparse as cps
     from .graph import CudaGraphKernels
-    A = cps.csr_matrix((cp.asarray(a.data), cp.asarray(a.indices), cp.asarray(a.indptr)),
-                       shape=a.shape)
-    B = cps.csr_matrix((cp.asarray(b.data), cp.asarray(b.indices), cp.asarray(b.indptr)),
-                       shape=b.shape).T.tocsr()
-    return CudaGraphKernels().spgemm(A, B, SimpleNamespace(mul=node.mul, add=node.add),
+    a = cps.csr_matrix((av, A.indices, A.indptr), shape=A.shape)
+    b = cps.csr_matrix((bv, B.indices, B.indptr), shape=B.shape).T.tocsr()
+    return CudaGraphKernels().spgemm(a, b, SimpleNamespace(mul=node.mul, add=node.add),
                                      out_dtype=np.float64)
 
 
@@ -246,24 +269,31 @@ def search_pruned_device(bound, decision, kk: int, dtype):
     or None where the device search declines (module docstring)."""
     import cupy as cp
     plan = bound.plan
-    if kk > MAX_K or any(isinstance(st.node, ir.TwoPassUnion) for st in plan.steps):
+    if kk > MAX_K:
         return None
     lkey, rkey = exact.operand_pair(plan)
-    if {k[0] for k in bound.data} != {lkey[0], rkey[0]}:  # column operands
+    if {k[0] for k in bound.data} != {lkey[0], rkey[0]}:  # operands beyond the pair
+        return None
+    storage = {np.dtype(bound.data[k].data.dtype) for k in bound.data}
+    if len(storage) != 1 or not storage <= {np.dtype(np.float32), np.dtype(np.float64)}:
         return None
     nnz = sum(int(bound.data[k].indices.size) for k in {lkey, rkey})
     if bound.ncols > 64 * nnz + (1 << 24):
         return None
+    try:  # a formula the CUDA printer cannot print: the fused search reports it
+        pk = pruned_plan.kernels(plan, storage.pop())
+    except BackendError:
+        return None
     stage = _Stages()
-    ev = _Device(bound, dtype)
+    ev = _Device(bound, dtype, pk)
     m, n = ev.m, ev.n
     stage("summaries")
-    qreg = _regular(cp, list(ev.col.values()), m) & (ev.lnnz > 0)
-    ireg = _regular(cp, list(ev.row.values()), n)
+    qreg = _regular(cp, list(ev.lsum.values()), m) & (ev.lnnz > 0)
+    ireg = _regular(cp, list(ev.rsum.values()), n)
     irr = cp.flatnonzero(~ireg)
     groups = []
     if irr.size:
-        summ = cp.stack([v[irr] for v in ev.row.values()], axis=1) if ev.row else \
+        summ = cp.stack([v[irr] for v in ev.rsum.values()], axis=1) if ev.rsum else \
             cp.zeros((irr.size, 0))
         hs = cp.asnumpy(summ)
         _, gid = np.unique(hs, axis=0, return_inverse=True)  # irregular rows: few
@@ -274,7 +304,7 @@ def search_pruned_device(bound, decision, kk: int, dtype):
         groups = [cp.asarray(irr_h[gid == g]) for g in range(int(gid.max()) + 1)]
     reg = cp.flatnonzero(ireg)
     if decision.order == "key":
-        P, pkey = _ordered(cp, reg, ev.row[decision.key])
+        P, pkey = _ordered(cp, reg, ev.rsum[decision.key])
         change = cp.flatnonzero(pkey[1:] != pkey[:-1]) + 1
         ends = cp.concatenate([change, cp.asarray([P.size], dtype=change.dtype)]).astype(cp.int64)
         # the position after each one's run of equal keys
@@ -307,6 +337,8 @@ def search_pruned_device(bound, decision, kk: int, dtype):
             Ev[live, kk * (g + 1):kk * (g + 2)] = ev.values(live[:, None], gj)
     stage("free")
     rows_ = cp.concatenate(dense)
+    if int(rows_.size) * n > DENSE_LIMIT:  # ties everywhere (max(L, R)): the full search
+        return None
     if rows_.size:
         _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev)
     PROFILE["dense_rows"] = int(rows_.size)
