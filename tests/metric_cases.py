@@ -135,6 +135,8 @@ METRICS = {
     "weighted_chebyshev": ({}, "real", _cdist("chebyshev"), 1),
     "weighted_braycurtis": ({}, "real", _cdist("braycurtis"), 1),
     "weighted_cosine": ({}, "real", _cdist("cosine"), 1),
+    "weighted_canberra": ({}, "real", _cdist("canberra"), 1),
+    "weighted_hamming": ({}, "real", _cdist("hamming"), 1),
     "seuclidean": ({}, "real", _seuclidean, 2),
     "gower": ({}, "real", _gower, 1),
     "gower_mixed": ({}, "real", _gower, 1),  # cat = 0: every column numeric
