@@ -25,7 +25,8 @@ UNWEIGHTED = {"weighted_minkowski": "euclidean", "weighted_euclidean": "euclidea
               "weighted_matching": "matching", "weighted_yule": "yule",
               "weighted_rogerstanimoto": "rogerstanimoto",
               "weighted_sokalsneath": "sokalsneath", "gower_mixed": "gower",
-              "weighted_correlation": "correlation"}
+              "weighted_correlation": "correlation", "weighted_canberra": "canberra",
+              "weighted_hamming": "hamming"}
 
 
 def _column_defaults(X, Y):

@@ -26,9 +26,9 @@ statistics computed once per matrix) reads the same statistics: regular rows (as
 take the in-order kernel (``gb_spmv_rows``: G lanes a row, rows in order, no tile starts,
 no staging), G the power of two of :data:`ROWS_GROUPS` for the mean row length; other
 matrices the row-tile kernel (``gb_spmv_stream``), which balances uneven rows. On one
-H200 (docs/benchmarks.md, "Symmetric SpMV on the seed's matrices") the in-order kernel with
-4 lanes a row took 0.80-0.84x cuSPARSE on 7-point Poisson 3D (256³-512³) and with 8 lanes
-0.81-0.90x on the 27-point stencil (128³, 192³), where the row-tile kernel took 1.08-1.38x.
+H200 (docs/benchmarks.md, "In-order full-CSR SpMV") the in-order kernel with 2 lanes a
+row took 0.72-0.83x cuSPARSE on 7-point Poisson 3D (256³-512³) and with 4 lanes
+0.75-0.79x on the 27-point stencil (128³, 192³), where the row-tile kernel took 0.88-1.06x.
 """
 from __future__ import annotations
 
@@ -37,8 +37,11 @@ from dataclasses import dataclass
 REGULAR_CV = 0.5
 LONGEST_OVER_MEAN = 4.0
 # (mean row length up to, lanes a row) of the in-order full-CSR SpMV; longer rows: 32. The
-# two measured points: 4 lanes at 6.8 entries a row (7-point Poisson), 8 at 26 (27-point).
-ROWS_GROUPS = ((3.0, 2), (12.0, 4), (48.0, 8), (96.0, 16))
+# lanes swept on one H200 (2026-11-27, G = 2..32, docs/benchmarks.md "In-order full-CSR
+# SpMV"): 2 lanes best at 7.0 entries a row (7-point Poisson, 256³-512³: 0.72-0.83x
+# cuSPARSE, 4 lanes 0.75-0.94x), 4 at 26.6 (27-point, 128³ and 192³: 0.75-0.79x, 8 lanes
+# 0.87-0.90x): about one lane per 4-7 entries. Between and beyond: the same proportion.
+ROWS_GROUPS = ((12.0, 2), (48.0, 4), (96.0, 8), (192.0, 16))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from metric_cases import METRICS
 BUILTIN = [n for n in gb.metric_names() if get_metric(n).source.endswith("metrics.gbd")]
 NOT_PRUNED = {"correlation", "nan_euclidean"}  # h reads several summaries of the index row
 MAPPED = {"mahalanobis", "haversine", "weighted_correlation"}  # rows mapped when bound: no pruning
-WEIGHTED = {"weighted_canberra", "weighted_hamming"}  # κ(w) read at each column: no pruning
 # values whose overlap sums are rounded (logs, roots, quotients): compared to the oracle
 # within 1e-12 (the device's SpGEMM sums the terms in another order than the host)
 ROUNDED = {"jensenshannon", "jensenshannon_unnormalized", "hellinger", "kl_divergence",
@@ -88,7 +87,7 @@ def brute(R, k, exclude_self):
 
 
 @pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
-@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED | WEIGHTED])
+@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED])
 def test_pruned_knn_matches_brute_force(name, self_join, spy, monkeypatch):
     params, kind = _params(name)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -119,12 +118,11 @@ def test_pruned_knn_matches_brute_force(name, self_join, spy, monkeypatch):
     assert_allclose(d, d0, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
-@pytest.mark.parametrize("name", sorted(NOT_PRUNED | MAPPED | WEIGHTED))
+@pytest.mark.parametrize("name", sorted(NOT_PRUNED | MAPPED))
 def test_not_pruned_where_no_proof(name, spy, monkeypatch):
     p = pruning(metric_program(name).plan)
     assert not p.applies
-    assert ("row transform" if name in MAPPED else
-            "column-weighted" if name in WEIGHTED else "summaries") in p.reason
+    assert ("row transform" if name in MAPPED else "summaries") in p.reason
     monkeypatch.setenv("GBDIST_PRUNE", "always")
     X = sparse_rows(np.random.default_rng(3), 30, 100, "real")
     X = X[:, :2] if name == "haversine" else X  # rows (latitude, longitude)

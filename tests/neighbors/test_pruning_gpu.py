@@ -22,7 +22,7 @@ import gbdist as gb
 from gbdist.compiler.pruning import pruning
 from gbdist.pairwise import metric_program
 
-from test_pruning import (BUILTIN, MAPPED, MAX_METRIC, NOT_PRUNED, ROUNDED, WEIGHTED, _params, brute, oracle,
+from test_pruning import (BUILTIN, MAPPED, MAX_METRIC, NOT_PRUNED, ROUNDED, _params, brute, oracle,
                           sparse_rows)
 
 cupy = pytest.importorskip("cupy")
@@ -48,7 +48,7 @@ def device_spy(monkeypatch):
 
 
 @pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
-@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED | WEIGHTED])
+@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED])
 def test_device_pruned_knn_matches_brute_force(name, self_join, device_spy, monkeypatch):
     params, kind = _params(name)
     assert pruning(metric_program(name, **params).plan).applies
@@ -107,7 +107,7 @@ def test_device_explain_pruning():
     assert text == explain_pruning(X, metric="manhattan", backend="cpu")  # the same rule
 
 
-PRUNED = [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED | WEIGHTED]
+PRUNED = [n for n in BUILTIN if n not in NOT_PRUNED | MAPPED]
 
 
 @pytest.mark.parametrize("name", PRUNED)
