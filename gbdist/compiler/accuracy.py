@@ -56,6 +56,13 @@ RESOLUTION = 1e-3
 """ρ: a rewrite must resolve pairs whose value is that of rows ρ of their distance to
 the data's centre apart (for f = |x − y|^p: ρ^p of the row's Σ|a − μ|^p)."""
 
+FEW_COLUMNS = 8
+"""At most this many columns, every rewrite that cancels is summed as written: the direct
+sum then costs as few operations as the rewrite (at most this many terms a pair), and the
+resolution test above cannot see pairs far closer than ρ of their distance to the centre
+(haversine between points 1e-6 rad apart took 2e-3 relative error through
+‖a‖² + ‖b‖² − 2⟨a, b⟩ of their unit vectors; summed as written, ~1e-10)."""
+
 TOLERANCE = 1e-6
 """The relative error the rewrite may have at that resolution (the 1e-6 of the float32
 guarantee, docs/metrics.md *Precision*)."""
@@ -230,4 +237,5 @@ def rule_text(plan: Plan) -> str:
             f"(S(a): the value between a row and the point {RESOLUTION:g} of the way to the "
             "data's centre); else both operands are centred by the column means where the "
             "metric is invariant under a common translation, else every product is summed "
-            "as written (docs/decision.md, *Accuracy*)")
+            f"as written; on data of at most {FEW_COLUMNS} columns always summed as written "
+            "(docs/decision.md, *Accuracy*)")

@@ -216,6 +216,10 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int) -> Decis
             out = max(out, ratio(g, stats[0], stats[1], ncols))
         return out
 
+    if ncols <= rule.FEW_COLUMNS:
+        return Decision(rule.direct_plan(plan), None, {}, 0.0,
+                        f"{ncols} columns (≤ {rule.FEW_COLUMNS}): every product is summed as "
+                        "written, at the cost of the rewrite and without its cancellation")
     raw = worst(stats, "raw", operands)
     if raw <= rule.TOLERANCE:
         return Decision(plan, None, {}, raw, f"rounding bound {raw:.1e} ≤ {rule.TOLERANCE:g}: "

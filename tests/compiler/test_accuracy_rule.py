@@ -31,7 +31,7 @@ def _backends():
 
 def _blobs():
     from sklearn.datasets import make_blobs
-    return make_blobs(500, 5, random_state=0)[0]
+    return make_blobs(500, 12, random_state=0)[0]  # more columns than FEW_COLUMNS: the rule decides
 
 
 def _iris():
