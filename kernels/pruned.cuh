@@ -8,6 +8,13 @@
 // column with the query (is not in the query's row of the overlap pattern C, sorted
 // column indices: a binary search), -1 after the order runs out.
 //
+// gb_prune_tie: a thread per query row whose k-th value is a tie across keys. Scans the
+// regular index rows J (ascending indices; key[p]: J[p]'s summary) in index order and
+// writes the first want[t] (≤ count) index rows J[p] with lo[t] ≤ key[p] ≤ hi[t] that do
+// NOT share a column with the query (as gb_prune_free), -1 after. Blocks of 2^bshift and
+// 2^sshift consecutive positions whose key range [bmin, bmax] misses [lo, hi] are skipped
+// whole (a query whose tie is rare at low indices costs its blocks, not its positions).
+//
 // gb_prune_merge: a warp per query row. Candidates are the row's overlap pairs (C's row:
 // column j, value) and E extra ones (index, value; index < 0: none). Each lane keeps the
 // KMAX best of its share by (value image, index) in a sorted list; kk rounds of a warp
@@ -38,6 +45,50 @@ __global__ void gb_prune_free(const long long* __restrict__ rows, long long nrow
       if ((long long)Cj[mid] < j) a = mid + 1; else b = mid;
     }
     if (a == hi || (long long)Cj[a] != j) o[c++] = p;
+    ++p;
+  }
+  for (; c < count; ++c) o[c] = -1;
+}
+
+template <typename P>
+__global__ void gb_prune_tie(const long long* __restrict__ rows, long long nrows,
+                             const P* __restrict__ Cp, const int* __restrict__ Cj,
+                             const long long* __restrict__ J, const double* __restrict__ key,
+                             long long jlen, const double* __restrict__ bmin,
+                             const double* __restrict__ bmax, int bshift,
+                             const double* __restrict__ smin, const double* __restrict__ smax,
+                             int sshift, const double* __restrict__ lo,
+                             const double* __restrict__ hi, const int* __restrict__ want,
+                             int count, long long* __restrict__ out) {
+  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= nrows) return;
+  const long long r = rows[t];
+  const long long clo = (long long)Cp[r], chi = (long long)Cp[r + 1];
+  const double l = lo[t], h = hi[t];
+  const int w = want[t] < count ? want[t] : count;
+  const long long bmask = (1ll << bshift) - 1, smask = (1ll << sshift) - 1;
+  long long* o = out + t * (long long)count;
+  long long p = 0;
+  int c = 0;
+  while (c < w && p < jlen) {
+    if ((p & smask) == 0) {
+      const long long s = p >> sshift;
+      if (smax[s] < l || smin[s] > h) { p += smask + 1; continue; }
+    }
+    if ((p & bmask) == 0) {
+      const long long b = p >> bshift;
+      if (bmax[b] < l || bmin[b] > h) { p += bmask + 1; continue; }
+    }
+    const double k = key[p];
+    if (k >= l && k <= h) {
+      const long long j = J[p];
+      long long a = clo, b = chi;  // the first position with Cj >= j
+      while (a < b) {
+        const long long mid = (a + b) >> 1;
+        if ((long long)Cj[mid] < j) a = mid + 1; else b = mid;
+      }
+      if (a == chi || (long long)Cj[a] != j) o[c++] = j;
+    }
     ++p;
   }
   for (; c < count; ++c) o[c] = -1;

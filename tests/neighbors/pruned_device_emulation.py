@@ -1,13 +1,17 @@
 """The device pruned search's array logic on the host (run as a script, in its own process).
 
-``gbdist.backends.cuda.pruned`` is CuPy array code around two kernels and the graph
+``gbdist.backends.cuda.pruned`` is CuPy array code around three kernels and the graph
 SpGEMM. Here ``cupy`` is NumPy (a module standing in for it, in this process only), the
-two kernels and the SpGEMM are replaced by plain Python loops written from their
-specifications (kernels/pruned.cuh's header), and the device search is compared with the
+kernels and the SpGEMM are replaced by plain Python loops written from their
+specifications (kernels/pruned.cuh's header; gb_prune_tie is also transcribed line by
+line behind its real wrapper, with small blocks, and checked against its
+specification at every call), and the device search is compared with the
 host pruned search (gbdist.backends.pruned, itself checked against brute force) and with
 brute force over the full float64 distance matrix, for the metrics named on the command
 line, on very sparse data with ties, empty rows and duplicate rows, float64 and float32.
-Prints one line per mismatch and ``mismatches N`` last. Used by
+Prints one line per mismatch, the count of queries whose k-th value was a tie across keys
+(``tie rows N``) and ``mismatches N`` last; with ``--no-dense`` any row evaluated against
+every index row makes the search decline (a mismatch). Used by
 tests/neighbors/test_pruning_device_logic.py; no GPU needed.
 """
 from __future__ import annotations
@@ -126,6 +130,18 @@ def free(Cp, Cj, rows, Q, count, start=None):
     return out
 
 
+def tie_scan(Cp, Cj, rows, J, keyJ, lo, hi, want, count):
+    """gb_prune_tie: the first want[t] index rows of J (ascending) with lo ≤ key ≤ hi that
+    are not in the row's overlaps."""
+    out = np.full((rows.size, count), -1, dtype=np.int64)
+    for t, r in enumerate(rows):
+        hits = set(Cj[Cp[r]:Cp[r + 1]].tolist())
+        got = [int(j) for j, k in zip(J, keyJ) if lo[t] <= k <= hi[t] and int(j) not in hits]
+        got = got[:min(int(want[t]), count)]
+        out[t, :len(got)] = got
+    return out
+
+
 def merge(Cp, Cj, cv, Ei, Ev, m, kk):
     """gb_prune_merge: each row's kk best by (value, index), NaN last; no pair twice."""
     d = np.full((m, kk), np.nan)
@@ -140,7 +156,41 @@ def merge(Cp, Cj, cv, Ei, Ev, m, kk):
     return d, i
 
 
-P._spgemm, P._free, P._merge = spgemm, free, merge
+def tie_kernel(grid, block, args):
+    """gb_prune_tie transcribed line by line (its block skips included), for the real
+    wrapper ``_tie_scan`` (its blocks' key bounds) with small blocks; checked against the
+    specification ``tie_scan`` at every call."""
+    (rows, nrows, Cp, Cj, J, key, jlen, bmin, bmax, bshift, smin, smax, sshift, lo, hi,
+     want, count, out) = args
+    bmask, smask = (1 << int(bshift)) - 1, (1 << int(sshift)) - 1
+    for t in range(int(nrows)):
+        r, p, c = rows[t], 0, 0
+        hits = set(Cj[Cp[r]:Cp[r + 1]].tolist())
+        w = min(int(want[t]), int(count))
+        while c < w and p < jlen:
+            if (p & smask) == 0 and (smax[p >> sshift] < lo[t] or smin[p >> sshift] > hi[t]):
+                p += smask + 1
+                continue
+            if (p & bmask) == 0 and (bmax[p >> bshift] < lo[t] or bmin[p >> bshift] > hi[t]):
+                p += bmask + 1
+                continue
+            if lo[t] <= key[p] <= hi[t] and int(J[p]) not in hits:
+                out[t, c] = J[p]
+                c += 1
+            p += 1
+        out[t, c:] = -1
+
+
+def checked_tie_scan(Cp, Cj, rows, J, keyJ, lo, hi, want, count):
+    got = real_tie_scan(Cp, Cj, rows, J, keyJ, lo, hi, want, count)
+    assert np.array_equal(got, tie_scan(Cp, Cj, rows, J, keyJ, lo, hi, want, count))
+    return got
+
+
+real_tie_scan = P._tie_scan
+P._spgemm, P._free, P._merge, P._tie_scan = spgemm, free, merge, checked_tie_scan
+P._fn = lambda name: tie_kernel if name.startswith("gb_prune_tie<") else None
+P.TIE_SHIFTS = (1, 3)  # blocks of 2 and 8 positions: the skips run on these small sets
 PP.summary, PP.mapped, PP.union_pairs = summary, mapped, union_pairs
 P.topk.select_k = lambda D, k, offset=0: cpu.select_k(np.asarray(D), k, offset)
 P.host_rows = types.SimpleNamespace(
@@ -181,7 +231,10 @@ def main(names) -> int:
     from gbdist.compiler.pruning import pruning
     from gbdist.pairwise import metric_program
     from gbdist.runtime import bind
-    bad = 0
+    bad = ties = 0
+    if "--no-dense" in names:  # no row may be evaluated densely: ties by gb_prune_tie only
+        names = [n for n in names if n != "--no-dense"]
+        P.DENSE_LIMIT = 0
     if "prune_maxw_m" in names:  # a user-defined max metric (tests/neighbors/test_pruning.py)
         gb.define("op prune_maxw(x, y) = abs(2 * x - y)\n"
                   "metric prune_maxw_m(A, B) = mxm(A, B.T, semiring(prune_maxw, max))")
@@ -197,7 +250,9 @@ def main(names) -> int:
                 b = bind(plan, inputs, drop_zeros=True, labels={"A": "X", "B": "Y"}, xp=np)
                 R = np.asarray(gb.cdist(X, Yv, metric=name, backend="cpu"), dtype=np.float64)
                 for kk in (1, 4, 9):
+                    P.PROFILE.pop("tie_rows", None)
                     got = P.search_pruned_device(b, dec, kk, b.dtype)
+                    ties += P.PROFILE.get("tie_rows", 0)
                     if got is None:
                         print(name, "declined")
                         bad += 1
@@ -219,6 +274,7 @@ def main(names) -> int:
                         r = int(np.flatnonzero(~(same & ok_b).all(axis=1))[0])
                         print("mismatch", name, np.dtype(dtype).name, "XX" if Yv is X else "XY",
                               kk, r, got[0][r], got[1][r], ref[0][r], ref[1][r])
+    print("tie rows", ties)
     print("mismatches", bad)
     return 0
 

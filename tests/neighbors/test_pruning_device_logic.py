@@ -2,7 +2,9 @@
 runs gbdist.backends.cuda.pruned with NumPy standing in for CuPy and the kernels replaced
 by Python loops written from their specifications, in a separate process (the stand-in
 never enters this one), and compares it with the host pruned search and brute force.
-The kernels themselves are checked on a GPU by tests/neighbors/test_pruning_gpu.py."""
+Ties across keys (chebyshev's max(L, R), jensenshannon's normalised rows) must be answered
+with no row evaluated against every index row. The kernels themselves are checked on a
+GPU by tests/neighbors/test_pruning_gpu.py."""
 import os
 import subprocess
 import sys
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-FEW = ["cosine", "manhattan", "hamming", "chebyshev", "prune_maxw_m"]  # two unions
+# two unions, and normalised rows (jensenshannon): ties across keys at most queries
+FEW = ["cosine", "manhattan", "hamming", "chebyshev", "prune_maxw_m", "jensenshannon"]
 MORE = ["euclidean", "jaccard", "jensenshannon", "rogerstanimoto", "braycurtis", "canberra",
         "dice", "hellinger", "inner_product", "russellrao", "sokalsneath", "yule", "matching",
         "kulczynski1", "sqeuclidean", "kl_divergence", "sokalmichener", "weighted_chebyshev",
@@ -23,8 +26,13 @@ MORE = ["euclidean", "jaccard", "jensenshannon", "rogerstanimoto", "braycurtis",
 def test_device_search_logic_matches_host_and_brute_force(names):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[1]), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, str(HERE / "pruned_device_emulation.py"), *names],
-                       capture_output=True, text=True, env=env, timeout=600)
+    # --no-dense: a row evaluated against every index row makes the search decline (a
+    # mismatch), so the ties across keys must go through gb_prune_tie (the old code, which
+    # evaluated them densely, declined here)
+    r = subprocess.run([sys.executable, str(HERE / "pruned_device_emulation.py"), "--no-dense",
+                        *names], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     assert lines and lines[-1] == "mismatches 0", "\n".join(lines[-20:])
+    ties = int(lines[-2].split()[-1])
+    assert lines[-2].startswith("tie rows") and ties > 100, lines[-2]

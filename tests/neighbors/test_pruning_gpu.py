@@ -224,3 +224,54 @@ def test_device_pruned_equals_full_on_power_law(name, device_spy, monkeypatch,
                 assert ((i == ii) | np.isclose(d, dd, rtol=1e-12, atol=1e-12)).all()
             else:
                 assert_array_equal(i, ii)
+
+
+def tie_rows(rng, m, K, name):
+    """Rows whose k-th value is a tie across keys at most queries: for chebyshev the first
+    half of the rows scaled ×4 (max(L, R) is L at every index row with R ≤ L, and a query
+    of small L finds such rows only past the low indices: gb_prune_tie skips blocks), for
+    jensenshannon rows normalised to sum 1 (keys a few ulps apart, values rounded to one);
+    with empty and duplicate rows."""
+    X = sparse_rows(rng, m, K, "prob" if name == "jensenshannon" else "real")
+    if name == "chebyshev":
+        X[:m // 2] *= 4.0
+    X[[m - 2, m - 1]] = X[m // 2 + 7]  # duplicates at high indices too
+    X[m - 40] = 0.0
+    return X
+
+
+@pytest.mark.parametrize("name", ["chebyshev", "jensenshannon"])
+def test_device_ties_across_keys_without_dense_rows(name, device_spy, monkeypatch):
+    """Queries whose k-th value is a tie across keys get the tie's lowest free indices on
+    the device (two binary searches, gb_prune_tie), not a row of h against every index
+    row: with DENSE_LIMIT = 0 any dense row would make the search decline (the old code
+    did, on this data). Same answer as the host pruned search and as brute force (the
+    NumPy oracle, float64), self-join and a query set, k = 1, 10, 31."""
+    from gbdist.backends.cuda import pruned as dev
+    monkeypatch.setattr(dev, "DENSE_LIMIT", 0)
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 3)
+    X = tie_rows(rng, 2000, 300, name)
+    Q = np.vstack([tie_rows(rng, 150, 300, name), X[[5, 1500, 1998]]])
+    for Y, self_join in ((None, True), (Q, False)):
+        A, B = (X, None) if self_join else (Q, X)  # queries, index rows
+        R = oracle(A, B, name, {}, monkeypatch)
+        Ag, Bg = cps.csr_matrix(sps.csr_matrix(A)), None if B is None else \
+            cps.csr_matrix(sps.csr_matrix(B))
+        for k in (1, 10, 31):
+            monkeypatch.setenv("GBDIST_PRUNE", "always")
+            dev.PROFILE.pop("tie_rows", None)
+            d, i = (cupy.asnumpy(a) for a in gb.knn(Ag, Bg, k=k, metric=name, backend="cuda"))
+            assert device_spy and device_spy[-1], "the device search declined"
+            assert dev.PROFILE.get("tie_rows", 0) > A.shape[0] // 20, dev.PROFILE
+            dh, ih = gb.knn(sps.csr_matrix(A), None if B is None else sps.csr_matrix(B), k=k,
+                            metric=name, backend="cpu")
+            Rd, Ri = brute(R, k, self_join)
+            assert_allclose(d, Rd, rtol=1e-12, atol=1e-12, equal_nan=True)
+            assert_allclose(d, np.take_along_axis(R, i, axis=1), rtol=1e-12, atol=1e-12)
+            assert_allclose(d, dh, rtol=1e-12, atol=1e-12, equal_nan=True)
+            if name == "chebyshev":  # exact values: the very indices, ties to the lower
+                assert_array_equal(i, Ri)
+                assert_array_equal(i, ih)
+            else:  # summaries summed in another order: a tie may fall within rounding
+                assert ((i == ih) | np.isclose(d, dh, rtol=1e-12, atol=1e-12)).all()
+                assert ((i == Ri) | np.isclose(d, Rd, rtol=1e-12, atol=1e-12)).all()

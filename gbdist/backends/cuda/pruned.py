@@ -1,5 +1,5 @@
 """The pruned kNN on the device: the host search of :mod:`gbdist.backends.pruned`, same
-decision, same answer, on CuPy data (kernels/pruned.cuh for the two per-row loops).
+decision, same answer, on CuPy data (kernels/pruned.cuh for the per-row loops).
 
 1. **the overlapping pairs**: the pattern of X·Yᵀ and, per Intersect step, its ⊕ of ⊗
    over the shared columns, by the row-binned hash SpGEMM of the graph kernels
@@ -11,9 +11,11 @@ decision, same answer, on CuPy data (kernels/pruned.cuh for the two per-row loop
    (r_j, j) (by j for order ``"index"``); ``gb_prune_free`` finds each query's first kk
    positions of that order outside its overlap row. Ties across keys are found as on the
    host (the chosen ones at the k-th value span keys, or the first free row after the
-   k-th key's run is at that value too); such rows, and the non-empty queries outside the
-   proof's domain, are evaluated against every index row (dense rows in chunks, the
-   device top-k). Irregular index rows are grouped by their summaries (each group's first
+   k-th key's run is at that value too); for such rows the tie's key range comes from two
+   binary searches along the order and ``gb_prune_tie`` scans the index rows in index
+   order for its lowest free members (the host's ``_tie_members``). The non-empty queries
+   outside the proof's domain (and a NaN k-th value) are evaluated against every index
+   row (dense rows in chunks, the device top-k). Irregular index rows are grouped by their summaries (each group's first
    kk free members); an empty query's row of values is computed once;
 3. ``gb_prune_merge``: each row's kk best of its overlap row and its extra candidates by
    (distance, index), NaN last.
@@ -27,8 +29,7 @@ Declines (returns None: the fused device search runs instead) for operands beyon
 plan's pair, stored values other than float32/float64, kk > 32, more than MAX_GROUPS
 distinct summaries of irregular index rows, a column count far above the stored entries,
 a formula the CUDA printer cannot print, and more than DENSE_LIMIT cells of rows
-evaluated against every index row (ties across keys everywhere: max(L, R) at every
-R ≤ L).
+evaluated against every index row (many non-empty queries outside the proof's domain).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from .. import rows as host_rows
 from ...errors import BackendError
 from ..cpu import POINTWISE_NUMPY
 from ..pruned import HUGE, MAX_GROUPS, TINY
-from . import cache, pruned_plan, topk
+from . import cache, pruned_plan, pruned_ties, topk
 
 MAX_K = 32  # the merge kernel's per-lane list
 PROFILE: dict = {}  # seconds per stage of the last search when profiling (benchmarks)
@@ -72,10 +73,13 @@ class _Stages:
         now = self.clock()
         PROFILE[name] = PROFILE.get(name, 0.0) + now - self.t
         self.t = now
+
+
 DENSE_CELLS = 1 << 26  # cells of one chunk of dense rows (queries evaluated against all)
 DENSE_LIMIT = 1 << 32  # cells of all dense rows (more: the search declines)
+TIE_SHIFTS = (5, 10)  # gb_prune_tie's blocks: 32 and 1024 positions
 _NAMES = tuple(f"gb_prune_{w}<{p}{', 32' if w == 'merge' else ''}>"
-               for w in ("free", "merge") for p in ("int", "long long"))
+               for w in ("free", "tie", "merge") for p in ("int", "long long"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -251,6 +255,30 @@ def _free(Cp, Cj, rows, Q, count: int, start=None):
     return out
 
 
+def _tie_scan(Cp, Cj, rows, J, keyJ, lo, hi, want, count: int):
+    """gb_prune_tie: rows × count index rows J[p] (ascending) with lo ≤ keyJ[p] ≤ hi outside
+    each row's overlaps, the first ``want`` of each row (−1: none)."""
+    import cupy as cp
+    out = cp.full((int(rows.size), count), -1, dtype=cp.int64)
+    if not (rows.size and count and J.size):
+        return out
+    bounds = []
+    for shift in TIE_SHIFTS:  # each block's least and greatest key
+        B = 1 << shift
+        nb = -(-int(J.size) // B)
+        pad = nb * B - int(J.size)
+        bounds.append(cp.concatenate([keyJ, cp.full(pad, cp.inf)]).reshape(nb, B).min(axis=1))
+        bounds.append(cp.concatenate([keyJ, cp.full(pad, -cp.inf)]).reshape(nb, B).max(axis=1))
+    f64 = lambda a: cp.ascontiguousarray(a, dtype=cp.float64)  # noqa: E731
+    _fn(f"gb_prune_tie<{_ptype(Cp)}>")(
+        (-(-int(rows.size) // 256),), (256,),
+        (rows, np.int64(rows.size), Cp, Cj, J, f64(keyJ), np.int64(J.size),
+         f64(bounds[0]), f64(bounds[1]), np.int32(TIE_SHIFTS[0]),
+         f64(bounds[2]), f64(bounds[3]), np.int32(TIE_SHIFTS[1]), f64(lo), f64(hi),
+         cp.ascontiguousarray(want, dtype=cp.int32), np.int32(count), out))
+    return out
+
+
 def _ordered(cp, reg, key):
     """reg (ascending) ordered by (key, index): (P, the keys along P)."""
     img = topk._order_key(key[reg])
@@ -328,7 +356,16 @@ def search_pruned_device(bound, decision, kk: int, dtype):
         Ei[live, :kk] = cp.where(valid, tj, -1)
         Ev[live, :kk] = tv
         if decision.order == "key":
-            dense.append(_ties(ev, Cp, Cj, live, pos, valid, tv, P, pkey, run_end))
+            slow, at, t = pruned_ties.ties(ev, _free, Cp, Cj, live, pos, valid, tv, P, pkey,
+                                           run_end)
+            odd = cp.isnan(t)  # a NaN k-th value: no order to search, every index row
+            dense.append(slow[odd])
+            slow, at, t = slow[~odd], at[~odd], t[~odd]
+            if slow.size:  # a tie across keys: the lowest free indices of the tie
+                Ei[slow, :kk], Ev[slow, :kk] = pruned_ties.members(
+                    ev, _tie_scan, Cp, Cj, slow, Ei[slow, :kk], tv[at], t, P, pkey, reg,
+                    ev.rsum[decision.key][reg], kk)
+            PROFILE["tie_rows"] = int(slow.size)
     for g, members in enumerate(groups):  # the lowest free members of each group
         if live.size:
             pos = _free(Cp, Cj, live, members, kk)
@@ -337,7 +374,7 @@ def search_pruned_device(bound, decision, kk: int, dtype):
             Ev[live, kk * (g + 1):kk * (g + 2)] = ev.values(live[:, None], gj)
     stage("free")
     rows_ = cp.concatenate(dense)
-    if int(rows_.size) * n > DENSE_LIMIT:  # ties everywhere (max(L, R)): the full search
+    if int(rows_.size) * n > DENSE_LIMIT:  # many queries outside the domain: the full search
         return None
     if rows_.size:
         _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev)
@@ -372,32 +409,12 @@ def _merge(Cp, Cj, cv, Ei, Ev, m: int, kk: int):
     return out_d, out_i
 
 
-def _ties(ev, Cp, Cj, live, pos, valid, tv, P, pkey, run_end):
-    """The live rows whose k-th value an index row of another key reaches (the host
-    search's :func:`gbdist.backends.pruned._ties`): they are evaluated against every
-    index row."""
-    cp = ev.cp
-    vals = cp.where(valid, tv, cp.nan)
-    full = valid.all(axis=1)
-    last = cp.maximum(pos[:, -1], 0)
-    t = vals[:, -1]
-    kth_key = cp.where(full, pkey[last], cp.nan)
-    at_t = (vals == t[:, None]) & valid
-    spans = (at_t & (pkey[cp.maximum(pos, 0)] != kth_key[:, None])).any(axis=1)
-    start = cp.where(full, run_end[last], P.size)
-    nxt = _free(Cp, Cj, live, P, 1, start)[:, 0]
-    has = full & (nxt >= 0)
-    v = ev.values(live, P[cp.maximum(nxt, 0)])
-    tie = has & ~(v > t)
-    return live[(spans | tie) & full]
-
-
 def _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev):
     """Rows evaluated against every index row with no shared column (the others come from
     the overlap pass): dense rows of h in chunks, the overlapping cells set to NaN, the
     best kk + (most overlaps of the chunk) selected, the overlapping ones dropped."""
     cp = ev.cp
-    n, E = ev.n, Ei.shape[1]
+    n = ev.n
     rows_ = cp.unique(rows_)
     deg = (Cp[rows_ + 1] - Cp[rows_]).astype(cp.int64)
     key = ri * np.int64(n) + Cj
@@ -432,4 +449,3 @@ def _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev):
         Ei[rs] = -1
         Ei[rs[r_], slot] = i[r_, c_]
         Ev[rs[r_], slot] = d[r_, c_]
-    del E
