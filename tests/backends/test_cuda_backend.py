@@ -280,3 +280,37 @@ def test_backend_caches_are_public_and_clearable():
     D = own_distances(X, Y, metric="euclidean", backend="cuda")  # recompiled
     np.testing.assert_allclose(D, own_distances(X, Y, metric="euclidean", backend="cpu"),
                                rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("metric,strategy", [("cosine", "scatter"), ("manhattan", "scatter"),
+                                             ("chebyshev", "sorted")])
+def test_slice_forms_are_kept_across_tiles(metric, strategy, monkeypatch):
+    """A budget that cuts the work into tiles: each operand slice's Bᵀ (scatter, sorted)
+    and per-row orders (sorted) are built once and read again by the call's other tiles
+    (the operand's memo when a tile reads it whole, else strategies.Kept), and the
+    answers are the CPU backend's: a blocked distance matrix and a self-join kNN (whose
+    symmetric tiles cut the index into blocks)."""
+    from gbdist.backends.cuda import strategies
+    calls, builds = [], []
+    form = strategies._form
+
+    def spy(job, side, key, build):
+        calls.append((side, job.slices[side], key))
+        return form(job, side, key, lambda: (builds.append(calls[-1]), build())[1])
+    monkeypatch.setattr(strategies, "_form", spy)
+    choose = strategies.choose
+    monkeypatch.setattr(strategies, "choose", lambda job, forced: choose(job, strategy))
+    X, Y = _data(21, 300, 260, 90)
+    want = gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
+    got = gb.pairwise_distances(cps.csr_matrix(X), cps.csr_matrix(Y), metric=metric,
+                                backend="cuda", working_memory=0.05)
+    np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-12, atol=1e-12)
+    assert builds and len(calls) > len(builds) and len(set(builds)) == len(builds)
+    calls.clear(), builds.clear()
+    Z = sps.vstack([X, Y]).tocsr()
+    dw, iw = gb.knn(Z, k=4, metric=metric, backend="cpu")
+    d, i = gb.knn(cps.csr_matrix(Z), k=4, metric=metric, backend="cuda", working_memory=0.05)
+    np.testing.assert_allclose(cupy.asnumpy(d), dw, rtol=1e-12, atol=1e-12)
+    assert (cupy.asnumpy(i) == iw).mean() > 0.99  # ties at equal distances may go either way
+    assert builds and len(calls) > len(builds) and len(set(builds)) == len(builds)
+    assert any(s != (0, Z.shape[0]) for _, s, _ in builds)  # index blocks kept per call

@@ -189,6 +189,7 @@ class CUDAPrepared:
         self.value = exact.self_value(plan).value if pair is not None else None
         self.K = next((d.shape[1] for d in self.data.values()), 0)
         self.cupy = cupy
+        self.kept = strategies.Kept()  # slices' forms for the call's other tiles
 
     def _within(self, keys, e: int) -> bool:
         """:func:`operands.within_exponent` of each operand, read once per operand (its
@@ -297,6 +298,8 @@ class CUDABackend:
             job = Job(gen, left, right, K, dt, at, itype_c, p.rows_per_block)
             job.memos = (b.memo(p.left_key) if (r0, r1) == (0, b.m) else None,
                          b.memo(p.right_key) if whole_right else None)
+            job.kept, job.slices = p.kept, ((r0, r1), (c0, c1) if (c0, c1) != (0, b.n) and
+                                            b.right_sliceable else (0, b.n))
             strat = strategies.choose(job, p.strategy)
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
