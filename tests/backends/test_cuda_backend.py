@@ -86,6 +86,26 @@ def test_sorted_union_min_monoid_and_ties():
                                    rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sorted_union_short_rows_and_shared_first_entries(dtype):
+    """The sorted union's first-entries table and flags (GB_UNION_TOP = 4): rows of 0 to 9
+    entries over 12 columns, so that pairs share all, some or none of a row's first
+    entries and the walks past them run; equal values (ties in the key order)."""
+    rng = np.random.default_rng(47)
+    rows = []
+    for n in list(range(10)) * 6:
+        r = np.zeros(12)
+        c = rng.choice(12, size=n, replace=False)
+        r[c] = rng.integers(-3, 4, size=n) + 0.5
+        rows.append(r)
+    X = sps.csr_matrix(np.array(rows, dtype=dtype))
+    Y = sps.csr_matrix(np.vstack([X.toarray()[::-1], X.toarray()[:7]]))
+    for metric in ("chebyshev",):
+        ref = own_distances(X, Y, metric=metric, backend="cpu")
+        got = own_distances(X, Y, metric=metric, backend="cuda", strategy="sorted")
+        np.testing.assert_allclose(got, ref, rtol=1e-6 if dtype == np.float32 else 1e-12)
+
+
 def test_unabsorbed_corner_is_refused_not_wrong():
     """|x − y| with min: f(0, 0) = 0 changes results where the union misses a column."""
     A, B = gb.matrices("A B")
@@ -292,12 +312,12 @@ def test_slice_forms_are_kept_across_tiles(metric, strategy, monkeypatch):
     symmetric tiles cut the index into blocks)."""
     from gbdist.backends.cuda import strategies
     calls, builds = [], []
-    form = strategies._form
+    form = strategies.form
 
     def spy(job, side, key, build):
         calls.append((side, job.slices[side], key))
         return form(job, side, key, lambda: (builds.append(calls[-1]), build())[1])
-    monkeypatch.setattr(strategies, "_form", spy)
+    monkeypatch.setattr(strategies, "form", spy)
     choose = strategies.choose
     monkeypatch.setattr(strategies, "choose", lambda job, forced: choose(job, strategy))
     X, Y = _data(21, 300, 260, 90)

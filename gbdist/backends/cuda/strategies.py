@@ -24,6 +24,7 @@ import numpy as np
 
 from ...errors import InputError
 from . import cache
+from .kept import Kept, form
 from .operands import DevCSR
 
 THREADS = 512
@@ -59,7 +60,7 @@ class Job:
     memos: tuple = (None, None)
     # forms of the tile's operand slices kept for the rest of the call (:class:`Kept`), and
     # the tile's (left rows, right rows) ranges that key them
-    kept: "Kept | None" = None
+    kept: Kept | None = None
     slices: tuple = ((0, 0), (0, 0))
 
     @property
@@ -69,46 +70,6 @@ class Job:
     @property
     def n_right(self) -> int:
         return self.right.shape[0]
-
-
-KEEP_BYTES = 512 << 20
-"""What :class:`Kept` holds for one call at most: one extra copy of the index's entries
-(its transpose: 0.33 GB for the 27.7M entries of the 283K-row power-law index)."""
-
-
-class Kept:
-    """Forms a strategy derives from one operand slice alone (Bᵀ, per-row orders), kept for
-    the other tiles of the call that read the same slice: a kNN or a blocked distance
-    matrix reads each index block once per query block, and rebuilt its Bᵀ each time
-    (a transpose, a sortedness check and a sort: 3.5 of 13.9 ms of a 2,048-row cosine tile
-    against the 283K-row power-law index on an H200; chebyshev's two per-row sorts 12 of
-    86 ms). Up to :data:`KEEP_BYTES` in all; beyond, forms are built per tile as before."""
-
-    def __init__(self, limit: int = KEEP_BYTES):
-        self.limit, self.used, self.store = limit, 0, {}
-
-    def get(self, key, build):
-        v = self.store.get(key)
-        if v is None:
-            v = build()
-            n = sum(int(getattr(a, "nbytes", 0)) for a in (v if isinstance(v, tuple) else (v,)))
-            if self.used + n <= self.limit:
-                self.store[key] = v
-                self.used += n
-        return v
-
-
-def _form(job: "Job", side: int, key, build):
-    """``build()``, kept with the operand (its memo, when the tile reads it whole) or with
-    the call (:class:`Kept`, by the slice's rows), else built for this tile only."""
-    memo = job.memos[side]
-    if memo is not None:
-        if key not in memo:
-            memo[key] = build()
-        return memo[key]
-    if job.kept is not None:
-        return job.kept.get((side, job.slices[side]) + key, build)
-    return build()
 
 
 @dataclass(frozen=True)
@@ -266,7 +227,7 @@ def _column_tiles(mod, job: Job, bytes_per_column: int, reserved: int, cap: int 
         bt.sort_indices()
         return bt.indptr.astype(itype), bt.indices.astype(itype), bt.data
 
-    bt_indptr, bt_indices, bt_data = _form(job, 1, ("transposed", job.itype_c), transposed)
+    bt_indptr, bt_indices, bt_data = form(job, 1, ("transposed", job.itype_c), transposed)
     optin = _device_attr("MaxSharedMemoryPerBlockOptin", 48 * 1024)
     limit = optin - 1024 - reserved
     if cap:
@@ -336,22 +297,45 @@ def _sorted_perm(mod, d: DevCSR, key_struct: str, order: str, at):
     return perm.astype(d.indptr.dtype)
 
 
+UNION_TOP = 4  # kernels/union_sorted.cuh GB_UNION_TOP: each row's first entries in a table
+
+
+def _top_entries(d: DevCSR, perm):
+    """Each row's first UNION_TOP entries in ``perm``'s order as two rank-major tables
+    (column, stored value; column -1 past the row's end), read by consecutive threads."""
+    import cupy
+    n = d.shape[0]
+    start = d.indptr[:-1]
+    count = d.indptr[1:] - start
+    topc = cupy.full((UNION_TOP, n), -1, dtype=d.indptr.dtype)
+    topv = cupy.zeros((UNION_TOP, n), dtype=d.data.dtype)
+    for r in range(UNION_TOP):
+        has = count > r
+        e = perm[cupy.where(has, start + r, 0)] if d.nnz else cupy.zeros(n, dtype=perm.dtype)
+        topc[r] = cupy.where(has, d.indices[e] if d.nnz else -1, -1)
+        topv[r] = cupy.where(has, d.data[e] if d.nnz else 0, 0)
+    return topc, topv
+
+
 def _sorted_launch(mod, job: Job):
     import cupy
     left, right, gen = job.left, job.right, job.gen
-    aperm, bperm = (_form(job, side, ("order", name, gen.key, gen.sorted_order, job.at.str,
+    aperm, bperm = (form(job, side, ("order", name, gen.key, gen.sorted_order, job.at.str,
                                       job.itype_c),
                           lambda d=d, name=name: _sorted_perm(mod, d, name, gen.sorted_order, job.at))
                     for side, d, name in ((0, left, "UKeyL"), (1, right, "UKeyR")))
+    topc, topv = form(job, 1, ("top", gen.key, gen.sorted_order, job.at.str, job.itype_c),
+                       lambda: _top_entries(right, bperm))
     words = (job.K + 31) // 32  # A_i's column bitmask
-    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, job.at.itemsize, 4 * words)
+    # per output column: its accumulator and a byte of flags (A_i's first entries it shares)
+    bt_idx, bt_val, tptr, J, ntiles = _column_tiles(mod, job, job.at.itemsize + 1, 4 * words + 4)
     out = cupy.empty((job.n_left, job.n_right), dtype=job.dt)
     fn = mod.get_function(f"gb_union_sorted<Spec, {job.itype_c}>")
-    smem = J * job.at.itemsize + 4 * words
+    smem = J * job.at.itemsize + 4 * words + 4 * ((J + 3) // 4)
     fn.max_dynamic_shared_size_bytes = smem
     fn((job.n_left, ntiles), (THREADS,),
        (left.indptr, left.indices, left.data, aperm, np.int64(job.n_left),
-        right.indptr, right.indices, right.data, bperm,
+        right.indptr, right.indices, right.data, bperm, topc, topv,
         bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
         np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
     return out
