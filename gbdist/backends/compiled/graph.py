@@ -475,10 +475,16 @@ class CompiledGraphKernels:
     def union_merge(self, A, B, xa, xb, *, itype):
         from . import graph_union
         ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
-        m = ap.shape[0] - 1
-        work = np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
+        m, work = ap.shape[0] - 1, np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
         return graph_union.merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
                                  _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+
+    def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
+                   space=None):
+        from .graph_union import merge_keys
+        t = threads() if ka.shape[0] + kb.shape[0] >= SERIAL_WORK else 1  # 4 ranges a thread
+        return merge_keys(ka, kb, va, vb, op, (left_default, right_default), out_dtype,
+                          4 * t if t > 1 else 1, _run)
 
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
