@@ -227,7 +227,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     op = T.binary_arg(op, name)
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
-    dec, dt = memo.ewise(name, op, union, A, B, dtype)
+    dec, dt, rt = memo.ewise(name, op, union, A, B, dtype)
     on_device = _device(A, B, mask and mask.source, out)
     xp = A.xp
     ka, kb = A.keys(), B.keys()
@@ -242,7 +242,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
         keys, vals = S.merge_union(ka, va, kb, vb, both, dt, xp, space=space)
     else:
         keys, vals = S.merge_intersection(ka, va, kb, vb, both, xp, space=space)
-    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
+    return finish(kind, keys, vals, A.shape, rt, dec.result_fill, dec, mask=mask, accum=accum,
                   out=out, replace=replace, on_device=on_device)
 
 

@@ -4,7 +4,8 @@
 stored, ``op(a, right_default)`` where only A is, ``op(left_default, b)`` where only B
 is (python-graphblas's ``A.ewise_union(B, op, left_default, right_default)``). Unlike
 ``ewise_add`` every result value goes through ``op``. The domain is :mod:`.types`'s rule
-over the operands and both defaults.
+over the operands and both defaults, each default typed as python-graphblas types it
+(:func:`.types.literal_dtype`: a Python int is int64, a float float64).
 """
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
             "ewise_union of fill=0 data: an unstored entry of data is a 0, not a default",
             got=f"fills {A.fill!r}, {B.fill!r}",
             hint="gr.ewise_add (0 stands in for a missing side), or fill='absent' operands")
-    dt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype, memo.scalar_key(left_default),
-                        memo.scalar_key(right_default), memo._dtype_key(dtype)), (op,),
-                       lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
-                                        scalars=[left_default, right_default]))
+    dt, rt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype,
+                            memo.scalar_key(left_default), memo.scalar_key(right_default),
+                            memo._dtype_key(dtype)), (op,),
+                           lambda: _types(op, A, B, left_default, right_default, dtype))
     on_device = _device(A, B, mask and mask.source, out)
     dec = rule.Decision("ewise_union", True, rule.ABSENT,
                         "every operand is a graph: the union of stored entries, a missing side "
@@ -48,6 +49,9 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     if kind is Matrix and mask is None and out is None:
         K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
         C = _union_rows(K, A, B, op, left_default, right_default, dt, on_device)
+        if rt != dt:
+            C = Matrix._wrap(S.make_csr(cast(C._csr.data, rt, A.xp), C._csr.indices,
+                                        C._csr.indptr, A.shape, on_device), rule.ABSENT, on_device)
         C.decision = dec
         return C
     ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
@@ -58,8 +62,15 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     space = A.size if kind is not Matrix else None  # vectors: a presence array when dense
     keys, vals = K.union_keys(ka, kb, va, vb, op, left_default, right_default, out_dtype=dt,
                               space=space if S.dense_space(space, ka.size, kb.size) else None)
-    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
+    return finish(kind, keys, vals, A.shape, rt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _types(op, A, B, left_default, right_default, dtype):
+    """(domain, result type): both defaults typed as python-graphblas types them."""
+    operands = [A.dtype, B.dtype, T.literal_dtype(left_default), T.literal_dtype(right_default)]
+    dt = T.domain(dtype, operands, [op])
+    return dt, T.ewise_result(op, dt, operands, dtype)
 
 
 def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
