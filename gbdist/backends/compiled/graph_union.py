@@ -174,13 +174,14 @@ def _module(op, work: str):
     return hit[1]
 
 
-def merge_keys(ka, kb, va, vb, op, defaults, out_dtype, chunks: int, run) -> tuple:
+def merge_keys(ka, kb, va, vb, op, defaults, out_dtype, threads: int, run) -> tuple:
     """``(keys, values)`` of eWiseUnion over two sorted unique int64 key arrays with their
     values (:meth:`gbdist.backends.base.GraphKernels.union_keys`; ``defaults``: left and
-    right, cast to ``out_dtype`` as the reference casts), in ``chunks`` key ranges cut at
-    quantiles of the longer array, on the pool. One chunk: one pass into room for every key, the arrays
-    then cut to length in place; several: a counting pass first, each chunk then written
-    at its place."""
+    right, cast to ``out_dtype`` as the reference casts), in key ranges cut at quantiles of
+    the longer array, four per thread on the pool (one for ``threads`` = 1). One range: one
+    pass into room for every key, the arrays then cut to length in place; several: a
+    counting pass first, each range then written at its place."""
+    chunks = 4 * threads if threads > 1 else 1
     dt = np.dtype(out_dtype)
     mod = _module(op, dt.name)
     ld, rd = (cast(np.asarray(d), dt, np)[()] for d in defaults)
