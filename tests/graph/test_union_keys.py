@@ -130,9 +130,10 @@ def test_union_keys_compiled_chunks(threads, kind):
 
 
 def test_union_keys_compiled_pool(monkeypatch):
-    """The kernel set's own split (several threads, work above SERIAL_WORK)."""
+    """The kernel set's own split (several threads, keys above PARALLEL_KEYS)."""
     from gbdist.backends.compiled import graph as G
-    monkeypatch.setattr(G, "SERIAL_WORK", 1)
+    from gbdist.backends.compiled import graph_union
+    monkeypatch.setattr(graph_union, "PARALLEL_KEYS", 1)
     monkeypatch.setattr(G, "threads", lambda: 3)
     ka, kb, va, vb = _case(11, 5000, "random", np.float32)
     got = gr.get_kernels("compiled").union_keys(ka, kb, va, vb, gb.ops.minus, 3, -1,

@@ -483,8 +483,8 @@ class CompiledGraphKernels:
 
     def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
                    space=None):
-        from .graph_union import merge_keys
-        t = threads() if ka.shape[0] + kb.shape[0] >= SERIAL_WORK else 1
+        from .graph_union import PARALLEL_KEYS, merge_keys
+        t = threads() if ka.shape[0] + kb.shape[0] >= PARALLEL_KEYS else 1
         return merge_keys(ka, kb, va, vb, op, (left_default, right_default), out_dtype, t, _run)
 
     @staticmethod
