@@ -21,7 +21,9 @@ csgraph where it has the algorithm) *before* anything is timed. Times are median
 ``--repeat`` runs after one warm-up call (Numba compiles there); "ratio" is gbdist's time over
 SuiteSparse's (below 1: gbdist faster); the two are timed interleaved (one of each in
 turn), so a change in the load of a shared machine affects both; ``mxv`` is also timed
-against SciPy's ``A @ x`` the same way ("vs_scipy"). "peak MiB" is the largest
+against SciPy's ``A @ x`` the same way ("vs_scipy"). ``ewise_union`` unites A with a
+second graph of the same size; ``ewise_union_vec`` two vectors of the graph's n, each
+holding about half of the indices. "peak MiB" is the largest
 resident-set growth during one call (sampled every millisecond from /proc/self/statm), for
 gbdist and for the peer.
 
