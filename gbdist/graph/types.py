@@ -135,9 +135,10 @@ def ewise_result(op, domain_dtype, operand_dtypes, dtype=None) -> np.dtype:
     ``ewise_union``) whose op is evaluated in ``domain_dtype``: python-graphblas's type for
     the built-in op (the op typed on the unified operand type, as ``get_typed_op`` types
     it): ``eq`` / ``ne`` bool (GraphBLAS's EQ_T / NE_T), ``pair`` int64 (python-graphblas
-    types PAIR as INT64 whatever its operands), ``power`` the operands' type (POW_INT32 is
-    int32; gbdist evaluates it in float64 and casts, as SuiteSparse does), with
-    ``dtype=`` that type; every other op its domain. Values computed in the domain are
+    types an untyped PAIR as INT64 whatever its operands), ``power`` the operands' type
+    (POW_INT32 is int32; gbdist evaluates it in float64 and casts, as SuiteSparse does);
+    with ``dtype=`` (the op typed, ``pair[INT32]``) ``pair`` and ``power`` that type;
+    every other op its domain. Values computed in the domain are
     cast to it; so are the entries ``ewise_add`` copies from one side."""
     name = getattr(op, "name", None)
     if name not in _BOOL_RESULT + ("pair", "power") or op != _builtin(name):  # the built-in
@@ -145,7 +146,7 @@ def ewise_result(op, domain_dtype, operand_dtypes, dtype=None) -> np.dtype:
     if name in _BOOL_RESULT:
         return np.dtype(np.bool_)
     if name == "pair":
-        return np.dtype(np.int64)
+        return np.dtype(np.int64) if dtype is None else np.dtype(domain_dtype)
     if name == "power":
         return np.dtype(domain_dtype) if dtype is not None else \
             S.check_dtype(np.result_type(*operand_dtypes), "the result")

@@ -110,3 +110,21 @@ def test_bool_and_float32_examples():
     assert gr.ewise_union(u, w, gb.ops.plus, 0, 0).dtype == np.float64  # INT64 + FP32
     assert gr.ewise_add(u, w, gb.ops.eq).dtype == np.bool_
     assert gr.ewise_add(u, w, gb.ops.pair).dtype == np.int64
+
+
+def test_lone_entries_are_cast_to_the_result_type_directly():
+    """ewise_add with ``power`` on int64 evaluates the power in float64 (as SuiteSparse's
+    POW_INT64 does), but an entry one side alone stores is copied into the int64 result
+    unrounded; ``eq`` / ``pair`` cast lone entries straight to bool / int64."""
+    big = np.array([2**62 + 1, 3], dtype=np.int64)
+    u = gb.Vector.from_coo([0, 1], big, size=3)
+    w = gb.Vector.from_coo([1, 2], np.array([2, 2**53 + 1], dtype=np.int64), size=3)
+    gu = graphblas.Vector.from_coo([0, 1], big, size=3)
+    gw = graphblas.Vector.from_coo([1, 2], np.array([2, 2**53 + 1], dtype=np.int64), size=3)
+    got = gr.ewise_add(u, w, gb.ops.power)
+    assert got.values.tolist() == [2**62 + 1, 9, 2**53 + 1]
+    _same(got, gu.ewise_add(gw, binary.pow).new(), "power")
+    f = gb.Vector.from_coo([0, 1], [2.5, np.nan], size=3)
+    gf = graphblas.Vector.from_coo([0, 1], [2.5, np.nan], size=3)
+    _same(gr.ewise_add(f, w, gb.ops.pair), gf.ewise_add(gw, binary.pair).new(), "pair")
+    _same(gr.ewise_add(f, w, gb.ops.eq), gf.ewise_add(gw, binary.eq).new(), "eq")

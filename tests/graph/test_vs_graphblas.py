@@ -49,7 +49,8 @@ SuiteSparse:GraphBLAS"; each rule is marked ``# RULE`` where it is applied):
    difference, checked in :func:`test_documented_differences`.
 10. The result type of ``ewise_add`` / ``ewise_mult`` is python-graphblas's for the untyped
    op (``gbdist.graph.types.ewise_result``): ``pair`` INT64, ``eq`` / ``ne`` BOOL,
-   ``power`` the operands' unified type (``dtype=`` when given); the op is still typed in
+   ``power`` the operands' unified type (``pair`` and ``power`` of ``dtype=`` when given:
+   python-graphblas's typed op); the op is still typed in
    gbdist's domain (rule 1) and C is made of the result type, so T is cast into it.
 
 The default run is a few hundred cases per kernel set (seconds); ``GBDIST_SLOW_TESTS=1``
@@ -285,7 +286,7 @@ class Case:
         t = self.op_type()
         if self.operation not in ("ewise_add", "ewise_mult"):
             return t
-        if self.op == "pair":
+        if self.op == "pair" and self.dtype is None:
             return "int64"
         if self.op in ("eq", "ne"):
             return "bool"
