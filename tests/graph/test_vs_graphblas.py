@@ -51,7 +51,9 @@ SuiteSparse:GraphBLAS"; each rule is marked ``# RULE`` where it is applied):
    op (``gbdist.graph.types.ewise_result``): ``pair`` INT64, ``eq`` / ``ne`` BOOL,
    ``power`` the operands' unified type (``pair`` and ``power`` of ``dtype=`` when given:
    python-graphblas's typed op); the op is still typed in
-   gbdist's domain (rule 1) and C is made of the result type, so T is cast into it.
+   gbdist's domain (rule 1), but an untyped ``pair`` is written untyped (python-graphblas
+   types it INT64: entries one side alone stores are cast to INT64 on the way), and C is
+   made of the result type, so T is cast into it.
 
 The default run is a few hundred cases per kernel set (seconds); ``GBDIST_SLOW_TESTS=1``
 runs thousands and prints the outcomes per operation and type. Failures are shrunk
@@ -385,7 +387,8 @@ class Case:
             a, b = {"mxm": ("A", "B"), "mxv": ("A", "u"), "vxm": ("u", "A")}[op]
             expr = f"{o[a].ref()}.{op}({o[b].ref()}, {sr})"
         elif op in ("ewise_add", "ewise_mult"):
-            expr = f"{o['A'].ref()}.{op}({o['B'].ref()}, binary.{g_binary(self.op)}[{X}])"
+            typed = "" if self.op == "pair" and self.dtype is None else f"[{X}]"  # RULE 10
+            expr = f"{o['A'].ref()}.{op}({o['B'].ref()}, binary.{g_binary(self.op)}{typed})"
         elif op == "apply":
             expr = f"{o['A'].ref()}.apply(unary.{UNARY[self.op]}[{X}])"
         elif op == "apply_bound":
