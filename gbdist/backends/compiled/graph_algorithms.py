@@ -58,7 +58,7 @@ def components(A, *, half: bool) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _triangles(lp, lj, totals, r0, r1):
+def _triangles(lp, lj, starts, totals, r0, r1):
     """Rows r0..r1 of Σ over L's stored (c, b) of |L(c,:) ∩ L(b,:)| (Sandia's LL without
     its output: each triangle a < b < c, in L's ranking, once at row c through b). Row c's
     entries are marked by their positions (``pos[j]``, valid only when it points into the
@@ -78,11 +78,11 @@ def _triangles(lp, lj, totals, r0, r1):
                 m = pos[a]
                 if m >= lo and m < hi and lj[m] == a:
                     total += 1
-    totals[r0] = total
+    totals[np.searchsorted(starts, r0)] = total  # the range's slot
 
 
 @njit(cache=True, nogil=True)
-def _triangles_below(ap, ai, totals, r0, r1):
+def _triangles_below(ap, ai, starts, totals, r0, r1):
     """:func:`_triangles` on the symmetric A itself under the index order, whose L(c,:) is
     the prefix of the sorted row A(c,:) below c (found while it is marked): no L is built.
     Each triangle a < b < c once, at row c through b (a's place in the row is before b's)."""
@@ -103,7 +103,7 @@ def _triangles_below(ap, ai, totals, r0, r1):
                 m = pos[a]
                 if m >= lo and m < p and ai[m] == a:
                     total += 1
-    totals[r0] = total
+    totals[np.searchsorted(starts, r0)] = total  # the range's slot
 
 
 def count_triangles(L, ranges, run, *, below: bool = False) -> int:
@@ -112,9 +112,9 @@ def count_triangles(L, ranges, run, *, below: bool = False) -> int:
     :func:`_triangles` over row ranges on the pool; ``below``: ``L`` is the symmetric A,
     counted under the index order by :func:`_triangles_below` (no L built)."""
     lp = np.asarray(L.indptr)
-    m = lp.shape[0] - 1
-    totals = np.zeros(max(m, 1), dtype=np.int64)  # one slot per range, at its first row
-    if m and L.nnz:
-        run(_triangles_below if below else _triangles, (lp, np.asarray(L.indices), totals),
-            ranges)
-    return int(totals[[r0 for r0, _ in ranges if r0 < m]].sum()) if m else 0
+    starts = np.array([r0 for r0, _ in ranges], dtype=np.int64)  # sorted: one slot a range
+    totals = np.zeros(starts.shape[0], dtype=np.int64)
+    if lp.shape[0] > 1 and L.nnz:
+        run(_triangles_below if below else _triangles,
+            (lp, np.asarray(L.indices), starts, totals), ranges)
+    return int(totals.sum())
