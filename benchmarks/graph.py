@@ -21,7 +21,9 @@ csgraph where it has the algorithm) *before* anything is timed. Times are median
 ``--repeat`` runs after one warm-up call (Numba compiles there); "ratio" is gbdist's time over
 SuiteSparse's (below 1: gbdist faster); the two are timed interleaved (one of each in
 turn), so a change in the load of a shared machine affects both; ``mxv`` is also timed
-against SciPy's ``A @ x`` the same way ("vs_scipy"). "peak MiB" is the largest
+against SciPy's ``A @ x`` the same way ("vs_scipy"). ``ewise_union`` unites A with a
+second graph of the same size; ``ewise_union_vec`` two vectors of the graph's n, each
+holding about half of the indices. "peak MiB" is the largest
 resident-set growth during one call (sampled every millisecond from /proc/self/statm), for
 gbdist and for the peer.
 
@@ -58,7 +60,8 @@ except ImportError as e:  # python-graphblas (the peer) is an optional install
 os.environ.setdefault("GBDIST_GRAPH_AUTO_DEVICE", "0")
 
 NAMES = ("mxm", "mxm_masked", "mxv", "bfs_levels", "bfs_parents", "sssp", "pagerank",
-         "triangle_count", "connected_components", "ktruss", "jaccard", "cosine", "ewise_union")
+         "triangle_count", "connected_components", "ktruss", "jaccard", "cosine", "ewise_union",
+         "ewise_union_vec")
 
 
 def median_time(fn, repeat: int) -> float:
@@ -159,6 +162,11 @@ def cases(A, nx_ok: bool, kind: str = "power_law"):
                         lambda: P.ewise_union(_second(A, kind)[1], peers.binary.minus, 1.0,
                                               2.0).new(),
                         None, lambda a, b: same_matrix(a, b, "ewise_union")),
+        "ewise_union_vec": (lambda: gr.ewise_union(*_half_vectors(n)[:2], gb.ops.minus, 1.0, 2.0),
+                            lambda: _half_vectors(n)[2].ewise_union(
+                                _half_vectors(n)[3], peers.binary.minus, 1.0, 2.0).new(),
+                            None, lambda a, b: (eq(a.indices, b.to_coo()[0]),
+                                                eq(a.values, b.to_coo()[1]))),
     }
     refs = {  # independent answers from SciPy / networkx, checked once
         "bfs_levels": lambda r: eq(r, _levels_scipy(A, src)),
@@ -192,6 +200,25 @@ def _second(A, kind):
         _SECOND.clear()
         _SECOND[id(A)] = (A, gb.Matrix(B), peers.to_grb(B))
     return _SECOND[id(A)][1:]
+
+
+_HALF: dict = {}
+
+
+def _half_vectors(n):
+    """eWiseUnion's vector operands: two vectors of size n, each holding about half of
+    the indices (independent draws, seeds 0 and 1; values in [0, 1)), gbdist and graphblas
+    forms, built on first use."""
+    if n not in _HALF:
+        out = []
+        for seed in (0, 1):
+            rng = np.random.default_rng(seed)
+            idx = np.flatnonzero(rng.random(n) < 0.5)
+            out.append((idx, rng.random(idx.size)))
+        _HALF.clear()
+        _HALF[n] = tuple(gb.Vector.from_coo(i, v, size=n) for i, v in out) + \
+            tuple(peers.grb.Vector.from_coo(i, v, size=n) for i, v in out)
+    return _HALF[n]
 
 
 def _fail(what, a, b):

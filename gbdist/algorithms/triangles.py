@@ -45,13 +45,20 @@ from ._common import as_matrix, plus_pair, require_undirected
 METHODS = ("auto", "mxm", "intersect")
 
 
-def choose_method(K) -> str:
-    """The planner rule for the product: ``"mxm"`` (the masked product, then its sum) on
-    every kernel set. The CUDA set's ``count_triangles`` (``"intersect"``: the same sum
-    without forming the product) is taken only when asked: on one H200 (2026-11-27, power-law
-    graphs of 3.2·10⁷ and 3.2·10⁸ entries) it took 43 and 177 ms where the masked product
-    took 18 and 84 ms."""
-    return "mxm"
+def choose_method(K, form: str = "L.LT") -> str:
+    """The planner rule for the count: ``"intersect"`` (the kernel set's ``count_triangles``:
+    the sum without forming the product) on the compiled CPU set when the product's form
+    is L·L (:func:`choose_product`), whose terms its kernel walks (Sandia's LL, each row's
+    L entries marked, no output, no mask cost pass, no compaction: on the 1000 × 1000
+    road grid 43 ms against the masked product's 70 ms, 1 thread, 2026-11-28); else
+    ``"mxm"`` (the masked product, then its sum): where L·Lᵀ is cheaper (power-law graphs)
+    the masked product's own form choice wins, and the CUDA set's ``count_triangles`` (a
+    merge per edge) is taken only when asked: on one H200 (2026-11-27, power-law graphs of
+    3.2·10⁷ and 3.2·10⁸ entries) it took 43 and 177 ms where the masked product took 18
+    and 84 ms."""
+    return "intersect" if form == "L.L" and getattr(K, "name", "") == "compiled" else "mxm"
+    # (under the index order, "none", triangle_count's compiled count reads L in A itself:
+    # L(c,:) is the prefix of the sorted row A(c,:) below c, so no L is built)
 
 
 def triangle_count(A, *, order: str = "auto", method: str = "auto",
@@ -67,21 +74,30 @@ def triangle_count(A, *, order: str = "auto", method: str = "auto",
         raise gb.ParameterError("unknown triangle-count method",
                                 expected=" | ".join(map(repr, METHODS)), got=repr(method))
     M = as_matrix(A)
+    _check_order(order)
     require_undirected(M, "triangle_count", backend)
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
-    if method == "auto":
-        method = choose_method(K)
     if method == "intersect" and not callable(getattr(K, "count_triangles", None)):
         raise gb.BackendError("method='intersect' needs a kernel set with count_triangles",
                               got=f"the {K.name!r} kernels",
-                              hint="device data (the CUDA kernels), or method='auto'")
-    L = lower(M, order, backend, values=False)
-    if not L.nvals:
+                              hint="host data with Numba (the compiled kernels), device data "
+                                   "(the CUDA kernels), or method='auto'")
+    if (method == "auto" and not M.on_device and K.name == "compiled"
+            and (order == "none" or order == "auto" and not _skewed(M.xp.diff(M.csr.indptr)))):
+        return int(K.count_triangles(M.csr, below=True))  # the index order: L read in A
+    # L as the kernels wrote it (a Matrix of it only for the product: no copy for the count)
+    Lcsr = _lower_csr(M, order, backend, False)
+    L, nvals = None, int(Lcsr.indptr[-1])
+    if not nvals:
         return 0
+    form = _form(M.xp.diff(M.csr.indptr), M.xp.diff(Lcsr.indptr), nvals, M.on_device)
+    if method == "auto":
+        method = choose_method(K, form)
     if method == "intersect":
-        return int(K.count_triangles(L.csr))
+        return int(K.count_triangles(Lcsr))
+    L = L if L is not None else gb.Matrix(Lcsr)
     # int64 counts whatever A's dtype (plus over a bool A would stay bool)
-    B = L.T if choose_product(M, L) == "L.LT" else L
+    B = L.T if form == "L.LT" else L
     C = gr.mxm(L, B, plus_pair, mask=L.S, dtype=np.int64, backend=backend)
     return int(gr.reduce_scalar(C, gb.ops.plus, dtype=np.int64, backend=backend))
 
@@ -116,13 +132,16 @@ def choose_product(M, L) -> str:
     walks Σ col² terms, after building Lᵀ) or ``"L.L"`` (C<L> = L·L, Sandia's LL: every
     triangle a < b < c once, at (c, a) through b; Σ col·row terms and no transpose), by
     those counts from L's row counts (row = lower-ranked neighbours, col = the rest)."""
-    xp = M.xp
-    deg = xp.diff(M.csr.indptr).astype(np.float64)
-    row = xp.diff(L.csr.indptr).astype(np.float64)
-    col = deg - row
-    cost = DEVICE_TRANSPOSE_COST if M.on_device else TRANSPOSE_COST
-    llt = float((col * col).sum()) + cost * L.nvals
-    return "L.LT" if llt < float((col * row).sum()) else "L.L"
+    return _form(M.xp.diff(M.csr.indptr), M.xp.diff(L.csr.indptr), L.nvals, M.on_device)
+
+
+def _form(deg, row, nvals: int, on_device: bool) -> str:
+    """:func:`choose_product` from the degrees and L's row counts (integer arrays: the sums
+    in int64, no float copies)."""
+    col = deg.astype(np.int64) - row
+    cost = DEVICE_TRANSPOSE_COST if on_device else TRANSPOSE_COST
+    llt = float(col.dot(col)) + cost * nvals
+    return "L.LT" if llt < float(col.dot(row.astype(np.int64, copy=False))) else "L.L"
 
 
 def _skewed(deg) -> bool:
@@ -149,14 +168,23 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     set's ``rank_lower_counts`` counts each row's kept entries under all three orderings in
     one pass over the entries (the counts :func:`choose_order` reads; renumbering the graph
     first, ``extract(A, p, p)``, cost as much as the product itself), and
-    ``rank_lower_fill`` writes the chosen one's at the row pointers those counts give. Host
-    and device data take this one path (the CUDA set's kernels: a warp a row).
+    ``rank_lower_fill`` writes the chosen one's at the row pointers those counts give.
     Every triangle {a, b, c} ranked a < b < c is counted once, at (c, b) through a.
     ``values=False``: L holds True (bool) instead of M's values (a pattern for
     ``plus_pair``: 1/8 the memory)."""
+    _check_order(order)
+    return gb.Matrix(_lower_csr(M, order, backend, values))
+
+
+def _check_order(order: str) -> None:
     if order not in ORDERS:
         raise gb.ParameterError("unknown vertex order", expected=" | ".join(map(repr, ORDERS)),
                                 got=repr(order))
+
+
+def _lower_csr(M, order: str, backend: str, values: bool):
+    """:func:`lower`'s CSR as the kernels wrote it (SciPy on the host, cupyx on the device:
+    host and device data take this one path, the CUDA set's kernels a warp a row)."""
     xp, csr, n = M.xp, M.csr, M.nrows
     deg = xp.diff(csr.indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
@@ -172,12 +200,11 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
         data = xp.ones(cols.shape[0], dtype=bool)
     if M.on_device:  # cupyx's index type where it fits (the device kernels read int32 L)
         it = gs.index_dtype(n, M.ncols, int(cols.shape[0]))
-        L = gs.make_csr(data, cols.astype(it, copy=False), lp.astype(it, copy=False),
-                               M.shape, True)
+        L = gs.make_csr(data, cols.astype(it, copy=False), lp.astype(it, copy=False), M.shape, True)
     else:
         L = sps.csr_matrix((data, cols, lp), shape=M.shape)
     L.has_canonical_format = True  # kept entries of sorted unique rows: no check needed
-    return gb.Matrix(L)
+    return L
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):

@@ -295,3 +295,13 @@ class GraphKernels(Protocol):
         entry p is stored, ``xb[q]`` where only B's entry q is); the (i, j) both store are
         C's entries ``at``, left for the caller (``op(A.data[a_pos], B.data[b_pos])``);
         ``at``, ``a_pos``, ``b_pos`` int64, in C's order."""
+
+    def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
+                   space=None) -> tuple:
+        """eWiseUnion of two vectors (or any sorted unique int64 keys) ``ka`` and ``kb``
+        with values ``va`` / ``vb``: ``(keys, values)``, the sorted union, each value in
+        ``out_dtype`` (operands and defaults cast to it, ``op`` evaluated in it as
+        :func:`gbdist.backends.graph_reference.binary` does): ``op(a, right_default)``
+        where only A holds the key, ``op(left_default, b)`` where only B does, ``op(a, b)``
+        where both do. ``space``: the key space's size where the keys fill much of it (a
+        set may merge through a presence array then), else None."""

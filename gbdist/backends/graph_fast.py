@@ -220,6 +220,45 @@ def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
     return indptr, indices, values, out_a[a_pos], a_pos, b_pos
 
 
+def union_keys(ka, kb, xa, xb, xp=np, space=None):
+    """``(keys, values, at, a_pos, b_pos)``: the union of two sorted unique int64 key
+    arrays, ``xa[p]`` where only A holds the key (A's entry p), ``xb[q]`` where only B does;
+    the keys both hold are the output's entries ``at`` (their values left for the
+    caller), A's entries ``a_pos`` and B's ``b_pos``. B's keys located in A's by search, or,
+    with ``space`` (the key space's size, given when the caller finds the keys dense:
+    :func:`gbdist.graph.sparse.dense_space`), through a presence array of it; the compiled
+    form is one branch-free merge
+    (:func:`gbdist.backends.compiled.graph_union.merge_keys`)."""
+    na, nb = int(ka.size), int(kb.size)
+    if space:
+        present = xp.zeros(space, dtype=bool)
+        present[ka] = True
+        found = present[kb]
+        present[kb] = True
+        keys = xp.flatnonzero(present).astype(np.int64, copy=False)
+        dense = xp.empty(space, dtype=xa.dtype)  # read only where present
+        dense[ka], dense[kb] = xa, xb
+        b_pos = xp.flatnonzero(found).astype(np.int64, copy=False)
+        shared = kb[b_pos]
+        return (keys, dense[keys], xp.searchsorted(keys, shared).astype(np.int64),
+                xp.searchsorted(ka, shared).astype(np.int64), b_pos)
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(nb, dtype=bool)
+    inside = pos < na
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    out_a = xp.arange(na, dtype=np.int64) + xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])
+    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
+    keys = xp.empty(na + int(ins.size), dtype=np.int64)
+    values = xp.empty(na + int(ins.size), dtype=xa.dtype)
+    keys[out_a], keys[out_b] = ka, kb[lone]
+    values[out_a], values[out_b] = xa, xb[lone]
+    b_pos = xp.flatnonzero(found).astype(np.int64)
+    a_pos = pos[b_pos].astype(np.int64)
+    return keys, values, out_a[a_pos], a_pos, b_pos
+
+
 def _rank_flags(rows, cols, deg):
     lt = cols < rows
     dc, dr = deg[cols], deg[rows]

@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - an algebra without the lazy stand-in
 from ..algebra.evaluate import evaluate
 from ..algebra.ops import constant_value
 from .graph_fast import _LOUD, _fast_binary, _fast_fold, _fast_unary, _kind, owners  # noqa: F401
+from .graph_fast import union_keys
 
 _BOOL = np.dtype(np.bool_)
 
@@ -261,6 +262,20 @@ def binary(op, a, b, dtype, xp=np):
                 out = fast(np.asarray(a), np.asarray(b))
             return out if type(out) is np.ndarray else np.asarray(out)
     return binary_walk(op, a, b, dtype, xp)
+
+
+def union_values(ka, kb, va, vb, op, left_default, right_default, dtype, xp=np, space=None):
+    """eWiseUnion over sorted unique keys with values, the NumPy / CuPy form
+    (:meth:`gbdist.backends.base.GraphKernels.union_keys`): ``op(a, right_default)`` and
+    ``op(left_default, b)`` over every stored value (vectorised), the keys merged by
+    :func:`gbdist.backends.graph_fast.union_keys`, ``op(a, b)`` written where both hold a
+    key. Returns ``(keys, values)``."""
+    xa = cast(binary(op, va, xp.asarray(right_default), dtype, xp).reshape(-1), dtype, xp)
+    xb = cast(binary(op, xp.asarray(left_default), vb, dtype, xp).reshape(-1), dtype, xp)
+    keys, vals, at, a_pos, b_pos = union_keys(ka, kb, xa, xb, xp, space)
+    if int(at.shape[0]):
+        vals[at] = binary(op, va[a_pos], vb[b_pos], dtype, xp).reshape(-1)
+    return keys, vals
 
 
 def binary_walk(op, a, b, dtype, xp=np):

@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from .graph_fast import owners, rank_lower_counts, rank_lower_fill, union_merge, pattern_symmetric
-from .graph_reference import binary, fold_segments, identity_value
+from .graph_reference import binary, fold_segments, identity_value, union_values
 
 
 def _expand_rows(indptr, rows, xp=np):
@@ -174,6 +174,11 @@ class ReferenceGraphKernels:
 
     def union_merge(self, A, B, xa, xb, *, itype):
         return union_merge(A.indptr, A.indices, B.indptr, B.indices, xa, xb, A.shape[1], itype)
+
+    def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
+                   space=None):
+        return union_values(ka, kb, va, vb, op, left_default, right_default, out_dtype, np,
+                            space)
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
         indptr = np.asarray(indptr, dtype=np.int64)

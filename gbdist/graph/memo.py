@@ -69,11 +69,15 @@ def product(name, sr, A, u, dtype):
 
 
 def ewise(name, op, union, A, B, dtype):
-    """(decision, domain) of ewise_add (``union``) / ewise_mult."""
+    """(decision, domain, result type) of ewise_add (``union``) / ewise_mult."""
     key = ("ewise", name, id(op), union, A._kind, B._kind, _dtype_key(dtype))
-    return memoised(key, (op,), lambda: (
-        rule.ewise(name, op, union, (A.effective_fill, B.effective_fill), (A.fill, B.fill)),
-        T.domain(dtype, [A.dtype, B.dtype], [op])))
+    return memoised(key, (op,), lambda: _ewise(name, op, union, A, B, dtype))
+
+
+def _ewise(name, op, union, A, B, dtype):
+    dt = T.domain(dtype, [A.dtype, B.dtype], [op])
+    return (rule.ewise(name, op, union, (A.effective_fill, B.effective_fill), (A.fill, B.fill)),
+            dt, T.ewise_result(op, dt, [A.dtype, B.dtype], dtype))
 
 
 _NO_SCALAR = ("no scalar",)

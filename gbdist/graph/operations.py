@@ -227,7 +227,7 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
     op = T.binary_arg(op, name)
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
-    dec, dt = memo.ewise(name, op, union, A, B, dtype)
+    dec, dt, rt = memo.ewise(name, op, union, A, B, dtype)
     on_device = _device(A, B, mask and mask.source, out)
     xp = A.xp
     ka, kb = A.keys(), B.keys()
@@ -238,11 +238,16 @@ def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
         ka, va, kb, vb = ka[ka_keep], va[ka_keep], kb[kb_keep], vb[kb_keep]
     both = lambda a, b: binary(op, a, b, dt, xp)  # noqa: E731
     if union:  # full or dense operands merge through dense arrays (sparse.DENSE_SHARE)
-        va, vb = cast(va, dt, xp), cast(vb, dt, xp)  # a lone entry too is T's value, in D
-        keys, vals = S.merge_union(ka, va, kb, vb, both, dt, xp, space=space)
+        if rt != dt:  # op(a, b) computed in D, then cast to the result type; a lone entry
+            both = lambda a, b: cast(binary(op, a, b, dt, xp), rt, xp)  # noqa: E731
+            lone = (cast(va, rt, xp), cast(vb, rt, xp))  # cast to it directly (GraphBLAS)
+        else:  # a lone entry too is T's value, in D
+            va, vb = cast(va, dt, xp), cast(vb, dt, xp)
+            lone = None
+        keys, vals = S.merge_union(ka, va, kb, vb, both, rt, xp, space=space, lone=lone)
     else:
         keys, vals = S.merge_intersection(ka, va, kb, vb, both, xp, space=space)
-    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask, accum=accum,
+    return finish(kind, keys, vals, A.shape, rt, dec.result_fill, dec, mask=mask, accum=accum,
                   out=out, replace=replace, on_device=on_device)
 
 

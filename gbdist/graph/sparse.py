@@ -151,32 +151,36 @@ def _dense_values(keys, vals, space, xp):
     return out
 
 
-def merge_union(ka, va, kb, vb, both, dtype, xp=np, space=None):
+def merge_union(ka, va, kb, vb, both, dtype, xp=np, space=None, lone=None):
     """Union of two sorted key sets: ``both(va, vb)`` where both hold a key, the one
     present elsewhere (cast to ``dtype``). Returns sorted keys and values. ``space``: the
-    key space's size, for the dense path (:data:`DENSE_SHARE`)."""
+    key space's size, for the dense path (:data:`DENSE_SHARE`). ``lone``: the values
+    written where one side alone holds a key, aligned with ``va`` / ``vb`` (default: those
+    themselves)."""
     va, vb = xp.asarray(va), xp.asarray(vb)
+    la, lb = (va, vb) if lone is None else (xp.asarray(lone[0]), xp.asarray(lone[1]))
     if dense_space(space, ka.size, kb.size):
-        return _union_dense(ka, va, kb, vb, both, dtype, xp, space)
+        return _union_dense(ka, va, kb, vb, both, dtype, xp, space, la, lb)
     pos, found = locate(ka, kb, xp)
     in_b_used = xp.zeros(kb.shape, dtype=bool)
     in_b_used[pos[found]] = True
     keys = xp.concatenate([ka, kb[~in_b_used]])
-    vals_a = va.astype(dtype, copy=True)
+    vals_a = la.astype(dtype, copy=True)
     if bool(found.any()):
         vals_a[found] = both(va[found], vb[pos[found]])
-    vals = xp.concatenate([vals_a, vb[~in_b_used].astype(dtype)])
+    vals = xp.concatenate([vals_a, lb[~in_b_used].astype(dtype)])
     order = xp.argsort(keys, kind="stable")
     return keys[order], vals[order]
 
 
-def _union_dense(ka, va, kb, vb, both, dtype, xp, space):
+def _union_dense(ka, va, kb, vb, both, dtype, xp, space, la=None, lb=None):
+    la, lb = va if la is None else la, vb if lb is None else lb  # the lone entries' values
     full_a, full_b = ka.size == space, kb.size == space
     if full_a and full_b:  # both full: one element-wise op, the keys are 0..space-1
         return ka, xp.asarray(both(va, vb)).astype(dtype, copy=False)
     if full_a or full_b:  # one full: it is the union; the other's entries are combined
         kf, vf, ks, vs = (ka, va, kb, vb) if full_a else (kb, vb, ka, va)
-        out = vf.astype(dtype, copy=True)
+        out = (la if full_a else lb).astype(dtype, copy=True)
         if ks.size:
             out[ks] = both(vf[ks], vs) if full_a else both(vs, vf[ks])
         return kf, out
@@ -184,7 +188,7 @@ def _union_dense(ka, va, kb, vb, both, dtype, xp, space):
     in_a = present[kb]  # b's entries that a holds too
     present[kb] = True
     out = xp.empty(space, dtype=dtype)  # read only where present
-    out[ka] = va.astype(dtype, copy=False)
+    out[ka] = la.astype(dtype, copy=False)
     overlap = bool(in_a.any())
     if overlap:  # a's values where both hold the key, before b's overwrite them
         kbb = kb[in_a]
@@ -192,7 +196,7 @@ def _union_dense(ka, va, kb, vb, both, dtype, xp, space):
             a_at = va[xp.searchsorted(ka, kbb)]
         else:
             a_at = _dense_values(ka, va, space, xp)[kbb]
-    out[kb] = vb.astype(dtype, copy=False)
+    out[kb] = lb.astype(dtype, copy=False)
     if overlap:
         out[kbb] = both(a_at, vb[in_a])
     keys = xp.flatnonzero(present).astype(np.int64, copy=False)

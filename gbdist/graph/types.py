@@ -127,6 +127,52 @@ def domain(dtype, operand_dtypes, ops, scalars=(), monoids=()) -> np.dtype:
     return np.dtype(np.float64)
 
 
+_BOOL_RESULT = ("eq", "ne")  # GraphBLAS's EQ / NE: T × T → BOOL
+
+
+def ewise_result(op, domain_dtype, operand_dtypes, dtype=None) -> np.dtype:
+    """The result type of an element-wise operation (``ewise_add``, ``ewise_mult``,
+    ``ewise_union``) whose op is evaluated in ``domain_dtype``: python-graphblas's type for
+    the built-in op (the op typed on the unified operand type, as ``get_typed_op`` types
+    it): ``eq`` / ``ne`` bool (GraphBLAS's EQ_T / NE_T), ``pair`` int64 (python-graphblas
+    types an untyped PAIR as INT64 whatever its operands), ``power`` the operands' type
+    (POW_INT32 is int32; gbdist evaluates it in float64 and casts, as SuiteSparse does);
+    with ``dtype=`` (the op typed, ``pair[INT32]``) ``pair`` and ``power`` that type;
+    every other op its domain. Values computed in the domain are
+    cast to it; so are the entries ``ewise_add`` copies from one side."""
+    name = getattr(op, "name", None)
+    if name not in _BOOL_RESULT + ("pair", "power") or op != _builtin(name):  # the built-in
+        return np.dtype(domain_dtype)  # (by value: the text language's ops are equal copies)
+    if name in _BOOL_RESULT:
+        return np.dtype(np.bool_)
+    if name == "pair":
+        return np.dtype(np.int64) if dtype is None else np.dtype(domain_dtype)
+    if name == "power":
+        return np.dtype(domain_dtype) if dtype is not None else \
+            S.check_dtype(np.result_type(*operand_dtypes), "the result")
+    return np.dtype(domain_dtype)
+
+
+def _builtin(name):
+    from ..algebra import ops
+    return getattr(ops, name, None)
+
+
+def literal_dtype(value) -> np.dtype:
+    """The type python-graphblas gives a scalar operand that is not bound into an op
+    (``Scalar.from_value``: eWiseUnion's defaults): a NumPy scalar or 0-d array its own
+    dtype, a Python bool bool, int int64, float float64. Unlike :func:`domain`'s bound
+    ``scalars``, which are NumPy's weak Python scalars, it counts in the rule as an
+    operand of that type."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    return np.asarray(value).dtype
+
+
 def result_dtype(out, dtype, operand_dtypes, ops, scalars=(), monoids=()) -> np.dtype:
     """The domain (:func:`domain`); ``out`` does not choose it (its dtype is only the
     type the result is cast to on write)."""

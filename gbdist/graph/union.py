@@ -4,7 +4,8 @@
 stored, ``op(a, right_default)`` where only A is, ``op(left_default, b)`` where only B
 is (python-graphblas's ``A.ewise_union(B, op, left_default, right_default)``). Unlike
 ``ewise_add`` every result value goes through ``op``. The domain is :mod:`.types`'s rule
-over the operands and both defaults.
+over the operands and both defaults, each default typed as python-graphblas types it
+(:func:`.types.literal_dtype`: a Python int is int64, a float float64).
 """
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
             "ewise_union of fill=0 data: an unstored entry of data is a 0, not a default",
             got=f"fills {A.fill!r}, {B.fill!r}",
             hint="gr.ewise_add (0 stands in for a missing side), or fill='absent' operands")
-    dt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype, memo.scalar_key(left_default),
-                        memo.scalar_key(right_default), memo._dtype_key(dtype)), (op,),
-                       lambda: T.domain(dtype, [A.dtype, B.dtype], [op],
-                                        scalars=[left_default, right_default]))
+    dt, rt = memo.memoised(("ewise_union", id(op), A.dtype, B.dtype,
+                            memo.scalar_key(left_default), memo.scalar_key(right_default),
+                            memo._dtype_key(dtype)), (op,),
+                           lambda: _types(op, A, B, left_default, right_default, dtype))
     on_device = _device(A, B, mask and mask.source, out)
     dec = rule.Decision("ewise_union", True, rule.ABSENT,
                         "every operand is a graph: the union of stored entries, a missing side "
@@ -48,18 +49,28 @@ def ewise_union(A, B, op, left_default, right_default, *, mask=None, accum=None,
     if kind is Matrix and mask is None and out is None:
         K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
         C = _union_rows(K, A, B, op, left_default, right_default, dt, on_device)
+        if rt != dt:
+            C = Matrix._wrap(S.make_csr(cast(C._csr.data, rt, A.xp), C._csr.indices,
+                                        C._csr.indptr, A.shape, on_device), rule.ABSENT, on_device)
         C.decision = dec
         return C
-    xp = A.xp
     ka, kb, va, vb = A.keys(), B.keys(), _vals(A), _vals(B)
     if mask is not None:
         keep_a, keep_b = mask.allows(ka), mask.allows(kb)
         ka, va, kb, vb = ka[keep_a], va[keep_a], kb[keep_b], vb[keep_b]
-    space = A.size if kind is not Matrix else None  # vectors: the dense path when dense
-    merge = _merge_dense if S.dense_space(space, ka.size, kb.size) else _merge
-    keys, vals = merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space)
-    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
+    K = get_kernels(backend, on_device, work=ka.size + kb.size)
+    space = A.size if kind is not Matrix else None  # vectors: a presence array when dense
+    keys, vals = K.union_keys(ka, kb, va, vb, op, left_default, right_default, out_dtype=dt,
+                              space=space if S.dense_space(space, ka.size, kb.size) else None)
+    return finish(kind, keys, vals, A.shape, rt, dec.result_fill, dec, mask=mask,
                   accum=accum, out=out, replace=replace, on_device=on_device)
+
+
+def _types(op, A, B, left_default, right_default, dtype):
+    """(domain, result type): both defaults typed as python-graphblas types them."""
+    operands = [A.dtype, B.dtype, T.literal_dtype(left_default), T.literal_dtype(right_default)]
+    dt = T.domain(dtype, operands, [op])
+    return dt, T.ewise_result(op, dt, operands, dtype)
 
 
 def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
@@ -80,48 +91,3 @@ def _union_rows(K, A, B, op, left_default, right_default, dt, on_device):
         vals[at] = binary(op, va[a_pos], vb[b_pos], dt, xp).reshape(-1)
     return Matrix._wrap(S.make_csr(vals, indices, indptr, A.shape, on_device), rule.ABSENT,
                         on_device)
-
-
-def _merge(ka, va, kb, vb, op, left_default, right_default, dt, xp, space=None):
-    """The sorted union of two sorted unique key sets, each value through ``op``: a merge
-    by positions (no sort): B's keys are located in A's once; a B key absent from A is
-    inserted before the A keys greater than it."""
-    pos = xp.searchsorted(ka, kb)
-    found = xp.zeros(kb.shape, dtype=bool)
-    inside = pos < ka.size
-    found[inside] = ka[pos[inside]] == kb[inside]
-    lone = ~found
-    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
-    na, nl = int(ka.size), int(ins.size)
-    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
-    out_a = xp.arange(na, dtype=np.int64) + before
-    out_b = ins + xp.arange(nl, dtype=np.int64)
-    keys = xp.empty(na + nl, dtype=np.int64)
-    vals = xp.empty(na + nl, dtype=dt)
-    keys[out_a], keys[out_b] = ka, kb[lone]
-    vals[out_a] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
-    if bool(found.any()):  # written over (never into an array an operand may share)
-        at = pos[found]
-        vals[out_a[at]] = binary(op, va[at], vb[found], dt, xp).reshape(-1)
-    vals[out_b] = binary(op, xp.asarray(left_default), vb[lone], dt, xp).reshape(-1)
-    return keys, vals
-
-
-def _merge_dense(ka, va, kb, vb, op, left_default, right_default, dt, xp, space):
-    """The same union through arrays of the key space (a vector whose operands together
-    hold at least :data:`gbdist.graph.sparse.DENSE_SHARE` of it): lone values written by
-    scatter, the shared keys found through a presence array and overwritten, the result's
-    keys the presence array's set positions. No search, no sort."""
-    present = S.present_of(ka, space, xp)
-    shared = present[kb]  # B's keys that A holds too
-    out = xp.empty(space, dtype=dt)  # read only where present
-    out[ka] = binary(op, va, xp.asarray(right_default), dt, xp).reshape(-1)
-    out[kb] = binary(op, xp.asarray(left_default), vb, dt, xp).reshape(-1)
-    if bool(shared.any()):
-        kab = kb[shared]
-        a_at = S._dense_values(ka, va, space, xp)[kab] if kab.size * 16 >= space else \
-            va[xp.searchsorted(ka, kab)]
-        out[kab] = binary(op, a_at, vb[shared], dt, xp).reshape(-1)
-    present[kb] = True
-    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
-    return keys, out[keys]

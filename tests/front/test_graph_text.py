@@ -346,8 +346,9 @@ def test_library_steps_equal_the_python_api_on_the_same_operands():
     want = gr.vxm(d, M, gb.semirings.min_plus, accum=gb.ops.min, out=out)
     assert gr.run("bellman_ford_step", M, d).isequal(want)
     two = gr.run("two_hop_count", M)
-    R = gr.ewise_add(gr.mxm(M, M, gb.semirings.any_pair), M, gb.ops.pair)
-    ref = gr.reduce_rows(gr.apply(gb.ops.pair, gr.select(R, "offdiag"), right=1), gb.ops.plus)
+    R = gr.ewise_add(gr.mxm(M, M, gb.semirings.any_pair), M, gb.ops.pair)  # int64
+    # the text's number 1 is a float64 (docs/language.md), so apply(..., right=1) is float64
+    ref = gr.reduce_rows(gr.apply(gb.ops.pair, gr.select(R, "offdiag"), right=1.0), gb.ops.plus)
     assert two.isequal(ref)
 
 

@@ -47,6 +47,13 @@ SuiteSparse:GraphBLAS"; each rule is marked ``# RULE`` where it is applied):
 9. ``div`` in a bool domain is not generated: gbdist evaluates it on 0/1 and casts
    (``0 / 0`` is NaN, true), GraphBLAS's ``DIV_BOOL`` is ``FIRST`` (false) — a documented
    difference, checked in :func:`test_documented_differences`.
+10. The result type of ``ewise_add`` / ``ewise_mult`` is python-graphblas's for the untyped
+   op (``gbdist.graph.types.ewise_result``): ``pair`` INT64, ``eq`` / ``ne`` BOOL,
+   ``power`` the operands' unified type (``pair`` and ``power`` of ``dtype=`` when given:
+   python-graphblas's typed op); the op is still typed in
+   gbdist's domain (rule 1), but an untyped ``pair`` is written untyped (python-graphblas
+   types it INT64: entries one side alone stores are cast to INT64 on the way), and C is
+   made of the result type, so T is cast into it.
 
 The default run is a few hundred cases per kernel set (seconds); ``GBDIST_SLOW_TESTS=1``
 runs thousands and prints the outcomes per operation and type. Failures are shrunk
@@ -275,6 +282,20 @@ class Case:
             return str(rt)
         return "float64"
 
+    def result_type(self):
+        """The result's type (RULE 10): the op's type except for ewise pair / eq / ne /
+        power, which follow python-graphblas's untyped op."""
+        t = self.op_type()
+        if self.operation not in ("ewise_add", "ewise_mult"):
+            return t
+        if self.op == "pair" and self.dtype is None:
+            return "int64"
+        if self.op in ("eq", "ne"):
+            return "bool"
+        if self.op == "power" and self.dtype is None:
+            return str(np.result_type(*[np.dtype(o.dtype) for o in self.inputs()]))
+        return t
+
     def result_shape(self):
         o = self.operands
         if self.operation == "mxm":
@@ -366,7 +387,8 @@ class Case:
             a, b = {"mxm": ("A", "B"), "mxv": ("A", "u"), "vxm": ("u", "A")}[op]
             expr = f"{o[a].ref()}.{op}({o[b].ref()}, {sr})"
         elif op in ("ewise_add", "ewise_mult"):
-            expr = f"{o['A'].ref()}.{op}({o['B'].ref()}, binary.{g_binary(self.op)}[{X}])"
+            typed = "" if self.op == "pair" and self.dtype is None else f"[{X}]"  # RULE 10
+            expr = f"{o['A'].ref()}.{op}({o['B'].ref()}, binary.{g_binary(self.op)}{typed})"
         elif op == "apply":
             expr = f"{o['A'].ref()}.apply(unary.{UNARY[self.op]}[{X}])"
         elif op == "apply_bound":
@@ -394,10 +416,11 @@ class Case:
         # C: out= (or assign's C), else an empty result of the op's type
         if "C" not in o:
             shp = self.result_shape()
+            Z = f"dtypes.{GB_TYPE[self.result_type()]}"  # RULE 10
             if len(shp) == 2:
-                lines.append(f"C = Matrix({X}, nrows={shp[0]}, ncols={shp[1]})")
+                lines.append(f"C = Matrix({Z}, nrows={shp[0]}, ncols={shp[1]})")
             else:
-                lines.append(f"C = Vector({X}, size={shp[0]})")
+                lines.append(f"C = Vector({Z}, size={shp[0]})")
         kw = []
         if self.mask is not None:
             kind, comp = self.mask

@@ -6,17 +6,16 @@ printed from the ops' formulas by the compiled backend's printer, user monoids
 included), cached on disk like the plan kernels (:mod:`.cache`). Kernels work on ranges
 of rows and release the GIL; ranges are balanced by work (Σ of the row's ⊗ terms) and
 taken from a shared queue by the calling thread and the backend's pool threads
-(:mod:`.threads`), about four ranges per thread. Not
-``prange``: see :mod:`gbdist.backends.compiled` (``parallel=True`` doubles every first
-compilation, and the speed is the same for these row-independent loops).
+(:mod:`.threads`), about four ranges per thread. Not ``prange``: see
+:mod:`gbdist.backends.compiled` (``parallel=True`` doubles every first compilation, and
+the speed is the same for these row-independent loops).
 
-Types: operands' value and index types are taken as they come (int32 indices stay
-int32; Numba specialises). ``out_dtype`` is the op's domain: operand values are cast to
-it as they are loaded and ⊗/⊕ are evaluated in it (:mod:`.graph_codegen`), as the
-reference (:mod:`gbdist.backends.graph_reference`) does: bool ops are GraphBLAS's,
-int32/int64 wrap like C, float32 stays float32 (only the compensated SpMV sums in
-float64). The ⊕ identity appears only where an output is not present, written as the
-reference writes it.
+Types: operands' value and index types are taken as they come (int32 indices stay int32;
+Numba specialises). ``out_dtype`` is the op's domain: operand values are cast to it as they
+are loaded and ⊗/⊕ are evaluated in it (:mod:`.graph_codegen`), as the reference
+(:mod:`gbdist.backends.graph_reference`) does: bool ops are GraphBLAS's, int32/int64 wrap
+like C, float32 stays float32 (only the compensated SpMV sums in float64). The ⊕ identity
+appears only where an output is not present, written as the reference writes it.
 
 Strategies (``spgemm``):
 
@@ -66,9 +65,9 @@ from .threads import threads as _threads_now
 # off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
 SCIPY_SPGEMM = False
 # plus_times SpMV with float64 (or int64) values and x, no mask, every x present, below
-# this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the
-# 2 shared cores (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md): SciPy faster at 1.8M entries (the
-# 2-thread kernel 1.55x its time), the 2-thread kernel faster at 18.7M (0.65x).
+# this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the 2
+# shared cores (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md): SciPy faster
+# at 1.8M entries (the 2-thread kernel 1.55x its time), the 2-thread kernel at 18.7M (0.65x).
 SCIPY_SPMV = 1 << 22
 # Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the
 # output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
@@ -76,10 +75,9 @@ HASH_MIN_N = 1 << 16
 HASH_RATIO = 64
 # The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
 MASKED_FORM = "auto"
-# A dot-form merge step costs this many Gustavson terms (branchy merges against a
-# streaming scatter; measured on 1.1e6-entry power-law products on the 2 shared cores:
-# C<L> = L·Lᵀ 8-27 ns a merge step, 3-5 ns a Gustavson term; C<A> = A·A dot 4.0-5.7 s,
-# Gustavson 1.0-1.6 s).
+# A dot-form merge step costs this many Gustavson terms (branchy merges against a streaming
+# scatter; 1.1e6-entry power-law products on the 2 shared cores: C<L> = L·Lᵀ 8-27 ns a merge
+# step, 3-5 ns a Gustavson term; C<A> = A·A dot 4.0-5.7 s, Gustavson 1.0-1.6 s).
 DOT_WEIGHT = 3.0
 # Below this many ⊗ terms a kernel runs on the calling thread.
 SERIAL_WORK = 1 << 15
@@ -140,8 +138,7 @@ def _module(sr_mul, sr_add_op, work: str):
 
 
 def _identity(monoid, dtype) -> object:
-    """The ⊕ identity as a scalar of ``dtype``, as the reference writes it (±inf: the
-    integer type's max/min; bool: identity != 0)."""
+    """⊕'s identity in ``dtype`` as the reference writes it (±inf: an int's max/min)."""
     key = (id(monoid), dtype)  # Monoid.key prints the identity: too slow per call
     hit = _IDENTITIES.get(key)
     if hit is None or hit[0] is not monoid:
@@ -282,6 +279,11 @@ class CompiledGraphKernels:
         """Connected-component labels by union-find (:mod:`.graph_algorithms`)."""
         from .graph_algorithms import components
         return components(A, half=half)
+
+    def count_triangles(self, L, *, below: bool = False) -> int:
+        """Σ over L's (c, b) of |L(c,:) ∩ L(b,:)|; ``below``: L read in A (.graph_algorithms)."""
+        from .graph_algorithms import count_triangles
+        return count_triangles(L, _nnz_ranges(np.asarray(L.indptr), L.shape[0]), _run, below=below)
 
     # -- sparse × sparse -> sparse ---------------------------------------------------
 
@@ -473,18 +475,22 @@ class CompiledGraphKernels:
         return graph_symmetry.symmetric(ap, A.indices, _nnz_ranges(ap, m), _run)
 
     def union_merge(self, A, B, xa, xb, *, itype):
-        from . import graph_union
+        from .graph_union import merge
         ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
-        m = ap.shape[0] - 1
-        work = np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
-        return graph_union.merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
-                                 _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+        m, work = ap.shape[0] - 1, np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
+        return merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
+                     _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+
+    def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
+                   space=None):
+        from .graph_union import PARALLEL_KEYS, merge_keys
+        t = threads() if ka.shape[0] + kb.shape[0] >= PARALLEL_KEYS else 1
+        return merge_keys(ka, kb, va, vb, op, (left_default, right_default), out_dtype, t, _run)
 
     @staticmethod
     def _finish(y, yp, monoid, out_dtype):
         """Cast as the reference casts; where nothing is present the kernels wrote the work
-        type's identity, rewritten as ``out_dtype``'s when the types differ (an int64
-        extreme does not cast to the int32 one)."""
+        type's identity, rewritten as ``out_dtype``'s (an int64 extreme is not int32's)."""
         out = _cast(y, out_dtype)
         if out is not y and not yp.all():
             out[~yp] = _identity(monoid, out_dtype)

@@ -55,3 +55,66 @@ def components(A, *, half: bool) -> np.ndarray:
     if n:
         _union_find(np.asarray(A.indptr), np.asarray(A.indices), n, bool(half), label)
     return label
+
+
+@njit(cache=True, nogil=True)
+def _triangles(lp, lj, starts, totals, r0, r1):
+    """Rows r0..r1 of Σ over L's stored (c, b) of |L(c,:) ∩ L(b,:)| (Sandia's LL without
+    its output: each triangle a < b < c, in L's ranking, once at row c through b). Row c's
+    entries are marked by their positions (``pos[j]``, valid only when it points into the
+    row at j: never initialised, so no n-wide fill and only touched pages are mapped)."""
+    pos = np.empty(lp.shape[0] - 1, np.int64)
+    total = 0
+    for c in range(r0, r1):
+        lo, hi = lp[c], lp[c + 1]
+        if hi - lo < 2:  # a triangle at row c needs two lower-ranked neighbours
+            continue
+        for q in range(lo, hi):
+            pos[lj[q]] = q
+        for p in range(lo, hi):
+            b = lj[p]
+            for q in range(lp[b], lp[b + 1]):
+                a = lj[q]
+                m = pos[a]
+                if m >= lo and m < hi and lj[m] == a:
+                    total += 1
+    totals[np.searchsorted(starts, r0)] = total  # the range's slot
+
+
+@njit(cache=True, nogil=True)
+def _triangles_below(ap, ai, starts, totals, r0, r1):
+    """:func:`_triangles` on the symmetric A itself under the index order, whose L(c,:) is
+    the prefix of the sorted row A(c,:) below c (found while it is marked): no L is built.
+    Each triangle a < b < c once, at row c through b (a's place in the row is before b's)."""
+    pos = np.empty(ap.shape[0] - 1, np.int64)
+    total = 0
+    for c in range(r0, r1):
+        lo = hi = ap[c]
+        pe = ap[c + 1]
+        while hi < pe and ai[hi] < c:
+            pos[ai[hi]] = hi
+            hi += 1
+        for p in range(lo + 1, hi):
+            b = ai[p]
+            for q in range(ap[b], ap[b + 1]):
+                a = ai[q]
+                if a >= b:
+                    break
+                m = pos[a]
+                if m >= lo and m < p and ai[m] == a:
+                    total += 1
+    totals[np.searchsorted(starts, r0)] = total  # the range's slot
+
+
+def count_triangles(L, ranges, run, *, below: bool = False) -> int:
+    """The triangles of the undirected graph whose one-direction L (canonical CSR, one copy
+    of each edge under a ranking: :func:`gbdist.algorithms.triangles.lower`) is given, by
+    :func:`_triangles` over row ranges on the pool; ``below``: ``L`` is the symmetric A,
+    counted under the index order by :func:`_triangles_below` (no L built)."""
+    lp = np.asarray(L.indptr)
+    starts = np.array([r0 for r0, _ in ranges], dtype=np.int64)  # sorted: one slot a range
+    totals = np.zeros(starts.shape[0], dtype=np.int64)
+    if lp.shape[0] > 1 and L.nnz:
+        run(_triangles_below if below else _triangles,
+            (lp, np.asarray(L.indices), starts, totals), ranges)
+    return int(totals.sum())

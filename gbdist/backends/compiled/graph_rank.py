@@ -21,12 +21,11 @@ _OPT = dict(cache=True, nogil=True)
 @njit(**_OPT)
 def _counts(ap, ai, deg, cnt, only_none, r0, r1):
     for i in range(r0, r1):
-        if only_none:  # no ranking: the row's columns below i (no degree loads)
-            a = 0
-            for p in range(ap[i], ap[i + 1]):
-                if ai[p] < i:
-                    a += 1
-            cnt[0, i] = a
+        if only_none:  # no ranking: the row's columns below i, a prefix of the sorted row
+            p, pe = ap[i], ap[i + 1]
+            while p < pe and ai[p] < i:  # no degree loads, stops at the diagonal
+                p += 1
+            cnt[0, i] = p - ap[i]
             continue
         di = deg[i]
         a = 0
@@ -54,8 +53,15 @@ def _counts(ap, ai, deg, cnt, only_none, r0, r1):
 @njit(**_OPT)
 def _fill(ap, ai, ax, deg, mode, lp, lc, lx, with_values, r0, r1):
     for i in range(r0, r1):
-        di = deg[i]
         q = lp[i]
+        if mode == 0:  # no ranking: the row's prefix below i (sorted rows), copied
+            p0 = ap[i]
+            for t in range(lp[i + 1] - q):
+                lc[q + t] = ai[p0 + t]
+                if with_values:
+                    lx[q + t] = ax[p0 + t]
+            continue
+        di = deg[i]
         for p in range(ap[i], ap[i + 1]):
             j = ai[p]
             dj = deg[j]

@@ -378,6 +378,14 @@ class CudaGraphKernels:
                            cupy.asarray(B.indptr), cupy.asarray(B.indices), cupy.asarray(xa),
                            cupy.asarray(xb), int(A.shape[1]), itype, cupy)
 
+    def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
+                   space=None):
+        import cupy
+        from ..graph_reference import union_values
+        return union_values(cupy.asarray(ka), cupy.asarray(kb), cupy.asarray(va),
+                            cupy.asarray(vb), op, left_default, right_default, out_dtype,
+                            cupy, space)
+
     # -- reductions -------------------------------------------------------------------------
 
     def segment_reduce(self, indptr, values, monoid, *, out_dtype):
