@@ -28,7 +28,8 @@ MAPPED = {"mahalanobis", "haversine", "weighted_correlation"}  # rows mapped whe
 # values whose overlap sums are rounded (logs, roots, quotients): compared to the oracle
 # within 1e-12 (the device's SpGEMM sums the terms in another order than the host)
 ROUNDED = {"jensenshannon", "jensenshannon_unnormalized", "hellinger", "kl_divergence",
-           "minkowski", "seuclidean", "gower", "weighted_minkowski", "canberra", "gower_mixed"}
+           "minkowski", "seuclidean", "gower", "weighted_minkowski", "canberra", "gower_mixed",
+           "weighted_canberra"}
 
 
 def _params(name):
