@@ -196,16 +196,9 @@ def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
     (:mod:`gbdist.backends.compiled.graph_union`)."""
     ra, rb = owners(xp.diff(ap), xp), owners(xp.diff(bp), xp)
     ka, kb = ra * ncols + ai.astype(np.int64), rb * ncols + bi.astype(np.int64)
-    na, nb = int(ka.size), int(kb.size)
-    pos = xp.searchsorted(ka, kb)
-    found = xp.zeros(nb, dtype=bool)
-    inside = pos < na
-    found[inside] = ka[pos[inside]] == kb[inside]
-    lone = ~found
-    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
-    before = xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])  # lone B keys before each A key
-    out_a = xp.arange(na, dtype=np.int64) + before
-    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
+    na = int(ka.size)
+    pos, found, lone, out_a, out_b = _merge_positions(ka, kb, xp)
+    ins = pos[lone]
     m = ap.shape[0] - 1
     indptr = xp.zeros(m + 1, dtype=itype)
     if m:
@@ -220,6 +213,22 @@ def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
     return indptr, indices, values, out_a[a_pos], a_pos, b_pos
 
 
+def _merge_positions(ka, kb, xp):
+    """The merge of two sorted unique int64 key arrays, B's keys located in A's by search:
+    ``(pos, found, lone, out_a, out_b)``: each B key's insertion point in A, whether A
+    holds it, its negation, and where A's keys and B's lone keys land in the union."""
+    na = int(ka.size)
+    pos = xp.searchsorted(ka, kb)
+    found = xp.zeros(int(kb.size), dtype=bool)
+    inside = pos < na
+    found[inside] = ka[pos[inside]] == kb[inside]
+    lone = ~found
+    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
+    out_a = xp.arange(na, dtype=np.int64) + xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])
+    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
+    return pos, found, lone, out_a, out_b
+
+
 def union_keys(ka, kb, xa, xb, xp=np, space=None):
     """``(keys, values, at, a_pos, b_pos)``: the union of two sorted unique int64 key
     arrays, ``xa[p]`` where only A holds the key (A's entry p), ``xb[q]`` where only B does;
@@ -229,7 +238,7 @@ def union_keys(ka, kb, xa, xb, xp=np, space=None):
     :func:`gbdist.graph.sparse.dense_space`), through a presence array of it; the compiled
     form is one branch-free merge
     (:func:`gbdist.backends.compiled.graph_union.merge_keys`)."""
-    na, nb = int(ka.size), int(kb.size)
+    na = int(ka.size)
     if space:
         present = xp.zeros(space, dtype=bool)
         present[ka] = True
@@ -242,14 +251,8 @@ def union_keys(ka, kb, xa, xb, xp=np, space=None):
         shared = kb[b_pos]
         return (keys, dense[keys], xp.searchsorted(keys, shared).astype(np.int64),
                 xp.searchsorted(ka, shared).astype(np.int64), b_pos)
-    pos = xp.searchsorted(ka, kb)
-    found = xp.zeros(nb, dtype=bool)
-    inside = pos < na
-    found[inside] = ka[pos[inside]] == kb[inside]
-    lone = ~found
-    ins = pos[lone]  # insertion points of B's lone keys in A (nondecreasing)
-    out_a = xp.arange(na, dtype=np.int64) + xp.cumsum(xp.bincount(ins, minlength=na + 1)[:na])
-    out_b = ins + xp.arange(int(ins.size), dtype=np.int64)
+    pos, found, lone, out_a, out_b = _merge_positions(ka, kb, xp)
+    ins = pos[lone]
     keys = xp.empty(na + int(ins.size), dtype=np.int64)
     values = xp.empty(na + int(ins.size), dtype=xa.dtype)
     keys[out_a], keys[out_b] = ka, kb[lone]
