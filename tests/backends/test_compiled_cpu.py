@@ -475,3 +475,26 @@ def test_a_sum_too_long_for_python_s_compiler_is_a_typed_error():
     # backend="cpu" is the NumPy evaluator here (this file's fixture)
     np.testing.assert_allclose(gb.pairwise_distances(X, metric="longsum_m", backend="cpu"),
                                want, rtol=1e-12)
+
+
+def test_direct_plan_does_not_reuse_the_rewritten_plans_kernels():
+    """The accuracy rule's direct plan has the expression of the plan it replaces: the
+    compiled kernels are keyed by the lowering too. Run the rewritten haversine plan first
+    (as the numeric checks do, no accuracy rule), then the direct one the rule picks for
+    close pairs (3 columns): scikit-learn's answer to 1e-11, not the expansion's 3e-9."""
+    from sklearn.metrics.pairwise import haversine_distances
+    from gbdist.pairwise import metric_program
+    from gbdist.runtime.bind import bind_operands
+    from gbdist.runtime.core import get_backend
+    from gbdist.runtime.memory import budget_of
+    from gbdist.runtime.tiles import evaluate
+    rng = np.random.default_rng(11)
+    X = np.column_stack([rng.uniform(-1.2, 1.2, 80), rng.uniform(-3, 3, 80)])
+    Y = X + 1e-3 * rng.normal(size=X.shape)
+    plan = metric_program("haversine").plan
+    be = get_backend("compiled")
+    b = bind_operands(plan, {"A": sps.csr_matrix(X), "B": sps.csr_matrix(Y)}, drop_zeros=True)
+    evaluate(be, be.prepare(b, exact=False), b, budget_of(be, None, result=True))
+    got = np.diagonal(gb.pairwise_distances(X, Y, metric="haversine", backend="compiled"))
+    want = np.diagonal(haversine_distances(X, Y))
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)

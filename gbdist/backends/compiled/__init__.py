@@ -78,7 +78,10 @@ def generate_source(plan: Plan) -> str:
 
 
 def _plan_key(plan: Plan) -> tuple:
-    return (plan.expr.key, tuple(sorted(plan.roles.items())))
+    """The plan's structure: its expression and its lowering (the accuracy rule's direct
+    plan has the expression of the plan it replaces, not its steps: keyed by the expression
+    alone, a process that had run the rewritten plan reused its kernels for the direct one)."""
+    return (plan.expr.key, plan.lowered.key, tuple(sorted(plan.roles.items())))
 
 
 _LOADED: dict = {}

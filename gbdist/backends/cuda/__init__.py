@@ -137,8 +137,8 @@ def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None,
     float splits are used (``codegen.generate``)."""
     from . import codegen  # sympy: imported when a kernel is first generated
     acc_name = acc_name or accumulator_dtype(dtype_name).name
-    key = (plan.expr.key, tuple(sorted(plan.roles.items())), dtype_name, acc_name, split,
-           codegen.knobs())
+    key = (plan.expr.key, plan.lowered.key, tuple(sorted(plan.roles.items())), dtype_name,
+           acc_name, split, codegen.knobs())  # the lowering too: a direct plan shares expr
     return cache.generated(key, lambda: codegen.generate(plan, np.dtype(dtype_name), np.dtype(acc_name),
                                                  split))
 
