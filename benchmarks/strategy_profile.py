@@ -14,7 +14,6 @@ sys.path.insert(0, ".")
 from benchmarks import datasets
 from benchmarks.distances import _normalise_rows, PROBABILITY
 from gbdist.backends.cuda import last_run
-import torch
 from torch.profiler import profile, ProfilerActivity
 out = {}
 sets = sys.argv[1].split(",")
