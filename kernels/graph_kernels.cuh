@@ -527,6 +527,43 @@ __device__ __forceinline__ void gb_spmv_binned_group(const long long* __restrict
   }
 }
 
+// One row by a whole 256-thread block (8 warps), over global memory: each lane's part
+// of the row, the warp's combine, the 8 warp partials combined by thread 0 (Neumaier with
+// compensated sums), y[row] written (and yp[row] where yp is given). The long rows of both
+// the binned and the row-tile SpMV.
+template <class F, bool CS, typename I, typename TA, typename TX>
+__device__ __forceinline__ void gb_spmv_block_row(long long row, bool keep,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const TX* __restrict__ x, const bool* __restrict__ xp,
+    typename F::W* __restrict__ y, bool* __restrict__ yp) {
+  typedef typename F::W W;
+  __shared__ W wacc[8], wcomp[8];
+  __shared__ int whas[8];
+  const int t = threadIdx.x;
+  W acc = F::identity(), comp = (W)0;
+  int has = 0;
+  if (keep) gb_spmv_lane<F, CS>(row, t, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
+  gb_combine<F, 32, CS>(acc, comp, has);
+  if (t % 32 == 0) { wacc[t / 32] = acc; wcomp[t / 32] = comp; whas[t / 32] = has; }
+  __syncthreads();
+  if (t == 0) {
+    W a = F::identity(), c = (W)0;
+    int h = 0;
+    for (int w = 0; w < 8; ++w) {
+      if (!whas[w]) continue;
+      if constexpr (CS) {
+        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
+      } else {
+        a = h ? F::add(a, wacc[w]) : wacc[w];
+      }
+      h = 1;
+    }
+    if constexpr (CS) a = a + c;
+    y[row] = h ? a : F::identity();
+    if (yp != nullptr) yp[row] = h != 0;
+  }
+}
+
 template <class F, typename I, typename TA, typename TX, bool COMP, bool CSUM>
 __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restrict__ rows,
     const long long* __restrict__ meta,
@@ -545,35 +582,10 @@ __global__ void __launch_bounds__(256) gb_spmv_binned(const long long* __restric
     case 3: gb_spmv_binned_group<F, 32, CS, I, TA, TX, COMP>(rows, r0, nrows, block, Ap, Aj, Ax, x, xp, ymask, y, yp); return;
     default: break;
   }
-  __shared__ W wacc[8], wcomp[8];
-  __shared__ int whas[8];
   const long long row = rows[r0 + block];
   bool keep = true;
   if (ymask != nullptr) keep = COMP ? !ymask[row] : ymask[row];
-  W acc = F::identity(), comp = (W)0;
-  int has = 0;
-  if (keep) gb_spmv_lane<F, CS>(row, threadIdx.x, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
-  gb_combine<F, 32, CS>(acc, comp, has);
-  if (threadIdx.x % 32 == 0) {
-    wacc[threadIdx.x / 32] = acc; wcomp[threadIdx.x / 32] = comp; whas[threadIdx.x / 32] = has;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    W a = F::identity(), c = (W)0;
-    int h = 0;
-    for (int w = 0; w < 8; ++w) {
-      if (!whas[w]) continue;
-      if constexpr (CS) {
-        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
-      } else {
-        a = h ? F::add(a, wacc[w]) : wacc[w];
-      }
-      h = 1;
-    }
-    if constexpr (CS) a = a + c;
-    y[row] = h ? a : F::identity();
-    yp[row] = h != 0;
-  }
+  gb_spmv_block_row<F, CS>(row, keep, Ap, Aj, Ax, x, xp, y, yp);
 }
 
 // ---------------------------------------------------------------------------
@@ -618,8 +630,6 @@ __global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restric
   __shared__ unsigned char sf[CAP];  // present flags of x (only with xp)
   __shared__ int longrows[CAP / LONG + 1];
   __shared__ int nlong;
-  __shared__ W wacc[8], wcomp[8];
-  __shared__ int whas[8];
   const long long r0 = starts[blockIdx.x];
   const long long r1 = starts[blockIdx.x + 1];
   if (r0 >= r1) return;  // a tile inside one long row: its block reduces it
@@ -675,28 +685,7 @@ __global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restric
   // the last row, too long to stage: 256 lanes over global memory
   const long long row = rs;
   const bool keep = ymask == nullptr || (COMP ? !ymask[row] : ymask[row]);
-  W acc = F::identity(), comp = (W)0;
-  int has = 0;
-  if (keep) gb_spmv_lane<F, CS>(row, t, 256, Ap, Aj, Ax, x, xp, acc, comp, has);
-  gb_combine<F, 32, CS>(acc, comp, has);
-  if (lane == 0) { wacc[warp] = acc; wcomp[warp] = comp; whas[warp] = has; }
-  __syncthreads();
-  if (t == 0) {
-    W a = F::identity(), c = (W)0;
-    int h = 0;
-    for (int w = 0; w < 8; ++w) {
-      if (!whas[w]) continue;
-      if constexpr (CS) {
-        if (h) { gb_neumaier(a, c, wacc[w]); c += wcomp[w]; } else { a = wacc[w]; c = wcomp[w]; }
-      } else {
-        a = h ? F::add(a, wacc[w]) : wacc[w];
-      }
-      h = 1;
-    }
-    if constexpr (CS) a = a + c;
-    y[row] = h ? a : F::identity();
-    if (yp != nullptr) yp[row] = h != 0;
-  }
+  gb_spmv_block_row<F, CS>(row, keep, Ap, Aj, Ax, x, xp, y, yp);
 }
 
 // ---------------------------------------------------------------------------
