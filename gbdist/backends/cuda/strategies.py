@@ -309,11 +309,13 @@ def _top_entries(d: DevCSR, perm):
     count = d.indptr[1:] - start
     topc = cupy.full((UNION_TOP, n), -1, dtype=d.indptr.dtype)
     topv = cupy.zeros((UNION_TOP, n), dtype=d.data.dtype)
+    if not d.nnz:
+        return topc, topv  # every row past its end
     for r in range(UNION_TOP):
         has = count > r
-        e = perm[cupy.where(has, start + r, 0)] if d.nnz else cupy.zeros(n, dtype=perm.dtype)
-        topc[r] = cupy.where(has, d.indices[e] if d.nnz else -1, -1)
-        topv[r] = cupy.where(has, d.data[e] if d.nnz else 0, 0)
+        e = perm[cupy.where(has, start + r, 0)]
+        topc[r] = cupy.where(has, d.indices[e], -1)
+        topv[r] = cupy.where(has, d.data[e], 0)
     return topc, topv
 
 
