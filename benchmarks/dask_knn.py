@@ -25,6 +25,8 @@ import time
 
 import numpy as np
 
+from benchmarks import datasets
+
 
 def _cluster(cpu: bool, threads: int, workers: int = 1):
     import distributed
@@ -47,34 +49,6 @@ def _cluster(cpu: bool, threads: int, workers: int = 1):
         return (distributed.SpecCluster(spec, scheduler={
                     "cls": distributed.Scheduler, "options": {"dashboard_address": None}}),
                 f"SpecCluster, {workers} worker process(es), one per GPU (no dask-cuda)")
-
-
-def _uniform(rows: int, cols: int, nnz: int, seed: int = 0):
-    """A uniformly random CSR (float32 values in (0, 1]) with about ``nnz`` entries, made
-    in O(nnz) without a sort: the gaps between consecutive stored positions (row-major keys)
-    are geometric with p = nnz / (rows * cols), so their running sum is already sorted and
-    unique. The dense-ish paper shape (66K x 26K, 108M nonzeros) takes seconds, where
-    sorting random keys took minutes."""
-    import scipy.sparse as sps
-    rng = np.random.default_rng(seed)
-    total = rows * cols
-    p = min(1.0, nnz / total)
-    keys = np.cumsum(rng.geometric(p, size=int(nnz * 1.02 + 64)), dtype=np.int64) - 1
-    keys = keys[:np.searchsorted(keys, total)]
-    r, c = np.divmod(keys, cols)
-    indptr = np.zeros(rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=rows), out=indptr[1:])
-    vals = rng.random(keys.size, dtype=np.float32) + np.float32(1e-3)
-    return sps.csr_matrix((vals, c.astype(np.int32), indptr.astype(np.int32)),
-                          shape=(rows, cols))
-
-
-# the paper-scale shapes of issue 31: name -> (generator, rows, cols, nonzeros)
-SHAPES = {
-    "ml": ("powerlaw", 283_228, 193_886, 21_000_000),
-    "dense": ("uniform", 66_000, 26_000, 108_000_000),
-    "tall": ("powerlaw", 663_000, 858_000, 3_800_000),
-}
 
 
 def _memory(client) -> dict:
@@ -137,7 +111,7 @@ def _compare(ref, got) -> dict:
 def add_arguments(ap) -> None:
     ap.add_argument("--shape", default=None,
                     help="paper shapes, comma-separated: " + ", ".join(
-                        f"{k} ({v[1]:,} x {v[2]:,}, {v[3]:,} nnz)" for k, v in SHAPES.items())
+                        f"{k} ({v[1]:,} x {v[2]:,}, {v[3]:,} nnz)" for k, v in datasets.PAPER_SHAPES.items())
                     + "; default: --rows/--cols/--nnz (powerlaw 283,228 x 193,886)")
     ap.add_argument("--rows", type=int, default=None, help="powerlaw rows (default 283,228)")
     ap.add_argument("--cols", type=int, default=None, help="powerlaw columns (default 193,886)")
@@ -159,7 +133,6 @@ def add_arguments(ap) -> None:
 
 
 def _inputs(args):
-    from benchmarks import datasets
     if not args.shape:
         kw = {k: v for k, v in (("n_rows", args.rows), ("n_cols", args.cols),
                                 ("nnz", args.nnz)) if v is not None}
@@ -167,9 +140,9 @@ def _inputs(args):
         yield meta.get("name", "powerlaw"), X
         return
     for name in args.shape.split(","):
-        gen, rows, cols, nnz = SHAPES[name]
+        gen, rows, cols, nnz = datasets.PAPER_SHAPES[name]
         if gen == "uniform":
-            yield name, _uniform(rows, cols, nnz)
+            yield name, datasets.uniform(rows, cols, nnz)
         else:
             yield name, datasets.load("powerlaw", n_rows=rows, n_cols=cols, nnz=nnz)[0]
 
@@ -241,7 +214,7 @@ def over_memory(args) -> dict:
     rows = args.rows or 200_000
     cols = args.cols or 50_000
     nnz = args.nnz or int(2.2 * limit / 8)  # float32 values + int32 columns: 8 B an entry
-    X = _uniform(rows, cols, nnz, seed=1)
+    X = datasets.uniform(rows, cols, nnz, seed=1)
     index_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
     assert index_bytes > 2 * limit, (index_bytes, limit)
     n_parts = int(args.partitions.split(",")[0])

@@ -13,7 +13,9 @@ timing (distances within float32 rounding, indices where not tied); recall@k aga
 float64 exact distances on 64 sampled queries (ties counted as right). Pruned and full
 are timed alternately, CUDA events, medians; one extra pruned run with every stage
 synchronised gives the stage profile. Shapes: ``tall`` (663K x 858K, ~3.8M nonzeros, ~6
-a row: issue 29's last shape), ``ml`` (283K x 194K, 21M), from benchmarks/dask_knn.py.
+a row: issue 29's last shape), ``ml`` (283K x 194K, 21M), ``dense`` (66K x 26K, 108M) and
+``wide`` (300K x 103K, 36M): ``benchmarks.datasets.PAPER_SHAPES``. ``--modes auto`` times
+what ``gb.knn`` chooses itself (the full search where the planner does not prune).
 """
 from __future__ import annotations
 
@@ -25,13 +27,12 @@ import time
 import numpy as np
 
 
+LABELS = {"always": "pruned", "never": "full", "auto": "gb.knn (auto)"}
+
+
 def _data(shape: str):
     from benchmarks import datasets
-    from benchmarks.dask_knn import SHAPES, _uniform
-    gen, rows, cols, nnz = SHAPES[shape]
-    if gen == "uniform":
-        return _uniform(rows, cols, nnz)
-    return datasets.powerlaw(rows, cols, nnz, seed=0)[0]
+    return datasets.paper_shape(shape)
 
 
 def add_arguments(ap) -> None:
@@ -41,6 +42,13 @@ def add_arguments(ap) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer-rows", type=int, default=8192)
     ap.add_argument("--skip-full", action="store_true", help="time the pruned search only")
+    ap.add_argument("--recall-queries", type=int, default=64,
+                    help="queries checked against float64 distances computed on the device")
+    ap.add_argument("--no-stages", action="store_true", help="skip the synchronised stage profile")
+    ap.add_argument("--modes", default="always,never",
+                    help="GBDIST_PRUNE settings timed, alternately: always (the pruned search), "
+                         "never (the full search), auto (what gb.knn chooses); the first two "
+                         "listed are compared on every row; the stage profile needs always")
 
 
 def run(args) -> dict:
@@ -50,7 +58,8 @@ def run(args) -> dict:
     import cupyx.scipy.sparse as cps
     import gbdist as gb
     from benchmarks import peers
-    from benchmarks.knn import _cusparse_topk, recall_at_k
+    from benchmarks.distances import PROBABILITY
+    from benchmarks.knn import _cusparse_topk, _normalise_rows, recall_device
     from gbdist.backends.cuda import pruned as dev
     from gbdist.backends.cuda import CUDABackend
 
@@ -58,29 +67,37 @@ def run(args) -> dict:
     X = _data(args.shape)
     print(f"## {args.shape}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz} "
           f"(made in {time.perf_counter() - t0:.1f} s); k = {args.k}", flush=True)
-    Xg = cps.csr_matrix(X)
     m, k = X.shape[0], args.k
     out = []
+    devs = {}
     for metric in args.metrics.split(","):
         row = {"shape": args.shape, "metric": metric, "m": m, "nnz": int(X.nnz), "k": k}
         res = {}
+        prob = metric in PROBABILITY  # rows normalised to sum 1, as benchmarks/knn.py does
+        if prob not in devs:
+            devs.clear()
+            devs[prob] = cps.csr_matrix(_normalise_rows(X) if prob else X)
+        Xg = devs[prob]
 
         def run(mode):
             os.environ["GBDIST_PRUNE"] = mode
             res[mode] = gb.knn(Xg, k=k, metric=metric, backend="cuda")
 
+        modes = [md for md in args.modes.split(",") if md]
+        if args.skip_full:
+            modes = [md for md in modes if md != "never"]
+
         try:
             from gbdist.neighbors.pruned import explain_pruning
             row["explain"] = explain_pruning(Xg, metric=metric, backend="cuda")
             t = time.perf_counter()
-            run("always")
+            run(modes[0])
             cupy.cuda.runtime.deviceSynchronize()
-            row["pruned_first_s"] = time.perf_counter() - t
-            modes = ["always"] + ([] if args.skip_full else ["never"])
-            if not args.skip_full:
-                run("never")  # warm-up, and the answer to compare
-                d1, i1 = (cupy.asnumpy(a) for a in res["always"])
-                d0, i0 = (cupy.asnumpy(a) for a in res["never"])
+            row[f"{modes[0]}_first_s"] = time.perf_counter() - t
+            if len(modes) > 1:
+                run(modes[1])  # warm-up, and the answer to compare
+                d1, i1 = (cupy.asnumpy(a) for a in res[modes[0]])
+                d0, i0 = (cupy.asnumpy(a) for a in res[modes[1]])
                 close = np.isclose(d1, d0, rtol=2e-6, atol=1e-6, equal_nan=True)
                 row["rows_differ"] = int((~close.all(axis=1)).sum())
                 row["index_differ_not_tied"] = int(((i1 != i0) & ~close).sum())
@@ -91,11 +108,12 @@ def run(args) -> dict:
             for md in modes:
                 row[f"{md}_ms"] = float(np.median(times[md]))
                 row[f"{md}_times"] = times[md]
-            dev.profile(True)
-            run("always")
-            dev.profile(False)
-            row["stages_s"] = dict(dev.PROFILE)
-            idx = cupy.asnumpy(res["always"][1])
+            if "always" in modes and not args.no_stages:
+                dev.profile(True)
+                run("always")
+                dev.profile(False)
+                row["stages_s"] = dict(dev.PROFILE)
+            idx = cupy.asnumpy(res[modes[0]][1])
             res.clear()
             cupy.get_default_memory_pool().free_all_blocks()
             if metric in ("cosine", "euclidean"):
@@ -108,22 +126,22 @@ def run(args) -> dict:
                 cupy.get_default_memory_pool().free_all_blocks()
             print(json.dumps({a: b for a, b in row.items() if not a.endswith("_times")}),
                   flush=True)  # before the reference (host) work
-            row["recall"] = recall_at_k(X, metric, idx, k)
+            row["recall"], _ = recall_device(Xg, metric, idx, k, queries=args.recall_queries)
         except Exception as e:  # noqa: BLE001 - recorded, the next metric runs
             import traceback
             traceback.print_exc()
             row["error"] = f"{type(e).__name__}: {e}"[:300]
         out.append(row)
         print(json.dumps({a: b for a, b in row.items() if not a.endswith("_times")}), flush=True)
-    print("\n| shape | metric | pruned ms | full ms | full/pruned | cuSPARSE+top-k ms | recall |")
-    print("|---|---|---|---|---|---|---|")
+    modes = [md for md in args.modes.split(",") if md]
+    print("\n| shape | metric | " + " | ".join(f"{LABELS.get(md, md)} ms" for md in modes)
+          + " | cuSPARSE+top-k ms | recall |")
+    print("|---|---|" + "---|" * len(modes) + "---|---|")
     for r in out:
-        f = r.get("never_ms")
-        p = r.get("always_ms")
-        print(f"| {r['shape']} | {r['metric']} | {p if p is None else round(p, 1)} | "
-              f"{f if f is None else round(f, 1)} | "
-              f"{'-' if not (f and p) else round(f / p, 2)} | "
-              f"{round(r['cusparse_topk_ms'], 1) if 'cusparse_topk_ms' in r else '-'} | "
+        ms = [r.get(f"{md}_ms") for md in modes]
+        print(f"| {r['shape']} | {r['metric']} | "
+              + " | ".join("-" if v is None else f"{v:.1f}" for v in ms)
+              + f" | {round(r['cusparse_topk_ms'], 1) if 'cusparse_topk_ms' in r else '-'} | "
               f"{r.get('recall', r.get('error', '-'))} |")
     failed = any(r.get("error") or r.get("rows_differ") or r.get("recall", 1.0) < 1.0
                  for r in out)

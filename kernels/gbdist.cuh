@@ -121,6 +121,32 @@ __global__ void gb_chunk_ptr(const I* __restrict__ ptr, const I* __restrict__ id
   }
 }
 
+// Atomic max / min of floats with integer atomics, one instruction in shared memory
+// where the compare-and-swap loop below reads, compares and retries: with its sign bit
+// clear a float's bits order as a signed int, with it set as an unsigned int reversed.
+// NaN is made +NaN for max (bits above +inf) and -NaN for min, so it wins as gb_max and
+// gb_min propagate it; the accumulator never holds any other NaN.
+__device__ __forceinline__ void gb_atomic_max(float* addr, float v) {
+  if (v != v) v = __int_as_float(0x7fc00000);
+  if (!signbit(v)) atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
+  else atomicMin(reinterpret_cast<unsigned int*>(addr), __float_as_uint(v));
+}
+__device__ __forceinline__ void gb_atomic_min(float* addr, float v) {
+  if (v != v) v = __int_as_float((int)0xffc00000u);
+  if (!signbit(v)) atomicMin(reinterpret_cast<int*>(addr), __float_as_int(v));
+  else atomicMax(reinterpret_cast<unsigned int*>(addr), __float_as_uint(v));
+}
+__device__ __forceinline__ void gb_atomic_max(double* addr, double v) {
+  if (v != v) v = __longlong_as_double(0x7ff8000000000000LL);
+  if (!signbit(v)) atomicMax(reinterpret_cast<long long*>(addr), __double_as_longlong(v));
+  else atomicMin(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)__double_as_longlong(v));
+}
+__device__ __forceinline__ void gb_atomic_min(double* addr, double v) {
+  if (v != v) v = __longlong_as_double((long long)0xfff8000000000000ULL);
+  if (!signbit(v)) atomicMin(reinterpret_cast<long long*>(addr), __double_as_longlong(v));
+  else atomicMax(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)__double_as_longlong(v));
+}
+
 // Atomic ⊕ into memory (shared or global): atomicAdd for plus, otherwise a
 // compare-and-swap loop with the monoid's combine (Comb::op).
 template <class Comb>

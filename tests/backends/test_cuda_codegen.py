@@ -127,3 +127,33 @@ def test_float_split_prints_f_in_float():
         assert generate(plan, np.float32, np.float64).split_exponent is None
     finally:
         codegen.FLOAT_SPLIT = True
+
+
+def test_max_and_min_monoids_scatter_with_integer_atomics():
+    """A max ⊕ (chebyshev's union scatter) prints gb_atomic_max, plus keeps atomicAdd; the
+    compare-and-swap loop is left for other monoids."""
+    cheb = generate(metric_program("chebyshev").plan, np.float32).source
+    assert "gb_atomic_max(&acc[j]" in cheb and "gb_atomic_combine<Comb0>(&acc[j]" not in cheb
+    cos = generate(metric_program("cosine").plan, np.float32).source
+    assert "atomicAdd(&acc[" in cos and "gb_atomic_max" not in cos.split("struct Spec")[-1]
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sorted_union_key_words_order_like_the_floats(descending):
+    """The sorted union's per-row order (strategies._sorted_perm, float32): one argsort of
+    64-bit words, row above the key's order-preserving bits, equals NumPy's lexsort by
+    (row, key) on keys with ±0, ±inf, subnormals, huge values and ties."""
+    from gbdist.backends.cuda.strategies import _ordered_bits
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, 1.0],
+                       dtype=np.float32)
+    keys = np.concatenate([special, (rng.standard_normal(3000)
+                                     * np.float32(10.0) ** rng.integers(-30, 30, 3000)).astype(np.float32),
+                           rng.integers(-3, 3, 1000).astype(np.float32)])
+    rows = np.sort(rng.integers(0, 40, keys.size)).astype(np.uint64)
+    words = _ordered_bits(keys, descending) | (rows << np.uint64(32))
+    perm = np.argsort(words, kind="stable")
+    want = np.lexsort((-keys.astype(np.float64) if descending else keys, rows))
+    assert np.array_equal(rows[perm], rows[want])
+    got, ref = keys[perm].astype(np.float64), keys[want].astype(np.float64)
+    assert np.array_equal(got, ref)  # equal as numbers (±0 compare equal)

@@ -471,8 +471,15 @@ struct {name} {{
 """
 
 
-def _monoid_kind_op_add(op: Op) -> str:
-    return "plus" if op.formula == X + Y else "other"
+def _atomic(add: Op, k: int, addr: str, value: str) -> str:
+    """The atomic ⊕ of ``value`` into ``addr``: atomicAdd for plus, integer atomics for max
+    and min (gb_atomic_max / gb_atomic_min), else a compare-and-swap loop on Comb{k}."""
+    if add.formula == X + Y:
+        return f"atomicAdd({addr}, {value});"
+    for f, name in ((sp.Max(X, Y), "gb_atomic_max"), (sp.Min(X, Y), "gb_atomic_min")):
+        if add.formula == f:
+            return f"{name}({addr}, {value});"
+    return f"gb_atomic_combine<Comb{k}>({addr}, {value});"
 
 
 def _monoid_kind_op(red: Reduction) -> str:
@@ -566,11 +573,7 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
     for k, a in enumerate(accs):
         if a.union:
             continue
-        value = _mul(a, mul_pr, "xs", "ys")
-        if _monoid_kind_op_add(a.add) == "plus":
-            lines.append(f"    atomicAdd(&acc[{k} * J + j], {value});")
-        else:
-            lines.append(f"    gb_atomic_combine<Comb{k}>(&acc[{k} * J + j], {value});")
+        lines.append("    " + _atomic(a.add, k, f"&acc[{k} * J + j]", _mul(a, mul_pr, "xs", "ys")))
     lines.append("  }")
     if _sorted_order(accs):
         a = accs[0]
@@ -581,7 +584,7 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
         lines.append("  __device__ static void union_scatter(A* acc, long long j, T xs, T ys) {")
         lines.append("    const A x = (A)xs;")
         lines.append("    const A y = (A)ys;")
-        lines.append(f"    gb_atomic_combine<Comb0>(&acc[j], {_mul(a, mul_pr, 'xs', 'ys')});")
+        lines.append("    " + _atomic(a.add, 0, "&acc[j]", _mul(a, mul_pr, "xs", "ys")))
         lines.append("  }")
     lines.append("  __device__ static void combine(A* acc, const A* other) {")
     for k, a in enumerate(accs):
