@@ -141,14 +141,20 @@ def test_device_summaries_equal_the_host(name):
 
 
 @pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
-@pytest.mark.parametrize("name", ["chebyshev", "weighted_chebyshev", "prune_maxw_m"])
-def test_device_two_pass_union(name, self_join, device_spy, monkeypatch, isolated_definitions):
+@pytest.mark.parametrize("name,lanes", [("chebyshev", None), ("weighted_chebyshev", None),
+                                        ("prune_maxw_m", None), ("chebyshev", 4), ("chebyshev", 32),
+                                        ("prune_maxw_m", 8)])
+def test_device_two_pass_union(name, lanes, self_join, device_spy, monkeypatch,
+                               isolated_definitions):
     """Two-pass unions (max over the union of stored columns) on the device pruned path:
-    gb_prune_union at the overlapping pairs, the summaries ⊕_A f(x, z_B), ⊕_B f(z_A, y)
-    for the rest; data with empty rows, duplicate rows and ties everywhere (max(L, R) is
-    L for every R ≤ L). The very indices of NumPy brute force, of the host pruned search
-    and of the full device search; explain shows the pruning."""
+    gb_prune_union at the overlapping pairs (G lanes a pair: the rule's, or forced), the
+    summaries ⊕_A f(x, z_B), ⊕_B f(z_A, y) for the rest; data with empty rows, duplicate
+    rows and ties everywhere (max(L, R) is L for every R ≤ L). The very indices of NumPy
+    brute force, of the host pruned search and of the full device search; explain shows
+    the pruning."""
+    from gbdist.backends.cuda import pruned_plan
     from gbdist.neighbors.pruned import explain_pruning
+    monkeypatch.setattr(pruned_plan, "UNION_LANES", lanes)
     gb.define(MAX_METRIC)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     X = sparse_rows(rng, 90, 300, "real")

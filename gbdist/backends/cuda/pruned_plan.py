@@ -130,7 +130,8 @@ def names(pk, itype: str) -> tuple[str, ...]:
     """Every instantiation of ``pk``'s source for indptr type ``itype`` ("int", "long long")."""
     out = [f"gb_row_reduce<{s[3]}, {itype}>" for s in pk.sums]
     out += [f"gb_prune_map<{m}>" for m in pk.maps.values() if m is not None]
-    out += [f"gb_prune_union<{u[0]}, {itype}>" for u in pk.unions.values()]
+    out += [f"gb_prune_union<{u[0]}, {itype}, {g}>" for u in pk.unions.values()
+            for g in UNION_LANE_CHOICES]
     return tuple(out)
 
 
@@ -140,6 +141,23 @@ def _itype(d) -> str:
 
 def _fn(pk, name: str, d):
     return cache.module(pk.key, pk.source, names(pk, _itype(d))).get_function(name)
+
+
+UNION_LANE_CHOICES = (4, 8, 16, 32)
+UNION_LANES: int | None = None  # force the lanes a pair of gb_prune_union (a probe's switch)
+
+
+def union_lanes(A, B) -> int:
+    """Lanes a pair of ``gb_prune_union``: about one per two entries of the rows' mean
+    length, 4 to 32. A warp a pair left 26 of 32 lanes idle on the 663K x 858K shape (~6
+    entries a row; 73 ms of the chebyshev search's 100, H200)."""
+    if UNION_LANES is not None:
+        return UNION_LANES
+    mean = max(A.nnz / max(int(A.shape[0]), 1), B.nnz / max(int(B.shape[0]), 1))
+    for g in UNION_LANE_CHOICES:
+        if mean <= 2 * g:
+            return g
+    return UNION_LANE_CHOICES[-1]
 
 
 def _blocks(work: int) -> int:
@@ -184,8 +202,9 @@ def union_pairs(pk, step: str, A, B, pi, pj):
     if npairs:
         Aj, Bj = (M.indices.astype(cp.int32, copy=False) for M in (A, B))
         Bp = B.indptr.astype(A.indptr.dtype, copy=False)
-        _fn(pk, f"gb_prune_union<{spec}, {_itype(A)}>", A)(
-            (_blocks(npairs * 32),), (THREADS,),
+        g = union_lanes(A, B)
+        _fn(pk, f"gb_prune_union<{spec}, {_itype(A)}, {g}>", A)(
+            (_blocks(npairs * g),), (THREADS,),
             (A.indptr, Aj, A.data, Bp, Bj, B.data, cp.ascontiguousarray(pi, dtype=cp.int64),
              cp.ascontiguousarray(pj, dtype=cp.int64), np.int64(npairs), out, shared))
     return out, shared
