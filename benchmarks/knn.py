@@ -97,21 +97,37 @@ def _device_distance_only(Xg, metric, wm):
 
 
 def _cusparse_topk(Xg, metric, k, rows, wm):
-    """The peer: cuSPARSE distances of query blocks, then argpartition + sort per row."""
+    """The peer: cuSPARSE distances of query blocks, then argpartition + sort per row.
+    Blocks are sized from the memory budget; where cuSPARSE's SpGEMM runs out of resources
+    on a block (dense-ish rows: its workspace grows with the product's entries) the block
+    is halved until it runs, as a user of it would."""
     import cupy
     n = Xg.shape[0]
-    block = int(max(1, min(rows, wm // (16 * max(n, 1)))))
+    block = int(max(1, min(rows, wm // (16 * max(n, 1)), _PEER_BLOCK.get(id(Xg), rows))))
     out = []
-    for r0 in range(0, rows, block):
+    r0 = 0
+    while r0 < rows:
         r1 = min(rows, r0 + block)
-        D = peers.cusparse(Xg[r0:r1], Xg, metric)
+        try:
+            D = peers.cusparse(Xg[r0:r1], Xg, metric)
+        except Exception as e:  # noqa: BLE001 - CuSparseError / OutOfMemoryError
+            if block == 1 or not any(w in str(e) for w in ("INSUFFICIENT_RESOURCES", "memory")):
+                raise
+            block //= 2
+            _PEER_BLOCK[id(Xg)] = block
+            cupy.get_default_memory_pool().free_all_blocks()
+            continue
         D[cupy.arange(r1 - r0), cupy.arange(r0, r1)] = cupy.inf  # self-exclusion
         part = cupy.argpartition(D, k - 1, axis=1)[:, :k]
         vals = cupy.take_along_axis(D, part, axis=1)
         order = cupy.argsort(vals, axis=1)
         out.append(cupy.take_along_axis(part, order, axis=1))
         del D
+        r0 = r1
     return out
+
+
+_PEER_BLOCK: dict = {}  # the block that ran, per operand, for the timed repeats
 
 
 def _sklearn_knn(X, metric, k, rows):

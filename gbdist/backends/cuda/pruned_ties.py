@@ -44,16 +44,19 @@ def members(ev, scan, Cp, Cj, rows_, first, fv, t, P, pkey, J, keyJ, kk: int):
     cp = ev.cp
     s, size = int(rows_.size), int(P.size)
 
-    def first_at(pred):  # the least position p with pred(h(p)), P.size where none
-        lo, hi = cp.zeros(s, cp.int64), cp.full(s, size, cp.int64)
-        for _ in range(size.bit_length() + 1):
-            mid = (lo + hi) // 2
-            v = ev.values(rows_, P[cp.minimum(mid, size - 1)])
-            ok = pred(v) & (lo < hi)
-            hi = cp.where(ok, mid, hi)
-            lo = cp.where(~ok & (lo < hi), mid + 1, lo)
-        return lo
-    a, e = first_at(lambda v: v >= t), first_at(lambda v: v > t)
+    # the least positions a with h(a) ≥ t and e with h(e) > t (P.size where none): both
+    # binary searches in one pass, the plan evaluated once a step for the two
+    both = cp.concatenate([rows_, rows_])
+    tt = cp.concatenate([t, t])
+    strict = cp.arange(2 * s) >= s
+    lo, hi = cp.zeros(2 * s, cp.int64), cp.full(2 * s, size, cp.int64)
+    for _ in range(size.bit_length() + 1):
+        mid = (lo + hi) // 2
+        v = ev.values(both, P[cp.minimum(mid, size - 1)])
+        ok = cp.where(strict, v > tt, v >= tt) & (lo < hi)
+        hi = cp.where(ok, mid, hi)
+        lo = cp.where(~ok & (lo < hi), mid + 1, lo)
+    a, e = lo[:s], lo[s:]
     lo_key, hi_key = pkey[cp.minimum(a, size - 1)], pkey[cp.maximum(e - 1, 0)]
     below = (fv < t[:, None]).sum(axis=1)  # the first ones under t: a prefix
     tie = scan(Cp, Cj, rows_, J, keyJ, lo_key, hi_key, kk - below, kk)

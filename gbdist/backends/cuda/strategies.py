@@ -29,11 +29,16 @@ from .operands import DevCSR
 
 THREADS = 512
 ROWS_CHOICES = (8, 4, 2, 1)
-# Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md.
+# Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md. The
+# sorted union's refitted 2026-11-27 on an H200 after its capped tiles, integer atomics
+# and radix-sorted orders (benchmarks/strategy_profile.py, 2,048 query rows against the
+# 283K power law, SEC names, Newsgroups and 66K x 26K at 108M nonzeros: 27.6, 5.7, 13.1
+# and 57.2 ms; gather 1,578, 56, 81 and 643 ms): the old rates (sort 2e9, pairs 6e10,
+# cells 5e10) sent the 66K x 26K shape to gather at 11x the sorted union's time.
 RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
          "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
          "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
-         "sorted_fixed": 1.5e-3, "sort": 2e9, "sorted_pairs": 6e10, "sorted_cells": 5e10}
+         "sorted_fixed": 1.5e-3, "sort": 1e10, "sorted_pairs": 3e11, "sorted_cells": 3.3e11}
 # Cost of an 8-byte shared-memory atomic add over a 4-byte one at 512 threads per block
 # (benchmarks/atomics_probe.py, retired: docs/benchmarks.md on an H100). Without it the model priced scatter the same
 # under float64 accumulation, and kept it on Tabula Muris manhattan, where gather was
