@@ -199,6 +199,13 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
     from ..compiler.accuracy import guards
     if not guards(plan):
         return plan
+    if isinstance(plan, _rule.Decided):  # decided once for the whole data (gbdist.dask)
+        if plan.centre is not None:
+            keys = {row_operand(n)[:2] for g in guards(plan) for n in (g.left, g.right)}
+            for name in sorted({k[0] for k in keys if not k[1]}):
+                base[name] = derive(name, ("centre", accuracy._digest(plan.centre)),
+                                    lambda m=base[name]: accuracy.centred(m, plan.centre))
+        return plan
     device = any(is_cupy(base[row_operand(n)[0]].data) for g in guards(plan)
                  for n in (g.left, g.right))
     # on the device the statistics are CuPy reductions (a few O(stored entries) kernels, a
