@@ -110,3 +110,28 @@ def test_a_direct_sum_the_backend_cannot_run_is_said():
     nd = accuracy.decide(plan, mats, remember, True, 12, direct=False)
     assert nd.plan is plan and nd.centre is not None and nd.ratio < d.ratio
     assert "cannot sum a union as written" in nd.why
+
+
+def test_a_decided_plan_runs_as_decided():
+    """gbdist.dask's carrier: a plan decided for the whole data (compiler.accuracy.decided)
+    is centred by the vector it carries and decides nothing itself, whatever its blocks'
+    own statistics would say; its answer equals SciPy's."""
+    from scipy.spatial.distance import cdist
+    from sklearn.datasets import make_blobs
+
+    from gbdist.runtime.core import bind
+    X = make_blobs(40, 12, random_state=4)[0] + 1e4
+    plan = metric_program("sqeuclidean").plan
+    own = bind(plan, {"A": X, "B": X})  # decides from these rows: centred by their means
+    centre = X.mean(axis=0) + 3.0  # any vector: the decision is not this call's
+    b = bind(rule.decided(plan, centre), {"A": X, "B": X})
+    np.testing.assert_array_equal(b.data[("A", False)].toarray(), X - centre)
+    assert not np.array_equal(own.data[("A", False)].toarray(), b.data[("A", False)].toarray())
+    kept = bind(rule.decided(plan), {"A": X, "B": X})
+    np.testing.assert_array_equal(kept.data[("A", False)].toarray(), X)  # not centred
+    from gbdist.backends.cpu import CPUBackend
+    from gbdist.runtime.core import evaluate
+    from gbdist.runtime.memory import budget_of
+    be = CPUBackend()
+    D = evaluate(be, be.prepare(b), b, budget_of(be, None, result=True))
+    np.testing.assert_allclose(np.asarray(D), cdist(X, X, "sqeuclidean"), rtol=1e-9, atol=1e-6)
