@@ -42,7 +42,7 @@ plans included (their ops evaluate from terms, without sympy).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -224,6 +224,22 @@ def direct_plan(plan: Plan) -> Plan:
         return plan  # a product whose lowering was not found (cannot happen for a made plan)
     steps, epilogue = split(lowered, plan.typing)
     return Plan(plan.expr, plan.typing, lowered, steps, epilogue, plan.products, None)
+
+
+@dataclass(frozen=True)
+class Decided(Plan):
+    """A plan whose accuracy decision is already made for the data it runs on (the blocks
+    of a partitioned run: decided once from the whole index's statistics,
+    :mod:`gbdist.dask.accuracy`): the runtime shifts the guarded row operands by
+    ``centre`` (a dense column vector, or None) and applies no rule of its own."""
+
+    centre: object = field(default=None, compare=False)
+
+
+def decided(plan: Plan, centre=None) -> Decided:
+    """``plan`` (as analysed) with its accuracy decision made: centred by ``centre``, or
+    taken as it is (None). A decision for the direct plan is :func:`direct_plan` itself."""
+    return Decided(**{f.name: getattr(plan, f.name) for f in fields(Plan)}, centre=centre)
 
 
 def rule_text(plan: Plan) -> str:

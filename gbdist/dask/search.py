@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ParameterError
-from . import replicas, tasks
+from . import accuracy, replicas, tasks
 from .defaults import whole_data_params
 from .partition import Partitions, partition
 
@@ -181,25 +181,29 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
     need = _check_k(k, Ip.n_rows, bool(exclude_self))
     sym = _use_symmetric(symmetric, self_join, metric, params)
     common = (metric, params, backend, working_memory)
+    # the accuracy rule decided once, from every block (bit for bit gb.knn's decision)
+    device = backend == "cuda" or client.submit(tasks.on_device, Ip.futures[0], pure=True).result()
+    choice = accuracy.decide(client, metric, params, Qp, Ip, device)
     Qo, Io = Qp.offsets, Ip.offsets
     both: dict = {}
 
     def pair(r, c):  # a symmetric block pair (r < c), submitted once for both blocks
         if (r, c) not in both:
             both[r, c] = client.submit(tasks.pair_symmetric, Qp.futures[r], Qp.futures[c],
-                                       need, int(Qo[r]), int(Qo[c]), *common, pure=True)
+                                       need, int(Qo[r]), int(Qo[c]), *common, choice,
+                                       pure=True)
         return both[r, c]
 
     def submit_block(b):
         if sym:
             leaves = [client.submit(tasks.pair_knn, Qp.futures[b], Qp.futures[b], need,
-                                    int(Qo[b]), *common, None, pure=True)]
+                                    int(Qo[b]), *common, None, choice, pure=True)]
             leaves += [client.submit(tasks.part, pair(r, b), 1, pure=True) for r in range(b)]
             leaves += [client.submit(tasks.part, pair(b, c), 0, pure=True)
                        for c in range(b + 1, Qp.n_partitions)]
         else:
             leaves = [client.submit(tasks.pair_knn, Qp.futures[b], Ip.futures[c], need,
-                                    int(Io[c]), *common, pure=True)
+                                    int(Io[c]), *common, False, choice, pure=True)
                       for c in range(Ip.n_partitions)]
         return _tree(client, leaves, need, lambda level: client.submit(
             tasks.finish, int(k), bool(exclude_self), int(Qo[b]), *level, pure=True))

@@ -107,27 +107,56 @@ def finish(k: int, exclude_self: bool, row0: int, *parts):
 
 
 def pair_knn(Q, I, k: int, col0: int, metric, params: dict, backend, working_memory,
-             symmetric=False):
-    """The k best of index block I (global rows col0...) for each row of Q: gb.knn on the pair.
+             symmetric=False, choice=None):
+    """The k best of index block I (global rows col0...) for each row of Q: gb.knn on the pair,
+    under the accuracy decision made once for the whole index (``choice``,
+    :mod:`gbdist.dask.accuracy`; None: the pair decides, as gb.knn on it would).
 
     ``symmetric=None`` lets a diagonal block of a symmetric self-join (Q is I) use gb.knn's
     own symmetric tiles."""
     kk = min(k, I.shape[0])
     if kk == 0:
         return empty_list(Q.shape[0])
-    d, i = knn(Q, I, k=kk, metric=metric, backend=backend, working_memory=working_memory,
-               exclude_self=False, symmetric=symmetric if Q is I else False, **params)
+    if choice is None:
+        d, i = knn(Q, I, k=kk, metric=metric, backend=backend, working_memory=working_memory,
+                   exclude_self=False, symmetric=symmetric if Q is I else False, **params)
+    else:
+        d, i = _knn_decided(Q, I, kk, metric, params, backend, working_memory,
+                            symmetric if Q is I else False, choice)
     return host(d), host(i) + np.int64(col0)
 
 
+def _knn_decided(Q, I, k: int, metric, params: dict, backend, working_memory, symmetric,
+                 choice):
+    """gb.knn(Q, I) (exclude_self False) running the decided plan."""
+    from ..front import colparams
+    from ..neighbors import knn_plan
+    from ..pairwise import as_input
+    from ..runtime import get_backend, working_memory_bytes
+    from .accuracy import plan_for
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    Q, I = as_input(Q, "X"), as_input(I, "Y")
+    return knn_plan(plan_for(metric, params, choice), Q, I, k, be, budget, False,
+                    symmetric=symmetric, columns=colparams.split(params)[1])
+
+
 def pair_symmetric(Xr, Xc, k: int, r0: int, c0: int, metric, params: dict, backend,
-                   working_memory):
+                   working_memory, choice=None):
     """One off-diagonal block pair (r, c) of a symmetric self-join, computed once: one pass
     over the Xr × Xc distances (:func:`gbdist.neighbors.knn_both`, the backend's own tiles,
-    top-k selection and merge) gives Xr's candidates and, transposed, Xc's."""
+    top-k selection and merge) gives Xr's candidates and, transposed, Xc's; under the
+    accuracy decision made once for the whole index (``choice``)."""
+    from .accuracy import plan_for
+    plan = None if choice is None else plan_for(metric, params, choice)
     (dr, ir), (dc, ic) = knn_both(Xr, Xc, k, metric=metric, backend=backend,
-                                  working_memory=working_memory, **params)
+                                  working_memory=working_memory, plan=plan, **params)
     return (host(dr), host(ir) + np.int64(c0)), (host(dc), host(ic) + np.int64(r0))
+
+
+def on_device(x) -> bool:
+    """Whether a partition is a device (CuPy) block."""
+    return type(x).__module__.split(".")[0] in ("cupy", "cupyx")
 
 
 def pair_radius(Q, I, radius, metric, params: dict, backend, working_memory) -> sps.csr_matrix:

@@ -223,16 +223,20 @@ def _fused(s: Search, kk: int, sym: bool):
     return fused(s.prepared, kk, sym, s.budget)
 
 
-def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=None, **params):
+def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=None, *,
+             plan=None, **params):
     """Both directions of one block pair under a metric proven symmetric, from ONE pass over
     the X × Y distances: ``((d, i) of X's k nearest in Y, (d, i) of Y's k nearest in X)``.
 
     Each tile feeds its rows' top-k (``select_k``) and, transposed, its columns' — what
     the symmetric self-join does above its diagonal, for two different blocks (the
     off-diagonal block pairs of a partitioned self-join, :mod:`gbdist.dask`). Indices are
-    local (0-based in the other block); order by (distance, index), NaN last."""
+    local (0-based in the other block); order by (distance, index), NaN last. ``plan``: the
+    metric's plan with its accuracy decision made for the whole index (gbdist.dask.accuracy)
+    instead of the metric's own."""
     X, Y = as_input(X, "X"), as_input(Y, "Y")
-    plan = metric_program(metric, **params).plan
+    if plan is None:
+        plan = metric_program(metric, **params).plan
     if not is_symmetric(plan):
         raise InputError("knn_both needs a metric proven symmetric (d(a, b) == d(b, a))",
                          got=ir_text(plan), hint="run knn(X, Y) and knn(Y, X) instead")

@@ -195,16 +195,22 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
     the plan itself, the plan with both operands centred (``base`` updated), or its direct
     plan. Statistics are kept with each prepared operand (per call without one)."""
     from . import accuracy
+    from ..compiler import accuracy as _rule
     from ..compiler.accuracy import guards
     if not guards(plan):
         return plan
-    if any(is_cupy(base[row_operand(n)[0]].data) for g in guards(plan) for n in (g.left, g.right)):
-        # Device operands: the statistics are NumPy on the host, a copy and O(stored
-        # entries) of host work per call (Tabula Muris euclidean 2.5 -> 665 ms on an H200).
-        # Until they are a device kernel, the GPU keeps the plan as analysed (as before
-        # the rule); docs/decision.md, "Accuracy".
-        accuracy.log_skipped("device operands")
+    if isinstance(plan, _rule.Decided):  # decided once for the whole data (gbdist.dask)
+        if plan.centre is not None:
+            keys = {row_operand(n)[:2] for g in guards(plan) for n in (g.left, g.right)}
+            for name in sorted({k[0] for k in keys if not k[1]}):
+                base[name] = derive(name, ("centre", accuracy._digest(plan.centre)),
+                                    lambda m=base[name]: accuracy.centred(m, plan.centre))
         return plan
+    device = any(is_cupy(base[row_operand(n)[0]].data) for g in guards(plan)
+                 for n in (g.left, g.right))
+    # on the device the statistics are CuPy reductions (a few O(stored entries) kernels, a
+    # small host read); the CUDA backend's pass for a union summed as written is a switch
+    direct = not device or _device_direct_union()
     mats = {}
     for g in guards(plan):
         for node in (g.left, g.right):
@@ -230,11 +236,21 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
     if len({m.shape[1] for m in mats.values()}) > 1:
         return plan  # the operands' shapes are refused below, with their message
     ncols = next(iter(mats.values())).shape[1]
-    decision = accuracy.decide(plan, mats, remember, bool(getattr(inv, "translate", False)), ncols)
+    decision = accuracy.decide(plan, mats, remember, bool(getattr(inv, "translate", False)), ncols,
+                               direct)
     accuracy.log(decision)
+    if not direct and decision.plan is plan and decision.ratio > _rule.TOLERANCE:
+        accuracy.warn_no_direct(decision)
     for (name, _flipped), m in decision.centred.items():
         base[name] = derive(name, ("centre", accuracy._digest(decision.centre)), lambda m=m: m)
     return decision.plan
+
+
+def _device_direct_union() -> bool:
+    """Whether the CUDA backend sums a plus over the union of stored columns (the accuracy
+    rule's direct plan): its code generator's switch."""
+    from ..backends.cuda import codegen
+    return bool(codegen.DIRECT_UNION)
 
 
 def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,
@@ -373,10 +389,9 @@ def bind_operands(plan, inputs: dict, drop_zeros: bool = False, dtype=None,
             m, rows.normalise_rows(m.indptr, m.data, name, _xp_of(m))))
     weights: dict = {}  # κ(w) of the weighted steps, by the op's key
     _scale_columns(needed, inputs, base, raw, labels, derive, plan.steps, weights)
-    if conditioning is not None and xp is np:
-        # the accuracy rule (not for the numeric checks' raw runs). Not on the GPU yet: its
-        # statistics are host NumPy, and the CUDA pass for a directly summed plus union is
-        # not yet right (docs/decision.md, "Accuracy"): the device runs the analysed plan
+    if conditioning is not None:
+        # the accuracy rule (not for the numeric checks' raw runs), on the host or the device
+        # (docs/decision.md, "Accuracy")
         plan = _accuracy_rule(plan, base, ops, derive, conditioning[0], this_call)
     data, left_keys, known, memos, unchecked = {}, set(), {}, {}, {}
     for step in plan.steps:
