@@ -19,11 +19,13 @@ from gbdist.compiler import ir
 from gbdist.pairwise import metric_program
 
 NVCC = shutil.which("nvcc")
-WEIGHTED = (("canberra", "weighted_canberra"), ("hamming", "weighted_hamming"))
+WEIGHTED = (("canberra", "weighted_canberra"), ("hamming", "weighted_hamming"),
+            ("gower", "gower_mixed"))  # gower with w= and cat=: κ(w) of a scaled term
 
 
 def _plan(metric, k=5):
-    return metric_program(metric, w=np.linspace(0.5, 2.0, k)).plan
+    extra = {"cat": np.array([0, 1, 0, 1, 0])} if metric == "gower_mixed" else {}
+    return metric_program(metric, w=np.linspace(0.5, 2.0, k), **extra).plan
 
 
 def _weighted_steps(plan):

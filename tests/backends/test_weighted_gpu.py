@@ -93,3 +93,16 @@ def test_knn_weights_on_the_gpu(metric, dtype):
     R = _want(X, X, metric, w, dtype)
     np.testing.assert_allclose(dist, np.sort(R, axis=1)[:, :6], **_tol(dtype))
     np.testing.assert_allclose(np.take_along_axis(R, ind, axis=1), dist, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+@pytest.mark.parametrize("offset", (0.0, 1e4, 1e6))
+def test_gower_with_weights_and_categories_on_the_gpu(offset, dtype):
+    """Gower with w= and cat= (tests/front/test_gower_weights_and_categories.py has the
+    definition written out): the weight read at each column, on scaled operands."""
+    from tests.front.test_gower_weights_and_categories import _mixed, brute
+    X, Y, cat, w = _mixed(offset=offset)
+    X, Y = X.astype(dtype), Y.astype(dtype)
+    D = _host(gb.pairwise_distances(X, Y, metric="gower", cat=cat, w=w, backend="cuda"))
+    np.testing.assert_allclose(D, brute(X, Y, cat, w), **(
+        dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-12)))
