@@ -159,3 +159,15 @@ def test_movielens_movies_with_weights_and_categories():
         D = gb.pairwise_distances(X[:100], X[100:], metric="gower", cat=cat, w=w,
                                   dtype=np.float64, backend=_backend(backend))
         np.testing.assert_allclose(D, brute(X[:100], X[100:], cat, w), rtol=1e-9, atol=1e-12)
+
+
+def test_a_weighted_term_that_no_scaling_frees_is_refused():
+    """κ(w) = w factors out, but min(|x − y|, t) reads t in a way no column scaling
+    removes: the op is refused as written (AnalysisError), not run with t ignored."""
+    w, t = gb.column("w"), gb.column("t", positive=True)
+    op = gb.op("w_min_t_test", lambda x, y: w * gb.minimum(abs(x - y), t))
+    from gbdist.compiler import colfactor
+    assert colfactor.factor(op) is not None  # the factor alone is found
+    A, B = gb.matrices("A B")
+    with pytest.raises(gb.AnalysisError, match="not a per-column scaling"):
+        gb.compile(gb.mxm(A, B.T, gb.semiring(op, gb.ops.plus)))
