@@ -19,7 +19,11 @@
 //    sides are seen twice, which an idempotent ⊕ absorbs;
 //  * two-pass union with ⊕ = plus (Spec::SKIP_SHARED: the accuracy rule's direct
 //    sum, runtime/accuracy.py): MODE 2 skips the columns the dense (right) row
-//    stores, which MODE 1 has summed, so each column of the union counts once.
+//    stores, which MODE 1 has summed, so each column of the union counts once;
+//  * a weighted step (compiler/colfactor.py: ⊕_c κ(w_c)·f₁(a_c, b_c), ⊕ = plus,
+//    f₁(fill, fill) = 0): the same plus over the union, each term multiplied by
+//    κ(w) at its column, read from row s of wts (Spec::NW × K, the accumulator type)
+//    by Spec::step at the pair's column k0 + k; a column stored in neither row adds 0.
 //
 // G lanes work on one streamed row (G = 32, 16 or 8, chosen from the average
 // stored entries per row and chunk), so short rows do not leave lanes idle.
@@ -34,7 +38,8 @@
 // the accumulators' (tmp, colred, rowred, the epilogue): double for float data
 // unless the caller asks for float accumulation.
 // Layout: out is n_left x n_right (row-major); tmp is NACC x n_left x n_right;
-// colred is (#col reductions) x n_left; rowred is (#row reductions) x n_right.
+// colred is (#col reductions) x n_left; rowred is (#row reductions) x n_right;
+// wts is Spec::NW x K (unread when Spec::NW = 0).
 template <class Spec, int R, int MODE, int G, typename I>
 __global__ void __launch_bounds__(512)
 gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
@@ -44,7 +49,8 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
           long long K, long long kchunk, const I* __restrict__ dcp, const I* __restrict__ scp,
           typename Spec::T* __restrict__ out, typename Spec::A* __restrict__ tmp,
           long long n_left, long long n_right,
-          const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred) {
+          const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred,
+          const typename Spec::A* __restrict__ wts) {
   typedef typename Spec::T T;
   typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
@@ -110,8 +116,8 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
           if (Spec::STRUCTURAL && !stored[r * kchunk + k]) continue;
           if (MODE == 2 && Spec::SKIP_SHARED && stored[r * kchunk + k]) continue;
           const T dv = dense[r * kchunk + k];
-          if (MODE == 2) Spec::step_swapped(acc[r], dv, v);
-          else Spec::step(acc[r], dv, v);
+          if (MODE == 2) Spec::step_swapped(acc[r], dv, v, wts, K, k0 + k);
+          else Spec::step(acc[r], dv, v, wts, K, k0 + k);
         }
       }
 #pragma unroll

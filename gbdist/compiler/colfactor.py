@@ -9,6 +9,10 @@ f that read column operands only, normalised so that κ(1) = 1, and the identity
 used. f₁(0, 0) must be 0, so a column stored in neither row adds nothing; the planner
 then sums the product directly over the union with each column's term multiplied by
 κ(w_c) (:func:`gbdist.compiler.plan.weighted_product`).
+
+The rest of f (f₁) may read column operands of its own, none of κ's: Gower's weighted
+mixed term w·min(|x − y|·s(r, g, cat), 1) is κ = w times a term that a column *scaling*
+makes column-free (:mod:`gbdist.compiler.columns` applies it to f₁ after this rule).
 """
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from ..errors import AnalysisError
 @functools.lru_cache(maxsize=256)
 def factor(op, what: str = ""):
     """(f₁ op, κ(w) op, proof, f₁ formula, κ formula) when f(x, y; w) = κ(w)·f₁(x, y) with κ
-    a factor of column operands only and f₁(0, 0) = 0 (:attr:`ir.MxM.weight`), else None."""
+    a factor of column operands only and f₁(0, 0) = 0 (:attr:`ir.MxM.weight`), else None.
+    f₁ may read column operands that κ does not (then it is scaled next: compiler/columns)."""
     from ..algebra.formulas import guarded
     from ..algebra.proofs import analysis_budget
     from ..algebra.ops import Op
@@ -34,11 +39,12 @@ def factor(op, what: str = ""):
         if op.arity != 2 or not isinstance(f, sp.Mul):
             return None
         factors = [a for a in f.args if a.free_symbols and a.free_symbols <= set(syms)]
-        if not factors or any(a.free_symbols & set(syms) for a in f.args if a not in factors):
-            return None
-        written = _written_core(f, syms)
+        ksyms = set().union(*(a.free_symbols for a in factors)) if factors else set()
+        if not factors or any(a.free_symbols & ksyms for a in f.args if a not in factors):
+            return None  # no factor of column operands only, or κ's operands read elsewhere too
+        written = _written_core(f, [c for c in syms if c in ksyms])
         kappa = sp.Mul(*factors)
-        k1 = sp.simplify(kappa.xreplace({c: sp.Integer(1) for c in syms}))
+        k1 = sp.simplify(kappa.xreplace({c: sp.Integer(1) for c in ksyms}))
         if not k1.is_number or k1 == 0:
             return None
         kappa = _tidy(kappa / k1)

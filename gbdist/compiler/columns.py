@@ -328,14 +328,27 @@ def _rewrite(node, made: list) -> ir.Node:
                             "both operands")
     try:
         core, scale, degree, proof, f1, s, X, Y = scaling(sr.mul, what)
-    except AnalysisError:
+    except AnalysisError as not_scaled:
         found = colfactor.factor(sr.mul, what) if sr.add.name == "plus" else None
         if found is None:
             raise
         core, weight, proof, f1, kappa = found
-        made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, sr.mul.formula, f1, None,
-                                   kappa, (), proof, weighted=True))
-        return ir.MxM(node.left, node.right, Semiring(core, sr.add, sr.annihilator, sr.name), node.span, weight)
+        decision = ColumnDecision(ir.to_text(node), sr.mul.columns, sr.mul.formula, f1, None,
+                                  kappa, (), proof, weighted=True)
+        left, right = node.left, node.right
+        if core.columns:  # f₁ reads column operands κ does not: a scaling makes it column-free
+            reads = core.columns
+            try:
+                core, scale, degree, sproof, f1s, s, *_ = scaling(core, what)
+            except AnalysisError:
+                raise not_scaled from None  # neither form: the op as written is refused
+            made.extend([decision, ColumnDecision(ir.to_text(node), reads, f1, f1s, degree, s,
+                                                  (), sproof)])
+            left, right = _scaled(left, scale, what), _scaled(right, scale, what)
+        else:
+            made.append(decision)
+        return ir.MxM(left, right, Semiring(core, sr.add, sr.annihilator, sr.name), node.span,
+                      weight)
     f = sr.mul.formula
     fills = (f.xreplace({Y: 0}), f.xreplace({X: 0}), f.xreplace({X: 0, Y: 0}))
     made.append(ColumnDecision(ir.to_text(node), sr.mul.columns, f, f1, degree, s,

@@ -85,13 +85,8 @@ def route(name: str, params: dict) -> str:
                              hint=f"{NOT_WEIGHTED[name]}; docs/metrics.md, 'Weights read at each "
                                   "column'")
         if name == "gower" and is_vector(params.get("cat")):
-            from ..errors import InputError
-            raise InputError("Gower's distance with both weights and categorical columns is "
-                             "not available in gbdist", got="w= and cat= vectors",
-                             hint="a weight of a clipped term w·min(|x − y|·s, 1) is not a "
-                                  "scaling of the values: it needs the vector read at each "
-                                  "column by the kernel; pass w= with numeric columns only, or "
-                                  "cat= without w=")
+            # w·min(|x − y|·s, 1): a column factor read at each column (compiler/colfactor.py)
+            return "gower_mixed"
         return WEIGHTED.get(name, name)
     if name == "gower" and is_vector(params.get("cat")):
         return "gower_mixed"

@@ -165,10 +165,13 @@ def test_weighted_gower_numeric_equals_the_definition(offset):
     np.testing.assert_allclose(D, _gower(X, Y), rtol=1e-9, atol=1e-12)
 
 
-def test_gower_with_weights_and_categories_is_refused():
+def test_gower_with_weights_and_categories_equals_the_definition():
+    """Both w= and cat=: each clipped term weighted by w read at each column (a column
+    factor; more in tests/front/test_gower_weights_and_categories.py)."""
     X, Y, cat = _mixed(2)
-    with pytest.raises(InputError, match="both weights and categorical"):
-        gb.pairwise_distances(X, Y, metric="gower", cat=cat, w=np.ones(X.shape[1]))
+    w = np.random.default_rng(2).uniform(0.0, 3.0, X.shape[1])
+    D = gb.pairwise_distances(X, Y, metric="gower", cat=cat, w=w, dtype=np.float64)
+    np.testing.assert_allclose(D, _gower(X, Y, cat, w=w), rtol=1e-9, atol=1e-12)
 
 
 def test_gower_mixed_on_sparse_input_and_float32():

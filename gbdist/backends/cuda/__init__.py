@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...compiler import exact, ir
-from ...errors import InputError
+from ...errors import BackendError, InputError
 from ...compiler.plan import Plan
 from ...compiler.typecheck import row_operand
 from .. import rows as host_rows
@@ -188,6 +188,7 @@ class CUDAPrepared:
         pair = exact.operand_pair(plan) if exact_pass and plan.output_kind == "matrix" else None
         self.value = exact.self_value(plan).value if pair is not None else None
         self.K = next((d.shape[1] for d in self.data.values()), 0)
+        self.wts = _weights(bound, self.gen, self.at, self.K)
         self.cupy = cupy
         self.kept = strategies.Kept()  # slices' forms for the call's other tiles
 
@@ -207,6 +208,20 @@ class CUDAPrepared:
         right = {k: (d.rows(c0, c1) if right_cut and k not in b.left_keys else d)
                  for k, d in self.data.items()}
         return left, right
+
+
+def _weights(bound: Bound, gen: "Generated", at, K: int):
+    """κ(w) of the plan's weighted steps (``bound.weights``, float64 host or device vectors
+    over the K columns) as one device matrix, NW × K in the accumulator type, rows in the
+    order the generated kernel reads them (``gen.weights``); None for an unweighted plan."""
+    if not gen.weights:
+        return None
+    import cupy
+    rows_ = [cupy.asarray(bound.weights[key], dtype=np.float64).reshape(-1) for key in gen.weights]
+    if any(r.shape[0] != K for r in rows_):
+        raise BackendError("a column weight vector does not match the operands' columns",
+                           got=", ".join(str(r.shape[0]) for r in rows_), expected=f"{K} each")
+    return cupy.ascontiguousarray(cupy.stack(rows_).astype(at, copy=False).reshape(-1))
 
 
 def _reductions(p, mod, names, gen, kind: str, data: dict, n: int, at, K: int, outs: dict,
@@ -296,6 +311,7 @@ class CUDABackend:
         whole_right = (c0, c1) == (0, b.n) or not b.right_sliceable
         if gen.gather:
             job = Job(gen, left, right, K, dt, at, itype_c, p.rows_per_block)
+            job.wts = p.wts
             job.memos = (b.memo(p.left_key) if (r0, r1) == (0, b.m) else None,
                          b.memo(p.right_key) if whole_right else None)
             job.kept, job.slices = p.kept, ((r0, r1), (c0, c1) if (c0, c1) != (0, b.n) and

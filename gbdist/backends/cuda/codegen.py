@@ -207,6 +207,9 @@ class Accumulator:
     expansion: tuple | None = None  # ((φ_r(chainL(x)), ψ_r(chainR(x))), ...) over x, for "dense"
     # mul = f + h with f evaluated in float (plan.float_split)
     split: "Split | None" = None
+    # a weighted step (TwoPassUnion.weight, ⊕ = plus): its row of the weight matrix the
+    # kernel reads, each column's term multiplied by κ(w) at its column; None: unweighted
+    weight: int | None = None
 
 
 @dataclass
@@ -252,6 +255,9 @@ class Generated:
     split_exponent: int | None = None
     float_split: bool = False  # some ⊗ runs a float split (with or without a range)
     direct_union: bool = False  # a plus over the union: pass 2 skips shared columns
+    # the keys of the weighted steps' κ(w) (Bound.weights), in the rows of the weight
+    # matrix (NW × K, accumulator type) the gather kernel reads: () for an unweighted plan
+    weights: tuple = ()
 
     @property
     def masked(self) -> bool:
@@ -320,6 +326,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         raise BackendError("the CUDA backend cannot fuse structural and data products",
                            hint="use backend='cpu'")
     accs: list[Accumulator] = []
+    weight_keys: list = []  # the weighted steps' κ(w) keys: the rows of the weight matrix
     for s in acc_steps:
         n = s.node
         _, _, lchain = row_operand(n.left)
@@ -328,11 +335,14 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         with sp.evaluate(False):  # as written: x/x must stay NaN at 0, x/y a division
             mul = n.mul.formula.xreplace({X: chain_formula(lchain, X), Y: chain_formula(rchain, Y)})
         union = isinstance(n, ir.TwoPassUnion)
-        if union and n.weight is not None:
-            raise BackendError("the CUDA backend has no kernel for a column-weighted product "
-                               "yet", got=f"each column's term weighted by {n.weight.name}",
-                               hint="backend='auto' runs it on the CPU; or backend='cpu'")
-        if union and not n.add.idempotent and not (n.add.invertible and DIRECT_UNION):
+        weighted = union and n.weight is not None
+        if weighted and not (n.add.invertible and n.corner == 0):
+            raise BackendError("the CUDA backend weights each column's term of a plus only",
+                               got=f"⊕ = {n.add.name}, corner f₁(0, 0) = {n.corner:g}",
+                               hint="use backend='cpu'")
+        # a weighted step is a plus over the union too (gather's SKIP_SHARED pass), run
+        # whatever DIRECT_UNION says: its tests are its own (test_weighted_gpu.py)
+        if union and not n.add.idempotent and not (n.add.invertible and (DIRECT_UNION or weighted)):
             raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is "
                                "not idempotent", got=f"⊕ = {n.add.name} over the union of stored columns "
                                "(chosen because the union correction would cancel)",
@@ -355,8 +365,14 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
                 fsplit = Split(None, fs[1].formula, fs[2].exponent, kernel.name, fs[2].swapped)
             elif not (lchain or rchain):  # f as written, on the float32 inputs
                 fsplit = Split(fs[0].formula, fs[1].formula, fs[2].exponent)
+        wrow = None
+        if weighted:
+            if n.weight.key not in weight_keys:
+                weight_keys.append(n.weight.key)
+            wrow = weight_keys.index(n.weight.key)
         accs.append(Accumulator(s, mul, n.add.op, n.add.identity_value, union,
-                                n.corner if union and n.corner_absorbed else None, expansion, fsplit))
+                                n.corner if union and n.corner_absorbed else None, expansion, fsplit,
+                                wrow))
     reds: list[Reduction] = []
     for s in red_steps:
         _, _, chain = row_operand(s.node.arg)
@@ -408,7 +424,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
     exps = [a.split.exponent for a in accs if a.split is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
                      acc_dt.itemsize, min(exps) if exps else None,
-                     any(a.split is not None for a in accs), direct_union)
+                     any(a.split is not None for a in accs), direct_union, tuple(weight_keys))
 
 
 def _sorted_order(accs) -> str | None:
@@ -546,7 +562,9 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
     lines = [f"struct {name} {{", "  typedef gb_real T;  // stored values", f"  typedef {T} A;  // accumulators, formulas, epilogue",
              f"  static constexpr int NACC = {nacc};",
              f"  static constexpr bool STRUCTURAL = {'true' if structural else 'false'};",
-             f"  static constexpr bool SKIP_SHARED = {'true' if direct_union else 'false'};"]
+             f"  static constexpr bool SKIP_SHARED = {'true' if direct_union else 'false'};",
+             f"  static constexpr int NW = {len({a.weight for a in accs if a.weight is not None})};"
+             "  // rows of the weight matrix wts (NW × K): κ(w) of the weighted steps"]
     lines.append("  __device__ static void init(A* acc) {")
     for s, a in enumerate(accs):
         lines.append(f"    acc[{s}] = {pr.literal(a.identity)};")
@@ -554,15 +572,19 @@ def _spec(name: str, accs, reds, plan: Plan, pr: CudaPrinter, structural: bool,
     for swap in (False, True):
         fn = "step_swapped" if swap else "step"
         lines.append(f"  // {'pass 2: dense = right operand, streamed = left' if swap else 'dense = left operand, streamed = right'}")
-        lines.append(f"  __device__ static void {fn}(A* acc, T d, T s) {{")
+        # col: the column of the pair (k-chunk offset included); wts: the weight matrix
+        lines.append(f"  __device__ static void {fn}(A* acc, T d, T s, const A* __restrict__ wts, "
+                     "long long K, long long col) {")
         lines.append(f"    const A x = (A){'s' if swap else 'd'};")
         lines.append(f"    const A y = (A){'d' if swap else 's'};")
         for k, a in enumerate(accs):
             if swap and not a.union:
                 continue
             mul = _mul(a, mul_pr, "s" if swap else "d", "d" if swap else "s")
+            if a.weight is not None:  # κ(w_col)·f₁(x, y) (compiler/colfactor.py)
+                mul = f"({mul} * wts[{a.weight} * K + col])"
             lines.append(f"    acc[{k}] = {_comb(a.add, f'acc[{k}]', mul, pr)};")
-        lines.append("    (void)x; (void)y;")
+        lines.append("    (void)x; (void)y; (void)wts; (void)K; (void)col;")
         lines.append("  }")
     for k, a in enumerate(accs):
         lines.append(f"  struct Comb{k} {{ __device__ static A op(A x, A y) {{ return {_comb(a.add, 'x', 'y', pr)}; }} }};")

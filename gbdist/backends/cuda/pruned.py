@@ -25,8 +25,9 @@ unions (chebyshev's max over the union of stored columns) at overlapping pairs r
 kernels generated from the plan (:mod:`gbdist.backends.cuda.pruned_plan`), on the device
 operands.
 
-Declines (returns None: the fused device search runs instead) for operands beyond the
-plan's pair, stored values other than float32/float64, kk > 32, more than MAX_GROUPS
+Declines (returns None: the fused device search runs instead) for a column-weighted plan
+(its row summaries would need the weights: compiler/pruning.py declines it first), operands
+beyond the plan's pair, stored values other than float32/float64, kk > 32, more than MAX_GROUPS
 distinct summaries of irregular index rows, a column count far above the stored entries,
 a formula the CUDA printer cannot print, and more than DENSE_LIMIT cells of rows
 evaluated against every index row (many non-empty queries outside the proof's domain).
@@ -295,8 +296,14 @@ def _ordered(cp, reg, key):
 def search_pruned_device(bound, decision, kk: int, dtype):
     """(distances, indices) as CuPy arrays, the same as :func:`gbdist.backends.pruned.search_pruned`,
     or None where the device search declines (module docstring)."""
-    import cupy as cp
     plan = bound.plan
+    if getattr(bound, "weights", None) or any(getattr(st.node, "weight", None) is not None
+                                              for st in plan.steps):
+        # κ(w) read at each column (compiler/colfactor.py): the pruning decision declines
+        # these plans (compiler/pruning.py: the row summaries would need the weights), and
+        # the kernels here read no weights: the fused device search (the weighted gather) runs
+        return None
+    import cupy as cp
     if kk > MAX_K:
         return None
     lkey, rkey = exact.operand_pair(plan)

@@ -60,6 +60,9 @@ class Job:
     rows_per_block: int | None = None
     colbuf: object = None
     rowbuf: object = None
+    # κ(w) of the weighted steps (codegen.Generated.weights), NW × K in the accumulator
+    # type, read by the gather kernel at each column; None for an unweighted plan
+    wts: object = None
     # the memos of the left and right operands when the tile reads them whole (None
     # otherwise): a strategy may keep a per-operand form there (dense: the densified rows)
     memos: tuple = (None, None)
@@ -158,6 +161,7 @@ def _gather_launch(mod, job: Job):
     tmp = cupy.empty(nacc * job.n_left * job.n_right, dtype=at) if need_tmp else cupy.zeros(1, dtype=at)
     smem = R * kchunk * (job.dt.itemsize + (1 if gen.masked else 0))
     cps_cache: dict = {}
+    wts = job.wts if job.wts is not None else cupy.zeros(1, dtype=at)
 
     def chunk_ptrs(d: DevCSR):
         if nch == 1:
@@ -180,8 +184,8 @@ def _gather_launch(mod, job: Job):
            (dense.indptr, dense.indices, dense.data, np.int64(dense.shape[0]),
             stream.indptr, stream.indices, stream.data, np.int64(stream.shape[0]),
             np.int64(job.K), np.int64(kchunk), chunk_ptrs(dense), chunk_ptrs(stream),
-            out, tmp, np.int64(job.n_left), np.int64(job.n_right), job.colbuf, job.rowbuf),
-           shared_mem=smem)
+            out, tmp, np.int64(job.n_left), np.int64(job.n_right), job.colbuf, job.rowbuf,
+            wts), shared_mem=smem)
     return out
 
 
