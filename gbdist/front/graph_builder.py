@@ -304,7 +304,7 @@ class GraphBuilder(LoopMixin, MoreOpsMixin, Builder):
         if "compensated" in kw:
             fields["compensated"] = self.word(kw["compensated"], ("true", "false"),
                                               "compensated=") == "true"
-        if fields.get("accum") is not None and fields.get("out") is None and operation != "assign":
+        if fields.get("accum") is not None and fields.get("out") is None and "assign" not in operation:
             raise TypeCheckError(f"{operation}(accum=...) needs out=: the accumulator combines "
                                  "the result with out's entries",
                                  hint="e.g. vxm(d, A, min_plus, accum=min, out=d)",

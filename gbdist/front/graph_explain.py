@@ -388,8 +388,8 @@ def _decide(g: GraphDef, s: Step, fill):
     if op in _NEW_VALUES:  # counts and positions, or a new pattern: a graph's entries
         return rule.Decision(op, True, rule.ABSENT, _NEW_VALUES[op]), None
     why = {"select": "select keeps or drops stored entries; an unstored entry stays unstored",
-           "extract": "indexing moves stored entries; unstored entries stay unstored",
-           "assign": "indexing moves stored entries; unstored entries stay unstored",
+           **dict.fromkeys(("extract", "assign", "subassign"),
+                           "indexing moves stored entries; unstored entries stay unstored"),
            "diag": "the stored entries move onto (or off) the diagonal",
            "concat": "the stored entries move into the joined shape",
            "resize": "the stored entries inside the new shape are kept"}[op]
@@ -453,7 +453,7 @@ def _step_lines(g: GraphDef, s: Step, fill):
         lines.append("decision: " + why_not)
         result_fill = d  # None (known at run time) or _REFUSED
     if s.kind != "scalar":
-        lines.append("mask: " + _mask_text(g, s.mask, s.replace))
+        lines.append("mask: " + _mask_text(g, s.mask, s.replace, s.operation == "subassign"))
         if s.accum is not None:
             lines.append(f"accumulator: {s.accum.name} — out={g.label(s.out)} keeps its entries; "
                          f"where both are stored the value is {s.accum.name}(out, result)")
@@ -464,7 +464,7 @@ def _step_lines(g: GraphDef, s: Step, fill):
     return lines, result_fill
 
 
-def _mask_text(g: GraphDef, m: MaskRef | None, replace_: bool) -> str:
+def _mask_text(g: GraphDef, m: MaskRef | None, replace_: bool, region: bool = False) -> str:
     if m is None:
         return "none (every entry of the result may be written)"
     kind = "structural (the stored entries" if m.structural else "by value (the stored nonzero entries"
@@ -472,7 +472,8 @@ def _mask_text(g: GraphDef, m: MaskRef | None, replace_: bool) -> str:
     if m.complement:
         text = f"complemented {text}: written only where the pattern has no entry"
     if replace_:
-        text += "; replace: entries of the output outside the mask are deleted"
+        where = "region C(rows, cols) (C outside it is untouched)" if region else "output"
+        text += f"; replace: entries of the {where} outside the mask are deleted"
     return text
 
 
@@ -481,7 +482,7 @@ def _dtype_text(s: Step) -> str:
         return f"{s.dtype} (dtype=)"
     if s.out is not None:
         return "out's dtype"
-    if s.operation in ("select", "extract", "assign", "diag", "resize"):
+    if s.operation in ("select", "extract", "assign", "subassign", "diag", "resize"):
         return "the input's dtype"
     if s.operation in ("count", "argmin", "argmax") or (
             s.operation == "apply" and getattr(s.algebra, "result", None) == "int64"):

@@ -11,7 +11,8 @@ Each is the Python operation of :mod:`gbdist.graph` under the same name, checked
 ``ewise_union(A, B, op, a, b)``, ``count / argmin / argmax(A [, axis=cols])``,
 ``kronecker(A, B, op)``, ``diag(x [, k])`` (a vector → a matrix, a matrix → its diagonal),
 ``concat(X, Y, ... [, axis=cols])`` (matrices stacked, vectors joined), ``resize(A, m [, n])``
-(a resized copy). ``select`` and ``apply`` take GraphBLAS's index-unary ops (``rowindex``,
+(a resized copy), ``subassign(C, value, rows=r, cols=c, mask=M)`` (GxB_subassign: a copy of
+C whose region C(r, c) takes value under a mask of the region's shape). ``select`` and ``apply`` take GraphBLAS's index-unary ops (``rowindex``,
 ``colindex``, ``diagindex``, ``valuelt`` …, python-graphblas's names) and those of the
 file (``op f(x, i, j, y) = ...``: value, row, column, thunk). ``split`` is not in the
 language: a definition computes one matrix, vector or scalar (``extract`` takes a part).
@@ -22,6 +23,7 @@ from lark import Tree
 
 from ..algebra.positional import INDEX_UNARY, IndexUnaryOp, _sym_names
 from ..errors import ArityError, TypeCheckError
+from .graphdef import Ref
 from .scope import describe, lookup
 
 AXES = ("rows", "cols")
@@ -146,6 +148,22 @@ class MoreOpsMixin:
             kind = "matrix"
         dims = [self._whole(t, env, "resize()'s size", 0) for t in pos[1:]]
         return self.emit(tree, {}, env, "resize", [a] + dims, kind)
+
+    def _fn_subassign(self, tree, pos, kw, env):
+        """subassign(C, value, rows=r, cols=c): as assign (the builder's ``_fn_assign``), but
+        mask= has the region's shape and replace= clears only inside the region."""
+        self.arity("subassign", tree, pos, 2)
+        c = self.value(pos[0], env, "subassign()")
+        kind = self._same_kind([c], pos[:1], "subassign()")
+        v = self.visit(pos[1], env)
+        if isinstance(v, Ref) and self.kind_of(v) != "scalar":
+            self._same_kind([c, v], pos, "subassign()")
+        elif not isinstance(v, (Ref, float)):
+            raise TypeCheckError("subassign() stores a matrix, a vector or a number",
+                                 got=describe(v), span=self.src.span(pos[1]))
+        idx = self._indices(kw, env, "subassign")
+        rest = {k: x for k, x in kw.items() if k not in ("rows", "cols")}
+        return self.emit(tree, rest, env, "subassign", [c, v], kind, **idx)
 
     def _integer(self, t, env, what: str):
         """A whole number (either sign), or a scalar (checked when the graph runs)."""

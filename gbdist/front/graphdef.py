@@ -38,6 +38,8 @@ GRAPH_FUNCTIONS = {
     "reduce_scalar": ("reduce_scalar(A, monoid)", "⊕ of every stored value: a scalar"),
     "extract": ("extract(A, rows=r, cols=c)", "A(r, c), renumbered"),
     "assign": ("assign(C, value, rows=r, cols=c)", "a copy of C with C(r, c) = value"),
+    "subassign": ("subassign(C, value, rows=r, cols=c)",
+                  "a copy of C with C(r, c)<mask> = value, the mask of the region's shape"),
     "vector": ("vector(A, value, at=i)", "a vector of A's rows: every entry value (or one, at i)"),
     "ids": ("ids(A)", "the vector of A's rows whose entry i is i (int64)"),
     "ewise_union": ("ewise_union(A, B, op, a, b)",
@@ -59,7 +61,7 @@ KEYWORDS = {
     "select": _WRITE + ("k",),
     "reduce_scalar": ("dtype",),
     "extract": _WRITE + ("rows", "cols"),
-    "assign": ("mask", "accum", "replace", "rows", "cols"),
+    **{n: ("mask", "accum", "replace", "rows", "cols") for n in ("assign", "subassign")},
     "vector": ("at", "dtype"),
     "ids": ("dtype",),
     "ewise_union": _WRITE,
@@ -197,8 +199,8 @@ class GraphDef:
         elif s.operation == "select":
             sel = next((k for k, v in SELECTORS.items() if v == s.selector), s.selector)
             args = [L(s.inputs[0]), sel] + ([L(s.k)] if s.k is not None else [])
-        elif s.operation in ("extract", "assign", "vector", "ids", "concat", "resize", "count",
-                             "argmin", "argmax"):
+        elif s.operation in ("extract", "assign", "subassign", "vector", "ids", "concat",
+                             "resize", "count", "argmin", "argmax"):
             args = [L(r) for r in s.inputs]
             if s.selector not in (None, "rows"):
                 args.append(f"axis={s.selector}")

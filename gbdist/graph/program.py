@@ -173,7 +173,8 @@ def _step(s, get, backend):
     C = C.dup() if isinstance(C, (Matrix, Vector)) else (
         Vector(C) if getattr(C, "ndim", 2) == 1 else Matrix(C))
     value = _scalar(value) if np.ndim(value) == 0 and not isinstance(value, (Matrix, Vector)) else value
-    return indexing.assign(C, value, rows, cols, backend=backend, **kw)
+    write = indexing.subassign if op == "subassign" else indexing.assign
+    return write(C, value, rows, cols, backend=backend, **kw)
 
 
 def _union(s, inputs, kw, get):

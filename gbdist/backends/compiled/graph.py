@@ -333,28 +333,28 @@ class CompiledGraphKernels:
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
-        mdeg = np.diff(mp)
-        wt = np.dtype(work)
-        buf = np.empty(mi.shape[0], dtype=wt)
+        buf = np.empty(mi.shape[0], dtype=np.dtype(work))
         pres = np.zeros(mi.shape[0], dtype=np.bool_)
-        # per row: Gustavson's ⊗ terms, and the dot form's merge steps (each mask entry
-        # merges A(i,:) with B(:,j)); one compiled pass, no entry-length temporaries
-        terms = np.empty(m, dtype=np.int64)
-        dot = np.empty(m, dtype=np.int64)
-        mod.masked_work(ap, ai, bp, bi, mp, mi, np.int64(n), terms, dot)
-        use_dot = (MASKED_FORM == "dot" or MASKED_FORM == "auto"
-                   and DOT_WEIGHT * float(dot.sum()) < float(terms.sum()))
+        # ⊗ terms vs the dot form's merge steps, totals: its lower bound, exact if it may win
+        none = bcol = np.zeros(0, np.int64)
+        tt, dd = mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 0, none)
+        if MASKED_FORM == "auto" and DOT_WEIGHT * dd < tt:
+            bcol = np.zeros(n, np.int32 if bi.shape[0] < 2 ** 31 else np.int64)
+            tt, dd = mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 0, none)
+        use_dot = MASKED_FORM == "dot" or MASKED_FORM == "auto" and DOT_WEIGHT * dd < tt
+        total = float(dd if use_dot else tt) + float(mi.shape[0]) + m
+        ranges = _ranges(None, m, total)
+        if len(ranges) > 1:  # several threads: ranges of equal work, from a per-row pass
+            rw = np.empty(m, dtype=np.int64)
+            mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 2 if use_dot else 1, rw)
+            ranges = _ranges(rw, m, total)
         if use_dot:
             T = _transpose(B)
-            ranges = _ranges(dot + mdeg + 1, m, float(dot.sum()) + m)
-            _run(mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data, mp, mi, buf, pres),
-                 ranges)
+            kernel, args = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data, mp, mi)
         else:
-            ranges = _ranges(terms + mdeg + 1, m, float(terms.sum()) + m)
-            _run(mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n), buf, pres),
-                 ranges)
-        # compaction: the present positions (flatnonzero and a search of the row starts
-        # in them cost a third of a cumulative sum over a bool array)
+            kernel, args = mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n))
+        _run(kernel, args + (buf, pres), ranges)
+        # compaction: the present positions (cheaper than a cumulative sum over pres)
         keep = np.flatnonzero(pres)
         cp = np.searchsorted(keep, mp).astype(np.int64, copy=False)
         nnz = int(cp[-1])

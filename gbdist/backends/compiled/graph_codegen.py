@@ -211,9 +211,8 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
         lo, hi = mp[i], mp[i + 1]
         if lo == hi:
             continue
-        for q in range(lo, hi):
+        for q in range(lo, hi):  # pres: all False from the caller (pages left unmapped)
             pos[U(mi[q])] = q
-            pres[q] = False
         last = mi[hi - 1]  # B's rows are sorted: nothing past the mask's last column
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
@@ -231,23 +230,30 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
 
 
 @njit(**OPT)
-def masked_work(ap, ai, bp, bi, mp, mi, n, terms, dot):
-    """Per row i of a masked product: terms[i] = Σ over k in A(i,:) of deg B(k,:)
-    (Gustavson's ⊗ terms) and dot[i] = deg M(i,:)·deg A(i,:) + Σ over j in M(i,:) of
-    deg B(:,j) (the dot form's merge steps)."""
-    bcol = np.zeros(n, np.int64)
-    for q in range(bi.shape[0]):
+def masked_work(ap, ai, bp, bi, mp, mi, bcol, form, work):
+    """Totals over the rows of a masked product, returned: Gustavson's ⊗ terms (Σ over k
+    in A(i,:) of deg B(k,:)) and the dot form's merge steps (deg M(i,:)·deg A(i,:) + Σ over
+    j in M(i,:) of deg B(:,j), B's column counts filled into ``bcol``; an empty ``bcol``
+    leaves the sum out: a lower bound). ``form`` 1 (2) also writes each row's terms (merge
+    steps) + deg M(i,:) + 1 into ``work``, the cost row ranges split; 0 writes nothing."""
+    for q in range(bi.shape[0] if bcol.shape[0] else 0):
         bcol[U(bi[q])] += 1
-    for i in range(terms.shape[0]):
+    tt = 0
+    dd = 0
+    for i in range(mp.shape[0] - 1):
         t = 0
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
             t += bp[k + U(1)] - bp[k]
-        terms[i] = t
         d = (mp[i + 1] - mp[i]) * (ap[i + 1] - ap[i])
-        for q in range(U(mp[i]), U(mp[i + 1])):
-            d += bcol[U(mi[q])]
-        dot[i] = d
+        if bcol.shape[0]:
+            for q in range(U(mp[i]), U(mp[i + 1])):
+                d += bcol[U(mi[q])]
+        tt += t
+        dd += d
+        if form != 0:
+            work[i] = (t if form == 1 else d) + (mp[i + 1] - mp[i]) + 1
+    return tt, dd
 
 
 @njit(**OPT)
@@ -306,8 +312,9 @@ def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, buf, pres, r0, r1):
                         found = True
                         p += 1
                         q += 1
-            buf[m] = acc
-            pres[m] = found
+            if found:  # buf and pres written only where C has an entry: an empty output
+                buf[m] = acc  # maps none of their pages
+                pres[m] = True
 
 
 @njit(**OPT)
