@@ -29,12 +29,10 @@ from .operands import DevCSR
 
 THREADS = 512
 ROWS_CHOICES = (8, 4, 2, 1)
-# Rates of the cost model (per second), fitted to H100 runs; see docs/benchmarks.md. The
-# sorted union's refitted 2026-11-27 on an H200 after its capped tiles, integer atomics
-# and radix-sorted orders (benchmarks/strategy_profile.py, 2,048 query rows against the
-# 283K power law, SEC names, Newsgroups and 66K x 26K at 108M nonzeros: 27.6, 5.7, 13.1
-# and 57.2 ms; gather 1,578, 56, 81 and 643 ms): the old rates (sort 2e9, pairs 6e10,
-# cells 5e10) sent the 66K x 26K shape to gather at 11x the sorted union's time.
+# Rates of the cost model (per second), fitted to H100 runs (docs/benchmarks.md); the sorted
+# union's refitted on an H200 (benchmarks/strategy_profile.py, 2,048 query rows: 27.6, 5.7,
+# 13.1, 57.2 ms on the 283K power law, SEC names, Newsgroups, 66K x 26K; gather 1,578, 56,
+# 81, 643 ms; the old rates sent the last to gather at 11x the sorted union's time).
 RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
          "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
          "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
