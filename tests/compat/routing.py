@@ -313,6 +313,7 @@ SUBJECTS = {
     r"test_distance\.py::TestSomeDistanceFunctions::test_mahalanobis$": ("mahalanobis",),
     r"test_distance\.py::TestSomeDistanceFunctions::test_correlation_positive$":
         ("correlation",),
+    r"test_distance\.py::TestPdist::test_pdist_sokalsneath_mtica1$": ("sokalsneath",),
 }
 
 
