@@ -45,7 +45,8 @@ from typing import Callable
 from .compiler import ir
 from .algebra import ops as _ops
 from .algebra.semirings import semirings as _builtin_semirings
-from .errors import DefinitionError, InputError, RedefinitionError, UnknownNameError
+from .errors import (DefinitionError, InputError, ParameterError, RedefinitionError,
+                     UnknownNameError)
 from .algebra.ops import ROW_OPS as _ROW_OPS  # normalize: a row op
 
 # The operands of a metric and the output index each one's rows give.
@@ -77,9 +78,10 @@ class Metric:
     def call(self, A: ir.Node, B: ir.Node, **params) -> ir.Node:
         """The metric's IR over the given operands (a metric used inside another)."""
         unknown = sorted(set(params) - set(self.params))
-        if unknown:
-            raise InputError(f"metric {self.name!r} has no parameter {unknown[0]!r}",
-                             expected=", ".join(self.params) or "no parameters", got=", ".join(unknown))
+        if unknown:  # a TypeError too: what Python, SciPy and scikit-learn raise for it
+            raise ParameterError(f"metric {self.name!r} has no parameter {unknown[0]!r}",
+                                 expected=", ".join(self.params) or "no parameters",
+                                 got=", ".join(unknown))
         values = {**self.params, **params}
         for k, v in values.items():
             if v is None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import runtime
+from .compiler import ir
 from .errors import InputError
+from .front import colparams
 from .front.library import get_metric
 from .pairwise import _pairwise, as_input
 
@@ -69,6 +71,27 @@ def _distances(XA, XB, metric, backend, working_memory, params, dtype=np.float64
                      {"ensure_all_finite": False}, ensure_non_empty=False, as_written=host)
 
 
+def _derives_defaults(metric, params: dict) -> bool:
+    """Whether ``metric`` called with ``params`` computes a parameter from the data
+    (seuclidean's V, mahalanobis' VI ...: a column operand with a default, not given)."""
+    if not isinstance(metric, str):
+        return False
+    m = get_metric(colparams.route(get_metric(metric).name, params))
+    return any(isinstance(v, ir.ColVector) and v.default and params.get(k) is None
+               for k, v in m.params.items())
+
+
+def _distinct_operand(XB):
+    """``XB`` as another object over the same rows (a view; a shallow copy of a sparse
+    matrix): the runtime reads one object passed twice once (scikit-learn's ``X is Y``
+    rule for data-derived defaults), SciPy's cdist stacks XA and XB whatever they are."""
+    if isinstance(XB, np.ndarray) or runtime.is_cupy(XB):
+        return XB.view()
+    if hasattr(XB, "copy") and hasattr(XB, "tocsr"):
+        return XB.copy()
+    return XB
+
+
 def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",
           working_memory=None, dtype=np.float64, **kwargs):
     """Distances between each pair of rows of XA and XB, shaped (mA, mB): SciPy's
@@ -77,6 +100,8 @@ def cdist(XA, XB, metric="euclidean", *, out=None, backend: str = "auto",
     (``p=`` for minkowski). ``dtype=np.float32`` (not SciPy's) computes and returns
     float32 (without ``out=``)."""
     XA, XB = as_input(XA, "XA"), as_input(XB, "XB")
+    if XB is XA and _derives_defaults(metric, kwargs):
+        XB = _distinct_operand(XB)  # SciPy's default V / VI: over XA and XB stacked
     mA, n = _shape2(XA, "XA")
     mB, nB = _shape2(XB, "XB")
     if n != nB:

@@ -292,16 +292,23 @@ def _square_param(name: str, node, inputs: dict, base: dict, k: int) -> np.ndarr
         raise InputError(f"the metric needs the matrix parameter {name!r}",
                          expected=f"{name}= a {k} x {k} array")
     S = _stacked(_distinct(base))
-    if S.shape[0] < 2:
-        raise InputError(f"the default {name} (the inverse covariance of the rows) needs at "
-                         "least 2 rows", got=f"{S.shape[0]} row(s)", hint=f"pass {name}=")
+    if S.shape[0] <= k:
+        # SciPy's rule (its cdist / pdist raise, scikit-learn's inv fails or returns noise):
+        # m <= k rows span at most m - 1 < k directions, and m rows in general position are
+        # all at the same distance under the inverse on their span: no information
+        raise InputError(f"the default {name} (the inverse covariance of the rows) needs more "
+                         f"rows than columns: with {S.shape[0]} row(s) of {k} columns the "
+                         "covariance is singular", expected=f"at least {k + 1} rows (X and Y "
+                         "together), or the parameter given",
+                         got=f"{S.shape[0]} row(s), {k} column(s)",
+                         hint=f"pass {name}= (a {k} x {k} positive semidefinite matrix)")
     cov = np.atleast_2d(np.cov(S.T))
     sd = np.sqrt(np.diag(cov))  # the rank of the correlation: the columns' units do not count
     if (sd > 0).all() and np.linalg.matrix_rank(cov / np.outer(sd, sd)) == k:
         return np.linalg.inv(cov).T  # SciPy's default
-    # singular (fewer rows than columns, a constant column, a column a combination of
+    # singular with more rows than columns (a constant column, a column a combination of
     # others): SciPy's inv raises or returns rounding noise; the pseudo-inverse is the
-    # inverse on the directions the rows span, and gives 0 along the others
+    # inverse on the directions the rows span, which hold every difference of two rows
     return np.linalg.pinv(cov, hermitian=True)
 
 

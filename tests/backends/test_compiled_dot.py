@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from metric_cases import fit_columns
 import scipy.sparse as sps
+from scipy.spatial.distance import squareform
 
 pytest.importorskip("numba")
 
@@ -54,7 +55,8 @@ def fused_calls(monkeypatch):
 
 def _inputs(metric, X, Y):
     try:
-        gb.pairwise_distances(X[:2], None if Y is None else Y[:2], metric=metric, backend="cpu")
+        # every row: mahalanobis' default VI needs more rows than columns (SciPy's rule)
+        gb.pairwise_distances(X, Y, metric=metric, backend="cpu")
     except gb.errors.DomainError:
         X, Y = abs(X), (abs(Y) if Y is not None else None)
     return X, Y
@@ -81,7 +83,10 @@ def test_fused_knn_matches_the_oracle(metric, dtype, itype, fused_calls):
     X, Y = _inputs(metric, *fit_columns(metric, sparse(21, 43, 19, dtype=dtype, itype=itype),
                                         sparse(22, 57, 19, dtype=dtype, itype=itype)))
     R = gb.cdist(X, Y, metric=metric, backend="cpu")  # gbdist's own metric (cosine: NaN)
-    Rs = gb.cdist(X, X, metric=metric, backend="cpu")
+    # knn(X, None)'s data-derived defaults (seuclidean's V, mahalanobis' VI) are over X once,
+    # as pdist's (gb.cdist(X, X) stacks X twice, as SciPy's); the diagonal is excluded below
+    Rs = (squareform(gb.pdist(X, metric=metric, backend="cpu"))
+          if metric in ("seuclidean", "mahalanobis") else gb.cdist(X, X, metric=metric, backend="cpu"))
     d, i = gb.knn(X, Y, k=6, metric=metric, backend="compiled")
     ds, is_ = gb.knn(X, None, k=5, metric=metric, backend="compiled")
     assert (False, True) in fused_calls  # X against Y: the fused kernel ran

@@ -99,10 +99,14 @@ def _count_routed_calls(request):
         return
     routing.COUNT["calls"] = 0
     routing.REFERENCE["unless_out"] = bool(_OUT_TESTS.search(request.node.name))
+    bare = routing.subjects(_NAMES.get(request.node.nodeid, request.node.nodeid))
+    saved = {n: module.__dict__[n] for n in bare}
+    module.__dict__.update({n: routing.PER_PAIR[n] for n in bare})
     try:
         yield
     finally:
         routing.REFERENCE["unless_out"] = False
+        module.__dict__.update(saved)
     _RESULTS.setdefault(_NAMES.get(request.node.nodeid, request.node.nodeid), {})["routed"] = \
         routing.COUNT["calls"]
 

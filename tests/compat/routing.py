@@ -216,9 +216,23 @@ def _scipy_ok(metric, kwargs) -> str | None:
     return name if _params_ok(name, kwargs) else None
 
 
+def _xdist_ok(metric, kwargs) -> str | None:
+    """The gbdist metric answering SciPy's ``cdist`` / ``pdist`` with ``metric`` and
+    ``kwargs``, or None: as :func:`_scipy_ok`, but a parameter the metric does not take
+    (``cdist(X, Y, "cosine", p=2.)``, ``N0tV4l1D_p4raM=``) is gbdist's to refuse too, with
+    the TypeError SciPy raises (gbdist's ParameterError), ``w=`` to a metric that takes no
+    weights (seuclidean, mahalanobis, jensenshannon) included: SciPy's extra-argument tests
+    reach gbdist. A ``w`` that is not a vector stays SciPy's to refuse."""
+    name = _metric(metric)
+    if name is None or _params_ok(name, kwargs):
+        return name
+    w = kwargs.get("w")
+    return None if w is not None and np.ndim(w) != 1 else name
+
+
 def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
     """gbdist's own cdist (float64, SciPy's out= checks), where gbdist knows the metric."""
-    name = _scipy_ok(metric, kwargs)
+    name = _xdist_ok(metric, kwargs)
     if name is None or (REFERENCE["unless_out"] and out is None):
         return _SCIPY["cdist"](XA, XB, _scipy_metric(metric), out=out, **kwargs)
     _routed()
@@ -227,7 +241,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
 
 def pdist(X, metric="euclidean", *, out=None, **kwargs):
     """gbdist's own pdist: the condensed distances of its exactly symmetric self-join."""
-    name = _scipy_ok(metric, kwargs)
+    name = _xdist_ok(metric, kwargs)
     if name is None or (REFERENCE["unless_out"] and out is None):
         return _SCIPY["pdist"](X, _scipy_metric(metric), out=out, **kwargs)
     _routed()
@@ -268,7 +282,7 @@ def _per_pair(scipy_name: str):
         given = dict(bound.arguments)
         first, second = list(signature.parameters)[:2]
         u, v = _vector(given.pop(first, None)), _vector(given.pop(second, None))
-        if u is None or v is None or u.shape != v.shape:
+        if u is None or v is None:  # vectors of unequal lengths: gbdist's ValueError
             return original(*args, **kwargs)
         name = _scipy_ok(scipy_name, given)
         if name is None:
@@ -285,6 +299,29 @@ def _per_pair(scipy_name: str):
 
 
 PER_PAIR = {name: _per_pair(name) for name in _SCIPY if name not in ("cdist", "pdist")}
+
+# SciPy's tests that call a bare per-pair function as the function under test, not as the
+# reference of another call (test id pattern -> the names routed while it runs: the
+# plugin puts the adapters in place for the test and SciPy's functions back after it).
+# Not routed: test_jensenshannon (base= and axis= of SciPy's per-pair function, which
+# gbdist's cdist does not have: SciPy's cdist refuses them too) and
+# test_sokalsneath_all_false (SciPy's per-pair function raises where its cdist, and
+# gbdist's, return NaN).
+SUBJECTS = {
+    r"test_distance\.py::test_bad_p\[": ("minkowski",),
+    r"test_distance\.py::TestSomeDistanceFunctions::test_minkowski$": ("minkowski",),
+    r"test_distance\.py::TestSomeDistanceFunctions::test_mahalanobis$": ("mahalanobis",),
+    r"test_distance\.py::TestSomeDistanceFunctions::test_correlation_positive$":
+        ("correlation",),
+    r"test_distance\.py::TestPdist::test_pdist_sokalsneath_mtica1$": ("sokalsneath",),
+}
+
+
+def subjects(test_id: str) -> tuple:
+    """The bare names routed while the test ``test_id`` ("file::test") runs."""
+    import re
+    return next((names for pattern, names in SUBJECTS.items() if re.search(pattern, test_id)),
+                ())
 
 
 # --- the routes: test module -> {module it imports from: {name: adapter}} ------------

@@ -57,12 +57,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=sorted(FILES))
     ap.add_argument("--json", help="write the summaries to this file")
+    ap.add_argument("--records", help="write every test's record (JSON lines) to this file")
     args, extra = ap.parse_known_args(argv)
-    out = {}
+    out, every = {}, []
     for key, module in FILES.items():
         if args.only and key != args.only:
             continue
-        s = summary(run(module, extra))
+        records = run(module, extra)
+        every += records
+        s = summary(records)
         out[key] = s
         print(f"{module}: {s['passed']} of {s['routed'] - s['skipped']} routed tests pass "
               f"({s['routed']} routed of {s['tests']}; {s['skipped']} routed skipped)")
@@ -70,6 +73,8 @@ def main(argv=None) -> int:
             print(f"    FAIL {nodeid.split('::', 1)[-1]}: {msg[:160]}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
+    if args.records:
+        Path(args.records).write_text("".join(json.dumps(r) + "\n" for r in every))
     return 0
 
 

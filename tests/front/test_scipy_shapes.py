@@ -159,3 +159,52 @@ def test_define_metric_with_a_third_matrix_fails_at_definition():
     X = np.eye(3)
     np.testing.assert_allclose(gb.pairwise_distances(X, metric="scaled_l1_t", s=2.0,
                                                      backend="cpu"), 2 * ssd.cdist(X, X, "cityblock"))
+
+
+@pytest.mark.parametrize("metric", ["seuclidean", "mahalanobis"])
+def test_data_derived_defaults_as_each_peer_takes_them(metric):
+    """SciPy's cdist takes V / VI over XA and XB stacked, also when they are one array (so
+    cdist(X, X) is not squareform(pdist(X))); scikit-learn's pairwise_distances(X, X) with
+    one object takes them over X once (its ``X is Y`` rule)."""
+    X = _blobs(n=12, k=4, offset=0.0)
+    np.testing.assert_allclose(gb.cdist(X, X, metric), ssd.cdist(X, X, metric), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(gb.pdist(X, metric), ssd.pdist(X, metric), rtol=1e-10)
+    assert not np.allclose(ssd.cdist(X, X, metric), ssd.squareform(ssd.pdist(X, metric)))
+    np.testing.assert_allclose(gb.pairwise_distances(X, X, metric=metric, dtype=np.float64),
+                               sk_pairwise_distances(X, X, metric=metric), rtol=1e-8, atol=1e-10)
+
+
+def test_default_vi_needs_more_rows_than_columns_as_scipy():
+    """SciPy raises for mahalanobis' default VI with no more rows than columns (rows in
+    general position would all be at one distance under any generalised inverse)."""
+    X = _blobs(n=5, k=4, offset=0.0)
+    with pytest.raises(ValueError):
+        ssd.pdist(X[:4], "mahalanobis")
+    with pytest.raises(gb.InputError, match="more rows than columns"):
+        gb.pdist(X[:4], "mahalanobis")
+    with pytest.raises(gb.InputError, match="pass VI="):
+        gb.cdist(X[:2], X[2:4], "mahalanobis")
+    with pytest.raises(gb.InputError, match="more rows than columns"):
+        gb.pairwise_distances(X[:4], metric="mahalanobis")
+    # five rows of four columns: SciPy's answer; VI given: any number of rows
+    np.testing.assert_allclose(gb.pdist(X, "mahalanobis"), ssd.pdist(X, "mahalanobis"),
+                               rtol=1e-8)
+    VI = np.eye(4)
+    np.testing.assert_allclose(gb.cdist(X[:1], X[1:2], "mahalanobis", VI=VI),
+                               ssd.cdist(X[:1], X[1:2], "mahalanobis", VI=VI), rtol=1e-10)
+
+
+def test_unknown_parameter_is_a_type_error_as_in_the_peers():
+    X = _blobs(n=6, k=3)
+    with pytest.raises(TypeError):
+        ssd.cdist(X, X, "cosine", p=2.0)
+    with pytest.raises(TypeError):
+        sk_pairwise_distances(X, metric="cosine", p=2.0)
+    for call in (lambda: gb.cdist(X, X, "cosine", p=2.0),
+                 lambda: gb.pdist(X, "euclidean", w=np.ones(3), N0tV4l1D_p4raM=1.0),
+                 lambda: gb.pairwise_distances(X, metric="cosine", p=2.0)):
+        with pytest.raises(TypeError, match="has no parameter"):
+            call()
+        with pytest.raises(gb.InputError):  # and still gbdist's InputError
+            call()
