@@ -49,6 +49,15 @@ class Decision:
     why: str
 
 
+# The rule on device operands (CuPy statistics, below) is written and GPU-tested, but off:
+# on one H200 (2026-11-27, the 663K x 858K shape, 3.8M stored entries) it made a
+# jensenshannon kNN 0.93 s instead of 0.09 s (its Piecewise ⊗ does not evaluate on CuPy,
+# so 0.7 s of host evaluation per call) and hellinger 0.115 s instead of 0.072, and at
+# +1e4 CuPy input it decided "centre" where the host decided "as given". Off, the GPU runs
+# the plan as analysed (docs/decision.md, "Accuracy").
+DEVICE_RULE = False
+
+
 def _xp(a):
     """NumPy for a host array, CuPy for a device one."""
     if is_cupy(a):

@@ -208,6 +208,9 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
         return plan
     device = any(is_cupy(base[row_operand(n)[0]].data) for g in guards(plan)
                  for n in (g.left, g.right))
+    if device and not accuracy.DEVICE_RULE:
+        accuracy.log_skipped("device operands")
+        return plan
     # on the device the statistics are CuPy reductions (a few O(stored entries) kernels, a
     # small host read); the CUDA backend's pass for a union summed as written is a switch
     direct = not device or _device_direct_union()
