@@ -1,7 +1,7 @@
 """The accuracy rule's statistics on the device path (CuPy on a GPU), run here on NumPy:
 the same code with the array module's device branches taken (row ids by a search of
 indptr, ops through the evaluator's dispatch), against the host path and a dense NumPy
-brute force. The GPU itself: tests/runtime/test_accuracy_gpu.py."""
+brute force. The GPU itself: tests/runtime/test_accuracy_rule_device_gpu.py."""
 from __future__ import annotations
 
 import numpy as np
