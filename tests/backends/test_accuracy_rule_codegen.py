@@ -1,18 +1,14 @@
 """The CUDA source of the accuracy rule's direct plans (issue 26) compiles with nvcc (no
 GPU needed): a plus summed over the union by the gather kernel (SKIP_SHARED)."""
-import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
 from gbdist.backends.cuda.codegen import generate, standalone_source
+from tests.nvcc_check import NVCC, compile_ptx
 from gbdist.compiler.accuracy import direct_plan
 from gbdist.pairwise import metric_program
 
-NVCC = shutil.which("nvcc")
 
 
 @pytest.fixture(autouse=True)
@@ -51,11 +47,5 @@ def test_direct_plan_compiles(p):
     plan = direct_plan(metric_program("minkowski", p=p).plan)
     for dt, acc, width, itype in ((np.float32, np.float64, 4, "int"),
                                   (np.float64, None, 8, "long long")):
-        src = standalone_source(generate(plan, dt, acc), width, itype)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "k.cu")
-            with open(path, "w") as f:
-                f.write(src)
-            r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
-                                os.path.join(d, "k.ptx"), path], capture_output=True, text=True)
+        r, _ = compile_ptx(standalone_source(generate(plan, dt, acc), width, itype))
         assert r.returncode == 0, r.stderr[-3000:]

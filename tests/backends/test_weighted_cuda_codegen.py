@@ -5,20 +5,16 @@ float64; ``backend="auto"`` no longer sends these plans to the CPU; the pruned d
 declines them. The values are checked against SciPy on the GPU (test_weighted_gpu.py)."""
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from gbdist.backends.cuda.codegen import generate, standalone_source
+from tests.nvcc_check import NVCC, compile_ptx
 from gbdist.compiler import ir
 from gbdist.pairwise import metric_program
 
-NVCC = shutil.which("nvcc")
 WEIGHTED = (("canberra", "weighted_canberra"), ("hamming", "weighted_hamming"),
             ("gower", "gower_mixed"))  # gower with w= and cat=: κ(w) of a scaled term
 
@@ -66,13 +62,7 @@ def test_the_weighted_kernel_compiles(scipy_name, metric):
     plan = _plan(metric)
     for dt, acc, rows, itype in ((np.float32, np.float64, 4, "int"),
                                  (np.float64, None, 8, "long long")):
-        src = standalone_source(generate(plan, dt, acc), rows, itype)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "k.cu")
-            with open(path, "w") as f:
-                f.write(src)
-            r = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-o",
-                                os.path.join(d, "k.ptx"), path], capture_output=True, text=True)
+        r, _ = compile_ptx(standalone_source(generate(plan, dt, acc), rows, itype))
         assert r.returncode == 0, r.stderr[-3000:]
 
 
