@@ -114,5 +114,5 @@ def choose_full(stats: dict) -> SpmvChoice:
         return SpmvChoice("stream", f"irregular rows (degree cv > {REGULAR_CV} or the longest row > "
                           f"{LONGEST_OVER_MEAN:g} x the mean): row tiles balance them", shown)
     return SpmvChoice("rows", "regular rows (a stencil or band): rows in order, coalesced, no "
-                      "tile starts or staging (0.80-0.90x cuSPARSE measured on the seed's "
-                      "stencils, the row tiles 1.08-1.38x)", shown, lanes_for(stats["mean"]))
+                      "tile starts or staging (0.72-0.83x cuSPARSE on the seed's stencils with "
+                      "these lanes, the row tiles 0.88-1.06x; one H200)", shown, lanes_for(stats["mean"]))
