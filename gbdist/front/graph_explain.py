@@ -4,10 +4,9 @@ Before running (``gb.explain("triangle_count")``), each step shows its semiring,
 op, the fill decision of :mod:`gbdist.compiler.graph` for the fills the operands are
 *assumed* to have (``fills=``: ``"absent"`` — graphs — by default, ``0`` for data, or one
 per operand), the mask (structural or by value, complemented, replace), the accumulator
-and the result-dtype rule. The rule is the compiler's own (``rule.product``,
-``rule.ewise``, ``rule.apply_value``, ``rule.reduction``), called exactly as the
-operations call it; a step it refuses shows why. After a run (``gr.trace``) each step also
-shows the decision the operation actually took (``result.decision``) and its result.
+and the result-dtype rule. The rule is the compiler's own (``rule.product``, ``rule.ewise``,
+``rule.apply_value``, ``rule.reduction``), called as the operations call it; a step it
+refuses shows why. After a run (``gr.trace``) each step also shows the decision taken.
 """
 from __future__ import annotations
 

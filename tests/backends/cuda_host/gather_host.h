@@ -32,6 +32,7 @@ alignas(16) unsigned char gb_smem[1 << 22];  // the block's dynamic shared memor
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
 inline long long __double_as_longlong(double f) { long long i; std::memcpy(&i, &f, 8); return i; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
@@ -41,6 +42,8 @@ inline unsigned atomicCAS(unsigned* a, unsigned e, unsigned d) {
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long e, unsigned long long d) {
   std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned long long o = *a; if (o == e) *a = d; return o; }
 template <class T> T atomicAdd(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; *a += v; return o; }
+template <class T> T atomicMax(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; if (v > o) *a = v; return o; }
+template <class T> T atomicMin(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; if (v < o) *a = v; return o; }
 template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
   static_assert(sizeof(T) <= 8, "one slot per lane");
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
