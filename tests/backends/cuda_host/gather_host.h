@@ -24,8 +24,6 @@ struct gb_dim { unsigned x, y; };
 static thread_local gb_dim threadIdx;
 static gb_dim blockIdx, blockDim, gridDim;
 static std::barrier<>* gb_block_bar;
-static std::barrier<>* gb_warp_bar[32];
-static unsigned long long gb_warp_slot[32][32];
 static std::mutex gb_atomic_mu;
 alignas(16) unsigned char gb_smem[1 << 22];  // the block's dynamic shared memory
 
@@ -44,15 +42,7 @@ inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long e,
 template <class T> T atomicAdd(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; *a += v; return o; }
 template <class T> T atomicMax(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; if (v > o) *a = v; return o; }
 template <class T> T atomicMin(T* a, T v) { std::lock_guard<std::mutex> g(gb_atomic_mu); T o = *a; if (v < o) *a = v; return o; }
-template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
-  static_assert(sizeof(T) <= 8, "one slot per lane");
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  std::memcpy(&gb_warp_slot[w][l], &v, sizeof(T));
-  gb_warp_bar[w]->arrive_and_wait();
-  T r; std::memcpy(&r, &gb_warp_slot[w][l ^ off], sizeof(T));
-  gb_warp_bar[w]->arrive_and_wait();
-  return r;
-}
+#include "warp.h"
 inline void __syncthreads() { gb_block_bar->arrive_and_wait(); }
 inline void __threadfence() {}
 

@@ -20,8 +20,6 @@ struct gb_dim { unsigned x; };
 static thread_local gb_dim threadIdx;
 static gb_dim blockIdx, blockDim, gridDim;
 static std::barrier<>* gb_block_bar;
-static std::barrier<>* gb_warp_bar[32];
-static unsigned long long gb_warp_slot[32][32];
 template <class T> T __ldcg(const T* p) { return *p; }
 static std::mutex gb_atomic_mu;
 inline int atomicCAS(int* a, int e, int d) { std::lock_guard<std::mutex> g(gb_atomic_mu); int o = *a; if (o == e) *a = d; return o; }
@@ -30,14 +28,7 @@ inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long e,
 inline unsigned atomicAdd(unsigned* a, unsigned v) { std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned o = *a; *a += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
   std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned long long o = *a; *a += v; return o; }
-template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  std::memcpy(&gb_warp_slot[w][l], &v, sizeof(T));
-  gb_warp_bar[w]->arrive_and_wait();
-  T r; std::memcpy(&r, &gb_warp_slot[w][l ^ off], sizeof(T));
-  gb_warp_bar[w]->arrive_and_wait();
-  return r;
-}
+#include "warp.h"
 inline unsigned __ballot_sync(unsigned, bool p) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
   gb_warp_slot[w][l] = p;
