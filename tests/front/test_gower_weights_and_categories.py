@@ -136,23 +136,8 @@ def test_bad_weights_and_missing_values_are_refused():
 def test_movielens_movies_with_weights_and_categories():
     """Real mixed data: per movie, its year and mean rating (numeric), its first genre and
     its number of genres (categorical), weighted."""
-    import csv
-    rows = []
-    with open(DATA / "ml-latest-small" / "movies.csv", newline="", encoding="utf-8") as f:
-        for i, (mid, title, genres) in enumerate(csv.reader(f)):
-            if i == 0:
-                continue
-            year = title.strip()[-5:-1]
-            if not year.isdigit():
-                continue
-            g = genres.split("|")
-            rows.append((int(mid), float(year), sum(map(ord, g[0])), len(g)))
-            if len(rows) == 160:
-                break
-    raw = np.loadtxt(DATA / "ml-latest-small" / "ratings.csv", delimiter=",", skiprows=1,
-                     usecols=(1, 2), max_rows=30000)
-    X = np.array([[y, np.mean(raw[raw[:, 0] == mid, 1]) if (raw[:, 0] == mid).any() else 0.0,
-                   g0, ng] for mid, y, g0, ng in rows])
+    from tests.front.test_weighted_catalogue import movielens_movies
+    X = movielens_movies(160, lambda g: sum(map(ord, g)))
     cat = np.array([0, 0, 1, 1])
     w = np.array([1.0, 2.0, 1.5, 0.5])
     for backend in BACKENDS:

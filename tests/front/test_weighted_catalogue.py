@@ -189,11 +189,9 @@ def test_gower_mixed_on_sparse_input_and_float32():
     np.testing.assert_allclose(D32, want32, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skipif(not (DATA / "ml-latest-small" / "movies.csv").is_file(),
-                    reason="../shared/data/ml-latest-small absent")
-def test_gower_mixed_on_movielens_movies():
-    """Real mixed data: per movie, its year and mean rating (numeric), its first genre and
-    its number of genres (categorical)."""
+def movielens_movies(n: int, genre_code=lambda g: hash(g) % 997) -> np.ndarray:
+    """n movies of ../shared/data's MovieLens as mixed-type rows: year and mean rating
+    (numeric), the first genre's code and the number of genres (categorical)."""
     import csv
     rows = []
     with open(DATA / "ml-latest-small" / "movies.csv", newline="", encoding="utf-8") as f:
@@ -204,13 +202,21 @@ def test_gower_mixed_on_movielens_movies():
             if not year.isdigit():
                 continue
             g = genres.split("|")
-            rows.append((int(mid), float(year), hash(g[0]) % 997, len(g)))
-            if len(rows) == 150:
+            rows.append((int(mid), float(year), genre_code(g[0]), len(g)))
+            if len(rows) == n:
                 break
     raw = np.loadtxt(DATA / "ml-latest-small" / "ratings.csv", delimiter=",", skiprows=1,
                      usecols=(1, 2), max_rows=30000)
-    X = np.array([[y, np.mean(raw[raw[:, 0] == mid, 1]) if (raw[:, 0] == mid).any() else 0.0,
-                   g0, ng] for mid, y, g0, ng in rows])
+    return np.array([[y, np.mean(raw[raw[:, 0] == mid, 1]) if (raw[:, 0] == mid).any() else 0.0,
+                      g0, ng] for mid, y, g0, ng in rows])
+
+
+@pytest.mark.skipif(not (DATA / "ml-latest-small" / "movies.csv").is_file(),
+                    reason="../shared/data/ml-latest-small absent")
+def test_gower_mixed_on_movielens_movies():
+    """Real mixed data: per movie, its year and mean rating (numeric), its first genre and
+    its number of genres (categorical)."""
+    X = movielens_movies(150)
     cat = np.array([0, 0, 1, 1])
     D = gb.pairwise_distances(X[:90], X[90:], metric="gower", cat=cat, dtype=np.float64)
     np.testing.assert_allclose(D, _gower(X[:90], X[90:], cat), rtol=1e-9, atol=1e-12)

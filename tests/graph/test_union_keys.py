@@ -13,6 +13,7 @@ import pytest
 
 import gbdist as gb
 from gbdist import graph as gr
+from tests.graph.test_union_rows import related
 
 graphblas = pytest.importorskip("graphblas")
 from graphblas import binary  # noqa: E402
@@ -24,17 +25,7 @@ DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64)
 
 def _keys(seed, space, kind, share=0.4):
     rng = np.random.default_rng(seed)
-    P, Q = rng.random(space) < share, rng.random(space) < share
-    if kind == "disjoint":
-        Q &= ~P
-    elif kind == "identical":
-        Q = P.copy()
-    elif kind == "nested":
-        Q &= P
-    elif kind in ("empty_a", "both_empty"):
-        P[:] = False
-    if kind in ("empty_b", "both_empty"):
-        Q[:] = False
+    P, Q = related(rng.random(space) < share, rng.random(space) < share, kind)
     return np.flatnonzero(P).astype(np.int64), np.flatnonzero(Q).astype(np.int64)
 
 

@@ -20,23 +20,28 @@ from graphblas import binary  # noqa: E402
 HOST_SETS = ("reference", "compiled")
 
 
-def _pair(seed, shape, kind, dtypes=(np.float64, np.float64)):
-    """Two patterns of one shape (``kind``: random, disjoint, identical, nested, empty_a,
-    empty_b), rows 0 and 3 empty in both, stored zeros among the values."""
-    rng = np.random.default_rng(seed)
-    m, n = shape
-    P = rng.random(shape) < 0.3
-    Q = rng.random(shape) < 0.3
+def related(P, Q, kind):
+    """Two random patterns made ``kind``: random (as drawn), disjoint, identical, nested
+    (Q within P), empty_a, empty_b or both_empty."""
     if kind == "disjoint":
         Q &= ~P
     elif kind == "identical":
         Q = P.copy()
     elif kind == "nested":
         Q &= P
-    elif kind == "empty_a":
+    if kind in ("empty_a", "both_empty"):
         P[:] = False
-    elif kind == "empty_b":
+    if kind in ("empty_b", "both_empty"):
         Q[:] = False
+    return P, Q
+
+
+def _pair(seed, shape, kind, dtypes=(np.float64, np.float64)):
+    """Two patterns of one shape (``kind``: random, disjoint, identical, nested, empty_a,
+    empty_b), rows 0 and 3 empty in both, stored zeros among the values."""
+    rng = np.random.default_rng(seed)
+    m, n = shape
+    P, Q = related(rng.random(shape) < 0.3, rng.random(shape) < 0.3, kind)
     for R in (P, Q):
         R[0, :] = False
         R[min(3, m - 1), :] = False
