@@ -293,11 +293,10 @@ def _scatter_estimate(job: Job):
 
 
 def _sorted_perm(mod, d: DevCSR, key_struct: str, order: str, at):
-    """Per-row permutation of d's entries by key (L or R of the value), desc or asc, stable.
-
-    float32 keys: one radix argsort of 64-bit words, the row above the key's bits made
-    order-preserving as unsigned (a two-key lexsort is a merge sort: 11.9 of a 2,048-row
-    query block's 37 ms against the 283K-row power law, H200); float64 keys: the lexsort."""
+    """Per-row permutation of d's entries by key (L or R of the value), desc or asc; equal
+    keys in any order (the walks read the same value). float32 keys: one radix argsort of
+    64-bit words, the row above the key's order-preserving bits (a two-key lexsort is a merge
+    sort: 11.9 of a 2,048-row block's 37 ms on the 283K power law, H200); float64: lexsort."""
     import cupy
     import cupyx
     keys = cupy.empty(d.nnz, dtype=at)
