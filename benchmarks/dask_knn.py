@@ -20,6 +20,7 @@ Reported per (metric, partitions): ``single_ms``, ``dask_ms``, ``overhead`` (das
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -67,9 +68,12 @@ def _reset_memory(client) -> None:
     client.run(free)
 
 
-def _median_ms(fn, repeats: int) -> tuple[float, list]:
+def _median_ms(fn, repeats: int, before=None) -> tuple[float, list]:
+    """Median wall ms of ``fn()``; ``before()`` runs untimed ahead of each call."""
     times = []
     for _ in range(repeats):
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
@@ -86,9 +90,32 @@ def _task_seconds(records) -> dict:
         for s in rec.get("startstops", ()):
             what = name if s.get("action") == "compute" else f"{s.get('action')} for {name}"
             out[what] = out.get(what, 0.0) + s["stop"] - s["start"]
-            if s.get("action") == "compute" and name == "share_knn":  # each share's time
-                out.setdefault("share_knn each", []).append(round(s["stop"] - s["start"], 4))
+            if s.get("action") == "compute" and name in ("share_knn", "share_lists"):
+                out.setdefault(f"{name} each", []).append(round(s["stop"] - s["start"], 4))
     return dict(sorted(out.items(), key=lambda kv: -(kv[1] if isinstance(kv[1], float) else 0)))
+
+
+def _timeline(records, t0: float, t1: float) -> dict:
+    """Milliseconds from the submit (``t0``, wall clock) to the first task's start, to the
+    last share's end, to the last merge's end, and to the answer on the client (``t1``):
+    the fixed costs around the shares (one host: the workers' clocks are the client's)."""
+    ends: dict = {}
+    first = None
+    for rec in records:
+        name = rec["key"][0] if isinstance(rec["key"], tuple) else str(rec["key"])
+        name = name.rsplit("-", 1)[0]
+        for s in rec.get("startstops", ()):
+            if s.get("action") != "compute":
+                continue
+            first = s["start"] if first is None else min(first, s["start"])
+            kind = "shares" if name.startswith("share") else "merges"
+            ends[kind] = max(ends.get(kind, s["stop"]), s["stop"])
+    if first is None:
+        return {}
+    out = {"first_task_start": (first - t0) * 1e3}
+    out.update({f"last_{k}_end": (v - t0) * 1e3 for k, v in ends.items()})
+    out["answer_on_client"] = (t1 - t0) * 1e3
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 def _compare(ref, got) -> dict:
@@ -120,7 +147,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--workers", default="1", help="cluster sizes to try (GPU workers)")
     ap.add_argument("--layouts", default="replicated,partitioned",
-                    help="replicated (gbd.replicate: each worker a share of the tiles) and/or "
+                    help="replicated (gbd.replicate: each worker a share of the tiles; the "
+                         "lists GPU to GPU by CUDA IPC on one host), replicated-tcp (the same "
+                         "with the lists through Dask's transfers) and/or "
                          "partitioned (block-pair tasks over --partitions row blocks)")
     ap.add_argument("--partitions", default="8", help="row partitions of the partitioned layout")
     ap.add_argument("--repeats", type=int, default=3)
@@ -185,11 +214,20 @@ def _layouts(X, client, args, workers: int):
     import distributed
     import gbdist.dask as gbd
     for layout in [x for x in args.layouts.split(",") if x]:
-        if layout == "replicated":
+        if layout in ("replicated", "replicated-tcp"):
             parts = gbd.partition(X, client, n_partitions=workers)
             data = gbd.replicate(parts, client, device=not args.cpu)
             distributed.wait(data.futures)
-            yield "replicated", workers, data
+            before = os.environ.get("GBDIST_DASK_IPC")
+            if layout == "replicated-tcp":  # the lists through Dask's transfers, not CUDA IPC
+                os.environ["GBDIST_DASK_IPC"] = "0"
+            try:
+                yield layout, workers, data
+            finally:
+                if before is None:
+                    os.environ.pop("GBDIST_DASK_IPC", None)
+                else:
+                    os.environ["GBDIST_DASK_IPC"] = before
             del data, parts
         else:
             for n in [int(p) for p in args.partitions.split(",") if p]:
@@ -286,9 +324,20 @@ def run(args) -> dict:
                     for metric in metrics:
                         single_ms, single_times, ref, single_bytes = refs[metric]
 
+                        def forgotten():  # the last run's keys gone from the scheduler,
+                            keys = list(last)  # so no call finds its tasks already done
+                            while keys and client.run_on_scheduler(
+                                    lambda dask_scheduler, keys=keys: sum(
+                                        k in dask_scheduler.tasks for k in keys)):
+                                time.sleep(0.002)
+
+                        last: list = []
+
                         def run():
-                            return gbd.knn(data, k=args.k, metric=metric, client=client,
-                                           backend=backend)
+                            r = gbd.knn_submit(data, k=args.k, metric=metric, client=client,
+                                               backend=backend)
+                            last[:] = [f.key for f in r.futures.values()]
+                            return r.result()
 
                         client.run(gbd.tasks.warm, metric, {}, backend, X.shape[1])
                         if not args.cpu:
@@ -297,20 +346,24 @@ def run(args) -> dict:
                         if not cmp["equal"]:
                             failed = True
                             print(f"  MISMATCH {metric} {layout}: {cmp}", flush=True)
-                        dask_ms, dask_times = _median_ms(run, args.repeats)
+                        dask_ms, dask_times = _median_ms(run, args.repeats, forgotten)
 
                         def resident():  # merged on the workers, not yet on the client
                             r = gbd.knn_submit(data, k=args.k, metric=metric, client=client,
                                                backend=backend)
+                            last[:] = [f.key for f in r.futures.values()]
                             distributed.wait(list(r.futures.values()))
                             r.futures.clear()
 
-                        resident_ms, resident_times = _median_ms(resident, args.repeats)
+                        resident_ms, resident_times = _median_ms(resident, args.repeats, forgotten)
+                        forgotten()
                         with distributed.get_task_stream(client) as stream:  # profiled run
-                            t0 = time.perf_counter()
+                            t0, w0 = time.perf_counter(), time.time()
                             run()
                             profiled_ms = (time.perf_counter() - t0) * 1e3
+                            w1 = time.time()
                         by_task = _task_seconds(stream.data)
+                        timeline = _timeline(stream.data, w0, w1)
                         mem = {} if args.cpu else _memory(client)
                         row = {"dataset": name, "shape": list(X.shape), "nnz": int(X.nnz),
                                "k": args.k, "metric": metric, "workers": workers,
@@ -321,7 +374,7 @@ def run(args) -> dict:
                                "speedup": single_ms / dask_ms, "profiled_ms": profiled_ms,
                                "resident_ms": resident_ms, "resident_times": resident_times,
                                "resident_speedup": single_ms / resident_ms,
-                               "task_seconds": by_task,
+                               "task_seconds": by_task, "timeline_ms": timeline,
                                "worker_device_bytes": sorted(mem.values()), **cmp}
                         rows.append(row)
                         gib = max(mem.values(), default=0) / 2**30
@@ -330,6 +383,7 @@ def run(args) -> dict:
                               f"x{row['speedup']:.2f} (answer on the workers {resident_ms:.1f} ms, "
                               f"x{row['resident_speedup']:.2f}), worker pool {gib:.1f} GiB, equal "
                               f"{cmp['equal']}", flush=True)
+                        print(f"    timeline (ms from submit): {timeline}", flush=True)
                         print("    worker time by task: " + ", ".join(
                             f"{k} {sec * 1e3:.0f} ms" if isinstance(sec, float) else f"{k} {sec}"
                             for k, sec in by_task.items()), flush=True)

@@ -130,3 +130,20 @@ def tied_sparse(m: int, n: int = 24, seed: int = 0, dtype=np.float64) -> sps.csr
     X = X.tocsr()
     X.eliminate_zeros()
     return X.astype(dtype)
+
+
+def tall_sparse(m=4000, n=40000, per_row=3, seed=11):
+    """Rows with a few stored columns among many: the pruned search pays (issue 29), with
+    empty rows, duplicate rows and tied values."""
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(m), per_row)
+    cols = rng.integers(0, n, rows.size)
+    vals = rng.integers(1, 4, rows.size).astype(np.float64)
+    vals[np.isin(rows, np.arange(0, m, 97))] = 0  # empty rows
+    dup = np.arange(1, m - 1, 89)  # each a duplicate of the next row
+    take = np.isin(rows, dup)
+    cols[take] = cols[np.isin(rows, dup + 1)]
+    vals[take] = vals[np.isin(rows, dup + 1)]
+    X = sps.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    X.eliminate_zeros()
+    return X

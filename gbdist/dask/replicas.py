@@ -10,7 +10,8 @@ than ``gb.knn``'s where it has few, so the shares come out even). Each worker ke
 candidate lists on its device; worker j merges rows j/W..(j+1)/W of every worker's lists
 by (distance, index) and drops each query's own index there (a reduce-scatter: the
 transfers run in parallel, and each worker sends the client only its rows). Only the
-lists move. Every pair's distance is computed alone, whatever tile holds it, and the
+lists move: GPU to GPU through CUDA IPC when the workers share a host (:mod:`.ipc`),
+through Dask's own transfers otherwise. Every pair's distance is computed alone, whatever tile holds it, and the
 lists merge in a total order, so the answer is ``gb.knn``'s bit for bit on the GPU.
 
 The partitioned layout (:mod:`.search`: block-pair tasks) remains for an index larger
@@ -18,7 +19,8 @@ than one worker can hold; a replica needs the whole index on each worker.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +39,7 @@ class Replicated:
     n_features: int
     token: str
     on_device: bool = False
+    decisions: dict = field(default_factory=dict)  # pruned search? per metric and parameters
 
     @property
     def keys(self) -> tuple:
@@ -90,6 +93,10 @@ def blocks(R: Replicated) -> _Blocks:
 def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client):
     """``submit_block(b)`` for the run: the shares (one task per worker, submitted once, on
     the first block asked for), then block b's rows of every share merged on worker b."""
+    if _prunes(R, common, client):
+        return _knn_blocks_pruned(R, k, need, exclude_self, common, client)
+    if peer_to_peer(R):
+        return _knn_blocks_ipc(R, k, need, exclude_self, common, client)
     W = len(R.futures)
     edges = _Blocks(R).offsets
     shares: list = []
@@ -105,5 +112,64 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
         return client.submit(tasks.merge_shares, int(k), bool(exclude_self), need, *rows,
                              row0=a, workers=[R.workers[b]], allow_other_workers=True,
                              pure=True)
+
+    return submit_block
+
+
+def peer_to_peer(R: Replicated) -> bool:
+    """Whether the shares' lists go GPU to GPU (:mod:`.ipc`): device replicas, several
+    workers, all on one host, and ``GBDIST_DASK_IPC`` not set to 0."""
+    from .ipc import same_host
+    return (R.on_device and len(R.futures) > 1 and os.environ.get("GBDIST_DASK_IPC") != "0"
+            and same_host(R.workers))
+
+
+def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple,
+                    client):
+    """:func:`knn_blocks` with the lists mapped GPU to GPU: each share stays whole on its
+    worker, and worker b copies rows b of every share straight from the other GPUs."""
+    W = len(R.futures)
+    edges = _Blocks(R).offsets
+    shares: list = []
+
+    def submit_block(b: int):
+        if not shares:
+            shares.extend(client.submit(tasks.share_lists, f, need, j, W, *common, workers=[w],
+                                        allow_other_workers=True, pure=True)
+                          for j, (f, w) in enumerate(zip(R.futures, R.workers)))
+        a, z = int(edges[b]), int(edges[b + 1])
+        return client.submit(tasks.merge_lists, int(k), bool(exclude_self), need, a, z,
+                             R.futures[b], W, common, *shares, workers=[R.workers[b]],
+                             allow_other_workers=True, pure=True)
+
+    return submit_block
+
+
+def _prunes(R: Replicated, common: tuple, client) -> bool:
+    """Whether gb.knn on the whole index takes the pruned search (asked of one worker once
+    per metric and parameters, then kept with the replica: the index does not change)."""
+    from dask.base import tokenize
+    metric, params, backend, working_memory, _sym = common
+    key = tokenize(repr(metric), params, backend, working_memory)
+    if key not in R.decisions:
+        R.decisions[key] = client.submit(
+            tasks.prunes, R.futures[0], metric, params, backend, working_memory,
+            workers=[R.workers[0]], allow_other_workers=True, pure=True).result()
+    return R.decisions[key]
+
+
+def _knn_blocks_pruned(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple,
+                       client):
+    """:func:`knn_blocks` when the pruned search runs (:mod:`gbdist.neighbors.pruned`): its
+    cost is per query row, so worker b searches rows b of the whole replica and its lists
+    are final; nothing is merged and only the answer moves."""
+    edges = _Blocks(R).offsets
+    metric, params, backend, working_memory, _sym = common
+
+    def submit_block(b: int):
+        a, z = int(edges[b]), int(edges[b + 1])
+        return client.submit(tasks.rows_knn, R.futures[b], need, a, z, int(k),
+                             bool(exclude_self), metric, params, backend, working_memory,
+                             workers=[R.workers[b]], allow_other_workers=True, pure=True)
 
     return submit_block

@@ -133,8 +133,9 @@ class Run:
         if self.futures:
             from distributed import as_completed
             blocks = {f.key: b for b, f in self.futures.items()}
-            for fut in as_completed(list(self.futures.values())):
-                value = fut.result()
+            # with_results: each block's answer is fetched as soon as it is done, several at
+            # once from their workers, instead of one after another here
+            for fut, value in as_completed(list(self.futures.values()), with_results=True):
                 b = blocks[fut.key]
                 self.done[b] = value
                 if self.checkpoint is not None:
@@ -234,12 +235,24 @@ def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, ba
     extra = (int(k), exclude_self, sym, "replicated")
     rows = replicas.blocks(R)
     run = _start(client, "knn", rows, rows, metric, params, extra, checkpoint,
-                 replicas.knn_blocks(R, k, need, exclude_self, common, client),
-                 lambda blocks: (np.concatenate([b[0] for b in blocks]),
-                                 np.concatenate([b[1] for b in blocks]).astype(np.int64)))
+                 replicas.knn_blocks(R, k, need, exclude_self, common, client), _widened)
     run.symmetric = sym
     run.pair_tasks = len(R.futures) if run.futures else 0
     return run
+
+
+def _widened(blocks):
+    """The row blocks' (distances, indices) as one answer, the indices (moved as int32 where
+    they fit) widened to int64 as they are copied: one pass over the answer, not two."""
+    n = sum(len(b[0]) for b in blocks)
+    d = np.empty((n,) + blocks[0][0].shape[1:], dtype=blocks[0][0].dtype)
+    i = np.empty((n,) + blocks[0][1].shape[1:], dtype=np.int64)
+    a = 0
+    for bd, bi in blocks:
+        d[a:a + len(bd)] = bd
+        i[a:a + len(bi)] = bi
+        a += len(bd)
+    return d, i
 
 
 def knn(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=None,

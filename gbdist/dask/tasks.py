@@ -294,3 +294,66 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
     if narrow:  # the client widens them again (search._replicated_knn)
         i = i.astype(xp.int32)
     return host(d), host(i)
+
+
+def share_lists(X, need: int, w: int, W: int, *common):
+    """:func:`share_knn`'s lists in a buffer the workers of this host map GPU to GPU
+    (:class:`.ipc.Lists`): only a 64-byte handle travels to the workers that merge them."""
+    from .ipc import Lists
+    return Lists(*share_knn(X, need, w, W, *common))
+
+
+def merge_lists(k: int, exclude_self: bool, need: int, a: int, z: int, X, W: int, common,
+                *lists):
+    """Rows a:z of every share's :class:`.ipc.Lists`, copied GPU to GPU and merged
+    (:func:`merge_shares`). A share that cannot be mapped here (its worker died, another
+    host, no peer access) is recomputed from X, this worker's replica: the same answer."""
+    from .ipc import Unreachable
+    rows = []
+    for w, lists in enumerate(lists):
+        try:
+            rows.append(lists.rows(a, z))
+        except Unreachable:
+            d, i = share_knn(X, need, w, W, *common)
+            rows.append((d[a:z].copy(), i[a:z].copy()))
+    return merge_shares(k, exclude_self, need, *rows, row0=a)
+
+
+def prunes(X, metric, params: dict, backend, working_memory) -> bool:
+    """Whether ``gb.knn``'s self-join over X (a whole replica) takes the pruned search
+    (:func:`gbdist.neighbors.pruned.decide`): decided once, on one worker."""
+    from ..front import colparams
+    from ..neighbors.pruned import decide
+    from ..neighbors.search import Search
+    from ..pairwise import as_input, metric_program
+    from ..runtime import get_backend, working_memory_bytes
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    X = as_input(X, "X")
+    s = Search(metric_program(metric, **params).plan, X, X, be, budget,
+               columns=colparams.split(params)[1])
+    return bool(decide(s.b, budget)[0])
+
+
+def rows_knn(X, need: int, a: int, z: int, k: int, exclude_self: bool, metric, params: dict,
+             backend, working_memory):
+    """Rows a:z of a pruned self-join's answer, final (own index dropped): the pruned search
+    of those queries against the whole replica X, as :func:`prunes` decided for all of X.
+    Each query's lists come from its own row of overlaps and the index's summaries, so the
+    rows are the whole search's; nothing is merged."""
+    from ..front import colparams
+    from ..neighbors import drop_self, knn_plan
+    from ..pairwise import as_input, metric_program
+    from ..runtime import get_backend, working_memory_bytes
+    budget = working_memory_bytes(working_memory)
+    be = get_backend(backend, budget)
+    X = as_input(X, "X")
+    d, i = knn_plan(metric_program(metric, **params).plan, X[a:z], X, need, be, budget, False,
+                    symmetric=False, columns=colparams.split(params)[1], prune=True)
+    xp = _xp(d)
+    if exclude_self:  # drop_self finds query q at index q: shift to the block's rows
+        d, i = drop_self(d, i - a, k, xp)
+        i += a
+    if X.shape[0] < _INT32_MAX:
+        i = _narrow(i)
+    return host(d), host(i)

@@ -48,10 +48,15 @@ def decide(b, budget) -> tuple[bool, str]:
     return False, f"{stats}: every pair is cheaper ({rule.rule_text()})"
 
 
-def search(b, budget, kk: int):
+def search(b, budget, kk: int, prune: bool | None = None):
     """(distances, indices) of the kk best for every query by the pruned search, or None
-    where it does not apply or does not pay (see :func:`decide`)."""
-    ok, _ = decide(b, budget)
+    where it does not apply or does not pay (see :func:`decide`). ``prune``: the decision
+    already made (True: on a larger search these queries are part of, :mod:`gbdist.dask`:
+    only whether it applies is checked here, not whether it pays on these rows alone;
+    False: never)."""
+    if prune is False:
+        return None
+    ok = rule.pruning(b.plan).applies if prune else decide(b, budget)[0]
     if not ok:
         return None
     if _device(b):

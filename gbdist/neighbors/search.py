@@ -152,7 +152,7 @@ def drop_self(d, i, k: int, xp=np, first_if_missing: bool = False):
 
 def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=None,
              on_block: Callable | None = None, symmetric=None, columns=None,
-             share: tuple | None = None) -> tuple:
+             share: tuple | None = None, prune: bool | None = None) -> tuple:
     """The k nearest index rows of every query under a compiled ``plan`` on a backend
     object ``be``; see :func:`knn`. ``budget`` in bytes (None: the backend's default);
     ``on_block(pairs)`` is called after each tile with the pairs it covered.
@@ -161,7 +161,8 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     of the very tiles the whole search visits (symmetric ones included) and returns, for every query, its k best
     among them (placeholders: NaN distance, index 2**63 - 1); merging the W shares by
     (distance, index) gives the whole search's answer bit for bit (:mod:`gbdist.dask`).
-    ``exclude_self`` is left to the merge (it must be False here)."""
+    ``exclude_self`` is left to the merge (it must be False here). ``prune``: the pruned
+    search's decision made elsewhere (:func:`gbdist.neighbors.pruned.search`)."""
     sym = _use_symmetric(plan, X, Y, symmetric)
     m, n = _nrows(X, "X"), _nrows(Y, "Y")
     s = Search(plan, X, Y, be, budget, dtype, columns)  # the inputs are checked first
@@ -171,7 +172,7 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
                          got="exclude_self=True")
     xp = s.xp
     best_d = best_i = None
-    found = None if share is not None else _fused(s, kk, sym)
+    found = None if share is not None else _fused(s, kk, sym, prune)
     if found is not None:  # one fused pass: no tile, same answer
         best_d, best_i = found
         if on_block is not None:
@@ -204,14 +205,14 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
     return s.host(best_d.astype(s.b.dtype, copy=False)), s.host(best_i)
 
 
-def _fused(s: Search, kk: int, sym: bool):
+def _fused(s: Search, kk: int, sym: bool, prune: bool | None = None):
     """(distances, indices) from the backend's fused search (``search_k``: products,
     epilogue and top-k in one pass, e.g. the compiled CPU backend's dot-product family),
     or None: when the backend has none, declines (no such kernel, over the budget), or a
     tile would need the runtime's direct-form repair (non-finite inputs, or values large
     enough to overflow), which acts on materialised tiles. Asked first: the pruned search
     (:mod:`gbdist.neighbors.pruned`), where the algebra proves it and the data says it pays."""
-    found = pruned_search(s.b, s.budget, kk)
+    found = pruned_search(s.b, s.budget, kk, prune)
     if found is not None:
         return found
     fused = getattr(s.be, "search_k", None)

@@ -88,3 +88,58 @@ def test_replicated_index_on_every_gpu():
                              working_memory=8)
             np.testing.assert_array_equal(i, cupy.asnumpy(is_))
             np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+
+
+def test_lists_map_gpu_to_gpu_between_processes(monkeypatch):
+    """Two worker processes on GPU 0 (any machine with a GPU): the shares' lists go by CUDA
+    IPC (gbdist.dask.ipc), same answer as gb.knn bit for bit, and as with IPC switched off."""
+    from gbdist.dask import replicas
+    X = _data(m=4000, seed=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None,
+                                  env={"CUDA_VISIBLE_DEVICES": "0"}) as cluster, \
+            distributed.Client(cluster) as c:
+        R = gbd.replicate(X, c, device=True)
+        assert replicas.peer_to_peer(R)
+        for metric in ("cosine", "manhattan"):
+            ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric=metric, backend="cuda",
+                             working_memory=8)
+            d, i = gbd.knn(R, k=10, metric=metric, client=c, backend="cuda", working_memory=8)
+            np.testing.assert_array_equal(i, cupy.asnumpy(is_))
+            np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+        monkeypatch.setenv("GBDIST_DASK_IPC", "0")  # read on the client: the old transfers
+        assert not replicas.peer_to_peer(R)
+        d0, i0 = gbd.knn(R, k=10, metric="cosine", client=c, backend="cuda", working_memory=8)
+        ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric="cosine", backend="cuda",
+                         working_memory=8)
+        np.testing.assert_array_equal(i0, cupy.asnumpy(is_))
+        np.testing.assert_array_equal(d0, cupy.asnumpy(ds))
+        # a tall index where gb.knn prunes: each worker its rows, gb.knn's answer bit for bit
+        from datagen import tall_sparse
+        T = tall_sparse().astype(np.float32)
+        RT = gbd.replicate(T, c, device=True)
+        for metric in ("cosine", "manhattan", "jensenshannon"):
+            ds, is_ = gb.knn(cps.csr_matrix(T), k=6, metric=metric, backend="cuda")
+            d, i = gbd.knn(RT, k=6, metric=metric, client=c, backend="cuda")
+            np.testing.assert_array_equal(i, cupy.asnumpy(is_))
+            np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+        assert all(RT.decisions.values()) and len(RT.decisions) == 3
+
+
+def test_lists_in_their_own_process():
+    """A received copy in the producer's own process reads the producer's arrays (CUDA IPC
+    cannot map a process's own buffer); rows come back as fresh device arrays."""
+    import pickle
+    from gbdist.dask.ipc import Lists
+    rng = np.random.default_rng(0)
+    d = cupy.asarray(rng.random((50, 7), dtype=np.float32))
+    i = cupy.asarray(rng.integers(0, 50, (50, 7)), dtype=cupy.int32)
+    L = Lists(d, i)
+    copy = pickle.loads(pickle.dumps(L))
+    assert "_d" not in copy.__dict__ and len(pickle.dumps(L)) < 1024
+    for a, z in ((0, 50), (13, 29), (49, 50), (20, 20)):
+        gd, gi = copy.rows(a, z)
+        np.testing.assert_array_equal(cupy.asnumpy(gd), cupy.asnumpy(d[a:z]))
+        np.testing.assert_array_equal(cupy.asnumpy(gi), cupy.asnumpy(i[a:z]))
+    del copy  # a copy going away leaves the producer's arrays in place
+    np.testing.assert_array_equal(cupy.asnumpy(L.rows(5, 9)[0]), cupy.asnumpy(d[5:9]))

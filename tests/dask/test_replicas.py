@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 
 import gbdist as gb  # noqa: E402
 import gbdist.dask as gbd  # noqa: E402
-from datagen import tied_sparse  # noqa: E402
+from datagen import tall_sparse, tied_sparse  # noqa: E402
 from gbdist.dask import tasks  # noqa: E402
 
 MiB_SMALL = 0.02  # working memory (MiB) small enough for many tiles per search
@@ -169,3 +169,49 @@ def test_shares_are_even_and_cover_each_tile_once(W):
     assert (seen[upper] == 1).all()
     tile = max(loads) / 16  # at least 16 tiles a share
     assert max(loads) - min(loads) <= 2 * tile
+
+
+class _Mapped:
+    """A share's lists as a receiving worker sees them (:class:`gbdist.dask.ipc.Lists`'s
+    interface), or as one whose producer cannot be mapped (died, another host)."""
+
+    def __init__(self, d, i, reachable):
+        self.d, self.i, self.reachable = d, i, reachable
+
+    def rows(self, a, z):
+        from gbdist.dask.ipc import Unreachable
+        if not self.reachable:
+            raise Unreachable("gone")
+        return self.d[a:z].copy(), self.i[a:z].copy()
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "cosine"])
+def test_unmappable_share_is_recomputed_from_the_replica(metric):
+    """The GPU-to-GPU merge's way out: a share that cannot be mapped is recomputed on the
+    merging worker from its own replica, and the rows merged are gb.knn's, bit for bit."""
+    from gbdist.dask import tasks
+    X, W, k = _data(m=120, seed=7), 3, 5
+    common = (metric, {}, "cpu", MiB_SMALL, True)
+    shares = [tasks.share_knn(X, k + 1, w, W, *common) for w in range(W)]
+    edges = np.linspace(0, X.shape[0], W + 1).round().astype(int)
+    for gone in (set(), {1}, {0, 2}):
+        lists = [_Mapped(d, i, w not in gone) for w, (d, i) in enumerate(shares)]
+        parts = [tasks.merge_lists(k, True, k + 1, int(a), int(z), X, W, common, *lists)
+                 for a, z in zip(edges[:-1], edges[1:])]
+        got = (np.concatenate([p[0] for p in parts]),
+               np.concatenate([p[1] for p in parts]).astype(np.int64))
+        _same(got, gb.knn(X, k=k, metric=metric, working_memory=MiB_SMALL))
+
+
+@pytest.mark.parametrize("metric", ["cosine", "manhattan"])
+def test_pruned_replicated_search_splits_rows(client, metric):
+    """Where gb.knn takes the pruned search, each worker runs it over its rows of the whole
+    replica (final lists, nothing merged): gb.knn's answer bit for bit."""
+    from gbdist.dask import tasks
+    X = tall_sparse()
+    assert tasks.prunes(X, metric, {}, "cpu", None)  # the data is what the test is about
+    R = gbd.replicate(X, client)
+    _same(gbd.knn(R, k=6, metric=metric, client=client), gb.knn(X, k=6, metric=metric))
+    assert list(R.decisions.values()) == [True]
+    _same(gbd.knn(R, k=6, metric=metric, client=client, exclude_self=False),
+          gb.knn(X, X, k=6, metric=metric))
