@@ -243,3 +243,29 @@ def test_spmspv_update_compiled_equals_reference(only_new, semiring):
     assert (p[idx] == 1).all() and (p >= p0).all()
     if only_new:
         assert (p0[idx] == 0).all()
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("directed", [False, True])
+def test_pull_reads_A_itself_when_the_pattern_is_symmetric(backend, directed):
+    """A pull level needs each vertex's in-neighbours: for an undirected graph those are its
+    row of A (no Aᵀ built and kept on A, issue 28's first-call memory); a directed graph
+    still pulls through Aᵀ. Answers against networkx either way, with weights that differ
+    from their mirrors' (the pattern, not the values, decides)."""
+    A, G = random_graph(5, directed=directed, p=0.15)
+    A = A.tocsr()
+    A.data = np.random.default_rng(0).random(A.nnz) + 1.0  # A[i, j] != A[j, i]
+    n = A.shape[0]
+    M = gb.Matrix(A)
+    for s in (0, n // 2):
+        assert_array_equal(alg.bfs_levels(M, s, direction="pull", backend=backend),
+                           nx_levels(G, s, n))
+        par = alg.bfs_parents(M, s, direction="pull", backend=backend)
+        lv = nx_levels(G, s, n)
+        for v in range(n):
+            if lv[v] <= 0:
+                assert par[v] == (s if v == s else -1)
+                continue
+            preds = [u for u in G.predecessors(v)] if directed else list(G.neighbors(v))
+            assert par[v] == min(u for u in preds if lv[u] == lv[v] - 1)
+    assert M.has_transpose() == directed

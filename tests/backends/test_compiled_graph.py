@@ -160,6 +160,33 @@ def test_masked_forms_agree_with_brute_force(K, monkeypatch, form, sr):
     check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+@pytest.mark.parametrize("form", ["dot", "gustavson"])
+@pytest.mark.parametrize("threads", [1, 0])
+def test_masked_product_in_blocks_of_rows(K, monkeypatch, block, form, threads):
+    """The masked product runs in blocks of at most ``BLOCK`` mask entries (issue 28's
+    first-call memory): blocks smaller than a row (a row then a block alone), blocks of a
+    few rows, empty mask rows between blocks, several ranges a block (``SERIAL_WORK`` 0):
+    the same entries as brute force, with the result's arrays at their exact length."""
+    from gbdist.backends.compiled import graph_masked as gm
+    monkeypatch.setattr(gm, "BLOCK", block)
+    monkeypatch.setattr(cg, "MASKED_FORM", form)
+    if threads == 0:
+        monkeypatch.setattr(cg, "SERIAL_WORK", 0)
+    A = graph(17, 40, 30, values="int")
+    B = graph(18, 30, 35, values="int")
+    M = graph(19, 40, 35, density=0.3).tolil()
+    M[5:12] = 0  # empty mask rows
+    M = sps.csr_matrix(M)
+    M.eliminate_zeros()
+    M.sort_indices()
+    C = K.spgemm(A, B, S.plus_times, mask=M, out_dtype=np.float64)
+    V, P = brute_spgemm(A, B, S.plus_times, M)
+    check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
+    assert C.indices.size == C.data.size == C.indptr[-1] == P.sum() > 0
+    assert list(gm.blocks(M.indptr, M.shape[0], block))[-1][1] == M.shape[0]
+
+
 def test_triangle_count_masked_product(K):
     """C<L> = L plus_pair L.T counts each triangle once per edge: the sum is the number
     of triangles (dense brute force: trace(A^3) / 6)."""

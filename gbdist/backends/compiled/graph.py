@@ -333,8 +333,6 @@ class CompiledGraphKernels:
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
-        buf = np.empty(mi.shape[0], dtype=np.dtype(work))
-        pres = np.zeros(mi.shape[0], dtype=np.bool_)
         # ⊗ terms vs the dot form's merge steps, totals: its lower bound, exact if it may win
         none = bcol = np.zeros(0, np.int64)
         tt, dd = mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 0, none)
@@ -343,23 +341,21 @@ class CompiledGraphKernels:
             tt, dd = mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 0, none)
         use_dot = MASKED_FORM == "dot" or MASKED_FORM == "auto" and DOT_WEIGHT * dd < tt
         total = float(dd if use_dot else tt) + float(mi.shape[0]) + m
-        ranges = _ranges(None, m, total)
-        if len(ranges) > 1:  # several threads: ranges of equal work, from a per-row pass
+        rw = None
+        if len(_ranges(None, m, total)) > 1:  # several threads: a per-row pass for the splits
             rw = np.empty(m, dtype=np.int64)
             mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 2 if use_dot else 1, rw)
-            ranges = _ranges(rw, m, total)
         if use_dot:
             T = _transpose(B)
-            kernel, args = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data, mp, mi)
+            kernel, head, extra = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data), ()
         else:
-            kernel, args = mod.spgemm_masked, (ap, ai, ax, bp, bi, bx, mp, mi, np.int64(n))
-        _run(kernel, args + (buf, pres), ranges)
-        # compaction: the present positions (cheaper than a cumulative sum over pres)
-        keep = np.flatnonzero(pres)
-        cp = np.searchsorted(keep, mp).astype(np.int64, copy=False)
-        nnz = int(cp[-1])
-        itype = _index_dtype(nnz, ai, bi, mi)
-        return _make_csr(cp, mi[keep], _cast(buf[keep], out_dtype), (m, n), itype)
+            kernel, head, extra = mod.spgemm_masked, (ap, ai, ax, bp, bi, bx), (np.int64(n),)
+        # in blocks of rows, compacted block by block (.graph_masked): no mask-sized buffer
+        from .graph_masked import masked_product
+        itype = _index_dtype(int(mi.shape[0]), ai, bi, mi)
+        cp, ci, cx = masked_product(kernel, head, extra, mp, mi, m, np.dtype(work),
+                                    np.dtype(out_dtype), itype, rw, _run, _ranges, _cast)
+        return _make_csr(cp, ci, cx, (m, n), itype)
 
     # -- matrix × dense vector (pull) -----------------------------------------------
 
