@@ -279,10 +279,14 @@ def select_ids(H, rows=None, cols=None):
         return HyperVector.from_coo(new, vals[e], size, dtype=H.dtype)
     m, pick_r = selection(rows, H.nrows, "rows")
     n, pick_c = selection(cols, H.ncols, "cols")
-    r, c, v = H.to_coo()
-    er, nr = pick_r(r)
-    ec, nc = pick_c(c[er])
-    return HyperMatrix.from_coo(nr[ec], nc, v[er[ec]], (m, n), dtype=H.dtype)
+    er, nr = pick_r(H.row_ids)  # the stored rows selected (with repeats), their new rows
+    csr = H.compact.to_host()._csr
+    starts = csr.indptr[er].astype(np.int64)
+    lens = csr.indptr[er + 1].astype(np.int64) - starts
+    own = np.repeat(np.arange(er.size), lens)  # the entries of those rows only
+    pos = np.arange(own.size) - (np.cumsum(lens) - lens)[own] + starts[own]
+    ec, nc = pick_c(H.col_ids[csr.indices[pos]])
+    return HyperMatrix.from_coo(nr[own[ec]], nc, csr.data[pos[ec]], (m, n), dtype=H.dtype)
 
 
 def getitem(H, index):

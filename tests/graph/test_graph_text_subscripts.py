@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import gbdist as gb
-from gbdist import graph as gr
 
 graphblas = pytest.importorskip("graphblas")
 
