@@ -141,6 +141,11 @@ class Builder:
                     hint="a helper that calls another one twice doubles the work at every level")
         return getattr(self, "_" + tree.data)(tree, env)
 
+    def _subscript(self, tree, env):
+        raise DefinitionError("A[i, :], A[:, j] and A[r, c] are written in graph definitions "
+                              "only", span=self.src.span(tree),
+                              hint="graph row(A, i) = A[i, :]")
+
     def _loop(self, tree, env):
         raise DefinitionError("loop ... do ... until ... in is written in graph definitions only",
                               span=self.src.span(tree), hint="graph g(A, u) = loop x = u do ...")

@@ -25,6 +25,7 @@ from ..algebra.positional import INDEX_UNARY, IndexUnaryOp, _sym_names
 from ..errors import ArityError, TypeCheckError
 from .graphdef import Ref
 from .scope import describe, lookup
+from .syntax import located
 
 AXES = ("rows", "cols")
 # The built-in index-unary ops whose value is an index or a value (apply), not a predicate.
@@ -164,6 +165,57 @@ class MoreOpsMixin:
         idx = self._indices(kw, env, "subassign")
         rest = {k: x for k, x in kw.items() if k not in ("rows", "cols")}
         return self.emit(tree, rest, env, "subassign", [c, v], kind, **idx)
+
+    # -- A[i, :], A[:, j], A[r, c] ------------------------------------------------------
+
+    @located
+    def _subscript(self, tree, env):
+        """``A[i, :]`` (row i, a vector over the columns), ``A[:, j]``, ``A[i, c]``,
+        ``A[r, :]`` / ``A[r, c]`` (index vectors: a matrix): extract. One index is a number
+        or a scalar (an operand used here first is one); an index list a vector of indices
+        (computed, or an operand used as one before)."""
+        target, *subs = tree.children
+        a = self.value(target, env, "A[..., ...]")
+        self.require(a, "matrix", target, "A[i, :] (two indices)")
+        fields, one = {}, []
+        for key, t in zip(("rows", "cols"), subs):
+            if isinstance(t, Tree) and t.data == "whole":
+                continue
+            single, fields[key] = self._subscript_index(t, env, key)
+            if single:
+                one.append(key)
+        if len(one) == 2:
+            raise TypeCheckError("A[i, j] (one element) is not in the language: a graph "
+                                 "definition computes matrices, vectors and scalars",
+                                 span=self.src.span(tree),
+                                 hint="A[i, :] is row i as a vector, A[:, j] column j")
+        selector = {"rows": "row", "cols": "col"}.get(one[0]) if one else None
+        return self.emit(tree, {}, env, "extract", [a], "vector" if one else "matrix",
+                         selector=selector, **fields)
+
+    def _subscript_index(self, t, env, key):
+        """(whether ``t`` is one index, the number or Ref): a whole number, a scalar, or a
+        vector of indices (an index array operand)."""
+        what = "a row index" if key == "rows" else "a column index"
+        v = self.visit(t, env)
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise TypeCheckError(f"{what} is a whole number", got=describe(v),
+                                     span=self.src.span(t))
+            return True, v
+        if not isinstance(v, Ref):
+            raise TypeCheckError(f"{what}: a whole number, a scalar, ':' or a vector of "
+                                 "indices", got=describe(v), span=self.src.span(t))
+        kind = self.kind_of(v)
+        fresh = isinstance(v.source, str) and v.source not in self.arrays
+        if kind == "scalar" or (kind == "any" and fresh and not v.transpose):
+            self.require(v, "scalar", t, what)
+            return True, v
+        if kind == "matrix":
+            raise TypeCheckError(f"{what}: a whole number, a scalar, ':' or a vector of "
+                                 "indices", got=f"{self.label_of(v)}, a matrix",
+                                 span=self.src.span(t))
+        return False, self._index_ref(t, env, f"A[...]'s {key}")
 
     def _integer(self, t, env, what: str):
         """A whole number (either sign), or a scalar (checked when the graph runs)."""

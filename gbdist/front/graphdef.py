@@ -104,7 +104,8 @@ class Step:
     operation: str
     inputs: tuple  # Refs, in the Python API's order (apply: the operand only)
     algebra: object = None  # Semiring (products), Op (ewise, apply), Monoid (reductions)
-    selector: str | None = None  # select: the gbdist.graph selector ("tril", ">" ...)
+    selector: str | None = None  # select: the gbdist.graph selector ("tril", ">" ...);
+    # extract: "row" (rows is one index: A[i, :]) or "col" (cols is one: A[:, j])
     k: object = None  # select: a number or a Ref to a scalar step
     bound: tuple | None = None  # apply: ("left" | "right", number or Ref)
     rows: Ref | None = None  # extract / assign
@@ -194,6 +195,9 @@ class GraphDef:
         """The step written in the language, its inputs by name."""
         L = self.label
         name = lambda a: getattr(a, "name", None) or repr(a)  # noqa: E731
+        if s.operation == "extract" and s.selector in ("row", "col"):  # A[i, :], A[:, j]
+            sub = [":" if x is None else L(x) for x in (s.rows, s.cols)]
+            return f"{L(s.inputs[0])}[{', '.join(sub)}]"
         if s.operation == "apply":
             args = [name(s.algebra), L(s.inputs[0])]
         elif s.operation == "select":

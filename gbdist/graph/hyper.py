@@ -14,8 +14,17 @@ positions back to ids, dropping rows and columns left empty:
   and B those rows; the result lives on A's row ids × B's column ids;
 * ``mxv(A, u)`` / ``vxm(u, A)``: u's entries at A's column (row) ids;
 * ``ewise_add`` / ``ewise_mult``: both operands on the union (intersection) of their ids;
+* ``ewise_union(A, B, op, a, b)``: both operands on the union of their ids;
 * ``reduce_rows`` / ``reduce_cols`` / ``reduce_scalar``, ``apply`` (a unary op or a
-  bound scalar): on the compact matrix itself.
+  bound scalar), ``select`` by value: on the compact matrix itself;
+* what reads positions — ``select`` with ``tril``, ``rowle`` … or an index-unary op,
+  ``apply`` of an index-unary op (``rowindex`` …), products over a positional semiring
+  (``any_secondi`` …) — reads the *ids*, never the compact positions;
+* ``extract(H, rows, cols)`` and ``H[i, :]``, ``H[:, j]``, ``H[i, j]``, ``H[rows, cols]``:
+  index lists and slices over ids (:mod:`.hyper_store`), a result of the selection's shape.
+
+The ordinary operations (``gr.mxm``, ``gr.select`` …) refuse a hypersparse operand with
+an error naming these.
 
 A mask is a hypersparse operand's ``H.S`` / ``H.V`` (``~`` complements it), mapped onto
 the result's compact space (an entry outside it cannot be in the result, so a complement
@@ -31,201 +40,18 @@ import functools
 
 import numpy as np
 
+from ..algebra.positional import index_unary_arg, is_positional, lower
+from ..compiler import graph as rule
 from ..errors import InputError
+from . import indexunary as IU
 from . import operations as ops_
+from . import types as T
+from .hyper_store import (  # noqa: F401 - the classes are gr.hyper's too
+    MAX_DIM, HyperMatrix, HyperVector, _intersect, _onto, _union, _vector_onto, getitem,
+    select_ids)
 from .masks import Mask
 from .objects import Matrix, Vector
-
-MAX_DIM = 2 ** 63 - 1
-
-
-def _check_dim(n, what):
-    n = int(n)
-    if not 0 <= n <= MAX_DIM:
-        raise InputError(f"a hypersparse {what} is in [0, 2**63 - 1]", got=str(n))
-    return n
-
-
-def _ids(x, n, what):
-    x = np.asarray(x).ravel()
-    if x.dtype == np.uint64:
-        if x.size and int(x.max()) > MAX_DIM:
-            raise InputError(f"{what} out of range", got=str(int(x.max())))
-    if x.size and x.dtype.kind not in "iu":
-        raise InputError(f"{what} must be integers", got=str(x.dtype))
-    x = x.astype(np.int64, copy=False)
-    if x.size and (int(x.min()) < 0 or int(x.max()) >= n):
-        raise InputError(f"{what} out of range", expected=f"in [0, {n})",
-                         got=f"[{int(x.min())}, {int(x.max())}]")
-    return x
-
-
-class HyperMatrix:
-    """``HyperMatrix.from_coo(rows, cols, values, shape)``: ids may be as large as the
-    shape (2⁶⁰ and beyond); memory and time follow the stored entries alone."""
-
-    ndim = 2
-
-    def __init__(self, row_ids, col_ids, compact: Matrix, shape, _pruned=False):
-        self.row_ids, self.col_ids = row_ids, col_ids
-        self.compact = compact
-        self.shape = (int(shape[0]), int(shape[1]))
-        if not _pruned:
-            self._prune()
-        self.decision = getattr(compact, "decision", None)
-
-    def _prune(self):
-        """Drop ids whose row / column holds nothing (results of operations): a flag per
-        compact row and column, O(entries)."""
-        C = self.compact
-        n = max(C.ncols, 1)
-        keys = C.keys()
-        r, c = keys // n, keys % n
-        used_r = np.bincount(r, minlength=C.nrows) > 0
-        used_c = np.bincount(c, minlength=C.ncols) > 0
-        if used_r.all() and used_c.all():
-            return
-        new_r = np.cumsum(used_r) - 1
-        new_c = np.cumsum(used_c) - 1
-        self.row_ids, self.col_ids = self.row_ids[used_r], self.col_ids[used_c]
-        dec = C.decision
-        self.compact = Matrix.from_coo(new_r[r], new_c[c], C.to_coo()[2],
-                                       (self.row_ids.size, self.col_ids.size), dtype=C.dtype)
-        self.compact.decision = dec
-
-    @classmethod
-    def from_coo(cls, rows, cols, values, shape, dtype=None, dup_op=None):
-        m, n = _check_dim(shape[0], "row count"), _check_dim(shape[1], "column count")
-        rows, cols = _ids(rows, m, "row ids"), _ids(cols, n, "column ids")
-        values = np.asarray(values)
-        if values.ndim == 0:
-            values = np.broadcast_to(values, rows.shape)
-        if not rows.size == cols.size == values.size:
-            raise InputError("from_coo: rows, cols and values differ in length",
-                             got=f"{rows.size}, {cols.size}, {values.size}")
-        rid, ri = np.unique(rows, return_inverse=True)
-        cid, ci = np.unique(cols, return_inverse=True)
-        C = Matrix.from_coo(ri, ci, values, (rid.size, cid.size), dtype=dtype, dup_op=dup_op)
-        return cls(rid, cid, C, (m, n), _pruned=True)
-
-    nrows = property(lambda self: self.shape[0])
-    ncols = property(lambda self: self.shape[1])
-    nvals = property(lambda self: self.compact.nvals)
-    dtype = property(lambda self: self.compact.dtype)
-
-    def to_coo(self):
-        """(row ids, column ids, values), row-major by id."""
-        r, c, v = self.compact.to_coo()
-        return self.row_ids[r], self.col_ids[c], v
-
-    S = property(lambda self: Mask(self, structural=True))
-    V = property(lambda self: Mask(self, structural=False))
-
-    @property
-    def T(self) -> "HyperMatrix":
-        return HyperMatrix(self.col_ids, self.row_ids, self.compact.T.dup(),
-                           (self.ncols, self.nrows), _pruned=True)
-
-    def isequal(self, other) -> bool:
-        return (isinstance(other, HyperMatrix) and self.shape == other.shape
-                and np.array_equal(self.row_ids, other.row_ids)
-                and np.array_equal(self.col_ids, other.col_ids)
-                and self.compact.isequal(other.compact))
-
-    def __repr__(self):
-        return (f"gr.HyperMatrix({self.nrows}×{self.ncols}, nvals={self.nvals}, "
-                f"dtype={self.dtype}, {self.row_ids.size} rows × {self.col_ids.size} columns "
-                "stored)")
-
-
-class HyperVector:
-    """``HyperVector.from_coo(ids, values, size)``: a sparse vector over a huge index space."""
-
-    ndim = 1
-
-    def __init__(self, ids, compact: Vector, size):
-        keep = compact.indices
-        self.ids = ids if keep.size == ids.size else ids[keep]
-        self.compact = compact if keep.size == ids.size else Vector.from_coo(
-            np.arange(keep.size), compact.values, keep.size, dtype=compact.dtype)
-        self.size = int(size)
-        self.decision = getattr(compact, "decision", None)
-
-    @classmethod
-    def from_coo(cls, ids, values, size, dtype=None, dup_op=None):
-        size = _check_dim(size, "size")
-        ids = _ids(ids, size, "ids")
-        values = np.asarray(values)
-        if values.ndim == 0:
-            values = np.broadcast_to(values, ids.shape)
-        uid, inv = np.unique(ids, return_inverse=True)
-        c = Vector.from_coo(inv, values, uid.size, dtype=dtype, dup_op=dup_op)
-        return cls(uid, c, size)
-
-    nvals = property(lambda self: self.compact.nvals)
-    dtype = property(lambda self: self.compact.dtype)
-    shape = property(lambda self: (self.size,))
-    S = property(lambda self: Mask(self, structural=True))
-    V = property(lambda self: Mask(self, structural=False))
-
-    def to_coo(self):
-        return self.ids.copy(), np.asarray(self.compact.to_dense())
-
-    def isequal(self, other) -> bool:
-        return (isinstance(other, HyperVector) and self.size == other.size
-                and np.array_equal(self.ids, other.ids) and self.compact.isequal(other.compact))
-
-    def __repr__(self):
-        return f"gr.HyperVector(size={self.size}, nvals={self.nvals}, dtype={self.dtype})"
-
-
-# --- relabelling ----------------------------------------------------------------------
-
-
-def _positions(ids, among):
-    """Positions of ``ids`` in the sorted ``among`` and whether each is there."""
-    if among.size == 0:
-        return np.zeros(ids.shape, np.int64), np.zeros(ids.shape, bool)
-    pos = np.minimum(np.searchsorted(among, ids), among.size - 1)
-    return pos, among[pos] == ids
-
-
-def _union(a, b):
-    """Sorted union of two sorted unique id arrays."""
-    c = np.concatenate([a, b])
-    c.sort()
-    keep = np.ones(c.size, dtype=bool)
-    keep[1:] = c[1:] != c[:-1]
-    return c[keep]
-
-
-def _intersect(a, b):
-    """Sorted intersection of two sorted unique id arrays."""
-    if a.size > b.size:
-        a, b = b, a
-    _, found = _positions(a, b)
-    return a[found]
-
-
-def _onto(H: HyperMatrix, rows, cols) -> Matrix:
-    """H's entries whose row and column ids are in ``rows`` / ``cols`` (sorted), as a
-    compact Matrix over them: each stored row and column id is looked up once (not once
-    per entry); the map keeps the order, so the keys stay sorted."""
-    if rows is H.row_ids and cols is H.col_ids:
-        return H.compact
-    r, c, v = H.compact.to_coo()
-    pr, fr = _positions(H.row_ids, rows)
-    pc, fc = _positions(H.col_ids, cols)
-    keep = fr[r] & fc[c]
-    if not keep.all():
-        r, c, v = r[keep], c[keep], v[keep]
-    return Matrix.from_coo(pr[r], pc[c], v, (rows.size, cols.size), dtype=H.dtype)
-
-
-def _vector_onto(h: HyperVector, ids) -> Vector:
-    pos, found = _positions(h.ids, ids)
-    return Vector.from_coo(pos[found], np.asarray(h.compact.values)[found], ids.size,
-                           dtype=h.dtype)
+from .union import ewise_union as _plain_union
 
 
 def _plain(kwargs, what, rows=None, cols=None, shape=None):
@@ -304,8 +130,30 @@ def _same(a, b, what):
 # --- operations -------------------------------------------------------------------------
 
 
+def _semiring(sr, what):
+    return T.semiring_arg(sr, what)
+
+
+def _positional(name, fn, left, right, sr, kw):
+    """A product over a positional ⊗ (``any_secondi`` …): the algebra's rewrite, as for
+    ordinary operands (:func:`.indexunary.product`), with the index read from the *ids*:
+    the operand it comes from is replaced by its id-valued :func:`apply`."""
+    low = lower(sr.mul)
+    if low.side == "first":
+        left = apply(low.index_op, left, row_vector=(name == "vxm"))
+    else:
+        right = apply(low.index_op, right)
+    kw.setdefault("dtype", np.int64)
+    if kw["dtype"] is None:
+        kw["dtype"] = np.int64
+    return fn(left, right, IU._value_semiring(sr, low.value_mul), **kw)
+
+
 @_writes
 def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
+    sr = _semiring(sr, "mxm")
+    if is_positional(sr.mul):
+        return _positional("mxm", mxm, A, B, sr, kw)
     _same(A.ncols, B.nrows, "mxm")
     _plain(kw, "mxm", A.row_ids, B.col_ids, (A.nrows, B.ncols))
     inner = _intersect(A.col_ids, B.row_ids)
@@ -315,6 +163,9 @@ def mxm(A: HyperMatrix, B: HyperMatrix, sr, **kw) -> HyperMatrix:
 
 @_writes
 def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
+    sr = _semiring(sr, "mxv")
+    if is_positional(sr.mul):
+        return _positional("mxv", mxv, A, u, sr, kw)
     _same(A.ncols, u.size, "mxv")
     _plain(kw, "mxv", A.row_ids, None, (A.nrows,))
     w = ops_.mxv(A.compact, _vector_onto(u, A.col_ids), sr, **kw)
@@ -323,24 +174,27 @@ def mxv(A: HyperMatrix, u: HyperVector, sr, **kw) -> HyperVector:
 
 @_writes
 def vxm(u: HyperVector, A: HyperMatrix, sr, **kw) -> HyperVector:
+    sr = _semiring(sr, "vxm")
+    if is_positional(sr.mul):
+        return _positional("vxm", vxm, u, A, sr, kw)
     _same(A.nrows, u.size, "vxm")
     _plain(kw, "vxm", A.col_ids, None, (A.ncols,))
     w = ops_.vxm(_vector_onto(u, A.row_ids), A.compact, sr, **kw)
     return HyperVector(A.col_ids, w, A.ncols)
 
 
-def _ewise(fn, A, B, op, union, kw):
+def _ewise(fn, A, B, op, union, kw, *defaults):
     pick = _union if union else _intersect
     if isinstance(A, HyperVector):
         _same(A.size, B.size, fn.__name__)
         ids = pick(A.ids, B.ids)
         _plain(kw, fn.__name__, ids, None, A.shape)
-        w = fn(_vector_onto(A, ids), _vector_onto(B, ids), op, **kw)
+        w = fn(_vector_onto(A, ids), _vector_onto(B, ids), op, *defaults, **kw)
         return HyperVector(ids, w, A.size)
     _same(A.shape, B.shape, fn.__name__)
     rows, cols = pick(A.row_ids, B.row_ids), pick(A.col_ids, B.col_ids)
     _plain(kw, fn.__name__, rows, cols, A.shape)
-    C = fn(_onto(A, rows, cols), _onto(B, rows, cols), op, **kw)
+    C = fn(_onto(A, rows, cols), _onto(B, rows, cols), op, *defaults, **kw)
     return HyperMatrix(rows, cols, C, A.shape)
 
 
@@ -355,12 +209,114 @@ def ewise_mult(A, B, op, **kw):
 
 
 @_writes
-def apply(op, A, **kw):
+def ewise_union(A, B, op, left_default, right_default, **kw):
+    """eWiseUnion (:func:`gbdist.graph.ewise_union`) on the union of the ids: an entry
+    stored on neither side stays unstored, so nothing beyond the ids is needed."""
+    return _ewise(_plain_union, A, B, op, True, kw, left_default, right_default)
+
+
+def _coords(A):
+    """(row ids, column ids, values) of the stored entries, in the compact order; a
+    vector's entries are (ids, zeros) — a row vector's (zeros, ids) with ``row_vector``."""
     if isinstance(A, HyperVector):
-        _plain(kw, "apply", A.ids, None, A.shape)
+        ids, v = A.to_coo()
+        return ids, np.zeros(ids.shape, np.int64), v
+    return A.to_coo()
+
+
+def _rebuilt(A, keep, vals, kw, decision):
+    """A's compact entries ``keep`` with ``vals``, on A's ids; then mask= and dtype= as
+    the identity apply writes them."""
+    from ..algebra.ops import BY_NAME
+    C = A.compact
+    if isinstance(A, HyperVector):
+        c = Vector.from_coo(C.indices[keep], vals, C.size, dtype=vals.dtype)
+    else:
+        r, cc, _ = C.to_coo()
+        c = Matrix.from_coo(r[keep], cc[keep], vals, C.shape, dtype=vals.dtype)
+    if kw.get("mask") is not None or kw.get("dtype") is not None:
+        c = ops_.apply(BY_NAME["identity"], c, **kw)
+    c.decision = decision
+    return HyperVector(A.ids, c, A.size) if isinstance(A, HyperVector) else HyperMatrix(
+        A.row_ids, A.col_ids, c, A.shape)
+
+
+def _plain_of(A, kw, what):
+    if isinstance(A, HyperVector):
+        _plain(kw, what, A.ids, None, A.shape)
+    else:
+        _plain(kw, what, A.row_ids, A.col_ids, A.shape)
+
+
+@_writes
+def apply(op, A, thunk=None, row_vector=False, **kw):
+    """A unary op, a bound scalar (``left=`` / ``right=``) on the compact values; an
+    index-unary op (``rowindex`` …, its thunk ``thunk=`` or ``right=``) on the ids."""
+    _plain_of(A, kw, "apply")
+    if IU.is_index_unary(op):
+        if thunk is None:
+            thunk = kw.pop("right", None)
+        iop = index_unary_arg(op, "apply")
+        r, c, v = _coords(A)
+        if row_vector:
+            r, c = c, r
+        res = np.asarray(iop.evaluate(v, r, c, IU._thunk(iop, thunk, A.compact, "apply"), np))
+        natural = {"bool": np.dtype(np.bool_), "int64": np.dtype(np.int64)}.get(iop.result,
+                                                                              res.dtype)
+        dec = rule.Decision("apply", True, rule.ABSENT, IU._DEC.format(f"apply {iop.name}")
+                            + "; hypersparse: the positions are the ids")
+        keep = np.ones(v.size, bool)
+        return _rebuilt(A, keep, np.broadcast_to(res, v.shape).astype(natural), kw, dec)
+    if isinstance(A, HyperVector):
         return HyperVector(A.ids, ops_.apply(op, A.compact, **kw), A.size)
-    _plain(kw, "apply", A.row_ids, A.col_ids, A.shape)
     return HyperMatrix(A.row_ids, A.col_ids, ops_.apply(op, A.compact, **kw), A.shape)
+
+
+_DIAGONALS = {"tril": np.less_equal, "triu": np.greater_equal, "diag": np.equal,
+              "offdiag": np.not_equal}
+
+
+@_writes
+def select(A, op, k=0, **kw):
+    """The stored entries that pass ``op`` (:func:`gbdist.graph.select`'s selectors and
+    index-unary ops): value tests on the compact values; ``tril`` … and index-unary ops
+    on the ids (``tril``: j − i ≤ k; ids in [0, 2⁶³) subtract without overflow)."""
+    _plain_of(A, kw, "select")
+    positional = op in _DIAGONALS or IU.is_index_unary(op)
+    if not positional:
+        C = ops_.select(A.compact, op, k, **kw)
+        if isinstance(A, HyperVector):
+            return HyperVector(A.ids, C, A.size)
+        return HyperMatrix(A.row_ids, A.col_ids, C, A.shape)
+    r, c, v = _coords(A)
+    if op in _DIAGONALS:
+        if isinstance(A, HyperVector):
+            raise InputError(f"select: {op!r} is positional and needs a matrix",
+                             hint="value predicates and index-unary ops work on vectors")
+        keep = _DIAGONALS[op](c - r, int(k))
+        name = op
+    else:
+        iop = index_unary_arg(op, "select")
+        keep = np.asarray(iop.evaluate(v, r, c, IU._thunk(iop, k, A.compact, "select"), np)) != 0
+        keep = np.broadcast_to(keep, v.shape)
+        name = iop.name
+    dec = rule.Decision("select", True, rule.ABSENT, IU._DEC.format(f"select {name}")
+                        + "; hypersparse: the positions are the ids")
+    return _rebuilt(A, keep, v[keep], kw, dec)
+
+
+@_writes
+def extract(A, rows=None, cols=None, **kw):
+    """``A(rows, cols)`` (a vector: ``A(rows)``): None, a slice, an int or a sequence of
+    ids (repeats allowed); a HyperMatrix (HyperVector) of the selection's shape, whatever
+    its size (``extract(H, slice(None), [i])`` is H's column i over all 2⁶⁰ rows)."""
+    if isinstance(A, HyperVector) and cols is not None:
+        raise InputError("extract: a vector takes rows= only", got=f"cols={cols!r}")
+    X = select_ids(A, rows) if isinstance(A, HyperVector) else select_ids(A, rows, cols)
+    if kw.get("mask") is None and kw.get("dtype") is None:
+        return X
+    _plain_of(X, kw, "extract")
+    return _rebuilt(X, np.ones(X.nvals, bool), X.to_coo()[-1], kw, X.decision)
 
 
 @_writes

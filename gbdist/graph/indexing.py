@@ -125,6 +125,34 @@ def extract(A, rows=None, cols=None, *, mask=None, accum=None, out=None, replace
                   out=out, replace=replace, on_device=A.on_device)
 
 
+def extract_line(A, axis: str, index, other=None):
+    """Row ``index`` of A over the columns ``other`` (``axis="row"``), or column ``index``
+    over the rows ``other`` (``"col"``), as a Vector: python-graphblas's ``A[i, :]``,
+    ``A[:, j]``, ``A[i, cols]``. ``index``: a whole number (a float that is one, a NumPy
+    scalar; negative counts from the end); ``other``: None (all) or an index argument of
+    :func:`extract`. The text language's ``A[i, :]`` (gbdist/front/graph_ops.py)."""
+    A = as_matrix(A)
+    n, what = (A.nrows, "A[i, :]: the row") if axis == "row" else (A.ncols, "A[:, j]: the column")
+    i = _whole_index(index, n, what)
+    M = extract(A if axis == "row" else A.T, [i], other)  # 1 × k: its one row is the vector
+    v = Vector._wrap(M._csr.indices.astype(np.int64), M._csr.data.copy(), M.ncols, M.fill,
+                     M.on_device)
+    v.decision = M.decision
+    return v
+
+
+def _whole_index(x, n: int, what: str) -> int:
+    """One index in [-n, n) (a Python or NumPy number that is whole) as an int in [0, n)."""
+    v = x.item() if hasattr(x, "item") else x
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not float(v).is_integer():
+        raise InputError(f"{what} index is a whole number", got=repr(v))
+    i = int(v)
+    if not -n <= i < n:
+        raise InputError(f"{what} index is out of range", expected=f"in [-{n}, {n})",
+                         got=str(i))
+    return i + n if i < 0 else i
+
+
 def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=False,
            backend="auto"):
     """``C(rows, cols) = value`` in place (returns C). ``value``: a Matrix (Vector, for a

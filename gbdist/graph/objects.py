@@ -53,6 +53,7 @@ class Matrix(_Cached):
         self._init_cache()
         self._fill = _check_fill(fill)
         if _csr is None:
+            _refuse_hypersparse(x, "Matrix")
             _csr = _as_csr(x)
         self._transpose_of = None
         self._set(_csr, dtype)
@@ -256,6 +257,7 @@ class Vector(_Cached):
             if isinstance(x, Vector):
                 _parts = (x._idx, x._vals, x._size)
             else:
+                _refuse_hypersparse(x, "Vector")
                 _parts = _dense_parts(x, dtype)
         self._set(*_parts, dtype=dtype)
 
@@ -410,6 +412,15 @@ class Vector(_Cached):
 
 
 # ---------------------------------------------------------------------------------------
+
+
+def _refuse_hypersparse(x, what):
+    """A HyperMatrix / HyperVector is not made ordinary (its dimension may be 2⁶⁰): the
+    operations on it are gr.hyper's."""
+    if getattr(x, "hypersparse", False):
+        raise InputError(f"a hypersparse {type(x).__name__} is not an ordinary gb.{what}",
+                         got=repr(x), hint="use gr.hyper's operations (gr.hyper.mxm, select, "
+                         "extract, ewise_union, apply …) or its .compact part")
 
 
 def _as_csr(x):

@@ -167,6 +167,9 @@ def _step(s, get, backend):
         return getattr(ops, op)(inputs[0], s.algebra, backend=backend, **kw)
     rows = None if s.rows is None else get(s.rows)
     cols = None if s.cols is None else get(s.cols)
+    if op == "extract" and s.selector in ("row", "col"):  # A[i, :], A[:, j], A[i, c]
+        one, other = (rows, cols) if s.selector == "row" else (cols, rows)
+        return indexing.extract_line(inputs[0], s.selector, _scalar(one), other)
     if op == "extract":
         return indexing.extract(inputs[0], rows, cols, backend=backend, **kw)
     C, value = inputs

@@ -103,6 +103,9 @@ def test_bellman_ford_min_plus_with_accum_min_matches_scipy():
     ref = sps.csgraph.dijkstra(A, indices=0)
     got = d.to_dense(fill=np.inf)
     assert np.allclose(got, ref)
+    want = nx.single_source_bellman_ford_path_length(G, 0)  # the reached set and distances
+    assert sorted(d.indices.tolist()) == sorted(want)
+    assert np.allclose([got[v] for v in sorted(want)], [want[v] for v in sorted(want)])
     # the operand was not changed by out=d (the definition is functional)
     first = gr.Vector.from_coo([0], [0.0], n)
     gr.run("bellman_ford_step", A, first)

@@ -45,3 +45,23 @@ def test_library_graphs_on_device_equal_host(cupyx_sparse):
     assert gr.run("bellman_ford_step", Ad, dd).to_host().isequal(gr.run("bellman_ford_step", A, d))
     tr = gr.trace("bfs_step", Ad, dd, dd)
     assert tr.result.on_device and "ran: structural semantics" in str(tr)
+
+
+@pytest.mark.usefixtures("isolated_definitions")
+def test_subscripts_on_device_equal_host(cupyx_sparse):
+    """A[i, :], A[:, j] and A[r, c] (index vectors computed on the device) stay there."""
+    cp, cps = cupyx_sparse
+    A = _undirected(200, 900, seed=3)
+    Ad = cps.csr_matrix(A)
+    gb.define("graph gpu_row(A, i) = A[i, :]\n"
+              "graph gpu_col(A; j = 7) = A[:, j]\n"
+              "graph gpu_sub(A, f) = let r = apply(identity, f) in A[r, r]")
+    for i in (0, 17, -1):
+        dev = gr.run("gpu_row", Ad, i)
+        assert dev.on_device and dev.to_host().isequal(gr.run("gpu_row", A, i))
+    dev = gr.run("gpu_col", Ad)
+    assert dev.on_device and dev.to_host().isequal(gr.run("gpu_col", A))
+    f = gr.Vector.from_coo(range(5), [3, 0, 3, 9, 150], 5, dtype=np.int64)
+    fd = gr.Vector.from_coo(range(5), [3, 0, 3, 9, 150], 5, dtype=np.int64, on_device=True)
+    dev = gr.run("gpu_sub", Ad, fd)
+    assert dev.on_device and dev.to_host().isequal(gr.run("gpu_sub", A, f))
