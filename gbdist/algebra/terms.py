@@ -257,6 +257,15 @@ def _dtype(env):
     return env.get("__dtype__", np.float64)
 
 
+def _module(env):
+    """The array module of ``env``'s arrays: CuPy where one is a CuPy array, else NumPy."""
+    for k, v in env.items():
+        if k != "__dtype__" and type(v).__module__.split(".")[0] == "cupy":
+            import cupy
+            return cupy
+    return np
+
+
 def _shape(env):
     for k, v in env.items():
         if k != "__dtype__":
@@ -341,11 +350,12 @@ def first_true(branches, env, ev):
     out = None
     taken = None
     shape = _shape(env)
+    xp = _module(env)  # NumPy, or CuPy for device arrays (the accuracy rule's statistics)
     for expr, cond in branches:
-        c = np.broadcast_to(ev(cond, env), shape).astype(bool)
-        v = np.broadcast_to(ev(expr, env), shape)
+        c = xp.broadcast_to(xp.asarray(ev(cond, env)), shape).astype(bool)
+        v = xp.broadcast_to(xp.asarray(ev(expr, env)), shape)
         if out is None:
-            out = np.array(v, dtype=_dtype(env), copy=True)
+            out = xp.array(v, dtype=_dtype(env), copy=True)
             taken = c.copy()
         else:
             sel = c & ~taken

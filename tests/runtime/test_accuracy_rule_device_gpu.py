@@ -148,3 +148,18 @@ def test_statistics_on_the_device_equal_the_hosts():
                 for u, v in zip(accuracy.row_stats(g, side, Xd, sd),
                                 accuracy.row_stats(g, side, X, sh)):
                     np.testing.assert_allclose(cupy.asnumpy(u), v, rtol=1e-9)
+
+
+def test_device_digest_keys_statistics():
+    """The device statistics' cache key (runtime/accuracy._digest, computed on the GPU):
+    equal for equal values, different for one changed word or another shape."""
+    from gbdist.runtime import accuracy
+    rng = np.random.default_rng(3)
+    a = cupy.asarray(rng.normal(size=(3, 1001)))
+    key = accuracy._digest(a)
+    assert key == accuracy._digest(a.copy()) and key.startswith("dev-")
+    for j in (0, 500, 1000):
+        b = a.copy()
+        b[2, j] = cupy.nextafter(b[2, j], cupy.inf)
+        assert accuracy._digest(b) != key
+    assert accuracy._digest(a.reshape(1, -1)) != key
