@@ -50,11 +50,10 @@ class Decision:
 
 
 # The rule on device operands (CuPy statistics, below) is written and GPU-tested, but off:
-# on one H200 (2026-11-27, the 663K x 858K shape, 3.8M stored entries) it made a
-# jensenshannon kNN 0.93 s instead of 0.09 s (its Piecewise ⊗ does not evaluate on CuPy,
-# so 0.7 s of host evaluation per call) and hellinger 0.115 s instead of 0.072, and at
-# +1e4 CuPy input it decided "centre" where the host decided "as given". Off, the GPU runs
-# the plan as analysed (docs/decision.md, "Accuracy").
+# on the tall shape (663K x 858K, 3.8M stored entries; two H200s, 2026-11-27) it costs
+# 0.99-1.27x the pruned kNN, decides as the host does, but finds bounds above the tolerance
+# for manhattan, hellinger and canberra there, whose direct pass (codegen.DIRECT_UNION)
+# cost up to 1.95x (docs/decision.md, "Accuracy"). Off, the GPU runs the plan as analysed.
 DEVICE_RULE = False
 
 
