@@ -97,15 +97,12 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
         return _knn_blocks_pruned(R, k, need, exclude_self, common, client)
     if peer_to_peer(R):
         return _knn_blocks_ipc(R, k, need, exclude_self, common, client)
-    W = len(R.futures)
     edges = _Blocks(R).offsets
     shares: list = []
 
     def submit_block(b: int):
         if not shares:
-            shares.extend(client.submit(tasks.share_knn, f, need, j, W, *common, workers=[w],
-                                        allow_other_workers=True, pure=True)
-                          for j, (f, w) in enumerate(zip(R.futures, R.workers)))
+            shares.extend(_shares(R, tasks.share_knn, need, common, client))
         a, z = int(edges[b]), int(edges[b + 1])
         rows = [client.submit(tasks.rows_of, s, a, z, workers=[w], allow_other_workers=True,
                               pure=True) for s, w in zip(shares, R.workers)]
@@ -114,6 +111,13 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
                              pure=True)
 
     return submit_block
+
+
+def _shares(R: Replicated, task, need: int, common: tuple, client) -> list:
+    """One share task per worker, on that worker's replica (share j of W)."""
+    W = len(R.futures)
+    return [client.submit(task, f, need, j, W, *common, workers=[w], allow_other_workers=True,
+                          pure=True) for j, (f, w) in enumerate(zip(R.futures, R.workers))]
 
 
 def peer_to_peer(R: Replicated) -> bool:
@@ -134,9 +138,7 @@ def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common
 
     def submit_block(b: int):
         if not shares:
-            shares.extend(client.submit(tasks.share_lists, f, need, j, W, *common, workers=[w],
-                                        allow_other_workers=True, pure=True)
-                          for j, (f, w) in enumerate(zip(R.futures, R.workers)))
+            shares.extend(_shares(R, tasks.share_lists, need, common, client))
         a, z = int(edges[b]), int(edges[b + 1])
         return client.submit(tasks.merge_lists, int(k), bool(exclude_self), need, a, z,
                              R.futures[b], W, common, *shares, workers=[R.workers[b]],

@@ -38,17 +38,20 @@ def _vec(rng, ids, k, n=N):
                                                                         size=n)
 
 
-def same(h, g):
+def same(h, g, exact=False):
+    """A HyperMatrix/HyperVector equal to python-graphblas' ``g``: the same ids, values
+    equal (``exact``) or close (products summed in another order)."""
     if isinstance(h, gr.HyperMatrix):
         r, c, v = h.to_coo()
         gr_, gc_, gv = g.to_coo()
         assert h.shape == g.shape
         assert np.array_equal(r, gr_.astype(np.int64)) and np.array_equal(c, gc_.astype(np.int64))
     else:
+        assert isinstance(h, gr.HyperVector)
         r, v = h.to_coo()
         gr_, gv = g.to_coo()
         assert h.size == g.size and np.array_equal(r, gr_.astype(np.int64))
-    assert np.allclose(v, gv)
+    assert np.array_equal(v, gv) if exact else np.allclose(v, gv)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -14,6 +14,7 @@ from gbdist import graph as gr
 
 graphblas = pytest.importorskip("graphblas")
 from graphblas import binary, indexunary, select as gselect, semiring as gsemiring  # noqa: E402
+from test_hypersparse import _vec as _hvec, same as _same  # noqa: E402
 
 DIMS = [2 ** 40, 2 ** 60]
 
@@ -37,24 +38,11 @@ def _pair(rng, n, nnz=60, ints=False):
 
 
 def _vec(rng, ids, n, k=12):
-    i = np.unique(rng.choice(ids, k))
-    v = rng.integers(-3, 5, i.size).astype(np.float64)
-    return gr.HyperVector.from_coo(i, v, n), graphblas.Vector.from_coo(i.astype(np.uint64), v,
-                                                                        size=n)
+    return _hvec(rng, ids, k, n)
 
 
 def same(h, g):
-    if isinstance(h, gr.HyperMatrix):
-        assert h.shape == g.shape
-        r, c, v = h.to_coo()
-        gr_, gc_, gv = g.to_coo()
-        assert np.array_equal(r, gr_.astype(np.int64)) and np.array_equal(c, gc_.astype(np.int64))
-    else:
-        assert isinstance(h, gr.HyperVector) and h.size == g.size
-        r, v = h.to_coo()
-        gr_, gv = g.to_coo()
-        assert np.array_equal(r, gr_.astype(np.int64))
-    assert np.array_equal(v, gv)
+    _same(h, g, exact=True)
 
 
 @pytest.mark.parametrize("n", DIMS)
