@@ -22,6 +22,7 @@ import functools
 import json
 import math
 import re
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -257,20 +258,8 @@ def _dtype(env):
     return env.get("__dtype__", np.float64)
 
 
-def _module(env):
-    """The array module of ``env``'s arrays: CuPy where one is a CuPy array, else NumPy."""
-    for k, v in env.items():
-        if k != "__dtype__" and type(v).__module__.split(".")[0] == "cupy":
-            import cupy
-            return cupy
-    return np
-
-
 def _shape(env):
-    for k, v in env.items():
-        if k != "__dtype__":
-            return np.shape(v)
-    return ()
+    return next((np.shape(v) for k, v in env.items() if k != "__dtype__"), ())
 
 
 def _constant(term, dt):
@@ -344,13 +333,12 @@ def _piecewise(term, env):
 
 
 def first_true(branches, env, ev):
-    """A piecewise value: each element takes the value of the first (expr, cond) branch
-    whose condition holds there, NaN where none does; ``ev(node, env)`` evaluates a node
-    (this module's terms, or sympy's in :mod:`gbdist.algebra.evaluate`)."""
-    out = None
-    taken = None
-    shape = _shape(env)
-    xp = _module(env)  # NumPy, or CuPy for device arrays (the accuracy rule's statistics)
+    """A piecewise value: each element takes the value of the first (expr, cond) branch whose
+    condition holds there, NaN where none does; ``ev(node, env)`` evaluates a node (this
+    module's terms, or sympy's in :mod:`gbdist.algebra.evaluate`). NumPy or CuPy arrays."""
+    out = taken = None
+    shape = _shape(env)  # CuPy for device arrays (the accuracy rule's statistics):
+    xp = next((sys.modules["cupy"] for v in env.values() if type(v).__module__[:4] == "cupy"), np)
     for expr, cond in branches:
         c = xp.broadcast_to(xp.asarray(ev(cond, env)), shape).astype(bool)
         v = xp.broadcast_to(xp.asarray(ev(expr, env)), shape)
