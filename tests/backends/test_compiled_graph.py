@@ -226,6 +226,39 @@ def test_spgemm_small_row_form_is_exact(K, monkeypatch, sr, density, masking):
         assert np.array_equal(C.data, got[0].data)  # bit for bit
 
 
+def _one_per_row(rows, cols, seed):
+    """A CSR with at most one entry per row, at a random column (every 4th row empty)."""
+    rng = np.random.default_rng(seed)
+    r = np.arange(rows)[np.arange(rows) % 4 != 1]
+    A = sps.csr_matrix((rng.uniform(0.5, 2.0, r.size), (r, rng.integers(0, cols, r.size))),
+                       shape=(rows, cols))
+    A.sort_indices()
+    A.indices, A.indptr = A.indices.astype(np.int32), A.indptr.astype(np.int32)
+    return A
+
+
+@pytest.mark.parametrize("sr", [S.plus_times, POR], ids=lambda s: s.name or "por")
+def test_spgemm_exact_row_sizes(K, sr):
+    """No symbolic pass when no two terms of a row can meet: A with at most one entry per
+    row (a row selection), B with at most one per column (a diagonal, a permutation);
+    and a B as short as its columns with one column twice (the symbolic pass runs)."""
+    G = graph(31, 30, 30, density=0.3, values="prob")
+    D = sps.diags(np.linspace(0.5, 2.0, 30)).tocsr()
+    perm = sps.csr_matrix((np.linspace(1.0, 3.0, 30), np.random.default_rng(3).permutation(30),
+                           np.arange(31)), shape=(30, 30))  # one entry per row and column
+    twice = perm.copy()
+    twice.indices[1] = twice.indices[0]  # column repeated: not column-distinct
+    twice.sort_indices()
+    for A, B in ((_one_per_row(25, 30, 33), G), (G, D), (D, G), (G, perm), (G, twice)):
+        A, B = sps.csr_matrix(A), sps.csr_matrix(B)
+        for M in (A, B):
+            M.sort_indices()
+            M.indices, M.indptr = M.indices.astype(np.int32), M.indptr.astype(np.int32)
+        C = K.spgemm(A, B, sr, out_dtype=np.float64)
+        V, P = brute_spgemm(A, B, sr)
+        check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
+
+
 def test_spgemm_plus_times_matches_scipy_on_positive_values(K):
     """Positive values: SciPy's product drops nothing, so it is an independent reference."""
     rng = np.random.default_rng(13)

@@ -298,30 +298,10 @@ class CompiledGraphKernels:
         mod = _module(sr.mul, sr.add.op, work)
         if mask is not None and not complement:
             return self._masked(mod, A, B, mask, work, out_dtype)
-        terms = np.empty(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
-        # rows with terms below n / HASH_RATIO: the median row is when they are over half
-        total, below = mod.spgemm_terms(ap, ai, bp, np.int64(-(-n // HASH_RATIO)), terms)
-        mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
-        mmode = np.int64(2 if mask is not None else 0)
-        n64 = np.int64(n)
-        ranges = _ranges(terms + 1, m, float(total) + m)
-        rownnz = np.zeros(m, dtype=np.int64)
-        _run(mod.spgemm_count, (ap, ai, bp, bi, mp, mi, mmode, n64), ranges, (rownnz,))
-        cp = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(rownnz, out=cp[1:])
-        nnz = int(cp[-1])
-        itype = _index_dtype(nnz, ai, bi)
-        ci = np.empty(nnz, dtype=itype)
-        wt = np.dtype(work)
-        cx = np.empty(nnz, dtype=wt)
-        small = np.int64(SMALL_ROW)
-        hashed = mask is None and n > HASH_MIN_N and nnz > 0 and 2 * below > m
-        if hashed:
-            _run(mod.spgemm_hash, (ap, ai, ax, bp, bi, bx, cp, ci, cx, terms, small), ranges)
-        else:
-            _run(mod.spgemm_fill, (ap, ai, ax, bp, bi, bx, mp, mi, mmode, n64, cp, ci, cx,
-                                   terms, small), ranges)
-        return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
+        from .graph_spgemm import gustavson
+        cp, ci, cx = gustavson(mod, A, B, mask, (HASH_MIN_N, HASH_RATIO, SMALL_ROW), _ranges, _run)
+        itype = _index_dtype(int(cp[-1]), ai, bi)
+        return _make_csr(cp, ci.astype(itype, copy=False), _cast(cx, out_dtype), (m, n), itype)
 
     def _masked(self, mod, A, B, mask, work, out_dtype):
         ap, ai, ax, (m, _) = _csr(A)

@@ -1,9 +1,12 @@
-"""The unmasked (and complemented-mask) Gustavson SpGEMM kernels of a semiring's generated
-module (:mod:`.graph_codegen` appends :data:`KERNELS` to it: ``gb_mul``, ``gb_add`` and
-``gb_load`` are the semiring's, ``WT`` its domain).
+"""The unmasked (and complemented-mask) Gustavson SpGEMM of the compiled graph kernels: the
+kernels of a semiring's generated module (:mod:`.graph_codegen` appends :data:`KERNELS`
+to it: ``gb_mul``, ``gb_add`` and ``gb_load`` are the semiring's, ``WT`` its domain) and
+their driver (:func:`gustavson`).
 
 * ``spgemm_terms``: each row's ⊗ terms (its size bound), their total, the rows under a bound;
-* ``spgemm_count``: the symbolic pass, distinct output columns per row (a stamp array).
+* ``spgemm_count``: the symbolic pass, distinct output columns per row (a stamp array),
+  skipped when the terms are the row sizes (:func:`gustavson`: a diagonal or
+  row-selecting A, a diagonal or column-scaling B);
 * ``spgemm_fill``: numeric, a dense accumulator row per range (rows wider than n/16 read
   off in column order);
 * ``spgemm_hash``: numeric, an open-addressing hash table per row (outputs far sparser
@@ -21,6 +24,8 @@ each B row in column order), so the forms agree exactly. Rows of the other forms
 their columns by insertion too when they hold at most :data:`INSERTION` of them.
 """
 from __future__ import annotations
+
+import numpy as np
 
 INSERTION = 32
 """Rows of at most this many output columns are sorted by insertion (``gb_sort_row``)."""
@@ -82,18 +87,33 @@ def gb_small_row(ap, ai, ax, bp, bi, bx, mst, mmode, i, tj, tv, ci, cx, start):
 @njit(**OPT)
 def spgemm_terms(ap, ai, bp, bound, terms):
     """terms[i] = Σ over A(i,:)'s k of deg B(k,:) (Gustavson's ⊗ terms of row i, C's row
-    size bound); returns their total and how many rows have fewer than ``bound``."""
+    size bound); returns their total, how many rows have fewer than ``bound`` and the
+    longest row of A."""
     total = 0
     below = 0
+    longest = 0
     for i in range(terms.shape[0]):
         t = 0
+        longest = max(longest, ap[i + 1] - ap[i])
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
             t += bp[k + U(1)] - bp[k]
         terms[i] = t
         total += t
         below += t < bound
-    return total, below
+    return total, below, longest
+
+
+@njit(**OPT)
+def columns_distinct(bi, n):
+    """Whether no column holds two of B's entries (B's rows then never share a column)."""
+    seen = np.zeros(n, np.bool_)
+    for q in range(bi.shape[0]):
+        j = U(bi[q])
+        if seen[j]:
+            return False
+        seen[j] = True
+    return True
 
 
 @njit(**OPT)
@@ -226,3 +246,41 @@ def spgemm_hash(ap, ai, ax, bp, bi, bx, cp, ci, cx, ub, small, r0, r1):
         for h in range(s):
             keys[h] = -1
 ''' % {"insertion": INSERTION}
+
+
+def gustavson(mod, A, B, mask, knobs, ranges_of, run) -> tuple:
+    """``(indptr, indices, values)`` of C = A ⊕.⊗ B (``mask``: the complemented mask's
+    pattern, or None), values in the module's domain, indices int64 or B's type.
+    ``knobs``: (hash_min_n, hash_ratio, small_row) of :mod:`.graph`. The row sizes are the
+    terms themselves, with no symbolic pass, when no two terms of a row can meet in one
+    column: every row of A holds at most one entry (a row-selecting or diagonal A), or no
+    column of B holds two entries (a column-scaling, e.g. diagonal, B)."""
+    hash_min_n, hash_ratio, small_row = knobs
+    ap, ai, ax, (m, _) = A.indptr, A.indices, A.data, A.shape
+    bp, bi, bx, (_, n) = B.indptr, B.indices, B.data, B.shape
+    terms = np.empty(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
+    # rows with terms below n / hash_ratio: the median row is when they are over half
+    total, below, longest = mod.spgemm_terms(ap, ai, bp, np.int64(-(-n // hash_ratio)), terms)
+    mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
+    mmode = np.int64(2 if mask is not None else 0)
+    n64 = np.int64(n)
+    ranges = ranges_of(terms + 1, m, float(total) + m)
+    cp = np.zeros(m + 1, dtype=np.int64)
+    exact = mask is None and (longest <= 1 or bi.shape[0] <= n and mod.columns_distinct(bi, n64))
+    if exact:
+        np.cumsum(terms, out=cp[1:])
+    else:
+        rownnz = np.zeros(m, dtype=np.int64)
+        run(mod.spgemm_count, (ap, ai, bp, bi, mp, mi, mmode, n64), ranges, (rownnz,))
+        np.cumsum(rownnz, out=cp[1:])
+    nnz = int(cp[-1])
+    wide = nnz >= 2 ** 31 - 1 or np.int64 in (ai.dtype, bi.dtype)  # graph._index_dtype's
+    ci = np.empty(nnz, dtype=np.int64 if wide else np.int32)
+    cx = np.empty(nnz, dtype=mod.WT)
+    small = np.int64(small_row)
+    if mask is None and n > hash_min_n and nnz > 0 and 2 * below > m:
+        run(mod.spgemm_hash, (ap, ai, ax, bp, bi, bx, cp, ci, cx, terms, small), ranges)
+    else:
+        run(mod.spgemm_fill, (ap, ai, ax, bp, bi, bx, mp, mi, mmode, n64, cp, ci, cx,
+                              terms, small), ranges)
+    return cp, ci, cx
