@@ -11,7 +11,8 @@ evaluated once, vectorised, over the pairs both store, as the key path evaluates
 type), so the two paths give the same entries and the same values. Where the
 intersection's pattern is one operand's (a mask-like operand, or two matrices of one
 pattern: jaccard's and cosine's degree products), that operand's values are used in place
-(no gather).
+(no gather); a union where one pattern lies within the other is that intersection with
+the larger pattern (:func:`_nested_union`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def ewise_rows(K, A, B, op, union: bool, dt, rt, decision, on_device: bool) -> M
     va, vb = A._csr.data, B._csr.data
     it = S.index_dtype(m, n, A.nvals + B.nvals)
     if union:
+        nested = _nested_union(K, A, B, op, dt, rt, it, decision, on_device)
+        if nested is not None:
+            return nested
         xa, xb = cast(va, rt, xp), cast(vb, rt, xp)
         indptr, indices, vals, at, a_pos, b_pos = K.union_merge(A._csr, B._csr, xa, xb,
                                                                 itype=it)
@@ -43,6 +47,36 @@ def ewise_rows(K, A, B, op, union: bool, dt, rt, decision, on_device: bool) -> M
     if xp.may_share_memory(vals, va) or xp.may_share_memory(vals, vb):
         vals = vals.copy()  # never an operand's own value array (an op like ``first``)
     return _wrap(indptr, indices, vals, A.shape, decision, on_device)
+
+
+def _nested_union(K, A, B, op, dt, rt, it, decision, on_device):
+    """The union when one operand's pattern lies within the other's (no row of it is
+    longer, and the intersection is all of it: filling a pattern with zeros, two matrices
+    of one pattern), else None: C is the larger operand's pattern with its values, and
+    ``op(a, b)`` where the other stores an entry too, from the intersection's positions (no
+    union merge, no three position arrays of every shared entry)."""
+    xp = A.xp
+    la, lb = xp.diff(A._csr.indptr), xp.diff(B._csr.indptr)
+    a_in, b_in = bool((la <= lb).all()), bool((lb <= la).all())
+    if not (a_in or b_in):
+        return None
+    _, _, a_pos, b_pos = K.intersect_merge(A._csr, B._csr, itype=it)
+    va, vb = A._csr.data, B._csr.data
+    if a_in and a_pos is None:  # A within B: C has B's pattern
+        big, vals = B._csr, cast(vb, rt, xp)
+        at = slice(None) if b_pos is None else b_pos
+        both = binary(op, va, vb[at], dt, xp)
+    elif b_in and b_pos is None:  # B within A
+        big, vals = A._csr, cast(va, rt, xp)
+        at = slice(None) if a_pos is None else a_pos
+        both = binary(op, va[at], vb, dt, xp)
+    else:
+        return None
+    if xp.may_share_memory(vals, va) or xp.may_share_memory(vals, vb):
+        vals = vals.copy()
+    vals[at] = cast(both.reshape(-1), rt, xp)
+    return _wrap(big.indptr.astype(it, copy=True), big.indices.astype(it, copy=True), vals,
+                 A.shape, decision, on_device)
 
 
 def with_pattern(A, vals, dtype, decision) -> Matrix:

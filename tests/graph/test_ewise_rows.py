@@ -4,7 +4,9 @@ rows at a time (:mod:`gbdist.graph.rowwise`: the kernel sets' ``union_merge`` an
 against python-graphblas (pattern, values, dtype) on random matrices with empty rows and
 disjoint, identical, nested and empty patterns, mixed value types; the intersection kernel
 of each set against NumPy brute force (positions included, several row ranges on the
-compiled set); the results never share an operand's arrays."""
+compiled set); the results never share an operand's arrays. A union where one pattern lies
+within the other (nested, identical, empty) is the intersection on the larger pattern on
+the compiled set."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,6 +34,9 @@ def test_ewise_rows_against_graphblas(backend, kind, shape):
         got = gr.ewise_add(A, B, getattr(gb.ops, op), backend=backend)
         _same(got, GA.ewise_add(GB, getattr(binary, op)).new())
         assert got.decision is not None
+        # the other way round: A within B where "nested" put B within A
+        _same(gr.ewise_add(B, A, getattr(gb.ops, op), backend=backend),
+              GB.ewise_add(GA, getattr(binary, op)).new())
 
 
 @pytest.mark.parametrize("backend", HOST_SETS)
