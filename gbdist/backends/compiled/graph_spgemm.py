@@ -129,11 +129,15 @@ def spgemm_count(ap, ai, bp, bi, mp, mi, mmode, n, r0, r1, rownnz):
         c = 0
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
+            if mmode == 0:  # branch-free: a new column or not is a coin toss per term
+                for q in range(U(bp[k]), U(bp[k + U(1)])):
+                    j = U(bi[q])
+                    c += stamp[j] != i
+                    stamp[j] = i
+                continue
             for q in range(U(bp[k]), U(bp[k + U(1)])):
                 j = U(bi[q])
-                if stamp[j] != i:
-                    if mmode != 0 and mst[j] == i:
-                        continue
+                if stamp[j] != i and mst[j] != i:
                     stamp[j] = i
                     c += 1
         rownnz[i] = c
