@@ -281,7 +281,7 @@ def gustavson(mod, A, B, mask, knobs, ranges_of, run) -> tuple:
     wide = nnz >= 2 ** 31 - 1 or np.int64 in (ai.dtype, bi.dtype)  # graph._index_dtype's
     ci = np.empty(nnz, dtype=np.int64 if wide else np.int32)
     cx = np.empty(nnz, dtype=mod.WT)
-    small = np.int64(small_row)
+    small = np.int64(min(small_row, int(terms.max()) if m else 0))  # the buffers' length
     if mask is None and n > hash_min_n and nnz > 0 and 2 * below > m:
         run(mod.spgemm_hash, (ap, ai, ax, bp, bi, bx, cp, ci, cx, terms, small), ranges)
     else:
