@@ -5,7 +5,8 @@ For every edge (i, j) the shared neighbours are counted by
     C<A> = A ⊕.⊗ Aᵀ   over plus_pair     C(i, j) = |N(i) ∩ N(j)|
 
 masked by the edges themselves (structural mask ``A.S``): the two-hop pairs that are not
-edges are never computed. With the degrees ``d = reduce_rows(pattern, plus)``, the edge
+edges are never computed. On an undirected graph the pattern matrix stands for its own
+transpose (its values are all 1), so no transpose is built. With the degrees ``d = reduce_rows(pattern, plus)``, the edge
 values d(i) and d(j) come from products with the diagonal matrix D = diag(d) (``D·P`` scales
 rows, ``P·D`` scales columns, P the pattern with value 1), and
 
