@@ -5,7 +5,8 @@ For every edge (i, j) the shared neighbours are counted by
     C<A> = A ⊕.⊗ Aᵀ   over plus_pair     C(i, j) = |N(i) ∩ N(j)|
 
 masked by the edges themselves (structural mask ``A.S``): the two-hop pairs that are not
-edges are never computed. With the degrees ``d = reduce_rows(pattern, plus)``, the edge
+edges are never computed. On an undirected graph the pattern matrix stands for its own
+transpose (its values are all 1), so no transpose is built. With the degrees ``d = reduce_rows(pattern, plus)``, the edge
 values d(i) and d(j) come from products with the diagonal matrix D = diag(d) (``D·P`` scales
 rows, ``P·D`` scales columns, P the pattern with value 1), and
 
@@ -22,11 +23,12 @@ without self loops).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sps
 
 import gbdist as gb
 from gbdist import graph as gr
 
-from ._common import as_matrix, host, plus_pair, plus_times
+from ._common import as_matrix, host, pattern_is_symmetric, plus_pair, plus_times
 
 
 def _shared_and_degrees(A, backend):
@@ -35,13 +37,19 @@ def _shared_and_degrees(A, backend):
     # the pattern with value 1 on each edge (P) and with value 0 (Z), whatever A's dtype
     P = gr.apply(gb.ops.second, M, right=1.0, dtype=np.float64, backend=backend)
     Z = gr.apply(gb.ops.second, M, right=0.0, dtype=np.float64, backend=backend)
-    shared = gr.mxm(P, P.T, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
+    # Pᵀ is P itself (every value 1) when the graph is undirected: no transpose built
+    PT = P if pattern_is_symmetric(M, backend) else P.T
+    shared = gr.mxm(P, PT, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
     shared = gr.ewise_add(shared, Z, gb.ops.plus, backend=backend)  # 0 where none shared
     d = gr.reduce_rows(P, gb.ops.plus, backend=backend)  # absent: no out-edge
     deg = np.zeros(n)
     deg[host(d.indices)] = host(d.values)
-    every = np.arange(n)  # D stores every degree, 0 too: an edge into a vertex without
-    D = gb.Matrix.from_coo(every, every, deg, (n, n), dtype=np.float64)  # out-edges keeps d(j)
+    # D stores every degree, 0 too (an edge into a vertex without out-edges keeps d(j)):
+    # the diagonal's CSR written directly (row i holds (i, d(i)))
+    every = np.arange(n + 1, dtype=np.int64 if n >= 2 ** 31 - 1 else np.int32)
+    diag = sps.csr_matrix((deg, every[:n], every), shape=(n, n))
+    diag.has_canonical_format = True  # sorted, no duplicates: known, not checked
+    D = gb.Matrix(diag)
     if getattr(M, "on_device", False):
         D = D.to_device()
     d_row = gr.mxm(D, P, plus_times, backend=backend)   # d(i) on edge (i, j)

@@ -296,6 +296,13 @@ class GraphKernels(Protocol):
         C's entries ``at``, left for the caller (``op(A.data[a_pos], B.data[b_pos])``);
         ``at``, ``a_pos``, ``b_pos`` int64, in C's order."""
 
+    def intersect_merge(self, A, B, *, itype) -> tuple:
+        """The (i, j) both canonical CSR ``A`` and ``B`` (one shape) store (eWiseMult's
+        pattern): ``(indptr, indices, a_pos, b_pos)``, C's row pointers and columns
+        (``itype``, canonical) and, per entry of C in order, the A entry and the B entry it
+        comes from (int64); ``a_pos`` (``b_pos``) may be None where it would be every entry
+        of A (of B) in order (C's pattern is A's: the caller uses A's values as they are)."""
+
     def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
                    space=None) -> tuple:
         """eWiseUnion of two vectors (or any sorted unique int64 keys) ``ka`` and ``kb``

@@ -213,6 +213,26 @@ def union_merge(ap, ai, bp, bi, xa, xb, ncols: int, itype, xp=np):
     return indptr, indices, values, out_a[a_pos], a_pos, b_pos
 
 
+def intersect_merge(ap, ai, bp, bi, ncols: int, itype, xp=np):
+    """``(indptr, indices, a_pos, b_pos)``: the (i, j) two canonical CSR matrices of one
+    shape both store, C's row pointers and columns (``itype``) and the A and B entries each
+    comes from (int64, in C's order). Keys ``i * n + j`` of A located in B's by search; the
+    compiled form merges row by row (:mod:`gbdist.backends.compiled.graph_union`)."""
+    ra, rb = owners(xp.diff(ap), xp), owners(xp.diff(bp), xp)
+    ka, kb = ra * ncols + ai.astype(np.int64), rb * ncols + bi.astype(np.int64)
+    m = ap.shape[0] - 1
+    if int(kb.size):
+        pos = xp.minimum(xp.searchsorted(kb, ka), int(kb.size) - 1)
+        a_pos = xp.flatnonzero(kb[pos] == ka).astype(np.int64)
+        b_pos = pos[a_pos].astype(np.int64)
+    else:
+        a_pos = b_pos = xp.zeros(0, dtype=np.int64)
+    indptr = xp.zeros(m + 1, dtype=itype)
+    if m:
+        indptr[1:] = xp.cumsum(xp.bincount(ra[a_pos], minlength=m)).astype(itype)
+    return indptr, ai[a_pos].astype(itype), a_pos, b_pos
+
+
 def _merge_positions(ka, kb, xp):
     """The merge of two sorted unique int64 key arrays, B's keys located in A's by search:
     ``(pos, found, lone, out_a, out_b)``: each B key's insertion point in A, whether A

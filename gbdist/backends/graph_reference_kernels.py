@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .graph_fast import owners, rank_lower_counts, rank_lower_fill, union_merge, pattern_symmetric
+from .graph_fast import (intersect_merge, owners, pattern_symmetric, rank_lower_counts,
+                         rank_lower_fill, union_merge)
 from .graph_reference import binary, fold_segments, identity_value, union_values
 
 
@@ -174,6 +175,9 @@ class ReferenceGraphKernels:
 
     def union_merge(self, A, B, xa, xb, *, itype):
         return union_merge(A.indptr, A.indices, B.indptr, B.indices, xa, xb, A.shape[1], itype)
+
+    def intersect_merge(self, A, B, *, itype):
+        return intersect_merge(A.indptr, A.indices, B.indptr, B.indices, A.shape[1], itype)
 
     def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
                    space=None):

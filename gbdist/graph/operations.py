@@ -4,7 +4,8 @@ Every operation takes ``mask=None, accum=None, out=None, replace=False, dtype=No
 backend="auto"`` and follows the GraphBLAS C API: ``T = op(...)`` (computed only
 inside the mask when one is given), then ``C<mask, replace> = accum(C, T)``
 (:func:`.masks.write_back`). Products run on a kernel set
-(:mod:`.dispatch`); the other operations are plain sorted-key array work on the
+(:mod:`.dispatch`), and so do ``ewise_add`` / ``ewise_mult`` of two matrices with no mask or
+``out`` (:mod:`.rowwise`); the other operations are plain sorted-key array work on the
 operands' ``xp`` (NumPy or CuPy). The fill rule (:mod:`gbdist.compiler.graph`) decides,
 from the algebra, whether fill-0 operands may be computed structurally; its decision is
 on every result as ``result.decision``. Extract/assign live in :mod:`.indexing`.
@@ -27,6 +28,7 @@ from .results import _check_out, _device, _pair, _vals, finish  # noqa: F401 (re
 from . import sparse as S
 from . import types as T
 from . import indexunary as IU
+from .rowwise import ewise_rows, with_pattern
 
 PUSH_FRACTION = 1 / 16
 """mxv/vxm walk the stored rows of the vector's entries (push) when the vector stores
@@ -213,22 +215,25 @@ def _present_entries(present, y, xp):
 def ewise_add(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
               backend="auto"):
     """Union: ``op(a, b)`` where both are stored, the stored one elsewhere."""
-    return _ewise("ewise_add", A, B, op, True, mask, accum, out, replace, dtype)
+    return _ewise("ewise_add", A, B, op, True, mask, accum, out, replace, dtype, backend)
 
 
 def ewise_mult(A, B, op, *, mask=None, accum=None, out=None, replace=False, dtype=None,
                backend="auto"):
     """Intersection: ``op(a, b)`` where both are stored."""
-    return _ewise("ewise_mult", A, B, op, False, mask, accum, out, replace, dtype)
+    return _ewise("ewise_mult", A, B, op, False, mask, accum, out, replace, dtype, backend)
 
 
-def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype):
+def _ewise(name, A, B, op, union, mask, accum, out, replace, dtype, backend="auto"):
     A, B, kind = _pair(A, B, name)
     op = T.binary_arg(op, name)
     mask = as_mask(mask, A.shape, name)
     out = _check_out(out, kind, A.shape, name)
     dec, dt, rt = memo.ewise(name, op, union, A, B, dtype)
     on_device = _device(A, B, mask and mask.source, out)
+    if kind is Matrix and mask is None and out is None:  # two CSR merged row by row
+        K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
+        return ewise_rows(K, A, B, op, union, dt, rt, dec, on_device)
     xp = A.xp
     ka, kb = A.keys(), B.keys()
     va, vb = _vals(A), _vals(B)
@@ -286,6 +291,8 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
     if A.effective_fill == 0:
         at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
     dec = _apply_decision(at_zero, A)
+    if kind is Matrix and mask is None and out is None:  # C has A's pattern: no keys
+        return with_pattern(A, fn(_vals(A)), dt, dec)
     keys, vals = A.keys(), _vals(A)
     if mask is not None:
         keep = mask.allows(keys)

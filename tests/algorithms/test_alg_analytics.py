@@ -180,19 +180,24 @@ def test_jaccard_matches_networkx(seed):
         assert got[e] == pytest.approx(p, abs=1e-15)
 
 
+@pytest.mark.parametrize("backend", ["auto", "compiled"])
 @pytest.mark.parametrize("seed,directed", CASES)
-def test_cosine_matches_brute_force(seed, directed):
+def test_cosine_matches_brute_force(seed, directed, backend):
+    """Directed and undirected (where Pᵀ is P: no transpose) graphs, on the kernel set
+    chosen for the size (auto: NumPy's) and on the compiled one."""
+    if backend == "compiled":
+        pytest.importorskip("numba")
     A, _ = random_graph(seed, n=40, p=0.2, directed=directed)
     C = A.tocoo()
     nbrs = {i: set() for i in range(A.shape[0])}
     for i, j in zip(C.row.tolist(), C.col.tolist()):
         nbrs[i].add(j)
-    got = edges_of(alg.cosine(A))
+    got = edges_of(alg.cosine(A, backend=backend))
     assert set(got) == set(zip(C.row.tolist(), C.col.tolist()))
     for (i, j), v in got.items():
         norm = math.sqrt(len(nbrs[i]) * len(nbrs[j]))  # 0 when j has no out-neighbour
         assert v == pytest.approx(len(nbrs[i] & nbrs[j]) / norm if norm else 0.0, abs=1e-15)
-    got_j = edges_of(alg.jaccard(A))  # out-neighbourhoods, self loops included
+    got_j = edges_of(alg.jaccard(A, backend=backend))  # out-neighbourhoods, self loops in
     assert set(got_j) == set(got)
     for (i, j), v in got_j.items():
         assert v == pytest.approx(len(nbrs[i] & nbrs[j]) / len(nbrs[i] | nbrs[j]), abs=1e-15)

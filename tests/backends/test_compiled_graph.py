@@ -211,13 +211,79 @@ def test_triangle_count_masked_product(K):
 @pytest.mark.parametrize("sr", [S.plus_times, S.min_plus], ids=lambda s: s.name)
 def test_spgemm_hash_accumulator(K, monkeypatch, sr):
     monkeypatch.setattr(cg, "HASH_MIN_N", 0)
-    monkeypatch.setattr(cg, "HASH_RATIO", 10 ** 9)
+    monkeypatch.setattr(cg, "HASH_RATIO", 1e-9)  # every row's terms under n / ratio
+    monkeypatch.setattr(cg, "SMALL_ROW", 0)  # no row by the small-row form
     monkeypatch.setattr(cg, "SERIAL_WORK", 0)
     A = graph(11, 30, 25)
     B = graph(12, 25, 40)
     C = K.spgemm(A, B, sr, out_dtype=np.float64)
     V, P = brute_spgemm(A, B, sr)
     check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
+
+
+FORMS = [(10 ** 9, False), (0, False), (0, True), (6, False), (6, True)]  # (SMALL_ROW, hash)
+
+
+@pytest.mark.parametrize("masking", [None, "complement"])
+@pytest.mark.parametrize("density", [0.12, 0.5])
+@pytest.mark.parametrize("sr", [S.plus_times, S.min_plus, POR], ids=lambda s: s.name or "por")
+def test_spgemm_small_row_form_is_exact(K, monkeypatch, sr, density, masking):
+    """Rows by the small-row form (ESC), the hash and the dense accumulators, and mixes at
+    a threshold of 6 terms, give the same columns and the same bits (the same terms
+    folded in the same order), and brute force's values; float values, so any change of
+    the fold's order would show. Density 0.5: rows of over 32 columns (NumPy's sort)."""
+    monkeypatch.setattr(cg, "SERIAL_WORK", 0)
+    A = graph(21, 45, 40, density=density, values="prob")
+    B = graph(22, 40, 50, density=density, values="prob")
+    M = graph(23, 45, 50, density=0.3) if masking else None
+    V, P = brute_spgemm(A, B, sr, M, masking == "complement")
+    got = []
+    for small, hashed in FORMS:
+        if hashed and masking:
+            continue  # the hash accumulator has no mask
+        monkeypatch.setattr(cg, "SMALL_ROW", small)
+        monkeypatch.setattr(cg, "HASH_MIN_N", 0 if hashed else 10 ** 9)
+        monkeypatch.setattr(cg, "HASH_RATIO", 1e-9)  # every row under n / ratio
+        C = K.spgemm(A, B, sr, mask=M, complement=masking == "complement", out_dtype=np.float64)
+        check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
+        got.append(C)
+    for C in got[1:]:
+        assert np.array_equal(C.indptr, got[0].indptr)
+        assert np.array_equal(C.indices, got[0].indices)
+        assert np.array_equal(C.data, got[0].data)  # bit for bit
+
+
+def _one_per_row(rows, cols, seed):
+    """A CSR with at most one entry per row, at a random column (every 4th row empty)."""
+    rng = np.random.default_rng(seed)
+    r = np.arange(rows)[np.arange(rows) % 4 != 1]
+    A = sps.csr_matrix((rng.uniform(0.5, 2.0, r.size), (r, rng.integers(0, cols, r.size))),
+                       shape=(rows, cols))
+    A.sort_indices()
+    A.indices, A.indptr = A.indices.astype(np.int32), A.indptr.astype(np.int32)
+    return A
+
+
+@pytest.mark.parametrize("sr", [S.plus_times, POR], ids=lambda s: s.name or "por")
+def test_spgemm_exact_row_sizes(K, sr):
+    """No symbolic pass when no two terms of a row can meet: A with at most one entry per
+    row (a row selection), B with at most one per column (a diagonal, a permutation);
+    and a B as short as its columns with one column twice (the symbolic pass runs)."""
+    G = graph(31, 30, 30, density=0.3, values="prob")
+    D = sps.diags(np.linspace(0.5, 2.0, 30)).tocsr()
+    perm = sps.csr_matrix((np.linspace(1.0, 3.0, 30), np.random.default_rng(3).permutation(30),
+                           np.arange(31)), shape=(30, 30))  # one entry per row and column
+    twice = perm.copy()
+    twice.indices[1] = twice.indices[0]  # column repeated: not column-distinct
+    twice.sort_indices()
+    for A, B in ((_one_per_row(25, 30, 33), G), (G, D), (D, G), (G, perm), (G, twice)):
+        A, B = sps.csr_matrix(A), sps.csr_matrix(B)
+        for M in (A, B):
+            M.sort_indices()
+            M.indices, M.indptr = M.indices.astype(np.int32), M.indptr.astype(np.int32)
+        C = K.spgemm(A, B, sr, out_dtype=np.float64)
+        V, P = brute_spgemm(A, B, sr)
+        check_csr(C, V, P, np.float64, (np.dtype(np.int32),))
 
 
 def test_spgemm_plus_times_matches_scipy_on_positive_values(K):

@@ -19,11 +19,10 @@ appears only where an output is not present, written as the reference writes it.
 
 Strategies (``spgemm``):
 
-* no mask: symbolic Gustavson (row sizes) then numeric Gustavson into the exact CSR,
-  with a dense accumulator row per range (a stamp array, never reset; rows holding over
-  n/16 columns read off in column order, others sorted), or, when the output is wider
-  than :data:`HASH_MIN_N` and the median row's ⊗ terms are under n/:data:`HASH_RATIO`,
-  an open-addressing hash accumulator per row;
+* no mask (:mod:`.graph_spgemm`): symbolic Gustavson (row sizes) then numeric Gustavson
+  into the exact CSR, with a dense accumulator row per range, or, when the output is
+  wider than :data:`HASH_MIN_N` and most rows' ⊗ terms are under n/:data:`HASH_RATIO`, a
+  hash accumulator per row; rows of at most :data:`SMALL_ROW` terms sort them instead;
 * mask: the cost of the dot-product form (Σ over the mask's (i, j) of
   deg A(i,:) + deg B(:,j), times :data:`DOT_WEIGHT`) against Gustavson filtered by the mask
   (Σ of A(i,:)'s B-row degrees; each B row walked only up to the mask row's last column);
@@ -32,9 +31,6 @@ Strategies (``spgemm``):
   a presence flag, compacted once. The dot form needs B's transpose: built once per B and
   kept while B lives (a weak reference, checked by identity and buffers);
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
-* plus_times on int/float values with no mask, when every stored value is positive and
-  far from under/overflow (so SciPy drops no entry), may use SciPy's ``A @ B``:
-  :data:`SCIPY_SPGEMM` (off: measured no faster, benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
 
 ``spmspv_update`` pushes a frontier into a state the caller keeps (values and a uint8
 presence array, updated in place) and returns only the entries that entered or changed:
@@ -57,22 +53,19 @@ import scipy.sparse as sps
 
 from ..graph_reference import cast as _ref_cast
 from ..graph_reference import identity_value
-from .graph_prep import _check_state, _prepared, _row_sums, _scipy_safe, _transpose
+from .graph_prep import _check_state, _prepared, _transpose
 from .threads import _pool
 from .threads import threads as _threads_now
 
-# Use SciPy's A @ B for unmasked plus_times when it is safe (see the module docstring);
-# off: measured slower than the 2-thread compiled kernels (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md).
-SCIPY_SPGEMM = False
-# plus_times SpMV with float64 (or int64) values and x, no mask, every x present, below
-# this many stored entries: SciPy's A @ x (one C++ loop, the same sums). Measured on the 2
-# shared cores (benchmarks/graph_cpu_kernels.py, retired: docs/benchmarks.md): SciPy faster
-# at 1.8M entries (the 2-thread kernel 1.55x its time), the 2-thread kernel at 18.7M (0.65x).
+# plus_times SpMV, float64/int64, no mask, every x present, below this many entries: SciPy's
+# A @ x (the same sums in C++; faster at 1.8M entries, the 2-thread kernel at 18.7M: 2 cores).
 SCIPY_SPMV = 1 << 22
 # Rows whose upper bound is at most n / HASH_RATIO use the hash accumulator when the
 # output is wider than HASH_MIN_N columns (a dense row of n would miss the cache).
 HASH_MIN_N = 1 << 16
 HASH_RATIO = 64
+# Rows of at most this many ⊗ terms take the small-row form (:mod:`.graph_spgemm`).
+SMALL_ROW = 32
 # The masked product's form: "auto" (the cheaper by the counts above), "dot" or "gustavson".
 MASKED_FORM = "auto"
 # A dot-form merge step costs this many Gustavson terms (branchy merges against a streaming
@@ -211,6 +204,13 @@ def _run(kernel, head: tuple, ranges: list, tail: tuple = ()) -> None:
         f.result()
 
 
+def _merge_ranges(A, B) -> list:
+    """Row ranges of about equal entries of A and B together (the row merges)."""
+    ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
+    m, work = ap.shape[0] - 1, np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
+    return _ranges(work, m, float(A.nnz + B.nnz + m))
+
+
 def _csr(A):
     """indptr, indices, data, shape of a canonical CSR (SciPy matrix or array)."""
     return A.indptr, A.indices, A.data, A.shape
@@ -295,39 +295,13 @@ class CompiledGraphKernels:
             raise InputError("spgemm operands do not conform", expected=f"B with {ka} rows",
                              got=f"A {A.shape}, B {B.shape}")
         work = _work_type(out_dtype, ax.dtype, bx.dtype)
-        if (SCIPY_SPGEMM and mask is None and _is_plus_times(sr)
-                and work == "float64" and _scipy_safe(A, B)):
-            C = sps.csr_matrix(A @ B)
-            C.sort_indices()
-            return _make_csr(C.indptr, C.indices, _cast(C.data, out_dtype), (m, n),
-                             _index_dtype(C.nnz, ai, bi))
         mod = _module(sr.mul, sr.add.op, work)
         if mask is not None and not complement:
             return self._masked(mod, A, B, mask, work, out_dtype)
-        terms = np.zeros(m, dtype=np.int64)  # ⊗ terms per row (Gustavson's work)
-        if ai.size:
-            terms = _row_sums(ap, np.diff(bp), ai)
-        mp, mi = (mask.indptr, mask.indices) if mask is not None else (ap[:1], ai[:1])
-        mmode = np.int64(2 if mask is not None else 0)
-        n64 = np.int64(n)
-        ranges = _ranges(terms + 1, m, float(terms.sum()) + m)
-        rownnz = np.zeros(m, dtype=np.int64)
-        _run(mod.spgemm_count, (ap, ai, bp, bi, mp, mi, mmode, n64), ranges, (rownnz,))
-        cp = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(rownnz, out=cp[1:])
-        nnz = int(cp[-1])
-        itype = _index_dtype(nnz, ai, bi)
-        ci = np.empty(nnz, dtype=itype)
-        wt = np.dtype(work)
-        cx = np.empty(nnz, dtype=wt)
-        hashed = mask is None and n > HASH_MIN_N and nnz > 0 and (
-            np.median(terms) * HASH_RATIO < n)
-        if hashed:
-            _run(mod.spgemm_hash, (ap, ai, ax, bp, bi, bx, cp, ci, cx, terms), ranges)
-        else:
-            _run(mod.spgemm_fill, (ap, ai, ax, bp, bi, bx, mp, mi, mmode, n64, cp, ci, cx),
-                 ranges)
-        return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
+        from .graph_spgemm import gustavson
+        cp, ci, cx = gustavson(mod, A, B, mask, (HASH_MIN_N, HASH_RATIO, SMALL_ROW), _ranges, _run)
+        itype = _index_dtype(int(cp[-1]), ai, bi)
+        return _make_csr(cp, ci.astype(itype, copy=False), _cast(cx, out_dtype), (m, n), itype)
 
     def _masked(self, mod, A, B, mask, work, out_dtype):
         ap, ai, ax, (m, _) = _csr(A)
@@ -472,10 +446,13 @@ class CompiledGraphKernels:
 
     def union_merge(self, A, B, xa, xb, *, itype):
         from .graph_union import merge
-        ap, bp = np.asarray(A.indptr), np.asarray(B.indptr)
-        m, work = ap.shape[0] - 1, np.diff(ap) + np.diff(bp) + 1 if threads() > 1 else None
-        return merge(ap, A.indices, bp, B.indices, xa, xb, np.dtype(itype),
-                     _ranges(work, m, float(A.nnz + B.nnz + m)), _run)
+        return merge(A.indptr, A.indices, B.indptr, B.indices, xa, xb, np.dtype(itype),
+                     _merge_ranges(A, B), _run)
+
+    def intersect_merge(self, A, B, *, itype):
+        from .graph_union import intersect
+        return intersect(A.indptr, A.indices, B.indptr, B.indices, np.dtype(itype),
+                         _merge_ranges(A, B), _run)
 
     def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
                    space=None):

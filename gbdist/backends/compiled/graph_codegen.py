@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
+from .graph_spgemm import KERNELS as SPGEMM_KERNELS
 
-GENERATOR_VERSION = "9"
+GENERATOR_VERSION = "10"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -78,124 +79,6 @@ def gb_fold(acc, present, t):
     if present:
         return gb_add(acc, t)
     return t
-
-
-@njit(**OPT)
-def spgemm_count(ap, ai, bp, bi, mp, mi, mmode, n, r0, r1, rownnz):
-    """Symbolic Gustavson: the number of distinct output columns of rows r0:r1
-    (mmode 0: no mask; 2: skipping the mask's columns of the row)."""
-    stamp = np.full(n, -1, np.int64)
-    mst = np.full(n if mmode != 0 else 1, -1, np.int64)
-    for i in range(r0, r1):
-        if mmode != 0:
-            for q in range(U(mp[i]), U(mp[i + 1])):
-                mst[U(mi[q])] = i
-        c = 0
-        for p in range(U(ap[i]), U(ap[i + 1])):
-            k = U(ai[p])
-            for q in range(U(bp[k]), U(bp[k + U(1)])):
-                j = U(bi[q])
-                if stamp[j] != i:
-                    if mmode != 0 and mst[j] == i:
-                        continue
-                    stamp[j] = i
-                    c += 1
-        rownnz[i] = c
-
-
-@njit(**OPT)
-def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, r0, r1):
-    """Numeric Gustavson into the preallocated CSR (cp from spgemm_count): a dense
-    accumulator row and a stamp array (stamp[j] == i: j seen in row i, so nothing is
-    reset between rows); each row's columns sorted at the end."""
-    stamp = np.full(n, -1, np.int64)
-    acc = np.empty(n, WT)
-    mst = np.full(n if mmode != 0 else 1, -1, np.int64)
-    for i in range(r0, r1):
-        if mmode != 0:
-            for q in range(U(mp[i]), U(mp[i + 1])):
-                mst[U(mi[q])] = i
-        start = cp[i]
-        c = 0
-        for p in range(U(ap[i]), U(ap[i + 1])):
-            k = U(ai[p])
-            a = gb_load(ax[p])
-            for q in range(U(bp[k]), U(bp[k + U(1)])):
-                j = U(bi[q])
-                if mmode != 0 and mst[j] == i:
-                    continue
-                t = gb_mul(a, gb_load(bx[q]))
-                if stamp[j] != i:
-                    stamp[j] = i
-                    acc[j] = t
-                    ci[start + c] = j
-                    c += 1
-                else:
-                    acc[j] = gb_add(acc[j], t)
-        if n < 16 * c:  # a dense row: the stamps in column order are already sorted
-            q = start
-            for j in range(n):
-                if stamp[j] == i:
-                    ci[q] = j
-                    cx[q] = acc[j]
-                    q += 1
-        else:
-            ci[start:start + c].sort()
-            for q in range(start, start + c):
-                cx[q] = acc[U(ci[q])]
-
-
-@njit(**OPT)
-def spgemm_hash(ap, ai, ax, bp, bi, bx, cp, ci, cx, ub, r0, r1):
-    """Numeric Gustavson with an open-addressing hash accumulator per row (table of the
-    next power of two >= 2 x the row's upper bound ub[i]; for rows far sparser than n).
-    The caller's cp comes from a symbolic pass; columns sorted per row."""
-    big = 16
-    for i in range(r0, r1):
-        if ub[i] > big:
-            big = ub[i]
-    size = 1
-    while size < 2 * big:
-        size *= 2
-    keys = np.full(size, -1, np.int64)
-    vals = np.empty(size, WT)
-    for i in range(r0, r1):
-        if ub[i] == 0:
-            continue
-        s = 1
-        while s < 2 * ub[i]:
-            s *= 2
-        mask = s - 1
-        start = cp[i]
-        c = 0
-        for p in range(U(ap[i]), U(ap[i + 1])):
-            k = U(ai[p])
-            a = gb_load(ax[p])
-            for q in range(U(bp[k]), U(bp[k + U(1)])):
-                j = np.int64(bi[q])
-                t = gb_mul(a, gb_load(bx[q]))
-                h = (j * 0x9E3779B1) & mask
-                while True:
-                    kj = keys[h]
-                    if kj == j:
-                        vals[h] = gb_add(vals[h], t)
-                        break
-                    if kj == -1:
-                        keys[h] = j
-                        vals[h] = t
-                        ci[start + c] = j
-                        c += 1
-                        break
-                    h = (h + 1) & mask
-        ci[start:start + c].sort()
-        for q in range(start, start + c):
-            j = np.int64(ci[q])
-            h = (j * 0x9E3779B1) & mask
-            while keys[h] != j:
-                h = (h + 1) & mask
-            cx[q] = vals[h]
-        for h in range(s):
-            keys[h] = -1
 
 
 @njit(**OPT)
@@ -479,5 +362,5 @@ def generate(mul_formula, add_formula, work: str) -> str:
     return _TEMPLATE.format(helpers="gbdist.backends.compiled.helpers",
                             helpers_graph="gbdist.backends.compiled.graph_helpers", wt=wt, st=st, load=conv,
                             conv=conv, mul=print_op(mul_formula, work),
-                            add=print_op(add_formula, work)) + \
+                            add=print_op(add_formula, work)) + SPGEMM_KERNELS + \
         f"\n# generator version {GENERATOR_VERSION}, helpers version {HELPERS_VERSION}\n"

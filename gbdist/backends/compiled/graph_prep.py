@@ -1,6 +1,5 @@
 """Forms the compiled graph kernels prepare from their operands (:mod:`.graph`): the
-transpose kept while a matrix lives, row sums of per-entry work, the checks of a state the
-caller keeps. Arrays only; no Numba."""
+transpose kept while a matrix lives, the checks of a state the caller keeps. Arrays only; no Numba."""
 from __future__ import annotations
 
 import weakref
@@ -41,40 +40,6 @@ def _transpose(B):
         T.indices, T.indptr = T.indices.astype(it, copy=False), T.indptr.astype(it, copy=False)
         return T
     return _prepared(B, "T", build)
-
-
-def _row_sums(ptr, per_index, idx) -> np.ndarray:
-    """Per row of the CSR pattern (ptr, idx): Σ of ``per_index[idx]`` over the row's
-    entries, int64. One array of the entries' length (the gathered values, summed in place
-    into a running total), not three (a row-id array, the weights, bincount's float copy):
-    the products' transient memory at 10^7 entries."""
-    ptr = np.asarray(ptr, dtype=np.int64)
-    run = per_index[idx].astype(np.int64, copy=False)
-    if run.base is not None or run is per_index:
-        run = run.copy()
-    np.cumsum(run, out=run)
-    ends = run[ptr[1:] - 1] if run.size else np.zeros(ptr.size - 1, np.int64)
-    starts = np.where(ptr[:-1] > 0, run[np.maximum(ptr[:-1] - 1, 0)], 0) if run.size else ends
-    out = ends - starts
-    out[ptr[1:] == ptr[:-1]] = 0  # empty rows
-    return out
-
-
-def _scipy_safe(A, B) -> bool:
-    """SciPy's product drops entries that sum or multiply to 0: safe only when every stored
-    value is positive and products cannot under/overflow."""
-    for M in (A, B):
-        d = M.data
-        if d.dtype.kind not in "iuf" or d.size == 0:
-            return False
-        lo, hi = d.min(), d.max()
-        if not (lo > 0):
-            return False
-        if d.dtype.kind == "f" and (lo < 1e-150 or hi > 1e150):
-            return False
-        if d.dtype.kind in "iu" and hi > 2 ** 20:
-            return False
-    return True
 
 
 def _check_state(d, p, n, work) -> None:

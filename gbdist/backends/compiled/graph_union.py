@@ -1,5 +1,6 @@
 """eWiseUnion's merges, compiled with Numba (imported lazily): the row-wise merge of two
-canonical CSR matrices (:func:`gbdist.graph.union.ewise_union` on matrices), and the merge
+canonical CSR matrices (:func:`gbdist.graph.union.ewise_union` and ``ewise_add`` on
+matrices), the row-wise intersection (:func:`intersect`: ``ewise_mult``), and the merge
 of two sorted key arrays with the op applied in the same pass (vectors, and operands under
 a mask or ``out=``).
 
@@ -103,6 +104,78 @@ def merge(ap, ai, bp, bi, xa, xb, itype, ranges, run) -> tuple:
     sk, sa, sb = (np.empty(ns, dtype=np.int64) for _ in range(3))
     run(_fill, (ap, ai, bp, bi, xa, xb, cnt, ci, cx, shc, sk, sa, sb), ranges)
     return cnt.astype(itype, copy=False), ci, cx, sk, sa, sb
+
+
+@njit(**_OPT)
+def _shared_counts(ap, ai, bp, bi, cnt, r0, r1):
+    """cnt[i + 1]: the columns rows i of A and B share (a merge of the two sorted rows)."""
+    for i in range(r0, r1):
+        p, pe, q, qe = ap[i], ap[i + 1], bp[i], bp[i + 1]
+        s = 0
+        while p < pe and q < qe:
+            a, b = ai[p], bi[q]
+            if a < b:
+                p += 1
+            elif b < a:
+                q += 1
+            else:
+                s += 1
+                p += 1
+                q += 1
+        cnt[i + 1] = s
+
+
+@njit(**_OPT)
+def _shared_fill(ap, ai, bp, bi, cp, ci, pa, pb, r0, r1):
+    """The shared columns of rows r0:r1 at cp[i] with their A and B positions (ci, pa or
+    pb of length 0: not written; C has no entry or the caller has them)."""
+    wc, wa, wb = ci.shape[0] > 0, pa.shape[0] > 0, pb.shape[0] > 0
+    for i in range(r0, r1):
+        p, pe, q, qe = ap[i], ap[i + 1], bp[i], bp[i + 1]
+        k = cp[i]
+        while p < pe and q < qe:
+            a, b = ai[p], bi[q]
+            if a < b:
+                p += 1
+            elif b < a:
+                q += 1
+            else:
+                if wc:
+                    ci[k] = a
+                if wa:
+                    pa[k] = p
+                if wb:
+                    pb[k] = q
+                k += 1
+                p += 1
+                q += 1
+
+
+def intersect(ap, ai, bp, bi, itype, ranges, run) -> tuple:
+    """``(indptr, indices, a_pos, b_pos)`` of the entries two canonical CSR matrices of one
+    shape both store (:meth:`gbdist.backends.base.GraphKernels.intersect_merge`): a
+    counting pass, then the fill. When every entry of A is shared (the counts' total is
+    A's), C's pattern is A's: no positions of A are written (``a_pos`` None) and its
+    columns are A's, copied; the same for B; both: no fill pass at all."""
+    m = ap.shape[0] - 1
+    cnt = np.empty(m + 1, dtype=np.int64)
+    cnt[0] = 0
+    run(_shared_counts, (ap, ai, bp, bi, cnt), ranges)
+    np.cumsum(cnt, out=cnt)
+    nnz = int(cnt[-1])
+    a_all, b_all = nnz == ai.shape[0], nnz == bi.shape[0]
+    none = np.empty(0, dtype=np.int64)
+    pa = none if a_all else np.empty(nnz, dtype=np.int64)
+    pb = none if b_all else np.empty(nnz, dtype=np.int64)
+    if a_all or b_all:
+        ci = (ai if a_all else bi).astype(itype, copy=True)
+    else:
+        ci = np.empty(nnz, dtype=itype)
+    if not (a_all and b_all):
+        run(_shared_fill, (ap, ai, bp, bi, cnt, ci[:0] if a_all or b_all else ci, pa, pb),
+            ranges)
+    return (cnt.astype(itype, copy=False), ci, None if a_all else pa,
+            None if b_all else pb)
 
 
 @njit(**_OPT)

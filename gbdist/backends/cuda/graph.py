@@ -378,6 +378,13 @@ class CudaGraphKernels:
                            cupy.asarray(B.indptr), cupy.asarray(B.indices), cupy.asarray(xa),
                            cupy.asarray(xb), int(A.shape[1]), itype, cupy)
 
+    def intersect_merge(self, A, B, *, itype):
+        import cupy
+        from ..graph_fast import intersect_merge
+        return intersect_merge(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                               cupy.asarray(B.indptr), cupy.asarray(B.indices),
+                               int(A.shape[1]), itype, cupy)
+
     def union_keys(self, ka, kb, va, vb, op, left_default, right_default, *, out_dtype,
                    space=None):
         import cupy
