@@ -35,9 +35,7 @@ def form_of(y, present, xp) -> tuple:
         return None, None, y, None, size, size
     item = y.dtype.itemsize
     if nvals * (8 + item) > size * (item + 1):
-        absent = ~present
-        if bool(absent.any()):
-            y[absent] = 0  # the bitmap's rule: 0 where absent (dense_parts' contract)
+        xp.copyto(y, y.dtype.type(0), where=~present)  # 0 where absent (dense_parts)
         return None, None, y, present, size, nvals
     keys = keys_of(present, size, xp)
     return keys, y[keys], None, None, size, nvals

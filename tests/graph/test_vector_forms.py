@@ -65,7 +65,8 @@ def test_a_dense_input_is_full_without_keys():
     v = gb.Vector(np.arange(5.0))
     assert v.format == "full" and v._sparse_idx is None and v.nvals == 5
     np.testing.assert_array_equal(v.indices, np.arange(5))  # made on first use
-    assert not v.indices.flags.writeable and v.isequal(gb.Vector.from_coo(range(5), np.arange(5.0), 5))
+    assert not v.indices.flags.writeable
+    assert v.isequal(gb.Vector.from_coo(range(5), np.arange(5.0), 5))
 
 
 def test_mxv_result_form_and_no_keys_made(case):

@@ -371,7 +371,7 @@ class CompiledGraphKernels:
                 and _is_plus_times(sr)):
             # SciPy's csr_matvec is this very loop (same order of summation), in C++
             y = _scipy_matvec(A, x)
-            return y, _prepared(A, "nonempty-rows", lambda: np.diff(ap) > 0)  # shared: read only
+            return y, _prepared(A, "nonempty-rows", lambda: ap[1:] > ap[:-1])  # shared: read only
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         wt = np.dtype(work)
