@@ -77,7 +77,8 @@ def _readonly_csr(csr):
 
 
 def _dense_parts(x, dtype=None):
-    """(indices, values, size) of a dense 1-D input, every entry stored; the values in an
+    """(None, values, size) of a dense 1-D input, every entry stored (the full form: no
+    indices, :class:`~.vector.Vector`); the values in an
     array no one else holds (the caller's array is copied unless a cast makes a new one)."""
     if x is None:
         raise InputError("gb.Vector needs data", hint="gb.Vector.sparse(size, dtype) for an empty one")
@@ -93,7 +94,16 @@ def _dense_parts(x, dtype=None):
     dt = S.check_dtype(arr.dtype if dtype is None else dtype, "the vector")
     if arr.dtype == dt and (arr is x or getattr(arr, "base", None) is not None):
         arr = arr.copy()
-    return xp.arange(arr.size, dtype=np.int64), arr, arr.size
+    return None, arr, arr.size
+
+
+def _refuse_hypersparse(x, what):
+    """A HyperMatrix / HyperVector is not made ordinary (its dimension may be 2⁶⁰): the
+    operations on it are gr.hyper's."""
+    if getattr(x, "hypersparse", False):
+        raise InputError(f"a hypersparse {type(x).__name__} is not an ordinary gb.{what}",
+                         got=repr(x), hint="use gr.hyper's operations (gr.hyper.mxm, select, "
+                         "extract, ewise_union, apply …) or its .compact part")
 
 
 ABSENT = "absent"

@@ -1,4 +1,5 @@
-"""Graph operands: :class:`Matrix` and :class:`Vector`, which know their semantics.
+"""Graph operands: :class:`Matrix` and :class:`Vector` (:mod:`.vector`), which know their
+semantics.
 
 Each holds its data where it lives (a canonical SciPy CSR / NumPy arrays on the host,
 cupyx CSR / CuPy arrays on the device), its dtype (bool, int32, int64, float32,
@@ -39,7 +40,9 @@ from ..errors import InputError
 from ..inputs import is_cupy
 from . import sparse as S
 from .masks import Mask
-from .construct import ABSENT, _Cached, _check_fill, _dedup, _dense_parts, _family, _readonly, _readonly_csr, _transpose
+from .construct import (ABSENT, _Cached, _check_fill, _dedup, _family, _readonly_csr,  # noqa: F401
+                        _refuse_hypersparse, _transpose)
+from .vector import Vector
 
 class Matrix(_Cached):
     """A sparse matrix operand: ``gb.Matrix(x, fill="absent", dtype=None)``.
@@ -247,180 +250,7 @@ class Matrix(_Cached):
     __hash__ = object.__hash__
 
 
-class Vector(_Cached):
-    """A sparse vector operand: ``gb.Vector(dense_1d)`` stores every entry."""
-
-    def __init__(self, x=None, fill=ABSENT, dtype=None, *, _parts=None):
-        self._init_cache()
-        self._fill = _check_fill(fill)
-        if _parts is None:
-            if isinstance(x, Vector):
-                _parts = (x._idx, x._vals, x._size)
-            else:
-                _refuse_hypersparse(x, "Vector")
-                _parts = _dense_parts(x, dtype)
-        self._set(*_parts, dtype=dtype)
-
-    def _set(self, idx, vals, size, dtype=None):
-        """Replace the storage (arrays gbdist owns) and bump the version."""
-        self._check_writable()
-        dt = S.check_dtype(vals.dtype if dtype is None else dtype, "the vector")
-        on_device = is_cupy(vals)
-        self._store(idx, _cast(vals, dt, S.xp_of(on_device)), int(size), on_device)
-        self._changed()
-
-    def _store(self, idx, vals, size, on_device):
-        self._idx, self._vals, self._size = idx, vals, size
-        self._on_device = on_device
-        self._xp = S.xp_of(on_device)
-        self._kind = (None if idx.size == size else self._fill, self._fill, vals.dtype)
-
-    @classmethod
-    def _wrap(cls, idx, vals, size, fill, on_device=False) -> "Vector":
-        """A new Vector holding sorted unique int64 ``idx`` and ``vals`` of a graph dtype
-        that gbdist made and no one else holds, without the checks of ``__init__``."""
-        self = cls.__new__(cls)
-        self._version, self._cache = 0, {}
-        self._fill = fill
-        self._store(idx, vals, size, on_device)
-        return self
-
-    @classmethod
-    def from_coo(cls, indices, values, size, dtype=None, dup_op=None, fill=ABSENT, on_device=False):
-        xp = S.xp_of(on_device)
-        idx = xp.asarray(indices).astype(np.int64).ravel()
-        values = xp.asarray(values)
-        if values.ndim == 0:
-            values = xp.ascontiguousarray(xp.broadcast_to(values, idx.shape))
-        values = values.ravel()
-        if idx.size != values.size:
-            raise InputError("from_coo: indices and values differ in length",
-                             got=f"{idx.size}, {values.size}")
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
-            raise InputError("from_coo: an index is outside the vector", expected=f"size {size}",
-                             got=f"indices in [{int(idx.min())}, {int(idx.max())}]")
-        dt = S.check_dtype(values.dtype if dtype is None else dtype, "values")
-        keys, vals = _dedup(idx, values, dt, dup_op, xp)
-        return cls(fill=fill, _parts=(keys, vals, size))
-
-    @classmethod
-    def sparse(cls, size, dtype=np.float64, fill=ABSENT, on_device=False):
-        xp = S.xp_of(on_device)
-        return cls(fill=fill, _parts=(xp.zeros(0, np.int64),
-                                      xp.zeros(0, S.check_dtype(dtype, "dtype")), size))
-
-    def dup(self, dtype=None, fill=None) -> "Vector":
-        return Vector(fill=self._fill if fill is None else fill, dtype=dtype,
-                      _parts=(self._idx.copy(), self._vals.copy(), self._size))
-
-    size = property(lambda self: self._size)
-    shape = property(lambda self: (self._size,))
-    nvals = property(lambda self: self._idx.size)
-    dtype = property(lambda self: self._vals.dtype)
-    fill = property(lambda self: self._fill)
-    on_device = property(lambda self: self._on_device)
-    ndim = 1
-
-    @property
-    def indices(self):
-        """The stored indices (sorted int64), shared: read-only on the host."""
-        return self._idx if self._on_device else self.prepared(
-            "read-only indices", lambda: _readonly(self._idx))
-
-    @property
-    def values(self):
-        """The stored values, shared: read-only on the host."""
-        return self._vals if self._on_device else self.prepared(
-            "read-only values", lambda: _readonly(self._vals))
-
-    xp = property(lambda self: self._xp)  # NumPy or CuPy: where the arrays live
-
-    @property
-    def effective_fill(self):
-        return None if self._idx.size == self._size else self._fill
-
-    def keys(self):
-        return self._idx
-
-    def dense_parts(self):
-        """``(values (size,), present bool (size,))``, cached; 0 where absent. A full
-        vector's values are its own array (not copied)."""
-        def build():
-            xp = self.xp
-            if self._idx.size == self._size:
-                return self._vals, xp.ones(self._size, dtype=bool)
-            vals = xp.zeros(self._size, dtype=self.dtype)
-            present = xp.zeros(self._size, dtype=bool)
-            vals[self._idx] = self._vals
-            present[self._idx] = True
-            return vals, present
-        return self.prepared("dense", build)
-
-    def to_dense(self, fill=0):
-        xp = self.xp
-        dt = np.result_type(self.dtype, np.asarray(fill).dtype) if fill != 0 else self.dtype
-        out = xp.full(self._size, fill, dtype=dt)
-        out[self._idx] = self._vals
-        return out
-
-    S = property(lambda self: Mask(self, structural=True))
-    V = property(lambda self: Mask(self, structural=False))
-
-    def to_device(self) -> "Vector":
-        if self._on_device:
-            return self
-        cp = S.cupy()
-        return Vector(fill=self._fill, _parts=(cp.asarray(self._idx), cp.asarray(self._vals), self._size))
-
-    def to_host(self) -> "Vector":
-        if not self._on_device:
-            return self
-        return Vector(fill=self._fill, _parts=(self._idx.get(), self._vals.get(), self._size))
-
-    def isequal(self, other) -> bool:
-        other = other if isinstance(other, Vector) else Vector(other)
-        if self.size != other.size or self.nvals != other.nvals:
-            return False
-        if _family(self.dtype) != _family(other.dtype):
-            return False
-        a, b = self.to_host(), other.to_host()
-        return bool(np.array_equal(a._idx, b._idx)
-                    and np.array_equal(a._vals, b._vals, equal_nan=a.dtype.kind == "f"))
-
-    def __repr__(self):
-        where = "device" if self.on_device else "host"
-        return (f"gb.Vector(size={self._size}, nvals={self.nvals}, dtype={self.dtype}, "
-                f"fill={self._fill!r}, {where})")
-
-    def __len__(self):
-        return self._size
-
-    def __array__(self, dtype=None, copy=None):
-        """No silent conversion: which value stands for an unstored entry is the caller's
-        choice (and NumPy would otherwise iterate ``v[0], v[1] …`` as Scalars)."""
-        raise TypeError("a gb.Vector is not converted implicitly: use v.to_dense(fill) or "
-                        "v.indices / v.values")
-
-    def __getitem__(self, index):
-        """``v[i]`` a Scalar, ``v[idx]`` a Vector."""
-        return self._graph_operation("_getitem")(self, index)
-
-    def __eq__(self, other):
-        return self is other
-
-    __hash__ = object.__hash__
-
-
 # ---------------------------------------------------------------------------------------
-
-
-def _refuse_hypersparse(x, what):
-    """A HyperMatrix / HyperVector is not made ordinary (its dimension may be 2⁶⁰): the
-    operations on it are gr.hyper's."""
-    if getattr(x, "hypersparse", False):
-        raise InputError(f"a hypersparse {type(x).__name__} is not an ordinary gb.{what}",
-                         got=repr(x), hint="use gr.hyper's operations (gr.hyper.mxm, select, "
-                         "extract, ewise_union, apply …) or its .compact part")
 
 
 def _as_csr(x):

@@ -12,8 +12,6 @@ on every result as ``result.decision``. Extract/assign live in :mod:`.indexing`.
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from ..backends.graph_reference import binary, cast, fold_segments, identity_value, unary
@@ -24,8 +22,9 @@ from . import memo
 from .dispatch import get_kernels
 from .masks import Mask, as_mask, space_of
 from .objects import Matrix, Vector, as_matrix, as_vector
-from .results import _check_out, _device, _pair, _vals, finish  # noqa: F401 (re-exported)
+from .results import _check_out, _device, _pair, _vals, dense_result, finish  # noqa: F401
 from . import sparse as S
+from . import vector_forms as VF
 from . import types as T
 from . import indexunary as IU
 from .rowwise import ewise_rows, with_pattern
@@ -177,36 +176,20 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
     else:
         M = pull_matrix if pull_matrix is not None else A.T
         s = sr if pull_matrix is not None else T.flipped(sr)
-        x, xp_ = u.dense_parts()
-        y, present = K.spmv(M._csr, x, None if u.nvals == u.size else xp_, s, mask=kmask,
-                            complement=comp, out_dtype=dt, **({"compensated": True} if csum else {}))
-    keys, vals = _present_entries(present, y, A.xp)
+        x, xp_ = u.dense_values()  # no presence flags when u is full
+        y, present = K.spmv(M._csr, x, xp_, s, mask=kmask, complement=comp, out_dtype=dt,
+                            **({"compensated": True} if csum else {}))
     # the kernels computed T inside the mask only: without out= (C empty) the result is T
-    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec,
-                  mask=None if out is None else mask, accum=accum, out=out, replace=replace,
-                  on_device=on_device)
-
-
-_LAST_PRESENT: list = [None, None]  # (weak reference to a presence array, its keys)
+    return dense_result(y, present, dt, dec, mask=None if out is None else mask, accum=accum,
+                        out=out, replace=replace, on_device=on_device)
 
 
 def _present_entries(present, y, xp):
-    """The stored entries of a dense result with a presence flag: every position (no
-    gather) when all are present, else the present ones. A kernel that returns the same
-    (cached, read-only) presence array again, as plus_times SpMV returns its matrix's
-    non-empty rows, gets the keys found last time."""
-    ref, keys = _LAST_PRESENT
-    if ref is not None and ref() is present:
-        return keys, (y if keys.size == y.size else y[keys])
-    if int(xp.count_nonzero(present)) == present.size:
-        keys = xp.arange(present.size, dtype=np.int64)
-    else:
-        keys = xp.flatnonzero(present).astype(np.int64, copy=False)
-    try:
-        _LAST_PRESENT[:] = [weakref.ref(present), keys]
-    except TypeError:
-        pass
-    return keys, (y if keys.size == y.size else y[keys])
+    """The stored entries of a dense result with a presence flag (:func:`.vector_forms.
+    keys_of`: shared keys, a cached presence array's found once)."""
+    full = int(xp.count_nonzero(present)) == present.size
+    keys = VF.keys_of(None if full else present, int(y.size), xp)
+    return keys, (y if full else y[keys])
 
 
 # --- element-wise ----------------------------------------------------------------------

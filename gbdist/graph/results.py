@@ -1,7 +1,8 @@
 """The last step every graph operation shares: checks of ``out=`` and where operands
-live, and :func:`finish` (write T through the mask and accumulator into ``out`` or a new
-object); the element-wise pairing of operands. Imported by :mod:`.operations` and the
-modules of further operations (:mod:`.indexing`, :mod:`.indexunary`, :mod:`.union`)."""
+live, :func:`finish` (write T through the mask and accumulator into ``out`` or a new
+object) and :func:`dense_result` (the same for a T given densely); the element-wise
+pairing of operands. Imported by :mod:`.operations` and the modules of further operations
+(:mod:`.indexing`, :mod:`.indexunary`, :mod:`.union`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +63,21 @@ def finish(kind, keys, vals, shape, dtype, fill, decision, *, mask, accum, out, 
             res = Vector._wrap(keys, vals, shape[0], fill, on_device)
     res.decision = decision
     return res
+
+
+def dense_result(y, present, dt, dec, *, mask, accum, out, replace, on_device):
+    """T given densely (``y``: every position's value, an array the kernel made; ``present``:
+    its flags, None for all): without ``out=`` and mask, the result itself, in the smallest
+    form (:func:`.vector_forms.form_of`: full / bitmap / sparse), no keys made; else written
+    through the mask and accumulator as every result (:func:`.results.finish`)."""
+    t = Vector._from_dense(cast(y, dt, S.xp_of(on_device)), present, dec.result_fill, on_device)
+    if out is None and mask is None:
+        if accum is not None:
+            T.binary_arg(accum, "accum")
+        t.decision = dec
+        return t
+    return finish(Vector, t._idx, t._vals, (t.size,), dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=on_device)
 
 
 def _pair(A, B, what):

@@ -18,7 +18,7 @@ from . import memo
 from . import sparse as S
 from .dispatch import get_kernels
 from .objects import Matrix, Vector
-from .results import _device, finish
+from .results import _device, dense_result
 
 def _parts(A):
     keys = S.csr_keys(A._csr, A.xp)
@@ -100,16 +100,10 @@ def mxv(A, u, sr, symmetric, *, full_product, mask, accum, out, replace, dtype, 
         U = A if symmetric == "upper" else _upper_of(A)
         dec, dt = memo.product("mxv", sr, A, u, dtype)
         K = get_kernels(backend, True)
-        x, _ = u.dense_parts()
+        x = u.dense_values()[0]
         csum = bool(compensated) and sr.add.invertible and dt.kind == "f"
         y, present = K.spmv_symmetric(U._csr, x, None, sr, out_dtype=dt, compensated=csum)
-        xp = A.xp
-        if int(xp.count_nonzero(present)) == present.size:
-            keys, vals = xp.arange(present.size, dtype=np.int64), y
-        else:
-            keys = xp.flatnonzero(present).astype(np.int64)
-            vals = y[keys]
-        res = finish(Vector, keys, vals, (A.nrows,), dt, dec.result_fill, dec, mask=None,
-                     accum=accum, out=out, replace=replace, on_device=True)
+        res = dense_result(y, present, dt, dec, mask=None, accum=accum, out=out, replace=replace,
+                           on_device=True)
     res.spmv_choice = choice
     return res

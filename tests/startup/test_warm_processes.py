@@ -181,3 +181,45 @@ def test_caching_off_still_answers(tmp_path):
     out, _ = _run(DISTANCES, tmp_path, GBDIST_CACHE_DIR="off")
     ref, _ = _run(DISTANCES, tmp_path)
     assert out["out"] == ref["out"] and not (tmp_path / "off").exists()
+
+
+MXV = """
+import numpy as np, scipy.sparse as sps
+import gbdist as gb
+from gbdist import graph as gr
+rng = np.random.default_rng(5)
+A = sps.random(300, 300, density=0.05, format="csr", random_state=rng)
+x = rng.random(300)
+G, xv = gb.Matrix(A), gb.Vector(x)
+out = {name: gr.mxv(G, xv, getattr(gb.semirings, name), backend="compiled").to_dense(np.inf)
+       .tolist() for name in ("plus_times", "min_plus")}
+print(repr(dict(out=out, loaded=loaded())))
+"""
+
+
+def test_a_warm_process_runs_compiled_graph_kernels_without_sympy(tmp_path):
+    """Issue 28: the compiled graph backend prints a kernel module's source from sympy
+    formulas; a later process finds the module from the stored record instead
+    (gbdist.backends.compiled.cache.load_recipe) and imports no sympy on its first mxv."""
+    pytest.importorskip("numba")
+    from gbdist import paths
+    kernels = paths.cache_dir("cpu")  # machine code shared with the suite's (tests/conftest.py)
+    if kernels is not None:
+        os.symlink(kernels, tmp_path / "cpu", target_is_directory=True)
+    cold, _ = _run(MXV, tmp_path, GBDIST_CPU_BACKEND="compiled")
+    assert "sympy" in cold["loaded"]  # the first process generated the modules
+    warm, err = _run(MXV, tmp_path, GBDIST_CPU_BACKEND="compiled")
+    assert "numba" in warm["loaded"] and "sympy" not in warm["loaded"], warm["loaded"]
+    assert "discarding" not in err
+    import numpy as np
+    import scipy.sparse as sps
+    rng = np.random.default_rng(5)  # the brute force: the same operands in float64
+    A = sps.random(300, 300, density=0.05, format="csr", random_state=rng)
+    x = rng.random(300)
+    D = A.toarray()
+    want_min = np.where(D != 0, D + x, np.inf).min(axis=1)
+    want_min[np.diff(A.indptr) == 0] = np.inf
+    want_plus = np.where(np.diff(A.indptr) == 0, np.inf, A @ x)
+    for got in (cold["out"], warm["out"]):
+        np.testing.assert_allclose(got["plus_times"], want_plus, rtol=1e-12)
+        np.testing.assert_allclose(got["min_plus"], want_min, rtol=1e-12)

@@ -112,17 +112,74 @@ def load(source: str):
                 with open(tmp, "w", encoding="utf-8") as g:
                     g.write(source)
                 os.replace(tmp, path)
-        name = f"gbdist_cpu_{key}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
+        return _import(key, path, len(source))
+
+
+def _import(key: str, path: str, size: int):
+    name = f"gbdist_cpu_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except RecursionError:  # CPython's compiler on a very long generated expression
+        sys.modules.pop(name, None)
+        raise BackendError("a formula is too long or too deeply nested for the compiled CPU "
+                           "backend", got=f"generated module of {size} characters",
+                           hint="set GBDIST_CPU_BACKEND=numpy (the NumPy evaluator) for this "
+                                "formula, or write it with fewer terms") from None
+    _MODULES[key] = mod
+    return mod
+
+
+# --- stored recipes: a module found without generating its source -----------------------
+
+_KEY_CHARS = frozenset("0123456789abcdef")
+GRAPH_CODE = tuple(f"backends/{f}.py" for f in (
+    "compiled/graph_codegen", "compiled/graph_printer", "compiled/graph_helpers",
+    "compiled/printer", "graph_reference"))
+"""The files that make a graph kernel module's source from its recipe (:mod:`.graph`)."""
+
+
+def load_recipe(recipe: tuple, code: tuple, generate):
+    """The module ``generate()`` would give, found from a stored record when an earlier
+    process generated it (DESIGN.md section 6: the graph kernels' sources are printed from
+    sympy formulas, so generating one imports sympy; a process that only runs kernels made
+    before must not). ``recipe``: what the source is made from (the ops' structural keys,
+    the domain); ``code``: the generator's own files (:func:`~gbdist.algebra.records.
+    code_digest`), so an edited generator never reads an old record.
+
+    The record (``programs/``, digest-checked like every record) names the module's file,
+    ``gb_<key>.py``; the file is used only if its text hashes to that key
+    (:func:`module_key`: a damaged or stale file, or other Numba/NumPy/Python/gbdist
+    versions, are a miss), else the source is generated again and the record rewritten.
+    The trust is the folder's own: Numba's machine code beside the file is read from it."""
+    from ...algebra import records
+    rkey = records.key_of("cpu-module", records.code_digest(*code), recipe)
+    found = records.load(rkey, "programs")
+    key = found.get("module") if found is not None else None
+    if isinstance(key, str) and len(key) == 24 and set(key) <= _KEY_CHARS:
+        mod = _stored(key)
+        if mod is not None:
+            return mod
+    source = generate()
+    mod = load(source)
+    records.store(rkey, {"module": module_key(source)}, "programs")
+    return mod
+
+
+def _stored(key: str):
+    """The module of the file ``gb_<key>.py`` if its text hashes to ``key``, else None."""
+    from ...algebra import records
+    with _LOCK:
+        mod = _MODULES.get(key)
+        if mod is not None:
+            return mod
+        path = os.path.join(cache_dir(), f"gb_{key}.py")
         try:
-            spec.loader.exec_module(mod)
-        except RecursionError:  # CPython's compiler on a very long generated expression
-            sys.modules.pop(name, None)
-            raise BackendError("a formula is too long or too deeply nested for the compiled CPU "
-                               "backend", got=f"generated module of {len(source)} characters",
-                               hint="set GBDIST_CPU_BACKEND=numpy (the NumPy evaluator) for this "
-                                    "formula, or write it with fewer terms") from None
-        _MODULES[key] = mod
-        return mod
+            text = records._read_capped(path).decode("utf-8")
+        except Exception:  # noqa: BLE001 - missing, not a regular file, too large: a miss
+            return None
+        if module_key(text) != key:
+            return None
+        return _import(key, path, len(text))

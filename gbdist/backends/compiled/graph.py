@@ -118,12 +118,14 @@ def _module(sr_mul, sr_add_op, work: str):
     key = (sr_mul.key, sr_add_op.key, work)
     mod = _MODULES.get(key)
     if mod is None:
-        from .cache import load
-        from .graph_codegen import generate
+        from .cache import GRAPH_CODE, load_recipe  # a stored record: no sympy to print it again
         with _LOCK:
             mod = _MODULES.get(key)
             if mod is None:
-                mod = _MODULES[key] = load(generate(sr_mul.formula, sr_add_op.formula, work))
+                def make():
+                    from .graph_codegen import generate
+                    return generate(sr_mul.formula, sr_add_op.formula, work)
+                mod = _MODULES[key] = load_recipe(key, GRAPH_CODE, make)
     if len(_BY_ID) > 4096:
         _BY_ID.clear()
     _BY_ID[(id(sr_mul), id(sr_add_op), work)] = (sr_mul, sr_add_op, mod)
@@ -343,7 +345,7 @@ class CompiledGraphKernels:
                 and _is_plus_times(sr)):
             # SciPy's csr_matvec is this very loop (same order of summation), in C++
             y = _scipy_matvec(A, x)
-            return y, _prepared(A, "nonempty-rows", lambda: np.diff(ap) > 0)  # shared: read only
+            return y, _prepared(A, "nonempty-rows", lambda: ap[1:] > ap[:-1])  # shared: read only
         work = _work_type(out_dtype, ax.dtype, x.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         wt = np.dtype(work)
