@@ -3,7 +3,8 @@
 a warm-up pair, ``--repeat`` pairs, then two peak-memory calls). Here, for one operation of
 benchmarks.graph.cases on one graph, in one process: gbdist's first call (its kernels load;
 its answer kept), the peer's first call (its answer checked against gbdist's with the
-runner's own check), then PAIRS interleaved timed pairs (ours, peer / peer, ours / ...).
+runner's own check), then PAIRS interleaved timed pairs (ours, peer / peer, ours / ...); with PAIRS = 0 the two
+first calls are the row (gbdist's then includes loading its kernels: a bias against it).
 Same graphs, same calls and same checks as the runner; fewer calls. One JSON line per pair
 and a summary line; the load average is read before and after each call.
 
@@ -48,7 +49,9 @@ def main():
         return r, time.perf_counter() - t, l0, os.getloadavg()[0]
 
     r_ours, t_first, *_ = timed(ours)
+    print(json.dumps(dict(op=op, first_call_gbdist_s=t_first)), flush=True)
     r_peer, t_pfirst, *_ = timed(peer)
+    print(json.dumps(dict(op=op, first_call_peer_s=t_pfirst)), flush=True)
     check(r_ours, r_peer)
     if op in refs:
         refs[op](r_ours)
@@ -63,6 +66,8 @@ def main():
             acc.append(t)
             print(json.dumps(dict(op=op, pair=k, side=side, s=t, load_before=l0,
                                   load_after=l1)), flush=True)
+    if not pairs:  # PAIRS = 0: the first calls are the row (gbdist's includes its kernel load)
+        t_o, t_p = [t_first], [t_pfirst]
     row = dict(graph=kind, edges=int(A.nnz), n=A.shape[0], op=op, threads=int(T),
                gbdist_s=statistics.median(t_o), suitesparse_s=statistics.median(t_p),
                pairs=pairs, peer_variant=variant)
