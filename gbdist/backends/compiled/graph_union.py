@@ -33,21 +33,27 @@ _OPT = dict(cache=True, nogil=True)
 
 
 @njit(**_OPT)
+def _shared(ai, p, pe, bi, q, qe):
+    """How many columns the sorted runs ai[p:pe] and bi[q:qe] share (a merge)."""
+    s = 0
+    while p < pe and q < qe:
+        a, b = ai[p], bi[q]
+        if a < b:
+            p += 1
+        elif b < a:
+            q += 1
+        else:
+            s += 1
+            p += 1
+            q += 1
+    return s
+
+
+@njit(**_OPT)
 def _counts(ap, ai, bp, bi, cnt, shc, r0, r1):
     for i in range(r0, r1):
-        p, pe, q, qe = ap[i], ap[i + 1], bp[i], bp[i + 1]
-        s = 0
-        while p < pe and q < qe:
-            a, b = ai[p], bi[q]
-            if a < b:
-                p += 1
-            elif b < a:
-                q += 1
-            else:
-                s += 1
-                p += 1
-                q += 1
-        cnt[i + 1] = (ap[i + 1] - ap[i]) + (qe - bp[i]) - s
+        s = _shared(ai, ap[i], ap[i + 1], bi, bp[i], bp[i + 1])
+        cnt[i + 1] = (ap[i + 1] - ap[i]) + (bp[i + 1] - bp[i]) - s
         shc[i + 1] = s
 
 
@@ -110,19 +116,7 @@ def merge(ap, ai, bp, bi, xa, xb, itype, ranges, run) -> tuple:
 def _shared_counts(ap, ai, bp, bi, cnt, r0, r1):
     """cnt[i + 1]: the columns rows i of A and B share (a merge of the two sorted rows)."""
     for i in range(r0, r1):
-        p, pe, q, qe = ap[i], ap[i + 1], bp[i], bp[i + 1]
-        s = 0
-        while p < pe and q < qe:
-            a, b = ai[p], bi[q]
-            if a < b:
-                p += 1
-            elif b < a:
-                q += 1
-            else:
-                s += 1
-                p += 1
-                q += 1
-        cnt[i + 1] = s
+        cnt[i + 1] = _shared(ai, ap[i], ap[i + 1], bi, bp[i], bp[i + 1])
 
 
 @njit(**_OPT)
