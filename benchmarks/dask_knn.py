@@ -356,6 +356,28 @@ def run(args) -> dict:
                             r.futures.clear()
 
                         resident_ms, resident_times = _median_ms(resident, args.repeats, forgotten)
+                        device_ms = device_times = None
+                        if not args.cpu:  # the answer on this process's GPU, as gb.knn's is
+
+                            def to_device():
+                                import cupy
+                                r = gbd.knn_submit(data, k=args.k, metric=metric,
+                                                   client=client, backend=backend,
+                                                   to_device=True)
+                                last[:] = [f.key for f in r.futures.values()]
+                                out = r.result()
+                                cupy.cuda.runtime.deviceSynchronize()
+                                return out
+
+                            got = to_device()
+                            dcmp = _compare(ref, (got[0].get(), got[1].get()))
+                            if not dcmp["equal"]:
+                                failed = True
+                                print(f"  MISMATCH (to_device) {metric} {layout}: {dcmp}",
+                                      flush=True)
+                            del got
+                            device_ms, device_times = _median_ms(to_device, args.repeats,
+                                                                 forgotten)
                         forgotten()
                         with distributed.get_task_stream(client) as stream:  # profiled run
                             t0, w0 = time.perf_counter(), time.time()
@@ -374,6 +396,8 @@ def run(args) -> dict:
                                "speedup": single_ms / dask_ms, "profiled_ms": profiled_ms,
                                "resident_ms": resident_ms, "resident_times": resident_times,
                                "resident_speedup": single_ms / resident_ms,
+                               "device_ms": device_ms, "device_times": device_times,
+                               "device_speedup": single_ms / device_ms if device_ms else None,
                                "task_seconds": by_task, "timeline_ms": timeline,
                                "worker_device_bytes": sorted(mem.values()), **cmp}
                         rows.append(row)
@@ -381,7 +405,8 @@ def run(args) -> dict:
                         print(f"  {metric:10s} {workers} worker(s) {layout:11s} ({n_parts}): "
                               f"single {single_ms:8.1f} ms, dask {dask_ms:8.1f} ms, "
                               f"x{row['speedup']:.2f} (answer on the workers {resident_ms:.1f} ms, "
-                              f"x{row['resident_speedup']:.2f}), worker pool {gib:.1f} GiB, equal "
+                              f"x{row['resident_speedup']:.2f}; to this GPU "
+                              f"{device_ms or float('nan'):.1f} ms), worker pool {gib:.1f} GiB, equal "
                               f"{cmp['equal']}", flush=True)
                         print(f"    timeline (ms from submit): {timeline}", flush=True)
                         print("    worker time by task: " + ", ".join(
@@ -389,9 +414,11 @@ def run(args) -> dict:
                             for k, sec in by_task.items()), flush=True)
             cluster.close()
     print("\nshape  metric     workers layout       single ms   dask ms  speed-up"
-          "  on workers ms  speed-up  equal")
+          "  on workers ms  speed-up  to GPU ms  speed-up  equal")
     for r in rows:
+        dev = (f"{r['device_ms']:11.1f} {r['device_speedup']:9.2f}" if r["device_ms"]
+               else f"{'—':>11s} {'—':>9s}")
         print(f"{r['dataset']:6s} {r['metric']:10s} {r['workers']:7d} {r['layout']:11s}"
               f"{r['single_ms']:11.1f} {r['dask_ms']:9.1f} {r['speedup']:9.2f}"
-              f"{r['resident_ms']:15.1f} {r['resident_speedup']:9.2f}  {r['equal']}")
+              f"{r['resident_ms']:15.1f} {r['resident_speedup']:9.2f} {dev}  {r['equal']}")
     return {"rows": rows, "failed": failed}

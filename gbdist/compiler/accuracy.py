@@ -75,6 +75,15 @@ def gamma(ncols: int) -> float:
     return 4.0 * UNIT * math.sqrt(max(int(ncols), 1))
 
 
+def terms(ncols: int, longest_left: int, longest_right: int) -> int:
+    """The k of :func:`gamma` for one pair: the most terms any one of its sums adds. Each
+    sum of a rewrite runs over the stored entries of one row (a row summary), of both (the
+    intersection), or over the columns (k·C, one product): at most the two rows' longest
+    lengths, plus the few additions that join the sums (4); a sum never has more terms
+    than there are columns (a stored 0 or a skipped column adds no rounding)."""
+    return max(1, min(int(ncols), int(longest_left) + int(longest_right) + 4))
+
+
 @dataclass(frozen=True)
 class Guard:
     """One rewritten product of a plan: what bounds the rounding error of its rewrite."""

@@ -120,16 +120,22 @@ def tops_of(stats: list) -> list:
     return [accuracy.tops(s) for s in stats]
 
 
-def worst_of(metric, params: dict, stats: list, side: str, tops: list, ncols: int) -> float:
+def worst_of(metric, params: dict, stats: list, side: str, tops: list, ncols: int,
+             terms: int) -> float:
     from ..compiler import accuracy as rule
     from ..runtime import accuracy
     guards = rule.guards(metric_program_plan(metric, params))
-    return max((accuracy.worst(g, s, side, t[0], t[1], ncols)
+    return max((accuracy.worst(g, s, side, t[0], t[1], ncols, terms)
                 for g, s, t in zip(guards, stats, tops)), default=0.0)
 
 
 def nnz_of(x) -> tuple:
     return int(x.nnz), int(x.shape[0])
+
+
+def longest_of(x) -> int:
+    from ..runtime import accuracy
+    return accuracy.longest(x)
 
 
 # ---------------------------------------------------------------------------
@@ -184,6 +190,12 @@ def decide(client, metric, params: dict, Qp, Ip, on_device: bool) -> Choice | No
     stats = np.stack([stored.astype(np.float64), mu, np.sqrt(np.maximum(var, 0.0))])
 
     def measure(label, centre_stats, centre):
+        if centre is None:  # the longest rows of X and of Y (centred operands store all)
+            n = [max(client.gather([sub(longest_of, x, pure=True) for x in blocks]), default=0)
+                 for blocks in (lefts, rights)]
+        else:
+            n = [ncols, ncols]
+        terms = accuracy.terms(ncols, *n)
         parts = {side: [sub(rows_of, metric, params, x, side, centre_stats, centre, pure=True)
                         for x in blocks] for side, blocks in (("left", lefts), ("right", rights))}
         tops = {side: [t for t in client.gather([sub(tops_of, p, pure=True) for p in ps])]
@@ -191,7 +203,7 @@ def decide(client, metric, params: dict, Qp, Ip, on_device: bool) -> Choice | No
         merged = [(tuple(max(ts) for ts in zip(*[b[g] for b in tops["left"]])),
                    tuple(max(ts) for ts in zip(*[b[g] for b in tops["right"]])))
                   for g in range(len(guards))]
-        worst = [sub(worst_of, metric, params, p, side, merged, ncols, pure=True)
+        worst = [sub(worst_of, metric, params, p, side, merged, ncols, terms, pure=True)
                  for side, ps in parts.items() for p in ps]
         return max(client.gather(worst), default=0.0)
 

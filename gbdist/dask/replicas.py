@@ -90,13 +90,16 @@ def blocks(R: Replicated) -> _Blocks:
     return _Blocks(R)
 
 
-def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client):
+def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client,
+               lists: bool = False):
     """``submit_block(b)`` for the run: the shares (one task per worker, submitted once, on
-    the first block asked for), then block b's rows of every share merged on worker b."""
+    the first block asked for), then block b's rows of every share merged on worker b.
+    ``lists``: each block's answer left on its worker's GPU as :class:`.ipc.Lists` (for a
+    client that copies it GPU to GPU, :func:`gbdist.dask.search.knn`'s ``to_device``)."""
     if _prunes(R, common, client):
-        return _knn_blocks_pruned(R, k, need, exclude_self, common, client)
+        return _knn_blocks_pruned(R, k, need, exclude_self, common, client, lists)
     if peer_to_peer(R):
-        return _knn_blocks_ipc(R, k, need, exclude_self, common, client)
+        return _knn_blocks_ipc(R, k, need, exclude_self, common, client, lists)
     edges = _Blocks(R).offsets
     shares: list = []
 
@@ -107,8 +110,8 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
         rows = [client.submit(tasks.rows_of, s, a, z, workers=[w], allow_other_workers=True,
                               pure=True) for s, w in zip(shares, R.workers)]
         return client.submit(tasks.merge_shares, int(k), bool(exclude_self), need, *rows,
-                             row0=a, workers=[R.workers[b]], allow_other_workers=True,
-                             pure=True)
+                             row0=a, lists=lists, workers=[R.workers[b]],
+                             allow_other_workers=True, pure=True)
 
     return submit_block
 
@@ -129,7 +132,7 @@ def peer_to_peer(R: Replicated) -> bool:
 
 
 def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple,
-                    client):
+                    client, lists: bool = False):
     """:func:`knn_blocks` with the lists mapped GPU to GPU: each share stays whole on its
     worker, and worker b copies rows b of every share straight from the other GPUs."""
     W = len(R.futures)
@@ -141,8 +144,8 @@ def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common
             shares.extend(_shares(R, tasks.share_lists, need, common, client))
         a, z = int(edges[b]), int(edges[b + 1])
         return client.submit(tasks.merge_lists, int(k), bool(exclude_self), need, a, z,
-                             R.futures[b], W, common, *shares, workers=[R.workers[b]],
-                             allow_other_workers=True, pure=True)
+                             R.futures[b], W, common, *shares, out_lists=lists,
+                             workers=[R.workers[b]], allow_other_workers=True, pure=True)
 
     return submit_block
 
@@ -161,7 +164,7 @@ def _prunes(R: Replicated, common: tuple, client) -> bool:
 
 
 def _knn_blocks_pruned(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple,
-                       client):
+                       client, lists: bool = False):
     """:func:`knn_blocks` when the pruned search runs (:mod:`gbdist.neighbors.pruned`): its
     cost is per query row, so worker b searches rows b of the whole replica and its lists
     are final; nothing is merged and only the answer moves."""
@@ -172,6 +175,6 @@ def _knn_blocks_pruned(R: Replicated, k: int, need: int, exclude_self: bool, com
         a, z = int(edges[b]), int(edges[b + 1])
         return client.submit(tasks.rows_knn, R.futures[b], need, a, z, int(k),
                              bool(exclude_self), metric, params, backend, working_memory,
-                             workers=[R.workers[b]], allow_other_workers=True, pure=True)
+                             lists, workers=[R.workers[b]], allow_other_workers=True, pure=True)
 
     return submit_block

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InputError, ParameterError
 from . import accuracy, replicas, tasks
 from .defaults import whole_data_params
+from .ipc import Lists, Unreachable
 from .partition import Partitions, partition
 
 FAN_IN = 8
@@ -33,6 +34,14 @@ def _client(client):
         raise InputError("gbdist.dask needs a distributed.Client", got="no client",
                          hint="pass client=Client(...) or create one first "
                               "(Client(LocalCluster()) or Client('scheduler:8786'))") from None
+
+
+def _check_cupy() -> None:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        raise InputError("to_device=True returns CuPy arrays, and CuPy is not installed here",
+                         hint="install CuPy, or leave to_device=False for NumPy arrays") from None
 
 
 def _check_k(k, n_index: int, exclude_self: bool) -> int:
@@ -128,6 +137,7 @@ class Run:
     partitions: tuple = ()
     symmetric: bool = False
     pair_tasks: int = 0  # distance tasks submitted (a symmetric block pair counts once)
+    to_device: bool = False  # the answer as CuPy arrays on this process's GPU
 
     def result(self):
         if self.futures:
@@ -139,8 +149,33 @@ class Run:
                 b = blocks[fut.key]
                 self.done[b] = value
                 if self.checkpoint is not None:
-                    _save(self.checkpoint, self.token, b, value)
-        return self.assemble([self.done[b] for b in sorted(self.done)])
+                    _save(self.checkpoint, self.token, b, self.on_host(b))
+        if self.to_device:
+            return self.assemble([self.on_device(b) for b in sorted(self.done)])
+        return self.assemble([self.on_host(b) for b in sorted(self.done)])
+
+    def on_host(self, b: int):
+        """Block b's answer as host arrays (one left on a worker's GPU, :class:`.ipc.Lists`,
+        is copied from there: mapped here when this process can, else read by its worker)."""
+        value = self.done[b]
+        if not isinstance(value, Lists):
+            return value
+        try:
+            return tasks.lists_to_host(value)
+        except Unreachable:
+            return self.client.submit(tasks.lists_to_host, self.futures[b], pure=True).result()
+
+    def on_device(self, b: int):
+        """Block b's answer as CuPy arrays on this process's current GPU: a worker's
+        :class:`.ipc.Lists` copied GPU to GPU where it can be mapped, else through the host."""
+        import cupy
+        value = self.done[b]
+        if isinstance(value, Lists):
+            try:
+                return value.rows(0, value.shape[0])
+            except Unreachable:
+                value = self.on_host(b)
+        return cupy.asarray(value[0]), cupy.asarray(value[1])
 
 
 def _start(client, kind, Q, I, metric, params, extra, checkpoint, submit_block, assemble) -> Run:
@@ -164,14 +199,16 @@ def _start(client, kind, Q, I, metric, params, extra, checkpoint, submit_block, 
 
 def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=None,
                symmetric=None, partition_rows=None, n_partitions=None, backend="auto",
-               working_memory=None, checkpoint=None, **params) -> Run:
+               working_memory=None, checkpoint=None, to_device=False, **params) -> Run:
     """Submit a distributed kNN and return its :class:`Run` (see :func:`knn`)."""
     client = _client(client)
+    if to_device:
+        _check_cupy()
     if exclude_self is None:
         exclude_self = Y is None
     if isinstance(X, replicas.Replicated):
         return _replicated_knn(X, Y, k, metric, params, client, bool(exclude_self), symmetric,
-                               backend, working_memory, checkpoint)
+                               backend, working_memory, checkpoint, bool(to_device))
     Qp = partition(X, client, partition_rows, n_partitions)
     Ip = Qp if Y is None else partition(Y, client, partition_rows, n_partitions)
     if Ip.n_features != Qp.n_features:
@@ -209,14 +246,10 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
         return _tree(client, leaves, need, lambda level: client.submit(
             tasks.finish, int(k), bool(exclude_self), int(Qo[b]), *level, pure=True))
 
-    def assemble(blocks):
-        d = np.concatenate([x[0] for x in blocks])
-        i = np.concatenate([x[1] for x in blocks])
-        return d, i
-
     extra = (int(k), bool(exclude_self), sym)
     run = _start(client, "knn", Qp, Ip, metric, params, extra, checkpoint, submit_block,
-                 assemble)
+                 _widened)
+    run.to_device = bool(to_device)
     run.partitions = (Qp, Ip)
     run.symmetric = sym
     run.pair_tasks = len(both) + len(run.futures) if sym else len(run.futures) * Ip.n_partitions
@@ -224,7 +257,7 @@ def knn_submit(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclud
 
 
 def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, backend,
-                    working_memory, checkpoint) -> Run:
+                    working_memory, checkpoint, to_device: bool = False) -> Run:
     """A self-join over a replicated index: each worker searches a share of the tiles."""
     if Y is not None and Y is not R:
         raise InputError("a replicated index is searched as a self-join", got="an explicit Y",
@@ -234,19 +267,24 @@ def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, ba
     common = (metric, params, backend, working_memory, sym)
     extra = (int(k), exclude_self, sym, "replicated")
     rows = replicas.blocks(R)
+    lists = to_device and R.on_device and os.environ.get("GBDIST_DASK_IPC") != "0"
     run = _start(client, "knn", rows, rows, metric, params, extra, checkpoint,
-                 replicas.knn_blocks(R, k, need, exclude_self, common, client), _widened)
+                 replicas.knn_blocks(R, k, need, exclude_self, common, client, lists),
+                 _widened)
     run.symmetric = sym
+    run.to_device = to_device
     run.pair_tasks = len(R.futures) if run.futures else 0
     return run
 
 
 def _widened(blocks):
     """The row blocks' (distances, indices) as one answer, the indices (moved as int32 where
-    they fit) widened to int64 as they are copied: one pass over the answer, not two."""
+    they fit) widened to int64 as they are copied: one pass over the answer, not two. Where
+    the blocks are (NumPy, or CuPy for ``to_device``)."""
     n = sum(len(b[0]) for b in blocks)
-    d = np.empty((n,) + blocks[0][0].shape[1:], dtype=blocks[0][0].dtype)
-    i = np.empty((n,) + blocks[0][1].shape[1:], dtype=np.int64)
+    xp = tasks._xp(blocks[0][0])
+    d = xp.empty((n,) + blocks[0][0].shape[1:], dtype=blocks[0][0].dtype)
+    i = xp.empty((n,) + blocks[0][1].shape[1:], dtype=np.int64)
     a = 0
     for bd, bi in blocks:
         d[a:a + len(bd)] = bd
@@ -257,7 +295,7 @@ def _widened(blocks):
 
 def knn(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=None,
         symmetric=None, partition_rows=None, n_partitions=None, backend="auto",
-        working_memory=None, checkpoint=None, **params):
+        working_memory=None, checkpoint=None, to_device=False, **params):
     """For each row of X, the k nearest rows of Y (of X when Y is None), on a Dask cluster.
 
     Same answer as ``gbdist.knn(X, Y, k, metric, **params)``, bit for bit: ``(distances,
@@ -274,12 +312,15 @@ def knn(X, Y=None, k: int = 5, metric="euclidean", *, client=None, exclude_self=
     unordered block pair is computed once. ``backend``, ``working_memory``: for the
     single-device gbdist each task runs. ``checkpoint``: a directory; each finished query
     block is saved there, and a later call with the same inputs and parameters loads those
-    blocks instead of computing them (resuming a run that was killed).
+    blocks instead of computing them (resuming a run that was killed). ``to_device``: the
+    answer as CuPy arrays on this process's current GPU, as ``gb.knn`` gives it for device
+    input; from a device :class:`Replicated` index whose workers share this host, each
+    block goes GPU to GPU (CUDA IPC, :mod:`.ipc`), else through the host.
     """
     return knn_submit(X, Y, k, metric, client=client, exclude_self=exclude_self,
                       symmetric=symmetric, partition_rows=partition_rows,
                       n_partitions=n_partitions, backend=backend, working_memory=working_memory,
-                      checkpoint=checkpoint, **params).result()
+                      checkpoint=checkpoint, to_device=to_device, **params).result()
 
 
 # ---------------------------------------------------------------------------

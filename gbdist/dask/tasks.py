@@ -274,9 +274,11 @@ def rows_of(share, a: int, z: int):
     return d[a:z].copy(), i[a:z].copy()
 
 
-def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
+def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0,
+                 lists: bool = False):
     """The shares' lists (rows row0...) merged by (distance, index) where they are (device
-    or host), each query's own index dropped (gbdist's rule), brought to the host."""
+    or host), each query's own index dropped (gbdist's rule), as :func:`answer` gives
+    them to the client."""
     from ..neighbors import drop_self
     narrow = shares[0][1].dtype == np.int32  # moved narrow (share_knn): return them so
     shares = [(d, i.astype(np.int64)) for d, i in shares]  # merge in gbdist's int64
@@ -293,7 +295,26 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
         i += row0
     if narrow:  # the client widens them again (search._replicated_knn)
         i = i.astype(xp.int32)
+    return answer(d, i, lists)
+
+
+def answer(d, i, lists: bool):
+    """A block's final lists for the client: on the host, or (``lists``, lists on the
+    device) as :class:`.ipc.Lists` that a client on this host copies GPU to GPU."""
+    if lists and _xp(d) is not np:
+        from .ipc import Lists
+        return Lists(d, i)
     return host(d), host(i)
+
+
+def lists_to_host(value):
+    """A block's answer on the host: a :class:`.ipc.Lists` read where it lives (for a
+    client that cannot map it), host arrays as they are."""
+    from .ipc import Lists
+    if isinstance(value, Lists):
+        d, i = value.rows(0, value.shape[0])
+        return host(d), host(i)
+    return value
 
 
 def share_lists(X, need: int, w: int, W: int, *common):
@@ -304,7 +325,7 @@ def share_lists(X, need: int, w: int, W: int, *common):
 
 
 def merge_lists(k: int, exclude_self: bool, need: int, a: int, z: int, X, W: int, common,
-                *lists):
+                *lists, out_lists: bool = False):
     """Rows a:z of every share's :class:`.ipc.Lists`, copied GPU to GPU and merged
     (:func:`merge_shares`). A share that cannot be mapped here (its worker died, another
     host, no peer access) is recomputed from X, this worker's replica: the same answer."""
@@ -316,7 +337,7 @@ def merge_lists(k: int, exclude_self: bool, need: int, a: int, z: int, X, W: int
         except Unreachable:
             d, i = share_knn(X, need, w, W, *common)
             rows.append((d[a:z].copy(), i[a:z].copy()))
-    return merge_shares(k, exclude_self, need, *rows, row0=a)
+    return merge_shares(k, exclude_self, need, *rows, row0=a, lists=out_lists)
 
 
 def prunes(X, metric, params: dict, backend, working_memory) -> bool:
@@ -336,7 +357,7 @@ def prunes(X, metric, params: dict, backend, working_memory) -> bool:
 
 
 def rows_knn(X, need: int, a: int, z: int, k: int, exclude_self: bool, metric, params: dict,
-             backend, working_memory):
+             backend, working_memory, lists: bool = False):
     """Rows a:z of a pruned self-join's answer, final (own index dropped): the pruned search
     of those queries against the whole replica X, as :func:`prunes` decided for all of X.
     Each query's lists come from its own row of overlaps and the index's summaries, so the
@@ -356,4 +377,4 @@ def rows_knn(X, need: int, a: int, z: int, k: int, exclude_self: bool, metric, p
         i += a
     if X.shape[0] < _INT32_MAX:
         i = _narrow(i)
-    return host(d), host(i)
+    return answer(d, i, lists)

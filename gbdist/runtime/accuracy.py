@@ -203,9 +203,11 @@ def tops(stats) -> tuple:
     return tuple(float(phis[r].max()) if phis[r].size else 0.0 for r in range(phis.shape[0]))
 
 
-def worst(guard, stats, side: str, top_l: tuple, top_r: tuple, ncols: int) -> float:
+def worst(guard, stats, side: str, top_l: tuple, top_r: tuple, ncols: int,
+          terms: int | None = None) -> float:
     """max over the rows of one operand (on ``side``) of γ·M(row)/S(row), the constants c_r
-    balanced by both operands' :func:`tops`."""
+    balanced by both operands' :func:`tops`; γ of ``terms`` (:func:`terms`; ``ncols`` when
+    not given)."""
     corr, phis, s = stats
     xp = _xp(corr)
     mm = guard.weight * corr + 0.5 * ncols * abs(guard.corner)
@@ -217,14 +219,27 @@ def worst(guard, stats, side: str, top_l: tuple, top_r: tuple, ncols: int) -> fl
         return 0.0
     with np.errstate(all="ignore"):
         q = xp.where(mm == 0, 0.0, mm / s)
-        return rule.gamma(ncols) * float(xp.max(xp.where(xp.isnan(q), xp.inf, q)))
+        return rule.gamma(ncols if terms is None else terms) * \
+            float(xp.max(xp.where(xp.isnan(q), xp.inf, q)))
 
 
-def ratio(guard, left_stats, right_stats, ncols: int) -> float:
+def ratio(guard, left_stats, right_stats, ncols: int, terms: int | None = None) -> float:
     """max over the rows of both operands of γ·M(row)/S(row)."""
     top_l, top_r = tops(left_stats), tops(right_stats)
-    return max(worst(guard, left_stats, "left", top_l, top_r, ncols),
-               worst(guard, right_stats, "right", top_l, top_r, ncols))
+    return max(worst(guard, left_stats, "left", top_l, top_r, ncols, terms),
+               worst(guard, right_stats, "right", top_l, top_r, ncols, terms))
+
+
+def longest(x) -> int:
+    """The most entries any row of the CSR ``x`` stores (0 for no rows)."""
+    if not x.shape[0]:
+        return 0
+    return int(_xp(x.indptr).diff(x.indptr).max())
+
+
+def terms(ncols: int, longest_left: int, longest_right: int) -> int:
+    """How many terms one pair's sums add at most (:func:`gbdist.compiler.accuracy.terms`)."""
+    return rule.terms(ncols, longest_left, longest_right)
 
 
 def _digest(v) -> str:
@@ -351,7 +366,9 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int,
             st = [remember(k, ("accuracy", label, tag, ident, side),
                            lambda k=k, side=side: row_stats(g, side, mats[k], centre_stats))
                   for k, side in ((lk, "left"), (rk, "right"))]
-            out = max(out, ratio(g, st[0], st[1], ncols))
+            n = [remember(k, ("longest", label, tag), lambda k=k: longest(mats[k]))
+                 for k in (lk, rk)]
+            out = max(out, ratio(g, st[0], st[1], ncols, terms(ncols, *n)))
         return out
 
     def can_centre():

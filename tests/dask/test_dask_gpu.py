@@ -69,6 +69,11 @@ def test_replicated_index_matches_single_process(client, metric):
                          working_memory=wm)
         np.testing.assert_array_equal(i, cupy.asnumpy(is_))
         np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+    # the answer on this process's GPU (one worker: the merge's lists by CUDA IPC)
+    d, i = gbd.knn(R, k=10, metric=metric, client=client, backend="cuda", to_device=True)
+    assert isinstance(d, cupy.ndarray) and i.dtype == np.int64
+    np.testing.assert_array_equal(i.get(), cupy.asnumpy(is_))
+    np.testing.assert_array_equal(d.get(), cupy.asnumpy(ds))
 
 
 def test_replicated_index_on_every_gpu():
@@ -123,7 +128,23 @@ def test_lists_map_gpu_to_gpu_between_processes(monkeypatch):
             d, i = gbd.knn(RT, k=6, metric=metric, client=c, backend="cuda")
             np.testing.assert_array_equal(i, cupy.asnumpy(is_))
             np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+            # the answer to this process's GPU (the rows' lists mapped here by CUDA IPC)
+            dd, id_ = gbd.knn(RT, k=6, metric=metric, client=c, backend="cuda", to_device=True)
+            assert isinstance(id_, cupy.ndarray) and id_.dtype == np.int64
+            np.testing.assert_array_equal(id_.get(), cupy.asnumpy(is_))
+            np.testing.assert_array_equal(dd.get(), cupy.asnumpy(ds))
         assert all(RT.decisions.values()) and len(RT.decisions) == 3
+        monkeypatch.delenv("GBDIST_DASK_IPC")
+        # merged rows to this GPU by IPC, and a checkpoint of them saved on the host
+        ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric="manhattan", backend="cuda",
+                         working_memory=8)
+        import tempfile
+        with tempfile.TemporaryDirectory() as ck:
+            for _ in range(2):  # the second call loads every block from the checkpoint
+                d, i = gbd.knn(R, k=10, metric="manhattan", client=c, backend="cuda",
+                               working_memory=8, to_device=True, checkpoint=ck)
+                np.testing.assert_array_equal(i.get(), cupy.asnumpy(is_))
+                np.testing.assert_array_equal(d.get(), cupy.asnumpy(ds))
 
 
 def test_lists_in_their_own_process():

@@ -115,6 +115,11 @@ def test_checks(client):
         from gbdist.runtime import get_backend
         knn_plan(metric_program("euclidean").plan, X, X, 3, get_backend("cpu"), None, True,
                  share=(0, 2))
+    try:
+        import cupy  # noqa: F401
+    except ImportError:  # the answer as CuPy arrays needs CuPy, said before any work
+        with pytest.raises(gb.InputError, match="CuPy is not installed"):
+            gbd.knn(R, k=3, client=client, to_device=True)
 
 
 def test_checkpoint_resume(client, tmp_path):
