@@ -184,14 +184,6 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
                         out=out, replace=replace, on_device=on_device)
 
 
-def _present_entries(present, y, xp):
-    """The stored entries of a dense result with a presence flag (:func:`.vector_forms.
-    keys_of`: shared keys, a cached presence array's found once)."""
-    full = int(xp.count_nonzero(present)) == present.size
-    keys = VF.keys_of(None if full else present, int(y.size), xp)
-    return keys, (y if full else y[keys])
-
-
 # --- element-wise ----------------------------------------------------------------------
 
 
@@ -440,9 +432,10 @@ def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, tra
     if A.fill == 0:
         nzero = M.ncols - xp.diff(M._csr.indptr).astype(np.int64)
     vals, present = _reduce_segments(name, M._csr, nzero, monoid, dt, A.fill, K, A.on_device)
-    keys, vals = _present_entries(present, vals, xp)
-    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
-                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+    # the kernel's dense result in its smallest form (full where every row has an entry: no
+    # keys made), as mxv's (:func:`.results.dense_result`)
+    return dense_result(vals, present, dt, dec, mask=mask, accum=accum, out=out,
+                        replace=replace, on_device=A.on_device)
 
 
 def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):
