@@ -24,7 +24,6 @@ from .masks import Mask, as_mask, space_of
 from .objects import Matrix, Vector, as_matrix, as_vector
 from .results import _check_out, _device, _pair, _vals, dense_result, finish  # noqa: F401
 from . import sparse as S
-from . import vector_forms as VF
 from . import types as T
 from . import indexunary as IU
 from .rowwise import ewise_rows, with_pattern
