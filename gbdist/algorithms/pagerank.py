@@ -120,8 +120,7 @@ def _fused(K, M, s, alpha: float, tol, max_iter: int) -> np.ndarray:
     """The power iteration on the kernel set's dense vectors (the device path); ``tol``
     None: exactly ``max_iter`` steps."""
     xp, n = M.xp, M.nrows
-    s_dense = xp.zeros(n, dtype=np.float64)
-    s_dense[s.indices] = s.values
+    s_dense = s.to_dense(fill=0).astype(np.float64, copy=False)  # s's form: no keys made
     live = s_dense != 0
     inv_s = xp.where(live, 1.0 / xp.where(live, s_dense, 1.0), 0.0)  # 1/s(i); 0 when dangling
     dangling = (~live).astype(np.uint8)

@@ -42,8 +42,8 @@ def _shared_and_degrees(A, backend):
     shared = gr.mxm(P, PT, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
     shared = gr.ewise_add(shared, Z, gb.ops.plus, backend=backend)  # 0 where none shared
     d = gr.reduce_rows(P, gb.ops.plus, backend=backend)  # absent: no out-edge
-    deg = np.zeros(n)
-    deg[host(d.indices)] = host(d.values)
+    # every degree, 0 where absent: from d's own form (full or bitmap: no keys made)
+    deg = host(d.to_dense(fill=0)).astype(np.float64, copy=False)
     # D stores every degree, 0 too (an edge into a vertex without out-edges keeps d(j)):
     # the diagonal's CSR written directly (row i holds (i, d(i)))
     every = np.arange(n + 1, dtype=np.int64 if n >= 2 ** 31 - 1 else np.int32)

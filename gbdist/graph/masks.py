@@ -51,10 +51,12 @@ class Mask:
 
     def allows(self, keys):
         """Bool per key: may the output hold it? A vector mask is read through its dense
-        pattern (:meth:`dense`) when that is built already or the keys are many; other
-        masks search their sorted keys (dense when they fill the key space)."""
+        pattern (:meth:`dense`) when that is built already, the vector is full or bitmap,
+        or the keys are many; other masks search their sorted keys (dense when they fill
+        the key space)."""
         src = self.source
         if src.ndim == 1 and (src.has_prepared(("mask-dense", self.structural))
+                              or _dense_form(src)
                               or S.dense_space(src.size, keys.size, src.nvals)):
             inside = self.dense()[keys]
         else:
@@ -76,11 +78,20 @@ class Mask:
         return src.prepared("value-mask-csr", build)
 
     def dense(self):
-        """The pattern (uncomplemented) as a bool vector (vector masks), cached."""
+        """The pattern (uncomplemented) as a bool vector (vector masks), cached; read only
+        (a bitmap vector's structure is its own presence array). A full or bitmap vector's
+        comes from its values and flags: no key array is made (issue 28)."""
         src = self.source
 
         def build():
-            out = src.xp.zeros(src.size, dtype=bool)
+            xp = src.xp
+            if _dense_form(src):
+                present = src._present  # None: full, every position stored
+                if self.structural:
+                    return xp.ones(src.size, dtype=bool) if present is None else present
+                out = src._dense_vals != 0
+                return out if present is None else xp.logical_and(out, present, out=out)
+            out = xp.zeros(src.size, dtype=bool)
             out[self.keys()] = True
             return out
         return src.prepared(("mask-dense", self.structural), build)
@@ -135,6 +146,12 @@ def write_back(keys, vals, dtype, *, out, mask, accum, replace):
     v = xp.concatenate([zv, cv[outside]])
     order = xp.argsort(k, kind="stable")
     return k[order], v[order]
+
+
+def _dense_form(src) -> bool:
+    """A full or bitmap Vector (:mod:`.vector_forms`): its pattern is read from its dense
+    arrays, not from keys."""
+    return src.ndim == 1 and getattr(src, "_dense_vals", None) is not None
 
 
 def space_of(x) -> int:

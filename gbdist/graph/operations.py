@@ -24,7 +24,6 @@ from .masks import Mask, as_mask, space_of
 from .objects import Matrix, Vector, as_matrix, as_vector
 from .results import _check_out, _device, _pair, _vals, dense_result, finish  # noqa: F401
 from . import sparse as S
-from . import vector_forms as VF
 from . import types as T
 from . import indexunary as IU
 from .rowwise import ewise_rows, with_pattern
@@ -182,14 +181,6 @@ def _matvec(name, A, u, sr, *, pull_matrix, push_matrix, flip_for_push, mask, ac
     # the kernels computed T inside the mask only: without out= (C empty) the result is T
     return dense_result(y, present, dt, dec, mask=None if out is None else mask, accum=accum,
                         out=out, replace=replace, on_device=on_device)
-
-
-def _present_entries(present, y, xp):
-    """The stored entries of a dense result with a presence flag (:func:`.vector_forms.
-    keys_of`: shared keys, a cached presence array's found once)."""
-    full = int(xp.count_nonzero(present)) == present.size
-    keys = VF.keys_of(None if full else present, int(y.size), xp)
-    return keys, (y if full else y[keys])
 
 
 # --- element-wise ----------------------------------------------------------------------
@@ -440,9 +431,10 @@ def _reduce_axis(name, A, monoid, mask, accum, out, replace, dtype, backend, tra
     if A.fill == 0:
         nzero = M.ncols - xp.diff(M._csr.indptr).astype(np.int64)
     vals, present = _reduce_segments(name, M._csr, nzero, monoid, dt, A.fill, K, A.on_device)
-    keys, vals = _present_entries(present, vals, xp)
-    return finish(Vector, keys, vals, (size,), dt, dec.result_fill, dec, mask=mask,
-                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+    # the kernel's dense result in its smallest form (full where every row has an entry: no
+    # keys made), as mxv's (:func:`.results.dense_result`)
+    return dense_result(vals, present, dt, dec, mask=mask, accum=accum, out=out,
+                        replace=replace, on_device=A.on_device)
 
 
 def reduce_scalar(A, monoid, *, dtype=None, backend="auto"):

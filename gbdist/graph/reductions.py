@@ -78,8 +78,7 @@ def _arg(A, axis, op, what):
         M = Matrix._wrap(M._csr, rule.ABSENT, M.on_device)  # stored entries only
     xp = M.xp
     best = reduce_rows(M, op)  # fmin / fmax: NaN ignored
-    bv = xp.zeros(M.nrows, dtype=best.dtype)
-    bv[best._idx] = best._vals
+    bv = best.to_dense(fill=0)  # from its full or bitmap form: no keys made
     keys = M.keys()
     n = max(M.ncols, 1)
     rows = keys // n

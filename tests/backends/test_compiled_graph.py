@@ -187,6 +187,36 @@ def test_masked_product_in_blocks_of_rows(K, monkeypatch, block, form, threads):
     assert list(gm.blocks(M.indptr, M.shape[0], block))[-1][1] == M.shape[0]
 
 
+@pytest.mark.parametrize("block", [3, 64])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_masked_product_empty_blocks_and_index_type(K, monkeypatch, block, itype):
+    """Blocks whose rows have no entry in the product (A's first 20 rows empty: the
+    rows' pointers written without compaction) before blocks that have some; the row
+    pointers come out of ``masked_product`` in the result's index type (no int64 copy
+    of n + 1 pointers beside the result's)."""
+    from gbdist.backends.compiled import graph_masked as gm
+    monkeypatch.setattr(gm, "BLOCK", block)
+    monkeypatch.setattr(cg, "MASKED_FORM", "gustavson")
+    A = graph(21, 40, 30, values="int", itype=itype).tolil()
+    A[:20] = 0
+    A = sps.csr_matrix(A)
+    A.eliminate_zeros()
+    A.indices, A.indptr = A.indices.astype(itype), A.indptr.astype(itype)
+    B = graph(22, 30, 35, values="int", itype=itype)
+    M = graph(23, 40, 35, density=0.3, itype=itype)
+    seen, real = [], gm.masked_product
+
+    def spy(*args):  # the arrays masked_product returns, and the index type it was given
+        seen.append((real(*args), args[8]))
+        return seen[-1][0]
+    monkeypatch.setattr(gm, "masked_product", spy)
+    C = K.spgemm(A, B, S.plus_times, mask=M, out_dtype=np.float64)
+    V, P = brute_spgemm(A, B, S.plus_times, M)
+    check_csr(C, V, P, np.float64, (np.dtype(itype),))
+    (cp, ci, _), want = seen[0]
+    assert cp.dtype == ci.dtype == want and C.indptr[20] == 0 < C.nnz
+
+
 def test_triangle_count_masked_product(K):
     """C<L> = L plus_pair L.T counts each triangle once per edge: the sum is the number
     of triangles (dense brute force: trace(A^3) / 6)."""

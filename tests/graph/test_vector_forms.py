@@ -135,6 +135,28 @@ def test_operations_on_each_form_match_graphblas(case):
     np.testing.assert_allclose(dense, wg.to_dense(fill_value=-1.0))
 
 
+def test_row_and_column_reductions_take_the_smallest_form(case):
+    """reduce_rows / reduce_cols return the kernel's dense result in the form of mxv's
+    (full where every row has an entry: no keys made); masked and written onto out=, the
+    same entries as python-graphblas."""
+    form, kernels, G, P, w, wg, rng = case
+    for ours, theirs, monoid in ((gr.reduce_rows, "reduce_rowwise", "plus"),
+                                 (gr.reduce_cols, "reduce_columnwise", "max")):
+        r = ours(G, getattr(gb.ops, monoid), backend=kernels)
+        rg = getattr(P, theirs)(getattr(gmon, monoid)).new()
+        if ours is gr.reduce_rows:  # A's rows hold the entries A·x sums over: one pattern
+            assert r.format == form
+            if form != "sparse":
+                assert r._sparse_idx is None  # the reduction made no int64 keys
+        _same(r, rg)
+        _same(ours(G, getattr(gb.ops, monoid), mask=~w.S, backend=kernels),
+              getattr(P, theirs)(getattr(gmon, monoid)).new(mask=~wg.S))
+        c, cg = w.dup(), wg.dup()
+        ours(G, getattr(gb.ops, monoid), out=c, accum=gb.ops.plus, backend=kernels)
+        cg(accum=gbin.plus) << getattr(P, theirs)(getattr(gmon, monoid))
+        _same(c, cg)
+
+
 def test_a_cast_copy_keeps_the_form(case):
     form, kernels, G, P, w, wg, _ = case
     c = gb.Vector(w, dtype=np.int64)

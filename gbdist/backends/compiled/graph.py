@@ -319,7 +319,8 @@ class CompiledGraphKernels:
         total = float(dd if use_dot else tt) + float(mi.shape[0]) + m
         rw = None
         if len(_ranges(None, m, total)) > 1:  # several threads: a per-row pass for the splits
-            rw = np.empty(m, dtype=np.int64)
+            # each row's work is at most the total: int32 unless the total is not (m of them)
+            rw = np.empty(m, dtype=np.int32 if total < 2 ** 31 - 1 else np.int64)
             mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 2 if use_dot else 1, rw)
         if use_dot:
             T = _transpose(B)

@@ -41,7 +41,10 @@ def masked_product(kernel, head, extra, mp, mi, m, work, out_dtype, itype, rw, r
     threads split a block (None: each block on the calling thread); ``ranges(work, rows,
     total)`` splits a block; ``cast(values, out_dtype)`` as the reference casts."""
     total = int(mp[m])
-    cp = np.zeros(m + 1, dtype=np.int64)
+    # the row pointers in the result's index type (``itype`` holds the mask's count): an int64
+    # copy here was 2x the peer's own row pointers on a 10⁶-row grid, and SciPy then made an
+    # int32 copy of it beside (its CSR keeps the smallest index type that holds the contents)
+    cp = np.zeros(m + 1, dtype=itype)
     ci = np.empty(total, dtype=itype)     # reserved: only the written prefix is ever mapped
     cx = np.empty(total, dtype=out_dtype)
     size = min(BLOCK, total)
@@ -77,9 +80,12 @@ def _block(kernel, head, extra, mp, mi, r0, r1, buf, pres, rw, run, ranges, cast
         + (b, p), rr)
     keep = np.flatnonzero(p)
     k = keep.size
-    cp[r0 + 1:r1 + 1] = out + np.searchsorted(keep, mpb[1:])
-    if k:
-        ci[out:out + k] = mi[lo:hi][keep]
-        cx[out:out + k] = cast(b[keep], out_dtype)
-        p[keep] = False
+    if k == 0:  # no entry: the rows' pointers all ``out`` (no rows-long temporaries)
+        cp[r0 + 1:r1 + 1] = out
+        return out
+    # each row's end: ``out`` + the present entries before its mask end (added in place)
+    np.add(np.searchsorted(keep, mpb[1:]), out, out=cp[r0 + 1:r1 + 1], casting="unsafe")
+    ci[out:out + k] = mi[lo:hi][keep]
+    cx[out:out + k] = cast(b[keep], out_dtype)
+    p[keep] = False
     return out + k
