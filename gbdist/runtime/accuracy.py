@@ -49,12 +49,12 @@ class Decision:
     why: str
 
 
-# The rule on device operands (CuPy statistics, below): on. On issue 29's tall and ml
-# shapes (one H200, 2026-11-28) every decision took the rewrite (bounds 4.7e-11 to 7.0e-7,
-# with γ of the terms a pair adds) at 1.00-1.20x the kNN without it, answers identical
-# (docs/decision.md, "Accuracy"). A decision to sum as written runs the CUDA direct pass
-# (codegen.DIRECT_UNION). False: the GPU runs the plan as analysed, unchecked.
-DEVICE_RULE = True
+# The rule on device operands (CuPy statistics, below) is written and GPU-tested, but off:
+# on the tall shape (663K x 858K, 3.8M stored entries; two H200s, 2026-11-27) it costs
+# 0.99-1.27x the pruned kNN, decides as the host does, but finds bounds above the tolerance
+# for manhattan, hellinger and canberra there, whose direct pass (codegen.DIRECT_UNION)
+# cost up to 1.95x (docs/decision.md, "Accuracy"). Off, the GPU runs the plan as analysed.
+DEVICE_RULE = False
 
 
 def _xp(a):

@@ -13,8 +13,8 @@ from gbdist.pairwise import metric_program
 
 @pytest.fixture(autouse=True)
 def _direct_union_on(monkeypatch):
-    """The pass (codegen.DIRECT_UNION, on by default since 2026-11-28) set here, so that
-    its source is generated and compiled whatever the default."""
+    """The pass is off by default (wrong on the GPU: codegen.DIRECT_UNION); its source is
+    still generated and compiled here, for the work that fixes it."""
     from gbdist.backends.cuda import codegen
     monkeypatch.setattr(codegen, "DIRECT_UNION", True)
 

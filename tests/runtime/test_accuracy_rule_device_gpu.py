@@ -2,9 +2,8 @@
 on the GPU, and the CUDA backend takes the decision the CPU takes for the same data,
 within the tolerance the CPU tests hold it to against SciPy / scikit-learn in float64
 (tests/compiler/test_accuracy_rule.py, tests/front/test_row_transforms.py). A decision
-that needs a union summed as written runs the CUDA code generator's pass for it
-(``codegen.DIRECT_UNION``, on); with the pass switched off those cases are expected to
-fail, with a warning."""
+that needs a union summed as written runs only where the CUDA code generator has that pass
+(``codegen.DIRECT_UNION``); until then those cases are expected to fail, with a warning."""
 import logging
 import re
 
@@ -22,8 +21,8 @@ cupy = pytest.importorskip("cupy")
 
 @pytest.fixture(autouse=True)
 def _device_rule(monkeypatch):
-    """These tests are of the rule on device operands (runtime/accuracy.DEVICE_RULE, on by
-    default since 2026-11-28: set here so that they test it whatever the default)."""
+    """These tests are of the rule on device operands, off by default
+    (runtime/accuracy.DEVICE_RULE: its cost, docs/decision.md)."""
     from gbdist.runtime import accuracy
     monkeypatch.setattr(accuracy, "DEVICE_RULE", True)
 
