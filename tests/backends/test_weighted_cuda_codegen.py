@@ -67,9 +67,9 @@ def test_the_weighted_kernel_compiles(scipy_name, metric):
 
 
 def test_auto_keeps_the_weighted_plan_off_the_cpu_redirect(monkeypatch):
-    """backend="auto" sends a directly summed plus union to the CPU (its unweighted CUDA
-    pass is off: codegen.DIRECT_UNION) but not a weighted one: auto resolves it as any
-    other plan (CUDA where a GPU is present)."""
+    """backend="auto" resolves a weighted plus union as any other plan (CUDA where a GPU is
+    present), and an unweighted one too while the CUDA pass for it is on
+    (codegen.DIRECT_UNION); with the pass switched off, the unweighted one goes to the CPU."""
     from gbdist.runtime import core
     asked = []
 
@@ -84,10 +84,13 @@ def test_auto_keeps_the_weighted_plan_off_the_cpu_redirect(monkeypatch):
         core.run(prog.plan, {"A": X, "B": X, "w": np.ones(5)}, backend="auto")
     assert asked == ["auto"]
     from gbdist.compiler.accuracy import direct_plan
+    from gbdist.backends.cuda import codegen
     plan = direct_plan(metric_program("minkowski", p=3).plan)
-    with pytest.raises(RuntimeError, match="stop"):
-        core.run(plan, {"A": X, "B": X}, backend="auto")
-    assert asked[-1] == "cpu"
+    for on, want in ((True, "auto"), (False, "cpu")):
+        monkeypatch.setattr(codegen, "DIRECT_UNION", on)
+        with pytest.raises(RuntimeError, match="stop"):
+            core.run(plan, {"A": X, "B": X}, backend="auto")
+        assert asked[-1] == want
 
 
 def test_the_pruned_device_knn_declines_a_weighted_plan():
