@@ -160,7 +160,7 @@ def decide(client, metric, params: dict, Qp, Ip, on_device: bool) -> Choice | No
     direct = True
     if on_device:
         from ..runtime.bind import _device_direct_union
-        direct = _device_direct_union()
+        direct = _device_direct_union(plan)
     ncols = Ip.n_features
     if ncols <= rule.FEW_COLUMNS and direct:
         chosen = accuracy.choose(plan, ncols, False, None, None, None, direct)

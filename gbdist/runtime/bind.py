@@ -213,7 +213,7 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
         return plan
     # on the device the statistics are CuPy reductions (a few O(stored entries) kernels, a
     # small host read); the CUDA backend's pass for a union summed as written is a switch
-    direct = not device or _device_direct_union()
+    direct = not device or _device_direct_union(plan)
     mats = {}
     for g in guards(plan):
         for node in (g.left, g.right):
@@ -249,11 +249,16 @@ def _accuracy_rule(plan, base: dict, ops: dict, derive, inv, this_call: dict):
     return decision.plan
 
 
-def _device_direct_union() -> bool:
+def _device_direct_union(plan=None) -> bool:
     """Whether the CUDA backend sums a plus over the union of stored columns (the accuracy
-    rule's direct plan): its code generator's switch."""
+    rule's direct plan): its code generator's switch, and, for ``plan``, whether every
+    step of ``plan``'s direct plan is one it generates (a corner f(0, 0) it cannot absorb
+    is refused there: the rule then keeps the rewrite, with its warning)."""
     from ..backends.cuda import codegen
-    return bool(codegen.DIRECT_UNION)
+    if plan is None:
+        return bool(codegen.DIRECT_UNION)
+    from ..compiler.accuracy import direct_plan
+    return bool(codegen.DIRECT_UNION) and codegen.sums_as_written(direct_plan(plan))
 
 
 def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,

@@ -49,3 +49,26 @@ def test_direct_plan_compiles(p):
                                   (np.float64, None, 8, "long long")):
         r, _ = compile_ptx(standalone_source(generate(plan, dt, acc), width, itype))
         assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_the_rule_offers_the_direct_sum_only_where_the_kernel_runs_it(monkeypatch):
+    """The device rule's ``direct`` (runtime/bind._device_direct_union): the pass is on and
+    every plus-over-the-union step of the direct plan is one generate() takes; a corner
+    f(0, 0) that is not absorbed (a user op plus a constant) is refused there, so the rule
+    keeps the rewrite (with its warning) instead of choosing a plan the GPU would refuse."""
+    import gbdist as gb
+    from gbdist.backends.cuda import codegen
+    from gbdist.errors import BackendError
+    from gbdist.runtime.bind import _device_direct_union
+    mink = metric_program("minkowski", p=3).plan
+    op = gb.op("g_corner", lambda x, y: x * y + 5e-9)
+    prog = metric_program(lambda A, B: gb.mxm(A, B.T, gb.semiring(op, gb.ops.plus)))
+    assert _device_direct_union(mink)  # the fixture switched the pass on
+    generate(direct_plan(mink), np.float32, np.float64)  # and generate takes it
+    cornered = direct_plan(prog.plan)
+    assert cornered is not prog.plan  # the user op's union is a rewrite the rule guards
+    assert not _device_direct_union(prog.plan)
+    with pytest.raises(BackendError, match="corner"):
+        generate(cornered, np.float64, None)
+    monkeypatch.setattr(codegen, "DIRECT_UNION", False)
+    assert not _device_direct_union(mink) and not _device_direct_union()

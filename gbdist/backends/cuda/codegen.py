@@ -520,6 +520,21 @@ MUL_IN_STORAGE = False
 # rule runs on device operands (runtime/accuracy.DEVICE_RULE, off); the CPU runs plans
 # that are direct from the start (runtime/core.py).
 DIRECT_UNION = False
+
+
+def sums_as_written(plan) -> bool:
+    """Whether :func:`generate` takes every plus-over-the-union step of ``plan`` (the
+    accuracy rule's direct plan): the pass is on (:data:`DIRECT_UNION`) and each such
+    step's corner f(0, 0) is absorbed (else the refusals in :func:`generate`)."""
+    for s in plan.steps:
+        n = s.node
+        if not isinstance(n, ir.TwoPassUnion) or n.add.idempotent or n.weight is not None:
+            continue
+        if not (DIRECT_UNION and n.add.invertible):
+            return False
+        if not n.corner_absorbed and n.corner != n.add.identity_value:
+            return False
+    return True
 FAST_DIV = True
 # Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
 # its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
