@@ -487,7 +487,8 @@ def choose(job: Job, forced: str) -> Strategy:
             raise InputError(f"strategy {forced!r} cannot run this plan",
                              expected=", ".join(allowed),
                              hint="scatter needs an intersection or union correction (no two-pass "
-                                  "union) and 32-bit indices; dense needs a rank expansion")
+                                  "union) and 32-bit indices; dense needs a rank expansion; a "
+                                  "product the accuracy rule sums as written runs on gather only")
         return TABLE[forced]
     left, right = job.left, job.right
     key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c)
