@@ -322,16 +322,18 @@ class CompiledGraphKernels:
             # each row's work is at most the total: int32 unless the total is not (m of them)
             rw = np.empty(m, dtype=np.int32 if total < 2 ** 31 - 1 else np.int64)
             mod.masked_work(ap, ai, bp, bi, mp, mi, bcol, 2 if use_dot else 1, rw)
+        # in blocks of rows, compacted block by block (.graph_masked): no mask-sized buffer;
+        # a symmetric product as its upper half, mirrored
+        from .graph_masked import half_product, masked_product
+        half = half_product(mod, A, B, mask, work, out_dtype, int(tt), _nnz_ranges, _run)
         if use_dot:
-            T = _transpose(B)
+            T = B if half else _transpose(B)  # B = A symmetric: its own transpose
             kernel, head, extra = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data), ()
         else:
             kernel, head, extra = mod.spgemm_masked, (ap, ai, ax, bp, bi, bx), (np.int64(n),)
-        # in blocks of rows, compacted block by block (.graph_masked): no mask-sized buffer
-        from .graph_masked import masked_product
         itype = _index_dtype(int(mi.shape[0]), ai, bi, mi)
         cp, ci, cx = masked_product(kernel, head, extra, mp, mi, m, np.dtype(work),
-                                    np.dtype(out_dtype), itype, rw, _run, _ranges, _cast)
+                                    np.dtype(out_dtype), itype, rw, _run, _ranges, _cast, half)
         return _make_csr(cp, ci, cx, (m, n), itype)
 
     # -- matrix × dense vector (pull) -----------------------------------------------

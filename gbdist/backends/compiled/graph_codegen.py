@@ -37,7 +37,7 @@ from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 from .graph_spgemm import KERNELS as SPGEMM_KERNELS
 
-GENERATOR_VERSION = "10"
+GENERATOR_VERSION = "11"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -53,6 +53,11 @@ from {helpers_graph} import gb_fmax, gb_fmin, gb_to_bool, gb_to_int32, gb_to_int
 WT = np.{wt}  # the domain
 ST = np.{st}  # the compensated SpMV's sum and correction (float domains: float64)
 U = np.uint64  # unsigned positions: no negative-index wraparound test per load
+# ⊗(x, y) is ⊗(y, x) by its formula's form, and ⊗ reads an operand value at all: when
+# both hold (or the second is false), C = A·Aᵀ is symmetric for a symmetric A
+# (graph_masked.half_product)
+MUL_COMMUTES = {commutes}
+MUL_READS = {reads}
 
 
 @njit(inline="always", **OPT)
@@ -82,25 +87,48 @@ def gb_fold(acc, present, t):
 
 
 @njit(**OPT)
-def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, buf, pres, r0, r1):
+def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, off, buf, pres, r0, r1):
     """Gustavson filtered by the mask: only columns of mask row i are accumulated, each
     into its mask position (pos[j]), so the output is the mask's pattern with a presence
-    flag per position (compacted by the caller) and no symbolic pass is needed."""
+    flag per position (compacted by the caller) and no symbolic pass is needed.
+    ``off`` >= 0: only the upper half, the mask's columns j >= i + off (row i of these
+    arrays is row i + off of the product; the caller mirrors the rest), each row of B read
+    from its first column >= that bound (bisection); ``off`` < 0: every mask entry."""
     # pos[j]: j's position in the mask row, valid only when it points into the row at j
     # (checked on read), so it is never initialised: no n-wide fill per range, and only
     # the pages of the columns touched are ever mapped
     pos = np.empty(n, np.int64)
     for i in range(r0, r1):
         lo, hi = mp[i], mp[i + 1]
+        if off >= 0:  # the first mask column >= the row's own index
+            g = i + off
+            s1 = hi
+            while lo < s1:
+                mid = (lo + s1) >> 1
+                if mi[mid] < g:
+                    lo = mid + 1
+                else:
+                    s1 = mid
         if lo == hi:
             continue
         for q in range(lo, hi):  # pres: all False from the caller (pages left unmapped)
             pos[U(mi[q])] = q
+        first = mi[lo]
         last = mi[hi - 1]  # B's rows are sorted: nothing past the mask's last column
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
             a = gb_load(ax[p])
-            for q in range(U(bp[k]), U(bp[k + U(1)])):
+            qs = U(bp[k])
+            qe = U(bp[k + U(1)])
+            if off >= 0 and qs < qe and bi[qs] < first:  # nothing before the bound either
+                qb = qe
+                while qs < qb:
+                    qm = (qs + qb) >> U(1)
+                    if bi[qm] < first:
+                        qs = qm + U(1)
+                    else:
+                        qb = qm
+            for q in range(qs, qe):
                 jj = bi[q]
                 if jj > last:
                     break
@@ -140,12 +168,23 @@ def masked_work(ap, ai, bp, bi, mp, mi, bcol, form, work):
 
 
 @njit(**OPT)
-def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, buf, pres, r0, r1):
+def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, off, buf, pres, r0, r1):
     """Masked dot-product form: for each (i, j) in the mask, merge A(i, :) with
-    B(:, j) (row j of B's transpose, tp/ti/tx); ⊕ in increasing k."""
+    B(:, j) (row j of B's transpose, tp/ti/tx); ⊕ in increasing k. ``off`` >= 0: only
+    the mask's columns j >= i + off (as in :func:`spgemm_masked`)."""
     for i in range(r0, r1):
         alo, ahi = ap[i], ap[i + 1]
-        for m in range(mp[i], mp[i + 1]):
+        mlo = mp[i]
+        if off >= 0:
+            g = i + off
+            b = mp[i + 1]
+            while mlo < b:
+                mid = (mlo + b) >> 1
+                if mi[mid] < g:
+                    mlo = mid + 1
+                else:
+                    b = mid
+        for m in range(mlo, mp[i + 1]):
             j = U(mi[m])
             p = alo
             q = tp[j]
@@ -359,7 +398,13 @@ def generate(mul_formula, add_formula, work: str) -> str:
     conv = _CASTS[work]
     wt = "bool_" if work == "bool" else work
     st = "float64" if work.startswith("float") else wt
+    from ...algebra.formulas import X, Y
+    free = mul_formula.free_symbols
+    # a sufficient test, not a necessary one: a False only costs speed
+    commutes = bool(free <= {X, Y} and mul_formula.xreplace({X: Y, Y: X}) == mul_formula)
+    reads = bool(free)
     return _TEMPLATE.format(helpers="gbdist.backends.compiled.helpers",
+                            commutes=commutes, reads=reads,
                             helpers_graph="gbdist.backends.compiled.graph_helpers", wt=wt, st=st, load=conv,
                             conv=conv, mul=print_op(mul_formula, work),
                             add=print_op(add_formula, work)) + SPGEMM_KERNELS + \

@@ -11,15 +11,91 @@ The result's arrays are reserved at the mask's size and written in order: pages 
 written are never mapped, and the arrays are shrunk in place to their length at the end
 (``ndarray.resize``: a ``realloc``, no copy). Peak: the result, one block's buffer, the row
 pointers, and the kernel's column map — SuiteSparse's masked saxpy holds about the same.
+
+**Half the product when it is symmetric** (:func:`half_product`): C⟨A⟩ = A ⊕.⊗ A with A
+symmetric (pattern, and values unless ⊗ reads none) and a commutative ⊗ is symmetric,
+C(j, i) = ⊕_k A(j, k) ⊗ A(k, i) = ⊕_k A(k, j) ⊗ A(i, k) = C(i, j), the terms ⊕-ed in the
+same increasing k on both sides, so equal bit for bit. Jaccard's and cosine's shared
+neighbours, ktruss's support and the ``A·A⟨A⟩`` of a user on an undirected graph are such
+products. The kernels then compute only the mask's entries with j ≥ i (``off``: reading
+each row of B from its first column ≥ the row's first such mask column, by bisection: about
+half the ⊗ terms), and :func:`_mirror` fills each entry below the diagonal from its mirror:
+in the block's own buffer when row j is in the block, else found by bisection in row j of
+the result already compacted. Rows are processed in increasing order, so every mirror is
+computed before it is read.
 """
 from __future__ import annotations
 
 import bisect
 
 import numpy as np
+from numba import njit
+
+from .graph_prep import _prepared
 
 # Mask entries a block holds (its buffer: this many values of the work type and flags).
 BLOCK = 1 << 19
+# ⊗ terms per mask entry from which a product is checked for symmetry (the check, kept per
+# matrix, costs about one bisection per entry; halving saves half the terms)
+HALF_MIN_TERMS = 8
+
+
+def half_product(mod, A, B, mask, work, out_dtype, terms: int, ranges, run) -> bool:
+    """Whether C⟨mask⟩ = A ⊕.⊗ B is computed as its upper half and mirrored: B is A (the
+    same CSR), the mask is A's pattern, A is square and symmetric (its values too when ⊗
+    reads them), ⊗ commutes by its formula's form (``mod.MUL_COMMUTES``), the product's
+    domain is its output type (the mirror copies output values back into the domain's
+    buffer), and the product has at least ``HALF_MIN_TERMS`` ⊗ terms per mask entry.
+    ``ranges(indptr, m)``: the symmetry check's row ranges."""
+    ap, ai, ax = A.indptr, A.indices, A.data
+    mp, mi = mask.indptr, mask.indices
+    m = ap.shape[0] - 1
+    if (not mod.MUL_COMMUTES or np.dtype(work) != np.dtype(out_dtype) or A.shape[0] != A.shape[1]
+            or terms < HALF_MIN_TERMS * max(int(mi.shape[0]), 1)):
+        return False
+    if not (B is A or (B.indptr is ap and B.indices is ai and B.data is ax)):
+        return False
+    if not ((mp is ap or np.array_equal(mp, ap)) and (mi is ai or np.array_equal(mi, ai))):
+        return False
+    from . import graph_symmetry
+    reads = bool(mod.MUL_READS)
+    return _prepared(A, ("symmetric", reads), lambda: graph_symmetry.symmetric(
+        ap, ai, ranges(ap, m), run, ax if reads else None))
+
+
+@njit(cache=True, nogil=True)
+def _mirror(mp, mi, cp, ci, cx, row0, lo, buf, pres, r0, r1):
+    """Rows row0 + [r0, r1) of a half product: each mask entry (i, j) with j < i takes
+    C(j, i): from ``buf``/``pres`` (positions from ``lo``) when row j is in the block (j ≥
+    row0), else from the compacted result (cp, ci, cx) by bisection in its row j."""
+    for r in range(r0, r1):
+        i = row0 + r
+        for q in range(mp[i], mp[i + 1]):
+            j = mi[q]
+            if j >= i:
+                break
+            if j >= row0:
+                a, e = mp[j], mp[j + 1]
+                while a < e:
+                    mid = (a + e) >> 1
+                    if mi[mid] < i:
+                        a = mid + 1
+                    else:
+                        e = mid
+                if a < mp[j + 1] and mi[a] == i and pres[a - lo]:
+                    buf[q - lo] = buf[a - lo]
+                    pres[q - lo] = True
+            else:
+                a, e = cp[j], cp[j + 1]
+                while a < e:
+                    mid = (a + e) >> 1
+                    if ci[mid] < i:
+                        a = mid + 1
+                    else:
+                        e = mid
+                if a < cp[j + 1] and ci[a] == i:
+                    buf[q - lo] = cx[a]
+                    pres[q - lo] = True
 
 
 def blocks(mp: np.ndarray, m: int, block: int = BLOCK):
@@ -35,11 +111,12 @@ def blocks(mp: np.ndarray, m: int, block: int = BLOCK):
 
 
 def masked_product(kernel, head, extra, mp, mi, m, work, out_dtype, itype, rw, run, ranges,
-                   cast):
-    """(indptr, indices, values) of the product. ``kernel(*head, mp, mi, *extra, buf,
+                   cast, half=False):
+    """(indptr, indices, values) of the product. ``kernel(*head, mp, mi, *extra, off, buf,
     pres, r0, r1)`` with ``head[0]`` A's row pointers; ``rw``: per-row work when several
     threads split a block (None: each block on the calling thread); ``ranges(work, rows,
-    total)`` splits a block; ``cast(values, out_dtype)`` as the reference casts."""
+    total)`` splits a block; ``cast(values, out_dtype)`` as the reference casts; ``half``:
+    the upper half computed and mirrored (:func:`half_product` said yes)."""
     total = int(mp[m])
     # the row pointers in the result's index type (``itype`` holds the mask's count): an int64
     # copy here was 2x the peer's own row pointers on a 10⁶-row grid, and SciPy then made an
@@ -51,13 +128,13 @@ def masked_product(kernel, head, extra, mp, mi, m, work, out_dtype, itype, rw, r
     buf = np.empty(size, dtype=work)
     pres = np.zeros(size, dtype=np.bool_)
     out = 0
-    for r0, r1 in blocks(mp, m):
+    for r0, r1 in blocks(mp, m, BLOCK):  # the global read here: tests set a smaller BLOCK
         lo, hi = int(mp[r0]), int(mp[r1])
         if hi > lo:
             if hi - lo > buf.shape[0]:  # one row longer than a block
                 buf, pres = np.empty(hi - lo, dtype=work), np.zeros(hi - lo, dtype=np.bool_)
             out = _block(kernel, head, extra, mp, mi, r0, r1, buf, pres, rw, run, ranges, cast,
-                         cp, ci, cx, out, out_dtype)
+                         cp, ci, cx, out, out_dtype, half)
         else:
             cp[r0 + 1:r1 + 1] = out
     del buf, pres
@@ -67,7 +144,7 @@ def masked_product(kernel, head, extra, mp, mi, m, work, out_dtype, itype, rw, r
 
 
 def _block(kernel, head, extra, mp, mi, r0, r1, buf, pres, rw, run, ranges, cast, cp, ci, cx,
-           out, out_dtype) -> int:
+           out, out_dtype, half) -> int:
     """Rows [r0, r1) into ``buf``/``pres`` (flags all False on entry and on return), their
     present entries appended to (ci, cx) at ``out``, their row pointers into ``cp``; the
     new length returned."""
@@ -77,7 +154,9 @@ def _block(kernel, head, extra, mp, mi, r0, r1, buf, pres, rw, run, ranges, cast
     rows = r1 - r0
     rr = [(0, rows)] if rw is None else ranges(rw[r0:r1], rows, float(rw[r0:r1].sum()))
     run(kernel, (head[0][r0:r1 + 1],) + tuple(head[1:]) + (mpb, mi[lo:hi]) + tuple(extra)
-        + (b, p), rr)
+        + (np.int64(r0 if half else -1), b, p), rr)
+    if half:  # the entries below the diagonal from their mirrors (all computed by now)
+        run(_mirror, (mp, mi, cp, ci, cx, np.int64(r0), np.int64(lo), b, p), rr)
     keep = np.flatnonzero(p)
     k = keep.size
     if k == 0:  # no entry: the rows' pointers all ``out`` (no rows-long temporaries)
