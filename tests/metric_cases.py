@@ -66,12 +66,15 @@ def _haversine(a, b):
     return haversine_distances(a[:, :2], b[:, :2])
 
 
-# metrics that read a fixed number of columns: generic tests give them the first ones
-COLUMNS = {"haversine": 2}
+# metrics that read a fixed number of columns: generic tests give them the first ones;
+# mahalanobis reads every column, but its default VI needs more rows (X and Y together, or
+# X alone in a self-join) than columns, as SciPy's does: the generic tests' blocks of 33-41
+# rows keep 12 (more than FEW_COLUMNS, so the accuracy rule decides as for wide data)
+COLUMNS = {"haversine": 2, "mahalanobis": 12}
 
 
 def fit_columns(metric, *arrays):
-    """The arrays cut to the columns ``metric`` reads (haversine: 2), else as they are."""
+    """The arrays cut to the columns :data:`COLUMNS` gives ``metric``, else as they are."""
     n = COLUMNS.get(metric)
     return arrays if n is None else tuple(None if a is None else a[:, :n] for a in arrays)
 
@@ -162,3 +165,19 @@ METRICS = {
     # (tests/front/test_missing_values.py runs it with missing values)
     "nan_euclidean": ({}, "real", _cdist("euclidean"), 2),
 }
+
+
+def device_plan(metric, ncols: int):
+    """The plan the CUDA backend runs for ``metric`` on data of ``ncols`` columns: the
+    analysed plan, or the accuracy rule's direct plan where the rule runs on device
+    operands and sums every rewrite as written on few columns (``FEW_COLUMNS``); only the
+    gather strategy runs a direct plan's plus over the union."""
+    from gbdist.compiler import accuracy as rule
+    from gbdist.pairwise import metric_program
+    from gbdist.runtime import accuracy
+    from gbdist.runtime.bind import _device_direct_union
+    plan = metric_program(metric).plan
+    if accuracy.DEVICE_RULE and ncols <= rule.FEW_COLUMNS and _device_direct_union(plan):
+        return rule.direct_plan(plan)
+    return plan
+

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gbdist as gb  # noqa: E402
 from own_distances import own_distances  # gbdist's own metric and dtype path
 from accuracy_cases import BOUND, identical_pairs, max_scaled_error, reference, sample_data  # noqa: E402
-from metric_cases import fit_columns  # noqa: E402
+from metric_cases import device_plan, fit_columns  # noqa: E402
 
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
 
@@ -26,16 +26,16 @@ ZERO_SELF = [m for m in METRICS
 BOUNDED = [m for m in METRICS if m != "kulczynski1"]
 
 
-def _strategies(metric):
+def _strategies(metric, ncols):
+    """The strategies that run the plan the device runs on ``ncols`` columns."""
     from gbdist.backends.cuda import generated as _generated
-    from gbdist.pairwise import metric_program
-    return _generated(metric_program(metric).plan, "float32").strategies
+    return _generated(device_plan(metric, ncols), "float32").strategies
 
 
 @pytest.mark.parametrize("metric", BOUNDED)
 def test_float32_within_bound_every_strategy(metric):
     X, Y = fit_columns(metric, *sample_data(1))
-    for strat in _strategies(metric):
+    for strat in _strategies(metric, X.shape[1]):
         D = own_distances(sps.csr_matrix(X), sps.csr_matrix(Y), metric=metric,
                                   backend="cuda", strategy=strat)
         assert D.dtype == np.float32
@@ -50,7 +50,7 @@ def test_identical_rows_exact_on_device(metric):
     X, Y = fit_columns(metric, *sample_data(2))
     pairs = identical_pairs(X, Y)
     ref = reference(metric, X, Y)
-    for strat in _strategies(metric):
+    for strat in _strategies(metric, X.shape[1]):
         D = own_distances(cps.csr_matrix(sps.csr_matrix(X)), cps.csr_matrix(sps.csr_matrix(Y)),
                                   metric=metric, backend="cuda", strategy=strat)
         assert isinstance(D, cupy.ndarray)
