@@ -147,6 +147,33 @@ def test_lists_map_gpu_to_gpu_between_processes(monkeypatch):
                 np.testing.assert_array_equal(d.get(), cupy.asnumpy(ds))
 
 
+def test_reused_buffers_and_kept_mappings_give_the_same_answer():
+    """GBDIST_DASK_IPC_REUSE=1 (read by the producing workers): each worker lends its
+    exported buffers to its next lists and each receiver keeps its mappings; run after run
+    the answer is gb.knn's bit for bit, and a worker never holds more than REUSE_SLOTS."""
+    import os
+    from gbdist.dask import ipc
+    X = _data(m=4000, seed=4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None,
+                                  env={"CUDA_VISIBLE_DEVICES": "0",
+                                       "GBDIST_DASK_IPC_REUSE": "1"}) as cluster, \
+            distributed.Client(cluster) as c:
+        assert all(c.run(lambda: os.environ.get("GBDIST_DASK_IPC_REUSE") == "1").values())
+        R = gbd.replicate(X, c, device=True)
+        ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric="manhattan", backend="cuda",
+                         working_memory=8)
+        for _ in range(4):
+            d, i = gbd.knn(R, k=10, metric="manhattan", client=c, backend="cuda",
+                           working_memory=8)
+            np.testing.assert_array_equal(i, cupy.asnumpy(is_))
+            np.testing.assert_array_equal(d, cupy.asnumpy(ds))
+        slots = c.run(lambda: len(ipc._SLOTS))
+        mapped = c.run(lambda: len(ipc._MAPPED))
+        assert all(0 < n <= ipc.REUSE_SLOTS for n in slots.values()), slots
+        assert all(0 < n <= ipc.REUSE_SLOTS for n in mapped.values()), mapped  # reused
+
+
 def test_lists_in_their_own_process():
     """A received copy in the producer's own process reads the producer's arrays (CUDA IPC
     cannot map a process's own buffer); rows come back as fresh device arrays."""
