@@ -36,7 +36,8 @@ from .graph_prep import _prepared
 # Mask entries a block holds (its buffer: this many values of the work type and flags).
 BLOCK = 1 << 19
 # ⊗ terms per mask entry from which a product is checked for symmetry (the check, kept per
-# matrix, costs about one bisection per entry; halving saves half the terms)
+# matrix, costs about one bisection per entry; halving saves half the terms). A symmetry the
+# caller already knows (``gr.Matrix.known_symmetry``, passed as ``known``) is not checked.
 HALF_MIN_TERMS = 8
 
 
