@@ -57,19 +57,30 @@ def pattern_is_symmetric(M, backend: str = "auto") -> bool:
     """True when every stored (i, j) has a stored (j, i): an undirected graph.
 
     Where ``M.T`` is already cached (the pull-direction products build and keep it), the
-    patterns of A and Aᵀ are compared as canonical CSR index arrays. Otherwise the kernel
+    patterns of A and Aᵀ are compared as canonical CSR index arrays (and their values, bit
+    for bit: equal ones are kept on M too, ``M.known_symmetry() == "values"``). Otherwise the kernel
     set's ``pattern_symmetric`` answers without building Aᵀ (compiled: each mirror found by
     bisection in its row; the transpose would be kept on M for nothing but this check:
     ~60 MiB of a 3.6·10⁶-entry graph). The answer is kept on M for its current version
-    (a later call on the same matrix costs nothing)."""
+    (a later call on the same matrix costs nothing), and what an operation carried to M
+    from its operand (``M.known_symmetry()``: an ``apply`` keeps its operand's pattern)
+    answers without a check."""
+    known = M.known_symmetry()
+    if known is not None:
+        return known is not False
+
     def build():
         if M.has_transpose():
             A, T = M.csr, M.T.csr  # NumPy or CuPy arrays: == and .all() work on both
-            return bool(A.indices.shape == T.indices.shape and (A.indptr == T.indptr).all()
+            same = bool(A.indices.shape == T.indices.shape and (A.indptr == T.indptr).all()
                         and (A.indices == T.indices).all())
+            bits = f"u{A.data.dtype.itemsize}"
+            if same and bool((A.data.view(bits) == T.data.view(bits)).all()):
+                M.prepared(M.SYMMETRIC_VALUES, lambda: True)  # A == Aᵀ bit for bit: known too
+            return same
         K = gr.get_kernels(backend, M.on_device, work=M.nvals)
         return bool(K.pattern_symmetric(M.csr))
-    return M.prepared("pattern symmetric", build)
+    return M.prepared(M.SYMMETRIC_PATTERN, build)  # the form known_symmetry reads
 
 
 def require_undirected(M, what: str, backend: str = "auto") -> None:

@@ -34,11 +34,14 @@ from ._common import as_matrix, host, pattern_is_symmetric, plus_pair, plus_time
 def _shared_and_degrees(A, backend):
     M = as_matrix(A)
     n = M.nrows
-    # the pattern with value 1 on each edge (P) and with value 0 (Z), whatever A's dtype
+    undirected = pattern_is_symmetric(M, backend)  # kept on M: checked once per matrix
+    # the pattern with value 1 on each edge (P) and with value 0 (Z), whatever A's dtype; P
+    # carries M's known symmetry (an apply keeps the pattern), so the masked product below
+    # takes its symmetric half without checking P again (gr.Matrix.known_symmetry)
     P = gr.apply(gb.ops.second, M, right=1.0, dtype=np.float64, backend=backend)
     Z = gr.apply(gb.ops.second, M, right=0.0, dtype=np.float64, backend=backend)
     # Pᵀ is P itself (every value 1) when the graph is undirected: no transpose built
-    PT = P if pattern_is_symmetric(M, backend) else P.T
+    PT = P if undirected else P.T
     shared = gr.mxm(P, PT, plus_pair, mask=P.S, dtype=np.float64, backend=backend)
     shared = gr.ewise_add(shared, Z, gb.ops.plus, backend=backend)  # 0 where none shared
     d = gr.reduce_rows(P, gb.ops.plus, backend=backend)  # absent: no out-edge

@@ -240,10 +240,14 @@ class GraphKernels(Protocol):
     name: str  # "reference", "compiled", "cuda"
     xp: Any  # numpy or cupy
 
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype) -> Any:
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype,
+               symmetric=None) -> Any:
         """CSR ``C(i,j) = ⊕_{k: A(i,k), B(k,j) stored} mul(A(i,k), B(k,j))``, sorted
         indices. ``mask``: a CSR whose *pattern* restricts the output; ``complement``:
-        keep only (i, j) not in the mask."""
+        keep only (i, j) not in the mask. ``symmetric``: what the caller already knows of
+        A == Aᵀ (``gr.Matrix.known_symmetry``: ``"values"``, ``"pattern"``, False, None),
+        so that a kernel set that checks it (the compiled half product of a symmetric
+        ``C⟨A⟩ = A ⊕.⊗ A``) need not; a kernel set may ignore it."""
 
     def spmv(self, A, x, x_present, sr, *, mask=None, complement=False, out_dtype,
              compensated=False) -> tuple:

@@ -75,7 +75,7 @@ class ReferenceGraphKernels:
     xp = np
     BLOCK = 1 << 22  # ⊗ terms materialised at once (row blocks keep memory bounded)
 
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype, symmetric=None):
         m, n = A.shape[0], B.shape[1]
         mkeys = None if mask is None else _pattern_keys(mask, n)
         blen = np.diff(B.indptr).astype(np.int64)

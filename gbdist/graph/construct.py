@@ -138,6 +138,17 @@ class _Cached:
         self._cache[name] = (self._version, value)
         return value
 
+    def known(self, name, default=None):
+        """The form ``name`` when it is cached for the current version, else ``default``:
+        nothing is built (what the object already knows, e.g. its symmetry)."""
+        hit = self._cache.get(name)
+        return hit[1] if hit is not None and hit[0] == self._version else default
+
+    def _know(self, name, value):
+        """Record ``value`` as the form ``name`` of the current version: a fact an operation
+        derived from its operands' forms, dropped with every other form on the next change."""
+        self._cache[name] = (self._version, value)
+
     def has_prepared(self, name) -> bool:
         """Whether the form ``name`` is cached for the current version."""
         hit = self._cache.get(name)

@@ -114,8 +114,11 @@ def apply(op, A, thunk, *, mask, accum, out, replace, dtype, row_vector=False):
         op.result, res.dtype)
     dt = S.check_dtype(natural if dtype is None else dtype, "dtype=")
     dec = rule.Decision("apply", True, A.fill, _DEC.format(f"apply {op.name}"))
-    return finish(kind, keys, res.astype(natural, copy=False), A.shape, dt, dec.result_fill, dec,
-                  mask=mask, accum=accum, out=out, replace=replace, on_device=A.on_device)
+    C = finish(kind, keys, res.astype(natural, copy=False), A.shape, dt, dec.result_fill, dec,
+               mask=mask, accum=accum, out=out, replace=replace, on_device=A.on_device)
+    if kind is Matrix and mask is None and out is None:  # A's pattern; values by position
+        C._inherit_symmetry(A, values=False)
+    return C
 
 
 # --- products over a positional ⊗ -----------------------------------------------------

@@ -44,6 +44,11 @@ from .construct import (ABSENT, _Cached, _check_fill, _dedup, _family, _readonly
                         _refuse_hypersparse, _transpose)
 from .vector import Vector
 
+# The prepared forms that hold what is known of a matrix's symmetry (:meth:`Matrix.known_symmetry`)
+SYMMETRIC_PATTERN = "pattern symmetric"  # bool: every stored (i, j) has a stored (j, i)
+SYMMETRIC_VALUES = "values symmetric"    # True: and the same value, bit for bit (never False)
+
+
 class Matrix(_Cached):
     """A sparse matrix operand: ``gb.Matrix(x, fill="absent", dtype=None)``.
 
@@ -60,6 +65,8 @@ class Matrix(_Cached):
             _csr = _as_csr(x)
         self._transpose_of = None
         self._set(_csr, dtype)
+        if isinstance(x, Matrix):  # its storage, or a cast of each value
+            self._inherit_symmetry(x, values=True)
 
     def _set(self, csr, dtype=None):
         """Replace the storage (a canonical CSR gbdist owns) and bump the version."""
@@ -129,7 +136,8 @@ class Matrix(_Cached):
 
     def dup(self, dtype=None, fill=None) -> "Matrix":
         """A copy (data copied), optionally cast / with another fill."""
-        return Matrix(fill=self._fill if fill is None else fill, dtype=dtype, _csr=self._csr.copy())
+        return Matrix(fill=self._fill if fill is None else fill, dtype=dtype,
+                      _csr=self._csr.copy())._inherit_symmetry(self, values=True)
 
     # --- properties -----------------------------------------------------------------------
 
@@ -168,13 +176,53 @@ class Matrix(_Cached):
             t = Matrix._wrap(_transpose(self._csr, self._on_device), self._fill, self._on_device)
             t._transpose_of, t._made_at = self, self._version
             t._view_of = self  # read-only: written into, it would go stale (issue 24)
-            return t
+            return t._inherit_symmetry(self, values=True)  # A == Aᵀ exactly when Aᵀ == A
         return self.prepared("T", build)
 
     def has_transpose(self) -> bool:
         """Whether ``self.T`` is at hand without computing it."""
         return self.has_prepared("T") or (self._transpose_of is not None
                                           and self._transpose_of._version == self._made_at)
+
+    SYMMETRIC_PATTERN, SYMMETRIC_VALUES = SYMMETRIC_PATTERN, SYMMETRIC_VALUES
+
+    # --- what is known of A == Aᵀ (prepared forms: dropped on every change) -------------
+
+    def known_symmetry(self):
+        """What this matrix already knows of its symmetry, computing nothing: ``"values"``
+        (equal to its transpose, values bit for bit), ``"pattern"`` (every stored (i, j) has
+        a stored (j, i); values not known), ``False`` (the pattern is not symmetric) or None
+        (not known). Known from a check (``algorithms.pattern_is_symmetric``) or carried from
+        the operand by an operation that keeps it (:meth:`_inherit_symmetry`), or known of
+        its transpose (A and Aᵀ are symmetric together) when that is at hand."""
+        k = self._own_symmetry()
+        if k is None:  # A.T made before A was checked, or A checked after A.T was made
+            if self._transpose_of is not None and self._transpose_of._version == self._made_at:
+                k = self._transpose_of._own_symmetry()
+            elif self.has_prepared("T"):
+                k = self.known("T")._own_symmetry()
+        return k
+
+    def _own_symmetry(self):
+        if self.known(SYMMETRIC_VALUES):
+            return "values"
+        p = self.known(SYMMETRIC_PATTERN)
+        return None if p is None else ("pattern" if p else False)
+
+    def _inherit_symmetry(self, src, values: bool, subset: bool = False) -> "Matrix":
+        """Carry ``src``'s known symmetry to this matrix, which has ``src``'s pattern (or its
+        transpose's; ``subset``: the part of it a selection that keeps or drops (i, j) and
+        (j, i) together kept): the pattern's flag (only a True one for a subset, as a
+        subset of an asymmetric pattern may be symmetric); the values' only when ``values``
+        (each value here is a function of the value at the same place in ``src`` alone) and
+        src's values are known symmetric (a value-changing op may make unequal values
+        equal, so "not symmetric" is not carried). Returns self."""
+        k = src.known_symmetry() if isinstance(src, Matrix) else None
+        if k is not None and self.shape == src.shape and (k is not False or not subset):
+            self._know(SYMMETRIC_PATTERN, k is not False)
+            if values and k == "values":
+                self._know(SYMMETRIC_VALUES, True)
+        return self
 
     def keys(self):
         """Sorted int64 keys ``i * ncols + j`` of the stored entries (cached)."""
@@ -218,10 +266,12 @@ class Matrix(_Cached):
         return keys // n, keys % n, self._csr.data.copy()
 
     def to_device(self) -> "Matrix":
-        return self if self._on_device else Matrix(fill=self._fill, _csr=self.to_cupy())
+        return self if self._on_device else Matrix(
+            fill=self._fill, _csr=self.to_cupy())._inherit_symmetry(self, values=True)
 
     def to_host(self) -> "Matrix":
-        return Matrix(fill=self._fill, _csr=self._csr.get()) if self._on_device else self
+        return Matrix(fill=self._fill, _csr=self._csr.get())._inherit_symmetry(
+            self, values=True) if self._on_device else self
 
     def isequal(self, other) -> bool:
         """Same shape, pattern and values, dtypes of the same family (bool / int / float)."""

@@ -98,7 +98,8 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
                                      dtype=dt, backend="cuda"), dec)
     K = get_kernels(backend, on_device, work=A.nvals + B.nvals)
     C = K.spgemm(A._csr, B._csr, sr, mask=None if mask is None else mask.pattern_csr(),
-                 complement=bool(mask and mask.complement), out_dtype=dt)
+                 complement=bool(mask and mask.complement), out_dtype=dt,
+                 symmetric=A.known_symmetry())  # a symmetric C<A> = A.A: its check skipped
     if out is None:  # the kernel applied the mask already: C is the result (accum has no C)
         if accum is not None:
             T.binary_arg(accum, "accum")
@@ -266,7 +267,8 @@ def apply(op, A, *, left=None, right=None, mask=None, accum=None, out=None, repl
         at_zero = float(fn(xp.zeros(1, dtype=A.dtype)).astype(np.float64)[0])
     dec = _apply_decision(at_zero, A)
     if kind is Matrix and mask is None and out is None:  # C has A's pattern: no keys
-        return with_pattern(A, fn(_vals(A)), dt, dec)
+        # A's pattern, each value f(A's value): A's known symmetry holds
+        return with_pattern(A, fn(_vals(A)), dt, dec)._inherit_symmetry(A, values=True)
     keys, vals = A.keys(), _vals(A)
     if mask is not None:
         keep = mask.allows(keys)
@@ -306,8 +308,23 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
     dec = rule.Decision("select", True, A.fill,
                         "select keeps or drops stored entries; an unstored entry stays unstored "
                         "(for fill=0 data a dropped entry becomes a 0)")
-    if kind is Matrix and mask is None and out is None and not A.on_device:
-        return _select_csr(A, op, k, dt, dec)
+    if kind is Matrix and mask is None and out is None:
+        res = _select_csr(A, op, k, dt, dec) if not A.on_device else finish(
+            kind, *_selected(A, op, k), A.shape, dt, dec.result_fill, dec, accum=accum,
+            replace=replace, on_device=True)
+        # (i, j) and (j, i) kept together: the diagonal or what is off it, or a value
+        # predicate on values known symmetric
+        if (op in ("diag", "offdiag") and k == 0) or (
+                op not in ("tril", "triu", "diag", "offdiag") and A.known_symmetry() == "values"):
+            res._inherit_symmetry(A, values=True, subset=True)
+        return res
+    keys, vals = _selected(A, op, k, kind)
+    return finish(kind, keys, vals, A.shape, dt, dec.result_fill, dec, mask=mask,
+                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+
+
+def _selected(A, op, k, kind=Matrix):
+    """The keys and values of A's stored entries that pass ``op``."""
     keys, vals = A.keys(), _vals(A)
     if op in ("tril", "triu", "diag", "offdiag"):
         if kind is Vector:
@@ -320,10 +337,8 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
     elif op == "nonzero":
         keep = vals != 0
     else:
-        t = k.item() if hasattr(k, "item") else k
         keep = _value_keep(op, vals, k)
-    return finish(kind, keys[keep], vals[keep], A.shape, dt, dec.result_fill, dec, mask=mask,
-                  accum=accum, out=out, replace=replace, on_device=A.on_device)
+    return keys[keep], vals[keep]
 
 
 def _value_keep(op, vals, k):

@@ -28,7 +28,7 @@ class _HostStandIn:
     def _h(self, x):
         return None if x is None else x.get()
 
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype, symmetric=None):
         C = self._ref.spgemm(A.get(), B.get(), sr, mask=None if mask is None else mask.get(),
                              complement=complement, out_dtype=out_dtype)
         from gbdist.graph.sparse import to_device_csr

@@ -289,7 +289,7 @@ class CompiledGraphKernels:
 
     # -- sparse × sparse -> sparse ---------------------------------------------------
 
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype, symmetric=None):
         ap, ai, ax, (m, ka) = _csr(A)
         bp, bi, bx, (kb, n) = _csr(B)
         if ka != kb:
@@ -299,13 +299,13 @@ class CompiledGraphKernels:
         work = _work_type(out_dtype, ax.dtype, bx.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         if mask is not None and not complement:
-            return self._masked(mod, A, B, mask, work, out_dtype)
+            return self._masked(mod, A, B, mask, work, out_dtype, symmetric)
         from .graph_spgemm import gustavson
         cp, ci, cx = gustavson(mod, A, B, mask, (HASH_MIN_N, HASH_RATIO, SMALL_ROW), _ranges, _run)
         itype = _index_dtype(int(cp[-1]), ai, bi)
         return _make_csr(cp, ci.astype(itype, copy=False), _cast(cx, out_dtype), (m, n), itype)
 
-    def _masked(self, mod, A, B, mask, work, out_dtype):
+    def _masked(self, mod, A, B, mask, work, out_dtype, symmetric=None):
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
@@ -325,7 +325,8 @@ class CompiledGraphKernels:
         # in blocks of rows, compacted block by block (.graph_masked): no mask-sized buffer;
         # a symmetric product as its upper half, mirrored
         from .graph_masked import half_product, masked_product
-        half = half_product(mod, A, B, mask, work, out_dtype, int(tt), _nnz_ranges, _run)
+        half = half_product(mod, A, B, mask, work, out_dtype, int(tt), _nnz_ranges, _run,
+                            known=symmetric)
         if use_dot:
             T = B if half else _transpose(B)  # B = A symmetric: its own transpose
             kernel, head, extra = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data), ()

@@ -36,17 +36,21 @@ from .graph_prep import _prepared
 # Mask entries a block holds (its buffer: this many values of the work type and flags).
 BLOCK = 1 << 19
 # ⊗ terms per mask entry from which a product is checked for symmetry (the check, kept per
-# matrix, costs about one bisection per entry; halving saves half the terms)
+# matrix, costs about one bisection per entry; halving saves half the terms). A symmetry the
+# caller already knows (``gr.Matrix.known_symmetry``, passed as ``known``) is not checked.
 HALF_MIN_TERMS = 8
 
 
-def half_product(mod, A, B, mask, work, out_dtype, terms: int, ranges, run) -> bool:
+def half_product(mod, A, B, mask, work, out_dtype, terms: int, ranges, run,
+                 known=None) -> bool:
     """Whether C⟨mask⟩ = A ⊕.⊗ B is computed as its upper half and mirrored: B is A (the
     same CSR), the mask is A's pattern, A is square and symmetric (its values too when ⊗
     reads them), ⊗ commutes by its formula's form (``mod.MUL_COMMUTES``), the product's
     domain is its output type (the mirror copies output values back into the domain's
     buffer), and the product has at least ``HALF_MIN_TERMS`` ⊗ terms per mask entry.
-    ``ranges(indptr, m)``: the symmetry check's row ranges."""
+    ``ranges(indptr, m)``: the symmetry check's row ranges. ``known``: what the caller
+    already knows of A's symmetry (``gr.Matrix.known_symmetry``: ``"values"``,
+    ``"pattern"``, False, None): the check runs only where it does not answer."""
     ap, ai, ax = A.indptr, A.indices, A.data
     mp, mi = mask.indptr, mask.indices
     m = ap.shape[0] - 1
@@ -57,8 +61,10 @@ def half_product(mod, A, B, mask, work, out_dtype, terms: int, ranges, run) -> b
         return False
     if not ((mp is ap or np.array_equal(mp, ap)) and (mi is ai or np.array_equal(mi, ai))):
         return False
-    from . import graph_symmetry
     reads = bool(mod.MUL_READS)
+    if known is not None and (known is False or known == "values" or not reads):
+        return known is not False  # known: no check ("pattern" answers when ⊗ reads none)
+    from . import graph_symmetry
     return _prepared(A, ("symmetric", reads), lambda: graph_symmetry.symmetric(
         ap, ai, ranges(ap, m), run, ax if reads else None))
 

@@ -130,7 +130,7 @@ class CudaGraphKernels:
 
     # -- SpGEMM -----------------------------------------------------------------------------
 
-    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype):
+    def spgemm(self, A, B, sr, *, mask=None, complement=False, out_dtype, symmetric=None):
         import cupy
         Ap, Aj, Ax = _csr_parts(A, "A")
         it = Ap.dtype
