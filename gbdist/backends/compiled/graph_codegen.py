@@ -48,7 +48,8 @@ import numpy as np
 from numba import njit
 
 from {helpers} import INF, NAN, OPT, gb_log, gb_max, gb_min, gb_sign
-from {helpers_graph} import gb_fmax, gb_fmin, gb_to_bool, gb_to_int32, gb_to_int64, gb_upow
+from {helpers_graph} import (gb_fmax, gb_fmin, gb_lower_bound, gb_to_bool, gb_to_int32,
+                             gb_to_int64, gb_upow)
 
 WT = np.{wt}  # the domain
 ST = np.{st}  # the compensated SpMV's sum and correction (float domains: float64)
@@ -101,14 +102,7 @@ def spgemm_masked(ap, ai, ax, bp, bi, bx, mp, mi, n, off, buf, pres, r0, r1):
     for i in range(r0, r1):
         lo, hi = mp[i], mp[i + 1]
         if off >= 0:  # the first mask column >= the row's own index
-            g = i + off
-            s1 = hi
-            while lo < s1:
-                mid = (lo + s1) >> 1
-                if mi[mid] < g:
-                    lo = mid + 1
-                else:
-                    s1 = mid
+            lo = gb_lower_bound(mi, lo, hi, i + off)
         if lo == hi:
             continue
         for q in range(lo, hi):  # pres: all False from the caller (pages left unmapped)
@@ -176,14 +170,7 @@ def spgemm_dot(ap, ai, ax, tp, ti, tx, mp, mi, off, buf, pres, r0, r1):
         alo, ahi = ap[i], ap[i + 1]
         mlo = mp[i]
         if off >= 0:
-            g = i + off
-            b = mp[i + 1]
-            while mlo < b:
-                mid = (mlo + b) >> 1
-                if mi[mid] < g:
-                    mlo = mid + 1
-                else:
-                    b = mid
+            mlo = gb_lower_bound(mi, mlo, mp[i + 1], i + off)
         for m in range(mlo, mp[i + 1]):
             j = U(mi[m])
             p = alo

@@ -14,7 +14,10 @@ Numba type when a kernel is compiled (``numba.extending.overload``):
 * ``gb_fmax`` / ``gb_fmin``: max / min as C's fmax / fmin (SuiteSparse's MAX / MIN on
   floats): a NaN argument is ignored, NaN only when both are NaN. Every ``Max`` / ``Min``
   of a graph formula is printed with them (the distance half's ``gb_max`` / ``gb_min``
-  propagate NaN, as ``np.maximum``).
+  propagate NaN, as ``np.maximum``);
+* ``gb_lower_bound``: the first position of a sorted index range whose index is not
+  below a bound (a row's first column >= i: the half product's and the symmetry check's
+  bisections).
 
 :data:`VERSION` is printed into every generated module: a change here changes their
 cache keys, so no kernel compiled against older helpers is reused.
@@ -25,7 +28,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-VERSION = "3"
+VERSION = "4"
 
 _I32_MAX, _I32_MIN = np.int32(2**31 - 1), np.int32(-2**31)
 _I64_MAX, _I64_MIN = np.int64(2**63 - 1), np.int64(-2**63)
@@ -98,3 +101,17 @@ def gb_fmax(a, b):
 def gb_fmin(a, b):
     """C's fmin: ``b`` when ``a`` is NaN, ``a`` when ``b`` is NaN, else the smaller."""
     return a if (b != b or a < b) else b
+
+
+@njit(inline="always", cache=True, nogil=True)
+def gb_lower_bound(idx, a, e, x):
+    """The first position p in [a, e) with ``idx[p] >= x`` (``idx[a:e]`` sorted), e if
+    none: the bisection of a CSR row for a column."""
+    while a < e:
+        mid = (a + e) >> 1
+        if idx[mid] < x:
+            a = mid + 1
+        else:
+            e = mid
+    return a
+

@@ -31,6 +31,7 @@ import bisect
 import numpy as np
 from numba import njit
 
+from .graph_helpers import gb_lower_bound
 from .graph_prep import _prepared
 
 # Mask entries a block holds (its buffer: this many values of the work type and flags).
@@ -69,18 +70,6 @@ def half_product(mod, A, B, mask, work, out_dtype, terms: int, ranges, run,
         ap, ai, ranges(ap, m), run, ax if reads else None))
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _lower(idx, a, e, x):
-    """The first position in idx[a:e] (sorted) whose value is not below x (e if none)."""
-    while a < e:
-        mid = (a + e) >> 1
-        if idx[mid] < x:
-            a = mid + 1
-        else:
-            e = mid
-    return a
-
-
 @njit(cache=True, nogil=True)
 def _mirror(mp, mi, cp, ci, cx, row0, lo, buf, pres, r0, r1):
     """Rows row0 + [r0, r1) of a half product: each mask entry (i, j) with j < i takes
@@ -93,12 +82,12 @@ def _mirror(mp, mi, cp, ci, cx, row0, lo, buf, pres, r0, r1):
             if j >= i:
                 break
             if j >= row0:
-                a = _lower(mi, mp[j], mp[j + 1], i)
+                a = gb_lower_bound(mi, mp[j], mp[j + 1], i)
                 if a < mp[j + 1] and mi[a] == i and pres[a - lo]:
                     buf[q - lo] = buf[a - lo]
                     pres[q - lo] = True
             else:
-                a = _lower(ci, cp[j], cp[j + 1], i)
+                a = gb_lower_bound(ci, cp[j], cp[j + 1], i)
                 if a < cp[j + 1] and ci[a] == i:
                     buf[q - lo] = cx[a]
                     pres[q - lo] = True

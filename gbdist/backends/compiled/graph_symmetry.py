@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .graph_helpers import gb_lower_bound
+
 _OPT = dict(cache=True, nogil=True)
 
 
@@ -36,13 +38,7 @@ def _check(ap, ai, bits, vals, starts, state, r0, r1):
                 low += 1
             elif j > i:
                 up += 1
-                lo, hi = ap[j], ap[j + 1]
-                while lo < hi:  # the first column >= i in row j
-                    mid = (lo + hi) >> 1
-                    if ai[mid] < i:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = gb_lower_bound(ai, ap[j], ap[j + 1], i)  # the first column >= i in row j
                 if lo == ap[j + 1] or ai[lo] != i or (vals and bits[lo] != bits[p]):
                     state[0] = 1
                     return
