@@ -195,7 +195,7 @@ def decide(client, metric, params: dict, Qp, Ip, on_device: bool) -> Choice | No
                  for blocks in (lefts, rights)]
         else:
             n = [ncols, ncols]
-        terms = accuracy.terms(ncols, *n)
+        terms = rule.terms(ncols, *n)
         parts = {side: [sub(rows_of, metric, params, x, side, centre_stats, centre, pure=True)
                         for x in blocks] for side, blocks in (("left", lefts), ("right", rights))}
         tops = {side: [t for t in client.gather([sub(tops_of, p, pure=True) for p in ps])]

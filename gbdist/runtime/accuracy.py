@@ -206,8 +206,8 @@ def tops(stats) -> tuple:
 def worst(guard, stats, side: str, top_l: tuple, top_r: tuple, ncols: int,
           terms: int | None = None) -> float:
     """max over the rows of one operand (on ``side``) of γ·M(row)/S(row), the constants c_r
-    balanced by both operands' :func:`tops`; γ of ``terms`` (:func:`terms`; ``ncols`` when
-    not given)."""
+    balanced by both operands' :func:`tops`; γ of ``terms``
+    (:func:`gbdist.compiler.accuracy.terms`; ``ncols`` when not given)."""
     corr, phis, s = stats
     xp = _xp(corr)
     mm = guard.weight * corr + 0.5 * ncols * abs(guard.corner)
@@ -235,11 +235,6 @@ def longest(x) -> int:
     if not x.shape[0]:
         return 0
     return int(_xp(x.indptr).diff(x.indptr).max())
-
-
-def terms(ncols: int, longest_left: int, longest_right: int) -> int:
-    """How many terms one pair's sums add at most (:func:`gbdist.compiler.accuracy.terms`)."""
-    return rule.terms(ncols, longest_left, longest_right)
 
 
 def _digest(v) -> str:
@@ -368,7 +363,7 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int,
                   for k, side in ((lk, "left"), (rk, "right"))]
             n = [remember(k, ("longest", label, tag), lambda k=k: longest(mats[k]))
                  for k in (lk, rk)]
-            out = max(out, ratio(g, st[0], st[1], ncols, terms(ncols, *n)))
+            out = max(out, ratio(g, st[0], st[1], ncols, rule.terms(ncols, *n)))
         return out
 
     def can_centre():

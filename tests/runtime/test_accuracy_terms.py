@@ -88,5 +88,5 @@ def test_dense_rows_see_no_change(metric):
     st = [accuracy.row_stats(g, side, X, stats) for side in ("left", "right")]
     n = accuracy.longest(X)
     assert n == 30
-    assert accuracy.ratio(g, st[0], st[1], 30, accuracy.terms(30, n, n)) == \
+    assert accuracy.ratio(g, st[0], st[1], 30, rule.terms(30, n, n)) == \
         accuracy.ratio(g, st[0], st[1], 30)
