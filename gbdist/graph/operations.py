@@ -310,8 +310,8 @@ def select(A, op, k=0, *, mask=None, accum=None, out=None, replace=False, dtype=
                         "(for fill=0 data a dropped entry becomes a 0)")
     if kind is Matrix and mask is None and out is None:
         res = _select_csr(A, op, k, dt, dec) if not A.on_device else finish(
-            kind, *_selected(A, op, k), A.shape, dt, dec.result_fill, dec, accum=accum,
-            replace=replace, on_device=True)
+            kind, *_selected(A, op, k), A.shape, dt, dec.result_fill, dec, mask=None,
+            accum=accum, out=None, replace=replace, on_device=True)
         # (i, j) and (j, i) kept together: the diagonal or what is off it, or a value
         # predicate on values known symmetric
         if (op in ("diag", "offdiag") and k == 0) or (

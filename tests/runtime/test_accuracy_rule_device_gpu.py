@@ -2,8 +2,8 @@
 on the GPU, and the CUDA backend takes the decision the CPU takes for the same data,
 within the tolerance the CPU tests hold it to against SciPy / scikit-learn in float64
 (tests/compiler/test_accuracy_rule.py, tests/front/test_row_transforms.py). A decision
-that needs a union summed as written runs only where the CUDA code generator has that pass
-(``codegen.DIRECT_UNION``); until then those cases are expected to fail, with a warning."""
+that needs a union summed as written runs the CUDA code generator's pass for it
+(``codegen.DIRECT_UNION``, on); with the pass off, the device keeps the rewrite and warns."""
 import logging
 import re
 
@@ -17,18 +17,6 @@ from gbdist.backends.cuda import codegen
 pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: tests/conftest.py)
 
 cupy = pytest.importorskip("cupy")
-
-
-@pytest.fixture(autouse=True)
-def _device_rule(monkeypatch):
-    """These tests are of the rule on device operands, off by default
-    (runtime/accuracy.DEVICE_RULE: its cost, docs/decision.md)."""
-    from gbdist.runtime import accuracy
-    monkeypatch.setattr(accuracy, "DEVICE_RULE", True)
-
-NO_DIRECT = pytest.mark.xfail(not codegen.DIRECT_UNION, strict=False,
-                              reason="the CUDA pass for a union summed as written is off "
-                                     "(backends/cuda/codegen.py DIRECT_UNION)")
 
 
 def _blobs(offset, m=200, k=12):
@@ -94,7 +82,6 @@ def test_offset_knn_on_the_device_is_scipys(caplog):
                                np.sort(R, axis=1)[:, :6], rtol=1e-10)
 
 
-@NO_DIRECT
 @pytest.mark.parametrize("sep,rtol", [(1e-6, 1e-8), (1e-9, 2e-5)])
 def test_haversine_close_pairs_on_the_device(sep, rtol, caplog):
     from sklearn.metrics.pairwise import haversine_distances
@@ -109,7 +96,6 @@ def test_haversine_close_pairs_on_the_device(sep, rtol, caplog):
     np.testing.assert_allclose(np.diagonal(cupy.asnumpy(got)), want, rtol=rtol, atol=0)
 
 
-@NO_DIRECT
 @pytest.mark.parametrize("offset", [1e4, 1e6])
 def test_minkowski_3_on_offset_data_is_summed_as_written(offset, caplog):
     X = _blobs(offset)
@@ -121,8 +107,8 @@ def test_minkowski_3_on_offset_data_is_summed_as_written(offset, caplog):
     np.testing.assert_allclose(cupy.asnumpy(D)[pos], R[pos], rtol=1e-9)
 
 
-@pytest.mark.skipif(codegen.DIRECT_UNION, reason="the direct pass is on: no fallback")
-def test_without_the_direct_pass_the_device_warns():
+def test_without_the_direct_pass_the_device_warns(monkeypatch):
+    monkeypatch.setattr(codegen, "DIRECT_UNION", False)
     X = _blobs(1e4)
     with pytest.warns(RuntimeWarning, match="cannot sum a union as written"):
         gb.pairwise_distances(cupy.asarray(X), metric="minkowski", p=3, backend="cuda")
