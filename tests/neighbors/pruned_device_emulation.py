@@ -32,6 +32,9 @@ from gbdist.backends import cpu, rows as host_rows  # noqa: E402
 from gbdist.algebra.evaluate import apply_unary  # noqa: E402
 from gbdist.backends.cuda import pruned as P  # noqa: E402
 from gbdist.backends.cuda import pruned_plan as PP  # noqa: E402
+from gbdist.backends.cuda import pruned_values  # noqa: E402
+
+pruned_values.FUSED = False  # the epilogue as array math (its kernel: test_pruned_values.py)
 from gbdist.compiler.typecheck import row_operand  # noqa: E402
 
 

@@ -4,8 +4,9 @@ decision, same answer, on CuPy data (kernels/pruned.cuh for the per-row loops).
 1. **the overlapping pairs**: the pattern of X·Yᵀ and, per Intersect step, its ⊕ of ⊗
    over the shared columns, by the row-binned hash SpGEMM of the graph kernels
    (:meth:`gbdist.backends.cuda.graph.CudaGraphKernels.spgemm`, ⊗ and ⊕ the step's own,
-   float64); the epilogue over those entries (CuPy array math, the row summaries
-   gathered), rounded to the result dtype; the proven d(a, a) written at the identical
+   float64); the epilogue over those entries (one kernel printed from the plan,
+   :mod:`.pruned_values`, the row summaries read in place), rounded to the result dtype;
+   the proven d(a, a) written at the identical
    rows (:func:`gbdist.backends.rows.identical_pairs` on the device);
 2. **the best pairs with no shared column**: the regular index rows ordered once by
    (r_j, j) (by j for order ``"index"``); ``gb_prune_free`` finds each query's first kk
@@ -45,7 +46,7 @@ from .. import rows as host_rows
 from ...errors import BackendError
 from ..cpu import POINTWISE_NUMPY
 from ..pruned import HUGE, MAX_GROUPS, TINY
-from . import cache, pruned_plan, pruned_ties, topk
+from . import cache, pruned_plan, pruned_ties, pruned_values, topk
 
 MAX_K = 32  # the merge kernel's per-lane list
 PROFILE: dict = {}  # seconds per stage of the last search when profiling (benchmarks)
@@ -190,6 +191,9 @@ class _Device:
         """The epilogue at pairs (pi, pj) (CuPy, broadcastable); ``mats``: the Intersect
         steps' values there (None: no shared column, each its ⊕'s identity); rounded to
         the result dtype and back to float64."""
+        fused = pruned_values.evaluate(self, pi, pj, mats)  # one generated kernel
+        if fused is not None:
+            return fused
         cp = self.cp
         res = {}
         for st in self.mats:
@@ -362,17 +366,20 @@ def search_pruned_device(bound, decision, kk: int, dtype):
         tv = ev.values(live[:, None], tj)
         Ei[live, :kk] = cp.where(valid, tj, -1)
         Ev[live, :kk] = tv
+        stage("free")
         if decision.order == "key":
             slow, at, t = pruned_ties.ties(ev, _free, Cp, Cj, live, pos, valid, tv, P, pkey,
                                            run_end)
+            stage("ties_found")
             odd = cp.isnan(t)  # a NaN k-th value: no order to search, every index row
             dense.append(slow[odd])
             slow, at, t = slow[~odd], at[~odd], t[~odd]
             if slow.size:  # a tie across keys: the lowest free indices of the tie
                 Ei[slow, :kk], Ev[slow, :kk] = pruned_ties.members(
                     ev, _tie_scan, Cp, Cj, slow, Ei[slow, :kk], tv[at], t, P, pkey, reg,
-                    ev.rsum[decision.key][reg], kk)
+                    ev.rsum[decision.key][reg], kk, stage)
             PROFILE["tie_rows"] = int(slow.size)
+            stage("ties_members")
     for g, members in enumerate(groups):  # the lowest free members of each group
         if live.size:
             pos = _free(Cp, Cj, live, members, kk)

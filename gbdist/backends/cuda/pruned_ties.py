@@ -11,6 +11,8 @@ blocks whose keys miss the range.
 """
 from __future__ import annotations
 
+from . import pruned_values
+
 
 def ties(ev, free, Cp, Cj, live, pos, valid, tv, P, pkey, run_end):
     """The live rows whose k-th value an index row of another key reaches (the host
@@ -33,7 +35,7 @@ def ties(ev, free, Cp, Cj, live, pos, valid, tv, P, pkey, run_end):
     return live[at], at, t[at]
 
 
-def members(ev, scan, Cp, Cj, rows_, first, fv, t, P, pkey, J, keyJ, kk: int):
+def members(ev, scan, Cp, Cj, rows_, first, fv, t, P, pkey, J, keyJ, kk: int, stage=None):
     """The kk best free regular index rows of each query of ``rows_`` whose k-th value t
     is a tie across keys (the host's :func:`gbdist.backends.pruned._tie_members`): ``first``
     (rows × kk, values ``fv``) are its first kk free positions' index rows, non-decreasing
@@ -49,17 +51,23 @@ def members(ev, scan, Cp, Cj, rows_, first, fv, t, P, pkey, J, keyJ, kk: int):
     both = cp.concatenate([rows_, rows_])
     tt = cp.concatenate([t, t])
     strict = cp.arange(2 * s) >= s
-    lo, hi = cp.zeros(2 * s, cp.int64), cp.full(2 * s, size, cp.int64)
-    for _ in range(size.bit_length() + 1):
-        mid = (lo + hi) // 2
-        v = ev.values(both, P[cp.minimum(mid, size - 1)])
-        ok = cp.where(strict, v > tt, v >= tt) & (lo < hi)
-        hi = cp.where(ok, mid, hi)
-        lo = cp.where(~ok & (lo < hi), mid + 1, lo)
+    lo = pruned_values.search(ev, both, tt, strict, P)  # one kernel, a thread a search
+    if lo is None:  # the epilogue has no fused rule: the searches as array steps
+        lo, hi = cp.zeros(2 * s, cp.int64), cp.full(2 * s, size, cp.int64)
+        for _ in range(size.bit_length() + 1):
+            mid = (lo + hi) // 2
+            v = ev.values(both, P[cp.minimum(mid, size - 1)])
+            ok = cp.where(strict, v > tt, v >= tt) & (lo < hi)
+            hi = cp.where(ok, mid, hi)
+            lo = cp.where(~ok & (lo < hi), mid + 1, lo)
     a, e = lo[:s], lo[s:]
+    if stage is not None:
+        stage("ties_search")  # the two binary searches (profiling: pruned.profile)
     lo_key, hi_key = pkey[cp.minimum(a, size - 1)], pkey[cp.maximum(e - 1, 0)]
     below = (fv < t[:, None]).sum(axis=1)  # the first ones under t: a prefix
     tie = scan(Cp, Cj, rows_, J, keyJ, lo_key, hi_key, kk - below, kk)
+    if stage is not None:
+        stage("ties_scan")
     col = cp.arange(kk, dtype=cp.int64)[None, :]
     take = col - below[:, None]
     tj = cp.where(take < 0, first, cp.take_along_axis(tie, cp.maximum(take, 0), axis=1))
