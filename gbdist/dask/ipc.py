@@ -13,9 +13,10 @@ so the buffer outlives every mapping. Where mapping is impossible (another host,
 producer that died, no peer access) :meth:`Lists.rows` raises :class:`Unreachable` and
 the caller recomputes the rows it needs (:func:`gbdist.dask.tasks.merge_lists`).
 
-Reuse (``GBDIST_DASK_IPC_REUSE=1``; off until measured on a GPU): mapping a buffer costs
-5.35 ms and unmapping 1.1 ms on an H200 (benchmarks/results/h200x4-2026-11-27h-ipc-probe.py),
-most of a merge's time on 4 workers. With reuse each process keeps up to
+Reuse (``GBDIST_DASK_IPC_REUSE=1``; tested on an H200, no measurable gain on two H200s,
+off until a 4-GPU run: docs/distributed.md): mapping a buffer costs 5.35 ms and unmapping
+1.1 ms on an H200 (benchmarks/results/h200x4-2026-11-27h-ipc-probe.py), thought to be most
+of a merge's time on 4 workers. With reuse each process keeps up to
 :data:`REUSE_SLOTS` exported buffers and lends them to its next lists once a previous
 owner is gone (Dask released it: every reader has finished), and each receiver keeps its
 mappings. A buffer starts with the stamp of its current lists (unique in its process);
