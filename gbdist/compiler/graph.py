@@ -180,3 +180,16 @@ def reduction(operation: str, monoid, fill) -> Decision:
     return Decision(operation, True, ABSENT,
                     f"a graph (fill='absent'): only stored entries take part in {monoid.name}, "
                     "so the row min/max are the stored minima/maxima")
+
+
+@functools.lru_cache(maxsize=256)
+def mul_symmetry(op) -> tuple[bool, bool]:
+    """(⊗ commutes, ⊗ reads its operands' values) of a product's ``op``, by its formula's
+    form: x and y swapped give the same formula (a sufficient test, as the compiled kernels
+    read it, ``MUL_COMMUTES``: a False only costs a symmetry check); reads when x or y is
+    in it (``pair`` reads none). With a symmetric A, C = A ⊕.⊗ A (under a symmetric mask)
+    is then symmetric (:func:`gbdist.graph.objects.square_symmetry`)."""
+    from ..algebra.formulas import X, Y
+    f = op.formula
+    free = f.free_symbols
+    return bool(free <= {X, Y} and f.xreplace({X: Y, Y: X}) == f), bool(free & {X, Y})

@@ -352,3 +352,29 @@ def as_matrix(x, label="A") -> Matrix:
 
 def as_vector(x, label="u") -> Vector:
     return x if isinstance(x, Vector) else Vector(x)
+
+
+def square_symmetry(res, A, B, sr, mask, domain) -> None:
+    """Mark ``res`` = A ⊕.⊗ B (under ``mask``) symmetric, values bit for bit, where that
+    follows from the algebra without a check: B is A, A is symmetric (its values, or only
+    its pattern when ⊗ reads no value), ⊗ commutes, the mask (complemented or not) is
+    symmetric, and the domain is integer or bool (⊕ gives the same bits whatever order a
+    kernel adds in; in floats a sum's rounding, a max's ±0 or NaN payload may not). C(i, j)
+    and C(j, i) then add the same terms. An iterated masked square (ktruss) then skips the
+    next product's symmetry check."""
+    from ..compiler.graph import mul_symmetry
+    if B is not A or not isinstance(A, Matrix) or A.nrows != A.ncols:
+        return
+    commutes, reads = mul_symmetry(sr.mul)
+    known = A.known_symmetry()
+    if not commutes or known not in ("values", "pattern") or (reads and known != "values"):
+        return
+    if np.dtype(domain).kind not in "biu":
+        return
+    if mask is not None:
+        m = mask.source.known_symmetry() if isinstance(mask.source, Matrix) else None
+        if m not in ("values", "pattern") or (not mask.structural and m != "values"):
+            return
+    res._know(SYMMETRIC_PATTERN, True)
+    res._know(SYMMETRIC_VALUES, True)
+

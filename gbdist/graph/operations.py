@@ -21,7 +21,7 @@ from . import dispatch
 from . import memo
 from .dispatch import get_kernels
 from .masks import Mask, as_mask, space_of
-from .objects import Matrix, Vector, as_matrix, as_vector
+from .objects import Matrix, Vector, as_matrix, as_vector, square_symmetry
 from .results import _check_out, _device, _pair, _vals, dense_result, finish  # noqa: F401
 from . import sparse as S
 from . import types as T
@@ -105,6 +105,7 @@ def mxm(A, B, sr, *, mask=None, accum=None, out=None, replace=False, dtype=None,
             T.binary_arg(accum, "accum")
         res = Matrix(fill=dec.result_fill, _csr=C)
         res.decision = dec
+        square_symmetry(res, A, B, sr, mask, dt)
         return res
     return finish(Matrix, S.csr_keys(C, A.xp), C.data, shape, dt, dec.result_fill, dec,
                   mask=mask, accum=accum, out=out, replace=replace, on_device=on_device)
