@@ -182,14 +182,36 @@ def reduction(operation: str, monoid, fill) -> Decision:
                     "so the row min/max are the stored minima/maxima")
 
 
+_COMMUTATIVE_NODES = ("Add", "Mul", "Max", "Min")
+
+
+def _swapped(t, canon: bool):
+    """A term with x and y exchanged (``canon``: not exchanged, the arguments of the
+    commutative nodes sorted, so that x*y and y*x compare equal)."""
+    if not isinstance(t, tuple):
+        return t
+    if t and t[0] == "Symbol" and not canon:
+        return (t[0], {"x": "y", "y": "x"}.get(t[1], t[1])) + t[2:]
+    args = [_swapped(a, canon) for a in t[1:]]
+    if t and t[0] in _COMMUTATIVE_NODES:
+        args = sorted(args, key=repr)
+    return (t[0],) + tuple(args) if t else t
+
+
 @functools.lru_cache(maxsize=256)
 def mul_symmetry(op) -> tuple[bool, bool]:
-    """(⊗ commutes, ⊗ reads its operands' values) of a product's ``op``, by its formula's
-    form: x and y swapped give the same formula (a sufficient test, as the compiled kernels
-    read it, ``MUL_COMMUTES``: a False only costs a symmetry check); reads when x or y is
-    in it (``pair`` reads none). With a symmetric A, C = A ⊕.⊗ A (under a symmetric mask)
-    is then symmetric (:func:`gbdist.graph.objects.square_symmetry`)."""
-    from ..algebra.formulas import X, Y
-    f = op.formula
-    free = f.free_symbols
-    return bool(free <= {X, Y} and f.xreplace({X: Y, Y: X}) == f), bool(free & {X, Y})
+    """(⊗ commutes, ⊗ reads its operands' values) of a product's ``op``, read from its
+    formula's term (no sympy): x and y exchanged give the same term up to the order of a
+    sum's or product's arguments (a sufficient test, as the compiled kernels' formula test,
+    ``MUL_COMMUTES``: a False only costs a symmetry check); reads when x or y is in it
+    (``pair`` reads none). An op without a term claims nothing. With a symmetric A,
+    C = A ⊕.⊗ A (under a symmetric mask) is then symmetric
+    (:func:`gbdist.graph.objects.square_symmetry`)."""
+    from ..algebra import terms
+    t = op.term
+    if t is None:
+        return False, True
+    names = terms.symbol_names(t)
+    if not names <= {"x", "y"}:  # a column or another name: claim nothing
+        return False, True
+    return _swapped(_swapped(t, False), True) == _swapped(t, True), bool(names)

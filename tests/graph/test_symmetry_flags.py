@@ -270,3 +270,23 @@ def test_ktruss_checks_symmetry_once(counted):
     got = T.to_scipy().tocoo()
     assert {(int(i), int(j)) for i, j in zip(got.row, got.col)} == \
         {(u, v) for u, v in G.edges} | {(v, u) for u, v in G.edges}
+
+
+def test_the_square_rule_reads_terms_not_sympy():
+    """mul_symmetry reads the op's term: a ktruss with built-in semirings in a fresh process
+    (kernel modules cached) imports no sympy (~30 MiB and a fraction of a second of a first
+    call)."""
+    import subprocess
+    import sys
+    code = ("import sys, scipy.sparse as sps, gbdist as gb\n"
+            "from gbdist import algorithms as alg\n"
+            "A = sps.random(200, 200, density=0.05, random_state=1, format='csr')\n"
+            "A = ((A + A.T) > 0).astype(float); A.setdiag(0); A.eliminate_zeros()\n"
+            "T = alg.ktruss(gb.Matrix(A), 3, backend='cpu')\n"
+            "assert T.nvals > 0\n"
+            "print('sympy' in sys.modules)\n")
+    for _ in range(2):  # the first may generate and cache kernel modules (their printer is sympy)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "False"
