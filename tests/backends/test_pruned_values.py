@@ -55,21 +55,27 @@ def _ev(plan, dtype, rng, m=40, n=50, ncols=30):
     col = [st.name for st in plan.steps if st.kind == "col"]
     row = [st.name for st in plan.steps if st.kind == "row"]
 
-    def summ(size):  # row summaries: positive, some zero, some equal
+    def summ(size):  # row summaries: some zero, equal, negative, -0.0, ±inf, NaN
         v = rng.uniform(0, 3, size)
         v[rng.random(size) < 0.2] = 0.0
         v[rng.random(size) < 0.1] = 1.0
+        v[rng.random(size) < 0.05] = -0.0
+        v[rng.random(size) < 0.05] *= -1.0
+        for special in (np.inf, -np.inf, np.nan, 5e-324):
+            v[rng.integers(0, size)] = special
         return v
     lsum = {name: summ(m) for name in col}
     rsum = {name: summ(n) for name in row}
     for st in mats:
         if isinstance(st.node, ir.TwoPassUnion):
             lsum[st.name + "a"], rsum[st.name + "b"] = summ(m), summ(n)
+    lnnz = rng.integers(0, ncols + 1, m).astype(np.int64)
+    rnnz = np.minimum(rng.integers(0, ncols + 1, n), ncols).astype(np.int64)
+    lnnz[:8], rnnz[:8] = ncols // 2, ncols - ncols // 2  # pairs whose union is all K columns
     return types.SimpleNamespace(
         cp=np, plan=plan, dtype=np.dtype(dtype), mats=mats, ncols=ncols,
         col={k: lsum[k] for k in col}, row={k: rsum[k] for k in row}, lsum=lsum, rsum=rsum,
-        lnnz=rng.integers(0, ncols // 2, m).astype(np.int64),
-        rnnz=rng.integers(0, ncols // 2, n).astype(np.int64), fns=P._pointwise(np))
+        lnnz=lnnz, rnnz=rnnz, fns=P._pointwise(np))
 
 
 _CT = {"int64": "long long", "float64": "double", "bool": "bool"}
@@ -105,9 +111,9 @@ def _header():
             + "".join(d.replace("__device__ __forceinline__", "inline") for d in defs))
 
 
-def test_fused_epilogue_equals_the_array_path(tmp_path):
+def test_fused_epilogue_equals_the_array_path(tmp_path, monkeypatch):
     rng = np.random.default_rng(29)
-    cases, funcs, printed, searches = [], [], set(), []
+    cases, funcs, printed, compiled, searched = [], [], set(), {}, set()
     for metric, plan in _plans():
         for dtype in (np.float32, np.float64):
             ev = _ev(plan, dtype, rng)
@@ -117,18 +123,19 @@ def test_fused_epilogue_equals_the_array_path(tmp_path):
                 except BackendError:
                     continue
                 printed.add(metric)
-                fname = f"f{len(funcs)}"
-                funcs.append(_host_source(fname, ins, op))
-                cases.append((metric, ev, with_mats, fname, reads, uses_union))
+                cases.append((metric, ev, with_mats))
+                if (ins, op) not in compiled:
+                    compiled[(ins, op)] = f"f{len(funcs)}"
+                    funcs.append(_host_source(compiled[(ins, op)], ins, op))
                 if not with_mats:  # the tie searches' kernel around the same body
-                    sname = f"s{len(funcs)}"
-                    funcs.append(_host_source(sname, *PV.search_source(ins, op), out="pos",
-                                              out_type="long long"))
-                    searches.append((metric, ev, sname, reads, uses_union))
+                    sins, sop = PV.search_source(ins, op)
+                    if (sins, sop) not in compiled:
+                        compiled[(sins, sop)] = f"f{len(funcs)}"
+                        funcs.append(_host_source(compiled[(sins, sop)], sins, sop, out="pos",
+                                                  out_type="long long"))
     assert set(MUST) | set(USER) <= printed, (set(MUST) | set(USER)) - printed
     corners = {(st.node.add.ufunc.__name__, st.node.corner_absorbed)
-               for _, ev, _, _, _, _ in cases for st in ev.mats
-               if isinstance(st.node, ir.TwoPassUnion)}
+               for _, ev, _ in cases for st in ev.mats if isinstance(st.node, ir.TwoPassUnion)}
     assert {("minimum", False), ("maximum", True), ("add", False)} <= corners, corners
     src = tmp_path / "values.cpp"
     src.write_text(_header() + "".join(funcs))
@@ -137,59 +144,93 @@ def test_fused_epilogue_equals_the_array_path(tmp_path):
                         str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     so = ctypes.CDLL(str(lib))
-    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    PV.FUSED = False
-    try:
-        for metric, ev, with_mats, fname, reads, uses_union in cases:
-            count = 400
-            pi = rng.integers(0, 40, count).astype(np.int64)
-            pj = rng.integers(0, 50, count).astype(np.int64)
-            mats = None
-            if with_mats:
-                mats = {st.name: rng.uniform(0, 3, count) for st in ev.mats}
-                for v in mats.values():
-                    v[rng.random(count) < 0.1] = 0.0
+    kernels = {key: getattr(so, fname) for key, fname in compiled.items()}
+    for metric, ev, with_mats in cases:
+        count = 400
+        pi = rng.integers(0, 40, count).astype(np.int64)
+        pj = rng.integers(0, 50, count).astype(np.int64)
+        pi[:4], pj[:4] = np.arange(4), np.arange(4)  # union of all K columns
+        mats = None
+        if with_mats:
+            mats = {st.name: rng.uniform(0, 3, count) for st in ev.mats}
+            for v in mats.values():
+                v[rng.random(count) < 0.1] = 0.0
+                v[rng.integers(0, count)] = np.nan
+        with monkeypatch.context() as mp:
+            mp.setattr(PV, "FUSED", False)
             want = P._Device.values(ev, pi, pj, mats)
-            args = [ctypes.c_longlong(count), ptr(pi), ptr(pj)]
-            if with_mats:
-                args += [ptr(mats[st.name]) for st in ev.mats]
-            args += [ptr((ev.lsum if side == "L" else ev.rsum)[name]) for side, name in reads]
-            if uses_union:
-                args += [ptr(ev.lnnz), ptr(ev.rnnz)]
-            got = np.empty(count)
-            args += [ctypes.c_longlong(ev.ncols), ptr(got)]
-            getattr(so, fname)(*args)
-            # the same function: equal but for the host libm's last bit against NumPy's
-            np.testing.assert_allclose(got, want, rtol=4e-16 if ev.dtype == np.float64 else 0,
-                                       atol=0, equal_nan=True,
-                                       err_msg=f"{metric} {ev.dtype} mats={with_mats}")
-        for metric, ev, sname, reads, uses_union in searches:
-            count = 300
-            rows = rng.integers(0, 40, count).astype(np.int64)
-            order = rng.permutation(50).astype(np.int64)  # any order: the same comparisons
-            t = rng.uniform(0, 3, count)
-            t[::7] = P._Device.values(ev, rows[::7], order[rng.integers(0, 50, rows[::7].size)])
-            strict = rng.random(count) < 0.5
-            want = np.empty(count, dtype=np.int64)
-            for q in range(count):  # the lower bound, step by step through the array path
-                lo, hi = 0, order.size
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    v = P._Device.values(ev, rows[q:q + 1], order[mid:mid + 1])[0]
-                    if (v > t[q]) if strict[q] else (v >= t[q]):
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                want[q] = lo
-            args = [ctypes.c_longlong(count), ptr(rows), ptr(t), ptr(strict), ptr(order),
-                    ctypes.c_longlong(order.size)]
-            args += [ptr((ev.lsum if side == "L" else ev.rsum)[name]) for side, name in reads]
-            if uses_union:
-                args += [ptr(ev.lnnz), ptr(ev.rnnz)]
-            got = np.empty(count, dtype=np.int64)
-            args += [ctypes.c_longlong(ev.ncols), ptr(got)]
-            getattr(so, sname)(*args)
-            np.testing.assert_array_equal(got, want, err_msg=f"search {metric} {ev.dtype}")
-        assert len(searches) >= 2 * len(MUST)
-    finally:
-        PV.FUSED = True
+        fused = _through(ev, kernels, monkeypatch, PV.evaluate, pi, pj, mats)
+        # the same function: equal but for the host libm's last bit against NumPy's
+        np.testing.assert_allclose(fused, want, rtol=4e-16 if ev.dtype == np.float64 else 0,
+                                   atol=0, equal_nan=True,
+                                   err_msg=f"{metric} {ev.dtype} mats={with_mats}")
+        # the broadcast form the callers use (rows x candidates)
+        grid = _through(ev, kernels, monkeypatch, PV.evaluate, pi[:5, None], pj[None, :7], None)
+        np.testing.assert_array_equal(grid.shape, (5, 7))
+        if with_mats:
+            continue
+        # the tie searches: the lower bound along an order, each step the compiled epilogue
+        # (so that the check is of the search, not of libm against NumPy)
+        h = lambda r, j: _through(ev, kernels, monkeypatch, PV.evaluate, r, j, None)  # noqa: E731
+        rows = rng.integers(0, 40, 300).astype(np.int64)
+        order = rng.permutation(50).astype(np.int64)  # any order: the same comparisons
+        t = rng.uniform(0, 3, rows.size)
+        t[::7] = h(rows[::7], order[rng.integers(0, 50, rows[::7].size)])  # exact ties
+        strict = rng.random(rows.size) < 0.5
+        want = np.empty(rows.size, dtype=np.int64)
+        for q in range(rows.size):
+            lo, hi = 0, order.size
+            while lo < hi:
+                mid = (lo + hi) // 2
+                v = h(rows[q:q + 1], order[mid:mid + 1])[0]
+                if (v > t[q]) if strict[q] else (v >= t[q]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            want[q] = lo
+        with monkeypatch.context() as mp:
+            mp.setattr(PV, "FUSED_SEARCH", True)
+            got = _through(ev, kernels, monkeypatch, PV.search, rows, t, strict, order)
+        np.testing.assert_array_equal(got, want, err_msg=f"search {metric} {ev.dtype}")
+        searched.add(metric)
+    assert set(MUST) <= searched
+
+
+def _through(ev, kernels, monkeypatch, fn, *args):
+    """``fn(ev, *args)`` (pruned_values.evaluate or search) with ``ev.cp`` a stand-in whose
+    ElementwiseKernel runs the g++ build of the same source: the wrappers' argument order,
+    broadcasting and scalars are those the GPU gets."""
+    class Kernel:
+        def __init__(self, ins, outs, op, name, preamble="", options=()):
+            self.ins, self.outs, self.fn = ins.split(", "), outs.split()[0], kernels[(ins, op)]
+
+        def __call__(self, *vals):
+            assert len(vals) == len(self.ins), (self.ins, len(vals))
+            ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+            each = [(p.split(), v) for p, v in zip(self.ins, vals)]
+            elem = [v for (p, v) in each if p[0] != "raw" and p[-1] not in SCALARS]
+            shape = np.broadcast_shapes(*(np.shape(v) for v in elem))
+            keep, call = [], [ctypes.c_longlong(int(np.prod(shape)))]
+            for p, v in each:
+                if p[0] == "raw":
+                    assert v.dtype == np.dtype(p[1]), (p, v.dtype)  # CuPy: "Type is mismatched"
+                    v = np.ascontiguousarray(v)
+                elif p[-1] in SCALARS:
+                    call.append(ctypes.c_longlong(int(v)))
+                    continue
+                else:
+                    assert np.asarray(v).dtype == np.dtype(p[0] if p[0] != "bool" else "bool"), (p, v)
+                    v = np.ascontiguousarray(np.broadcast_to(v, shape))
+                keep.append(v)
+                call.append(ptr(v))
+            out = np.empty(shape, dtype=np.int64 if self.outs == "int64" else np.float64)
+            self.fn(*call, ptr(out))
+            return out
+
+    fake = types.SimpleNamespace(ElementwiseKernel=Kernel, asarray=np.asarray, int64=np.int64,
+                                 float64=np.float64, bool_=np.bool_)
+    with monkeypatch.context() as mp:
+        mp.setattr(PV, "_KERNELS", {})
+        mp.setattr(ev, "cp", fake)
+        mp.setattr(PV, "FUSED", True)
+        return fn(ev, *args)

@@ -19,6 +19,14 @@ pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: t
 cupy = pytest.importorskip("cupy")
 
 
+@pytest.fixture(autouse=True)
+def _device_rule(monkeypatch):
+    """The rule on device operands (runtime/accuracy.DEVICE_RULE, on by default), whatever
+    another test left."""
+    from gbdist.runtime import accuracy
+    monkeypatch.setattr(accuracy, "DEVICE_RULE", True)
+
+
 def _blobs(offset, m=200, k=12):
     from sklearn.datasets import make_blobs
     return make_blobs(m, k, random_state=0)[0] + offset  # > FEW_COLUMNS: the rule decides

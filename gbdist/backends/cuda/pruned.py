@@ -188,7 +188,7 @@ class _Device:
     # -- the plan at pairs -----------------------------------------------------
 
     def values(self, pi, pj, mats: dict | None = None):
-        """The epilogue at pairs (pi, pj) (CuPy, broadcastable); ``mats``: the Intersect
+        """The epilogue at pairs (pi, pj) (CuPy, broadcastable, in range); ``mats``: the Intersect
         steps' values there (None: no shared column, each its ⊕'s identity); rounded to
         the result dtype and back to float64."""
         fused = pruned_values.evaluate(self, pi, pj, mats)  # one generated kernel
@@ -436,8 +436,7 @@ def _dense_rows(ev, Cp, Cj, ri, rows_, kk, Ei, Ev):
     allj = cp.arange(n, dtype=cp.int64)
     for c0 in range(0, int(rows_.size), step):
         rs = rows_[c0:c0 + step]
-        H = ev.values(rs[:, None], allj[None, :])
-        H = cp.array(H)
+        H = ev.values(rs[:, None], allj[None, :])  # a new array on either path: written below
         # overlapping cells: NaN placeholders (dropped after the selection)
         cnt = deg[c0:c0 + step]
         starts = Cp[rs]

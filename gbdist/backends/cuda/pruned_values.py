@@ -9,10 +9,14 @@ jensenshannon), each reading and writing the whole array; here the chain is one 
 printed from the checked IR (:func:`.codegen.epilogue_expr`, the printer of the fused search's
 epilogue), with the row summaries read in place.
 
-Same values as the CuPy path, bit for bit: double throughout, the same CUDA math functions
-CuPy's ufuncs call (sqrt, log, pow, ...), NaN propagated by max/min as NumPy does
-(``gb_max``), no contraction of a product and a sum into one fused multiply-add
-(``--fmad=false``: CuPy's separate kernels round each), then the result dtype's rounding.
+Same values as the CuPy path: double throughout, the same CUDA math functions CuPy's
+ufuncs call (sqrt, log, pow, ...), NaN propagated by max/min (``gb_max``, as the fused
+search's own epilogue: it returns the NaN it met and, of +0 and -0, the second, where
+CuPy's maximum gives a canonical NaN and fmax's zero; equal values, other bits), no
+contraction of a product and a sum into one fused multiply-add (``--fmad=false``: CuPy's
+separate kernels round each), then the result dtype's rounding. Row indices must be in
+range (the summaries are read in place: the callers clamp them, as they did for the
+array path's gathers).
 Where the plan has a piece this printer has no rule for, :func:`evaluate` returns None and
 the caller evaluates with CuPy.
 """
@@ -29,7 +33,7 @@ FUSED = True  # False: CuPy array math (the benchmarks compare the two)
 # the array path (tests/backends/test_pruned_values.py), not yet run on a GPU, so off: the
 # searches run as array steps around :func:`evaluate`.
 FUSED_SEARCH = False
-_KERNELS: dict = {}  # source -> cupy.ElementwiseKernel
+_KERNELS: dict = {}  # (in_params, out_params, operation) -> cupy.ElementwiseKernel
 _ADD = {np.add: "({a} + {b})", np.multiply: "({a} * {b})",
         np.maximum: "gb_max<double>({a}, {b})", np.minimum: "gb_min<double>({a}, {b})"}
 
@@ -56,7 +60,8 @@ def _corner(node, pr, u: str) -> str:
 
 
 def _source(ev, with_mats: bool):
-    """(in_params, operation, the summaries it reads in order) for ``ev``'s plan."""
+    """(in_params, operation, the summaries it reads in order, whether it reads the rows'
+    stored counts) for ``ev``'s plan."""
     from .codegen import CudaPrinter, epilogue_expr
     pr = CudaPrinter(np.float64)
     ins, body, reads, refs = ["int64 pi", "int64 pj"], [], [], {}
@@ -124,8 +129,8 @@ def _summaries(ev, reads, uses_union) -> list:
 
 
 def evaluate(ev, pi, pj, mats: dict | None):
-    """The epilogue at pairs (pi, pj) as :meth:`.pruned._Device.values` defines it, in one
-    kernel; None where a piece has no rule here (the caller's CuPy path runs)."""
+    """The epilogue at pairs (pi, pj) (in range) as :meth:`.pruned._Device.values` defines
+    it, in one kernel; None where a piece has no rule here (the caller's CuPy path runs)."""
     printed = _printed(ev, bool(mats)) if FUSED else None
     if printed is None:
         return None
@@ -172,5 +177,5 @@ def search(ev, rows, t, strict, P):
     sins, sop = search_source(ins, op)
     return _kernel(cp, sins, "int64 pos", sop, "gb_prune_search")(
         cp.asarray(rows, dtype=cp.int64), cp.asarray(t, dtype=cp.float64),
-        cp.asarray(strict, dtype=cp.bool_), P, np.int64(P.size),
+        cp.asarray(strict, dtype=cp.bool_), cp.asarray(P, dtype=cp.int64), np.int64(P.size),
         *_summaries(ev, reads, uses_union))
