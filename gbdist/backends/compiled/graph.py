@@ -29,7 +29,10 @@ Strategies (``spgemm``):
   the cheaper one runs (a dot merge of a row 32x shorter than the other bisects
   instead) (:data:`MASKED_FORM` forces one), both writing into the mask's pattern with
   a presence flag, compacted once. The dot form needs B's transpose: built once per B and
-  kept while B lives (a weak reference, checked by identity and buffers);
+  kept while B lives (a weak reference, checked by identity and buffers). A symmetric
+  C⟨A⟩ = A ⊕.⊗ A is computed as its upper half, mirrored (:mod:`.graph_masked`); over
+  plus_pair on a graph without self loops it is each edge's triangle count, found once per
+  triangle under a degree ranking (:mod:`.graph_support`) when that walk is cheaper;
 * complemented mask: Gustavson (symbolic and numeric) skipping the mask's columns;
 
 ``spmspv_update`` pushes a frontier into a state the caller keeps (values and a uint8
@@ -239,18 +242,27 @@ def _cast(values: np.ndarray, out_dtype) -> np.ndarray:
     return _ref_cast(values, out_dtype)
 
 
-_PLUS_TIMES: dict = {}
+_PLUS_MUL: dict = {}
 
 
 def _is_plus_times(sr) -> bool:
-    hit = _PLUS_TIMES.get(id(sr))
+    return _is(sr, "times")
+
+
+def _is_plus_pair(sr) -> bool:
+    """⊕ plus, ⊗ pair: a masked product over it counts (:mod:`.graph_support`)."""
+    return _is(sr, "pair")
+
+
+def _is(sr, mul: str) -> bool:
+    hit = _PLUS_MUL.get((id(sr), mul))
     if hit is not None and hit[0] is sr:
         return hit[1]
     from ...algebra import ops
-    yes = sr.mul.key == ops.times.key and sr.add.op.key == ops.plus.key
-    if len(_PLUS_TIMES) > 1024:
-        _PLUS_TIMES.clear()
-    _PLUS_TIMES[id(sr)] = (sr, yes)
+    yes = sr.mul.key == getattr(ops, mul).key and sr.add.op.key == ops.plus.key
+    if len(_PLUS_MUL) > 1024:
+        _PLUS_MUL.clear()
+    _PLUS_MUL[(id(sr), mul)] = (sr, yes)
     return yes
 
 
@@ -299,13 +311,14 @@ class CompiledGraphKernels:
         work = _work_type(out_dtype, ax.dtype, bx.dtype)
         mod = _module(sr.mul, sr.add.op, work)
         if mask is not None and not complement:
-            return self._masked(mod, A, B, mask, work, out_dtype, symmetric)
+            return self._masked(mod, A, B, mask, work, out_dtype, symmetric,
+                                counts=_is_plus_pair(sr))
         from .graph_spgemm import gustavson
         cp, ci, cx = gustavson(mod, A, B, mask, (HASH_MIN_N, HASH_RATIO, SMALL_ROW), _ranges, _run)
         itype = _index_dtype(int(cp[-1]), ai, bi)
         return _make_csr(cp, ci.astype(itype, copy=False), _cast(cx, out_dtype), (m, n), itype)
 
-    def _masked(self, mod, A, B, mask, work, out_dtype, symmetric=None):
+    def _masked(self, mod, A, B, mask, work, out_dtype, symmetric=None, counts=False):
         ap, ai, ax, (m, _) = _csr(A)
         bp, bi, bx, (_, n) = _csr(B)
         mp, mi = mask.indptr, mask.indices
@@ -327,12 +340,22 @@ class CompiledGraphKernels:
         from .graph_masked import half_product, masked_product
         half = half_product(mod, A, B, mask, work, out_dtype, int(tt), _nnz_ranges, _run,
                             known=symmetric)
+        itype = _index_dtype(int(mi.shape[0]), ai, bi, mi)
+        if half and counts and np.dtype(work).kind in "iuf":
+            # C⟨A⟩ = A plus.pair A, A symmetric: each edge's triangles (.graph_support) when
+            # A has no self loop and that walk is cheaper than the half product
+            from . import graph_support as gsu
+            planned = gsu.plan(ap, ai, m, min(float(tt), DOT_WEIGHT * float(dd)) / 2, _ranges,
+                               _run)
+            if planned is not None:
+                cp, ci, cx = gsu.support(ap, ai, m, planned, np.dtype(work), itype, _ranges,
+                                         _nnz_ranges, _run, _pool, threads)
+                return _make_csr(cp, ci, _cast(cx, out_dtype), (m, n), itype)
         if use_dot:
             T = B if half else _transpose(B)  # B = A symmetric: its own transpose
             kernel, head, extra = mod.spgemm_dot, (ap, ai, ax, T.indptr, T.indices, T.data), ()
         else:
             kernel, head, extra = mod.spgemm_masked, (ap, ai, ax, bp, bi, bx), (np.int64(n),)
-        itype = _index_dtype(int(mi.shape[0]), ai, bi, mi)
         cp, ci, cx = masked_product(kernel, head, extra, mp, mi, m, np.dtype(work),
                                     np.dtype(out_dtype), itype, rw, _run, _ranges, _cast, half)
         return _make_csr(cp, ci, cx, (m, n), itype)

@@ -87,11 +87,13 @@ def counts(indptr, indices, deg, only_none, ranges, run) -> np.ndarray:
     return cnt
 
 
-def fill(indptr, indices, data, deg, mode: int, lp, with_values: bool, ranges, run):
+def fill(indptr, indices, data, deg, mode: int, lp, with_values: bool, ranges, run,
+         index_dtype=None):
     """(columns, values or None) of the kept entries under ordering ``mode`` (0 none,
-    1 increasing, 2 decreasing), at the row pointers ``lp``."""
+    1 increasing, 2 decreasing), at the row pointers ``lp``; the columns in ``index_dtype``
+    (default: ``indices``')."""
     nnz = int(lp[-1])
-    lc = np.empty(nnz, dtype=indices.dtype)
+    lc = np.empty(nnz, dtype=indices.dtype if index_dtype is None else index_dtype)
     lx = np.empty(nnz if with_values else 0, dtype=data.dtype)
     run(_fill, (indptr, indices, data, deg, np.int64(mode), lp, lc, lx, bool(with_values)),
         ranges)
