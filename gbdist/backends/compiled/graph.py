@@ -249,11 +249,6 @@ def _is_plus_times(sr) -> bool:
     return _is(sr, "times")
 
 
-def _is_plus_pair(sr) -> bool:
-    """⊕ plus, ⊗ pair: a masked product over it counts (:mod:`.graph_support`)."""
-    return _is(sr, "pair")
-
-
 def _is(sr, mul: str) -> bool:
     hit = _PLUS_MUL.get((id(sr), mul))
     if hit is not None and hit[0] is sr:
@@ -312,7 +307,7 @@ class CompiledGraphKernels:
         mod = _module(sr.mul, sr.add.op, work)
         if mask is not None and not complement:
             return self._masked(mod, A, B, mask, work, out_dtype, symmetric,
-                                counts=_is_plus_pair(sr))
+                                counts=_is(sr, "pair"))  # plus_pair counts: .graph_support
         from .graph_spgemm import gustavson
         cp, ci, cx = gustavson(mod, A, B, mask, (HASH_MIN_N, HASH_RATIO, SMALL_ROW), _ranges, _run)
         itype = _index_dtype(int(cp[-1]), ai, bi)
