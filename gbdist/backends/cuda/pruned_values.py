@@ -34,29 +34,25 @@ FUSED = True  # False: CuPy array math (the benchmarks compare the two)
 # searches run as array steps around :func:`evaluate`.
 FUSED_SEARCH = False
 _KERNELS: dict = {}  # (in_params, out_params, operation) -> cupy.ElementwiseKernel
-_ADD = {np.add: "({a} + {b})", np.multiply: "({a} * {b})",
-        np.maximum: "gb_max<double>({a}, {b})", np.minimum: "gb_min<double>({a}, {b})"}
-
-
-def _combine(ufunc, a: str, b: str) -> str:
-    rule = _ADD.get(ufunc)
-    if rule is None:
-        raise BackendError(f"no fused rule for {getattr(ufunc, '__name__', ufunc)}")
-    return rule.format(a=a, b=b)
+def _combine(monoid, pr, a: str, b: str) -> str:
+    """a ⊕ b, printed from the monoid's formula as the fused search's kernels print it
+    (:func:`.codegen._comb`: gb_max / gb_min for max and min)."""
+    from .codegen import _comb
+    return f"({_comb(monoid.op, a, b, pr)})"
 
 
 def _corner(node, pr, u: str) -> str:
     """:func:`.pruned_plan.corner` as a C expression (``uni``: the pair's union count)."""
     C, e = node.corner, node.add.identity_value
     if node.corner_absorbed:
-        return _combine(node.add.ufunc, u, pr.literal(C))
+        return _combine(node.add, pr, u, pr.literal(C))
     if C == e:
         return u
     if node.add.ufunc is np.add:
         return f"({u} + (double)(K - uni) * {pr.literal(C)})"
     if node.add.ufunc is np.multiply:
         return f"({u} * pow({pr.literal(C)}, (double)(K - uni)))"
-    return f"(uni < K ? {_combine(node.add.ufunc, u, pr.literal(C))} : {u})"
+    return f"(uni < K ? {_combine(node.add, pr, u, pr.literal(C))} : {u})"
 
 
 def _source(ev, with_mats: bool):
@@ -79,7 +75,7 @@ def _source(ev, with_mats: bool):
             ins.append(f"float64 m{k}")
             body.append(f"const double {var} = m{k};")
         elif isinstance(node, ir.TwoPassUnion):
-            u = _combine(node.add.ufunc, summary("L", st.name + "a"), summary("R", st.name + "b"))
+            u = _combine(node.add, pr, summary("L", st.name + "a"), summary("R", st.name + "b"))
             corner = _corner(node, pr, var + "u")
             uses_union = uses_union or "uni" in corner
             body.append(f"const double {var}u = {u};")
