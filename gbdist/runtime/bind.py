@@ -264,7 +264,11 @@ def _device_direct_union(plan=None) -> bool:
 def device_sums_as_written(plan) -> bool:
     """Whether the CUDA backend generates every plus-over-the-union step of ``plan`` as it
     stands (a plan direct from the start: steep ops, or the rule's direct plan given by
-    gbdist.dask); where it does not, ``backend="auto"`` runs the plan on the CPU."""
+    gbdist.dask); where it does not, ``backend="auto"`` runs the plan on the CPU. A plan
+    without such a step answers without importing the code generator (sympy's printer)."""
+    if not any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
+               and s.node.weight is None for s in plan.steps):
+        return True
     from ..backends.cuda import codegen
     return codegen.sums_as_written(plan)
 

@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 
-from ..compiler import ir
 from ..backends.base import Backend
 from ..backends.cpu import CPUBackend
 from ..errors import BackendError, InputError, ResultTooLargeError
@@ -174,10 +173,7 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
     """
     if strategy not in STRATEGIES:
         raise InputError("unknown strategy", expected=", ".join(STRATEGIES), got=repr(strategy))
-    if backend == "auto" and any(
-            isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
-            and s.node.weight is None for s in plan.steps) \
-            and not _bind.device_sums_as_written(plan):
+    if backend == "auto" and not _bind.device_sums_as_written(plan):
         # a union summed directly (steep ops with plus) that the CUDA pass for it (gather's
         # SKIP_SHARED, codegen.DIRECT_UNION) does not generate (switched off, or a corner
         # f(0, 0) it cannot absorb): the CPU runs it. A weighted step (κ(w) read at each
