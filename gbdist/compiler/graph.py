@@ -185,17 +185,17 @@ def reduction(operation: str, monoid, fill) -> Decision:
 _COMMUTATIVE_NODES = ("Add", "Mul", "Max", "Min")
 
 
-def _swapped(t, canon: bool):
-    """A term with x and y exchanged (``canon``: not exchanged, the arguments of the
-    commutative nodes sorted, so that x*y and y*x compare equal)."""
-    if not isinstance(t, tuple):
+def _canonical(t, swap: bool):
+    """A term with the arguments of its commutative nodes sorted (x*y and y*x compare
+    equal), x and y exchanged first when ``swap``."""
+    if not isinstance(t, tuple) or not t:
         return t
-    if t and t[0] == "Symbol" and not canon:
-        return (t[0], {"x": "y", "y": "x"}.get(t[1], t[1])) + t[2:]
-    args = [_swapped(a, canon) for a in t[1:]]
-    if t and t[0] in _COMMUTATIVE_NODES:
-        args = sorted(args, key=repr)
-    return (t[0],) + tuple(args) if t else t
+    if t[0] == "Symbol":
+        return (t[0], {"x": "y", "y": "x"}.get(t[1], t[1])) + t[2:] if swap else t
+    args = [_canonical(a, swap) for a in t[1:]]
+    if t[0] in _COMMUTATIVE_NODES:
+        args.sort(key=repr)
+    return (t[0],) + tuple(args)
 
 
 @functools.lru_cache(maxsize=256)
@@ -214,4 +214,4 @@ def mul_symmetry(op) -> tuple[bool, bool]:
     names = terms.symbol_names(t)
     if not names <= {"x", "y"}:  # a column or another name: claim nothing
         return False, True
-    return _swapped(_swapped(t, False), True) == _swapped(t, True), bool(names)
+    return _canonical(t, True) == _canonical(t, False), bool(names)
