@@ -60,14 +60,15 @@ def _host_block(x):
     return get() if callable(get) and not isinstance(x, np.ndarray) else x
 
 
-def form(metric, params: dict, Q, W, key: tuple):
+def form(metric, params: dict, Q, W, key: tuple, host: bool = True):
     """The rows of block ``Q`` (as ``key``: LEFT or RIGHT) as the runtime binds them
-    before the rule (conditioned, normalised, scaled; host CSR), ``W`` a block of the
-    other operand (its first row: the result dtype)."""
+    before the rule (conditioned, normalised, scaled; a host CSR, or where Q is with
+    ``host=False``), ``W`` a block of the other operand (its first row: the result dtype)."""
     from ..compiler import accuracy as rule
     from ..front import colparams
     from ..runtime import bind
-    Q, W = _host_block(Q), _host_block(W)
+    if host:
+        Q, W = _host_block(Q), _host_block(W)
     plan = rule.decided(metric_program_plan(metric, params))
     inputs = {"A": Q, "B": W[:1]} if key == LEFT else {"A": W[:1], "B": Q}
     inputs.update(colparams.split(params)[1] or {})
@@ -136,6 +137,41 @@ def nnz_of(x) -> tuple:
 def longest_of(x) -> int:
     from ..runtime import accuracy
     return accuracy.longest(x)
+
+
+def whole(X, metric, params: dict) -> Choice | None:
+    """The decision of ``gb.knn(X)`` (a self-join) made on one worker from the whole of X
+    (a replica, :mod:`.replicas`), where X is (CuPy statistics on the device): the very
+    rule and statistics a single call runs (:func:`gbdist.runtime.accuracy.decide`), so
+    the shares and row blocks that then run the decided plan (:func:`plan_for`) compute
+    no statistics of their own and run what ``gb.knn(X)`` runs. None as :func:`decide`."""
+    from ..compiler import accuracy as rule
+    from ..compiler.typecheck import row_operand
+    from ..inputs import is_cupy
+    from ..runtime import accuracy
+    from ..runtime.invariance import conditioned_names
+    plan = metric_program_plan(metric, params)
+    guards = rule.guards(plan)
+    if not guards or any((row_operand(g.left)[:2], row_operand(g.right)[:2]) != (LEFT, RIGHT)
+                         for g in guards):
+        return None
+    device = is_cupy(X)
+    direct = True
+    if device:
+        from ..runtime.bind import _device_direct_union
+        direct = _device_direct_union(plan)
+    mats = {key: form(metric, params, X, X, key, host=False) for key in (LEFT, RIGHT)}
+    memo: dict = {}
+
+    def remember(key, what, build):
+        if (key, what) not in memo:
+            memo[key, what] = build()
+        return memo[key, what]
+
+    translate = bool(getattr(conditioned_names(plan)[0], "translate", False))
+    d = accuracy.decide(plan, mats, remember, translate, int(X.shape[1]), direct)
+    return Choice(d.plan is not plan, None if d.centre is None else accuracy.to_host(d.centre),
+                  d.why)
 
 
 # ---------------------------------------------------------------------------

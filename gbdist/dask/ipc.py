@@ -13,10 +13,12 @@ so the buffer outlives every mapping. Where mapping is impossible (another host,
 producer that died, no peer access) :meth:`Lists.rows` raises :class:`Unreachable` and
 the caller recomputes the rows it needs (:func:`gbdist.dask.tasks.merge_lists`).
 
-Reuse (``GBDIST_DASK_IPC_REUSE=1``; tested on an H200, no measurable gain on two H200s,
-off until a 4-GPU run: docs/distributed.md): mapping a buffer costs 5.35 ms and unmapping
-1.1 ms on an H200 (benchmarks/results/h200x4-2026-11-27h-ipc-probe.py), thought to be most
-of a merge's time on 4 workers. With reuse each process keeps up to
+Reuse (on by default; ``GBDIST_DASK_IPC_REUSE=0`` in the workers' environment turns it
+off): mapping a buffer costs 5.35 ms and unmapping 1.1 ms on an H200
+(benchmarks/results/h200x4-2026-11-27h-ipc-probe.py), most of a merge's time on 4 workers:
+on four H200s a merge task's worker time went from 84-90 to 32-33 ms on the 283K-row
+shape, and the search to the client's GPU from 295 to 281 ms (cosine; docs/distributed.md,
+"Four GPUs again"; no measurable change on two). With reuse each process keeps up to
 :data:`REUSE_SLOTS` exported buffers and lends them to its next lists once a previous
 owner is gone (Dask released it: every reader has finished), and each receiver keeps its
 mappings. A buffer starts with the stamp of its current lists (unique in its process);
@@ -36,7 +38,7 @@ import numpy as np
 
 _ALIGN = 256  # the index block starts on a fresh cache line of the one buffer
 _OWN: dict = {}  # buffer id -> the producer's arrays, for a receiver in the same process
-REUSE_SLOTS = 4  # exported buffers a process keeps for reuse (GBDIST_DASK_IPC_REUSE=1)
+REUSE_SLOTS = 4  # exported buffers a process keeps for reuse (unless GBDIST_DASK_IPC_REUSE=0)
 _SLOTS: list = []
 _MAPPED: dict = {}  # (producer, handle, device) -> this process's mapping, kept (reuse)
 _LOCK = threading.Lock()
@@ -54,7 +56,7 @@ class _Slot:
 
 
 def _reuse() -> bool:
-    return os.environ.get("GBDIST_DASK_IPC_REUSE") == "1"
+    return os.environ.get("GBDIST_DASK_IPC_REUSE", "1") != "0"
 
 
 def _take(nbytes: int):

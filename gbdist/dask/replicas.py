@@ -40,6 +40,7 @@ class Replicated:
     token: str
     on_device: bool = False
     decisions: dict = field(default_factory=dict)  # pruned search? per metric and parameters
+    choices: dict = field(default_factory=dict)  # the accuracy decision, per metric and parameters
 
     @property
     def keys(self) -> tuple:
@@ -96,6 +97,7 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
     the first block asked for), then block b's rows of every share merged on worker b.
     ``lists``: each block's answer left on its worker's GPU as :class:`.ipc.Lists` (for a
     client that copies it GPU to GPU, :func:`gbdist.dask.search.knn`'s ``to_device``)."""
+    common = common + (_choice(R, common, client),)
     if _prunes(R, common, client):
         return _knn_blocks_pruned(R, k, need, exclude_self, common, client, lists)
     if peer_to_peer(R):
@@ -150,15 +152,29 @@ def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common
     return submit_block
 
 
+def _choice(R: Replicated, common: tuple, client):
+    """The accuracy decision of gb.knn on the whole index (:func:`.tasks.replica_choice`),
+    asked of one worker once per metric and parameters and kept with the replica, as
+    :func:`_prunes` is."""
+    from dask.base import tokenize
+    metric, params = common[:2]
+    key = tokenize("accuracy", repr(metric), params)
+    if key not in R.choices:
+        R.choices[key] = client.submit(
+            tasks.replica_choice, R.futures[0], metric, params, workers=[R.workers[0]],
+            allow_other_workers=True, pure=True).result()
+    return R.choices[key]
+
+
 def _prunes(R: Replicated, common: tuple, client) -> bool:
     """Whether gb.knn on the whole index takes the pruned search (asked of one worker once
     per metric and parameters, then kept with the replica: the index does not change)."""
     from dask.base import tokenize
-    metric, params, backend, working_memory, _sym = common
+    metric, params, backend, working_memory, _sym, choice = common
     key = tokenize(repr(metric), params, backend, working_memory)
     if key not in R.decisions:
         R.decisions[key] = client.submit(
-            tasks.prunes, R.futures[0], metric, params, backend, working_memory,
+            tasks.prunes, R.futures[0], metric, params, backend, working_memory, choice,
             workers=[R.workers[0]], allow_other_workers=True, pure=True).result()
     return R.decisions[key]
 
@@ -169,12 +185,13 @@ def _knn_blocks_pruned(R: Replicated, k: int, need: int, exclude_self: bool, com
     cost is per query row, so worker b searches rows b of the whole replica and its lists
     are final; nothing is merged and only the answer moves."""
     edges = _Blocks(R).offsets
-    metric, params, backend, working_memory, _sym = common
+    metric, params, backend, working_memory, _sym, choice = common
 
     def submit_block(b: int):
         a, z = int(edges[b]), int(edges[b + 1])
         return client.submit(tasks.rows_knn, R.futures[b], need, a, z, int(k),
                              bool(exclude_self), metric, params, backend, working_memory,
-                             lists, workers=[R.workers[b]], allow_other_workers=True, pure=True)
+                             lists, choice, workers=[R.workers[b]], allow_other_workers=True,
+                             pure=True)
 
     return submit_block

@@ -241,14 +241,15 @@ def stack(device: bool, *blocks):
 
 
 def share_knn(X, need: int, w: int, W: int, metric, params: dict, backend, working_memory,
-              symmetric):
+              symmetric, choice=None):
     """Share w of W of the self-join's tiles: every query's ``need`` best among them (global
-    indices, on the device when X is; placeholders where a row met no tile of this share)."""
+    indices, on the device when X is; placeholders where a row met no tile of this share),
+    under the accuracy decision made once for the replica (``choice``: :func:`replica_choice`)."""
     from ..front import colparams
     from ..neighbors import knn_plan
-    from ..pairwise import metric_program
     from ..runtime import get_backend, working_memory_bytes
-    plan = metric_program(metric, **params).plan
+    from .accuracy import plan_for
+    plan = plan_for(metric, params, choice)
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     d, i = knn_plan(plan, X, X, need, be, budget, False, symmetric=symmetric,
@@ -340,36 +341,48 @@ def merge_lists(k: int, exclude_self: bool, need: int, a: int, z: int, X, W: int
     return merge_shares(k, exclude_self, need, *rows, row0=a, lists=out_lists)
 
 
-def prunes(X, metric, params: dict, backend, working_memory) -> bool:
+def prunes(X, metric, params: dict, backend, working_memory, choice=None) -> bool:
     """Whether ``gb.knn``'s self-join over X (a whole replica) takes the pruned search
-    (:func:`gbdist.neighbors.pruned.decide`): decided once, on one worker."""
+    (:func:`gbdist.neighbors.pruned.decide`), under the replica's accuracy decision
+    (``choice``): decided once, on one worker."""
     from ..front import colparams
     from ..neighbors.pruned import decide
     from ..neighbors.search import Search
-    from ..pairwise import as_input, metric_program
+    from ..pairwise import as_input
     from ..runtime import get_backend, working_memory_bytes
+    from .accuracy import plan_for
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     X = as_input(X, "X")
-    s = Search(metric_program(metric, **params).plan, X, X, be, budget,
+    s = Search(plan_for(metric, params, choice), X, X, be, budget,
                columns=colparams.split(params)[1])
     return bool(decide(s.b, budget)[0])
 
 
+def replica_choice(X, metric, params: dict):
+    """The accuracy decision of ``gb.knn`` over the whole replica X, made on its worker
+    (:func:`.accuracy.whole`): asked once per metric and parameters and kept with the
+    replica, so no share or row block gathers statistics of its own, and a row block's
+    queries (a part of X) run the decision the whole of X gives, as ``gb.knn`` does."""
+    from .accuracy import whole
+    return whole(X, metric, params)
+
+
 def rows_knn(X, need: int, a: int, z: int, k: int, exclude_self: bool, metric, params: dict,
-             backend, working_memory, lists: bool = False):
+             backend, working_memory, lists: bool = False, choice=None):
     """Rows a:z of a pruned self-join's answer, final (own index dropped): the pruned search
     of those queries against the whole replica X, as :func:`prunes` decided for all of X.
     Each query's lists come from its own row of overlaps and the index's summaries, so the
     rows are the whole search's; nothing is merged."""
     from ..front import colparams
     from ..neighbors import drop_self, knn_plan
-    from ..pairwise import as_input, metric_program
+    from ..pairwise import as_input
     from ..runtime import get_backend, working_memory_bytes
+    from .accuracy import plan_for
     budget = working_memory_bytes(working_memory)
     be = get_backend(backend, budget)
     X = as_input(X, "X")
-    d, i = knn_plan(metric_program(metric, **params).plan, X[a:z], X, need, be, budget, False,
+    d, i = knn_plan(plan_for(metric, params, choice), X[a:z], X, need, be, budget, False,
                     symmetric=False, columns=colparams.split(params)[1], prune=True)
     xp = _xp(d)
     if exclude_self:  # drop_self finds query q at index q: shift to the block's rows

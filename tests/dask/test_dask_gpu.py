@@ -148,18 +148,16 @@ def test_lists_map_gpu_to_gpu_between_processes(monkeypatch):
 
 
 def test_reused_buffers_and_kept_mappings_give_the_same_answer():
-    """GBDIST_DASK_IPC_REUSE=1 (read by the producing workers): each worker lends its
+    """Reuse (the default; GBDIST_DASK_IPC_REUSE=0 turns it off): each worker lends its
     exported buffers to its next lists and each receiver keeps its mappings; run after run
     the answer is gb.knn's bit for bit, and a worker never holds more than REUSE_SLOTS."""
-    import os
     from gbdist.dask import ipc
     X = _data(m=4000, seed=4)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None,
-                                  env={"CUDA_VISIBLE_DEVICES": "0",
-                                       "GBDIST_DASK_IPC_REUSE": "1"}) as cluster, \
+                                  env={"CUDA_VISIBLE_DEVICES": "0"}) as cluster, \
             distributed.Client(cluster) as c:
-        assert all(c.run(lambda: os.environ.get("GBDIST_DASK_IPC_REUSE") == "1").values())
+        assert all(c.run(lambda: ipc._reuse()).values())  # on by default
         R = gbd.replicate(X, c, device=True)
         ds, is_ = gb.knn(cps.csr_matrix(X), k=10, metric="manhattan", backend="cuda",
                          working_memory=8)

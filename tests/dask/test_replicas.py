@@ -220,3 +220,38 @@ def test_pruned_replicated_search_splits_rows(client, metric):
     assert list(R.decisions.values()) == [True]
     _same(gbd.knn(R, k=6, metric=metric, client=client, exclude_self=False),
           gb.knn(X, X, k=6, metric=metric))
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "hellinger"])
+def test_the_accuracy_rule_runs_once_per_replica(client, metric, monkeypatch):
+    """The accuracy rule's statistics are gathered once per replica and metric (on one
+    worker, over the whole index) and every share then runs the decided plan: before, each
+    share of each call gathered them over the whole index again (a sort of every stored
+    column index on the device). Same answer as gb.knn."""
+    from gbdist.runtime import accuracy
+    calls = []
+    real = accuracy.column_stats
+    monkeypatch.setattr(accuracy, "column_stats", lambda x: calls.append(x.shape) or real(x))
+    X = _data(m=120, seed=3)
+    ref = gb.knn(X, k=5, metric=metric, working_memory=MiB_SMALL)
+    R = gbd.replicate(X, client)
+    calls.clear()
+    for _ in range(2):
+        _same(gbd.knn(R, k=5, metric=metric, client=client, working_memory=MiB_SMALL), ref,
+              exact=False)
+    assert calls == [X.shape]  # the whole replica's, once (3 shares x 2 calls before)
+    assert len(R.choices) == 1
+
+
+def test_a_row_block_runs_the_whole_replicas_decision():
+    """The pruned layout's row blocks (queries a:z against the whole replica) run the
+    decision made on the whole replica, not one made from the block's own statistics."""
+    from gbdist.compiler import accuracy as rule
+    from gbdist.dask.accuracy import plan_for, whole
+    X = tall_sparse()
+    choice = whole(X, "manhattan", {})
+    plan = plan_for("manhattan", {}, choice)
+    assert choice is None or isinstance(plan, rule.Decided) or not rule.guards(plan)
+    d, i = tasks.rows_knn(X, 6, 10, 40, 5, True, "manhattan", {}, "cpu", None, False, choice)
+    ref = gb.knn(X, k=5, metric="manhattan")
+    _same((d, i.astype(np.int64)), (ref[0][10:40], ref[1][10:40]), exact=False)
