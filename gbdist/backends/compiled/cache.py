@@ -136,8 +136,8 @@ def _import(key: str, path: str, size: int):
 
 _KEY_CHARS = frozenset("0123456789abcdef")
 GRAPH_CODE = tuple(f"backends/{f}.py" for f in (
-    "compiled/graph_codegen", "compiled/graph_printer", "compiled/graph_helpers",
-    "compiled/printer", "graph_reference"))
+    "compiled/graph_codegen", "compiled/graph_spgemm", "compiled/graph_printer",
+    "compiled/graph_helpers", "compiled/printer", "graph_reference"))
 """The files that make a graph kernel module's source from its recipe (:mod:`.graph`)."""
 
 

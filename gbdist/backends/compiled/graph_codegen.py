@@ -37,7 +37,7 @@ from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 from .graph_spgemm import KERNELS as SPGEMM_KERNELS
 
-GENERATOR_VERSION = "11"
+GENERATOR_VERSION = "12"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from {helpers} import INF, NAN, OPT, gb_log, gb_max, gb_min, gb_sign
 from {helpers_graph} import (gb_fmax, gb_fmin, gb_lower_bound, gb_to_bool, gb_to_int32,

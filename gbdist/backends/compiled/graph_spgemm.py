@@ -7,8 +7,9 @@ their driver (:func:`gustavson`).
 * ``spgemm_count``: the symbolic pass, distinct output columns per row (a stamp array),
   skipped when the terms are the row sizes (:func:`gustavson`: a diagonal or
   row-selecting A, a diagonal or column-scaling B);
-* ``spgemm_fill``: numeric, a dense accumulator row per range (rows wider than n/16 read
-  off in column order);
+* ``spgemm_fill``: numeric, a dense accumulator row and a bitmap of the row's columns per
+  range (rows of at least n/64/:data:`BITMAP` columns read off the bitmap in column order,
+  shorter ones sorted);
 * ``spgemm_hash``: numeric, an open-addressing hash table per row (outputs far sparser
   than n).
 
@@ -29,6 +30,10 @@ import numpy as np
 
 INSERTION = 32
 """Rows of at most this many output columns are sorted by insertion (``gb_sort_row``)."""
+BITMAP = 8
+"""``spgemm_fill`` reads a row's columns off its bitmap, in order, when the row holds at
+least (n/64)/BITMAP of them (the scan's n/64 words against a sort of the row), else sorts
+them."""
 
 KERNELS = '''
 
@@ -146,10 +151,15 @@ def spgemm_count(ap, ai, bp, bi, mp, mi, mmode, n, r0, r1, rownnz):
 @njit(**OPT)
 def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, ub, small, r0, r1):
     """Numeric Gustavson into the preallocated CSR (cp from spgemm_count): a dense
-    accumulator row and a stamp array (stamp[j] == i: j seen in row i, so nothing is
-    reset between rows); each row's columns sorted at the end. Rows of at most ``small``
-    terms (ub) by the small-row form."""
-    stamp = np.full(n, -1, np.int64)
+    accumulator row and a bitmap of the row's columns (one bit a column: n/8 bytes, in
+    the L1 cache where a stamp array of n int64 was not; every bit cleared again by the
+    row that set it). A row's columns come out in order by one of two forms, chosen by its
+    exact size c = cp[i+1] − cp[i]: rows of at least (n/64)/%(bitmap)d columns read the
+    bitmap's words in order (n/64 words and c bit extractions, no sort); shorter rows
+    write their columns as found and sort them. Rows of at most ``small`` terms (ub) by
+    the small-row form."""
+    nw = (n + 63) >> 6
+    bits = np.zeros(max(nw, 1), np.uint64)
     acc = np.empty(n, WT)
     mst = np.full(n if mmode != 0 else 1, -1, np.int64)
     tj = np.empty(max(small, 1), np.int64)
@@ -162,6 +172,8 @@ def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, ub, small,
         if ub[i] <= small:
             gb_small_row(ap, ai, ax, bp, bi, bx, mst, mmode, i, tj, tv, ci, cx, start)
             continue
+        # read off the bitmap (True) or sort the columns as written (False)
+        scan = (cp[i + 1] - start) * %(bitmap)d >= nw
         c = 0
         for p in range(U(ap[i]), U(ap[i + 1])):
             k = U(ai[p])
@@ -171,24 +183,36 @@ def spgemm_fill(ap, ai, ax, bp, bi, bx, mp, mi, mmode, n, cp, ci, cx, ub, small,
                 if mmode != 0 and mst[j] == i:
                     continue
                 t = gb_mul(a, gb_load(bx[q]))
-                if stamp[j] != i:
-                    stamp[j] = i
+                w = j >> U(6)
+                b = U(1) << (j & U(63))
+                if (bits[w] & b) == U(0):
+                    bits[w] |= b
                     acc[j] = t
-                    ci[start + c] = j
-                    c += 1
+                    if not scan:
+                        ci[start + c] = j
+                        c += 1
                 else:
                     acc[j] = gb_add(acc[j], t)
-        if n < 16 * c:  # a dense row: the stamps in column order are already sorted
+        if scan:
             q = start
-            for j in range(n):
-                if stamp[j] == i:
+            for w in range(nw):
+                x = bits[w]
+                if x == U(0):
+                    continue
+                bits[w] = U(0)
+                base = U(w) << U(6)
+                while x != U(0):
+                    j = base | U(trailing_zeros(x))
                     ci[q] = j
                     cx[q] = acc[j]
                     q += 1
+                    x &= x - U(1)
         else:
             gb_sort_row(ci, start, start + c)
             for q in range(start, start + c):
-                cx[q] = acc[U(ci[q])]
+                j = U(ci[q])
+                cx[q] = acc[j]
+                bits[j >> U(6)] = U(0)
 
 
 @njit(**OPT)
@@ -249,7 +273,7 @@ def spgemm_hash(ap, ai, ax, bp, bi, bx, cp, ci, cx, ub, small, r0, r1):
             cx[q] = vals[h]
         for h in range(s):
             keys[h] = -1
-''' % {"insertion": INSERTION}
+''' % {"insertion": INSERTION, "bitmap": BITMAP}
 
 
 def gustavson(mod, A, B, mask, knobs, ranges_of, run) -> tuple:
