@@ -132,10 +132,15 @@ def test_plan_kernels_source(isolated_definitions):
     for name, pk in cases.items():
         assert "#include" not in pk.source, name
         assert not re.search(r"\bM_[A-Z0-9_]+\b|\bHUGE_VAL\b|\bINFINITY\b|\bNAN\b", pk.source), name
-        names = pruned_plan.names(pk, "int")
+        names = pruned_plan.names(pk, "int", top=False)
         assert len(names) == len(set(names)) == len(pk.sums) + len(
             pruned_plan.UNION_LANE_CHOICES) * len(pk.unions) + sum(m is not None for m in pk.maps.values())
+        top = pruned_plan.names(pk, "int", top=True)  # gb_prune_union_keys x 2, _top
+        assert len(top) == len(set(top)) == len(names) + 3 * len(pk.tops)
+        assert set(pk.tops) <= set(pk.unions)
     cheb = cases["chebyshev"]
+    # |2x - y|: a product in a sum (the SpGEMM may fuse it): gb_prune_union keeps it
+    assert cheb.tops == {"t0": "max"} and cases["prune_maxw_m"].tops == {}
     assert [(s[0], s[1]) for s in cheb.sums] == [("col", "t0a"), ("row", "t0b")]
     assert "fabs(x - y)" in cheb.source and "gb_max<double>(x, y)" in cheb.source
     assert "fabs(2*x - y)" in cases["prune_maxw_m"].source
@@ -143,22 +148,23 @@ def test_plan_kernels_source(isolated_definitions):
 
 @pytest.mark.nvcc
 def test_plan_kernels_compile(isolated_definitions):
-    """Every instantiation of the generated source compiles (nvcc, sm_90): chebyshev in
-    float / int and jensenshannon (apply chains) in double / long long by default, every
-    prunable metric in both with GBDIST_SLOW_TESTS=1."""
+    """Every instantiation of the generated source (with gb_prune_union_keys /
+    gb_prune_union_top, pruned_plan.UNION_TOP's kernels) compiles (nvcc, sm_90): chebyshev
+    in float / int and double / long long and jensenshannon (apply chains) in double / long
+    long by default, every prunable metric in both with GBDIST_SLOW_TESTS=1."""
     if NVCC is None:
         pytest.skip("nvcc not found")
     import numpy as np
     from gbdist.backends.cuda import pruned_plan
     slow = os.environ.get("GBDIST_SLOW_TESTS") == "1"
     jobs = []
-    for storage, itype, few in ((np.float32, "int", "chebyshev"),
-                                (np.float64, "long long", "jensenshannon")):
-        jobs += [(n, pk, itype) for n, pk in _plan_kernels(storage) if slow or n == few]
-    assert len(jobs) >= 2
+    for storage, itype, few in ((np.float32, "int", ("chebyshev",)),
+                                (np.float64, "long long", ("jensenshannon", "chebyshev"))):
+        jobs += [(n, pk, itype) for n, pk in _plan_kernels(storage) if slow or n in few]
+    assert len(jobs) >= 3
     with tempfile.TemporaryDirectory() as d:
         for t, (name, pk, itype) in enumerate(jobs):
-            names = pruned_plan.names(pk, itype)
+            names = pruned_plan.names(pk, itype, top=True)  # gb_prune_union_top too
             keep = ", ".join(f"(const void*)&{n}" for n in names)
             path = os.path.join(d, f"p{t}.cu")
             with open(path, "w") as f:

@@ -11,7 +11,9 @@ brute force over the full float64 distance matrix, for the metrics named on the 
 line, on very sparse data with ties, empty rows and duplicate rows, float64 and float32.
 Prints one line per mismatch, the count of queries whose k-th value was a tie across keys
 (``tie rows N``) and ``mismatches N`` last; with ``--no-dense`` any row evaluated against
-every index row makes the search decline (a mismatch). Used by
+every index row makes the search decline (a mismatch); with ``--union-top`` the max / min
+unions take pruned_plan.UNION_TOP's path (gb_prune_union_keys / gb_prune_union_top
+replaced by loops from their specification, the sort and the glue as written). Used by
 tests/neighbors/test_pruning_device_logic.py; no GPU needed.
 """
 from __future__ import annotations
@@ -119,6 +121,44 @@ def union_pairs(pk, step, A, B, pi, pj):
     return out, shared
 
 
+def union_keys(pk, step, side, d):
+    """gb_prune_union_keys: each entry's one-sided term f(x, z_B) (side 0) or f(z_A, y)
+    (side 1), and bad where the value through its chain is not finite or the key is NaN."""
+    node = pk.steps[step]
+    _, za, zb = pk.unions[step][2:]
+    x = _chain(row_operand(node.left if side == 0 else node.right)[2],
+               np.asarray(d.data, dtype=np.float64))
+    z = np.full(x.size, zb if side == 0 else za)
+    with np.errstate(all="ignore"):
+        key = np.asarray(apply_binary(node.mul, x, z) if side == 0 else
+                         apply_binary(node.mul, z, x), dtype=np.float64)
+    return key, (~np.isfinite(x) | np.isnan(key)).astype(np.uint8)
+
+
+TOP_PAIRS = [0]
+
+
+def union_top_pairs(pk, step, A, a, B, b, pi, pj, inter):
+    """gb_prune_union_top: ⊕(the SpGEMM's value, row i's first entry in its key order whose
+    column row j lacks, row j's likewise); a pair with a bad row: the full union."""
+    node = pk.steps[step]
+    f, e = node.add.ufunc, node.add.identity_value
+    out = np.empty(pi.size)
+    TOP_PAIRS[0] += int(pi.size)
+    for t, (i, j) in enumerate(zip(pi, pj)):
+        if a.bad[i] or b.bad[j]:
+            out[t] = union_pairs(pk, step, A, B, pi[t:t + 1], pj[t:t + 1])[0][0]
+            continue
+        acc = f(e, inter[t])
+        for S, s, O, o in ((a, A.indptr[i:i + 2], B, B.indptr[j:j + 2]),
+                           (b, B.indptr[j:j + 2], A, A.indptr[i:i + 2])):
+            other = set(O.indices[o[0]:o[1]].tolist())
+            lacks = [k for c, k in zip(S.cols[s[0]:s[1]], S.keys[s[0]:s[1]]) if c not in other]
+            acc = f(acc, lacks[0] if lacks else e)
+        out[t] = acc
+    return out
+
+
 def free(Cp, Cj, rows, Q, count, start=None):
     """gb_prune_free: the first ``count`` positions of Q from start not in the row's overlaps."""
     out = np.full((rows.size, count), -1, dtype=np.int64)
@@ -195,6 +235,7 @@ P._spgemm, P._free, P._merge, P._tie_scan = spgemm, free, merge, checked_tie_sca
 P._fn = lambda name: tie_kernel if name.startswith("gb_prune_tie<") else None
 P.TIE_SHIFTS = (1, 3)  # blocks of 2 and 8 positions: the skips run on these small sets
 PP.summary, PP.mapped, PP.union_pairs = summary, mapped, union_pairs
+PP.union_keys, PP.union_top_pairs = union_keys, union_top_pairs
 P.topk.select_k = lambda D, k, offset=0: cpu.select_k(np.asarray(D), k, offset)
 P.host_rows = types.SimpleNamespace(
     identical_pairs=lambda left, right, xp: host_rows.identical_pairs(left, right, np))
@@ -227,6 +268,10 @@ ROUNDED = {"jensenshannon", "jensenshannon_unnormalized", "hellinger", "kl_diver
            "minkowski", "seuclidean", "gower", "weighted_minkowski"}  # as test_pruning.py
 
 
+NEGMIN_METRIC = ("op prune_negabs(x, y) = -abs(x - y)\n"
+                 "metric prune_negmin_m(A, B) = mxm(A, B.T, semiring(prune_negabs, min))")
+
+
 def main(names) -> int:
     import gbdist as gb
     from gbdist.backends.pruned import search_pruned
@@ -238,9 +283,14 @@ def main(names) -> int:
     if "--no-dense" in names:  # no row may be evaluated densely: ties by gb_prune_tie only
         names = [n for n in names if n != "--no-dense"]
         P.DENSE_LIMIT = 0
+    if "--union-top" in names:  # max / min unions by gb_prune_union_top's glue (issue 29)
+        names = [n for n in names if n != "--union-top"]
+        PP.UNION_TOP = True
     if "prune_maxw_m" in names:  # a user-defined max metric (tests/neighbors/test_pruning.py)
         gb.define("op prune_maxw(x, y) = abs(2 * x - y)\n"
                   "metric prune_maxw_m(A, B) = mxm(A, B.T, semiring(prune_maxw, max))")
+    if "prune_negmin_m" in names:  # a min union: minus chebyshev (-0.0 at equal values)
+        gb.define(NEGMIN_METRIC)
     for name in names:
         plan = metric_program(name).plan
         dec = pruning(plan)
@@ -277,6 +327,7 @@ def main(names) -> int:
                         r = int(np.flatnonzero(~(same & ok_b).all(axis=1))[0])
                         print("mismatch", name, np.dtype(dtype).name, "XX" if Yv is X else "XY",
                               kk, r, got[0][r], got[1][r], ref[0][r], ref[1][r])
+    print("union top pairs", TOP_PAIRS[0])
     print("tie rows", ties)
     print("mismatches", bad)
     return 0

@@ -36,3 +36,20 @@ def test_device_search_logic_matches_host_and_brute_force(names):
     assert lines and lines[-1] == "mismatches 0", "\n".join(lines[-20:])
     ties = int(lines[-2].split()[-1])
     assert lines[-2].startswith("tie rows") and ties > 100, lines[-2]
+
+
+def test_union_top_glue_matches_host_and_brute_force():
+    """pruned_plan.UNION_TOP on (issue 29): the max / min unions (chebyshev, a user max and a
+    user min metric, minus chebyshev with its -0.0) through the overlap SpGEMM's values and
+    each row's sorted one-sided terms (the sort and the glue as written, the two kernels as
+    loops from their specification; the kernels themselves: tests/backends/
+    test_pruned_union_top.py on the host, test_pruning_gpu.py on a GPU)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[1]), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, str(HERE / "pruned_device_emulation.py"), "--no-dense",
+                        "--union-top", "chebyshev", "prune_maxw_m", "prune_negmin_m"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines and lines[-1] == "mismatches 0", "\n".join(lines[-20:])
+    assert lines[-3].startswith("union top pairs") and int(lines[-3].split()[-1]) > 1000, lines[-3]

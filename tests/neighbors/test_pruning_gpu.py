@@ -185,6 +185,65 @@ def test_device_two_pass_union(name, lanes, self_join, device_spy, monkeypatch,
     assert_allclose(out[5][0], cupy.asnumpy(d0), rtol=0, atol=0)
 
 
+NEGMIN_METRIC = ("op prune_negabs(x, y) = -abs(x - y)\n"
+                 "metric prune_negmin_m(A, B) = mxm(A, B.T, semiring(prune_negabs, min))")
+
+
+@pytest.mark.parametrize("self_join", [True, False], ids=["self", "XY"])
+@pytest.mark.parametrize("name", ["chebyshev", "prune_negmin_m"])
+@pytest.mark.parametrize("storage", [np.float64, np.float32], ids=["float64", "float32"])
+def test_device_union_top(name, storage, self_join, device_spy, monkeypatch,
+                          isolated_definitions):
+    """pruned_plan.UNION_TOP (issue 29): max / min unions at the overlapping pairs from the
+    overlap SpGEMM's values and each row's best one-sided entry (gb_prune_union_keys, the
+    row-wise sort, gb_prune_union_top); a min union (minus chebyshev: -0.0 at equal values);
+    data with empty, duplicate and tied rows, float64 and float32. The very indices and
+    values of NumPy brute force, and the same answer as gb_prune_union (UNION_TOP off) and
+    as the full device search; the new kernels must have run."""
+    from gbdist.backends.cuda import pruned_plan
+    gb.define(NEGMIN_METRIC)
+    calls, real = [], pruned_plan.union_top_pairs
+
+    def counted(pk, step, A, a, B, b, pi, pj, inter):
+        calls.append(int(pi.size))
+        return real(pk, step, A, a, B, b, pi, pj, inter)
+    monkeypatch.setattr(pruned_plan, "union_top_pairs", counted)
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 4)
+    X = sparse_rows(rng, 90, 300, "real").astype(storage)
+    Y = None if self_join else np.vstack([sparse_rows(rng, 50, 300, "real").astype(storage),
+                                          X[[4, 9]]])
+    Yd = (X if Y is None else Y).astype(np.float64)
+    Xd = X.astype(np.float64)
+    if name == "prune_negmin_m":
+        R = np.array([[np.min(-np.abs(a - b)) for b in Yd] for a in Xd])
+    else:
+        R = np.array([[np.max(np.abs(a - b)) for b in Yd] for a in Xd])
+    Xg = cps.csr_matrix(sps.csr_matrix(X))
+    Yg = None if Y is None else cps.csr_matrix(sps.csr_matrix(Y))
+    monkeypatch.setenv("GBDIST_PRUNE", "always")
+    for k in (1, 5, 12):
+        got = {}
+        for top in (True, False):
+            monkeypatch.setattr(pruned_plan, "UNION_TOP", top)
+            d, i = gb.knn(Xg, Yg, k=k, metric=name, backend="cuda")
+            assert device_spy and device_spy[-1], "the device search declined"
+            got[top] = (cupy.asnumpy(d), cupy.asnumpy(i))
+        d, i = got[True]
+        Rd, Ri = brute(R.astype(storage).astype(np.float64), k, self_join)
+        assert_allclose(d, Rd, rtol=0, atol=0)
+        assert_array_equal(i, Ri)
+        assert_array_equal(i, got[False][1])
+        assert_allclose(d, got[False][0], rtol=0, atol=0)
+    assert sum(calls) > 0, "gb_prune_union_top did not run"
+    monkeypatch.setenv("GBDIST_PRUNE", "never")
+    d0, i0 = gb.knn(Xg, Yg, k=5, metric=name, backend="cuda")
+    monkeypatch.setenv("GBDIST_PRUNE", "always")
+    monkeypatch.setattr(pruned_plan, "UNION_TOP", True)
+    d5, i5 = (cupy.asnumpy(a) for a in gb.knn(Xg, Yg, k=5, metric=name, backend="cuda"))
+    assert_array_equal(i5, cupy.asnumpy(i0))
+    assert_allclose(d5, cupy.asnumpy(d0), rtol=0, atol=0)
+
+
 def power_law_rows(rng, m, K, kind):
     """Rows of 1–8 entries whose columns follow a power law (a few popular columns, many
     rare), values on a quarter grid (ties), with empty and duplicate rows."""

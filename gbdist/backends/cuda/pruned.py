@@ -141,7 +141,9 @@ class _Device:
         """(Cp int64, Cj int32, row of each entry int64, values float64) of every pair that
         shares a column, rows sorted, values through the epilogue and the self value. An
         Intersect step's values are the SpGEMM's; a two-pass union's are taken over the
-        union of the pair's columns (``gb_prune_union``), its corner added."""
+        union of the pair's columns (``gb_prune_union``; for max / min with
+        pruned_plan.UNION_TOP, ``gb_prune_union_top`` from the SpGEMM's values of the
+        first product step), its corner added."""
         cp = self.cp
         mats, Cp, Cj, unions = {}, None, None, []
         for st in self.mats:
@@ -161,6 +163,12 @@ class _Device:
         ri = cp.searchsorted(Cp, cp.arange(nnz, dtype=cp.int64), side="right") - 1
         cj = Cj.astype(cp.int64)
         for st, A, B in unions:
+            if pruned_plan.UNION_TOP and st.name in self.pk.tops and st.name in mats:
+                # max / min: the SpGEMM's ∩ part and each row's best one-sided entry
+                # (issue 29); the corner needs no shared count there (top_union)
+                v = pruned_plan.union_top(cp, self.pk, st.name, A, B, ri, cj, mats[st.name])
+                mats[st.name] = pruned_plan.corner(cp, st.node, v, None, self.ncols)
+                continue
             v, shared = pruned_plan.union_pairs(self.pk, st.name, A, B, ri, cj)
             union = self.lnnz[ri] + self.rnnz[cj] - shared
             mats[st.name] = pruned_plan.corner(cp, st.node, v, union, self.ncols)

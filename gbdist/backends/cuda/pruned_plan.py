@@ -13,9 +13,15 @@ of the query rows, ``row``: of the index rows), and for a two-pass union step ``
 ⊕ over a row's stored entries of f(x, z_B) (``ta``, query rows) and of f(z_A, y) (``tb``,
 index rows), x and y through the side's apply chain.
 
-The launchers :func:`summary`, :func:`mapped` and :func:`union_pairs` are the only
-calls into the kernels (tests/neighbors/pruned_device_emulation.py replaces them by
-loops written from this specification).
+With :data:`UNION_TOP` on, a two-pass union whose ⊕ is max or min (and whose corner needs
+no shared-column count) is evaluated at the pairs by ``gb_prune_union_top`` instead: the
+overlap SpGEMM's value (⊕ over the shared columns) ⊕ each row's best entry, in an order
+sorted once per call, whose column the other row lacks (:func:`union_top`, issue 29).
+
+The launchers :func:`summary`, :func:`mapped`, :func:`union_pairs`, :func:`union_keys`
+and :func:`union_top_pairs` are the only calls into the kernels
+(tests/neighbors/pruned_device_emulation.py replaces them by loops written from this
+specification).
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from .codegen import CudaPrinter, Reduction, _eval_const, _rspec, chain_formula,
 
 THREADS = 256
 _KERNELS: dict = {}
+UNION_TOP = False  # gb_prune_union_top for max / min unions (issue 29; not yet run on a GPU)
 
 
 def _key(node) -> tuple:
@@ -67,11 +74,77 @@ def _union_struct(name: str, node, lchain, rchain, za: float, zb: float, pr) -> 
         "};", ""])
 
 
+_FINITE, _NOT_NAN, _ANY = 0, 1, 2
+
+
+def _nan_class(e) -> int:
+    """What ``e`` (a formula over x, y) can give at finite x, y, as printed in double:
+    _FINITE (a finite value), _NOT_NAN (±inf by overflow, never NaN) or _ANY (maybe NaN:
+    anything not recognised). Sums of finite terms overflow at worst; a sum with one
+    non-NaN term stays non-NaN (inf + finite), two could be inf − inf; products likewise
+    need finite factors or nonzero constants beside one non-NaN factor (0 · inf). A sum
+    with a product among its terms (other than a negation) is _ANY too: see
+    :func:`_product`."""
+    if e.is_Symbol:
+        return _FINITE
+    if e.is_number:  # a constant, maybe unevaluated (formulas are kept as written)
+        return _FINITE if np.isfinite(_const(e)) else _ANY
+    args = [_nan_class(a) for a in e.args]
+    if isinstance(e, sp.Abs):
+        return args[0]
+    if isinstance(e, (sp.Max, sp.Min)):  # gb_max / gb_min of non-NaN values
+        return max(args)
+    if isinstance(e, sp.Add):
+        if _ANY in args or args.count(_NOT_NAN) > 1 or any(_product(a) for a in e.args):
+            return _ANY
+        return _NOT_NAN
+    if isinstance(e, sp.Mul):
+        consts = [_const(a) for a in e.args if a.is_number]
+        factors = [c for a, c in zip(e.args, args) if not a.is_number]
+        if _ANY in args or 0.0 in consts:
+            return _ANY
+        if _NOT_NAN in factors:  # inf times a constant only: a finite factor may be 0
+            return _NOT_NAN if len(factors) == 1 else _ANY
+        if len(factors) == 1 and all(abs(c) <= 1 for c in consts):
+            return _FINITE
+        return _NOT_NAN  # finite factors and constants: overflow at worst
+    return _ANY
+
+
+def _const(e) -> float:
+    try:
+        return float(e)
+    except (TypeError, ValueError):  # complex, or not a number
+        return float("nan")
+
+
+def _product(term) -> bool:
+    """A term of a sum that the compiler may fuse into it (a * b + c as one fma): a product
+    other than a negation. The SpGEMM's module and gb_prune_union's may fuse differently,
+    so the ∩ part would not be gb_prune_union's bit for bit."""
+    return isinstance(term, sp.Mul) and not (len(term.args) == 2 and -1 in term.args)
+
+
+def top_union(node) -> bool:
+    """Whether two-pass union ``node`` can take ``gb_prune_union_top``: ⊕ is max or min
+    (gb_max / gb_min: exact, idempotent, ordered), the corner needs no count of shared
+    columns (absorbed, or ⊕'s identity: :func:`corner`), and ⊗ is never NaN at finite
+    arguments and holds no product inside a sum (then the overlap SpGEMM's values, whose
+    fmax / fmin ignore NaN, are gb_prune_union's ∩ part at rows whose values are finite;
+    the kernel sends the other rows' pairs to the full loop)."""
+    if node.add.ufunc not in (np.maximum, np.minimum):
+        return False
+    if not (node.corner_absorbed or node.corner == node.add.identity_value):
+        return False
+    return _nan_class(node.mul.formula) != _ANY
+
+
 def kernels(plan, storage) -> SimpleNamespace:
     """The generated source of ``plan`` for stored values of dtype ``storage`` (float32 or
     float64), and what each struct computes: ``sums`` [(side, name, operand key, struct,
     what)], ``maps`` {(step, "left"/"right"): struct or None (no chain)}, ``unions``
-    {step: (struct, left key, right key, z_A, z_B)}, ``steps`` {name: node}. Raises BackendError where a formula
+    {step: (struct, left key, right key, z_A, z_B)}, ``tops`` {step: "max" / "min"} (the
+    unions :func:`top_union` admits), ``steps`` {name: node}. Raises BackendError where a formula
     does not print (the device search then declines)."""
     st_name = "float" if np.dtype(storage) == np.float32 else "double"
     ck = (plan.expr.key, plan.lowered.key, tuple(sorted(plan.roles.items())), st_name)
@@ -80,7 +153,7 @@ def kernels(plan, storage) -> SimpleNamespace:
         return cached
     pr = CudaPrinter(np.float64)
     parts = [read("kernels", "gbdist.cuh"), f"typedef {st_name} gb_real;\ntypedef double gb_acc;\n"]
-    sums, maps, unions = [], {}, {}
+    sums, maps, unions, tops = [], {}, {}, {}
 
     def reduction(side, name, key, chain, monoid, fill, what):
         spec = f"PSum{len(sums)}"
@@ -117,21 +190,30 @@ def kernels(plan, storage) -> SimpleNamespace:
                 spec = f"PUnion{len(unions)}"
                 parts.append(_union_struct(spec, node, lchain, rchain, za, zb, pr))
                 unions[st.name] = (spec, _key(node.left), _key(node.right), za, zb)
+                if top_union(node):
+                    tops[st.name] = "max" if node.add.ufunc is np.maximum else "min"
     parts += [read("kernels", "row_reduce.cuh"), read("kernels", "pruned_plan.cuh")]
     source = "\n".join(parts)
-    out = SimpleNamespace(source=source, sums=sums, maps=maps, unions=unions,
+    out = SimpleNamespace(source=source, sums=sums, maps=maps, unions=unions, tops=tops,
                           steps={st.name: st.node for st in plan.steps},
                           key="pruned-plan-" + hashlib.sha256(source.encode()).hexdigest()[:24])
     _KERNELS[ck] = out
     return out
 
 
-def names(pk, itype: str) -> tuple[str, ...]:
-    """Every instantiation of ``pk``'s source for indptr type ``itype`` ("int", "long long")."""
+def names(pk, itype: str, top: bool | None = None) -> tuple[str, ...]:
+    """Every instantiation of ``pk``'s source for indptr type ``itype`` ("int", "long long");
+    with ``top`` (default :data:`UNION_TOP`) also gb_prune_union_keys / gb_prune_union_top
+    of the unions in ``pk.tops``."""
     out = [f"gb_row_reduce<{s[3]}, {itype}>" for s in pk.sums]
     out += [f"gb_prune_map<{m}>" for m in pk.maps.values() if m is not None]
     out += [f"gb_prune_union<{u[0]}, {itype}, {g}>" for u in pk.unions.values()
             for g in UNION_LANE_CHOICES]
+    if UNION_TOP if top is None else top:
+        for step in pk.tops:
+            u = pk.unions[step][0]
+            out += [f"gb_prune_union_keys<{u}, 0>", f"gb_prune_union_keys<{u}, 1>",
+                    f"gb_prune_union_top<{u}, {itype}>"]
     return tuple(out)
 
 
@@ -210,7 +292,69 @@ def union_pairs(pk, step: str, A, B, pi, pj):
     return out, shared
 
 
+def union_keys(pk, step: str, side: int, d):
+    """gb_prune_union_keys: each stored entry's one-sided term of union ``step`` (side 0:
+    f(x, z_B) of the query rows' entries, 1: f(z_A, y) of the index rows'), float64, and
+    whether it is bad (a value not finite through its chain, or a NaN key), uint8."""
+    import cupy as cp
+    n = int(d.data.size)
+    key, bad = cp.empty(n, dtype=cp.float64), cp.empty(n, dtype=cp.uint8)
+    if n:
+        _fn(pk, f"gb_prune_union_keys<{pk.unions[step][0]}, {side}>", d)(
+            (_blocks(n),), (THREADS,), (d.data, np.int64(n), key, bad))
+    return key, bad
+
+
+def union_top_pairs(pk, step: str, A, a, B, b, pi, pj, inter):
+    """gb_prune_union_top at the pairs (pi[t], pj[t]): the same values as :func:`union_pairs`
+    (without the corner) from the SpGEMM's ``inter`` and each side's sorted entries ``a``,
+    ``b`` (:func:`top_order`): float64."""
+    import cupy as cp
+    npairs = int(pi.size)
+    out = cp.empty(npairs, dtype=cp.float64)
+    if npairs:
+        Aj, Bj = (M.indices.astype(cp.int32, copy=False) for M in (A, B))
+        Bp = B.indptr.astype(A.indptr.dtype, copy=False)
+        _fn(pk, f"gb_prune_union_top<{pk.unions[step][0]}, {_itype(A)}>", A)(
+            (_blocks(npairs),), (THREADS,),
+            (A.indptr, Aj, A.data, a.cols, a.keys, a.bad, Bp, Bj, B.data, b.cols, b.keys, b.bad,
+             cp.ascontiguousarray(pi, dtype=cp.int64), cp.ascontiguousarray(pj, dtype=cp.int64),
+             cp.ascontiguousarray(inter, dtype=cp.float64), np.int64(npairs), out))
+    return out
+
+
 # -- array code around them ----------------------------------------------------------------
+
+
+def top_order(cp, pk, step: str, side: int, d) -> SimpleNamespace:
+    """Side ``side`` of union ``step`` on the device CSR ``d``, as gb_prune_union_top reads
+    it: ``cols`` / ``keys`` each row's columns and one-sided terms sorted best first (max:
+    descending, min: ascending; ties in any order, they give the same key), in place of
+    the row's CSR positions; ``bad`` per row (uint8): an entry not finite through its chain
+    or a NaN key (its pairs take the full loop, so a bad row's order is never read)."""
+    key, bad = union_keys(pk, step, side, d)
+    ptr = d.indptr.astype(cp.int64)
+    counts = cp.concatenate([cp.zeros(1, dtype=cp.int64), cp.cumsum(bad, dtype=cp.int64)])
+    row_bad = (counts[ptr[1:]] > counts[ptr[:-1]]).astype(cp.uint8)
+    if key.size == 0:
+        return SimpleNamespace(cols=d.indices.astype(cp.int32), keys=key, bad=row_bad)
+    rows = _entry_rows(cp, ptr, int(key.size))
+    s = cp.where(cp.isnan(key), 0.0, -key if pk.tops[step] == "max" else key)
+    order = cp.lexsort(cp.stack([s, rows]))  # the row first, then best first
+    return SimpleNamespace(cols=cp.ascontiguousarray(d.indices[order], dtype=cp.int32),
+                           keys=cp.ascontiguousarray(key[order]), bad=row_bad)
+
+
+def union_top(cp, pk, step: str, A, B, pi, pj, inter):
+    """Union ``step`` (in ``pk.tops``) at the pairs (pi, pj) without the corner, as
+    :func:`union_pairs` gives it, from ``inter``, the overlap SpGEMM's values there."""
+    a, b = top_order(cp, pk, step, 0, A), top_order(cp, pk, step, 1, B)
+    return union_top_pairs(pk, step, A, a, B, b, pi, pj, inter)
+
+
+def _entry_rows(cp, ptr, nnz: int):
+    """The row of each stored entry (float64: an exact sort key below 2^53)."""
+    return (cp.searchsorted(ptr, cp.arange(nnz, dtype=cp.int64), side="right") - 1).astype(cp.float64)
 
 
 def summaries(pk, data: dict, ncols: int):
