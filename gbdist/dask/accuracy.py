@@ -139,27 +139,37 @@ def longest_of(x) -> int:
     return accuracy.longest(x)
 
 
+def _guarded(metric, params: dict, on_device: bool):
+    """(the metric's plan, whether the backend sums a union as written) where the accuracy
+    rule has something to decide for a kNN over row operands A and B; None where it has
+    not (no rewrite that cancels), or where a guard reads other operands (each block then
+    decides, as a single call on it would)."""
+    from ..compiler import accuracy as rule
+    from ..compiler.typecheck import row_operand
+    plan = metric_program_plan(metric, params)
+    guards = rule.guards(plan)
+    if not guards or any((row_operand(g.left)[:2], row_operand(g.right)[:2]) != (LEFT, RIGHT)
+                         for g in guards):
+        return None
+    if not on_device:
+        return plan, True
+    from ..runtime.bind import _device_direct_union
+    return plan, _device_direct_union(plan)
+
+
 def whole(X, metric, params: dict) -> Choice | None:
     """The decision of ``gb.knn(X)`` (a self-join) made on one worker from the whole of X
     (a replica, :mod:`.replicas`), where X is (CuPy statistics on the device): the very
     rule and statistics a single call runs (:func:`gbdist.runtime.accuracy.decide`), so
     the shares and row blocks that then run the decided plan (:func:`plan_for`) compute
     no statistics of their own and run what ``gb.knn(X)`` runs. None as :func:`decide`."""
-    from ..compiler import accuracy as rule
-    from ..compiler.typecheck import row_operand
     from ..inputs import is_cupy
     from ..runtime import accuracy
     from ..runtime.invariance import conditioned_names
-    plan = metric_program_plan(metric, params)
-    guards = rule.guards(plan)
-    if not guards or any((row_operand(g.left)[:2], row_operand(g.right)[:2]) != (LEFT, RIGHT)
-                         for g in guards):
+    guarded = _guarded(metric, params, is_cupy(X))
+    if guarded is None:
         return None
-    device = is_cupy(X)
-    direct = True
-    if device:
-        from ..runtime.bind import _device_direct_union
-        direct = _device_direct_union(plan)
+    plan, direct = guarded
     mats = {key: form(metric, params, X, X, key, host=False) for key in (LEFT, RIGHT)}
     memo: dict = {}
 
@@ -185,18 +195,13 @@ def decide(client, metric, params: dict, Qp, Ip, on_device: bool) -> Choice | No
     decide (no rewrite that cancels) or the plan's guarded operands are not the row
     operands A and B (then each block decides, as a single call on it would)."""
     from ..compiler import accuracy as rule
-    from ..compiler.typecheck import row_operand
     from ..runtime import accuracy
     from ..runtime.invariance import conditioned_names
-    plan = metric_program_plan(metric, params)
-    guards = rule.guards(plan)
-    if not guards or any((row_operand(g.left)[:2], row_operand(g.right)[:2]) != (LEFT, RIGHT)
-                         for g in guards):
+    guarded = _guarded(metric, params, on_device)
+    if guarded is None:
         return None
-    direct = True
-    if on_device:
-        from ..runtime.bind import _device_direct_union
-        direct = _device_direct_union(plan)
+    plan, direct = guarded
+    guards = rule.guards(plan)
     ncols = Ip.n_features
     if ncols <= rule.FEW_COLUMNS and direct:
         chosen = accuracy.choose(plan, ncols, False, None, None, None, direct)
