@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from . import tasks
+from . import accuracy, tasks
 from .partition import Partitions, partition
 
 
@@ -153,15 +153,16 @@ def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common
 
 
 def _choice(R: Replicated, common: tuple, client):
-    """The accuracy decision of gb.knn on the whole index (:func:`.tasks.replica_choice`),
-    asked of one worker once per metric and parameters and kept with the replica, as
-    :func:`_prunes` is."""
+    """The accuracy decision of gb.knn on the whole index (:func:`.accuracy.whole`, from the
+    worker's whole replica: no share or row block gathers statistics of its own), asked of
+    one worker once per metric and parameters and kept with the replica, as :func:`_prunes`
+    is."""
     from dask.base import tokenize
     metric, params = common[:2]
     key = tokenize("accuracy", repr(metric), params)
     if key not in R.choices:
         R.choices[key] = client.submit(
-            tasks.replica_choice, R.futures[0], metric, params, workers=[R.workers[0]],
+            accuracy.whole, R.futures[0], metric, params, workers=[R.workers[0]],
             allow_other_workers=True, pure=True).result()
     return R.choices[key]
 

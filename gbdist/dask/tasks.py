@@ -244,7 +244,7 @@ def share_knn(X, need: int, w: int, W: int, metric, params: dict, backend, worki
               symmetric, choice=None):
     """Share w of W of the self-join's tiles: every query's ``need`` best among them (global
     indices, on the device when X is; placeholders where a row met no tile of this share),
-    under the accuracy decision made once for the replica (``choice``: :func:`replica_choice`)."""
+    under the accuracy decision made once for the replica (``choice``: :func:`.accuracy.whole`)."""
     from ..front import colparams
     from ..neighbors import knn_plan
     from ..runtime import get_backend, working_memory_bytes
@@ -357,15 +357,6 @@ def prunes(X, metric, params: dict, backend, working_memory, choice=None) -> boo
     s = Search(plan_for(metric, params, choice), X, X, be, budget,
                columns=colparams.split(params)[1])
     return bool(decide(s.b, budget)[0])
-
-
-def replica_choice(X, metric, params: dict):
-    """The accuracy decision of ``gb.knn`` over the whole replica X, made on its worker
-    (:func:`.accuracy.whole`): asked once per metric and parameters and kept with the
-    replica, so no share or row block gathers statistics of its own, and a row block's
-    queries (a part of X) run the decision the whole of X gives, as ``gb.knn`` does."""
-    from .accuracy import whole
-    return whole(X, metric, params)
 
 
 def rows_knn(X, need: int, a: int, z: int, k: int, exclude_self: bool, metric, params: dict,
