@@ -176,11 +176,9 @@ def _inputs(args):
             yield name, datasets.load("powerlaw", n_rows=rows, n_cols=cols, nnz=nnz)[0]
 
 
-SINGLE_FORMS: dict = {}  # metric -> {"raw": ms, "prepared": ms}
-
-
 def _single(X, metrics, args):
-    """Single-process gb.knn per metric: (median ms, times, host answer, pool bytes)."""
+    """Single-process gb.knn per metric: (median ms of the faster form, its times, host answer,
+    pool bytes, {form: median ms} of gb.knn on X and on gb.prepare(X))."""
     import gbdist as gb
     backend = "cpu" if args.cpu else "cuda"
     if args.cpu:
@@ -215,8 +213,7 @@ def _single(X, metrics, args):
                                                                           equal_nan=True)
         best = min(by_form, key=lambda f: by_form[f][0])
         ms, times = by_form[best]
-        refs[metric] = (ms, times, ref, int(held()))
-        SINGLE_FORMS[metric] = {f: v[0] for f, v in by_form.items()}
+        refs[metric] = (ms, times, ref, int(held()), {f: v[0] for f, v in by_form.items()})
         print(f"  single-process {metric}: {ms:.1f} ms ({best}; "
               + ", ".join(f"{f} {v[0]:.1f}" for f, v in by_form.items()) + ")", flush=True)
     del Xs, forms
@@ -338,7 +335,7 @@ def run(args) -> dict:
             with distributed.Client(cluster) as client:
                 for layout, n_parts, data in _layouts(X, client, args, workers):
                     for metric in metrics:
-                        single_ms, single_times, ref, single_bytes = refs[metric]
+                        single_ms, single_times, ref, single_bytes, single_forms = refs[metric]
 
                         def forgotten():  # the last run's keys gone from the scheduler,
                             keys = list(last)  # so no call finds its tasks already done
@@ -407,7 +404,7 @@ def run(args) -> dict:
                                "k": args.k, "metric": metric, "workers": workers,
                                "layout": layout, "partitions": n_parts, "cluster": what,
                                "backend": backend, "single_ms": single_ms,
-                               "single_forms_ms": SINGLE_FORMS.get(metric),
+                               "single_forms_ms": single_forms,
                                "single_times": single_times, "single_device_bytes": single_bytes,
                                "dask_ms": dask_ms, "dask_times": dask_times,
                                "speedup": single_ms / dask_ms, "profiled_ms": profiled_ms,
