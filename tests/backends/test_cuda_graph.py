@@ -138,9 +138,15 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
 
 
-def test_spgemm_global_table_rows_match_scipy():
+@pytest.mark.parametrize("chunk_slots", [None, 1 << 15])
+def test_spgemm_global_table_rows_match_scipy(monkeypatch, chunk_slots):
     """Rows whose bound passes the largest shared table (8,192 columns) take the global-memory
-    table and the sort afterwards; the rest of the rows the shared bins."""
+    table and the sort afterwards; the rest of the rows the shared bins. With the default
+    limit the global rows' tables fit one chunk (offsets scanned on the device, their size
+    read with the bins); with a small one they are split into chunks on the host."""
+    if chunk_slots is not None:
+        from gbdist.backends.cuda import graph as cuda_graph
+        monkeypatch.setattr(cuda_graph, "_GLOBAL_SLOTS", chunk_slots)
     A = powerlaw(600, 30000, 4, long_row=1500, avg=10)
     B = powerlaw(30000, 30000, 5, avg=12)
     ub = np.minimum([np.diff(B.indptr)[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(600)], 30000)

@@ -40,7 +40,7 @@ from .codegen import CudaPrinter, Reduction, _eval_const, _rspec, chain_formula,
 
 THREADS = 256
 _KERNELS: dict = {}
-UNION_TOP = False  # gb_prune_union_top for max / min unions (issue 29; not yet run on a GPU)
+UNION_TOP = True  # gb_prune_union_top for max / min unions (issue 29; on after its GPU tests: chebyshev tall 95.7 -> 76.7 ms, H100)
 
 
 def _key(node) -> tuple:
