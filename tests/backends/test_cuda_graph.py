@@ -142,8 +142,8 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
 def test_spgemm_global_table_rows_match_scipy(monkeypatch, chunk_slots):
     """Rows whose bound passes the largest shared table (8,192 columns) take the global-memory
     table and the sort afterwards; the rest of the rows the shared bins. With the default
-    limit the global rows' tables fit one chunk (offsets scanned on the device, their size
-    read with the bins); with a small one they are split into chunks on the host."""
+    limit the global rows' tables fit one chunk; with a small one (_GLOBAL_SLOTS) they are
+    split into several, and a row whose table alone passes the limit gets a chunk of its own."""
     if chunk_slots is not None:
         from gbdist.backends.cuda import graph as cuda_graph
         monkeypatch.setattr(cuda_graph, "_GLOBAL_SLOTS", chunk_slots)
