@@ -344,7 +344,10 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int,
         return Decision(plan, None, {}, 0.0, "no rewrite that cancels")
     rkey = row_operand(guards[0].right)[:2]
     stats = remember(rkey, ("column stats",), lambda: column_stats(operands[rkey]))
-    tag = _digest(stats)
+    # Every read of a device statistic is a synchronisation (the digest two, each ratio
+    # three or more): the digest, each operand's tops and each side's worst are kept with
+    # the operand, so a prepared operand's second call decides without reading the device.
+    tag = remember(rkey, ("column stats digest",), lambda: _digest(stats))
     keys = {row_operand(n)[:2] for g in guards for n in (g.left, g.right)}
     shifted: dict = {}
 
@@ -363,7 +366,13 @@ def decide(plan, operands: dict, remember, translate: bool, ncols: int,
                   for k, side in ((lk, "left"), (rk, "right"))]
             n = [remember(k, ("longest", label, tag), lambda k=k: longest(mats[k]))
                  for k in (lk, rk)]
-            out = max(out, ratio(g, st[0], st[1], ncols, rule.terms(ncols, *n)))
+            terms = rule.terms(ncols, *n)
+            top = [remember(k, ("tops", label, tag, ident, side), lambda s=s: tops(s))
+                   for k, side, s in ((lk, "left", st[0]), (rk, "right", st[1]))]
+            # ratio(g, st[0], st[1], ...), each side's worst kept under both sides' tops
+            out = max([out] + [remember(k, ("worst", label, tag, ident, side, *top, ncols, terms),
+                                        lambda s=s, side=side: worst(g, s, side, *top, ncols, terms))
+                               for k, side, s in ((lk, "left", st[0]), (rk, "right", st[1]))])
         return out
 
     def can_centre():

@@ -135,3 +135,43 @@ def test_a_decided_plan_runs_as_decided():
     be = CPUBackend()
     D = evaluate(be, be.prepare(b), b, budget_of(be, None, result=True))
     np.testing.assert_allclose(np.asarray(D), cdist(X, X, "sqeuclidean"), rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("metric,params", [("manhattan", {}), ("hellinger", {}), ("minkowski", {"p": 3})])
+def test_a_kept_decision_reads_no_statistic_again(metric, params, monkeypatch, device):
+    """On the device each statistic read is a synchronisation: with the operands' results
+    kept (a prepared operand), a second decision computes no digest, tops or worst (it was
+    2 + 3 reads a guard per call on Tabula Muris); with another right operand its own are
+    computed, and the decision equals a fresh one's."""
+    X = _data()["sparse+1e4"]
+    plan = metric_program(metric, **params).plan
+    memo: dict = {}
+
+    def remember(key, what, build):
+        k = (id(mats[key]), what)
+        if k not in memo:
+            memo[k] = build()
+        return memo[k]
+
+    calls = {"_digest": 0, "tops": 0, "worst": 0}
+    for name in calls:
+        real = getattr(accuracy, name)
+
+        def counted(*a, _real=real, _name=name, **kw):
+            calls[_name] += 1
+            return _real(*a, **kw)
+        monkeypatch.setattr(accuracy, name, counted)
+    mats = {("A", False): X, ("B", False): X}
+    first = accuracy.decide(plan, mats, remember, True, X.shape[1])
+    assert calls["_digest"] == 1 and calls["tops"] >= 1 and calls["worst"] >= 1
+    before = dict(calls)
+    again = accuracy.decide(plan, mats, remember, True, X.shape[1])
+    assert calls == before
+    assert (again.plan, again.ratio, again.why) == (first.plan, first.ratio, first.why)
+    Y = X.copy()
+    Y.data = Y.data * 1e3  # other rows on the right: other statistics, other bound
+    mats = {("A", False): X, ("B", False): Y}
+    other = accuracy.decide(plan, mats, remember, True, X.shape[1])
+    assert calls["worst"] > before["worst"]
+    fresh = accuracy.decide(plan, mats, lambda key, what, build: build(), True, X.shape[1])
+    assert (other.plan, other.ratio, other.why) == (fresh.plan, fresh.ratio, fresh.why)
