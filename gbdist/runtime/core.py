@@ -18,7 +18,7 @@ from .invariance import conditioned_names
 from .memory import TOO_LARGE_HINT, budget_of, check_working_memory
 from .tiles import evaluate
 
-STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted")
+STRATEGIES = ("auto", "gather", "scatter", "dense", "sorted", "dense_union")
 
 
 def bind(plan, inputs: dict, drop_zeros: bool = False, dtype=None, ensure_all_finite=True,
@@ -165,7 +165,7 @@ def run(plan, inputs: dict, backend="auto", working_memory: int | None = None,
     :func:`~gbdist.runtime.memory.working_memory_bytes` made of the user's MiB) bounds
     every tile, on every backend; None: the
     backend's default (on the GPU: the whole result as one tile). ``strategy``
-    forces a CUDA kernel strategy ("gather", "scatter", "dense", "sorted"); the CPU
+    forces a CUDA kernel strategy ("gather", "scatter", "dense", "sorted", "dense_union"); the CPU
     backend accepts "auto" only. ``ensure_all_finite`` (True, False or "allow-nan")
     is scikit-learn's keyword: NaN and ±inf are refused unless allowed; when allowed,
     entries that involve them are computed in the direct form (the formula's IEEE

@@ -54,7 +54,7 @@ def test_metric_matches_cpu(metric, dtype):
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 10, equal_nan=True)
 
 
-@pytest.mark.parametrize("strategy", ["gather", "scatter", "dense", "sorted"])
+@pytest.mark.parametrize("strategy", ["gather", "scatter", "dense", "sorted", "dense_union"])
 @pytest.mark.parametrize("metric", sorted(gb.metric_names()))
 def test_each_strategy_matches_cpu(metric, strategy):
     from gbdist.backends.cuda import generated as _generated

@@ -258,6 +258,8 @@ class Generated:
     # the keys of the weighted steps' κ(w) (Bound.weights), in the rows of the weight
     # matrix (NW × K, accumulator type) the gather kernel reads: () for an unweighted plan
     weights: tuple = ()
+    # "dense_union" (kernels/dense_union.cuh) can run the plan: see _dense_union_ok
+    dense_union: bool = False
 
     @property
     def masked(self) -> bool:
@@ -277,6 +279,8 @@ class Generated:
             out.append("dense")
         if self.sorted_order is not None:
             out.append("sorted")
+        if self.dense_union:
+            out.append("dense_union")
         return tuple(out)
 
 
@@ -417,14 +421,41 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         a = accs[0]
         parts.append(_map_struct("UKeyL", a.mul.xreplace({Y: sp.Integer(0)}), pr))
         parts.append(_map_struct("UKeyR", a.mul.xreplace({X: sp.Integer(0)}).xreplace({Y: X}), pr))
+    dense_union = bool(accs) and all(_dense_union_ok(s.node, a) for s, a in zip(acc_steps, accs))
     for name in ("row_reduce.cuh", "gather.cuh", "scatter.cuh", "dense.cuh", "union_sorted.cuh"):
         parts.append(read("kernels", name))
+    if dense_union:  # only these plans' sources change (and their compile keys)
+        parts.append(read("kernels", "dense_union.cuh"))
     source = "\n".join(parts)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
     exps = [a.split.exponent for a in accs if a.split is not None]
     return Generated(source, gather, union, structural, accs, reds, key, dense_maps, sorted_order,
                      acc_dt.itemsize, min(exps) if exps else None,
-                     any(a.split is not None for a in accs), direct_union, tuple(weight_keys))
+                     any(a.split is not None for a in accs), direct_union, tuple(weight_keys),
+                     dense_union)
+
+
+def _dense_union_ok(node, acc: Accumulator) -> bool:
+    """Whether the dense union (kernels/dense_union.cuh: ⊕ of ⊗ over every column, a column
+    stored in neither row evaluated as f(0, 0)) gives what gather's two passes give for
+    this step: an unweighted two-pass union with an idempotent ⊕, whose ⊗ at (0, 0) as
+    written (the apply chains folded in, IEEE: 0/0 is NaN) is the value the two passes
+    add for such a column anyway: the absorbed corner, which the epilogue ⊕s in, or the ⊕
+    identity. Then seeing a column twice, once, or a neither-stored column any number of
+    times leaves the result unchanged."""
+    from ...algebra.evaluate import constant_value
+    if not (isinstance(node, ir.TwoPassUnion) and node.add.idempotent and node.weight is None
+            and not getattr(node, "structural", False)):
+        return False
+    with sp.evaluate(False):
+        zero = acc.mul.xreplace({X: sp.Integer(0), Y: sp.Integer(0)})
+    try:
+        v = constant_value(zero)
+    except Exception:  # a formula the evaluator cannot take at (0, 0): not offered
+        return False
+    if v != v:
+        return False
+    return v == (acc.corner if acc.corner is not None else acc.identity)
 
 
 def _sorted_order(accs) -> str | None:
@@ -536,6 +567,10 @@ def sums_as_written(plan) -> bool:
             return False
     return True
 FAST_DIV = True
+# The dense union's (TM, TN, BK) instantiations: (8, 8, 16) where the accumulators are
+# float and one step (a 128 × 128 output tile, 64 registers of accumulators a thread), else
+# (4, 4, 32) (strategies._dense_union_tile). Untuned: the GPU tests come first.
+DENSE_UNION_TILES = ((8, 8, 16), (4, 4, 32))
 # Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
 # its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
 # them 3-9% faster in float32 and up to 20% in float64 (which had 40-50 registers),
@@ -708,6 +743,9 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
             names += ("gb_epilogue<Spec>",)
         if "sorted" in gen.strategies:
             names += (f"gb_union_sorted<Spec, {itype}>", "gb_map_values<UKeyL>", "gb_map_values<UKeyR>")
+        if "dense_union" in gen.strategies:
+            names += (f"gb_densify<gb_raw_map<Spec>, {itype}>", "gb_dense_union_finish<Spec>")
+            names += tuple(f"gb_dense_union<Spec, {tm}, {tn}, {bk}>" for tm, tn, bk in DENSE_UNION_TILES)
     return names
 
 

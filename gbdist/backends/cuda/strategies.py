@@ -9,7 +9,10 @@ reductions are computed before it, into ``colbuf`` / ``rowbuf``):
 * ``scatter``: a block per left row walks B's columns for its stored k; atomics in
   shared memory (intersections and union corrections, 32-bit indices);
 * ``sorted``: the union by sorted merges (two-pass unions whose ⊗ orders the values);
-* ``dense``: densified φ(A), ψ(B) through cuBLAS GEMM, then ``gb_epilogue``.
+* ``dense``: densified φ(A), ψ(B) through cuBLAS GEMM, then ``gb_epilogue``;
+* ``dense_union``: both sides' raw values densified, ⊕ of ⊗ over every column in a tiled
+  GEMM-shaped kernel (one pass for a max/min union); offered by :func:`estimate` only
+  while :data:`DENSE_UNION` is on (off until its GPU tests pass), forced always.
 
 The cost model's rates were fitted to H100 runs of every strategy on the five real
 data sets (docs/cuda.md, docs/benchmarks.md). To add a strategy: a kernel template in
@@ -451,6 +454,138 @@ def _dense_estimate(job: Job):
             + (dense_bytes + m * n * job.dt.itemsize * 3) / RATES["bytes"])
 
 
+# --- dense union -------------------------------------------------------------------
+
+# Off: estimate() never offers the dense union (strategy="dense_union" still runs it). To be
+# switched on once tests/backends/test_dense_union_gpu.py passes and its rates are refitted
+# (benchmarks/results/2026-11-28-dense_union.py).
+DENSE_UNION = False
+# Its cost model, per second; guesses to be refitted on a GPU. du_evals: columns a second for
+# one output each (one Spec::step) with a cheap ⊗ in float: an H200 issues 132 SMs × 128
+# lanes × 1.98 GHz ≈ 3.3e13 FP32 lane-instructions/s, and chebyshev's step is about six
+# (|x − y| as one FADD with a modifier, gb_max's two NaN tests and two selects, a quarter of a
+# shared-memory load at 8 × 8 outputs a thread): 5e12 with the loads' latency. That prices
+# Tabula Muris' kNN (1,067² × 23,433 ≈ 2.7e10 columns) at ~5.5 ms against gather's measured
+# 4.4 ms of kernels: not a sure win unless gb_max gets cheaper (PTX max.NaN.f32 on sm_80+).
+DU_RATES = {"du_fixed": 1e-4, "du_evals": 5e12}
+# A ⊗'s cost over chebyshev's, per division and per transcendental in its formula (a float
+# IEEE division is ~10 instructions, a sqrt ~8, a log/exp/pow ~20, against ~6 a column), and
+# the accumulators in double (half the FP32 issue rate on an H100/H200, plus the widening).
+DU_DIV, DU_TRANSCENDENTAL, DU_DOUBLE = 2.0, 3.0, 2.0
+DU_SPLIT_BYTES = 256 << 20  # most bytes of split-K partial accumulators
+
+
+def _dense_union_tile(job: Job) -> tuple[int, int, int]:
+    """(TM, TN, BK) of gb_dense_union: 8 × 8 outputs a thread for one float accumulator,
+    else 4 × 4 (registers: TM·TN·NACC accumulators, 8-byte in double)."""
+    from .codegen import DENSE_UNION_TILES
+    one_float = len(job.gen.accumulators) == 1 and np.dtype(job.at).itemsize == 4
+    return DENSE_UNION_TILES[0] if one_float else DENSE_UNION_TILES[1]
+
+
+def _dense_union_grid(job: Job):
+    """(TM, TN, BK), the grid (gx, gy, splits) and the columns of a split: K is split so that
+    a small output (a kNN query block) still fills the device, about four blocks an SM, with
+    the partial accumulators at most DU_SPLIT_BYTES."""
+    tm, tn, bk = _dense_union_tile(job)
+    m, n, K = job.n_left, job.n_right, max(job.K, 1)
+    gx, gy = -(-n // (16 * tn)), -(-m // (16 * tm))
+    nch = -(-K // bk)
+    sm = _device_attr("MultiProcessorCount", 132)
+    splits = min(nch, 16, max(1, -(-4 * sm // max(gx * gy, 1))))
+    cell = len(job.gen.accumulators) * np.dtype(job.at).itemsize * max(m * n, 1)
+    splits = max(1, min(splits, DU_SPLIT_BYTES // cell))
+    kper = -(-nch // splits) * bk
+    return (tm, tn, bk), (gx, gy, -(-K // kper)), kper
+
+
+def _dense_union_kernels(job: Job):
+    tm, tn, bk = _dense_union_tile(job)
+    return (f"gb_densify<gb_raw_map<Spec>, {job.itype_c}>", f"gb_dense_union<Spec, {tm}, {tn}, {bk}>",
+            "gb_dense_union_finish<Spec>")
+
+
+def _raw_densified(mod, job: Job, side: int):
+    """One side's stored values in a dense rows × K array of the storage type (0 where
+    unstored), kept in the operand's memo like the dense strategy's copies."""
+    import cupy
+    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
+    key = ("raw densified", job.K, np.dtype(job.dt).str, job.itype_c)
+    keep = memo is not None and d.shape[0] * job.K * np.dtype(job.dt).itemsize <= DENSE_KEEP_BYTES
+    if keep and key in memo:
+        return memo[key]
+    buf = cupy.zeros((d.shape[0], job.K), dtype=job.dt)
+    if d.nnz:
+        fn = mod.get_function(f"gb_densify<gb_raw_map<Spec>, {job.itype_c}>")
+        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
+                              np.int64(job.K), np.int64(0), buf))
+    if keep:
+        memo[key] = buf
+    return buf
+
+
+def _dense_union_launch(mod, job: Job):
+    import cupy
+    m, n, at = job.n_left, job.n_right, job.at
+    out = cupy.empty((m, n), dtype=job.dt)
+    if not m or not n:
+        return out
+    (tm, tn, bk), (gx, gy, gz), kper = _dense_union_grid(job)
+    da, db = _raw_densified(mod, job, 0), _raw_densified(mod, job, 1)
+    nacc = len(job.gen.accumulators)
+    tmp = cupy.empty(gz * nacc * m * n, dtype=at) if gz > 1 else cupy.zeros(1, dtype=at)
+    wts = job.wts if job.wts is not None else cupy.zeros(1, dtype=at)
+    fn = mod.get_function(f"gb_dense_union<Spec, {tm}, {tn}, {bk}>")
+    smem = bk * (16 * tm + 1 + 16 * tn + 1) * np.dtype(job.dt).itemsize
+    fn.max_dynamic_shared_size_bytes = smem
+    fn((gx, gy, gz), (256,), (da, db, np.int64(m), np.int64(n), np.int64(job.K), np.int64(kper),
+                              out, tmp, job.colbuf, job.rowbuf, wts), shared_mem=smem)
+    if gz > 1:
+        fin = mod.get_function("gb_dense_union_finish<Spec>")
+        fin((max(1, min(65535 * 4, (m * n + 255) // 256)),), (256,),
+            (tmp, np.int32(gz), np.int64(m), np.int64(n), np.int64(job.K), out, job.colbuf,
+             job.rowbuf))
+    return out
+
+
+def _mul_cost(gen) -> float:
+    """Each step's ⊗ cost over a cheap one, from its formula: divisions (negative powers) and
+    transcendentals (non-integer powers, exp, log, trigonometric ...) counted in the IR."""
+    import sympy as sp
+    total = 0.0
+    for a in gen.accumulators:
+        div = trans = 0
+        for e in sp.preorder_traversal(a.mul):
+            if isinstance(e, sp.Pow):
+                if e.exp.is_negative:
+                    div += 1
+                if not e.exp.is_Integer:
+                    trans += 1
+            elif isinstance(e, sp.Function) and not isinstance(e, (sp.Abs, sp.Max, sp.Min,
+                                                                   sp.Piecewise, sp.sign)):
+                trans += 1
+        total += 1.0 + DU_DIV * div + DU_TRANSCENDENTAL * trans
+    return total
+
+
+def _dense_union_estimate(job: Job):
+    """Densifying both sides (zeros, the values, read back by the tiles) plus m·n·K steps at
+    du_evals, weighted by ⊗'s cost (:func:`_mul_cost`) and by DU_DOUBLE for double
+    accumulators; None while :data:`DENSE_UNION` is off, or when the dense copies do not fit
+    a quarter of the free memory (as the dense strategy)."""
+    if not DENSE_UNION:
+        return None
+    import cupy
+    m, n, K = job.n_left, job.n_right, job.K
+    dense_bytes = (m + n) * K * np.dtype(job.dt).itemsize
+    if dense_bytes > DENSE_KEEP_BYTES and dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
+        return None
+    per = _mul_cost(job.gen) * (DU_DOUBLE if np.dtype(job.at).itemsize == 8 else 1.0)
+    return (DU_RATES["du_fixed"] + per * m * n * K / DU_RATES["du_evals"]
+            + (3 * dense_bytes + m * n * job.dt.itemsize) / RATES["bytes"])
+
+
 TABLE = {
     "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate),
     "scatter": Strategy("scatter", lambda job: (_scatter_kernel(job, THREADS), _scatter_kernel(job, 1024),
@@ -461,6 +596,8 @@ TABLE = {
                                               f"gb_chunk_ptr<{job.itype_c}>",
                                               "gb_map_values<UKeyL>", "gb_map_values<UKeyR>"),
                        _sorted_launch, _sorted_estimate),
+    "dense_union": Strategy("dense_union", _dense_union_kernels, _dense_union_launch,
+                            _dense_union_estimate),
 }
 STRATEGIES = tuple(TABLE)
 
@@ -487,11 +624,14 @@ def choose(job: Job, forced: str) -> Strategy:
             raise InputError(f"strategy {forced!r} cannot run this plan",
                              expected=", ".join(allowed),
                              hint="scatter needs an intersection or union correction (no two-pass "
-                                  "union) and 32-bit indices; dense needs a rank expansion; a "
-                                  "product the accuracy rule sums as written runs on gather only")
+                                  "union) and 32-bit indices; dense needs a rank expansion; "
+                                  "dense_union an idempotent ⊕ over the union whose ⊗(0, 0) is "
+                                  "its corner; a product the accuracy rule sums as written runs "
+                                  "on gather only")
         return TABLE[forced]
     left, right = job.left, job.right
-    key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c)
+    key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c,
+           DENSE_UNION)
     choice = cache.CHOICES.get(key)
     if choice is None:
         est = estimate(job)

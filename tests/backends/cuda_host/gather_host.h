@@ -1,8 +1,9 @@
 // Runs the generated product kernels (kernels/gather.cuh with a generated Spec) on the
-// host: a std::thread per CUDA thread of a block, blocks one after another over a 2-D grid,
-// warp shuffles through a per-warp barrier, __syncthreads through a block barrier, the
-// dynamic shared memory one array the block's threads share. Built-ins the generated
-// source names are defined so that it compiles with g++ (C++20: std::barrier).
+// host: a std::thread per CUDA thread of a block, blocks one after another over a 2-D or
+// 3-D grid (gb_launch2, gb_launch3), warp shuffles through a per-warp barrier,
+// __syncthreads through a block barrier, the dynamic shared memory one array the block's
+// threads share. Built-ins the generated source names are defined so that it compiles with
+// g++ (C++20: std::barrier).
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -20,7 +21,7 @@
 #define __launch_bounds__(x)
 #define __align__(n)
 #define __shared__
-struct gb_dim { unsigned x, y; };
+struct gb_dim { unsigned x, y, z; };
 static thread_local gb_dim threadIdx;
 static gb_dim blockIdx, blockDim, gridDim;
 static std::barrier<>* gb_block_bar;
@@ -46,19 +47,24 @@ template <class T> T atomicMin(T* a, T v) { std::lock_guard<std::mutex> g(gb_ato
 inline void __syncthreads() { gb_block_bar->arrive_and_wait(); }
 inline void __threadfence() {}
 
-// f() run by every thread of every block of a (gx, gy) grid of `block`-thread blocks
+// f() run by every thread of every block of a (gx, gy, gz) grid of `block`-thread blocks
 // (a multiple of 32), the blocks one after another; shared memory cleared to garbage first.
+template <class F> void gb_launch3(unsigned gx, unsigned gy, unsigned gz, unsigned block, F f) {
+  gridDim.x = gx; gridDim.y = gy; gridDim.z = gz; blockDim.x = block; blockDim.y = 1; blockDim.z = 1;
+  for (unsigned bz = 0; bz < gz; ++bz)
+    for (unsigned by = 0; by < gy; ++by)
+      for (unsigned bx = 0; bx < gx; ++bx) {
+        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
+        std::memset(gb_smem, 0xA5, sizeof(gb_smem));  // a GPU's shared memory is not cleared
+        std::barrier<> bb(block); gb_block_bar = &bb;
+        for (unsigned w = 0; w < block / 32; ++w) gb_warp_bar[w] = new std::barrier<>(32);
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < block; ++t)
+          ts.emplace_back([t, &f] { threadIdx.x = t; threadIdx.y = 0; threadIdx.z = 0; f(); });
+        for (auto& t : ts) t.join();
+        for (unsigned w = 0; w < block / 32; ++w) delete gb_warp_bar[w];
+      }
+}
 template <class F> void gb_launch2(unsigned gx, unsigned gy, unsigned block, F f) {
-  gridDim.x = gx; gridDim.y = gy; blockDim.x = block; blockDim.y = 1;
-  for (unsigned by = 0; by < gy; ++by)
-    for (unsigned bx = 0; bx < gx; ++bx) {
-      blockIdx.x = bx; blockIdx.y = by;
-      std::memset(gb_smem, 0xA5, sizeof(gb_smem));  // a GPU's shared memory is not cleared
-      std::barrier<> bb(block); gb_block_bar = &bb;
-      for (unsigned w = 0; w < block / 32; ++w) gb_warp_bar[w] = new std::barrier<>(32);
-      std::vector<std::thread> ts;
-      for (unsigned t = 0; t < block; ++t) ts.emplace_back([t, &f] { threadIdx.x = t; threadIdx.y = 0; f(); });
-      for (auto& t : ts) t.join();
-      for (unsigned w = 0; w < block / 32; ++w) delete gb_warp_bar[w];
-    }
+  gb_launch3(gx, gy, 1, block, f);
 }
