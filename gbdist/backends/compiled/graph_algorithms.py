@@ -58,12 +58,15 @@ def components(A, *, half: bool) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _triangles(lp, lj, starts, totals, r0, r1):
-    """Rows r0..r1 of Σ over L's stored (c, b) of |L(c,:) ∩ L(b,:)| (Sandia's LL without
-    its output: each triangle a < b < c, in L's ranking, once at row c through b). Row c's
+def ll_walk(lp, lj, s, r0, r1):
+    """Rows r0..r1 of Sandia's LL: each triangle a < b < c (L's ranking) found once, at row
+    c through b. ``s`` None: their number returned (Σ over L's stored (c, b) of
+    |L(c,:) ∩ L(b,:)|); ``s`` an array of L's size: each adds 1 to ``s`` at its three
+    edges' positions in L, (c, b), (c, a), (b, a) (:mod:`.graph_support`), and 0 is
+    returned. Numba compiles the two forms apart, the test on ``s`` pruned away. Row c's
     entries are marked by their positions (``pos[j]``, valid only when it points into the
     row at j: never initialised, so no n-wide fill and only touched pages are mapped)."""
-    pos = np.empty(lp.shape[0] - 1, np.int64)
+    pos = np.empty(lp.shape[0] - 1, lp.dtype)
     total = 0
     for c in range(r0, r1):
         lo, hi = lp[c], lp[c + 1]
@@ -77,14 +80,24 @@ def _triangles(lp, lj, starts, totals, r0, r1):
                 a = lj[q]
                 m = pos[a]
                 if m >= lo and m < hi and lj[m] == a:
-                    total += 1
-    totals[np.searchsorted(starts, r0)] = total  # the range's slot
+                    if s is None:
+                        total += 1
+                    else:
+                        s[p] += 1
+                        s[m] += 1
+                        s[q] += 1
+    return total
+
+
+def _triangles(lp, lj, starts, totals, r0, r1):
+    """:func:`ll_walk`'s count of rows r0..r1, into the range's slot of ``totals``."""
+    totals[np.searchsorted(starts, r0)] = ll_walk(lp, lj, None, r0, r1)
 
 
 @njit(cache=True, nogil=True)
 def _triangles_below(ap, ai, starts, totals, r0, r1):
-    """:func:`_triangles` on the symmetric A itself under the index order, whose L(c,:) is
-    the prefix of the sorted row A(c,:) below c (found while it is marked): no L is built.
+    """:func:`ll_walk`'s count on the symmetric A itself under the index order, whose L(c,:)
+    is the prefix of the sorted row A(c,:) below c (found while it is marked): no L is built.
     Each triangle a < b < c once, at row c through b (a's place in the row is before b's)."""
     pos = np.empty(ap.shape[0] - 1, np.int64)
     total = 0
@@ -109,7 +122,7 @@ def _triangles_below(ap, ai, starts, totals, r0, r1):
 def count_triangles(L, ranges, run, *, below: bool = False) -> int:
     """The triangles of the undirected graph whose one-direction L (canonical CSR, one copy
     of each edge under a ranking: :func:`gbdist.algorithms.triangles.lower`) is given, by
-    :func:`_triangles` over row ranges on the pool; ``below``: ``L`` is the symmetric A,
+    :func:`ll_walk` over row ranges on the pool; ``below``: ``L`` is the symmetric A,
     counted under the index order by :func:`_triangles_below` (no L built)."""
     lp = np.asarray(L.indptr)
     starts = np.array([r0 for r0, _ in ranges], dtype=np.int64)  # sorted: one slot a range

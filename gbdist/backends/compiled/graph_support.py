@@ -4,13 +4,13 @@ On a symmetric A without self loops, C(i, j) = #{k : A(i, k), A(k, j)} for an ed
 the number of triangles through that edge (ktruss's support; jaccard's and cosine's shared
 neighbours). The masked product (:mod:`.graph_masked`, even as its symmetric half) walks
 about Σ deg² / 2 ⊗ terms: on R-MAT scale 20 (largest degree 64,701) 3.5·10¹⁰. Here every
-triangle is found once, as triangle counting finds it (Sandia's LL, the count kernel of
-:mod:`.graph_algorithms`): L holds one copy of each edge under a vertex ranking (no
-ranking, increasing or decreasing degree: :mod:`.graph_rank`, the one whose walk is
-cheapest), and for each stored (c, b) of L the row L(b, :) is walked against the marked row
-L(c, :); each a found is the triangle a < b < c, which adds one to its three edges (c, b),
-(c, a), (b, a) — L's positions p, m, q. The walk costs Σ over L's (c, b) of |L(b, :)|
-(on a skewed graph ranked by degree, far below Σ deg²).
+triangle is found once, by triangle counting's own walk (Sandia's LL,
+:func:`.graph_algorithms.ll_walk`, given the array to add into): L holds one copy of each
+edge under a vertex ranking (no ranking, increasing or decreasing degree:
+:mod:`.graph_rank`, the one whose walk is cheapest), and for each stored (c, b) of L the row
+L(b, :) is walked against the marked row L(c, :); each a found is the triangle a < b < c,
+which adds one to its three edges (c, b), (c, a), (b, a) — L's positions p, m, q. The walk
+costs Σ over L's (c, b) of |L(b, :)| (on a skewed graph ranked by degree, far below Σ deg²).
 
 The edge (b, a) lies in row b, which another thread may own: each thread adds into its own
 count array (one uint16 per entry of L; int32 past degree 65,535), summed after. Then each
@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .graph_algorithms import ll_walk
 from .graph_helpers import gb_lower_bound
 from .graph_rank import counts as rank_counts
 from .graph_rank import fill as rank_fill
@@ -63,30 +64,6 @@ def _walk_cost(lp, lj, out):
         out[c] = t
         total += t
     return total
-
-
-@njit(**_OPT)
-def _walk(lp, lj, s, r0, r1):
-    """Rows r0..r1 of L: every triangle a < b < c (L's ranking) found at row c through b
-    adds 1 to ``s`` at its three edges' positions in L. ``pos[j]``: j's position in the
-    marked row, valid only when it points into the row at j (never initialised: no n-wide
-    fill, only touched pages mapped)."""
-    pos = np.empty(lp.shape[0] - 1, lp.dtype)
-    for c in range(r0, r1):
-        lo, hi = lp[c], lp[c + 1]
-        if hi - lo < 2:  # a triangle at row c needs two lower-ranked neighbours
-            continue
-        for q in range(lo, hi):
-            pos[lj[q]] = q
-        for p in range(lo, hi):
-            b = lj[p]
-            for q in range(lp[b], lp[b + 1]):
-                a = lj[q]
-                m = pos[a]
-                if m >= lo and m < hi and lj[m] == a:
-                    s[p] += 1
-                    s[m] += 1
-                    s[q] += 1
 
 
 @njit(inline="always")
@@ -179,7 +156,7 @@ def support(ap, ai, m: int, planned, work, itype, ranges, nnz_ranges, run, pool,
     # more than the output itself)
     s = np.zeros(nl, dtype=np.uint16 if int(deg.max(initial=0)) <= 0xFFFF else np.int32)
     if len(rr) == 1:
-        _walk(lp, lj, s, np.int64(rr[0][0]), np.int64(rr[0][1]))
+        ll_walk(lp, lj, s, np.int64(rr[0][0]), np.int64(rr[0][1]))
     else:  # each thread its own counts: (b, a) lies in a row another thread may own
         _walk_private(lp, lj, s, rr, pool, threads())
     out_rr = nnz_ranges(ap, m)
@@ -194,8 +171,9 @@ def support(ap, ai, m: int, planned, work, itype, ranges, nnz_ranges, run, pool,
 
 
 def _walk_private(lp, lj, s, rr, pool, t: int) -> None:
-    """:func:`_walk` over the ranges ``rr`` on ``t`` threads (the caller one of them), each
-    adding into its own array (the caller into ``s``), the others added to ``s`` after."""
+    """:func:`.graph_algorithms.ll_walk` over the ranges ``rr`` on ``t`` threads (the caller
+    one of them), each adding into its own array (the caller into ``s``), the others added
+    to ``s`` after."""
     import threading
     todo = iter(rr)
     lock = threading.Lock()
@@ -206,7 +184,7 @@ def _walk_private(lp, lj, s, rr, pool, t: int) -> None:
                 r = next(todo, None)
             if r is None:
                 return acc
-            _walk(lp, lj, acc, np.int64(r[0]), np.int64(r[1]))
+            ll_walk(lp, lj, acc, np.int64(r[0]), np.int64(r[1]))
 
     k = min(t, len(rr)) - 1
     futures = [pool(t).submit(worker, np.zeros_like(s)) for _ in range(k)]

@@ -246,6 +246,16 @@ def _blocks(work: int) -> int:
     return max(1, min(65535, -(-work // THREADS)))
 
 
+def _union_indices(cp, A, B, pi, pj):
+    """(A's columns, B's row pointers, B's columns, pi, pj) as the union kernels read them:
+    the columns int32, B's row pointers in A's type (one template type for both sides),
+    the pairs' rows contiguous int64."""
+    Aj, Bj = (M.indices.astype(cp.int32, copy=False) for M in (A, B))
+    Bp = B.indptr.astype(A.indptr.dtype, copy=False)
+    return (Aj, Bp, Bj, cp.ascontiguousarray(pi, dtype=cp.int64),
+            cp.ascontiguousarray(pj, dtype=cp.int64))
+
+
 # -- the launchers (one kernel each) -----------------------------------------------------
 
 
@@ -282,13 +292,11 @@ def union_pairs(pk, step: str, A, B, pi, pj):
     out = cp.empty(npairs, dtype=cp.float64)
     shared = cp.empty(npairs, dtype=cp.int64)
     if npairs:
-        Aj, Bj = (M.indices.astype(cp.int32, copy=False) for M in (A, B))
-        Bp = B.indptr.astype(A.indptr.dtype, copy=False)
+        Aj, Bp, Bj, pi, pj = _union_indices(cp, A, B, pi, pj)
         g = union_lanes(A, B)
         _fn(pk, f"gb_prune_union<{spec}, {_itype(A)}, {g}>", A)(
             (_blocks(npairs * g),), (THREADS,),
-            (A.indptr, Aj, A.data, Bp, Bj, B.data, cp.ascontiguousarray(pi, dtype=cp.int64),
-             cp.ascontiguousarray(pj, dtype=cp.int64), np.int64(npairs), out, shared))
+            (A.indptr, Aj, A.data, Bp, Bj, B.data, pi, pj, np.int64(npairs), out, shared))
     return out, shared
 
 
@@ -313,13 +321,11 @@ def union_top_pairs(pk, step: str, A, a, B, b, pi, pj, inter):
     npairs = int(pi.size)
     out = cp.empty(npairs, dtype=cp.float64)
     if npairs:
-        Aj, Bj = (M.indices.astype(cp.int32, copy=False) for M in (A, B))
-        Bp = B.indptr.astype(A.indptr.dtype, copy=False)
+        Aj, Bp, Bj, pi, pj = _union_indices(cp, A, B, pi, pj)
         _fn(pk, f"gb_prune_union_top<{pk.unions[step][0]}, {_itype(A)}>", A)(
             (_blocks(npairs),), (THREADS,),
             (A.indptr, Aj, A.data, a.cols, a.keys, a.bad, Bp, Bj, B.data, b.cols, b.keys, b.bad,
-             cp.ascontiguousarray(pi, dtype=cp.int64), cp.ascontiguousarray(pj, dtype=cp.int64),
-             cp.ascontiguousarray(inter, dtype=cp.float64), np.int64(npairs), out))
+             pi, pj, cp.ascontiguousarray(inter, dtype=cp.float64), np.int64(npairs), out))
     return out
 
 
