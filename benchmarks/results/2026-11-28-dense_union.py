@@ -1,17 +1,17 @@
 """Issue 29: chebyshev's kNN with the dense union strategy (kernels/dense_union.cuh) off and
-on (strategies.DENSE_UNION), gb.knn on gb.prepare(X) for Tabula Muris and KOS from
+on (dense_strategies.DENSE_UNION), gb.knn on gb.prepare(X) for Tabula Muris and KOS from
 .bench_data (python benchmarks/run.py data --data-dir ../shared/data --out .bench_data),
 the two interleaved, medians of 7, answers compared first; cosine for scale. Which strategy
 the planner took with it on, the forced kernels' times (gather, dense_union) through the
 backend's last run, and the estimates of each strategy for the whole product (to refit
-strategies.DU_RATES).
+dense_strategies.DU_RATES).
 
     python benchmarks/results/2026-11-28-dense_union.py [data_dir]   (OUT: where the JSON goes)"""
 import json, os, sys
 import numpy as np, cupy, cupyx.scipy.sparse as cps
 import gbdist as gb
 from benchmarks import datasets, peers
-from gbdist.backends.cuda import cache, last_run, strategies
+from gbdist.backends.cuda import cache, dense_strategies, last_run, strategies
 OUT = os.environ.get("OUT", "/tmp")
 DATA = sys.argv[1] if len(sys.argv) > 1 else ".bench_data"
 rows = []
@@ -22,7 +22,7 @@ for name in ("tabula_muris", "kos"):
     for metric in ("cosine", "chebyshev"):
         res, took = {}, {}
         def run(on):
-            strategies.DENSE_UNION = on
+            dense_strategies.DENSE_UNION = on
             res[on] = gb.knn(Xp, k=10, metric=metric, backend="cuda")
             took[on] = last_run()["strategy"]
         for on in (False, True): run(on)
@@ -42,7 +42,7 @@ for name in ("tabula_muris", "kos"):
                 if s != "gather":
                     Dg = gb.pairwise_distances(Xg, Xg, metric=metric, backend="cuda", strategy="gather")
                     forced[s]["max_abs_vs_gather"] = float(cupy.nanmax(cupy.abs(cupy.asarray(D) - cupy.asarray(Dg))))
-            strategies.DENSE_UNION = True
+            dense_strategies.DENSE_UNION = True
             est = {}
             spy_real = strategies.estimate
             def spy(job):
@@ -52,13 +52,13 @@ for name in ("tabula_muris", "kos"):
             gb.pairwise_distances(Xg, Xg, metric=metric, backend="cuda")
             strategies.estimate = spy_real
             forced["estimates_ms"] = est
-        strategies.DENSE_UNION = False
+        dense_strategies.DENSE_UNION = False
         r = {"data": name, "shape": list(X.shape), "density": X.nnz / (X.shape[0] * X.shape[1]),
              "metric": metric, "identical": same, "strategy_off": took[False], "strategy_on": took[True],
              "off_ms": float(np.median(times[False])), "on_ms": float(np.median(times[True])),
              "times": {str(k): v for k, v in times.items()}, "forced": forced}
         rows.append(r); print(json.dumps(r), flush=True)
-strategies.DENSE_UNION = False
+dense_strategies.DENSE_UNION = False
 print("\n| data | metric | DENSE_UNION off ms | / cosine | on ms | / cosine | strategy on | identical |\n|---|---|---|---|---|---|---|---|")
 for r in rows:
     cos = next(c for c in rows if c["data"] == r["data"] and c["metric"] == "cosine")

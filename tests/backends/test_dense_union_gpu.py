@@ -1,4 +1,4 @@
-"""The dense union strategy (kernels/dense_union.cuh, strategies.DENSE_UNION off) on a GPU:
+"""The dense union strategy (kernels/dense_union.cuh, dense_strategies.DENSE_UNION off) on a GPU:
 forced, it equals the gather strategy's two passes bit for bit (NaN where gather's is NaN)
 and SciPy within rounding, for chebyshev and a user min-union, float32 (float32 and float64
 accumulators) and float64, on Tabula-Muris-like density (rows ~8% stored), empty rows, NaN
@@ -80,7 +80,7 @@ def test_forced_dense_union_equals_gather(shape, kind, dtype, acc):
 
 
 def test_the_planner_offers_it_only_when_on(monkeypatch):
-    from gbdist.backends.cuda import cache, last_run, strategies
+    from gbdist.backends.cuda import cache, dense_strategies, last_run, strategies
     rng = np.random.default_rng(3)
     X = sps.csr_matrix(_rows(rng, 400, 3000, 0.077, np.float32))
     seen = []
@@ -93,11 +93,11 @@ def test_the_planner_offers_it_only_when_on(monkeypatch):
 
     monkeypatch.setattr(strategies, "estimate", spy)
     cache.CHOICES.clear()
-    monkeypatch.setattr(strategies, "DENSE_UNION", False)
+    monkeypatch.setattr(dense_strategies, "DENSE_UNION", False)
     own_distances(X, X, metric="chebyshev", backend="cuda")
     assert seen and all("dense_union" not in s for s in seen)
     assert last_run()["strategy"] != "dense_union"
-    monkeypatch.setattr(strategies, "DENSE_UNION", True)
+    monkeypatch.setattr(dense_strategies, "DENSE_UNION", True)
     seen.clear()
     own_distances(X, X, metric="chebyshev", backend="cuda")
     assert seen and all("dense_union" in s for s in seen)
@@ -107,12 +107,12 @@ def test_knn_on_a_prepared_operand_with_it_on(monkeypatch):
     """gb.knn on gb.prepare(X) with the planner free to take it: the same neighbours as with
     it off (the benchmark's comparison, small)."""
     import cupyx.scipy.sparse as cps
-    from gbdist.backends.cuda import cache, strategies
+    from gbdist.backends.cuda import cache, dense_strategies, strategies
     rng = np.random.default_rng(5)
     Xp = gb.prepare(cps.csr_matrix(sps.csr_matrix(_rows(rng, 500, 2500, 0.077, np.float32))))
     res = {}
     for on in (False, True):
-        monkeypatch.setattr(strategies, "DENSE_UNION", on)
+        monkeypatch.setattr(dense_strategies, "DENSE_UNION", on)
         cache.CHOICES.clear()
         res[on] = [np.asarray(a.get()) for a in gb.knn(Xp, k=10, metric="chebyshev", backend="cuda")]
     for a, b in zip(res[False], res[True]):

@@ -62,7 +62,7 @@ int main() {
   if (scanf("%lld %lld %lld %lld", &m, &n, &K, &kper) != 4) return 2;
   Csr L = csr(m), B = csr(n);
   std::vector<gb_acc> red(1), wts(1);
-  // the dense union, launched as strategies._dense_union_launch does
+  // the dense union, launched as dense_strategies._dense_union_launch does
   std::vector<gb_real> da = densify(L, K), db = densify(B, K);
   const long long gx = (n + 16 * @TN@ - 1) / (16 * @TN@), gy = (m + 16 * @TM@ - 1) / (16 * @TM@);
   const long long gz = K > 0 ? (K + kper - 1) / kper : 1;
@@ -245,8 +245,9 @@ def test_which_plans_offer_it_and_the_planner_off():
     accuracy rule's plus-over-the-union do not; while DENSE_UNION is off its estimate is
     None (never offered), forced it is still a strategy of the table; ⊗'s cost counts a
     division (the min-union's 1 / (1 + |x − y|))."""
-    from gbdist.backends.cuda import strategies
-    from gbdist.backends.cuda.strategies import Job, _dense_union_estimate, _mul_cost
+    from gbdist.backends.cuda import dense_strategies, strategies
+    from gbdist.backends.cuda.dense_strategies import _dense_union_estimate, _mul_cost
+    from gbdist.backends.cuda.strategies import Job
     from gbdist.compiler.accuracy import direct_plan
     cheb = generate(metric_program("chebyshev").plan, np.float32, np.float32)
     mine = generate(_min_union_plan(), np.float64)
@@ -255,7 +256,7 @@ def test_which_plans_offer_it_and_the_planner_off():
         assert "dense_union" not in generate(metric_program(m).plan, np.float64).strategies
     direct = generate(direct_plan(metric_program("minkowski", p=3).plan), np.float64)
     assert direct.union and "dense_union" not in direct.strategies
-    assert "dense_union" in strategies.TABLE and strategies.DENSE_UNION is False
+    assert "dense_union" in strategies.TABLE and dense_strategies.DENSE_UNION is False
     job = Job(cheb, None, None, 100, np.dtype(np.float32), np.dtype(np.float32), "int")
     assert _dense_union_estimate(job) is None
-    assert _mul_cost(cheb) == 1.0 and _mul_cost(mine) == 1.0 + strategies.DU_DIV
+    assert _mul_cost(cheb) == 1.0 and _mul_cost(mine) == 1.0 + dense_strategies.DU_DIV

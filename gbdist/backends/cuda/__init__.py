@@ -127,7 +127,7 @@ def generate_source(plan: Plan, dtype=np.float32, accumulate: str | None = None)
             head.append("// (no scatter: a two-pass union needs both operands' columns walked)")
         if "dense_union" in gen.strategies:
             head.append("//   dense_union: both sides densified, the op over every column in tiles "
-                        "(forced only while strategies.DENSE_UNION is off)")
+                        "(forced only while dense_strategies.DENSE_UNION is off)")
     else:
         head = ["// no product step: row reductions, then the epilogue on the reductions"]
     return "\n".join(head) + "\n" + gen.source

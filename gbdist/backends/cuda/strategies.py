@@ -12,7 +12,10 @@ reductions are computed before it, into ``colbuf`` / ``rowbuf``):
 * ``dense``: densified φ(A), ψ(B) through cuBLAS GEMM, then ``gb_epilogue``;
 * ``dense_union``: both sides' raw values densified, ⊕ of ⊗ over every column in a tiled
   GEMM-shaped kernel (one pass for a max/min union); offered by :func:`estimate` only
-  while :data:`DENSE_UNION` is on (off until its GPU tests pass), forced always.
+  while ``dense_strategies.DENSE_UNION`` is on (off until its GPU tests pass), forced always.
+
+The two densifying strategies live in :mod:`.dense_strategies`, the shared :class:`Job`,
+:class:`Strategy` and rates in :mod:`.jobs`.
 
 The cost model's rates were fitted to H100 runs of every strategy on the five real
 data sets (docs/cuda.md, docs/benchmarks.md). To add a strategy: a kernel template in
@@ -20,78 +23,22 @@ kernels/, its name in the generated source (codegen), and a :class:`Strategy` he
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from ...errors import InputError
 from . import cache
-from .kept import Kept, form
+from . import dense_strategies
+from .jobs import RATES, Job, Strategy, _device_attr  # noqa: F401 (RATES, Job: re-exported)
+from .kept import form
 from .operands import DevCSR
 
 THREADS = 512
 ROWS_CHOICES = (8, 4, 2, 1)
-# Rates of the cost model (per second), fitted to H100 runs (docs/benchmarks.md); the sorted
-# union's refitted on an H200 (benchmarks/strategy_profile.py, 2,048 query rows: 27.6, 5.7,
-# 13.1, 57.2 ms on the 283K power law, SEC names, Newsgroups, 66K x 26K; gather 1,578, 56,
-# 81, 643 ms; the old rates sent the last to gather at 11x the sorted union's time).
-RATES = {"gather_fixed": 3.5e-4, "gather_pairs": 7.8e11, "gather_rows": 3.2e9,
-         "scatter_fixed": 9e-4, "scatter_pairs": 3.5e11, "scatter_cells": 4e10,
-         "dense_fixed": 2e-4, "gemm_flops": 3.5e13, "bytes": 1.5e12,
-         "sorted_fixed": 1.5e-3, "sort": 1e10, "sorted_pairs": 3e11, "sorted_cells": 3.3e11}
 # Cost of an 8-byte shared-memory atomic add over a 4-byte one at 512 threads per block
 # (benchmarks/atomics_probe.py, retired: docs/benchmarks.md on an H100). Without it the model priced scatter the same
 # under float64 accumulation, and kept it on Tabula Muris manhattan, where gather was
 # 22% faster (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md, 2026-11-24).
 ATOMIC64 = 1.33
-
-
-@dataclass
-class Job:
-    """One tile's work: the generated plan, its operands and buffers."""
-
-    gen: object
-    left: DevCSR
-    right: DevCSR
-    K: int
-    dt: np.dtype
-    at: np.dtype
-    itype_c: str
-    rows_per_block: int | None = None
-    colbuf: object = None
-    rowbuf: object = None
-    # κ(w) of the weighted steps (codegen.Generated.weights), NW × K in the accumulator
-    # type, read by the gather kernel at each column; None for an unweighted plan
-    wts: object = None
-    # the memos of the left and right operands when the tile reads them whole (None
-    # otherwise): a strategy may keep a per-operand form there (dense: the densified rows)
-    memos: tuple = (None, None)
-    # forms of the tile's operand slices kept for the rest of the call (:class:`Kept`), and
-    # the tile's (left rows, right rows) ranges that key them
-    kept: Kept | None = None
-    slices: tuple = ((0, 0), (0, 0))
-
-    @property
-    def n_left(self) -> int:
-        return self.left.shape[0]
-
-    @property
-    def n_right(self) -> int:
-        return self.right.shape[0]
-
-
-@dataclass(frozen=True)
-class Strategy:
-    name: str
-    kernels: Callable  # (job) -> tuple of kernel names
-    launch: Callable  # (mod, job) -> the tile's values (n_left × n_right, dt)
-    estimate: Callable  # (job) -> seconds, or None when it cannot run the job
-
-
-def _device_attr(name: str, default: int) -> int:
-    import cupy
-    return int(cache.attributes(cupy.cuda.Device().id).get(name, default))
 
 
 def _op_weights(gen, per: float) -> float:
@@ -384,220 +331,20 @@ def _sorted_estimate(job: Job):
             + job.n_left * job.n_right * (logb + 2) / RATES["sorted_cells"])
 
 
-# --- dense --------------------------------------------------------------------------
-
-
-def _dense_kernels(job: Job):
-    names = ()
-    for terms in job.gen.dense_maps:
-        for (lname, _), (rname, _) in terms:
-            names += (f"gb_densify<{lname}, {job.itype_c}>", f"gb_densify<{rname}, {job.itype_c}>")
-    return names + ("gb_epilogue<Spec>",)
-
-
-DENSE_KEEP_BYTES = 64 << 20  # a whole operand's densified rows kept in its memo up to this
-
-
-def _densified(mod, job: Job, side: int, terms, width: int):
-    """One side's rows densified for the product's terms (each term's map and fill in its
-    K-column block); kept in the operand's memo when the tile reads it whole and the copy
-    is small (a prepared operand, e.g. a fitted index, is densified once)."""
-    import cupy
-    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
-    maps = tuple(t[side] for t in terms)
-    # the maps' names are the generated module's own (DMapL0_0 …): keyed by its key too
-    key = ("densified", job.gen.key, maps, job.K, np.dtype(job.at).str, job.itype_c)
-    keep = memo is not None and d.shape[0] * width * np.dtype(job.at).itemsize <= DENSE_KEEP_BYTES
-    if keep and key in memo:
-        return memo[key]
-    buf = cupy.empty((d.shape[0], width), dtype=job.at)
-    for r, (name, fill) in enumerate(maps):
-        buf[:, r * job.K:(r + 1) * job.K] = fill
-        fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
-        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
-                              np.int64(width), np.int64(r * job.K), buf))
-    if keep:
-        memo[key] = buf
-    return buf
-
-
-def _dense_launch(mod, job: Job):
-    import cupy
-    K, at, n_left, n_right = job.K, job.at, job.n_left, job.n_right
-    accbuf = cupy.empty((len(job.gen.accumulators), n_left, n_right), dtype=at)
-    for s, terms in enumerate(job.gen.dense_maps):
-        width = len(terms) * K
-        dl = _densified(mod, job, 0, terms, width)
-        dr = _densified(mod, job, 1, terms, width)
-        cupy.matmul(dl, dr.T, out=accbuf[s])
-        del dl, dr
-    out = cupy.empty((n_left, n_right), dtype=job.dt)
-    fn = mod.get_function("gb_epilogue<Spec>")
-    total = n_left * n_right
-    fn((max(1, min(65535 * 4, (total + 255) // 256)),), (256,),
-       (accbuf, np.int64(n_left), np.int64(n_right), np.int64(K), out, job.colbuf, job.rowbuf))
-    return out
-
-
-def _dense_estimate(job: Job):
-    """The GEMM's flops plus densifying (when the dense copies fit a quarter of the free
-    memory)."""
-    import cupy
-    m, n = job.n_left, job.n_right
-    rk = sum(len(t) for t in job.gen.dense_maps) * job.K
-    dense_bytes = (m + n) * rk * job.gen.acc_itemsize  # densified in the accumulator type
-    # (small copies fit: asking the driver costs more than a small call's product)
-    if dense_bytes > DENSE_KEEP_BYTES and dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
-        return None
-    return (RATES["dense_fixed"] + 2.0 * m * n * rk / RATES["gemm_flops"]
-            + (dense_bytes + m * n * job.dt.itemsize * 3) / RATES["bytes"])
-
-
-# --- dense union -------------------------------------------------------------------
-
-# Off: estimate() never offers the dense union (strategy="dense_union" still runs it). To be
-# switched on once tests/backends/test_dense_union_gpu.py passes and its rates are refitted
-# (benchmarks/results/2026-11-28-dense_union.py).
-DENSE_UNION = False
-# Its cost model, per second; guesses to be refitted on a GPU. du_evals: columns a second for
-# one output each (one Spec::step) with a cheap ⊗ in float: an H200 issues 132 SMs × 128
-# lanes × 1.98 GHz ≈ 3.3e13 FP32 lane-instructions/s, and chebyshev's step is about six
-# (|x − y| as one FADD with a modifier, gb_max's two NaN tests and two selects, a quarter of a
-# shared-memory load at 8 × 8 outputs a thread): 5e12 with the loads' latency. That prices
-# Tabula Muris' kNN (1,067² × 23,433 ≈ 2.7e10 columns) at ~5.5 ms against gather's measured
-# 4.4 ms of kernels: not a sure win unless gb_max gets cheaper (PTX max.NaN.f32 on sm_80+).
-DU_RATES = {"du_fixed": 1e-4, "du_evals": 5e12}
-# A ⊗'s cost over chebyshev's, per division and per transcendental in its formula (a float
-# IEEE division is ~10 instructions, a sqrt ~8, a log/exp/pow ~20, against ~6 a column), and
-# the accumulators in double (half the FP32 issue rate on an H100/H200, plus the widening).
-DU_DIV, DU_TRANSCENDENTAL, DU_DOUBLE = 2.0, 3.0, 2.0
-DU_SPLIT_BYTES = 256 << 20  # most bytes of split-K partial accumulators
-
-
-def _dense_union_tile(job: Job) -> tuple[int, int, int]:
-    """(TM, TN, BK) of gb_dense_union: 8 × 8 outputs a thread for one float accumulator,
-    else 4 × 4 (registers: TM·TN·NACC accumulators, 8-byte in double)."""
-    from .codegen import DENSE_UNION_TILES
-    one_float = len(job.gen.accumulators) == 1 and np.dtype(job.at).itemsize == 4
-    return DENSE_UNION_TILES[0] if one_float else DENSE_UNION_TILES[1]
-
-
-def _dense_union_grid(job: Job):
-    """(TM, TN, BK), the grid (gx, gy, splits) and the columns of a split: K is split so that
-    a small output (a kNN query block) still fills the device, about four blocks an SM, with
-    the partial accumulators at most DU_SPLIT_BYTES."""
-    tm, tn, bk = _dense_union_tile(job)
-    m, n, K = job.n_left, job.n_right, max(job.K, 1)
-    gx, gy = -(-n // (16 * tn)), -(-m // (16 * tm))
-    nch = -(-K // bk)
-    sm = _device_attr("MultiProcessorCount", 132)
-    splits = min(nch, 16, max(1, -(-4 * sm // max(gx * gy, 1))))
-    cell = len(job.gen.accumulators) * np.dtype(job.at).itemsize * max(m * n, 1)
-    splits = max(1, min(splits, DU_SPLIT_BYTES // cell))
-    kper = -(-nch // splits) * bk
-    return (tm, tn, bk), (gx, gy, -(-K // kper)), kper
-
-
-def _dense_union_kernels(job: Job):
-    tm, tn, bk = _dense_union_tile(job)
-    return (f"gb_densify<gb_raw_map<Spec>, {job.itype_c}>", f"gb_dense_union<Spec, {tm}, {tn}, {bk}>",
-            "gb_dense_union_finish<Spec>")
-
-
-def _raw_densified(mod, job: Job, side: int):
-    """One side's stored values in a dense rows × K array of the storage type (0 where
-    unstored), kept in the operand's memo like the dense strategy's copies."""
-    import cupy
-    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
-    key = ("raw densified", job.K, np.dtype(job.dt).str, job.itype_c)
-    keep = memo is not None and d.shape[0] * job.K * np.dtype(job.dt).itemsize <= DENSE_KEEP_BYTES
-    if keep and key in memo:
-        return memo[key]
-    buf = cupy.zeros((d.shape[0], job.K), dtype=job.dt)
-    if d.nnz:
-        fn = mod.get_function(f"gb_densify<gb_raw_map<Spec>, {job.itype_c}>")
-        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
-                              np.int64(job.K), np.int64(0), buf))
-    if keep:
-        memo[key] = buf
-    return buf
-
-
-def _dense_union_launch(mod, job: Job):
-    import cupy
-    m, n, at = job.n_left, job.n_right, job.at
-    out = cupy.empty((m, n), dtype=job.dt)
-    if not m or not n:
-        return out
-    (tm, tn, bk), (gx, gy, gz), kper = _dense_union_grid(job)
-    da, db = _raw_densified(mod, job, 0), _raw_densified(mod, job, 1)
-    nacc = len(job.gen.accumulators)
-    tmp = cupy.empty(gz * nacc * m * n, dtype=at) if gz > 1 else cupy.zeros(1, dtype=at)
-    wts = job.wts if job.wts is not None else cupy.zeros(1, dtype=at)
-    fn = mod.get_function(f"gb_dense_union<Spec, {tm}, {tn}, {bk}>")
-    smem = bk * (16 * tm + 1 + 16 * tn + 1) * np.dtype(job.dt).itemsize
-    fn.max_dynamic_shared_size_bytes = smem
-    fn((gx, gy, gz), (256,), (da, db, np.int64(m), np.int64(n), np.int64(job.K), np.int64(kper),
-                              out, tmp, job.colbuf, job.rowbuf, wts), shared_mem=smem)
-    if gz > 1:
-        fin = mod.get_function("gb_dense_union_finish<Spec>")
-        fin((max(1, min(65535 * 4, (m * n + 255) // 256)),), (256,),
-            (tmp, np.int32(gz), np.int64(m), np.int64(n), np.int64(job.K), out, job.colbuf,
-             job.rowbuf))
-    return out
-
-
-def _mul_cost(gen) -> float:
-    """Each step's ⊗ cost over a cheap one, from its formula: divisions (negative powers) and
-    transcendentals (non-integer powers, exp, log, trigonometric ...) counted in the IR."""
-    import sympy as sp
-    total = 0.0
-    for a in gen.accumulators:
-        div = trans = 0
-        for e in sp.preorder_traversal(a.mul):
-            if isinstance(e, sp.Pow):
-                if e.exp.is_negative:
-                    div += 1
-                if not e.exp.is_Integer:
-                    trans += 1
-            elif isinstance(e, sp.Function) and not isinstance(e, (sp.Abs, sp.Max, sp.Min,
-                                                                   sp.Piecewise, sp.sign)):
-                trans += 1
-        total += 1.0 + DU_DIV * div + DU_TRANSCENDENTAL * trans
-    return total
-
-
-def _dense_union_estimate(job: Job):
-    """Densifying both sides (zeros, the values, read back by the tiles) plus m·n·K steps at
-    du_evals, weighted by ⊗'s cost (:func:`_mul_cost`) and by DU_DOUBLE for double
-    accumulators; None while :data:`DENSE_UNION` is off, or when the dense copies do not fit
-    a quarter of the free memory (as the dense strategy)."""
-    if not DENSE_UNION:
-        return None
-    import cupy
-    m, n, K = job.n_left, job.n_right, job.K
-    dense_bytes = (m + n) * K * np.dtype(job.dt).itemsize
-    if dense_bytes > DENSE_KEEP_BYTES and dense_bytes >= cupy.cuda.runtime.memGetInfo()[0] // 4:
-        return None
-    per = _mul_cost(job.gen) * (DU_DOUBLE if np.dtype(job.at).itemsize == 8 else 1.0)
-    return (DU_RATES["du_fixed"] + per * m * n * K / DU_RATES["du_evals"]
-            + (3 * dense_bytes + m * n * job.dt.itemsize) / RATES["bytes"])
-
-
 TABLE = {
     "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate),
     "scatter": Strategy("scatter", lambda job: (_scatter_kernel(job, THREADS), _scatter_kernel(job, 1024),
                                                 f"gb_chunk_ptr<{job.itype_c}>"),
                         _scatter_launch, _scatter_estimate),
-    "dense": Strategy("dense", _dense_kernels, _dense_launch, _dense_estimate),
+    "dense": Strategy("dense", dense_strategies._dense_kernels, dense_strategies._dense_launch,
+                      dense_strategies._dense_estimate),
     "sorted": Strategy("sorted", lambda job: (f"gb_union_sorted<Spec, {job.itype_c}>",
                                               f"gb_chunk_ptr<{job.itype_c}>",
                                               "gb_map_values<UKeyL>", "gb_map_values<UKeyR>"),
                        _sorted_launch, _sorted_estimate),
-    "dense_union": Strategy("dense_union", _dense_union_kernels, _dense_union_launch,
-                            _dense_union_estimate),
+    "dense_union": Strategy("dense_union", dense_strategies._dense_union_kernels,
+                            dense_strategies._dense_union_launch,
+                            dense_strategies._dense_union_estimate),
 }
 STRATEGIES = tuple(TABLE)
 
@@ -631,7 +378,7 @@ def choose(job: Job, forced: str) -> Strategy:
         return TABLE[forced]
     left, right = job.left, job.right
     key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c,
-           DENSE_UNION)
+           dense_strategies.DENSE_UNION)
     choice = cache.CHOICES.get(key)
     if choice is None:
         est = estimate(job)
