@@ -19,9 +19,7 @@ GPU tests are tests/backends/test_dense_union_gpu.py."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,8 +30,7 @@ from gbdist.backends.cuda.codegen import DENSE_UNION_TILES, generate
 from gbdist.pairwise import metric_program
 from gbdist.resources import read
 
-GXX = shutil.which("g++")
-HERE = Path(__file__).parent / "cuda_host"
+from host_build import GXX, build, csr_lines
 NEEDS_GXX = pytest.mark.skipif(GXX is None, reason="needs g++")
 
 TM, TN, BK = 2, 3, 8  # a 32 × 48 output tile, K-chunks of 8 columns (small: many edges)
@@ -108,26 +105,12 @@ def _source(gen, mutate=None, tiles=(TM, TN, BK)) -> str:
 
 
 def _build(tmp_path, gen, mutate=None, name="dense_union_host", tiles=(TM, TN, BK)) -> str:
-    src, exe = tmp_path / f"{name}.cpp", tmp_path / name
-    src.write_text('#include "gather_host.h"\n' + _source(gen, mutate, tiles))
-    r = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-w", "-I", str(HERE), "-o",
-                        str(exe), str(src)], capture_output=True, text=True)
-    if r.returncode:
-        pytest.fail(r.stderr[-3000:])
-    return str(exe)
-
-
-def _csr_lines(M):
-    import scipy.sparse as sps
-    c = sps.csr_matrix(M)
-    c.sort_indices()
-    return [" ".join(map(str, c.indptr)), " ".join(map(str, c.indices)),
-            " ".join(repr(float(v)) for v in c.data)]
+    return build(tmp_path, name, _source(gen, mutate, tiles))
 
 
 def _run(exe, X, Y, kper):
     """(dense union, gather), each m × n."""
-    lines = [f"{X.shape[0]} {Y.shape[0]} {X.shape[1]} {kper}"] + _csr_lines(X) + _csr_lines(Y)
+    lines = [f"{X.shape[0]} {Y.shape[0]} {X.shape[1]} {kper}"] + csr_lines(X) + csr_lines(Y)
     out = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True,
                          check=True, timeout=300).stdout
     both = np.array(out.split(), dtype=np.float64).reshape(X.shape[0], Y.shape[0], 2)

@@ -12,9 +12,7 @@ are tests/backends/test_weighted_gpu.py."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +22,7 @@ from gbdist.backends.cuda.codegen import generate
 from gbdist.pairwise import metric_program
 from gbdist.resources import read
 
-GXX = shutil.which("g++")
-HERE = Path(__file__).parent / "cuda_host"
+from host_build import GXX, build, csr_lines
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 
 R, G, BLOCK = 4, 8, 64  # rows per block, lanes per streamed row, threads per block
@@ -76,27 +73,13 @@ def _source(gen) -> str:
 
 
 def _build(tmp_path, gen) -> str:
-    src, exe = tmp_path / "gather_host.cpp", tmp_path / "gather_host"
-    src.write_text('#include "gather_host.h"\n' + _source(gen))
-    r = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-w", "-I", str(HERE), "-o",
-                        str(exe), str(src)], capture_output=True, text=True)
-    if r.returncode:
-        pytest.fail(r.stderr[-3000:])
-    return str(exe)
-
-
-def _csr_lines(M):
-    import scipy.sparse as sps
-    c = sps.csr_matrix(M)
-    c.sort_indices()
-    return [" ".join(map(str, c.indptr)), " ".join(map(str, c.indices)),
-            " ".join(repr(float(v)) for v in c.data)]
+    return build(tmp_path, "gather_host", _source(gen))
 
 
 def _run(exe, X, Y, wrows, kchunk, gy) -> np.ndarray:
     K = X.shape[1]
     lines = [f"{X.shape[0]} {Y.shape[0]} {K} {kchunk} {gy} {len(wrows)}"]
-    lines += _csr_lines(X) + _csr_lines(Y)
+    lines += csr_lines(X) + csr_lines(Y)
     lines += [" ".join(repr(float(v)) for v in w) for w in wrows]
     out = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True,
                          check=True, timeout=120).stdout
