@@ -27,21 +27,30 @@ def _densified(mod, job: Job, side: int, terms, width: int):
     """One side's rows densified for the product's terms (each term's map and fill in its
     K-column block); kept in the operand's memo when the tile reads it whole and the copy
     is small (a prepared operand, e.g. a fitted index, is densified once)."""
-    import cupy
-    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
     maps = tuple(t[side] for t in terms)
     # the maps' names are the generated module's own (DMapL0_0 …): keyed by its key too
     key = ("densified", job.gen.key, maps, job.K, np.dtype(job.at).str, job.itype_c)
-    keep = memo is not None and d.shape[0] * width * np.dtype(job.at).itemsize <= DENSE_KEEP_BYTES
+    return _densify(mod, job, side, maps, width, job.at, key)
+
+
+def _densify(mod, job: Job, side: int, maps, width: int, dtype, key):
+    """One side's rows as a dense rows × ``width`` array of ``dtype``: K-column block r
+    filled with ``maps[r]``'s fill, then its stored entries written through the map
+    (``gb_densify``); kept in the operand's memo under ``key`` when the tile reads it whole
+    and the copy is at most :data:`DENSE_KEEP_BYTES`."""
+    import cupy
+    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
+    keep = memo is not None and d.shape[0] * width * np.dtype(dtype).itemsize <= DENSE_KEEP_BYTES
     if keep and key in memo:
         return memo[key]
-    buf = cupy.empty((d.shape[0], width), dtype=job.at)
+    buf = cupy.empty((d.shape[0], width), dtype=dtype)
     for r, (name, fill) in enumerate(maps):
         buf[:, r * job.K:(r + 1) * job.K] = fill
-        fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
-        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
-                              np.int64(width), np.int64(r * job.K), buf))
+        if d.nnz:
+            fn = mod.get_function(f"gb_densify<{name}, {job.itype_c}>")
+            blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
+            fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
+                                  np.int64(width), np.int64(r * job.K), buf))
     if keep:
         memo[key] = buf
     return buf
@@ -133,21 +142,8 @@ def _dense_union_kernels(job: Job):
 def _raw_densified(mod, job: Job, side: int):
     """One side's stored values in a dense rows × K array of the storage type (0 where
     unstored), kept in the operand's memo like the dense strategy's copies."""
-    import cupy
-    d, memo = (job.left, job.memos[0]) if side == 0 else (job.right, job.memos[1])
     key = ("raw densified", job.K, np.dtype(job.dt).str, job.itype_c)
-    keep = memo is not None and d.shape[0] * job.K * np.dtype(job.dt).itemsize <= DENSE_KEEP_BYTES
-    if keep and key in memo:
-        return memo[key]
-    buf = cupy.zeros((d.shape[0], job.K), dtype=job.dt)
-    if d.nnz:
-        fn = mod.get_function(f"gb_densify<gb_raw_map<Spec>, {job.itype_c}>")
-        blocks = max(1, min(65535, (d.shape[0] * 32 + 255) // 256))
-        fn((blocks,), (256,), (d.indptr, d.indices, d.data, np.int64(d.shape[0]),
-                              np.int64(job.K), np.int64(0), buf))
-    if keep:
-        memo[key] = buf
-    return buf
+    return _densify(mod, job, side, (("gb_raw_map<Spec>", 0),), job.K, job.dt, key)
 
 
 def _dense_union_launch(mod, job: Job):

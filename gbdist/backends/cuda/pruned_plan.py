@@ -15,8 +15,9 @@ index rows), x and y through the side's apply chain.
 
 With :data:`UNION_TOP` on (the default), a two-pass union whose ⊕ is max or min (and
 whose corner needs no shared-column count) is evaluated at the pairs by
-``gb_prune_union_top`` instead: the overlap SpGEMM's value (⊕ over the shared columns) ⊕ each row's best entry, in an order
-sorted once per call, whose column the other row lacks (:func:`union_top`, issue 29).
+``gb_prune_union_top`` instead: the overlap SpGEMM's value (⊕ over the shared columns) ⊕
+each row's best entry, in an order sorted once per call, whose column the other row lacks
+(:func:`union_top`, issue 29).
 
 The launchers :func:`summary`, :func:`mapped`, :func:`union_pairs`, :func:`union_keys`
 and :func:`union_top_pairs` are the only calls into the kernels
