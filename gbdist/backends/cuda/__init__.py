@@ -44,6 +44,7 @@ from ..base import Bound, CallMemo, Tile, shape_output
 from . import cache, operands, strategies, topk
 from . import rows as dev_rows
 from .cache import compile_log, last_run
+from .kept import Kept
 from .operands import DevCSR, index_type, upload
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ class CUDAPrepared:
         self.K = next((d.shape[1] for d in self.data.values()), 0)
         self.wts = _weights(bound, self.gen, self.at, self.K)
         self.cupy = cupy
-        self.kept = strategies.Kept()  # slices' forms for the call's other tiles
+        self.kept = Kept()  # slices' forms for the call's other tiles
 
     def _within(self, keys, e: int) -> bool:
         """:func:`operands.within_exponent` of each operand, read once per operand (its
