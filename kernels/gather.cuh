@@ -34,6 +34,13 @@
 // When K does not fit in one chunk, partial accumulators live in tmp between
 // chunks and the epilogue runs after the last chunk.
 //
+// upper (a diagonal tile of a self-join under a metric proven symmetric: left and right
+// are the same rows): only the cells (i, j) with j >= i are needed. MODE 0/1 blocks stream
+// only the right rows from their first dense row on, MODE 2 blocks only the left rows up
+// to their last dense row; cells below the diagonal are left unwritten (or hold a partial
+// value: rows of one block) for the caller's mirror (gb_mirror_lower), which overwrites
+// every one of them. About half the pairs of the tile.
+//
 // Types: Spec::T is the stored values' type (data, shared memory, out), Spec::A
 // the accumulators' (tmp, colred, rowred, the epilogue): double for float data
 // unless the caller asks for float accumulation.
@@ -50,7 +57,7 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
           typename Spec::T* __restrict__ out, typename Spec::A* __restrict__ tmp,
           long long n_left, long long n_right,
           const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred,
-          const typename Spec::A* __restrict__ wts) {
+          const typename Spec::A* __restrict__ wts, int upper) {
   typedef typename Spec::T T;
   typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
@@ -66,8 +73,12 @@ gb_gather(const I* __restrict__ dptr, const I* __restrict__ didx,
   const int nch = (int)((K + kchunk - 1) / kchunk);
   const long long d0 = (long long)blockIdx.x * R;
   const long long per = (n_stream + gridDim.y - 1) / gridDim.y;
-  const long long s0 = (long long)blockIdx.y * per;
-  const long long s1 = (s0 + per < n_stream) ? s0 + per : n_stream;
+  long long s0 = (long long)blockIdx.y * per;
+  long long s1 = (s0 + per < n_stream) ? s0 + per : n_stream;
+  if (upper) {  // MODE 0/1: right rows j >= the block's first row; MODE 2: left rows <= its last
+    if (MODE == 2) s1 = (s1 < d0 + R) ? s1 : d0 + R;
+    else s0 = (s0 > d0) ? s0 : d0;
+  }
   const bool chunked = kchunk < K;
   const long long plane = n_left * n_right;
 

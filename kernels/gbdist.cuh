@@ -121,6 +121,29 @@ __global__ void gb_chunk_ptr(const I* __restrict__ ptr, const I* __restrict__ id
   }
 }
 
+// The cells below the diagonal of a square n x n tile from those above it: out[r][c] =
+// out[c][r] for r > c. A diagonal tile of a self-join under a metric proven symmetric is
+// computed on and above the diagonal only (gb_scatter's and gb_gather's upper); this
+// completes it, in 32 x 32 blocks through shared memory so that reads and writes are both
+// coalesced. Grid: (ceil(n / 32), ceil(n / 32)) blocks of 32 x 8 threads; the blocks above
+// the diagonal return at once.
+template <class Spec>
+__global__ void gb_mirror_lower(typename Spec::T* __restrict__ out, long long n) {
+  typedef typename Spec::T T;
+  __shared__ T tile[32][33];
+  const long long br = blockIdx.y, bc = blockIdx.x;  // the block of rows and of columns written
+  if (bc > br) return;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {  // read the upper block (bc, br)
+    const long long r = bc * 32 + y, c = br * 32 + threadIdx.x;
+    if (r < n && c < n) tile[y][threadIdx.x] = out[r * n + c];
+  }
+  __syncthreads();
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {  // write its transpose below
+    const long long r = br * 32 + y, c = bc * 32 + threadIdx.x;
+    if (r < n && c < n && r > c) out[r * n + c] = tile[threadIdx.x][y];
+  }
+}
+
 // Atomic max / min of floats with integer atomics, one instruction in shared memory
 // where the compare-and-swap loop below reads, compares and retries: with its sign bit
 // clear a float's bits order as a signed int, with it set as an unsigned int reversed.

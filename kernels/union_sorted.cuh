@@ -19,6 +19,9 @@
 //  * B \ A: B_j's first T entries by R come from a table, rank-major (topc, topv: column and
 //    value, column -1 past the row's end), so the threads of a block read consecutive
 //    words; the walk through bperm runs only when A_i stores all T columns.
+// upper (a diagonal tile of a self-join under a metric proven symmetric): only j >= i, as
+// in gb_scatter (each column's walk from its first j >= i, the cells below left for the
+// caller's gb_mirror_lower).
 // (A pair's walks read B_j's row in global memory, one row per thread: 2,048 query rows
 // against the 283K-row power law took 66 ms there against the scatter's 8.)
 #ifndef GB_UNION_TOP
@@ -35,7 +38,8 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
                 const I* __restrict__ btidx, const typename Spec::T* __restrict__ btval,
                 const I* __restrict__ tptr, int ntiles, long long J, long long n_right, long long K,
                 typename Spec::T* __restrict__ out,
-                const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred) {
+                const typename Spec::A* __restrict__ colred, const typename Spec::A* __restrict__ rowred,
+                int upper) {
   typedef typename Spec::T T;
   typedef typename Spec::A A;
   extern __shared__ __align__(16) unsigned char gb_smem[];
@@ -48,6 +52,8 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
   const long long j0 = (long long)t * J;
   const long long width = (n_right - j0 < J) ? n_right - j0 : J;
   if (i >= n_left || width <= 0) return;
+  if (upper && j0 + width <= i) return;  // the whole tile lies below the diagonal
+  const long long first = (upper && i > j0) ? i - j0 : 0;  // the tile's first cell written
   const long long fwords = (J + 3) / 4;
   for (long long q = threadIdx.x; q < width; q += blockDim.x) acc[q] = Spec::union_identity();
   for (long long q = threadIdx.x; q < words; q += blockDim.x) amask[q] = 0u;
@@ -71,8 +77,9 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
     int rank = -1;
 #pragma unroll
     for (int r = 0; r < GB_UNION_TOP; ++r) rank = (tpos[r] == p) ? r : rank;
-    const I q0 = tptr[k * (ntiles + 1) + t];
+    I q0 = tptr[k * (ntiles + 1) + t];
     const I q1 = tptr[k * (ntiles + 1) + t + 1];
+    if (first > 0) q0 = gb_lower_bound(btidx, q0, q1, i);  // column k's first j >= i
     for (I q = q0 + (I)lane; q < q1; q += 32) {
       const long long jj = (long long)btidx[q] - j0;
       Spec::union_scatter(acc, jj, a, btval[q]);
@@ -80,7 +87,7 @@ gb_union_sorted(const I* __restrict__ aptr, const I* __restrict__ aidx,
     }
   }
   __syncthreads();
-  for (long long q = threadIdx.x; q < width; q += blockDim.x) {
+  for (long long q = first + threadIdx.x; q < width; q += blockDim.x) {
     const long long j = j0 + q;
     A v = acc[q];
     const unsigned int f = (flags[q >> 2] >> (8 * (int)(q & 3))) & 0xFFu;

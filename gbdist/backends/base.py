@@ -16,6 +16,10 @@ exact)``                      computes (host CSR, device CSR) and checks the
 ``run_tile(prep, r0, r1,    the whole plan (products, row reductions, epilogue,  ``runtime.tiles`` (one loop, both
 c0, c1)``                     the proven d(a, a)) on output rows r0:r1 × columns   for pairwise and for the searches)
                               c0:c1, as a ``Tile`` of ``xp`` values
+``run_tile(..., upper=True)``  optional (a backend with ``upper_tiles = True``): a    ``neighbors.search`` (a symmetric
+                              diagonal tile (r0:r1 == c0:c1) of a self-join under  self-join's diagonal tiles)
+                              a metric proven symmetric; the backend may compute
+                              the cells on and above the diagonal and mirror them
 ``select_k(D, k, offset)``  the k smallest of each row by (distance, column),    ``neighbors.search``
                               NaN last
 ``merge_k(d1, i1, d2, i2,   two sorted candidate lists per row → the k best      ``neighbors.search``

@@ -108,16 +108,18 @@ class Search:
             t = TILES_PER_SHARE * share[1]
             s = _finer(b.n, s, next(k for k in range(1, t + 1) if k * (k + 1) >= 2 * t), share)
         cells = ((r0, c0) for r0 in range(0, b.n, s) for c0 in range(r0, b.n, s))
-        yield from self._computed(cells, s, s, Repair(b, self.budget), share)
+        yield from self._computed(cells, s, s, Repair(b, self.budget), share, upper=True)
 
-    def _computed(self, cells, rows: int, width: int, repair, share):
+    def _computed(self, cells, rows: int, width: int, repair, share, upper: bool = False):
         m, n = self.b.m, self.b.n
         cells = list(cells)
         if share is not None:  # every worker makes the same choice: no coordination
             cells = [cells[t] for t in _share(cells, rows, width, m, n, *share)]
         for r0, c0 in cells:
             r1, c1 = min(m, r0 + rows), min(n, c0 + width)
-            tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1)
+            # a diagonal tile of the symmetric self-join: its cells above the diagonal suffice
+            tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1,
+                                 upper=upper and (r0, r1) == (c0, c1))
             yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
 
     def host(self, x):

@@ -18,9 +18,15 @@ from .direct import Repair
 from .memory import allocate_result, tile_shape
 
 
-def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
-    """``backend.run_tile`` on rows r0:r1, split in halves (recursively) on out-of-memory."""
+def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int,
+                  upper: bool = False) -> Tile:
+    """``backend.run_tile`` on rows r0:r1, split in halves (recursively) on out-of-memory.
+    ``upper``: the tile is a diagonal one (r0:r1 == c0:c1) of a self-join under a metric
+    proven symmetric, which a backend with ``upper_tiles`` may compute on and above its
+    diagonal only and mirror; the halves of a split tile are computed whole."""
     try:
+        if upper and (r0, r1) == (c0, c1) and getattr(backend, "upper_tiles", False):
+            return backend.run_tile(prepared, r0, r1, c0, c1, upper=True)
         return backend.run_tile(prepared, r0, r1, c0, c1)
     except Exception as e:  # noqa: BLE001 — re-raised unless it is out-of-memory
         if not backend.is_out_of_memory(e) or r1 - r0 <= 1:

@@ -78,11 +78,11 @@ int main() {
   gb_launch2((unsigned)((m + @R@ - 1) / @R@), 2, @BLOCK@, [&] {
     gb_gather<Spec, @R@, 1, @G@, int>(L.ptr.data(), L.idx.data(), L.val.data(), m, B.ptr.data(),
       B.idx.data(), B.val.data(), n, K, kc, L.ptr.data(), B.ptr.data(), gout.data(), gtmp.data(),
-      m, n, red.data(), red.data(), wts.data()); });
+      m, n, red.data(), red.data(), wts.data(), 0); });
   gb_launch2((unsigned)((n + @R@ - 1) / @R@), 2, @BLOCK@, [&] {
     gb_gather<Spec, @R@, 2, @G@, int>(B.ptr.data(), B.idx.data(), B.val.data(), n, L.ptr.data(),
       L.idx.data(), L.val.data(), m, K, kc, B.ptr.data(), L.ptr.data(), gout.data(), gtmp.data(),
-      m, n, red.data(), red.data(), wts.data()); });
+      m, n, red.data(), red.data(), wts.data(), 0); });
   for (long long t = 0; t < m * n; ++t) printf("%.17g %.17g\n", (double)out[t], (double)gout[t]);
   return 0;
 }

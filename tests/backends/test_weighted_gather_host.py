@@ -44,8 +44,8 @@ static Csr csr(long long rows, long long K, long long kchunk) {
   return c;
 }
 int main() {
-  long long m, n, K, kchunk, gy, nw;
-  if (scanf("%lld %lld %lld %lld %lld %lld", &m, &n, &K, &kchunk, &gy, &nw) != 6) return 2;
+  long long m, n, K, kchunk, gy, nw, upper;
+  if (scanf("%lld %lld %lld %lld %lld %lld %lld", &m, &n, &K, &kchunk, &gy, &nw, &upper) != 7) return 2;
   Csr L = csr(m, K, kchunk), B = csr(n, K, kchunk);
   std::vector<gb_acc> wts(1);
   if (nw) { wts.clear(); for (double x : reals(nw * K)) wts.push_back((gb_acc)x); }
@@ -54,11 +54,11 @@ int main() {
   gb_launch2((unsigned)((m + @R@ - 1) / @R@), (unsigned)gy, @BLOCK@, [&] {
     gb_gather<Spec, @R@, 1, @G@, int>(L.ptr.data(), L.idx.data(), L.val.data(), m, B.ptr.data(),
       B.idx.data(), B.val.data(), n, K, kchunk, L.cp.data(), B.cp.data(), out.data(), tmp.data(),
-      m, n, red.data(), red.data(), wts.data()); });
+      m, n, red.data(), red.data(), wts.data(), (int)upper); });
   gb_launch2((unsigned)((n + @R@ - 1) / @R@), (unsigned)gy, @BLOCK@, [&] {
     gb_gather<Spec, @R@, 2, @G@, int>(B.ptr.data(), B.idx.data(), B.val.data(), n, L.ptr.data(),
       L.idx.data(), L.val.data(), m, K, kchunk, B.cp.data(), L.cp.data(), out.data(), tmp.data(),
-      m, n, red.data(), red.data(), wts.data()); });
+      m, n, red.data(), red.data(), wts.data(), (int)upper); });
   for (long long t = 0; t < m * n; ++t) printf("%.17g\n", (double)out[t]);
   return 0;
 }
@@ -76,9 +76,9 @@ def _build(tmp_path, gen) -> str:
     return build(tmp_path, "gather_host", _source(gen))
 
 
-def _run(exe, X, Y, wrows, kchunk, gy) -> np.ndarray:
+def _run(exe, X, Y, wrows, kchunk, gy, upper=False) -> np.ndarray:
     K = X.shape[1]
-    lines = [f"{X.shape[0]} {Y.shape[0]} {K} {kchunk} {gy} {len(wrows)}"]
+    lines = [f"{X.shape[0]} {Y.shape[0]} {K} {kchunk} {gy} {len(wrows)} {int(upper)}"]
     lines += csr_lines(X) + csr_lines(Y)
     lines += [" ".join(repr(float(v)) for v in w) for w in wrows]
     out = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True,
@@ -161,3 +161,23 @@ def test_unweighted_direct_union_on_the_host(tmp_path, monkeypatch):
             D = _run(exe, data[:20], data[20:], [], kchunk, gy)
             want = cdist(data[:20], data[20:], "minkowski", p=3)
             np.testing.assert_allclose(D, want, rtol=1e-12, atol=1e-12)
+
+
+def test_upper_computes_the_diagonal_tile_on_and_above_it(tmp_path):
+    """A diagonal tile of a symmetric self-join (the backend's Job.upper): both passes of the
+    union with ``upper`` set give the cells on and above the diagonal bit for bit as the
+    whole tile does, and leave the cells below it that no block's own rows cover unwritten
+    (the driver's -12345: the work is skipped, the mirror fills them on the GPU); k-chunks
+    and several blocks per streamed range included."""
+    plan = metric_program("weighted_canberra", w=np.ones(40)).plan
+    gen = generate(plan, np.float64)
+    exe = _build(tmp_path, gen)
+    X, _, w = _data(m=23)
+    X[7] = X[2]  # duplicate rows, and an empty one (row 5)
+    i, j = np.indices((X.shape[0], X.shape[0]))
+    for kchunk, gy in ((40, 1), (16, 2), (7, 3)):
+        full = _run(exe, X, X, [w], kchunk, gy)
+        up = _run(exe, X, X, [w], kchunk, gy, upper=True)
+        assert np.array_equal(up[i <= j], full[i <= j]), (kchunk, gy)
+        assert (up[(i > j) & (i // R != j // R)] == -12345).all(), (kchunk, gy)
+        np.testing.assert_allclose(full, cdist(X, X, "canberra", w=w), rtol=1e-12, atol=1e-13)

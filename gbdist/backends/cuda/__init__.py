@@ -298,7 +298,12 @@ class CUDABackend:
         return CUDAPrepared(bound, gen, at, strategy, exact, self.rows_per_block,
                             bound.plan.float32.exponent if by_plan else None)
 
-    def run_tile(self, p: CUDAPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
+    # run_tile(..., upper=True): a strategy with Strategy.upper computes a diagonal tile's
+    # cells on and above the diagonal only; gb_mirror_lower completes it
+    upper_tiles = True
+
+    def run_tile(self, p: CUDAPrepared, r0: int, r1: int, c0: int, c1: int,
+                 upper: bool = False) -> Tile:
         import cupy
         gen, dt, at, plan = p.gen, p.dt, p.at, p.bound.plan
         ldata, rdata = p.tile_data(r0, r1, c0, c1)
@@ -320,7 +325,9 @@ class CUDABackend:
                          b.memo(p.right_key) if whole_right else None)
             job.kept, job.slices = p.kept, ((r0, r1), (c0, c1) if (c0, c1) != (0, b.n) and
                                             b.right_sliceable else (0, b.n))
+            job.upper = upper and plan.output_kind == "matrix" and (r0, r1) == (c0, c1)
             strat = strategies.choose(job, p.strategy)
+            job.upper = job.upper and strat.upper
             names += strat.kernels(job)
         cache.LAST_RUN["strategy"] = strat.name if strat is not None else None
         cache.LAST_RUN["float_split"] = gen.float_split
@@ -338,6 +345,8 @@ class CUDABackend:
         if strat is not None:
             job.colbuf, job.rowbuf = colbuf, rowbuf
             result = strat.launch(mod, job)
+            if job.upper:
+                strategies.mirror_lower(mod, result)
         else:
             result = _epilogue_arrays(plan, outs, K, n_left, n_right)
         result = shape_output(result, plan.output_kind, n_left, n_right, cupy).astype(dt, copy=False)

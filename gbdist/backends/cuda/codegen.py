@@ -733,7 +733,7 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
     if gen.gather:
         modes = (1, 2) if gen.union else (0,)
         names += tuple(f"gb_gather<Spec, {rows}, {m}, {g}, {itype}>" for m in modes for g in groups)
-        names += (f"gb_chunk_ptr<{itype}>",)
+        names += (f"gb_chunk_ptr<{itype}>", "gb_mirror_lower<Spec>")
         if "scatter" in gen.strategies:
             names += (f"gb_scatter<Spec, {itype}, 512>", f"gb_scatter<Spec, {itype}, 1024>")
         if "dense" in gen.strategies:

@@ -46,6 +46,9 @@ class Job:
     # the tile's (left rows, right rows) ranges that key them
     kept: Kept | None = None
     slices: tuple = ((0, 0), (0, 0))
+    # a diagonal tile of a self-join under a metric proven symmetric (left and right the
+    # same rows): a strategy with ``upper`` computes the cells on and above the diagonal only
+    upper: bool = False
 
     @property
     def n_left(self) -> int:
@@ -62,6 +65,8 @@ class Strategy:
     kernels: Callable  # (job) -> tuple of kernel names
     launch: Callable  # (mod, job) -> the tile's values (n_left × n_right, dt)
     estimate: Callable  # (job) -> seconds, or None when it cannot run the job
+    # honours Job.upper (the cells below the diagonal left for gb_mirror_lower)
+    upper: bool = False
 
 
 def _device_attr(name: str, default: int) -> int:

@@ -33,6 +33,8 @@ from .kept import form
 from .operands import DevCSR
 
 THREADS = 512
+MIRROR = "gb_mirror_lower<Spec>"  # completes a diagonal tile computed on and above it (Job.upper)
+UPPER_SHARE = 0.55  # an upper-honouring strategy's estimate on a diagonal tile: half, + fixed costs
 ROWS_CHOICES = (8, 4, 2, 1)
 # Cost of an 8-byte shared-memory atomic add over a 4-byte one at 512 threads per block
 # (benchmarks/atomics_probe.py, retired: docs/benchmarks.md on an H100). Without it the model priced scatter the same
@@ -94,7 +96,7 @@ def _gather_launches(job: Job):
 
 def _gather_kernels(job: Job):
     (_, _, nch), launches = _gather_launches(job)
-    names = tuple(dict.fromkeys(n for *_, n in launches))
+    names = tuple(dict.fromkeys(n for *_, n in launches)) + (MIRROR,)
     return names + ((f"gb_chunk_ptr<{job.itype_c}>",) if nch > 1 else ())
 
 
@@ -133,7 +135,7 @@ def _gather_launch(mod, job: Job):
             stream.indptr, stream.indices, stream.data, np.int64(stream.shape[0]),
             np.int64(job.K), np.int64(kchunk), chunk_ptrs(dense), chunk_ptrs(stream),
             out, tmp, np.int64(job.n_left), np.int64(job.n_right), job.colbuf, job.rowbuf,
-            wts), shared_mem=smem)
+            wts, np.int32(job.upper)), shared_mem=smem)
     return out
 
 
@@ -145,6 +147,15 @@ def _gather_estimate(job: Job):
     m, n = job.n_left, job.n_right
     return (RATES["gather_fixed"] + _op_weights(job.gen, 3.0) * m * job.right.nnz / RATES["gather_pairs"]
             + (m / R) * n * nch / RATES["gather_rows"])
+
+
+def mirror_lower(mod, out) -> None:
+    """Complete a square tile computed on and above its diagonal (``Job.upper``) in place:
+    every cell below it from its mirror image (``gb_mirror_lower``)."""
+    n = out.shape[0]
+    if n > 1:
+        nb = -(-n // 32)
+        mod.get_function(MIRROR)((nb, nb), (32, 8), (out, np.int64(n)))
 
 
 # --- scatter and sorted -----------------------------------------------------------
@@ -227,7 +238,8 @@ def _scatter_launch(mod, job: Job):
     fn((job.n_left, ntiles), (threads,),
        (left.indptr, left.indices, left.data, np.int64(job.n_left),
         bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
-        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
+        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf,
+        np.int32(job.upper)), shared_mem=smem)
     return out
 
 
@@ -318,7 +330,8 @@ def _sorted_launch(mod, job: Job):
        (left.indptr, left.indices, left.data, aperm, np.int64(job.n_left),
         right.indptr, right.indices, right.data, bperm, topc, topv,
         bt_idx, bt_val, tptr, np.int32(ntiles), np.int64(J),
-        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf), shared_mem=smem)
+        np.int64(job.n_right), np.int64(job.K), out, job.colbuf, job.rowbuf,
+        np.int32(job.upper)), shared_mem=smem)
     return out
 
 
@@ -332,16 +345,16 @@ def _sorted_estimate(job: Job):
 
 
 TABLE = {
-    "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate),
+    "gather": Strategy("gather", _gather_kernels, _gather_launch, _gather_estimate, upper=True),
     "scatter": Strategy("scatter", lambda job: (_scatter_kernel(job, THREADS), _scatter_kernel(job, 1024),
-                                                f"gb_chunk_ptr<{job.itype_c}>"),
-                        _scatter_launch, _scatter_estimate),
+                                                f"gb_chunk_ptr<{job.itype_c}>", MIRROR),
+                        _scatter_launch, _scatter_estimate, upper=True),
     "dense": Strategy("dense", dense_strategies._dense_kernels, dense_strategies._dense_launch,
                       dense_strategies._dense_estimate),
     "sorted": Strategy("sorted", lambda job: (f"gb_union_sorted<Spec, {job.itype_c}>",
                                               f"gb_chunk_ptr<{job.itype_c}>",
-                                              "gb_map_values<UKeyL>", "gb_map_values<UKeyR>"),
-                       _sorted_launch, _sorted_estimate),
+                                              "gb_map_values<UKeyL>", "gb_map_values<UKeyR>", MIRROR),
+                       _sorted_launch, _sorted_estimate, upper=True),
     "dense_union": Strategy("dense_union", dense_strategies._dense_union_kernels,
                             dense_strategies._dense_union_launch,
                             dense_strategies._dense_union_estimate),
@@ -356,7 +369,9 @@ def estimate(job: Job) -> dict:
         s = TABLE.get(name)
         t = s.estimate(job) if s is not None else None
         if t is not None:
-            est[name] = t
+            # on a diagonal tile (Job.upper) a strategy that honours it visits about half
+            # the pairs and writes half the cells
+            est[name] = t * UPPER_SHARE if job.upper and s.upper else t
     return est
 
 
@@ -378,7 +393,7 @@ def choose(job: Job, forced: str) -> Strategy:
         return TABLE[forced]
     left, right = job.left, job.right
     key = (job.gen.key, left.shape, right.shape, left.nnz, right.nnz, job.K, job.itype_c,
-           dense_strategies.DENSE_UNION)
+           dense_strategies.DENSE_UNION, job.upper)
     choice = cache.CHOICES.get(key)
     if choice is None:
         est = estimate(job)
