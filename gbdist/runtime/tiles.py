@@ -9,6 +9,8 @@ single row: the tile shrinks instead of the run failing, with the same result.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Iterator
 
 import numpy as np
@@ -18,6 +20,23 @@ from .direct import Repair
 from .memory import allocate_result, tile_shape
 
 
+def takes_upper(backend) -> bool:
+    """Whether ``backend.run_tile`` computes diagonal tiles on and above the diagonal: it
+    says so (``upper_tiles``) and its ``run_tile`` (a subclass may override it) takes
+    ``upper``."""
+    if not getattr(backend, "upper_tiles", False):
+        return False
+    return _takes_upper(type(backend))
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_upper(kind) -> bool:
+    try:
+        return "upper" in inspect.signature(kind.run_tile).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int,
                   upper: bool = False) -> Tile:
     """``backend.run_tile`` on rows r0:r1, split in halves (recursively) on out-of-memory.
@@ -25,7 +44,7 @@ def run_shrinking(backend, prepared, r0: int, r1: int, c0: int, c1: int,
     proven symmetric, which a backend with ``upper_tiles`` may compute on and above its
     diagonal only and mirror; the halves of a split tile are computed whole."""
     try:
-        if upper and (r0, r1) == (c0, c1) and getattr(backend, "upper_tiles", False):
+        if upper and (r0, r1) == (c0, c1) and takes_upper(backend):
             return backend.run_tile(prepared, r0, r1, c0, c1, upper=True)
         return backend.run_tile(prepared, r0, r1, c0, c1)
     except Exception as e:  # noqa: BLE001 — re-raised unless it is out-of-memory
