@@ -94,14 +94,14 @@ def _dense_estimate(job: Job):
 # switched on once tests/backends/test_dense_union_gpu.py passes and its rates are refitted
 # (benchmarks/results/2026-11-28-dense_union.py).
 DENSE_UNION = False
-# Its cost model, per second; guesses to be refitted on a GPU. du_evals: columns a second for
-# one output each (one Spec::step) with a cheap ⊗ in float: an H200 issues 132 SMs × 128
-# lanes × 1.98 GHz ≈ 3.3e13 FP32 lane-instructions/s, and chebyshev's step is about six
-# (|x − y| as one FADD with a modifier, gb_max's two NaN tests and two selects, a quarter of a
-# shared-memory load at 8 × 8 outputs a thread): 5e12 with the loads' latency. That prices
-# Tabula Muris' kNN (1,067² × 23,433 ≈ 2.7e10 columns) at ~5.5 ms against gather's measured
-# 4.4 ms of kernels: not a sure win unless gb_max gets cheaper (PTX max.NaN.f32 on sm_80+).
-DU_RATES = {"du_fixed": 1e-4, "du_evals": 5e12}
+# Its cost model, per second, refitted on an H200 (2026-11-28, benchmarks/results/
+# 2026-11-28-dense_union.py, chebyshev's whole self-join forced to each strategy): Tabula
+# Muris (1,067² × 23,433 ≈ 2.7e10 columns) 11.3 ms against gather's 5.1, KOS (3,430² × 6,906
+# ≈ 8.1e10) 24.1 ms against gather's 7.3 and the sorted union's 8.5; answers identical. So
+# 2.4-3.4e12 columns a second (the guess was 5e12: an H200 issues ~3.3e13 FP32 lane-
+# instructions a second and chebyshev's step is about six, with gb_max's NaN tests and
+# selects), and on these sets it loses to gather by 2.2-3.3x: it stays off.
+DU_RATES = {"du_fixed": 1e-4, "du_evals": 2.5e12}
 # A ⊗'s cost over chebyshev's, per division and per transcendental in its formula (a float
 # IEEE division is ~10 instructions, a sqrt ~8, a log/exp/pow ~20, against ~6 a column), and
 # the accumulators in double (half the FP32 issue rate on an H100/H200, plus the widening).
