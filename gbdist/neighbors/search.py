@@ -41,7 +41,7 @@ from ..pairwise import (
     split_finite_kw)
 from ..runtime import (
     Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tile_shape,
-    tiles,
+    takes_upper, tiles,
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
 from .pruned import search as pruned_search
@@ -115,7 +115,8 @@ class Search:
         m, n = self.b.m, self.b.n
         cells = list(cells)
         if share is not None:  # every worker makes the same choice: no coordination
-            cells = [cells[t] for t in _share(cells, rows, width, m, n, *share)]
+            half = upper and takes_upper(self.be)  # diagonal tiles cost half their cells
+            cells = [cells[t] for t in _share(cells, rows, width, m, n, *share, upper=half)]
         for r0, c0 in cells:
             r1, c1 = min(m, r0 + rows), min(n, c0 + width)
             # a diagonal tile of the symmetric self-join: its cells above the diagonal suffice

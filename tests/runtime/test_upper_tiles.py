@@ -76,3 +76,21 @@ def test_a_run_tile_without_upper_is_called_without_it():
     ref = gb.knn(X, k=5, metric="manhattan", backend="cpu")
     got = gb.knn(X, k=5, metric="manhattan", backend=Overridden(), working_memory=8000 / 2**20)
     assert_array_equal(got[1], ref[1])
+
+
+def test_shares_count_a_diagonal_tile_by_the_cells_it_computes():
+    """The tiles of a share (gbdist.dask's replicas): with ``upper`` a diagonal tile costs
+    its cells on and above the diagonal (55 of 100 here), so the split balances what is
+    computed: 6 row blocks (21 tiles) over 3 shares, the largest share 610 cells instead
+    of 700, and every tile in exactly one share."""
+    from gbdist.neighbors.shares import _share
+    n, s, W = 60, 10, 3
+    cells = [(r0, c0) for r0 in range(0, n, s) for c0 in range(r0, n, s)]
+
+    def computed(upper):
+        shares = [[cells[t] for t in _share(cells, s, s, n, n, w, W, upper=upper)]
+                  for w in range(W)]
+        assert sorted(sum(shares, [])) == sorted(cells)
+        return max(sum(55 if r == c else 100 for r, c in mine) for mine in shares)
+    assert computed(False) == 700
+    assert computed(True) == 610
