@@ -325,7 +325,8 @@ class CUDABackend:
                          b.memo(p.right_key) if whole_right else None)
             job.kept, job.slices = p.kept, ((r0, r1), (c0, c1) if (c0, c1) != (0, b.n) and
                                             b.right_sliceable else (0, b.n))
-            job.upper = upper and plan.output_kind == "matrix" and (r0, r1) == (c0, c1)
+            job.upper = (upper and plan.output_kind == "matrix" and (r0, r1) == (c0, c1)
+                         and n_left == n_right)  # a square tile: the right side was cut too
             strat = strategies.choose(job, p.strategy)
             job.upper = job.upper and strat.upper
             names += strat.kernels(job)
