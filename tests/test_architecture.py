@@ -76,11 +76,7 @@ def imports_of(name: str) -> set[str]:
                 if a.name == "gbdist" or a.name.startswith("gbdist."):
                     found.add(_owner(a.name))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[: len(here) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = imported_module(node, here)
             if not (mod == "gbdist" or mod.startswith("gbdist.")):
                 continue
             for a in node.names:
@@ -88,6 +84,15 @@ def imports_of(name: str) -> set[str]:
                 found.add(sub if sub in MODULES else _owner(mod))
     found.discard(name)
     return found
+
+
+def imported_module(node: ast.ImportFrom, here: list) -> str:
+    """The module a ``from ... import`` statement names, a relative one resolved against the
+    package ``here`` (its dotted parts)."""
+    if node.level:
+        base = here[: len(here) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module or ""
 
 
 def _owner(mod: str) -> str:

@@ -11,6 +11,8 @@ import importlib
 import importlib.util
 from pathlib import Path
 
+from test_architecture import imported_module
+
 PACKAGE = Path(__file__).resolve().parent.parent / "gbdist"
 
 
@@ -20,11 +22,7 @@ def _module_aliases(path: Path, tree: ast.AST) -> dict[str, str]:
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[: len(here) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = imported_module(node, here)
             if not mod.startswith("gbdist"):
                 continue
             for a in node.names:

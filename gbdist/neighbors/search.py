@@ -16,8 +16,7 @@ it is asked first, unless a tile would need the runtime's repair, and may declin
 
 A self-join under a metric proven symmetric (:func:`gbdist.compiler.symmetry.is_symmetric`)
 visits square tiles on and above the diagonal only; each feeds its rows' top-k and,
-transposed, its columns'. A diagonal tile is asked ``upper`` (:func:`run_shrinking`): a
-backend that can computes it on and above its own diagonal and mirrors it. Order is total and deterministic: by distance, then by the
+transposed, its columns' (a diagonal tile on and above its own diagonal: ``upper``). Order is total and deterministic: by distance, then by the
 lower index; NaN distances sort after every number (NumPy's order). So the answer does
 not depend on how the grid was tiled, nor on the backend.
 """
