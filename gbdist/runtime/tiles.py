@@ -10,7 +10,6 @@ single row: the tile shrinks instead of the run failing, with the same result.
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Iterator
 
 import numpy as np
@@ -31,6 +30,7 @@ def takes_upper(backend) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _takes_upper(kind) -> bool:
+    import inspect
     try:
         return "upper" in inspect.signature(kind.run_tile).parameters
     except (TypeError, ValueError):
