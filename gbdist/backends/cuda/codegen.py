@@ -569,7 +569,7 @@ def sums_as_written(plan) -> bool:
 FAST_DIV = True
 # The dense union's (TM, TN, BK) instantiations: (8, 8, 16) where the accumulators are
 # float and one step (a 128 × 128 output tile, 64 registers of accumulators a thread), else
-# (4, 4, 32) (dense_strategies._dense_union_tile). Untuned: the GPU tests come first.
+# (4, 4, 32) (dense_strategies._dense_union_tile). Untuned (it measured slower than gather and stays off: dense_strategies.DU_RATES).
 DENSE_UNION_TILES = ((8, 8, 16), (4, 4, 32))
 # Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
 # its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
