@@ -2,7 +2,8 @@
 ``dense``, φ(A) and ψ(B) densified through cuBLAS GEMM then ``gb_epilogue``; and
 ``dense_union``, both sides' raw values densified and ⊕ of ⊗ over every column in a tiled
 GEMM-shaped kernel (kernels/dense_union.cuh; one pass for a max/min union), offered by the
-planner only while :data:`DENSE_UNION` is on (off: measured slower than gather, DU_RATES), forced always."""
+planner only while :data:`DENSE_UNION` is on (off: measured slower than gather, DU_RATES),
+forced always."""
 from __future__ import annotations
 
 import numpy as np

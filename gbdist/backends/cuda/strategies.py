@@ -12,7 +12,8 @@ reductions are computed before it, into ``colbuf`` / ``rowbuf``):
 * ``dense``: densified φ(A), ψ(B) through cuBLAS GEMM, then ``gb_epilogue``;
 * ``dense_union``: both sides' raw values densified, ⊕ of ⊗ over every column in a tiled
   GEMM-shaped kernel (one pass for a max/min union); offered by :func:`estimate` only
-  while ``dense_strategies.DENSE_UNION`` is on (off: 2.2-3.3x slower than gather where measured), forced always.
+  while ``dense_strategies.DENSE_UNION`` is on (off: 2.2-3.3x slower than gather where
+  measured), forced always.
 
 The two densifying strategies live in :mod:`.dense_strategies`, the shared :class:`Job`,
 :class:`Strategy` and rates in :mod:`.jobs`.
