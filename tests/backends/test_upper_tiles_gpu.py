@@ -70,3 +70,16 @@ def test_a_tile_off_the_diagonal_is_computed_whole():
     whole = cupy.asnumpy(be.run_tile(p, 0, 60, 30, 150).values)
     asked = cupy.asnumpy(be.run_tile(p, 0, 60, 30, 150, upper=True).values)
     assert np.array_equal(whole, asked, equal_nan=True)
+
+
+@pytest.mark.parametrize("metric", ["chebyshev", "jensenshannon", "manhattan", "cosine"])
+def test_knn_over_many_diagonal_tiles_is_the_unsymmetric_search(metric):
+    """gb.knn forced into several row blocks (a small working_memory): its diagonal tiles go
+    upper, the answer is the search that computes every tile whole (symmetric=False)."""
+    import gbdist as gb
+    X = _rows(n=300)
+    got = gb.knn(X, k=6, metric=metric, backend="cuda", working_memory=0.05)
+    ref = gb.knn(X, k=6, metric=metric, backend="cuda", symmetric=False, working_memory=0.05)
+    np.testing.assert_allclose(got[0], ref[0], rtol=2e-6, atol=1e-12)
+    tied = np.isclose(got[0][:, :, None], got[0][:, None, :], rtol=2e-6).sum(axis=2) > 1
+    assert (got[1] == ref[1])[~tied].all()
