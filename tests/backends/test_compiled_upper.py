@@ -60,7 +60,10 @@ def _prepared(metric: str, dtype=np.float64, **kw):
 
 def _check_upper(be, p, r0: int, r1: int) -> None:
     whole = be.run_tile(p, r0, r1, r0, r1).values
+    kernel = p.mod.gb_fused
+    signatures = len(kernel.signatures)
     up = be.run_tile(p, r0, r1, r0, r1, upper=True).values
+    assert len(kernel.signatures) == signatures  # upper: the same compiled kernel
     assert up.dtype == whole.dtype and up.shape == whole.shape == (r1 - r0, r1 - r0)
     iu = np.triu_indices(r1 - r0)
     np.testing.assert_array_equal(up[iu], whole[iu])  # bit for bit, NaN where NaN

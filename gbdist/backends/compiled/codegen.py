@@ -29,6 +29,10 @@ see ``cache.py``) holds:
     row i scattered densely, every right row j streamed (f(a, b) or f(za, b)),
     then f(a, zb) ⊕-ed over the left entries j does not store.
   The corner f(za, zb) is applied from the union's size as the oracle does.
+  ``upper`` (a diagonal tile of a symmetric self-join, ``run_tile(..., upper=True)``):
+  only the cells j >= i, each column's walk of the CSC from its first row >= i
+  (``start<ru>``, per call), every loop over j from i; the backend mirrors the rest.
+  A bool argument, as ``o32``: one signature still.
 
 Conventions follow the NumPy oracle (``backends/cpu.py``): ⊕ is the monoid's
 ufunc (plus, times, max, min), accumulation is in float64 whatever the stored

@@ -96,18 +96,13 @@ def same_host(left, right, i, j):
     return ok
 
 
-MIRROR_STEP = 64  # rows a strip: 64 columns of the rows above read per row (measured: a
-# 3,430² float64 tile in 11 ms on 2 cores against 37 ms by strips of 1,024)
-
 
 def mirror_lower(D: np.ndarray) -> None:
     """Fill the square ``D``'s cells below its diagonal from their mirror image in place
-    (``D[i, j] = D[j, i]`` for i > j; the upper triangle is read only), by strips of
-    :data:`MIRROR_STEP` rows."""
+    (``D[i, j] = D[j, i]`` for i > j; the upper triangle is read only), over blocks of rows
+    on the thread pool (``helpers.mirror_rows``, row i about i cells). Measured on a fresh
+    3,430² float64 tile (its lower half's pages first touched here) on 2 cores: 8 ms,
+    NumPy by strips of 64 rows 11 ms (by strips of 1,024: 37 ms)."""
+    from . import helpers
     n = D.shape[0]
-    for s in range(0, n, MIRROR_STEP):
-        e = min(n, s + MIRROR_STEP)
-        if s:
-            D[s:e, :s] = D[:s, s:e].T
-        i, j = np.tril_indices(e - s, -1)
-        D[s + i, s + j] = D[s + j, s + i]
+    _run_blocks(helpers.mirror_rows, (D,), n, work=n * n // 2)
