@@ -181,6 +181,9 @@ def test_knn_with_upper_tiles_is_the_non_symmetric_answer(metric, dtype, wm, mon
     # the symmetric search computes d(i, j) once (its operands in the other order may
     # differ in the last bit for a sum, as before the upper tiles)
     rtol = 1e-12 if dtype == np.float64 else 1e-6
+    # the tile loop and gb_knn both compute d(i, j), i < j, with row i on the left: the same
+    # bits (before the upper tiles a diagonal tile's cells below were row j's: last bits)
+    np.testing.assert_array_equal(spied[0], got[0])
     for d, i in (got, spied):
         np.testing.assert_array_equal(i, ref[1])
         np.testing.assert_allclose(d, ref[0], rtol=rtol, atol=0)
