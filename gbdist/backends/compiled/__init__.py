@@ -48,7 +48,7 @@ from ..cpu import CPUBackend, compress_columns
 from .threads import run_blocks as _run_blocks
 from .threads import threads
 from .host import (  # noqa: F401  (public here: the backend's host passes)
-    condition_host, hashes_host, one_index_type, same_host)
+    condition_host, hashes_host, mirror_lower, one_index_type, same_host)
 
 _GENERATED: dict = {}
 
@@ -349,11 +349,20 @@ class CompiledCPUBackend(CPUBackend):
                                                bound.ncols, bool(bound.weights)))
         return CompiledPrepared(bound.with_data(data), exact)
 
-    def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int) -> Tile:
+    # run_tile(..., upper=True): a diagonal tile's cells on and above its diagonal only
+    # (every product kernel of gb_fused, the dense columns' matrix product excepted),
+    # the rest mirrored (mirror_lower)
+    upper_tiles = True
+
+    def run_tile(self, p: CompiledPrepared, r0: int, r1: int, c0: int, c1: int,
+                 upper: bool = False) -> Tile:
         b, gen = p.bound, p.gen
         plan = b.plan
         right, rowred, n = p.right(c0, c1)
         m = r1 - r0
+        # left row i is right row i: the local indices agree (a sliced right side)
+        upper = bool(upper) and gen.fused and (r0, r1) == (c0, c1) and b.right_sliceable \
+            and m == n
         sp = p.split() if m > 0 and n > 0 else None
         arrays = []
         for kind, u, s in gen.args:
@@ -378,11 +387,13 @@ class CompiledCPUBackend(CPUBackend):
             out = np.empty((max(1, len(gen.products)), m, n), dtype=np.float64)
             kernel = p.mod.gb_planes
         head = (*arrays, p.weights(), colred, rowred, np.int64(p.K), np.int64(p.Kw), np.int64(n), out, base,
-                sp is not None, out32, o32)
+                sp is not None, out32, o32, upper)
         # the work: each cell reads about a left row's entries (fewer for a gather)
         lrows = b.data[next(iter(b.left_keys))] if b.left_keys else None
         per_row = 1 + (lrows.nnz // max(1, lrows.shape[0]) if lrows is not None else 0)
-        _run_blocks(kernel, head, m, work=m * max(n, 1) * per_row)
+        _run_blocks(kernel, head, m, work=m * max(n, 1) * per_row // (2 if upper else 1))
+        if upper:
+            mirror_lower(out32 if o32 else out)
         if o32:
             out = out32
         elif not gen.fused:

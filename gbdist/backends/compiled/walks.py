@@ -61,25 +61,46 @@ def _gemm(products: list, groups: dict) -> list:
 UNROLL = 4  # entries of a column per step of the walk (measured ~12% faster than 1 on KOS)
 
 
-def _scatter_walk(w: _Writer, indent: int, groups: dict, start: bool) -> None:
+def _start_arrays(w: _Writer, indent: int, rus, flag: str) -> None:
+    """``start<ru>[k]``: the first entry of column k of the right operand ``ru`` (CSC) in a
+    row >= r0, when ``flag`` (a kernel argument) is true; a one-cell array otherwise."""
+    for ru in rus:
+        w(indent, f"start{ru} = np.empty(rcsc_p{ru}.shape[0] if {flag} else 1, np.int64)")
+        w(indent, f"if {flag}:")
+        w(indent + 1, f"for k in range(rcsc_p{ru}.shape[0] - 1):")
+        w(indent + 2, f"start{ru}[k] = rcsc_p{ru}[k] + np.searchsorted("
+                      f"rcsc_i{ru}[rcsc_p{ru}[k]:rcsc_p{ru}[k + 1]], r0)")
+
+
+def _column_start(w: _Writer, indent: int, ru: int, q: str, flag) -> None:
+    """``q``, ``q1``: the entries of column k of ``ru`` to walk: all of them, or (``flag``
+    True, or the name of a kernel argument that is true) from ``start<ru>[k]``, the first
+    in a row >= i, advanced as i grows (rows in increasing order per call), so only j >= i."""
+    w(indent, f"q1 = rcsc_p{ru}[k + 1]")
+    if flag is False:
+        w(indent, f"{q} = rcsc_p{ru}[k]")
+        return
+    if flag is not True:
+        w(indent, f"{q} = rcsc_p{ru}[k]")
+        w(indent, f"if {flag}:")
+        indent += 1
+    w(indent, f"{q} = start{ru}[k]")
+    w(indent, f"while {q} < q1 and rcsc_i{ru}[{q}] < i:")
+    w(indent + 1, f"{q} += 1")
+    w(indent, f"start{ru}[k] = {q}")
+
+
+def _scatter_walk(w: _Writer, indent: int, groups: dict, start) -> None:
     """The scatter of row i over the right operand's columns (one walk per operand pair),
     ``UNROLL`` entries of a column at a time (their rows are distinct, so each sum gets
     the same terms in the same order). Indices are read as unsigned: Numba then emits no
-    negative-index wraparound (measured 25% of the walk). ``start``: from ``start[k]``,
-    the first entry of column k in a row >= i (advanced as i grows), so only j >= i."""
+    negative-index wraparound (measured 25% of the walk). ``start`` (True, or the name of
+    a kernel argument): only j >= i (see :func:`_column_start`)."""
     for (lu, ru), members in groups.items():
         w(indent, f"for p in range(lcsr_p{lu}[i], lcsr_p{lu}[i + 1]):")
         w(indent + 1, f"k = lcsr_i{lu}[p]")
         w(indent + 1, f"x = np.float64(lcsr_v{lu}[p])")
-        if start:
-            w(indent + 1, f"q = start{ru}[k]")
-            w(indent + 1, f"q1 = rcsc_p{ru}[k + 1]")
-            w(indent + 1, f"while q < q1 and rcsc_i{ru}[q] < i:")
-            w(indent + 2, "q += 1")
-            w(indent + 1, f"start{ru}[k] = q")
-        else:
-            w(indent + 1, f"q = rcsc_p{ru}[k]")
-            w(indent + 1, f"q1 = rcsc_p{ru}[k + 1]")
+        _column_start(w, indent + 1, ru, "q", start)
 
         def step_values(ind: int, tag: str) -> None:
             for s, step in members:
@@ -144,12 +165,7 @@ def _knn_kernel(w: _Writer, names: list, products: list, groups: dict, per_row, 
         w(1, f"{name} = np.empty(max(n, 1), np.float64)")
         w(1, "for j in range(n):")
         w(2, f"{name}[j] = {src}")
-    for ru in rus:  # the first entry of each column in a row >= r0
-        w(1, f"start{ru} = np.empty(rcsc_p{ru}.shape[0], np.int64)")
-        w(1, "if half:")
-        w(2, f"for k in range(rcsc_p{ru}.shape[0] - 1):")
-        w(3, f"start{ru}[k] = rcsc_p{ru}[k] + np.searchsorted("
-             f"rcsc_i{ru}[rcsc_p{ru}[k]:rcsc_p{ru}[k + 1]], r0)")
+    _start_arrays(w, 1, rus, "half")  # the first entry of each column in a row >= r0
     w(1, "for i in range(r0, r1):")
     # hb: the products over the dense columns start the sums (base holds rows br0.. and
     # columns bc0.. of them)
