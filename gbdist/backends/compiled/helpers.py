@@ -217,14 +217,3 @@ def dense_rows(ptr, idx, val, dpos, out, r0, r1):
             if c >= 0:
                 out[i, c] = val[p]
 
-
-@njit(**OPT)
-def mirror_rows(D, r0, r1):
-    """Rows r0:r1 of the square ``D`` below its diagonal from their mirror image
-    (``D[i, j] = D[j, i]``, j < i), by blocks of 64 columns: the rows above are read 64 at
-    a time, each of their cache lines serving the next rows."""
-    for jb in range(0, r1, 64):
-        for i in range(max(r0, jb + 1), r1):
-            row = D[i]
-            for j in range(jb, min(jb + 64, i)):
-                row[j] = D[j, i]

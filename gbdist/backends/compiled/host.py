@@ -96,13 +96,15 @@ def same_host(left, right, i, j):
     return ok
 
 
-
-def mirror_lower(D: np.ndarray) -> None:
+def mirror_lower(D: np.ndarray, strip: int = 64) -> None:
     """Fill the square ``D``'s cells below its diagonal from their mirror image in place
-    (``D[i, j] = D[j, i]`` for i > j; the upper triangle is read only), over blocks of rows
-    on the thread pool (``helpers.mirror_rows``, row i about i cells). Measured on a fresh
-    3,430² float64 tile (its lower half's pages first touched here) on 2 cores: 8 ms,
-    NumPy by strips of 64 rows 11 ms (by strips of 1,024: 37 ms)."""
-    from . import helpers
+    (``D[i, j] = D[j, i]`` for i > j; the upper triangle is read only), by strips of 64 rows
+    (NumPy: nothing to compile on a first call). Measured on a fresh 3,430² float64 tile on
+    2 cores: 11 ms, against 8 ms for a Numba loop over the thread pool that cost its own
+    compilation on a first call (about 0.3 s with the larger kernel, hG1's figures)."""
     n = D.shape[0]
-    _run_blocks(helpers.mirror_rows, (D,), n, work=n * n // 2)
+    cols = np.arange(n)
+    for r in range(1, n, strip):
+        e = min(n, r + strip)
+        below = cols[None, :e] < np.arange(r, e)[:, None]  # j < i in rows r:e
+        np.copyto(D[r:e, :e], D[:e, r:e].T, where=below)
