@@ -63,13 +63,22 @@ UNROLL = 4  # entries of a column per step of the walk (measured ~12% faster tha
 
 def _start_arrays(w: _Writer, indent: int, rus, flag: str) -> None:
     """``start<ru>[k]``: the first entry of column k of the right operand ``ru`` (CSC) in a
-    row >= r0, when ``flag`` (a kernel argument) is true; a one-cell array otherwise."""
+    row >= r0, when ``flag`` (a kernel argument) is true; a one-cell array otherwise. A
+    bisection written out: with ``np.searchsorted`` on a slice a chebyshev kNN's first call
+    (empty caches) took 1.10x the time of the tree before the upper tiles, with this 1.02x."""
     for ru in rus:
         w(indent, f"start{ru} = np.empty(rcsc_p{ru}.shape[0] if {flag} else 1, np.int64)")
         w(indent, f"if {flag}:")
         w(indent + 1, f"for k in range(rcsc_p{ru}.shape[0] - 1):")
-        w(indent + 2, f"start{ru}[k] = rcsc_p{ru}[k] + np.searchsorted("
-                      f"rcsc_i{ru}[rcsc_p{ru}[k]:rcsc_p{ru}[k + 1]], r0)")
+        w(indent + 2, f"blo = rcsc_p{ru}[k]")
+        w(indent + 2, f"bhi = rcsc_p{ru}[k + 1]")
+        w(indent + 2, "while blo < bhi:")
+        w(indent + 3, "bmid = (blo + bhi) // 2")
+        w(indent + 3, f"if rcsc_i{ru}[bmid] < r0:")
+        w(indent + 4, "blo = bmid + 1")
+        w(indent + 3, "else:")
+        w(indent + 4, "bhi = bmid")
+        w(indent + 2, f"start{ru}[k] = blo")
 
 
 def _column_start(w: _Writer, indent: int, ru: int, q: str, flag) -> None:
