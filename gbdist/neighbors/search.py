@@ -118,9 +118,8 @@ class Search:
             cells = [cells[t] for t in _share(cells, rows, width, m, n, *share, upper=half)]
         for r0, c0 in cells:
             r1, c1 = min(m, r0 + rows), min(n, c0 + width)
-            # a diagonal tile of the symmetric self-join: its cells above the diagonal suffice
-            tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1,
-                                 upper=upper and (r0, r1) == (c0, c1))
+            # the symmetric self-join's diagonal tiles: their cells above the diagonal suffice
+            tile = run_shrinking(self.be, self.prepared, r0, r1, c0, c1, upper=upper)
             yield r0, r1, c0, c1, self.grid(repair(tile, r0, r1, c0, c1), r1 - r0, c1 - c0)
 
     def host(self, x):
