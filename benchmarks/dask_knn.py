@@ -80,13 +80,18 @@ def _median_ms(fn, repeats: int, before=None) -> tuple[float, list]:
     return statistics.median(times), times
 
 
+def _name(key) -> str:
+    """A task's name: its key's prefix (``share_lists-<token>-2`` -> ``share_lists``)."""
+    from dask.utils import key_split
+    return key_split(key)
+
+
 def _task_seconds(records) -> dict:
     """Seconds of worker compute per task name (the key's prefix), from a task stream: where
     the time of a partitioned run goes (pair tasks, tree merges, the last merge per block)."""
     out: dict = {}
     for rec in records:
-        name = rec["key"][0] if isinstance(rec["key"], tuple) else str(rec["key"])
-        name = name.rsplit("-", 1)[0]
+        name = _name(rec["key"])
         for s in rec.get("startstops", ()):
             what = name if s.get("action") == "compute" else f"{s.get('action')} for {name}"
             out[what] = out.get(what, 0.0) + s["stop"] - s["start"]
@@ -102,8 +107,7 @@ def _timeline(records, t0: float, t1: float) -> dict:
     ends: dict = {}
     first = None
     for rec in records:
-        name = rec["key"][0] if isinstance(rec["key"], tuple) else str(rec["key"])
-        name = name.rsplit("-", 1)[0]
+        name = _name(rec["key"])
         for s in rec.get("startstops", ()):
             if s.get("action") != "compute":
                 continue
@@ -369,7 +373,7 @@ def run(args) -> dict:
                             r.futures.clear()
 
                         resident_ms, resident_times = _median_ms(resident, args.repeats, forgotten)
-                        device_ms = device_times = None
+                        device_ms = device_times = device_timeline = None
                         if not args.cpu:  # the answer on this process's GPU, as gb.knn's is
 
                             def to_device():
@@ -391,6 +395,12 @@ def run(args) -> dict:
                             del got
                             device_ms, device_times = _median_ms(to_device, args.repeats,
                                                                  forgotten)
+                            forgotten()
+                            with distributed.get_task_stream(client) as stream:  # profiled
+                                w0 = time.time()
+                                to_device()
+                                w1 = time.time()
+                            device_timeline = _timeline(stream.data, w0, w1)
                         forgotten()
                         with distributed.get_task_stream(client) as stream:  # profiled run
                             t0, w0 = time.perf_counter(), time.time()
@@ -413,6 +423,7 @@ def run(args) -> dict:
                                "device_ms": device_ms, "device_times": device_times,
                                "device_speedup": single_ms / device_ms if device_ms else None,
                                "task_seconds": by_task, "timeline_ms": timeline,
+                               "device_timeline_ms": device_timeline,
                                "worker_device_bytes": sorted(mem.values()), **cmp}
                         rows.append(row)
                         gib = max(mem.values(), default=0) / 2**30
@@ -423,6 +434,8 @@ def run(args) -> dict:
                               f"{device_ms or float('nan'):.1f} ms), worker pool {gib:.1f} GiB, equal "
                               f"{cmp['equal']}", flush=True)
                         print(f"    timeline (ms from submit): {timeline}", flush=True)
+                        if device_timeline:
+                            print(f"    to this GPU: {device_timeline}", flush=True)
                         print("    worker time by task: " + ", ".join(
                             f"{k} {sec * 1e3:.0f} ms" if isinstance(sec, float) else f"{k} {sec}"
                             for k, sec in by_task.items()), flush=True)

@@ -93,15 +93,21 @@ def blocks(R: Replicated) -> _Blocks:
 
 def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple, client,
                lists: bool = False):
-    """``submit_block(b)`` for the run: the shares (one task per worker, submitted once, on
-    the first block asked for), then block b's rows of every share merged on worker b.
-    ``lists``: each block's answer left on its worker's GPU as :class:`.ipc.Lists` (for a
-    client that copies it GPU to GPU, :func:`gbdist.dask.search.knn`'s ``to_device``)."""
+    """``(submit_block, collect)`` for the run. ``submit_block(b)``: the shares (one task
+    per worker, submitted once, on the first block asked for), then block b's rows of every
+    share merged on worker b. ``lists``: the answer wanted on this process's GPU
+    (:func:`gbdist.dask.search.knn`'s ``to_device``): each block left on its worker's GPU
+    as :class:`.ipc.Lists`, or, where the workers share this host, no merge tasks at all:
+    ``collect(blocks)`` maps every share here and merges them on this GPU
+    (:func:`_knn_client_merge`). ``collect`` is None where the run gathers its blocks'
+    futures as they finish."""
     common = common + (_choice(R, common, client),)
     if _prunes(R, common, client):
-        return _knn_blocks_pruned(R, k, need, exclude_self, common, client, lists)
+        return _knn_blocks_pruned(R, k, need, exclude_self, common, client, lists), None
+    if peer_to_peer(R) and lists and os.environ.get("GBDIST_DASK_CLIENT_MERGE") != "0":
+        return _knn_client_merge(R, k, need, exclude_self, common, client)
     if peer_to_peer(R):
-        return _knn_blocks_ipc(R, k, need, exclude_self, common, client, lists)
+        return _knn_blocks_ipc(R, k, need, exclude_self, common, client, lists), None
     edges = _Blocks(R).offsets
     shares: list = []
 
@@ -115,14 +121,20 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
                              row0=a, lists=lists, workers=[R.workers[b]],
                              allow_other_workers=True, pure=True)
 
-    return submit_block
+    return submit_block, None
 
 
 def _shares(R: Replicated, task, need: int, common: tuple, client) -> list:
-    """One share task per worker, on that worker's replica (share j of W)."""
+    """One share task per worker, on that worker's replica (share j of W). Their keys
+    come from one token of what they all share (what ``pure=True`` would hash W times, a
+    third of submitting them), so a run asked again finds the same tasks."""
+    from dask.base import tokenize
+    from dask.utils import funcname
     W = len(R.futures)
-    return [client.submit(task, f, need, j, W, *common, workers=[w], allow_other_workers=True,
-                          pure=True) for j, (f, w) in enumerate(zip(R.futures, R.workers))]
+    token = tokenize(R.keys, need, W, common)
+    return [client.submit(task, f, need, j, W, *common, key=f"{funcname(task)}-{token}-{j}",
+                          workers=[w], allow_other_workers=True)
+            for j, (f, w) in enumerate(zip(R.futures, R.workers))]
 
 
 def peer_to_peer(R: Replicated) -> bool:
@@ -150,6 +162,50 @@ def _knn_blocks_ipc(R: Replicated, k: int, need: int, exclude_self: bool, common
                              workers=[R.workers[b]], allow_other_workers=True, pure=True)
 
     return submit_block
+
+
+def _knn_client_merge(R: Replicated, k: int, need: int, exclude_self: bool, common: tuple,
+                      client):
+    """The answer to this process's GPU with no merge tasks: every share stays whole on its
+    worker's GPU (:class:`.ipc.Lists`), and this process maps each one as it finishes
+    (CUDA IPC; the copy of one overlaps the shares still running) and merges them all on
+    its own GPU. What the worker-side merge cost after the last share (a second layer of
+    tasks, each fetching the other shares' handles from their workers, then a second export)
+    goes: 20 ms of a 280 ms search on four H200s (docs/distributed.md). Each block's future
+    is its worker's share. Where a share cannot be mapped here (its worker died since, this
+    process on another host), the workers merge instead (:func:`_knn_blocks_ipc`'s tasks,
+    which recompute what they cannot map): the same answer."""
+    edges = _Blocks(R).offsets
+    shares: list = []
+
+    def submit_block(b: int):
+        if not shares:
+            shares.extend(_shares(R, tasks.share_lists, need, common, client))
+        return shares[b]
+
+    def collect(run) -> None:
+        """Every block of ``run.futures`` into ``run.done``: (CuPy distances, int64
+        indices) on this GPU, or, after the fallback, the workers' merged
+        :class:`.ipc.Lists` (``run.futures`` then holds the merge tasks)."""
+        from distributed import as_completed
+
+        from .ipc import Unreachable
+        where = {f.key: w for w, f in enumerate(shares)}
+        parts: list = [None] * len(shares)
+        try:
+            for fut, lists in as_completed(list(shares), with_results=True):
+                parts[where[fut.key]] = lists.rows(0, lists.shape[0])
+        except Unreachable:
+            merge = _knn_blocks_ipc(R, k, need, exclude_self, common, client, True)
+            run.futures.update({b: merge(b) for b in run.futures})
+            run.done.update(zip(run.futures, client.gather(list(run.futures.values()))))
+            return
+        d, i = tasks.merged(k, exclude_self, need, *parts)
+        for b in run.futures:
+            a, z = int(edges[b]), int(edges[b + 1])
+            run.done[b] = (d[a:z], i[a:z])
+
+    return submit_block, collect
 
 
 def _choice(R: Replicated, common: tuple, client):

@@ -138,9 +138,15 @@ class Run:
     symmetric: bool = False
     pair_tasks: int = 0  # distance tasks submitted (a symmetric block pair counts once)
     to_device: bool = False  # the answer as CuPy arrays on this process's GPU
+    collect: object = None  # collect(run): every block into done at once (no block futures)
 
     def result(self):
-        if self.futures:
+        if self.futures and self.collect is not None:
+            self.collect(self)
+            if self.checkpoint is not None:
+                for b in self.futures:
+                    _save(self.checkpoint, self.token, b, self.on_host(b))
+        elif self.futures:
             from distributed import as_completed
             blocks = {f.key: b for b, f in self.futures.items()}
             # with_results: each block's answer is fetched as soon as it is done, several at
@@ -158,6 +164,8 @@ class Run:
         """Block b's answer as host arrays (one left on a worker's GPU, :class:`.ipc.Lists`,
         is copied from there: mapped here when this process can, else read by its worker)."""
         value = self.done[b]
+        if isinstance(value, tuple) and tasks.on_device(value[0]):  # merged on this GPU
+            return tasks.host(value[0]), tasks.host(value[1])
         if not isinstance(value, Lists):
             return value
         try:
@@ -268,9 +276,10 @@ def _replicated_knn(R, Y, k, metric, params, client, exclude_self, symmetric, ba
     extra = (int(k), exclude_self, sym, "replicated")
     rows = replicas.blocks(R)
     lists = to_device and R.on_device and os.environ.get("GBDIST_DASK_IPC") != "0"
-    run = _start(client, "knn", rows, rows, metric, params, extra, checkpoint,
-                 replicas.knn_blocks(R, k, need, exclude_self, common, client, lists),
+    submit_block, collect = replicas.knn_blocks(R, k, need, exclude_self, common, client, lists)
+    run = _start(client, "knn", rows, rows, metric, params, extra, checkpoint, submit_block,
                  _widened)
+    run.collect = collect
     run.symmetric = sym
     run.to_device = to_device
     run.pair_tasks = len(R.futures) if run.futures else 0

@@ -280,8 +280,17 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0,
     """The shares' lists (rows row0...) merged by (distance, index) where they are (device
     or host), each query's own index dropped (gbdist's rule), as :func:`answer` gives
     them to the client."""
-    from ..neighbors import drop_self
     narrow = shares[0][1].dtype == np.int32  # moved narrow (share_knn): return them so
+    d, i = merged(k, exclude_self, need, *shares, row0=row0)
+    if narrow:  # the client widens them again (search._replicated_knn)
+        i = i.astype(_xp(d).int32)
+    return answer(d, i, lists)
+
+
+def merged(k: int, exclude_self: bool, need: int, *shares, row0: int = 0):
+    """The shares' lists (rows row0...) merged by (distance, index) where they are, each
+    query's own index dropped: (distances, int64 indices)."""
+    from ..neighbors import drop_self
     shares = [(d, i.astype(np.int64)) for d, i in shares]  # merge in gbdist's int64
     d, i = shares[0]
     xp = _xp(d)
@@ -294,9 +303,7 @@ def merge_shares(k: int, exclude_self: bool, need: int, *shares, row0: int = 0,
     if exclude_self:  # drop_self finds query q at index q: shift to the block's rows
         d, i = drop_self(d, i - row0, k, xp)
         i += row0
-    if narrow:  # the client widens them again (search._replicated_knn)
-        i = i.astype(xp.int32)
-    return answer(d, i, lists)
+    return d, i
 
 
 def answer(d, i, lists: bool):

@@ -153,12 +153,16 @@ def test_worker_killed_mid_run_with_processes():
 @pytest.mark.parametrize("W", [2, 3, 4])
 def test_shares_are_even_and_cover_each_tile_once(W):
     """With few tiles of gb.knn's size, shares get finer tiles: together they hold every
-    upper-triangle pair once, and no share has more than a tile over the mean."""
+    upper-triangle pair once, and no share has more than a tile over the mean (cells
+    counted as computed: a diagonal tile on and above its diagonal where the backend takes
+    ``upper``)."""
     from gbdist.neighbors.search import Search
     from gbdist.pairwise import metric_program
     from gbdist.runtime import get_backend
+    from gbdist.runtime.tiles import takes_upper
     X = _data(m=300, seed=5)
     be = get_backend("cpu")
+    half = takes_upper(be)
     budget = 300 * 300 * 16  # gb.knn's side is about the whole matrix: one or two tiles
     seen = np.zeros((300, 300), dtype=np.int64)
     loads = []
@@ -168,12 +172,38 @@ def test_shares_are_even_and_cover_each_tile_once(W):
         for r0, r1, c0, c1, _D in s.symmetric_tiles(share=(w, W)):
             assert c0 >= r0
             seen[r0:r1, c0:c1] += 1
-            cells += (r1 - r0) * (c1 - c0)
+            h = r1 - r0
+            cells += h * (h + 1) // 2 if half and r0 == c0 else h * (c1 - c0)
         loads.append(cells)
     upper = np.triu(np.ones((300, 300), dtype=bool))
     assert (seen[upper] == 1).all()
     tile = max(loads) / 16  # at least 16 tiles a share
     assert max(loads) - min(loads) <= 2 * tile
+
+
+@pytest.mark.parametrize("n,s,W", [(283_228, 20_724, 4), (283_228, 20_724, 2), (66_000, 8_250, 2),
+                                   (66_000, 6_000, 4), (60, 10, 3)])
+def test_shares_keep_to_few_column_blocks(n, s, W):
+    """Dealt by column block (each block's tiles in one to three runs of rows), a share
+    builds the per-slice forms of at most about half the column blocks instead of nearly
+    all, and its cells stay within SLACK of the split dealt tile by tile (the paper shapes'
+    tilings)."""
+    from gbdist.neighbors.shares import SLACK, _deal, _share
+    cells = [(r0, c0) for r0 in range(0, n, s) for c0 in range(r0, n, s)]
+
+    def cost(r0, c0):
+        h, v = min(n, r0 + s) - r0, min(n, c0 + s) - c0
+        return h * (h + 1) // 2 if r0 == c0 and h == v else h * v
+    area = [cost(*c) for c in cells]
+    shares = [_share(cells, s, s, n, n, w, W, upper=True) for w in range(W)]
+    assert sorted(sum(shares, [])) == list(range(len(cells)))  # each tile once
+    loads, dealt = _deal([[t] for t in range(len(cells))], area, W)
+    assert max(sum(area[t] for t in mine) for mine in shares) <= max(loads) * (1 + SLACK)
+
+    def most(owner):  # the most column blocks one share touches
+        return max(len({cells[t][1] for t in mine}) for mine in owner)
+    assert most(shares) <= -(-n // s) // 2 + 1  # about half of them, or fewer
+    assert most(shares) < most(dealt) or most(dealt) <= 2
 
 
 class _Mapped:
@@ -182,6 +212,7 @@ class _Mapped:
 
     def __init__(self, d, i, reachable):
         self.d, self.i, self.reachable = d, i, reachable
+        self.shape = d.shape
 
     def rows(self, a, z):
         from gbdist.dask.ipc import Unreachable
@@ -206,6 +237,58 @@ def test_unmappable_share_is_recomputed_from_the_replica(metric):
         got = (np.concatenate([p[0] for p in parts]),
                np.concatenate([p[1] for p in parts]).astype(np.int64))
         _same(got, gb.knn(X, k=k, metric=metric, working_memory=MiB_SMALL))
+
+
+_GONE: set = set()  # the shares that cannot be mapped, read when a share is (module state:
+# a share's copy, pickled on its way to the client, reads the same set)
+
+
+class _Share(_Mapped):
+    """A share as this process maps it, gone or not when it is read (:data:`_GONE`)."""
+
+    def __init__(self, d, i, w):
+        super().__init__(d, i, True)
+        self.w = w
+
+    def rows(self, a, z):
+        self.reachable = self.w not in _GONE
+        return super().rows(a, z)
+
+
+def test_the_client_merges_every_share_or_hands_the_merge_back(client, monkeypatch, tmp_path):
+    """The answer wanted here, the workers on this host (``to_device``): this process maps
+    each share as it finishes and merges them itself, with no merge task; gb.knn's answer
+    bit for bit. A share it cannot map (its worker died, another host) hands the merge back
+    to the workers, which recompute that share from their replica: the same answer. Each
+    block is checkpointed as the blocks of the other paths are."""
+    from gbdist.dask import replicas, search
+    X, k = _data(m=150, seed=5), 5
+    R = gbd.replicate(X, client)
+    def share_lists(X, need, w, W, *common):
+        return _Share(*tasks.share_knn(X, need, w, W, *common), w)
+
+    monkeypatch.setattr(tasks, "share_lists", share_lists)
+    ref = gb.knn(X, k=k, metric="manhattan", working_memory=MiB_SMALL)
+    common = ("manhattan", {}, "cpu", MiB_SMALL, True, None)
+    rows = replicas.blocks(R)
+    for lost, ck in ((set(), None), ({1}, None), (set(), str(tmp_path))):
+        _GONE.clear()
+        _GONE.update(lost)
+        submit, collect = replicas._knn_client_merge(R, k, k + 1, True, common, client)
+        run = search._start(client, "knn", rows, rows, "manhattan", {}, (k, repr(lost)), ck,
+                            submit, search._widened)
+        run.collect = collect
+        assert sorted(run.futures) == list(range(N_WORKERS))
+        _same(run.result(), ref)
+        # handed back: every block's rows merged on its worker, else no merge task
+        assert all(f.key.startswith("merge_lists" if lost else "share_lists")
+                   for f in run.futures.values())
+    saved = sorted(os.listdir(tmp_path))
+    assert len(saved) == N_WORKERS
+    run = search._start(client, "knn", rows, rows, "manhattan", {}, (k, repr(set())),
+                        str(tmp_path), submit, search._widened)
+    assert run.resumed == list(range(N_WORKERS)) and not run.futures
+    _same(run.result(), ref)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "manhattan"])

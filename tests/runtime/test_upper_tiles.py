@@ -81,16 +81,17 @@ def test_a_run_tile_without_upper_is_called_without_it():
 def test_shares_count_a_diagonal_tile_by_the_cells_it_computes():
     """The tiles of a share (gbdist.dask's replicas): with ``upper`` a diagonal tile costs
     its cells on and above the diagonal (55 of 100 here), so the split balances what is
-    computed: 6 row blocks (21 tiles) over 3 shares, the largest share 610 cells instead
-    of 700, and every tile in exactly one share."""
-    from gbdist.neighbors.shares import _share
+    computed: 6 row blocks (21 tiles) over 3 shares, the largest share 610 cells (1,830 /
+    3: even), where dealing tile by tile at full squares gives one share 700, and every
+    tile in exactly one share."""
+    from gbdist.neighbors.shares import _deal, _share
     n, s, W = 60, 10, 3
     cells = [(r0, c0) for r0 in range(0, n, s) for c0 in range(r0, n, s)]
 
-    def computed(upper):
-        shares = [[cells[t] for t in _share(cells, s, s, n, n, w, W, upper=upper)]
-                  for w in range(W)]
-        assert sorted(sum(shares, [])) == sorted(cells)
-        return max(sum(55 if r == c else 100 for r, c in mine) for mine in shares)
-    assert computed(False) == 700
-    assert computed(True) == 610
+    def computed(owner):
+        assert sorted(sum(owner, [])) == list(range(len(cells)))
+        return max(sum(55 if cells[t][0] == cells[t][1] else 100 for t in mine)
+                   for mine in owner)
+    squares = _deal([[t] for t in range(len(cells))], [100] * len(cells), W)[1]
+    assert computed(squares) == 700
+    assert computed([_share(cells, s, s, n, n, w, W, upper=True) for w in range(W)]) == 610
