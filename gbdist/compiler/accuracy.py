@@ -251,6 +251,15 @@ def decided(plan: Plan, centre=None) -> Decided:
     return Decided(**{f.name: getattr(plan, f.name) for f in fields(Plan)}, centre=centre)
 
 
+def undecided(plan: Plan) -> Plan:
+    """``plan`` as analysed: a :class:`Decided` plan without its decision (what is proven
+    of a plan, d(a, a) among it, is keyed by its structure and must not depend on one
+    data set's centre)."""
+    if isinstance(plan, Decided):
+        return Plan(**{f.name: getattr(plan, f.name) for f in fields(Plan)})
+    return plan
+
+
 def rule_text(plan: Plan) -> str:
     """The accuracy rule as ``explain`` shows it: each rewrite's rounding bound and what
     the runtime does with it."""

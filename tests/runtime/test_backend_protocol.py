@@ -110,6 +110,21 @@ def test_symmetric_self_join_visits_the_upper_triangle_only():
 # symmetry import no runtime or backend) is tests/test_architecture.py's.
 
 
+def test_a_decided_plan_has_its_self_value_checked_as_analysed():
+    """A plan decided for other data (gbdist.dask: centred by the whole index's column
+    means, 12 columns here) shares the analysed plan's structural key, so what is proven of
+    it is cached for every later call: the numeric check of d(a, a) runs the plan as
+    analysed (it failed on the centre's width, and the withheld claim was cached for
+    euclidean everywhere after a Dask run: the exact post-pass then skipped)."""
+    from gbdist.compiler import accuracy
+    from gbdist.runtime.invariance import check_self_value
+    plan = metric_program("euclidean").plan
+    d = accuracy.decided(plan, np.linspace(0.5, 1.5, 12))
+    assert accuracy.undecided(d) == plan and accuracy.undecided(plan) is plan
+    holds, how = check_self_value(d, 0.0)
+    assert holds, how
+
+
 def test_clear_caches_forgets_proven_values():
     from gbdist.compiler import exact
     plan = metric_program("euclidean").plan
