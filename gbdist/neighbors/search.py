@@ -33,7 +33,7 @@ from ..compiler.plan import Plan
 from ..backends.cpu import merge_k, select_k
 from ..errors import InputError, ParameterError
 from .. import names
-from .shares import TILES_PER_SHARE, _finer, _share
+from .shares import SYMMETRIC_TILES_PER_SHARE, TILES_PER_SHARE, _finer, _share
 from ..front.library import find_metric
 from ..pairwise import (
     as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
@@ -104,9 +104,10 @@ class Search:
         """Square tiles (r0:r1, c0:c1) with c0 >= r0 of a self-join (``share``: as tiles')."""
         b = self.b
         s = symmetric_side(self.be, self.plan, b.n, self.budget or 2**62, b.dtype)
-        if share is not None:  # b row blocks: b(b + 1)/2 tiles, at least 16 a share
-            t = TILES_PER_SHARE * share[1]
-            s = _finer(b.n, s, next(k for k in range(1, t + 1) if k * (k + 1) >= 2 * t), share)
+        if share is not None:  # an even number of row blocks, at least 8 tiles a share
+            t = SYMMETRIC_TILES_PER_SHARE * share[1]
+            s = _finer(b.n, s, next(k for k in range(2, 2 * t + 2, 2) if k * (k + 1) >= 2 * t),
+                       share)
         cells = ((r0, c0) for r0 in range(0, b.n, s) for c0 in range(r0, b.n, s))
         yield from self._computed(cells, s, s, Repair(b, self.budget), share, upper=True)
 
