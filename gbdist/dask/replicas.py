@@ -5,11 +5,13 @@ the single-device search itself, split: every worker holds the whole matrix (sta
 from the partitions once, on the worker, like a fitted index) and runs the very tile
 loop of ``gb.knn`` — the symmetric self-join's square tiles on and above the diagonal,
 fused top-k, all of it — but computes only its share of the tiles
-(:func:`gbdist.neighbors.knn_plan`'s ``share``: at least 16 tiles per share, smaller
+(:func:`gbdist.neighbors.knn_plan`'s ``share``: at least 8 tiles per share, smaller
 than ``gb.knn``'s where it has few, so the shares come out even). Each worker keeps n × (k + 1)
 candidate lists on its device; worker j merges rows j/W..(j+1)/W of every worker's lists
 by (distance, index) and drops each query's own index there (a reduce-scatter: the
-transfers run in parallel, and each worker sends the client only its rows). Only the
+transfers run in parallel, and each worker sends the client only its rows); for an
+answer on the client's GPU from workers on its host, the client merges them all instead
+(:func:`_knn_client_merge`). Only the
 lists move: GPU to GPU through CUDA IPC when the workers share a host (:mod:`.ipc`),
 through Dask's own transfers otherwise. Every pair's distance is computed alone, whatever tile holds it, and the
 lists merge in a total order, so the answer is ``gb.knn``'s bit for bit on the GPU.
