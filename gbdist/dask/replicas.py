@@ -100,9 +100,9 @@ def knn_blocks(R: Replicated, k: int, need: int, exclude_self: bool, common: tup
     share merged on worker b. ``lists``: the answer wanted on this process's GPU
     (:func:`gbdist.dask.search.knn`'s ``to_device``): each block left on its worker's GPU
     as :class:`.ipc.Lists`, or, where the workers share this host, no merge tasks at all:
-    ``collect(blocks)`` maps every share here and merges them on this GPU
-    (:func:`_knn_client_merge`). ``collect`` is None where the run gathers its blocks'
-    futures as they finish."""
+    ``collect(run)`` maps every share here and merges them on this GPU, filling
+    ``run.done`` (:func:`_knn_client_merge`). ``collect`` is None where the run gathers
+    its blocks' futures as they finish."""
     common = common + (_choice(R, common, client),)
     if _prunes(R, common, client):
         return _knn_blocks_pruned(R, k, need, exclude_self, common, client, lists), None
