@@ -39,8 +39,8 @@ from ..pairwise import (
     as_input, check_n_jobs, metric_program, precomputed_distances, sklearn_dtype, sklearn_metric,
     split_finite_kw)
 from ..runtime import (
-    Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, symmetric_side, tile_shape,
-    takes_upper, tiles,
+    Repair, bind, budget_of, get_backend, result_dtype, run_shrinking, select_columns,
+    symmetric_side, tile_shape, takes_upper, tiles,
     working_memory_bytes)
 from ..compiler.symmetry import is_symmetric
 from .pruned import search as pruned_search
@@ -193,10 +193,8 @@ def knn_plan(plan, X, Y, k, be, budget: int | None, exclude_self: bool, dtype=No
             best_d[r0:r1], best_i[r0:r1] = be.merge_k(best_d[r0:r1], best_i[r0:r1], d, i, kk)
         mirrored = sym and c0 != r0
         if mirrored:
-            DT = xp.ascontiguousarray(D.T)
+            d, i = select_columns(be, D, kk, r0, xp)
             del D
-            d, i = be.select_k(DT, kk, r0)
-            del DT
             best_d[c0:c1], best_i[c0:c1] = be.merge_k(best_d[c0:c1], best_i[c0:c1], d, i, kk)
         if on_block is not None:  # pairs covered: both orders off the diagonal
             on_block((r1 - r0) * (c1 - c0) * (2 if mirrored else 1))
@@ -261,10 +259,8 @@ def knn_both(X, Y, k: int, metric="euclidean", backend="auto", working_memory=No
             d, i = be.select_k(D, kr, c0)
             rows[0][r0:r1], rows[1][r0:r1] = be.merge_k(rows[0][r0:r1], rows[1][r0:r1], d, i, kr)
         if kc:
-            DT = xp.ascontiguousarray(D.T)
+            d, i = select_columns(be, D, kc, r0, xp)
             del D
-            d, i = be.select_k(DT, kc, r0)
-            del DT
             cols[0][c0:c1], cols[1][c0:c1] = be.merge_k(cols[0][c0:c1], cols[1][c0:c1], d, i, kc)
     if rows is None:  # an empty side
         dt = s.b.dtype

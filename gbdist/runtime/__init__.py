@@ -27,7 +27,7 @@ from .direct import Repair
 from .memory import (
     DEFAULT_WORKING_MEMORY, MIB, TOO_LARGE_HINT, allocate_result, budget_of, cell_cost,
     check_working_memory, grid_shape, parse_size, symmetric_side, tile_shape, working_memory_bytes)
-from .tiles import run_shrinking, takes_upper, tiles
+from .tiles import run_shrinking, select_columns, takes_upper, tiles
 
 
 _CLEARERS: list = []
@@ -73,5 +73,5 @@ def clear_caches() -> None:
 __all__ = ["is_cupy", "result_dtype", "to_csr", "vector_to_row", "STRATEGIES", "bind", "evaluate",
            "get_backend", "run", "run_reference", "DEFAULT_WORKING_MEMORY", "MIB",
            "TOO_LARGE_HINT", "allocate_result", "budget_of", "check_working_memory",
-           "symmetric_side", "tile_shape", "grid_shape", "cell_cost", "working_memory_bytes", "parse_size", "run_shrinking", "takes_upper", "tiles",
+           "symmetric_side", "tile_shape", "grid_shape", "cell_cost", "working_memory_bytes", "parse_size", "run_shrinking", "select_columns", "takes_upper", "tiles",
            "clear_caches", "register_cache", "Repair"]

@@ -19,6 +19,17 @@ from .direct import Repair
 from .memory import allocate_result, tile_shape
 
 
+def select_columns(backend, D, k: int, offset: int, xp):
+    """Each column's k best of tile D (``select_k`` of its transpose, rows + offset as
+    indices): the backend's ``select_k_columns`` where it has one that applies (it reads D
+    in place), else a transposed copy of D through ``select_k``."""
+    fn = getattr(backend, "select_k_columns", None)
+    found = fn(D, k, offset) if fn is not None else None
+    if found is not None:
+        return found
+    return backend.select_k(xp.ascontiguousarray(D.T), k, offset)
+
+
 def takes_upper(backend) -> bool:
     """Whether ``backend.run_tile`` computes diagonal tiles on and above the diagonal: it
     says so (``upper_tiles``) and its ``run_tile`` (a subclass may override it) takes

@@ -371,6 +371,9 @@ class CUDABackend:
     def merge_k(self, d1, i1, d2, i2, k: int):
         return topk.merge_k(d1, i1, d2, i2, k)
 
+    def select_k_columns(self, D, k: int, offset: int = 0):
+        return topk.select_k_columns(D, k, offset)
+
     select_bytes = 0  # the top-k kernels keep their candidates in shared memory
 
     def cell_bytes(self, plan, dtype) -> int:

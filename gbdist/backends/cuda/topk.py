@@ -27,6 +27,19 @@ _LIST_SIZES = (64, 128, 256)
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
+COLUMN_SELECT = False
+""":func:`select_k_columns` (``gb_topk_cols``) for a tile's columns instead of a transposed
+copy: checked on the host (tests/backends/test_topk_cols_host.py), not yet run on a GPU;
+off until it has been (its GPU test: tests/backends/test_topk_cols_gpu.py)."""
+COLS_MAX_K = 32  # the columns' lists live in registers: S = 16 or 32 keys a thread
+_COLS_THREADS = 1 << 18  # threads the column runs aim at (132 SMs x 2,048 on an H100)
+_COLS_SIZES = (16, 32)
+
+
+def _cols_name(ctype: str, size: int) -> str:
+    return f"gb_topk_cols<{ctype}, {size}>"
+
+
 def _select_name(ctype: str, size: int) -> str:
     return f"gb_topk<{ctype}, {size}, {WARPS}>"
 
@@ -41,6 +54,7 @@ def names() -> tuple[str, ...]:
     for ctype in _TYPES.values():
         out += [_select_name(ctype, s) for s in _LIST_SIZES]
         out.append(_merge_name(ctype))
+        out += [_cols_name(ctype, s) for s in _COLS_SIZES]
     return tuple(out)
 
 
@@ -95,6 +109,41 @@ def select_k(D, k: int, offset: int = 0):
     fn((blocks,), (WARPS * 32,), (D, np.int64(rows), np.int64(width), np.int32(kk), np.int32(kk),
                                   np.int64(offset), out_d, out_i))
     return out_d, out_i
+
+
+def column_runs(rows: int, width: int, kk: int) -> tuple[int, int]:
+    """(runs, chunk): the rows of each column cut into ``runs`` runs of ``chunk`` rows (the
+    last to the end), enough threads for the device, every run at least max(64, kk) rows."""
+    chunk = max(-(-rows // max(1, -(-_COLS_THREADS // max(width, 1)))), 64, kk)
+    return max(1, rows // chunk), chunk
+
+
+def select_k_columns(D, k: int, offset: int = 0):
+    """Per column of the device array D: the min(k, rows) smallest (distance, row + offset)
+    pairs, sorted by (distance, row), NaN last — ``select_k(D.T, k, offset)``'s answer
+    without the transposed copy. None where it does not apply (off, :data:`COLUMN_SELECT`;
+    more than :data:`COLS_MAX_K`): the caller transposes."""
+    import cupy
+    if not COLUMN_SELECT:
+        return None
+    D = _check(D)
+    rows, width = D.shape
+    kk = min(int(k), rows)
+    if kk > COLS_MAX_K or rows >= 2**31 - 1:
+        return None
+    if width == 0 or kk == 0:
+        return cupy.empty((width, kk), dtype=D.dtype), cupy.empty((width, kk), dtype=cupy.int64)
+    runs, chunk = column_runs(rows, width, kk)
+    part_d = cupy.empty((width, runs * kk), dtype=D.dtype)
+    part_r = cupy.empty((width, runs * kk), dtype=cupy.int32)
+    size = next(s for s in _COLS_SIZES if kk <= s)
+    fn = _module().get_function(_cols_name(_TYPES[D.dtype], size))
+    fn((-(-width // 128), runs), (128,), (D, np.int64(rows), np.int64(width), np.int32(kk),
+                                         np.int64(chunk), part_d, part_r))
+    if runs == 1:
+        return part_d, part_r.astype(cupy.int64) + np.int64(offset)
+    d, pos = select_k(part_d, kk)  # by (distance, position): position orders rows
+    return d, cupy.take_along_axis(part_r, pos, axis=1).astype(cupy.int64) + np.int64(offset)
 
 
 def _order_key(D):
