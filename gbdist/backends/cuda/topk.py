@@ -48,13 +48,16 @@ def _merge_name(ctype: str) -> str:
     return f"gb_topk_merge<{ctype}>"
 
 
-def names() -> tuple[str, ...]:
-    """Every kernel instantiation the module holds (name_expressions)."""
+def names(columns: bool = True) -> tuple[str, ...]:
+    """Every kernel instantiation the module holds (name_expressions); ``columns``: with
+    gb_topk_cols' (compiled only while :data:`COLUMN_SELECT` is on: no first call pays
+    for kernels it cannot run)."""
     out = []
     for ctype in _TYPES.values():
         out += [_select_name(ctype, s) for s in _LIST_SIZES]
         out.append(_merge_name(ctype))
-        out += [_cols_name(ctype, s) for s in _COLS_SIZES]
+        if columns:
+            out += [_cols_name(ctype, s) for s in _COLS_SIZES]
     return tuple(out)
 
 
@@ -64,12 +67,12 @@ def source() -> str:
 
 
 def _module():
-    return cache.module("topk", source(), _NAMES())
+    return cache.module("topk", source(), _NAMES(bool(COLUMN_SELECT)))
 
 
-@functools.lru_cache(maxsize=1)
-def _NAMES() -> tuple[str, ...]:
-    return names()
+@functools.lru_cache(maxsize=2)
+def _NAMES(columns: bool) -> tuple[str, ...]:
+    return names(columns)
 
 
 def _list_size(k: int) -> int:
