@@ -30,18 +30,7 @@ pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 PRELUDE = r"""
 #undef __shared__
 #define __shared__ static
-inline unsigned __ballot_sync(unsigned, bool p) {
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  gb_warp_slot[w][l] = p;
-  gb_warp_bar[w]->arrive_and_wait();
-  unsigned r = 0;
-  for (int q = 0; q < 32; ++q) r |= (gb_warp_slot[w][q] ? 1u : 0u) << q;
-  gb_warp_bar[w]->arrive_and_wait();
-  return r;
-}
-inline int __popc(unsigned v) { return __builtin_popcount(v); }
-inline void __syncwarp(unsigned = 0xffffffffu) { gb_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
-"""
+"""  # gb_topk's static shared arrays: one per kernel, the blocks run one after another
 
 DRIVER = r"""
 typedef @T@ T;

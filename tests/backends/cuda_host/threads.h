@@ -29,16 +29,6 @@ inline unsigned atomicAdd(unsigned* a, unsigned v) { std::lock_guard<std::mutex>
 inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
   std::lock_guard<std::mutex> g(gb_atomic_mu); unsigned long long o = *a; *a += v; return o; }
 #include "warp.h"
-inline unsigned __ballot_sync(unsigned, bool p) {
-  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-  gb_warp_slot[w][l] = p;
-  gb_warp_bar[w]->arrive_and_wait();
-  unsigned r = 0;
-  for (int q = 0; q < 32; ++q) r |= (gb_warp_slot[w][q] ? 1u : 0u) << q;
-  gb_warp_bar[w]->arrive_and_wait();
-  return r;
-}
-inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline void __syncthreads() { gb_block_bar->arrive_and_wait(); }
 inline void __threadfence() {}
 template <class F> void gb_launch(unsigned grid, unsigned block, F f) {
