@@ -216,4 +216,3 @@ def dense_rows(ptr, idx, val, dpos, out, r0, r1):
             c = dpos[idx[p]]
             if c >= 0:
                 out[i, c] = val[p]
-
