@@ -53,15 +53,19 @@ def _share(cells, rows: int, width: int, m: int, n: int, w: int, W: int,
     for t in sorted(range(len(cells)), key=lambda t: (cells[t][1], cells[t][0])):
         columns.setdefault(cells[t][1], []).append(t)
     for runs in (1, 2, 3):
-        groups = [ts[j * len(ts) // min(runs, len(ts)):(j + 1) * len(ts) // min(runs, len(ts))]
-                  for ts in columns.values() for j in range(min(runs, len(ts)))]
-        splits.append(_deal(groups, area, W))
+        splits.append(_deal([g for ts in columns.values() for g in _cut(ts, runs)], area, W))
     even = min(max(load) for load, _ in splits)
 
     def blocks(owner):  # the most column blocks one share touches
         return max(len({cells[t][1] for t in mine}) for mine in owner)
     fits = [owner for load, owner in splits if max(load) <= even * (1 + SLACK)]
     return sorted(min(fits, key=blocks)[w])
+
+
+def _cut(ts: list, runs: int) -> list:
+    """``ts`` in min(runs, len(ts)) consecutive runs of near-equal length."""
+    r = min(runs, len(ts))
+    return [ts[j * len(ts) // r:(j + 1) * len(ts) // r] for j in range(r)]
 
 
 def _deal(groups: list, area: list, W: int) -> tuple:
