@@ -82,8 +82,10 @@ __device__ __forceinline__ void gb_atomic_combine_g(typename F::W* addr, typenam
 // ---------------------------------------------------------------------------
 
 // The slot holding `col` (inserted if absent); fresh = whether this call inserted it.
+// DENSE: the table has a slot per column of the result and `col` is its own slot (no probe).
+template <bool DENSE = false>
 __device__ __forceinline__ unsigned gb_hash_insert(int* keys, unsigned mask, int col, bool& fresh) {
-  unsigned h = ((unsigned)col * 2654435761u) & mask;
+  unsigned h = DENSE ? (unsigned)col : ((unsigned)col * 2654435761u) & mask;
   while (true) {
     const int old = atomicCAS(&keys[h], -1, col);
     if (old == -1) { fresh = true; return h; }
@@ -114,8 +116,10 @@ __device__ __forceinline__ bool gb_allowed(const I* __restrict__ Mj, long long m
 
 // Insert every product of row `row` of A·B into a table of `mask + 1` slots; the caller's
 // group of T threads shares the table. Teams of TEAM lanes take one entry A(i,k) each and
-// stride over row k of B. Returns how many keys this thread inserted first.
-template <class F, int MASK, bool NUMERIC, int T, int TEAM, typename I, typename TA, typename TB>
+// stride over row k of B. Returns how many keys this thread inserted first. DENSE: a slot
+// per column (gb_hash_insert).
+template <class F, int MASK, bool NUMERIC, int T, int TEAM, bool DENSE = false, typename I,
+          typename TA, typename TB>
 __device__ __forceinline__ long long gb_row_products(
     long long row, int t, int* keys, typename F::W* vals, unsigned mask,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
@@ -135,7 +139,7 @@ __device__ __forceinline__ long long gb_row_products(
       const int j = (int)Bj[q];
       if (!gb_allowed<MASK>(Mj, m0, m1, (long long)j)) continue;
       bool fresh;
-      const unsigned slot = gb_hash_insert(keys, mask, j, fresh);
+      const unsigned slot = gb_hash_insert<DENSE>(keys, mask, j, fresh);
       fresh_count += fresh ? 1 : 0;
       if constexpr (NUMERIC) gb_atomic_combine_g<F>(&vals[slot], F::mul(av, F::load(Bx[q])));
     }
@@ -384,13 +388,17 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
 
 // ---------------------------------------------------------------------------
 // SpGEMM, rows too large for shared memory: a block per row, a global-memory table of
-// toff[r+1] - toff[r] slots (a power of two) per row of the chunk. The numeric pass
-// writes the row's entries unsorted; the host sorts these rows afterwards.
+// toff[r+1] - toff[r] slots (a power of two) per row of the chunk; the numeric pass writes
+// the row's entries unsorted and the host sorts these rows afterwards. DENSE (issue 30: the
+// result's n columns times the bin's rows fit a small budget): `stride` = n slots a row, a
+// column its own slot, no hash, no probe; the table is read back in slot order (a block
+// scan), so the row is written in column order, nothing to sort, and the host needs no
+// read of the rows' bounds to size the tables.
 // ---------------------------------------------------------------------------
-template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK, bool DENSE>
 __global__ void __launch_bounds__(512) gb_spgemm_global(
     const long long* __restrict__ rows, long long nrows, const long long* __restrict__ toff,
-    int* __restrict__ gkeys, typename F::W* __restrict__ gvals,
+    long long stride, int* __restrict__ gkeys, typename F::W* __restrict__ gvals,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
     const I* __restrict__ Mp, const I* __restrict__ Mj,
@@ -398,22 +406,49 @@ __global__ void __launch_bounds__(512) gb_spgemm_global(
     typename F::W* __restrict__ Cx) {
   typedef typename F::W W;
   __shared__ unsigned long long cursor;
+  __shared__ unsigned int warp_n[16];
   const long long r = blockIdx.x;
   if (r >= nrows) return;
   const long long row = rows[r];
-  const long long size = toff[r + 1] - toff[r];
-  int* keys = gkeys + toff[r];
-  W* vals = gvals + (NUMERIC ? toff[r] : 0);
+  const long long t0 = DENSE ? r * stride : toff[r];
+  const long long size = DENSE ? stride : toff[r + 1] - t0;
+  int* keys = gkeys + t0;
+  W* vals = gvals + (NUMERIC ? t0 : 0);
   for (long long s = threadIdx.x; s < size; s += blockDim.x) {
     keys[s] = -1;
     if constexpr (NUMERIC) vals[s] = F::identity();
   }
   if (threadIdx.x == 0) cursor = 0;
   __syncthreads();
-  const long long fresh = gb_row_products<F, MASK, NUMERIC, 512, 8>(
+  const long long fresh = gb_row_products<F, MASK, NUMERIC, 512, 8, DENSE>(
       row, threadIdx.x, keys, vals, (unsigned)(size - 1), Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj);
   if constexpr (!NUMERIC) {
     if (fresh) atomicAdd(reinterpret_cast<unsigned long long*>(&counts[row]), (unsigned long long)fresh);
+  } else if constexpr (DENSE) {  // slots in order, 512 at a time: a warp vote, then the warps'
+    __syncthreads();             // counts summed before each warp
+    const long long base = Cp[row];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (long long s0 = 0; s0 < size; s0 += 512) {
+      const long long s = s0 + threadIdx.x;
+      const bool has = s < size && keys[s] >= 0;
+      const unsigned vote = __ballot_sync(0xffffffffu, has);
+      if (lane == 0) warp_n[warp] = __popc(vote);
+      __syncthreads();
+      unsigned long long before = cursor;
+      for (int w = 0; w < warp; ++w) before += warp_n[w];
+      if (has) {
+        const unsigned long long pos = before + __popc(vote & ((1u << lane) - 1u));
+        Cj[base + pos] = keys[s];
+        Cx[base + pos] = vals[s];
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        unsigned long long all = 0;
+        for (int w = 0; w < 16; ++w) all += warp_n[w];
+        cursor += all;
+      }
+      __syncthreads();
+    }
   } else {
     __syncthreads();
     const long long base = Cp[row];

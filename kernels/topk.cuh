@@ -232,6 +232,36 @@ gb_topk_cols(const T* __restrict__ D, long long rows, long long width, int kk, l
   }
 }
 
+// gb_transpose: dst (cols x rows, row-major) = the transpose of src (rows x cols, row
+// stride ld >= cols), moved as raw words W (4 or 8 bytes: the values' bits, -0.0 and NaN
+// payloads kept). A 256-thread block moves a 32 x 32 tile through shared memory (one padding
+// column: the column reads hit 32 banks), so both the reads of src's rows and the writes of
+// dst's rows are coalesced; CuPy's strided copy of D.T wrote one word per thread from
+// scattered reads (2.06 ms of a 20,724 x 13,816 float32 tile on an H200, 1.1 TB/s). The grid's
+// y covers at most 65,535 row tiles; the blocks step over the rest.
+template <typename W>
+__global__ void __launch_bounds__(256)
+gb_transpose(const W* __restrict__ src, long long rows, long long cols, long long ld,
+             W* __restrict__ dst) {
+  __shared__ W tile[32][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const long long c0 = (long long)blockIdx.x * 32;
+  for (long long r0 = (long long)blockIdx.y * 32; r0 < rows; r0 += (long long)gridDim.y * 32) {
+#pragma unroll
+    for (int j = ty; j < 32; j += 8) {
+      const long long r = r0 + j, c = c0 + tx;
+      if (r < rows && c < cols) tile[j][tx] = src[r * ld + c];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = ty; j < 32; j += 8) {
+      const long long c = c0 + j, r = r0 + tx;
+      if (c < cols && r < rows) dst[c * rows + r] = tile[tx][j];
+    }
+    __syncthreads();
+  }
+}
+
 // Merge two sorted candidate lists per row (a: ka per row, b: kb per row) into
 // the k best (k <= ka + kb) by (distance, index), NaN last; a wins exact ties.
 template <typename T>

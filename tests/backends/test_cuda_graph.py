@@ -138,26 +138,53 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
 
 
-@pytest.mark.parametrize("chunk_slots", [None, 1 << 15])
-def test_spgemm_global_table_rows_match_scipy(monkeypatch, chunk_slots):
-    """Rows whose bound passes the largest shared table (8,192 columns) take the global-memory
-    table and the sort afterwards; the rest of the rows the shared bins. With the default
-    limit the global rows' tables fit one chunk; with a small one (_GLOBAL_SLOTS) they are
-    split into several, and a row whose table alone passes the limit gets a chunk of its own."""
+@pytest.mark.parametrize("tables,chunk_slots", [("dense", None), ("hashed", None),
+                                                ("hashed", 1 << 15)])
+@pytest.mark.parametrize("mask", [None, "mask", "complement"])
+def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask):
+    """Rows whose bound passes the largest shared table (8,192 columns) take a global-memory
+    table; the rest of the rows the shared bins. Dense tables (the default while rows x n
+    columns fit _DENSE_SLOTS): a column its own slot, rows written in order, no sort.
+    Hashed (_DENSE_SLOTS 0): the sort afterwards; with the default limit the global rows'
+    tables fit one chunk, with a small one (_GLOBAL_SLOTS) they are split into several, and a
+    row whose table alone passes the limit gets a chunk of its own. Plain, masked and
+    complemented, against SciPy."""
+    from gbdist.backends.cuda import graph as cuda_graph
+    if tables == "hashed":
+        monkeypatch.setattr(cuda_graph, "_DENSE_SLOTS", 0)
     if chunk_slots is not None:
-        from gbdist.backends.cuda import graph as cuda_graph
         monkeypatch.setattr(cuda_graph, "_GLOBAL_SLOTS", chunk_slots)
+    sorts = []
+    sort_rows = cuda_graph._sort_rows
+    monkeypatch.setattr(cuda_graph, "_sort_rows", lambda *a: sorts.append(1) or sort_rows(*a))
     A = powerlaw(600, 30000, 4, long_row=1500, avg=10)
     B = powerlaw(30000, 30000, 5, avg=12)
     ub = np.minimum([np.diff(B.indptr)[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(600)], 30000)
     assert ub.max() > 8192 and ((ub > 16) & (ub <= 512)).any()
-    C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64).get()
     ones = sps.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
     pattern = ones @ sps.csr_matrix((np.ones(B.nnz), B.indices, B.indptr), shape=B.shape)
+    want = sps.csr_matrix(A @ B)
+    M = None
+    if mask is not None:
+        M = sps.random(600, 30000, density=0.3, random_state=6, format="csr")
+        M.data[:] = 1.0
+        inside = sps.csr_matrix(pattern.multiply(M)), sps.csr_matrix(want.multiply(M))
+        if mask == "mask":
+            pattern, want = inside
+        else:
+            pattern, want = sps.csr_matrix(pattern - inside[0]), sps.csr_matrix(want - inside[1])
+        pattern.eliminate_zeros()  # counts of products: zero only where removed
+    want = want.toarray()
+    C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64,
+                 mask=None if M is None else dev(M), complement=mask == "complement").get()
     pattern.sort_indices()
     np.testing.assert_array_equal(C.indptr, pattern.indptr)
     np.testing.assert_array_equal(C.indices, pattern.indices)  # sorted by column in every row
-    np.testing.assert_allclose(C.toarray(), (A @ B).toarray(), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(C.toarray(), want, rtol=1e-12, atol=1e-9)
+    if tables == "dense":
+        assert not sorts  # rows written in column order
+    elif mask is None:  # the mask may leave no numeric row above the shared tables
+        assert sorts
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])

@@ -18,6 +18,7 @@ SIGNATURES = {
     "gb_topk_merge": "(const {T}*, const long long*, int, const {T}*, const long long*, int, "
                      "long long, int, {T}*, long long*)",
     "gb_topk_cols": "(const {T}*, long long, long long, int, long long, {T}*, int*)",
+    "gb_transpose": "(const {T}*, long long, long long, long long, {T}*)",
 }
 
 
@@ -31,7 +32,7 @@ def test_source_is_nvrtc_clean():
     src = topk.source()
     assert "#include" not in src
     assert not re.search(r"\bM_[A-Z0-9_]+\b|\bHUGE_VAL\b|\bINFINITY\b|\bNAN\b", src)
-    assert len(topk.names()) == len(set(topk.names())) == 12
+    assert len(topk.names()) == len(set(topk.names())) == 14
 
 
 @pytest.mark.nvcc

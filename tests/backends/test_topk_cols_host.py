@@ -129,3 +129,32 @@ def test_a_mutant_whose_last_run_stops_short_fails(tmp_path):
     D[290, :] = -1.0  # every column's best is in the rows past the last whole chunk
     with pytest.raises(AssertionError):
         _same(_run(exe, D, 11, 64), D, 11)
+
+
+TRANSPOSE = r"""
+int main() {
+  long long rows, cols, ld; unsigned gy;
+  if (scanf("%lld %lld %lld %u", &rows, &cols, &ld, &gy) != 4) return 1;
+  std::vector<unsigned> src(rows * ld);
+  for (auto& v : src) if (scanf("%u", &v) != 1) return 1;
+  std::vector<unsigned> dst(rows * cols, 0xDEADBEEFu);
+  gb_launch2((unsigned)((cols + 31) / 32), gy, 256, [&] {
+    gb_transpose<unsigned>(src.data(), rows, cols, ld, dst.data()); });
+  for (auto v : dst) printf("%u\n", v);
+  return 0;
+}
+"""
+
+
+def test_transpose_moves_every_word_of_a_strided_tile(tmp_path):
+    """gb_transpose on raw words: sizes off the 32-tile, a row stride past the columns (a
+    column slice of a wider tile), and fewer grid rows than row tiles (the blocks step)."""
+    exe = build(tmp_path, "transpose", PRELUDE + read("kernels", "topk.cuh") + TRANSPOSE)
+    rng = np.random.default_rng(7)
+    for rows, cols, ld, gy in ((70, 45, 45, 3), (33, 100, 131, 1), (130, 7, 9, 2), (1, 40, 40, 1)):
+        src = rng.integers(0, 2**32, size=(rows, ld), dtype=np.uint64).astype(np.uint32)
+        text = f"{rows} {cols} {ld} {gy}\n" + " ".join(map(str, src.ravel()))
+        out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                             timeout=600).stdout.split()
+        got = np.array(out, dtype=np.uint64).astype(np.uint32).reshape(cols, rows)
+        np.testing.assert_array_equal(got, src[:, :cols].T)

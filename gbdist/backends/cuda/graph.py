@@ -44,6 +44,10 @@ from .graph_bins import _bin_module, _binned_rows, _bins, _grid, _spmv_bins  # n
 from .graph_tiles import full_choice, spmv_tiles
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
+# The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
+# written in order) while rows x n is at most this many slots (96 MiB of keys and float64
+# values): no host read to size the tables, no sort afterwards (issue 30).
+_DENSE_SLOTS = 1 << 23
 
 
 def make_csr(data, indices, indptr, shape):
@@ -167,12 +171,12 @@ class CudaGraphKernels:
 
         one = gc.ONE_LAUNCH
 
-        def names(offsets, numeric):
+        def names(offsets, numeric, chunks):
             sizes = np.diff(offsets)
             used = [gc.binned_name(I, TA, TB, numeric, mode)] if sizes[:one].any() else []
             used += [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
                      for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
-            return used + ([gc.global_name(I, TA, TB, numeric, mode)] if sizes[-1] else [])
+            return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
 
         def launch(rows, offsets, chunks, numeric: bool, Cj, Cx):
             sizes = np.diff(offsets)
@@ -196,18 +200,20 @@ class CudaGraphKernels:
                     fn.max_dynamic_shared_size_bytes = smem
                 fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
                    (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args, shared_mem=smem)
-            for grows, toff, total in chunks:
-                fn = kernel(gc.global_name(I, TA, TB, numeric, mode))
+            for grows, toff, total, dense in chunks:
+                fn = kernel(gc.global_name(I, TA, TB, numeric, mode, dense))
                 keys = cupy.empty(total, dtype=cupy.int32)
                 vals = cupy.empty(total if numeric else 1, dtype=work)
-                fn((grows.size,), (512,), (grows, np.int64(grows.size), toff, keys, vals) + args)
+                fn((grows.size,), (512,), (grows, np.int64(grows.size), _ptr(toff),
+                                           np.int64(n if dense else 0), keys, vals) + args)
                 del keys, vals
 
         # Symbolic: rows binned by their bound; each row's distinct columns counted.
         rows, offsets = _binned_rows(ub, edges, skip_zero=True)
-        kernel = self._kernels(sr.mul, sr.add, out, names(offsets, False)).__getitem__
-        launch(rows, offsets, self._global_chunks(rows[offsets[-2]:], ub), False,
-               cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work))
+        chunks = self._global_chunks(rows[offsets[-2]:], ub, n)
+        kernel = self._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
+        launch(rows, offsets, chunks, False, cupy.zeros(0, dtype=cupy.int32),
+               cupy.zeros(0, dtype=work))
         del rows
         Cp[1:] = cupy.cumsum(counts)
         # Numeric: rows binned again by their exact size, so a row whose products mostly
@@ -217,22 +223,26 @@ class CudaGraphKernels:
         Cj = cupy.empty(nnz, dtype=cupy.int32)
         Cx = cupy.empty(nnz, dtype=work)
         if nnz:
-            kernel = self._kernels(sr.mul, sr.add, out, names(offsets, True)).__getitem__
             grows = rows[offsets[-2]:]
-            launch(rows, offsets, self._global_chunks(grows, counts), True, Cj, Cx)
-            if grows.size:
+            chunks = self._global_chunks(grows, counts, n)
+            kernel = self._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
+            launch(rows, offsets, chunks, True, Cj, Cx)
+            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
                 _sort_rows(Cp, Cj, Cx, grows, n)
         indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
         return make_csr(self._finish(Cx, out), Cj, indptr, (m, n))
 
     @staticmethod
-    def _global_chunks(rows, ub):
-        """Rows of the global-table bin in chunks of at most _GLOBAL_SLOTS table slots (one row
-        may exceed it alone): [(rows, table offsets, total slots)]. A row's table has the
-        power of two >= 2 * its bound slots."""
+    def _global_chunks(rows, ub, n: int):
+        """Rows of the global-table bin in chunks: [(rows, table offsets, total slots,
+        dense)]. Dense: one chunk of n slots a row, while rows x n <= _DENSE_SLOTS (no read
+        of ub). Else hashed: the power of two >= 2 * a row's bound ``ub`` slots, chunks of at
+        most _GLOBAL_SLOTS slots (one row may exceed it alone)."""
         import cupy
         if rows.size == 0:
             return []
+        if rows.size * n <= _DENSE_SLOTS:
+            return [(rows, None, int(rows.size) * n, True)]
         need = (2 * ub[rows]).get()
         host = (np.int64(1) << np.ceil(np.log2(need)).astype(np.int64)).astype(np.int64)
         out, start = [], 0
@@ -242,7 +252,7 @@ class CudaGraphKernels:
                 total += int(host[stop])
                 stop += 1
             toff = cupy.asarray(np.concatenate([[0], np.cumsum(host[start:stop])]).astype(np.int64))
-            out.append((rows[start:stop], toff, total))
+            out.append((rows[start:stop], toff, total, False))
             start = stop
         return out
 

@@ -347,7 +347,7 @@ def spgemm_names(I: str, TA: str, TB: str, mask: int) -> tuple[str, ...]:
         out.append(binned_name(I, TA, TB, numeric == "true", mask))
         for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
             out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask))
-        out.append(global_name(I, TA, TB, numeric == "true", mask))
+        out += [global_name(I, TA, TB, numeric == "true", mask, dense) for dense in (False, True)]
     return tuple(out)
 
 
@@ -361,8 +361,10 @@ def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int) -> str:
             f"{'true' if numeric else 'false'}, {mask}>")
 
 
-def global_name(I, TA, TB, numeric: bool, mask: int) -> str:
-    return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}>"
+def global_name(I, TA, TB, numeric: bool, mask: int, dense: bool = False) -> str:
+    """The global-table kernel; ``dense``: a slot per result column, rows written in order."""
+    return (f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}, "
+            f"{'true' if dense else 'false'}>")
 
 
 def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False, tile: int = None) -> str:

@@ -28,9 +28,11 @@ _TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
 COLUMN_SELECT = False
-""":func:`select_k_columns` (``gb_topk_cols``) for a tile's columns instead of a transposed
-copy: checked on the host (tests/backends/test_topk_cols_host.py), not yet run on a GPU;
-off until it has been (its GPU test: tests/backends/test_topk_cols_gpu.py)."""
+""":func:`select_k_columns` by ``gb_topk_cols`` (the columns read in place) instead of
+``gb_transpose`` then ``select_k``. Off: on an H200 (2026-11-28) its answers were equal but
+it took 1.3-2.7x the transposed copy and selection (a thread per column run keeps too few
+loads in flight); checked on the host (tests/backends/test_topk_cols_host.py) and on a GPU
+(tests/backends/test_topk_cols_gpu.py)."""
 COLS_MAX_K = 32  # the columns' lists live in registers: S = 16 or 32 keys a thread
 _COLS_THREADS = 1 << 18  # threads the column runs aim at (132 SMs x 2,048 on an H100)
 _COLS_SIZES = (16, 32)
@@ -48,6 +50,13 @@ def _merge_name(ctype: str) -> str:
     return f"gb_topk_merge<{ctype}>"
 
 
+_WORDS = {4: "unsigned int", 8: "unsigned long long"}
+
+
+def _transpose_name(itemsize: int) -> str:
+    return f"gb_transpose<{_WORDS[itemsize]}>"
+
+
 def names(columns: bool = True) -> tuple[str, ...]:
     """Every kernel instantiation the module holds (name_expressions); ``columns``: with
     gb_topk_cols' (compiled only while :data:`COLUMN_SELECT` is on: no first call pays
@@ -58,7 +67,7 @@ def names(columns: bool = True) -> tuple[str, ...]:
         out.append(_merge_name(ctype))
         if columns:
             out += [_cols_name(ctype, s) for s in _COLS_SIZES]
-    return tuple(out)
+    return tuple(out) + tuple(_transpose_name(w) for w in _WORDS)
 
 
 @functools.lru_cache(maxsize=1)
@@ -121,19 +130,44 @@ def column_runs(rows: int, width: int, kk: int) -> tuple[int, int]:
     return max(1, rows // chunk), chunk
 
 
+def transpose(D):
+    """A C-contiguous copy of the 2-D device array D's transpose: ``gb_transpose`` where D's
+    rows are evenly spaced runs of 4- or 8-byte items (a tile, or a row slice of one), D.T
+    itself where it is already C-contiguous, else CuPy's copy."""
+    import cupy
+    if D.ndim != 2:
+        raise InputError("transpose needs a 2-D CuPy array", got=f"{D.ndim} dimensions")
+    T = D.T
+    if T.flags.c_contiguous:
+        return T
+    rows, cols = D.shape
+    size = D.itemsize
+    s0, s1 = D.strides
+    ld = s0 // size if rows > 1 else cols
+    if size not in _WORDS or s1 != size or s0 % size or ld < cols or D.size == 0:
+        return cupy.ascontiguousarray(T)
+    out = cupy.empty((cols, rows), dtype=D.dtype)
+    fn = _module().get_function(_transpose_name(size))
+    fn((-(-cols // 32), min(-(-rows // 32), 65535)), (256,),
+       (D, np.int64(rows), np.int64(cols), np.int64(ld), out))
+    return out
+
+
 def select_k_columns(D, k: int, offset: int = 0):
     """Per column of the device array D: the min(k, rows) smallest (distance, row + offset)
-    pairs, sorted by (distance, row), NaN last — ``select_k(D.T, k, offset)``'s answer
-    without the transposed copy. None where it does not apply (off, :data:`COLUMN_SELECT`;
-    more than :data:`COLS_MAX_K`): the caller transposes."""
+    pairs, sorted by (distance, row), NaN last: ``select_k(D.T, k, offset)``'s answer. By
+    ``gb_topk_cols`` where :data:`COLUMN_SELECT` is on and k <= :data:`COLS_MAX_K`, else
+    ``select_k`` of :func:`transpose`'s copy."""
     import cupy
-    if not COLUMN_SELECT:
-        return None
-    D = _check(D)
+    if not isinstance(D, cupy.ndarray) or D.ndim != 2:
+        raise InputError("select_k_columns needs a 2-D CuPy array", got=type(D).__name__)
+    if D.dtype not in _TYPES:
+        D = D.astype(np.float64)
     rows, width = D.shape
     kk = min(int(k), rows)
-    if kk > COLS_MAX_K or rows >= 2**31 - 1:
-        return None
+    if not COLUMN_SELECT or kk > COLS_MAX_K or rows >= 2**31 - 1:
+        return select_k(transpose(D), k, offset)
+    D = cupy.ascontiguousarray(D)
     if width == 0 or kk == 0:
         return cupy.empty((width, kk), dtype=D.dtype), cupy.empty((width, kk), dtype=cupy.int64)
     runs, chunk = column_runs(rows, width, kk)
