@@ -7,10 +7,13 @@ interface on CuPy device data.
   (at least twice the bound: short probe sequences) and a global-memory table for larger
   rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned again by
   their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row sorted in
-  the kernel, written in order; the global-table rows sorted afterwards by one CuPy sort).
+  the kernel, written in order). The global-table rows of a pass get dense tables (n slots
+  a row, a column its own slot, written in column order by a block scan) while rows x n
+  fits ``_DENSE_SLOTS``; else hashed tables sized from each row's bound (one more host
+  read), sorted afterwards by one CuPy sort (another read).
   A pass is one launch for the bins up to 2048 slots (256-thread blocks; issue 30) and one
   a larger non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes
-  with the output's size), three with global-table rows.
+  with the output's size) unless hashed global tables add theirs.
   Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
 * :meth:`~CudaGraphKernels.spmv` (pull, issue 30): the planner rule
   (``compiler/spmv_choice.choose_full``, row statistics once per matrix) takes regular rows
