@@ -4,6 +4,7 @@
 // __syncthreads through a block barrier, the dynamic shared memory one array the block's
 // threads share. Built-ins the generated source names are defined so that it compiles with
 // g++ (C++20: std::barrier).
+#pragma once
 #include <algorithm>
 #include <atomic>
 #include <barrier>

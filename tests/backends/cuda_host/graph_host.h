@@ -1,0 +1,23 @@
+// The CUDA graph kernels (kernels/graph_kernels.cuh with a generated GbF) on the host: the
+// harness of gather_host.h (a std::thread per CUDA thread, blocks one after another) and the
+// built-ins those kernels name beyond it. Include the generated source after this header,
+// with `extern __shared__` rewritten to `extern` (the block's dynamic shared memory is then
+// gather_host.h's gb_smem) and __shared__ defined as `static` (one array a kernel: the
+// blocks run one after another).
+#pragma once
+#include "gather_host.h"
+#define __host__
+inline int atomicCAS(int* a, int e, int d) {
+  std::lock_guard<std::mutex> g(gb_atomic_mu); int o = *a; if (o == e) *a = d; return o; }
+template <class T> T __shfl_xor_sync(unsigned m, T v, int off, int) { return __shfl_xor_sync(m, v, off); }
+// lane l gets lane l - delta's value within its group of `width` lanes (its own below delta)
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+  static_assert(sizeof(T) <= 8, "one slot per lane");
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  std::memcpy(&gb_warp_slot[w][l], &v, sizeof(T));
+  gb_warp_bar[w]->arrive_and_wait();
+  T r = v;
+  if (l % width >= (int)delta) std::memcpy(&r, &gb_warp_slot[w][l - delta], sizeof(T));
+  gb_warp_bar[w]->arrive_and_wait();
+  return r;
+}
