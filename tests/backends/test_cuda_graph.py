@@ -139,7 +139,7 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
 
 
 @pytest.mark.parametrize("tables,chunk_slots", [("dense", None), ("hashed", None),
-                                                ("hashed", 1 << 15)])
+                                                ("hashed", 1 << 15), ("wide", None)])
 @pytest.mark.parametrize("mask", [None, "mask", "complement"])
 def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask):
     """Rows whose bound passes the largest shared table (8,192 columns) take a global-memory
@@ -148,10 +148,13 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
     Hashed (_DENSE_SLOTS 0): the sort afterwards; with the default limit the global rows'
     tables fit one chunk, with a small one (_GLOBAL_SLOTS) they are split into several, and a
     row whose table alone passes the limit gets a chunk of its own. Plain, masked and
-    complemented, against SciPy."""
+    complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide")."""
     from gbdist.backends.cuda import graph as cuda_graph
     if tables == "hashed":
         monkeypatch.setattr(cuda_graph, "_DENSE_SLOTS", 0)
+    elif tables == "wide":  # n past the dense tables' width: hashed whatever rows x n
+        monkeypatch.setattr(cuda_graph, "_DENSE_COLUMNS", 29_999)
+        tables = "hashed"
     if chunk_slots is not None:
         monkeypatch.setattr(cuda_graph, "_GLOBAL_SLOTS", chunk_slots)
     sorts = []

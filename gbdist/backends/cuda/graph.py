@@ -8,9 +8,9 @@ interface on CuPy device data.
   rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned again by
   their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row sorted in
   the kernel, written in order). The global-table rows of a pass get dense tables (n slots
-  a row, a column its own slot, written in column order by a block scan) while rows x n
-  fits ``_DENSE_SLOTS``; else hashed tables sized from each row's bound (one more host
-  read), sorted afterwards by one CuPy sort (another read).
+  a row, a column its own slot, written in column order by a block scan) while n and
+  rows x n are small (``_DENSE_COLUMNS``, ``_DENSE_SLOTS``); else hashed tables sized from
+  each row's bound (one more host read), sorted afterwards by one CuPy sort (another read).
   A pass is one launch for the bins up to 2048 slots (256-thread blocks; issue 30) and one
   a larger non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes
   with the output's size) unless hashed global tables add theirs.
@@ -48,9 +48,14 @@ from .graph_tiles import full_choice, spmv_tiles
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 # The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
-# written in order) while rows x n is at most this many slots (96 MiB of keys and float64
-# values): no host read to size the tables, no sort afterwards (issue 30).
+# written in order) while rows x n is at most _DENSE_SLOTS (96 MiB of keys and float64
+# values) and n at most _DENSE_COLUMNS: no host read to size the tables, no sort afterwards
+# (issue 30). A global row's hashed table has at least 32,768 slots (its bound passes 8,192),
+# so a dense one is at most 4x that; one block clears and scans a row's table, so a wider n
+# would cost a row more than its hashed table and the sort saved (measured at n = 10^5 on an
+# H200: the global kernels 0.64 ms with dense tables, 0.67 with hashed ones).
 _DENSE_SLOTS = 1 << 23
+_DENSE_COLUMNS = 1 << 17
 
 
 def make_csr(data, indices, indptr, shape):
@@ -238,13 +243,13 @@ class CudaGraphKernels:
     @staticmethod
     def _global_chunks(rows, ub, n: int):
         """Rows of the global-table bin in chunks: [(rows, table offsets, total slots,
-        dense)]. Dense: one chunk of n slots a row, while rows x n <= _DENSE_SLOTS (no read
-        of ub). Else hashed: the power of two >= 2 * a row's bound ``ub`` slots, chunks of at
-        most _GLOBAL_SLOTS slots (one row may exceed it alone)."""
+        dense)]. Dense: one chunk of n slots a row, while n <= _DENSE_COLUMNS and rows x n
+        <= _DENSE_SLOTS (no read of ub). Else hashed: the power of two >= 2 * a row's bound
+        ``ub`` slots, chunks of at most _GLOBAL_SLOTS slots (one row may exceed it alone)."""
         import cupy
         if rows.size == 0:
             return []
-        if rows.size * n <= _DENSE_SLOTS:
+        if n <= _DENSE_COLUMNS and rows.size * n <= _DENSE_SLOTS:
             return [(rows, None, int(rows.size) * n, True)]
         need = (2 * ub[rows]).get()
         host = (np.int64(1) << np.ceil(np.log2(need)).astype(np.int64)).astype(np.int64)
