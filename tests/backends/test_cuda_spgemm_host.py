@@ -1,0 +1,357 @@
+"""The CUDA SpGEMM's kernels (kernels/graph_kernels.cuh) run on the host (no GPU needed): the
+generated plus_times source compiled with g++ against tests/backends/cuda_host/graph_host.h
+(a std::thread per CUDA thread), both passes launched as
+:meth:`gbdist.backends.cuda.graph.CudaGraphKernels.spgemm` launches them, against SciPy.
+
+* ``gb_spgemm_global`` alone: dense tables (a slot per result column; rows written in column
+  order by the block scan) give every row sorted, with no sort afterwards; hashed tables (a
+  power of two >= twice the row's bound) the same entries in any order. Plain, masked and
+  complemented. A mutant of the dense write-out whose warps do not count the warps before
+  them fails.
+* The whole product: rows in every bin of both passes (the one-launch ``gb_spgemm_binned``,
+  the three large ``gb_spgemm_shared`` bins, the global tables dense and hashed), plain and
+  complemented. A mutant of the one-launch kernel's bin dispatch fails.
+
+This checks the kernels' logic as written, not the GPU's memory model or its compiler: the
+GPU tests are in tests/backends/test_cuda_graph.py."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+import gbdist as gb
+from gbdist.backends.cuda import graph_codegen as gc
+
+from host_build import GXX, build
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+
+PRELUDE = '#include "graph_host.h"\n#undef __shared__\n#define __shared__ static\n'
+
+DRIVER = r"""
+static std::vector<long long> ints(const char* what) {
+  long long n; if (scanf("%lld", &n) != 1) { fprintf(stderr, "%s\n", what); exit(1); }
+  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
+static std::vector<double> reals() {
+  long long n; if (scanf("%lld", &n) != 1) exit(1);
+  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
+static std::vector<int> narrow(const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); }
+int main() {
+  long long m, n; int dense, mode;
+  if (scanf("%lld %lld %d %d", &m, &n, &dense, &mode) != 4) return 1;
+  auto Ap = narrow(ints("Ap")), Aj = narrow(ints("Aj")); auto Ax = reals();
+  auto Bp = narrow(ints("Bp")), Bj = narrow(ints("Bj")); auto Bx = reals();
+  auto Mp = narrow(ints("Mp")), Mj = narrow(ints("Mj"));
+  auto rows = ints("rows"), ub = ints("ub");
+  const long long G = (long long)rows.size();
+  std::vector<long long> toff(G + 1, 0);
+  for (long long r = 0; r < G; ++r) {  // hashed: the power of two >= 2 * the row's bound
+    long long s = 1; while (s < 2 * ub[r]) s <<= 1; toff[r + 1] = toff[r] + s; }
+  const long long total = dense ? G * n : toff[G];
+  std::vector<int> keys(total); std::vector<double> vals(total);
+  std::vector<long long> counts(m, 0), Cp(m + 1, 0);
+  std::vector<int> Cj(1); std::vector<double> Cx(1);
+  auto pass = [&](auto numeric) {
+    constexpr bool NUM = decltype(numeric)::value;
+    gb_launch2((unsigned)G, 1, 512, [&] {
+      auto go = [&](auto M, auto D) {
+        gb_spgemm_global<GbF, int, double, double, NUM, decltype(M)::value, decltype(D)::value>(
+            rows.data(), G, toff.data(), dense ? n : 0, keys.data(), vals.data(), Ap.data(), Aj.data(),
+            Ax.data(), Bp.data(), Bj.data(), Bx.data(), Mp.data(), Mj.data(), counts.data(), Cp.data(),
+            Cj.data(), Cx.data()); };
+      using T = std::true_type; using F = std::false_type;
+      if (dense) { if (mode == 0) go(std::integral_constant<int, 0>{}, T{});
+                   else if (mode == 1) go(std::integral_constant<int, 1>{}, T{});
+                   else go(std::integral_constant<int, 2>{}, T{}); }
+      else { if (mode == 0) go(std::integral_constant<int, 0>{}, F{});
+             else if (mode == 1) go(std::integral_constant<int, 1>{}, F{});
+             else go(std::integral_constant<int, 2>{}, F{}); }
+    });
+  };
+  pass(std::false_type{});
+  for (long long i = 0; i < m; ++i) Cp[i + 1] = Cp[i] + counts[i];
+  Cj.assign(Cp[m] + 1, -1); Cx.assign(Cp[m] + 1, 0.0);
+  pass(std::true_type{});
+  for (long long r = 0; r < G; ++r) {
+    const long long i = rows[r];
+    printf("%lld %lld", i, Cp[i + 1] - Cp[i]);
+    for (long long p = Cp[i]; p < Cp[i + 1]; ++p) printf(" %d %.17g", Cj[p], Cx[p]);
+    printf("\n");
+  }
+  return 0;
+}
+"""
+
+
+def _source() -> str:
+    sr = gb.semirings.plus_times
+    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
+    return src.replace("extern __shared__", "extern")  # the block's memory: gather_host.h's gb_smem
+
+
+def _exe(tmp_path, mutate=None) -> str:
+    src = _source()
+    if mutate:
+        assert src.count(mutate[0]) == 1, mutate[0]
+        src = src.replace(*mutate)
+    return build(tmp_path, "spgemm_global", PRELUDE + src + DRIVER)
+
+
+def _line(v) -> str:
+    v = np.asarray(v).ravel()
+    return f"{v.size} " + " ".join(repr(float(x)) if v.dtype.kind == "f" else str(int(x)) for x in v)
+
+
+def _run(exe, A, B, rows, dense: bool, mode: int, M=None):
+    A, B = sps.csr_matrix(A), sps.csr_matrix(B)
+    A.sort_indices()
+    B.sort_indices()
+    M = sps.csr_matrix((1, 1)) if M is None else sps.csr_matrix(M)
+    M.sort_indices()
+    deg = np.diff(B.indptr)
+    ub = [min(int(deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum()), B.shape[1]) for i in rows]
+    ub = [max(u, 1) for u in ub]
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode}",
+                      _line(A.indptr), _line(A.indices), _line(A.data.astype(np.float64)),
+                      _line(B.indptr), _line(B.indices), _line(B.data.astype(np.float64)),
+                      _line(M.indptr), _line(M.indices), _line(rows), _line(ub)])
+    out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                         timeout=600).stdout.splitlines()
+    got = {}
+    for ln in out:
+        t = ln.split()
+        i, c = int(t[0]), int(t[1])
+        got[i] = (np.array(t[2:2 + 2 * c:2], dtype=np.int64), np.array(t[3:3 + 2 * c:2], dtype=np.float64))
+    return got
+
+
+def _graph(seed):
+    """A: a few long rows (the global-table rows) and short ones; B: power-law columns."""
+    rng = np.random.default_rng(seed)
+    m, k, n = 12, 300, 700
+    A = sps.random(m, k, density=0.02, random_state=seed, format="lil")
+    for i in (1, 5, 9):
+        A[i, rng.choice(k, 120, replace=False)] = rng.integers(-2, 4, 120)
+    B = sps.random(k, n, density=0.03, random_state=seed + 1, format="csr")
+    B.data = np.round(B.data * 8) - 3  # zeros and negatives: sums that cancel stay stored
+    return sps.csr_matrix(A), B
+
+
+def _want(A, B, M, mode):
+    ones = lambda X: sps.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)  # noqa: E731
+    pattern, values = sps.csr_matrix(ones(A) @ ones(B)), sps.csr_matrix(A @ B)
+    if mode:
+        inside = sps.csr_matrix(pattern.multiply(M)), sps.csr_matrix(values.multiply(M))
+        if mode == 1:
+            pattern, values = inside
+        else:
+            pattern, values = pattern - inside[0], values - inside[1]
+        pattern = sps.csr_matrix(pattern)
+        pattern.eliminate_zeros()
+    pattern.sort_indices()
+    return pattern, sps.csr_matrix(values)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_dense_and_hashed_tables_give_scipy_rows(tmp_path, mode):
+    exe = _exe(tmp_path)
+    A, B = _graph(3)
+    M = None
+    if mode:
+        M = sps.random(A.shape[0], B.shape[1], density=0.4, random_state=8, format="csr")
+        M.data[:] = 1.0
+    pattern, values = _want(A, B, M, mode)
+    rows = [1, 5, 9, 0, 2]
+    for dense in (True, False):
+        got = _run(exe, A, B, rows, dense, mode, M)
+        for i in rows:
+            cols, vals = got[i]
+            want_cols = pattern.indices[pattern.indptr[i]:pattern.indptr[i + 1]]
+            want_cols = np.sort(want_cols)
+            if dense:  # written in column order: nothing to sort
+                np.testing.assert_array_equal(cols, want_cols)
+            else:
+                order = np.argsort(cols)
+                cols, vals = cols[order], vals[order]
+                np.testing.assert_array_equal(cols, want_cols)
+            np.testing.assert_allclose(vals, values[i].toarray().ravel()[cols], rtol=1e-12, atol=1e-12)
+
+
+def test_a_write_out_that_skips_the_warps_before_fails(tmp_path):
+    exe = _exe(tmp_path, mutate=("for (int w = 0; w < warp; ++w) before += warp_n[w];", ""))
+    A, B = _graph(3)
+    pattern, _ = _want(A, B, None, 0)
+    got = _run(exe, A, B, [1, 5, 9], True, 0)
+    assert any(not np.array_equal(got[i][0], np.sort(pattern.indices[pattern.indptr[i]:pattern.indptr[i + 1]]))
+               for i in (1, 5, 9))
+
+
+# Every kernel of a pass: the one-launch bins (gb_spgemm_binned), the three large shared bins
+# (gb_spgemm_shared) and the global tables, launched as CudaGraphKernels.spgemm launches them
+# from the rows and launch shapes the test computes (below) from graphs' own bins.
+DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
+int main() {
+  long long m, n; int dense, mode, numeric;
+  if (scanf("%lld %lld %d %d %d", &m, &n, &dense, &mode, &numeric) != 5) return 1;
+  auto Ap = narrow(ints("Ap")), Aj = narrow(ints("Aj")); auto Ax = reals();
+  auto Bp = narrow(ints("Bp")), Bj = narrow(ints("Bj")); auto Bx = reals();
+  auto Mp = narrow(ints("Mp")), Mj = narrow(ints("Mj"));
+  auto rows = ints("rows"), offsets = ints("offsets"), meta = ints("meta"), ub = ints("ub");
+  auto Cp = ints("Cp");
+  const long long grid = meta.back(); meta.pop_back();
+  std::vector<long long> counts(m, 0);
+  std::vector<int> Cj(numeric ? Cp[m] + 1 : 1, -1); std::vector<double> Cx(Cj.size(), 0.0);
+  const long long g0 = offsets[offsets.size() - 2], G = offsets.back() - g0;
+  std::vector<long long> toff(G + 1, 0);
+  for (long long r = 0; r < G; ++r) {
+    long long s = 1; while (s < 2 * ub[r]) s <<= 1; toff[r + 1] = toff[r] + s; }
+  std::vector<int> keys(dense ? G * n + 1 : toff[G] + 1); std::vector<double> vals(keys.size());
+  auto run = [&](auto NUM, auto MASK) {
+    constexpr bool U = decltype(NUM)::value; constexpr int K = decltype(MASK)::value;
+    auto args = [&](auto f) { f(Ap.data(), Aj.data(), Ax.data(), Bp.data(), Bj.data(), Bx.data(),
+                                Mp.data(), Mj.data(), counts.data(), Cp.data(), Cj.data(), Cx.data()); };
+    if (grid) gb_launch2((unsigned)grid, 1, 256, [&] { args([&](auto... a) {
+      gb_spgemm_binned<GbF, int, double, double, U, K>(rows.data(), meta.data(), a...); }); });
+    auto shared = [&](auto S, auto WPR, int b) {
+      const long long size = offsets[b + 1] - offsets[b];
+      if (size) gb_launch2((unsigned)size, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
+        gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K>(
+            rows.data() + offsets[b], size, a...); }); });
+    };
+    shared(std::integral_constant<int, 4096>{}, std::integral_constant<int, 16>{}, 7);
+    shared(std::integral_constant<int, 8192>{}, std::integral_constant<int, 16>{}, 8);
+    shared(std::integral_constant<int, 16384>{}, std::integral_constant<int, 32>{}, 9);
+    if (G) gb_launch2((unsigned)G, 1, 512, [&] { args([&](auto... a) {
+      if (dense) gb_spgemm_global<GbF, int, double, double, U, K, true>(
+          rows.data() + g0, G, toff.data(), n, keys.data(), vals.data(), a...);
+      else gb_spgemm_global<GbF, int, double, double, U, K, false>(
+          rows.data() + g0, G, toff.data(), 0, keys.data(), vals.data(), a...); }); });
+  };
+  auto by_mask = [&](auto NUM) {
+    if (mode == 0) run(NUM, std::integral_constant<int, 0>{});
+    else if (mode == 1) run(NUM, std::integral_constant<int, 1>{});
+    else run(NUM, std::integral_constant<int, 2>{});
+  };
+  if (numeric) by_mask(std::true_type{}); else by_mask(std::false_type{});
+  if (!numeric) { for (auto c : counts) printf("%lld\n", c); return 0; }
+  for (long long p = 0; p < Cp[m]; ++p) printf("%d %.17g\n", Cj[p], Cx[p]);
+  return 0;
+}
+"""
+
+
+def _bins(keys):
+    """(rows bin after bin, the bins' offsets) as graph_bins._binned_rows makes them: bin b
+    holds the rows with edges[b-1] < key <= edges[b] (edges: half of each shared table), the
+    last the rows above; rows of key 0 in none; rows ascending inside a bin."""
+    edges = np.array([S // 2 for S, _, _ in gc.SHARED_BINS])
+    keys = np.asarray(keys)
+    b = np.searchsorted(edges, keys, side="left")
+    rows, offsets = [], [0]
+    for q in range(len(edges) + 1):
+        got = np.flatnonzero((b == q) & (keys > 0))
+        rows.append(got)
+        offsets.append(offsets[-1] + got.size)
+    return np.concatenate(rows), np.array(offsets)
+
+
+def _meta(offsets):
+    """The one-launch kernel's meta and grid, as spgemm's launch() computes them."""
+    one = gc.ONE_LAUNCH
+    sizes = np.diff(offsets)
+    rpb = np.array([r for _, _, r in gc.SHARED_BINS[:one]])
+    blocks = -(-sizes[:one] // rpb)
+    return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
+
+
+def _pass(exe, A, B, M, mode, dense, keys, Cp=None):
+    rows, offsets = _bins(keys)
+    g = rows[offsets[-2]:]
+    ub = _bounds(A, B)[g] if g.size else np.zeros(0, np.int64)
+    M = sps.csr_matrix((1, 1)) if M is None else M
+    numeric = Cp is not None
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)}",
+                      _line(A.indptr), _line(A.indices), _line(A.data.astype(np.float64)),
+                      _line(B.indptr), _line(B.indices), _line(B.data.astype(np.float64)),
+                      _line(M.indptr), _line(M.indices), _line(rows), _line(offsets),
+                      _line(_meta(offsets)), _line(np.maximum(ub, 1)),
+                      _line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp)])
+    out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                         timeout=900).stdout.split()
+    return out
+
+
+def _bounds(A, B):
+    deg = np.diff(B.indptr)
+    return np.array([min(int(deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum()), B.shape[1])
+                     for i in range(A.shape[0])], dtype=np.int64)
+
+
+def _every_bin_graph():
+    """Rows whose bounds fall in every bin (32 … 16,384-slot tables and the global ones) and
+    whose distinct columns do too (the numeric pass's bins): B's rows 0-19 hold 600 entries
+    (hubs), the rest 10; each row of A takes (hubs, others) of them."""
+    rng = np.random.default_rng(11)
+    k, n = 400, 20_000
+    deg = np.where(np.arange(k) < 20, 600, 10)
+    B = sps.csr_matrix((rng.integers(-2, 4, deg.sum()).astype(np.float64),
+                        np.concatenate([np.sort(rng.choice(n, d, replace=False)) for d in deg]),
+                        np.concatenate([[0], np.cumsum(deg)])), shape=(k, n))
+    picks = [(0, 1), (0, 2), (0, 5), (0, 10), (0, 20), (0, 45), (1, 30), (2, 60), (5, 50),
+             (10, 50), (20, 380), (12, 200)] * 2 + [(0, 0)] * 4
+    rows = [np.concatenate([np.arange(h), 20 + rng.choice(k - 20, o, replace=False)]) for h, o in picks]
+    A = sps.csr_matrix((np.concatenate([rng.integers(1, 4, r.size) for r in rows]).astype(np.float64),
+                        np.concatenate([np.sort(r) for r in rows]),
+                        np.concatenate([[0], np.cumsum([r.size for r in rows])])), shape=(len(rows), k))
+    return A, B
+
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_every_kernel_of_both_passes_gives_scipy(tmp_path, mode):
+    """The whole product on the host: the one-launch bins, the three large shared bins and
+    the global tables (dense and hashed), symbolic then numeric, against SciPy's pattern and
+    values, every row sorted."""
+    A, B = _every_bin_graph()
+    ub = _bounds(A, B)
+    edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
+    assert len(set(np.searchsorted(edges, ub[ub > 0], side="left"))) == len(edges) + 1  # every bin
+    M = None
+    if mode:
+        M = sps.random(A.shape[0], B.shape[1], density=0.3, random_state=2, format="csr")
+        M.data[:] = 1.0
+        M.sort_indices()
+    pattern, values = _want(A, B, M, mode)
+    exe = build(tmp_path, "spgemm_all", PRELUDE + _source() + DRIVER_ALL)
+    for dense in (True, False):
+        counts = np.array(_pass(exe, A, B, M, mode, dense, ub), dtype=np.int64)
+        np.testing.assert_array_equal(counts, np.diff(pattern.indptr))
+        if mode == 0:  # the numeric pass's bins: every one of them too
+            assert len(set(np.searchsorted(edges, counts[counts > 0], side="left"))) == len(edges) + 1
+        Cp = np.concatenate([[0], np.cumsum(counts)])
+        out = _pass(exe, A, B, M, mode, dense, counts, Cp)
+        cols = np.array(out[0::2], dtype=np.int64)
+        vals = np.array(out[1::2], dtype=np.float64)
+        if not dense:  # the hashed global rows are written unsorted: sort them as spgemm does
+            for i in np.flatnonzero(counts > gc.SHARED_BINS[-1][0] // 2):
+                s = slice(Cp[i], Cp[i + 1])
+                o = np.argsort(cols[s])
+                cols[s], vals[s] = cols[s][o], vals[s][o]
+        np.testing.assert_array_equal(cols, pattern.indices)
+        want = np.asarray(values[np.repeat(np.arange(A.shape[0]), counts), cols]).ravel()
+        np.testing.assert_allclose(vals, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_one_launch_kernel_that_misplaces_a_bins_first_block_fails(tmp_path):
+    """The same product with gb_block_bin's bin test off by one block: the first block of
+    each bin runs as the previous bin's, and the answer differs."""
+    A, B = _every_bin_graph()
+    pattern, _ = _want(A, B, None, 0)
+    src = _source()
+    old = "b += blk >= meta[NB + 1 + q] ? 1 : 0;"
+    assert src.count(old) == 1
+    exe = build(tmp_path, "spgemm_mutant", PRELUDE + src.replace(old, old.replace(">=", ">")) + DRIVER_ALL)
+    out = _pass(exe, A, B, None, 0, True, _bounds(A, B))
+    assert not np.array_equal(np.array(out, dtype=np.int64), np.diff(pattern.indptr))
