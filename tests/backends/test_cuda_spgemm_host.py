@@ -100,6 +100,16 @@ def _exe(tmp_path, mutate=None) -> str:
     return build(tmp_path, "spgemm_global", PRELUDE + src + DRIVER)
 
 
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    return _exe(tmp_path_factory.mktemp("spgemm_global"))
+
+
+@pytest.fixture(scope="module")
+def exe_all(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("spgemm_all"), "spgemm_all", PRELUDE + _source() + DRIVER_ALL)
+
+
 def _line(v) -> str:
     v = np.asarray(v).ravel()
     return f"{v.size} " + " ".join(repr(float(x)) if v.dtype.kind == "f" else str(int(x)) for x in v)
@@ -156,8 +166,7 @@ def _want(A, B, M, mode):
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2])
-def test_dense_and_hashed_tables_give_scipy_rows(tmp_path, mode):
-    exe = _exe(tmp_path)
+def test_dense_and_hashed_tables_give_scipy_rows(exe, mode):
     A, B = _graph(3)
     M = None
     if mode:
@@ -310,7 +319,7 @@ def _every_bin_graph():
 
 
 @pytest.mark.parametrize("mode", [0, 2])
-def test_every_kernel_of_both_passes_gives_scipy(tmp_path, mode):
+def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
     """The whole product on the host: the one-launch bins, the three large shared bins and
     the global tables (dense and hashed), symbolic then numeric, against SciPy's pattern and
     values, every row sorted."""
@@ -324,7 +333,7 @@ def test_every_kernel_of_both_passes_gives_scipy(tmp_path, mode):
         M.data[:] = 1.0
         M.sort_indices()
     pattern, values = _want(A, B, M, mode)
-    exe = build(tmp_path, "spgemm_all", PRELUDE + _source() + DRIVER_ALL)
+    exe = exe_all
     for dense in (True, False):
         counts = np.array(_pass(exe, A, B, M, mode, dense, ub), dtype=np.int64)
         np.testing.assert_array_equal(counts, np.diff(pattern.indptr))
