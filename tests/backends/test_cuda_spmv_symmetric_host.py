@@ -1,0 +1,174 @@
+"""The in-order symmetric SpMV kernels (kernels/graph_symmetric.cuh) run on the host (no GPU
+needed): the generated plus_times source compiled with g++ against
+tests/backends/cuda_host/graph_host.h (a std::thread per CUDA thread), launched as
+``gbdist.backends.cuda.graph_symmetric.spmv_rows`` launches them, against SciPy's product
+with the full symmetric matrix and ``math.fsum``.
+
+* ``gb_spmv_sym_rows``: 1, 2, 4 and 32 lanes a row, with and without the shared-memory
+  tile (global atomics for the terms outside a block's rows).
+* ``gb_maxabs``, ``gb_spmv_sym_fixed``, ``gb_sym_fixed_finish`` (reproducible): equal to
+  ``math.fsum`` of each row's terms to the last bit but for the dropped tail, and bit-equal
+  across runs whose threads' atomics land in other orders.
+* ``gb_spmv_sym_offsets``, plain and with compensated sums.
+
+On a band (the tile's near diagonals), a Poisson-like stencil and a U with a long row and
+empty rows. A mutant whose tile skips the transposed terms fails.
+
+This checks the kernels' logic as written, not the GPU's memory model or its compiler: the
+GPU tests are in tests/backends/test_cuda_graph_symmetric.py."""
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+import gbdist as gb
+from gbdist.backends.cuda import graph_codegen as gc
+from gbdist.backends.cuda import graph_symmetric as gs
+
+from host_build import GXX, build
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+
+PRELUDE = '#include "graph_host.h"\n#undef __shared__\n#define __shared__ static\n'
+
+DRIVER = r"""
+#include <type_traits>
+static std::vector<long long> ints() {
+  long long n; if (scanf("%lld", &n) != 1) exit(1);
+  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
+static std::vector<double> reals() {
+  long long n; if (scanf("%lld", &n) != 1) exit(1);
+  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
+template <int N> using I_ = std::integral_constant<int, N>;
+int main() {
+  long long n; int method, G, tile, csum, S, L;
+  if (scanf("%lld %d %d %d %d %d %d", &n, &method, &G, &tile, &csum, &S, &L) != 7) return 1;
+  auto Up64 = ints(), Uj64 = ints(); auto Ux = reals(); auto x = reals(); auto offs = ints();
+  std::vector<int> Up(Up64.begin(), Up64.end()), Uj(Uj64.begin(), Uj64.end());
+  std::vector<double> y(n, 0.0);
+  const unsigned P = tile ? @PASSES@ : 1;
+  const long long blocks = (n + (256 / G) * P - 1) / ((256 / G) * P);
+  auto rows = [&](auto g, auto t) {
+    constexpr int GG = decltype(g)::value; constexpr bool T = decltype(t)::value != 0;
+    constexpr int PP = T ? @PASSES@ : 1;
+    if (method == 0) {
+      gb_launch2((unsigned)blocks, 1, 256, [&] {
+        gb_spmv_sym_rows<GbF, int, double, double, GG, T, PP>(n, Up.data(), Uj.data(), Ux.data(),
+                                                              x.data(), y.data()); });
+    } else {
+      double ma = 0; for (double v : Ux) ma = std::max(ma, std::fabs(v));
+      unsigned long long ba; std::memcpy(&ba, &ma, 8);
+      unsigned long long bx = 0;
+      std::vector<long long> hi(n, 0), lo(n, 0);
+      gb_launch2((unsigned)std::min<long long>(1024, (n + 255) / 256), 1, 256, [&] {
+        gb_maxabs<double>(x.data(), n, &bx); });
+      gb_launch2((unsigned)blocks, 1, 256, [&] {
+        gb_spmv_sym_fixed<GbF, int, double, double, GG, T, PP>(n, Up.data(), Uj.data(), Ux.data(),
+            x.data(), &ba, &bx, S, L, hi.data(), lo.data()); });
+      gb_launch2((unsigned)std::min<long long>(2048, (n + 255) / 256), 1, 256, [&] {
+        gb_sym_fixed_finish<double>(n, &ba, &bx, S, L, hi.data(), lo.data(), y.data()); });
+    }
+  };
+  auto by_tile = [&](auto g) { if (tile) rows(g, I_<1>{}); else rows(g, I_<0>{}); };
+  if (method == 2) {
+    gb_launch2((unsigned)((n + 255) / 256), 1, 256, [&] {
+      if (csum) gb_spmv_sym_offsets<GbF, int, double, double, true>(n, Up.data(), Uj.data(), Ux.data(),
+          x.data(), offs.data(), (int)offs.size(), y.data());
+      else gb_spmv_sym_offsets<GbF, int, double, double, false>(n, Up.data(), Uj.data(), Ux.data(),
+          x.data(), offs.data(), (int)offs.size(), y.data()); });
+  } else if (G == 1) by_tile(I_<1>{});
+  else if (G == 2) by_tile(I_<2>{});
+  else if (G == 4) by_tile(I_<4>{});
+  else by_tile(I_<32>{});
+  for (long long i = 0; i < n; ++i) printf("%a\n", y[i]);
+  return 0;
+}
+"""
+
+
+def _exe(tmp_path, mutate=None) -> str:
+    sr = gb.semirings.plus_times
+    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
+    src = src.replace("extern __shared__", "extern")
+    if mutate:
+        assert src.count(mutate[0]) == 1, mutate[0]
+        src = src.replace(*mutate)
+    return build(tmp_path, "spmv_sym", PRELUDE + src + DRIVER.replace("@PASSES@", str(gs.PASSES)))
+
+
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    return _exe(tmp_path_factory.mktemp("spmv_sym"))
+
+
+def _line(v) -> str:
+    v = np.asarray(v).ravel()
+    return f"{v.size} " + " ".join(repr(float(t)) if v.dtype.kind == "f" else str(int(t)) for t in v)
+
+
+def _run(exe, U, x, method, G=1, tile=True, csum=False):
+    U = sps.csr_matrix(U)
+    U.sort_indices()
+    n = U.shape[0]
+    A = U + sps.triu(U, 1).T
+    dmax = int(np.diff(sps.csr_matrix(A).indptr).max())
+    D = max(dmax, 1).bit_length()
+    S, L = 52 - D, min(52, 62 - D)
+    coo = U.tocoo()
+    offs = np.unique(coo.col - coo.row) if U.nnz else np.zeros(0, np.int64)
+    text = "\n".join([f"{n} {method} {G} {int(tile)} {int(csum)} {S} {L}", _line(U.indptr),
+                      _line(U.indices), _line(U.data), _line(x), _line(offs.astype(np.int64))])
+    out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                         timeout=900).stdout.split()
+    return np.array([float.fromhex(t) for t in out])
+
+
+def _matrices():
+    rng = np.random.default_rng(4)
+    n = 600
+    band = sps.diags([rng.random(n - d) + 0.5 for d in range(4)], list(range(4)), format="csr")
+    k = 9  # a 2-D 5-point stencil on a k x (n / k) grid: diagonals 0, 1, k
+    stencil = sps.diags([rng.random(n) + 2, -rng.random(n - 1), -rng.random(n - k)], [0, 1, k], format="csr")
+    U = sps.triu(sps.random(n, n, density=0.01, random_state=5), format="lil")
+    U[3, 4:] = rng.random(n - 4)  # a long row
+    U[100:140, :] = 0  # empty rows
+    return {"band": band, "stencil": stencil, "scattered": sps.csr_matrix(U)}
+
+
+def _fsum_rows(U, x):
+    A = sps.csr_matrix(U + sps.triu(U, 1).T)
+    return np.array([math.fsum(A.data[A.indptr[i]:A.indptr[i + 1]] * x[A.indices[A.indptr[i]:A.indptr[i + 1]]])
+                     for i in range(A.shape[0])])
+
+
+@pytest.mark.parametrize("name", ["band", "stencil", "scattered"])
+def test_symmetric_kernels_give_the_full_products(exe, name):
+    U = _matrices()[name]
+    x = np.random.default_rng(len(name)).random(U.shape[0]) - 0.3
+    want = _fsum_rows(U, x)
+    for G in (1, 2, 4, 32):
+        for tile in (True, False):
+            got = _run(exe, U, x, 0, G, tile)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"G={G} tile={tile}")
+    first = _run(exe, U, x, 1, 2, True)
+    np.testing.assert_allclose(first, want, rtol=1e-15, atol=1e-15)
+    for G, tile in ((2, False), (4, True), (32, True)):  # same bits whatever the atomics' order
+        np.testing.assert_array_equal(_run(exe, U, x, 1, G, tile).view(np.uint64), first.view(np.uint64))
+    if name != "scattered":  # the offsets kernel: U on few diagonals
+        np.testing.assert_allclose(_run(exe, U, x, 2), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(_run(exe, U, x, 2, csum=True), want, rtol=1e-15, atol=1e-15)
+
+
+def test_a_tile_that_drops_the_near_transposed_terms_fails(tmp_path):
+    """The tile kept the transposed terms whose column lies in the block's rows in shared
+    memory; a mutant that drops them gives the band's rows too little."""
+    old = "if (TILE && j >= r0 && j < rend) gb_atomic_combine_g<F>(&s[TILE ? j - r0 : 0], F::mul(a, xv));"
+    exe = _exe(tmp_path, mutate=(old, "if (TILE && j >= r0 && j < rend) {}"))
+    U = _matrices()["band"]
+    x = np.random.default_rng(1).random(U.shape[0]) + 0.5
+    got = _run(exe, U, x, 0, 1, True)
+    assert not np.allclose(got, _fsum_rows(U, x), rtol=1e-12)
