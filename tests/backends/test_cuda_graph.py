@@ -118,7 +118,10 @@ def check_csr(C, ref, dtype, rtol=0.0):
 K = CudaGraphKernels()
 
 
-def test_spgemm_plus_times_matches_scipy_every_bin():
+@pytest.mark.parametrize("async_symbolic", [False, True])
+def test_spgemm_plus_times_matches_scipy_every_bin(monkeypatch, async_symbolic):
+    from gbdist.backends.cuda import graph_spgemm
+    monkeypatch.setattr(graph_spgemm, "ASYNC_SYMBOLIC", async_symbolic)
     # a long row (global-memory table), hubs (large shared tables), empty rows, stored zeros
     A = powerlaw(1500, 6000, 1, long_row=900, avg=10)
     B = powerlaw(6000, 6000, 2, avg=10)
@@ -141,15 +144,18 @@ def test_spgemm_plus_times_matches_scipy_every_bin():
 @pytest.mark.parametrize("tables,chunk_slots", [("dense", None), ("hashed", None),
                                                 ("hashed", 1 << 15), ("wide", None)])
 @pytest.mark.parametrize("mask", [None, "mask", "complement"])
-def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask):
+@pytest.mark.parametrize("async_symbolic", [False, True])
+def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask, async_symbolic):
     """Rows whose bound passes the largest shared table (8,192 columns) take a global-memory
     table; the rest of the rows the shared bins. Dense tables (the default while rows x n
     columns fit _DENSE_SLOTS): a column its own slot, rows written in order, no sort.
     Hashed (_DENSE_SLOTS 0): the sort afterwards; with the default limit the global rows'
     tables fit one chunk, with a small one (_GLOBAL_SLOTS) they are split into several, and a
     row whose table alone passes the limit gets a chunk of its own. Plain, masked and
-    complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide")."""
-    from gbdist.backends.cuda import graph as cuda_graph
+    complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide"). With
+    ASYNC_SYMBOLIC the symbolic pass's shared bins run from device offsets."""
+    from gbdist.backends.cuda import graph_spgemm as cuda_graph
+    monkeypatch.setattr(cuda_graph, "ASYNC_SYMBOLIC", async_symbolic)
     if tables == "hashed":
         monkeypatch.setattr(cuda_graph, "_DENSE_SLOTS", 0)
     elif tables == "wide":  # n past the dense tables' width: hashed whatever rows x n
@@ -158,8 +164,8 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
     if chunk_slots is not None:
         monkeypatch.setattr(cuda_graph, "_GLOBAL_SLOTS", chunk_slots)
     sorts = []
-    sort_rows = cuda_graph._sort_rows
-    monkeypatch.setattr(cuda_graph, "_sort_rows", lambda *a: sorts.append(1) or sort_rows(*a))
+    sort_rows = cuda_graph.sort_rows
+    monkeypatch.setattr(cuda_graph, "sort_rows", lambda *a: sorts.append(1) or sort_rows(*a))
     A = powerlaw(600, 30000, 4, long_row=1500, avg=10)
     B = powerlaw(30000, 30000, 5, avg=12)
     ub = np.minimum([np.diff(B.indptr)[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(600)], 30000)

@@ -24,6 +24,7 @@ import scipy.sparse as sps
 
 import gbdist as gb
 from gbdist.backends.cuda import graph_codegen as gc
+from gbdist.resources import read
 
 from host_build import GXX, build
 
@@ -92,6 +93,11 @@ def _source() -> str:
     return src.replace("extern __shared__", "extern")  # the block's memory: gather_host.h's gb_smem
 
 
+def _bins_source() -> str:
+    """kernels/graph_bins.cuh (the binning and gb_spgemm_meta) for the driver's device mode."""
+    return read("kernels", "graph_bins.cuh").replace('extern "C" ', "")
+
+
 def _exe(tmp_path, mutate=None) -> str:
     src = _source()
     if mutate:
@@ -107,7 +113,8 @@ def exe(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exe_all(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("spgemm_all"), "spgemm_all", PRELUDE + _source() + DRIVER_ALL)
+    return build(tmp_path_factory.mktemp("spgemm_all"), "spgemm_all", PRELUDE + _source() + _bins_source()
+                 + DRIVER_ALL)
 
 
 def _line(v) -> str:
@@ -203,32 +210,50 @@ def test_a_write_out_that_skips_the_warps_before_fails(tmp_path):
 # from the rows and launch shapes the test computes (below) from graphs' own bins.
 DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
 int main() {
-  long long m, n; int dense, mode, numeric;
-  if (scanf("%lld %lld %d %d %d", &m, &n, &dense, &mode, &numeric) != 5) return 1;
+  long long m, n; int dense, mode, numeric, stride;
+  if (scanf("%lld %lld %d %d %d %d", &m, &n, &dense, &mode, &numeric, &stride) != 6) return 1;
   auto Ap = narrow(ints("Ap")), Aj = narrow(ints("Aj")); auto Ax = reals();
   auto Bp = narrow(ints("Bp")), Bj = narrow(ints("Bj")); auto Bx = reals();
   auto Mp = narrow(ints("Mp")), Mj = narrow(ints("Mj"));
   auto rows = ints("rows"), offsets = ints("offsets"), meta = ints("meta"), ub = ints("ub");
-  auto Cp = ints("Cp");
-  const long long grid = meta.back(); meta.pop_back();
+  auto Cp = ints("Cp"), keys_in = ints("keys"), edges = ints("edges"), rpb = ints("rpb");
+  const int ne = (int)edges.size();
+  std::vector<long long> boffs(ne + 2, 0), dmeta(2 * 7 + 2, 0);
+  if (stride) {  // the device's binning (graph_bins.cuh), then gb_spgemm_meta: no host offsets
+    const long long nb = (m + 255) / 256;
+    std::vector<int> bin(m + 1); std::vector<long long> bc((ne + 1) * nb, 0), ends, starts;
+    gb_launch2((unsigned)nb, 1, 256, [&] { gb_bin_count(keys_in.data(), m, edges.data(), ne, 1,
+                                                         bin.data(), bc.data()); });
+    long long acc = 0; for (auto c : bc) { acc += c; ends.push_back(acc); }
+    for (size_t q = 0; q < bc.size(); ++q) starts.push_back(ends[q] - bc[q]);
+    rows.assign(m + 1, -1);
+    gb_launch2((unsigned)nb, 1, 256, [&] { gb_bin_scatter(bin.data(), m, ne, starts.data(), rows.data()); });
+    gb_launch2(1, 1, 32, [&] { gb_spgemm_meta(ends.data(), nb, ne, rpb.data(), 7, boffs.data(), dmeta.data()); });
+    offsets = boffs;
+  }
+  const long long grid = stride ? 3 : meta.back();  // stride: fewer blocks than the bins hold
+  if (!stride) meta.pop_back();
   std::vector<long long> counts(m, 0);
   std::vector<int> Cj(numeric ? Cp[m] + 1 : 1, -1); std::vector<double> Cx(Cj.size(), 0.0);
   const long long g0 = offsets[offsets.size() - 2], G = offsets.back() - g0;
   std::vector<long long> toff(G + 1, 0);
   for (long long r = 0; r < G; ++r) {
-    long long s = 1; while (s < 2 * ub[r]) s <<= 1; toff[r + 1] = toff[r] + s; }
+    long long s = 1; while (s < 2 * ub[rows[g0 + r]]) s <<= 1; toff[r + 1] = toff[r] + s; }
   std::vector<int> keys(dense ? G * n + 1 : toff[G] + 1); std::vector<double> vals(keys.size());
-  auto run = [&](auto NUM, auto MASK) {
+  auto run = [&](auto NUM, auto MASK, auto STR) {
     constexpr bool U = decltype(NUM)::value; constexpr int K = decltype(MASK)::value;
+    constexpr bool ST = decltype(STR)::value;
     auto args = [&](auto f) { f(Ap.data(), Aj.data(), Ax.data(), Bp.data(), Bj.data(), Bx.data(),
                                 Mp.data(), Mj.data(), counts.data(), Cp.data(), Cj.data(), Cx.data()); };
+    const long long* mt = ST ? dmeta.data() : meta.data();
     if (grid) gb_launch2((unsigned)grid, 1, 256, [&] { args([&](auto... a) {
-      gb_spgemm_binned<GbF, int, double, double, U, K>(rows.data(), meta.data(), a...); }); });
+      gb_spgemm_binned<GbF, int, double, double, U, K, ST>(rows.data(), mt, a...); }); });
     auto shared = [&](auto S, auto WPR, int b) {
       const long long size = offsets[b + 1] - offsets[b];
-      if (size) gb_launch2((unsigned)size, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
-        gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K>(
-            rows.data() + offsets[b], size, a...); }); });
+      const unsigned blocks = ST ? 2u : (unsigned)size;
+      if (ST || size) gb_launch2(blocks, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
+        gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K, ST>(
+            ST ? rows.data() : rows.data() + offsets[b], size, ST ? boffs.data() + b : nullptr, a...); }); });
     };
     shared(std::integral_constant<int, 4096>{}, std::integral_constant<int, 16>{}, 7);
     shared(std::integral_constant<int, 8192>{}, std::integral_constant<int, 16>{}, 8);
@@ -239,12 +264,13 @@ int main() {
       else gb_spgemm_global<GbF, int, double, double, U, K, false>(
           rows.data() + g0, G, toff.data(), 0, keys.data(), vals.data(), a...); }); });
   };
-  auto by_mask = [&](auto NUM) {
-    if (mode == 0) run(NUM, std::integral_constant<int, 0>{});
-    else if (mode == 1) run(NUM, std::integral_constant<int, 1>{});
-    else run(NUM, std::integral_constant<int, 2>{});
+  auto by_mask = [&](auto NUM, auto STR) {
+    if (mode == 0) run(NUM, std::integral_constant<int, 0>{}, STR);
+    else if (mode == 1) run(NUM, std::integral_constant<int, 1>{}, STR);
+    else run(NUM, std::integral_constant<int, 2>{}, STR);
   };
-  if (numeric) by_mask(std::true_type{}); else by_mask(std::false_type{});
+  if (numeric) { if (stride) by_mask(std::true_type{}, std::true_type{}); else by_mask(std::true_type{}, std::false_type{}); }
+  else { if (stride) by_mask(std::false_type{}, std::true_type{}); else by_mask(std::false_type{}, std::false_type{}); }
   if (!numeric) { for (auto c : counts) printf("%lld\n", c); return 0; }
   for (long long p = 0; p < Cp[m]; ++p) printf("%d %.17g\n", Cj[p], Cx[p]);
   return 0;
@@ -276,18 +302,22 @@ def _meta(offsets):
     return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
 
 
-def _pass(exe, A, B, M, mode, dense, keys, Cp=None):
+def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False):
+    """One pass (symbolic without ``Cp``, numeric with it). ``stride``: the rows binned by the
+    device's kernels in the driver and the shared bins launched from device offsets (as
+    ASYNC_SYMBOLIC launches them); else binned here, as spgemm's host offsets give them."""
     rows, offsets = _bins(keys)
-    g = rows[offsets[-2]:]
-    ub = _bounds(A, B)[g] if g.size else np.zeros(0, np.int64)
     M = sps.csr_matrix((1, 1)) if M is None else M
     numeric = Cp is not None
-    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)}",
+    edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
+    rpb = [r for _, _, r in gc.SHARED_BINS[:gc.ONE_LAUNCH]]
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(stride)}",
                       _line(A.indptr), _line(A.indices), _line(A.data.astype(np.float64)),
                       _line(B.indptr), _line(B.indices), _line(B.data.astype(np.float64)),
                       _line(M.indptr), _line(M.indices), _line(rows), _line(offsets),
-                      _line(_meta(offsets)), _line(np.maximum(ub, 1)),
-                      _line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp)])
+                      _line(_meta(offsets)), _line(np.maximum(_bounds(A, B), 1)),
+                      _line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp),
+                      _line(np.asarray(keys, dtype=np.int64)), _line(np.array(edges)), _line(np.array(rpb))])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
     return out
@@ -318,8 +348,9 @@ def _every_bin_graph():
     return A, B
 
 
+@pytest.mark.parametrize("stride", [False, True])
 @pytest.mark.parametrize("mode", [0, 2])
-def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
+def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode, stride):
     """The whole product on the host: the one-launch bins, the three large shared bins and
     the global tables (dense and hashed), symbolic then numeric, against SciPy's pattern and
     values, every row sorted."""
@@ -335,12 +366,12 @@ def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
     pattern, values = _want(A, B, M, mode)
     exe = exe_all
     for dense in (True, False):
-        counts = np.array(_pass(exe, A, B, M, mode, dense, ub), dtype=np.int64)
+        counts = np.array(_pass(exe, A, B, M, mode, dense, ub, stride=stride), dtype=np.int64)
         np.testing.assert_array_equal(counts, np.diff(pattern.indptr))
         if mode == 0:  # the numeric pass's bins: every one of them too
             assert len(set(np.searchsorted(edges, counts[counts > 0], side="left"))) == len(edges) + 1
         Cp = np.concatenate([[0], np.cumsum(counts)])
-        out = _pass(exe, A, B, M, mode, dense, counts, Cp)
+        out = _pass(exe, A, B, M, mode, dense, counts, Cp, stride=stride)
         cols = np.array(out[0::2], dtype=np.int64)
         vals = np.array(out[1::2], dtype=np.float64)
         if not dense:  # the hashed global rows are written unsorted: sort them as spgemm does
@@ -361,6 +392,7 @@ def test_a_one_launch_kernel_that_misplaces_a_bins_first_block_fails(tmp_path):
     src = _source()
     old = "b += blk >= meta[NB + 1 + q] ? 1 : 0;"
     assert src.count(old) == 1
-    exe = build(tmp_path, "spgemm_mutant", PRELUDE + src.replace(old, old.replace(">=", ">")) + DRIVER_ALL)
+    exe = build(tmp_path, "spgemm_mutant", PRELUDE + src.replace(old, old.replace(">=", ">")) + _bins_source()
+                + DRIVER_ALL)
     out = _pass(exe, A, B, None, 0, True, _bounds(A, B))
     assert not np.array_equal(np.array(out, dtype=np.int64), np.diff(pattern.indptr))

@@ -17,7 +17,8 @@ def _grid(n: int, per_block: int) -> int:
 _BIN_SOURCE = None
 
 
-_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>")
+_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>",
+              "gb_spgemm_meta")
 
 
 def _bin_module():
@@ -47,9 +48,9 @@ def _bins(keys, edges, skip_zero: bool):
     return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
 
 
-def _binned_rows(keys, edges, skip_zero: bool, extra=None):
-    """(every binned row id, bin after bin; the host offsets of the bins in it), and with
-    ``extra`` (a one-element int64 device array) its value, read with the offsets."""
+def _bin_count(keys, edges, skip_zero: bool):
+    """gb_bin_count's pass: (keys, m, ne, blocks, each row's bin, the blocks' counts bin-major,
+    their inclusive sums ``ends``, the bins' cumulative ends ``tails`` (ne + 1, device))."""
     import cupy
     keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
     m, ne = int(keys.size), len(edges)
@@ -58,7 +59,7 @@ def _binned_rows(keys, edges, skip_zero: bool, extra=None):
     e = _EDGES.get(ekey)
     if e is None:
         e = _EDGES[ekey] = cupy.asarray(np.asarray(edges, dtype=np.int64))
-    count, scatter = _bin_kernels()
+    count, _ = _bin_kernels()
     nblocks = _grid(m, 256)
     bin_ = cupy.empty(max(m, 1), dtype=cupy.int32)
     blockcounts = cupy.zeros((ne + 1) * nblocks, dtype=cupy.int64)
@@ -66,13 +67,43 @@ def _binned_rows(keys, edges, skip_zero: bool, extra=None):
         count((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)),
                                    bin_, blockcounts))
     ends = cupy.cumsum(blockcounts)  # bin-major: bin 0's blocks, then bin 1's ...
-    tails = ends[nblocks - 1::nblocks]
+    return m, ne, nblocks, bin_, blockcounts, ends, ends[nblocks - 1::nblocks]
+
+
+def _binned_rows(keys, edges, skip_zero: bool, extra=None):
+    """(every binned row id, bin after bin; the host offsets of the bins in it), and with
+    ``extra`` (a one-element int64 device array) its value, read with the offsets."""
+    import cupy
+    m, ne, nblocks, bin_, blockcounts, ends, tails = _bin_count(keys, edges, skip_zero)
     host = (tails if extra is None else cupy.concatenate([tails, extra.astype(cupy.int64)])).get()
     offsets = np.concatenate([[0], host[:ne + 1]]).astype(np.int64)
     out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
     if out.size:
-        scatter((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
+        _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
     return (out, offsets) if extra is None else (out, offsets, int(host[-1]))
+
+
+_RPB: dict = {}
+
+
+def _binned_rows_device(keys, edges, skip_zero: bool, rpb):
+    """:func:`_binned_rows` without the host read (issue 30): (row ids bin after bin, in an
+    array of m; the bins' offsets [0, ends...] and the one-launch kernel's meta for the first
+    ``len(rpb)`` bins of ``rpb`` rows a block, both on the device: gb_spgemm_meta)."""
+    import cupy
+    m, ne, nblocks, bin_, blockcounts, ends, tails = _bin_count(keys, edges, skip_zero)
+    out = cupy.empty(max(m, 1), dtype=cupy.int64)
+    if m:
+        _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
+    key = (tuple(int(r) for r in rpb), cupy.cuda.Device().id)
+    r = _RPB.get(key)
+    if r is None:
+        r = _RPB[key] = cupy.asarray(np.asarray(rpb, dtype=np.int64))
+    boffs = cupy.empty(ne + 2, dtype=cupy.int64)
+    meta = cupy.empty(2 * len(rpb) + 2, dtype=cupy.int64)
+    _bin_module().get_function("gb_spgemm_meta")((1,), (32,), (ends, np.int64(nblocks), np.int32(ne),
+                                                                r, np.int32(len(rpb)), boffs, meta))
+    return out, boffs, meta
 
 
 def _spmv_bins(A, Ap):

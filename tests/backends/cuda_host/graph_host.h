@@ -21,3 +21,15 @@ template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 3
   gb_warp_bar[w]->arrive_and_wait();
   return r;
 }
+// the lanes of this warp whose value equals this lane's
+template <class T> unsigned __match_any_sync(unsigned, T v) {
+  static_assert(sizeof(T) <= 8, "one slot per lane");
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  unsigned long long mine = 0; std::memcpy(&mine, &v, sizeof(T));
+  gb_warp_slot[w][l] = mine;
+  gb_warp_bar[w]->arrive_and_wait();
+  unsigned r = 0;
+  for (int q = 0; q < 32; ++q) r |= (gb_warp_slot[w][q] == mine ? 1u : 0u) << q;
+  gb_warp_bar[w]->arrive_and_wait();
+  return r;
+}

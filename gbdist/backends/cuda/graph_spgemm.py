@@ -1,0 +1,234 @@
+"""The CUDA SpGEMM (issue 12, issue 30): row-binned shared-memory hash tables
+(``kernels/graph_kernels.cuh``), for :meth:`gbdist.backends.cuda.graph.CudaGraphKernels.spgemm`.
+
+Per row an upper bound of its distinct columns (Σ over A(i,k) of deg_B(k), at most n, at most
+the mask row's size for a plain mask); rows binned by it into shared-memory tables of
+32 … 16384 slots (at least twice the bound: short probe sequences) and a global-memory table
+for larger rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned
+again by their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row
+sorted in the kernel, written in order). The global-table rows of a pass get dense tables (n
+slots a row, a column its own slot, written in column order by a block scan) while n and
+rows x n are small (``_DENSE_COLUMNS``, ``_DENSE_SLOTS``); else hashed tables sized from each
+row's bound (one more host read), sorted afterwards by one CuPy sort (another read).
+
+A pass is one launch for the bins up to 2048 slots (256-thread blocks) and one a larger
+non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes with the
+output's size) unless hashed global tables add theirs. With :data:`ASYNC_SYMBOLIC` the
+symbolic pass launches its shared bins before any read: the bins' offsets and the one-launch
+kernel's blocks are computed on the device (``gb_spgemm_meta``) and grids of a fixed size
+step over them; the offsets are read while those kernels run, for the global rows only.
+Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...errors import BackendError, InputError
+from . import graph_codegen as gc
+from .graph_arrays import _csr_parts, _ptr, make_csr
+from .graph_bins import _binned_rows, _binned_rows_device, _bin_module, _grid
+
+_GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
+# The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
+# written in order) while rows x n is at most _DENSE_SLOTS (96 MiB of keys and float64
+# values) and n at most _DENSE_COLUMNS: no host read to size the tables, no sort afterwards
+# (issue 30). A global row's hashed table has at least 32,768 slots (its bound passes 8,192),
+# so a dense one is at most 4x that; one block clears and scans a row's table, so a wider n
+# would cost a row more than its hashed table and the sort saved (measured at n = 10^5 on an
+# H200: the global kernels 0.64 ms with dense tables, 0.67 with hashed ones).
+_DENSE_SLOTS = 1 << 23
+_DENSE_COLUMNS = 1 << 17
+ASYNC_SYMBOLIC = False
+"""The symbolic pass without the host read of its bins (module docstring). Off: written
+2026-11-28 (e) and checked on the host (tests/backends/test_cuda_spgemm_host.py), not yet
+timed on a GPU (its GPU test: tests/backends/test_cuda_graph.py)."""
+_BLOCKS_PER_SM = 8  # the one-launch kernel's grid with ASYNC_SYMBOLIC: 8 blocks of 256 an SM
+
+
+def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
+    """Dynamic shared memory of one block of the shared-table SpGEMM kernel."""
+    return rpb * S * (4 + (work.itemsize if numeric else 0))
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: int) -> int:
+    import cupy
+    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
+
+
+def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
+    """C = A ⊕.⊗ B on the device by the kernel set ``K`` (its compiled kernels, ``acc64``),
+    optionally under a mask's pattern (``complement``: the pattern's complement)."""
+    import cupy
+    Ap, Aj, Ax = _csr_parts(A, "A")
+    it = Ap.dtype
+    Bp, Bj, Bx = _csr_parts(B, "B", it)
+    m, k = (int(s) for s in A.shape)
+    k2, n = (int(s) for s in B.shape)
+    if k != k2:
+        raise InputError("spgemm: inner dimensions differ", got=f"{A.shape} @ {B.shape}")
+    if n >= 2**31 - 1:
+        raise BackendError("the CUDA SpGEMM stores column indices as int32",
+                           got=f"{n} columns", hint="use the compiled CPU kernels")
+    mode = 0
+    Mp = Mj = None
+    if mask is not None:
+        if tuple(int(s) for s in mask.shape) != (m, n):
+            raise InputError("spgemm: the mask's shape differs from the result's",
+                             expected=str((m, n)), got=str(tuple(mask.shape)))
+        Mp, Mj, _ = _csr_parts(mask, "mask", it)
+        mode = 2 if complement else 1
+    out = np.dtype(out_dtype)
+    work = gc.work_dtype(out, K.acc64)
+    # Upper bound of each row's distinct columns (one kernel, a warp a row).
+    ub = cupy.empty(m, dtype=cupy.int64)
+    if m:
+        bound = _bin_module().get_function(f"gb_spgemm_bound<{gc.index_ctype(it)}>")
+        bound((_grid(m * 32, 256),), (256,),
+              (Ap, Aj, Bp, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub))
+    # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
+    edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
+    I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
+    Mp, Mj = (cupy.zeros(1, dtype=it),) * 2 if Mp is None else (Mp, Mj)
+    counts = cupy.zeros(m, dtype=cupy.int64)
+    Cp = cupy.zeros(m + 1, dtype=cupy.int64)
+
+    one = gc.ONE_LAUNCH
+
+    def names(offsets, numeric, chunks):
+        sizes = np.diff(offsets)
+        used = [gc.binned_name(I, TA, TB, numeric, mode)] if sizes[:one].any() else []
+        used += [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
+                 for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
+        return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
+
+    def launch(rows, offsets, chunks, numeric: bool, Cj, Cx):
+        sizes = np.diff(offsets)
+        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
+            rpb = np.array([b[2] for b in gc.SHARED_BINS[:one]], dtype=np.int64)
+            blocks = -(-sizes[:one] // rpb)
+            meta = np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1]])
+            smem = max(_shared_bytes(S, r, numeric, work)
+                       for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
+            fn = kernel(gc.binned_name(I, TA, TB, numeric, mode))
+            if smem > 32 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
+            fn((int(blocks.sum()),), (256,), (rows, cupy.asarray(meta)) + args, shared_mem=smem)
+        for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
+            if sizes[b] == 0:
+                continue
+            fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
+            smem = _shared_bytes(S, rpb, numeric, work)
+            if smem > 32 * 1024:  # above 48 KiB with the static scratch: opt in
+                fn.max_dynamic_shared_size_bytes = smem
+            fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
+               (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b]), _ptr(None)) + args,
+               shared_mem=smem)
+        launch_global(chunks, numeric, Cj, Cx)
+
+    def launch_global(chunks, numeric: bool, Cj, Cx):
+        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        for grows, toff, total, dense in chunks:
+            fn = kernel(gc.global_name(I, TA, TB, numeric, mode, dense))
+            keys = cupy.empty(total, dtype=cupy.int32)
+            vals = cupy.empty(total if numeric else 1, dtype=work)
+            fn((grows.size,), (512,), (grows, np.int64(grows.size), _ptr(toff),
+                                       np.int64(n if dense else 0), keys, vals) + args)
+            del keys, vals
+
+    def launch_stride(rows, boffs, meta, numeric: bool, Cj, Cx):
+        """The shared bins from device offsets (ASYNC_SYMBOLIC): grids of a fixed size."""
+        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        sms = _sm_count(cupy.cuda.Device().id)
+        smem = max(_shared_bytes(S, r, numeric, work) for S, _, r in gc.SHARED_BINS[:one])
+        fn = kernel(gc.binned_name(I, TA, TB, numeric, mode, True))
+        if smem > 32 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        fn((max(1, min(m, _BLOCKS_PER_SM * sms)),), (256,), (rows, meta) + args, shared_mem=smem)
+        for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
+            fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode, True))
+            smem = _shared_bytes(S, rpb, numeric, work)
+            if smem > 32 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
+            fn((max(1, min(m, 2 * sms)),), (32 * wpr * rpb,), (rows, np.int64(0), boffs[b:]) + args,
+               shared_mem=smem)
+
+    # Symbolic: rows binned by their bound; each row's distinct columns counted.
+    nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
+    if ASYNC_SYMBOLIC and m:
+        rpb = [r for _, _, r in gc.SHARED_BINS[:one]]
+        rows, boffs, meta = _binned_rows_device(ub, edges, True, rpb)
+        used = [gc.binned_name(I, TA, TB, False, mode, True)]
+        used += [gc.shared_name(I, TA, TB, S, wpr, r, False, mode, True)
+                 for S, wpr, r in gc.SHARED_BINS[one:]]
+        used += [gc.global_name(I, TA, TB, False, mode, d) for d in (False, True)]
+        kernel = K._kernels(sr.mul, sr.add, out, used).__getitem__
+        launch_stride(rows, boffs, meta, False, *nothing)
+        offsets = boffs.get()  # while the shared bins run: the global rows
+        launch_global(global_chunks(rows[offsets[-2]:offsets[-1]], ub, n), False, *nothing)
+    else:
+        rows, offsets = _binned_rows(ub, edges, skip_zero=True)
+        chunks = global_chunks(rows[offsets[-2]:], ub, n)
+        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
+        launch(rows, offsets, chunks, False, *nothing)
+    del rows
+    Cp[1:] = cupy.cumsum(counts)
+    # Numeric: rows binned again by their exact size, so a row whose products mostly
+    # combine (or fall outside the mask) gets the smaller table its result needs; the
+    # bins' sizes and the output's size come back in one read.
+    rows, offsets, nnz = _binned_rows(counts, edges, skip_zero=True, extra=Cp[-1:])
+    Cj = cupy.empty(nnz, dtype=cupy.int32)
+    Cx = cupy.empty(nnz, dtype=work)
+    if nnz:
+        grows = rows[offsets[-2]:]
+        chunks = global_chunks(grows, counts, n)
+        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
+        launch(rows, offsets, chunks, True, Cj, Cx)
+        if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
+            sort_rows(Cp, Cj, Cx, grows, n)
+    indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
+    return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
+
+
+def global_chunks(rows, ub, n: int):
+    """Rows of the global-table bin in chunks: [(rows, table offsets, total slots,
+    dense)]. Dense: one chunk of n slots a row, while n <= _DENSE_COLUMNS and rows x n
+    <= _DENSE_SLOTS (no read of ub). Else hashed: the power of two >= 2 * a row's bound
+    ``ub`` slots, chunks of at most _GLOBAL_SLOTS slots (one row may exceed it alone)."""
+    import cupy
+    if rows.size == 0:
+        return []
+    if n <= _DENSE_COLUMNS and rows.size * n <= _DENSE_SLOTS:
+        return [(rows, None, int(rows.size) * n, True)]
+    need = (2 * ub[rows]).get()
+    host = (np.int64(1) << np.ceil(np.log2(need)).astype(np.int64)).astype(np.int64)
+    out, start = [], 0
+    while start < len(host):
+        stop, total = start, 0
+        while stop < len(host) and (stop == start or total + host[stop] <= _GLOBAL_SLOTS):
+            total += int(host[stop])
+            stop += 1
+        toff = cupy.asarray(np.concatenate([[0], np.cumsum(host[start:stop])]).astype(np.int64))
+        out.append((rows[start:stop], toff, total, False))
+        start = stop
+    return out
+
+
+def sort_rows(Cp, Cj, Cx, rows, n: int) -> None:
+    """Sort the entries of ``rows`` (written unsorted by the hashed global tables) by column."""
+    import cupy
+    starts = Cp[rows]
+    lens = Cp[rows + 1] - starts
+    ends = cupy.cumsum(lens)
+    total = int(ends[-1])
+    if total == 0:
+        return
+    t = cupy.arange(total, dtype=cupy.int64)
+    seg = cupy.searchsorted(ends, t, side="right")
+    pos = starts[seg] + (t - (ends[seg] - lens[seg]))
+    order = cupy.argsort(seg * np.int64(n) + Cj[pos].astype(cupy.int64))
+    Cj[pos] = Cj[pos][order]
+    Cx[pos] = Cx[pos][order]
