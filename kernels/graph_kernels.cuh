@@ -387,25 +387,32 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
     typename F::W* __restrict__ Cx) {
   constexpr int NB = 7;
   __shared__ int scratch[8 * 36];
-  const long long total = STRIDE ? meta[2 * NB + 1] : (long long)gridDim.x;
-  for (long long vb = blockIdx.x; vb < total; vb += gridDim.x) {
-    long long r0, nrows, block;
-    const int b = gb_block_bin<NB>(meta, r0, nrows, block, vb);
-    const long long* rb = rows + r0;
-#define GB_BIN(S, WPR, RPB) gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>( \
-      rb, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx); break;
-    switch (b) {
-      case 0: GB_BIN(32, 1, 8)
-      case 1: GB_BIN(64, 1, 8)
-      case 2: GB_BIN(128, 1, 8)
-      case 3: GB_BIN(256, 1, 8)
-      case 4: GB_BIN(512, 8, 1)
-      case 5: GB_BIN(1024, 8, 1)
-      default: GB_BIN(2048, 8, 1)
-    }
-#undef GB_BIN
-    if constexpr (STRIDE) __syncthreads();
+#define GB_BINS(RET)                                                                          \
+  switch (b) {                                                                                \
+    case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;       \
+    case 1: gb_spgemm_shared_rows<F, I, TA, TB, 64, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;       \
+    case 2: gb_spgemm_shared_rows<F, I, TA, TB, 128, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;      \
+    case 3: gb_spgemm_shared_rows<F, I, TA, TB, 256, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;      \
+    case 4: gb_spgemm_shared_rows<F, I, TA, TB, 512, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;      \
+    case 5: gb_spgemm_shared_rows<F, I, TA, TB, 1024, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;     \
+    default: gb_spgemm_shared_rows<F, I, TA, TB, 2048, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;    \
   }
+#define GB_ROWS rows + r0, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
+  if constexpr (STRIDE) {
+    const long long total = meta[2 * NB + 1];
+    for (long long vb = blockIdx.x; vb < total; vb += gridDim.x) {
+      long long r0, nrows, block;
+      const int b = gb_block_bin<NB>(meta, r0, nrows, block, vb);
+      GB_BINS(break)
+      __syncthreads();  // the next block's rows reuse the tables
+    }
+  } else {
+    long long r0, nrows, block;
+    const int b = gb_block_bin<NB>(meta, r0, nrows, block);
+    GB_BINS(return)
+  }
+#undef GB_ROWS
+#undef GB_BINS
 }
 
 // ---------------------------------------------------------------------------

@@ -111,8 +111,8 @@ def test_bins_cover_every_bound_once():
     for b, (s, wpr, rpb) in enumerate(gc.SHARED_BINS[:gc.ONE_LAUNCH]):
         assert 32 * wpr * rpb == 256
         assert rpb * s * (4 + 8) <= 24 * 1024  # a full SM of threads for the smallest bins too
-        assert f"case {b}: GB_BIN({s}, {wpr}, {rpb})" in src or (
-            b == gc.ONE_LAUNCH - 1 and f"default: GB_BIN({s}, {wpr}, {rpb})" in src)
+        call = f"gb_spgemm_shared_rows<F, I, TA, TB, {s}, {wpr}, {rpb}, NUMERIC, MASK>"
+        assert f"case {b}: {call}" in src or (b == gc.ONE_LAUNCH - 1 and f"default: {call}" in src)
     assert f"constexpr int NB = {gc.ONE_LAUNCH};" in src
     bounds = [b for b, _ in gc.SPMV_BINS]
     assert bounds == sorted(bounds)
