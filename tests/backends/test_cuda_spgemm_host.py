@@ -22,31 +22,21 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
-import gbdist as gb
 from gbdist.backends.cuda import graph_codegen as gc
 from gbdist.resources import read
 
-from host_build import GXX, build
+from host_build import GRAPH_PRELUDE, GXX, build, graph_source, number_line
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 
-PRELUDE = '#include "graph_host.h"\n#undef __shared__\n#define __shared__ static\n'
-
 DRIVER = r"""
-static std::vector<long long> ints(const char* what) {
-  long long n; if (scanf("%lld", &n) != 1) { fprintf(stderr, "%s\n", what); exit(1); }
-  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
-static std::vector<double> reals() {
-  long long n; if (scanf("%lld", &n) != 1) exit(1);
-  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
-static std::vector<int> narrow(const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); }
 int main() {
   long long m, n; int dense, mode;
   if (scanf("%lld %lld %d %d", &m, &n, &dense, &mode) != 4) return 1;
-  auto Ap = narrow(ints("Ap")), Aj = narrow(ints("Aj")); auto Ax = reals();
-  auto Bp = narrow(ints("Bp")), Bj = narrow(ints("Bj")); auto Bx = reals();
-  auto Mp = narrow(ints("Mp")), Mj = narrow(ints("Mj"));
-  auto rows = ints("rows"), ub = ints("ub");
+  auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
+  auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
+  auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
+  auto rows = gb_read_ints(), ub = gb_read_ints();
   const long long G = (long long)rows.size();
   std::vector<long long> toff(G + 1, 0);
   for (long long r = 0; r < G; ++r) {  // hashed: the power of two >= 2 * the row's bound
@@ -64,12 +54,12 @@ int main() {
             Ax.data(), Bp.data(), Bj.data(), Bx.data(), Mp.data(), Mj.data(), counts.data(), Cp.data(),
             Cj.data(), Cx.data()); };
       using T = std::true_type; using F = std::false_type;
-      if (dense) { if (mode == 0) go(std::integral_constant<int, 0>{}, T{});
-                   else if (mode == 1) go(std::integral_constant<int, 1>{}, T{});
-                   else go(std::integral_constant<int, 2>{}, T{}); }
-      else { if (mode == 0) go(std::integral_constant<int, 0>{}, F{});
-             else if (mode == 1) go(std::integral_constant<int, 1>{}, F{});
-             else go(std::integral_constant<int, 2>{}, F{}); }
+      if (dense) { if (mode == 0) go(gb_int<0>{}, T{});
+                   else if (mode == 1) go(gb_int<1>{}, T{});
+                   else go(gb_int<2>{}, T{}); }
+      else { if (mode == 0) go(gb_int<0>{}, F{});
+             else if (mode == 1) go(gb_int<1>{}, F{});
+             else go(gb_int<2>{}, F{}); }
     });
   };
   pass(std::false_type{});
@@ -87,23 +77,13 @@ int main() {
 """
 
 
-def _source() -> str:
-    sr = gb.semirings.plus_times
-    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
-    return src.replace("extern __shared__", "extern")  # the block's memory: gather_host.h's gb_smem
-
-
 def _bins_source() -> str:
     """kernels/graph_bins.cuh (the binning and gb_spgemm_meta) for the driver's device mode."""
     return read("kernels", "graph_bins.cuh").replace('extern "C" ', "")
 
 
 def _exe(tmp_path, mutate=None) -> str:
-    src = _source()
-    if mutate:
-        assert src.count(mutate[0]) == 1, mutate[0]
-        src = src.replace(*mutate)
-    return build(tmp_path, "spgemm_global", PRELUDE + src + DRIVER)
+    return build(tmp_path, "spgemm_global", GRAPH_PRELUDE + graph_source(mutate) + DRIVER)
 
 
 @pytest.fixture(scope="module")
@@ -113,13 +93,8 @@ def exe(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exe_all(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("spgemm_all"), "spgemm_all", PRELUDE + _source() + _bins_source()
+    return build(tmp_path_factory.mktemp("spgemm_all"), "spgemm_all", GRAPH_PRELUDE + graph_source() + _bins_source()
                  + DRIVER_ALL)
-
-
-def _line(v) -> str:
-    v = np.asarray(v).ravel()
-    return f"{v.size} " + " ".join(repr(float(x)) if v.dtype.kind == "f" else str(int(x)) for x in v)
 
 
 def _run(exe, A, B, rows, dense: bool, mode: int, M=None):
@@ -132,9 +107,9 @@ def _run(exe, A, B, rows, dense: bool, mode: int, M=None):
     ub = [min(int(deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum()), B.shape[1]) for i in rows]
     ub = [max(u, 1) for u in ub]
     text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode}",
-                      _line(A.indptr), _line(A.indices), _line(A.data.astype(np.float64)),
-                      _line(B.indptr), _line(B.indices), _line(B.data.astype(np.float64)),
-                      _line(M.indptr), _line(M.indices), _line(rows), _line(ub)])
+                      number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
+                      number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
+                      number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(ub)])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=600).stdout.splitlines()
     got = {}
@@ -212,11 +187,11 @@ DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
 int main() {
   long long m, n; int dense, mode, numeric, stride;
   if (scanf("%lld %lld %d %d %d %d", &m, &n, &dense, &mode, &numeric, &stride) != 6) return 1;
-  auto Ap = narrow(ints("Ap")), Aj = narrow(ints("Aj")); auto Ax = reals();
-  auto Bp = narrow(ints("Bp")), Bj = narrow(ints("Bj")); auto Bx = reals();
-  auto Mp = narrow(ints("Mp")), Mj = narrow(ints("Mj"));
-  auto rows = ints("rows"), offsets = ints("offsets"), meta = ints("meta"), ub = ints("ub");
-  auto Cp = ints("Cp"), keys_in = ints("keys"), edges = ints("edges"), rpb = ints("rpb");
+  auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
+  auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
+  auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
+  auto rows = gb_read_ints(), offsets = gb_read_ints(), meta = gb_read_ints(), ub = gb_read_ints();
+  auto Cp = gb_read_ints(), keys_in = gb_read_ints(), edges = gb_read_ints(), rpb = gb_read_ints();
   const int ne = (int)edges.size();
   std::vector<long long> boffs(ne + 2, 0), dmeta(2 * 7 + 2, 0);
   if (stride) {  // the device's binning (graph_bins.cuh), then gb_spgemm_meta: no host offsets
@@ -255,9 +230,9 @@ int main() {
         gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K, ST>(
             ST ? rows.data() : rows.data() + offsets[b], size, ST ? boffs.data() + b : nullptr, a...); }); });
     };
-    shared(std::integral_constant<int, 4096>{}, std::integral_constant<int, 16>{}, 7);
-    shared(std::integral_constant<int, 8192>{}, std::integral_constant<int, 16>{}, 8);
-    shared(std::integral_constant<int, 16384>{}, std::integral_constant<int, 32>{}, 9);
+    shared(gb_int<4096>{}, gb_int<16>{}, 7);
+    shared(gb_int<8192>{}, gb_int<16>{}, 8);
+    shared(gb_int<16384>{}, gb_int<32>{}, 9);
     if (G) gb_launch2((unsigned)G, 1, 512, [&] { args([&](auto... a) {
       if (dense) gb_spgemm_global<GbF, int, double, double, U, K, true>(
           rows.data() + g0, G, toff.data(), n, keys.data(), vals.data(), a...);
@@ -265,9 +240,9 @@ int main() {
           rows.data() + g0, G, toff.data(), 0, keys.data(), vals.data(), a...); }); });
   };
   auto by_mask = [&](auto NUM, auto STR) {
-    if (mode == 0) run(NUM, std::integral_constant<int, 0>{}, STR);
-    else if (mode == 1) run(NUM, std::integral_constant<int, 1>{}, STR);
-    else run(NUM, std::integral_constant<int, 2>{}, STR);
+    if (mode == 0) run(NUM, gb_int<0>{}, STR);
+    else if (mode == 1) run(NUM, gb_int<1>{}, STR);
+    else run(NUM, gb_int<2>{}, STR);
   };
   if (numeric) { if (stride) by_mask(std::true_type{}, std::true_type{}); else by_mask(std::true_type{}, std::false_type{}); }
   else { if (stride) by_mask(std::false_type{}, std::true_type{}); else by_mask(std::false_type{}, std::false_type{}); }
@@ -312,12 +287,12 @@ def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False):
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     rpb = [r for _, _, r in gc.SHARED_BINS[:gc.ONE_LAUNCH]]
     text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(stride)}",
-                      _line(A.indptr), _line(A.indices), _line(A.data.astype(np.float64)),
-                      _line(B.indptr), _line(B.indices), _line(B.data.astype(np.float64)),
-                      _line(M.indptr), _line(M.indices), _line(rows), _line(offsets),
-                      _line(_meta(offsets)), _line(np.maximum(_bounds(A, B), 1)),
-                      _line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp),
-                      _line(np.asarray(keys, dtype=np.int64)), _line(np.array(edges)), _line(np.array(rpb))])
+                      number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
+                      number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
+                      number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(offsets),
+                      number_line(_meta(offsets)), number_line(np.maximum(_bounds(A, B), 1)),
+                      number_line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp),
+                      number_line(np.asarray(keys, dtype=np.int64)), number_line(np.array(edges)), number_line(np.array(rpb))])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
     return out
@@ -389,10 +364,10 @@ def test_a_one_launch_kernel_that_misplaces_a_bins_first_block_fails(tmp_path):
     each bin runs as the previous bin's, and the answer differs."""
     A, B = _every_bin_graph()
     pattern, _ = _want(A, B, None, 0)
-    src = _source()
+    src = graph_source()
     old = "b += blk >= meta[NB + 1 + q] ? 1 : 0;"
     assert src.count(old) == 1
-    exe = build(tmp_path, "spgemm_mutant", PRELUDE + src.replace(old, old.replace(">=", ">")) + _bins_source()
+    exe = build(tmp_path, "spgemm_mutant", GRAPH_PRELUDE + src.replace(old, old.replace(">=", ">")) + _bins_source()
                 + DRIVER_ALL)
     out = _pass(exe, A, B, None, 0, True, _bounds(A, B))
     assert not np.array_equal(np.array(out, dtype=np.int64), np.diff(pattern.indptr))

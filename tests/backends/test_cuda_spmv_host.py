@@ -20,31 +20,21 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
-import gbdist as gb
 from gbdist.backends.cuda import graph_codegen as gc
 from gbdist.backends.cuda.graph_tiles import tile_starts
 
-from host_build import GXX, build
+from host_build import GRAPH_PRELUDE, GXX, build, graph_source, number_line
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 
-PRELUDE = '#include "graph_host.h"\n#undef __shared__\n#define __shared__ static\n'
 TILE = gc.SPMV_TILE
 
 DRIVER = r"""
-#include <type_traits>
-static std::vector<long long> ints() {
-  long long n; if (scanf("%lld", &n) != 1) exit(1);
-  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
-static std::vector<double> reals() {
-  long long n; if (scanf("%lld", &n) != 1) exit(1);
-  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
-template <int N> using I_ = std::integral_constant<int, N>;
 int main() {
   long long m; int kind, comp, csum, masked, present;
   if (scanf("%lld %d %d %d %d %d", &m, &kind, &comp, &csum, &masked, &present) != 6) return 1;
-  auto Ap64 = ints(), Aj64 = ints(); auto Ax = reals(); auto x = reals();
-  auto xp64 = ints(), ym64 = ints(), starts = ints();
+  auto Ap64 = gb_read_ints(), Aj64 = gb_read_ints(); auto Ax = gb_read_reals(); auto x = gb_read_reals();
+  auto xp64 = gb_read_ints(), ym64 = gb_read_ints(), starts = gb_read_ints();
   std::vector<int> Ap(Ap64.begin(), Ap64.end()), Aj(Aj64.begin(), Aj64.end());
   std::unique_ptr<bool[]> xp(new bool[xp64.size() + 1]), ym(new bool[ym64.size() + 1]);
   for (size_t i = 0; i < xp64.size(); ++i) xp[i] = xp64[i];
@@ -70,15 +60,15 @@ int main() {
   };
   auto lanes = [&](auto C, auto S) {
     switch (kind) {
-      case 0: go(C, S, I_<0>{}); break;
-      case 2: go(C, S, I_<2>{}); break;
-      case 4: go(C, S, I_<4>{}); break;
-      case 8: go(C, S, I_<8>{}); break;
-      default: go(C, S, I_<32>{});
+      case 0: go(C, S, gb_int<0>{}); break;
+      case 2: go(C, S, gb_int<2>{}); break;
+      case 4: go(C, S, gb_int<4>{}); break;
+      case 8: go(C, S, gb_int<8>{}); break;
+      default: go(C, S, gb_int<32>{});
     }
   };
-  if (comp) { if (csum) lanes(I_<1>{}, I_<1>{}); else lanes(I_<1>{}, I_<0>{}); }
-  else { if (csum) lanes(I_<0>{}, I_<1>{}); else lanes(I_<0>{}, I_<0>{}); }
+  if (comp) { if (csum) lanes(gb_int<1>{}, gb_int<1>{}); else lanes(gb_int<1>{}, gb_int<0>{}); }
+  else { if (csum) lanes(gb_int<0>{}, gb_int<1>{}); else lanes(gb_int<0>{}, gb_int<0>{}); }
   for (long long i = 0; i < m; ++i) printf("%d %.17g\n", (int)yp[i], y[i]);
   return 0;
 }
@@ -86,23 +76,12 @@ int main() {
 
 
 def _exe(tmp_path, mutate=None) -> str:
-    sr = gb.semirings.plus_times
-    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
-    src = src.replace("extern __shared__", "extern")
-    if mutate:
-        assert src.count(mutate[0]) == 1, mutate[0]
-        src = src.replace(*mutate)
-    return build(tmp_path, "spmv", PRELUDE + src + DRIVER.replace("@TILE@", str(TILE)))
+    return build(tmp_path, "spmv", GRAPH_PRELUDE + graph_source(mutate) + DRIVER.replace("@TILE@", str(TILE)))
 
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory):
     return _exe(tmp_path_factory.mktemp("spmv"))
-
-
-def _line(v) -> str:
-    v = np.asarray(v).ravel()
-    return f"{v.size} " + " ".join(repr(float(t)) if v.dtype.kind == "f" else str(int(t)) for t in v)
 
 
 def _matrix(seed=5):
@@ -122,10 +101,10 @@ def _run(exe, A, x, kind, comp=False, csum=False, xp=None, ym=None):
     m = A.shape[0]
     starts = tile_starts(A.indptr.astype(np.int64), TILE, np)[0] if kind == 0 else np.zeros(1)
     text = "\n".join([f"{m} {kind} {int(comp)} {int(csum)} {int(ym is not None)} {int(xp is not None)}",
-                      _line(A.indptr), _line(A.indices), _line(A.data), _line(x),
-                      _line(np.zeros(1, np.int64) if xp is None else xp.astype(np.int64)),
-                      _line(np.zeros(1, np.int64) if ym is None else ym.astype(np.int64)),
-                      _line(starts.astype(np.int64))])
+                      number_line(A.indptr), number_line(A.indices), number_line(A.data), number_line(x),
+                      number_line(np.zeros(1, np.int64) if xp is None else xp.astype(np.int64)),
+                      number_line(np.zeros(1, np.int64) if ym is None else ym.astype(np.int64)),
+                      number_line(starts.astype(np.int64))])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
     return np.array(out[0::2], dtype=np.int64).astype(bool), np.array(out[1::2], dtype=np.float64)

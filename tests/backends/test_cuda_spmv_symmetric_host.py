@@ -25,29 +25,17 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
-import gbdist as gb
-from gbdist.backends.cuda import graph_codegen as gc
 from gbdist.backends.cuda import graph_symmetric as gs
 
-from host_build import GXX, build
+from host_build import GRAPH_PRELUDE, GXX, build, graph_source, number_line
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 
-PRELUDE = '#include "graph_host.h"\n#undef __shared__\n#define __shared__ static\n'
-
 DRIVER = r"""
-#include <type_traits>
-static std::vector<long long> ints() {
-  long long n; if (scanf("%lld", &n) != 1) exit(1);
-  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
-static std::vector<double> reals() {
-  long long n; if (scanf("%lld", &n) != 1) exit(1);
-  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
-template <int N> using I_ = std::integral_constant<int, N>;
 int main() {
   long long n; int method, G, tile, csum, S, L;
   if (scanf("%lld %d %d %d %d %d %d", &n, &method, &G, &tile, &csum, &S, &L) != 7) return 1;
-  auto Up64 = ints(), Uj64 = ints(); auto Ux = reals(); auto x = reals(); auto offs = ints();
+  auto Up64 = gb_read_ints(), Uj64 = gb_read_ints(); auto Ux = gb_read_reals(); auto x = gb_read_reals(); auto offs = gb_read_ints();
   std::vector<int> Up(Up64.begin(), Up64.end()), Uj(Uj64.begin(), Uj64.end());
   std::vector<double> y(n, 0.0);
   const unsigned P = tile ? @PASSES@ : 1;
@@ -73,17 +61,17 @@ int main() {
         gb_sym_fixed_finish<double>(n, &ba, &bx, S, L, hi.data(), lo.data(), y.data()); });
     }
   };
-  auto by_tile = [&](auto g) { if (tile) rows(g, I_<1>{}); else rows(g, I_<0>{}); };
+  auto by_tile = [&](auto g) { if (tile) rows(g, gb_int<1>{}); else rows(g, gb_int<0>{}); };
   if (method == 2) {
     gb_launch2((unsigned)((n + 255) / 256), 1, 256, [&] {
       if (csum) gb_spmv_sym_offsets<GbF, int, double, double, true>(n, Up.data(), Uj.data(), Ux.data(),
           x.data(), offs.data(), (int)offs.size(), y.data());
       else gb_spmv_sym_offsets<GbF, int, double, double, false>(n, Up.data(), Uj.data(), Ux.data(),
           x.data(), offs.data(), (int)offs.size(), y.data()); });
-  } else if (G == 1) by_tile(I_<1>{});
-  else if (G == 2) by_tile(I_<2>{});
-  else if (G == 4) by_tile(I_<4>{});
-  else by_tile(I_<32>{});
+  } else if (G == 1) by_tile(gb_int<1>{});
+  else if (G == 2) by_tile(gb_int<2>{});
+  else if (G == 4) by_tile(gb_int<4>{});
+  else by_tile(gb_int<32>{});
   for (long long i = 0; i < n; ++i) printf("%a\n", y[i]);
   return 0;
 }
@@ -91,23 +79,13 @@ int main() {
 
 
 def _exe(tmp_path, mutate=None) -> str:
-    sr = gb.semirings.plus_times
-    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
-    src = src.replace("extern __shared__", "extern")
-    if mutate:
-        assert src.count(mutate[0]) == 1, mutate[0]
-        src = src.replace(*mutate)
-    return build(tmp_path, "spmv_sym", PRELUDE + src + DRIVER.replace("@PASSES@", str(gs.PASSES)))
+    return build(tmp_path, "spmv_sym", GRAPH_PRELUDE + graph_source(mutate)
+                 + DRIVER.replace("@PASSES@", str(gs.PASSES)))
 
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory):
     return _exe(tmp_path_factory.mktemp("spmv_sym"))
-
-
-def _line(v) -> str:
-    v = np.asarray(v).ravel()
-    return f"{v.size} " + " ".join(repr(float(t)) if v.dtype.kind == "f" else str(int(t)) for t in v)
 
 
 def _run(exe, U, x, method, G=1, tile=True, csum=False):
@@ -120,8 +98,8 @@ def _run(exe, U, x, method, G=1, tile=True, csum=False):
     S, L = 52 - D, min(52, 62 - D)
     coo = U.tocoo()
     offs = np.unique(coo.col - coo.row) if U.nnz else np.zeros(0, np.int64)
-    text = "\n".join([f"{n} {method} {G} {int(tile)} {int(csum)} {S} {L}", _line(U.indptr),
-                      _line(U.indices), _line(U.data), _line(x), _line(offs.astype(np.int64))])
+    text = "\n".join([f"{n} {method} {G} {int(tile)} {int(csum)} {S} {L}", number_line(U.indptr),
+                      number_line(U.indices), number_line(U.data), number_line(x), number_line(offs.astype(np.int64))])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
     return np.array([float.fromhex(t) for t in out])

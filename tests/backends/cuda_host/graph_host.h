@@ -5,6 +5,7 @@
 // gather_host.h's gb_smem) and __shared__ defined as `static` (one array a kernel: the
 // blocks run one after another).
 #pragma once
+#include <type_traits>
 #include "gather_host.h"
 #define __host__
 inline int atomicCAS(int* a, int e, int d) {
@@ -33,3 +34,14 @@ template <class T> unsigned __match_any_sync(unsigned, T v) {
   gb_warp_bar[w]->arrive_and_wait();
   return r;
 }
+
+// The drivers' input (tests/backends/host_build.py's number_line): an array as its length,
+// then its values.
+inline std::vector<long long> gb_read_ints() {
+  long long n; if (scanf("%lld", &n) != 1) exit(1);
+  std::vector<long long> v(n); for (auto& x : v) if (scanf("%lld", &x) != 1) exit(1); return v; }
+inline std::vector<double> gb_read_reals() {
+  long long n; if (scanf("%lld", &n) != 1) exit(1);
+  std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
+inline std::vector<int> gb_narrow(const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); }
+template <int N> using gb_int = std::integral_constant<int, N>;
