@@ -21,12 +21,11 @@ from .memory import allocate_result, tile_shape
 
 def select_columns(backend, D, k: int, offset: int, xp):
     """Each column's k best of tile D (``select_k`` of its transpose, rows + offset as
-    indices): the backend's ``select_k_columns`` where it has one that applies (it reads D
-    in place), else a transposed copy of D through ``select_k``."""
+    indices): the backend's ``select_k_columns`` where it has one (the CUDA backend's
+    transposes D by its own kernel), else a transposed copy of D through ``select_k``."""
     fn = getattr(backend, "select_k_columns", None)
-    found = fn(D, k, offset) if fn is not None else None
-    if found is not None:
-        return found
+    if fn is not None:
+        return fn(D, k, offset)
     return backend.select_k(xp.ascontiguousarray(D.T), k, offset)
 
 

@@ -49,8 +49,9 @@ def _bins(keys, edges, skip_zero: bool):
 
 
 def _bin_count(keys, edges, skip_zero: bool):
-    """gb_bin_count's pass: (keys, m, ne, blocks, each row's bin, the blocks' counts bin-major,
-    their inclusive sums ``ends``, the bins' cumulative ends ``tails`` (ne + 1, device))."""
+    """gb_bin_count's pass: (m, ne, blocks, each row's bin, the blocks' counts bin-major,
+    their inclusive sums ``ends``, the bins' cumulative ends ``tails`` (ne + 1, a strided view
+    of ``ends``)), all on the device."""
     import cupy
     keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
     m, ne = int(keys.size), len(edges)
@@ -91,7 +92,7 @@ def _binned_rows_device(keys, edges, skip_zero: bool, rpb):
     array of m; the bins' offsets [0, ends...] and the one-launch kernel's meta for the first
     ``len(rpb)`` bins of ``rpb`` rows a block, both on the device: gb_spgemm_meta)."""
     import cupy
-    m, ne, nblocks, bin_, blockcounts, ends, tails = _bin_count(keys, edges, skip_zero)
+    m, ne, nblocks, bin_, blockcounts, ends, _ = _bin_count(keys, edges, skip_zero)
     out = cupy.empty(max(m, 1), dtype=cupy.int64)
     if m:
         _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))

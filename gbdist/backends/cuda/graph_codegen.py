@@ -370,8 +370,7 @@ def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int, stride: bool =
 
 def global_name(I, TA, TB, numeric: bool, mask: int, dense: bool = False) -> str:
     """The global-table kernel; ``dense``: a slot per result column, rows written in order."""
-    return (f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {'true' if numeric else 'false'}, {mask}, "
-            f"{'true' if dense else 'false'}>")
+    return f"gb_spgemm_global<GbF, {I}, {TA}, {TB}, {_b(numeric)}, {mask}, {_b(dense)}>"
 
 
 def spmv_name(I: str, TA: str, TX: str, comp: bool, csum: bool = False, tile: int = None) -> str:

@@ -104,33 +104,41 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
                  for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
         return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
 
+    def operands(Cj, Cx):
+        """Every SpGEMM kernel's arguments after its launch-specific ones."""
+        return Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
+
+    def opted(name: str, smem: int):
+        """The kernel ``name``, opted in to ``smem`` bytes of dynamic shared memory (above
+        48 KiB with the static scratch)."""
+        fn = kernel(name)
+        if smem > 32 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        return fn
+
     def launch(rows, offsets, chunks, numeric: bool, Cj, Cx):
         sizes = np.diff(offsets)
-        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        args = operands(Cj, Cx)
         if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
             rpb = np.array([b[2] for b in gc.SHARED_BINS[:one]], dtype=np.int64)
             blocks = -(-sizes[:one] // rpb)
             meta = np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1]])
             smem = max(_shared_bytes(S, r, numeric, work)
                        for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
-            fn = kernel(gc.binned_name(I, TA, TB, numeric, mode))
-            if smem > 32 * 1024:
-                fn.max_dynamic_shared_size_bytes = smem
+            fn = opted(gc.binned_name(I, TA, TB, numeric, mode), smem)
             fn((int(blocks.sum()),), (256,), (rows, cupy.asarray(meta)) + args, shared_mem=smem)
         for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
             if sizes[b] == 0:
                 continue
-            fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode))
             smem = _shared_bytes(S, rpb, numeric, work)
-            if smem > 32 * 1024:  # above 48 KiB with the static scratch: opt in
-                fn.max_dynamic_shared_size_bytes = smem
+            fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode), smem)
             fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
                (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b]), _ptr(None)) + args,
                shared_mem=smem)
         launch_global(chunks, numeric, Cj, Cx)
 
     def launch_global(chunks, numeric: bool, Cj, Cx):
-        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        args = operands(Cj, Cx)
         for grows, toff, total, dense in chunks:
             fn = kernel(gc.global_name(I, TA, TB, numeric, mode, dense))
             keys = cupy.empty(total, dtype=cupy.int32)
@@ -141,18 +149,14 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
 
     def launch_stride(rows, boffs, meta, numeric: bool, Cj, Cx):
         """The shared bins from device offsets (ASYNC_SYMBOLIC): grids of a fixed size."""
-        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx)
+        args = operands(Cj, Cx)
         sms = _sm_count(cupy.cuda.Device().id)
         smem = max(_shared_bytes(S, r, numeric, work) for S, _, r in gc.SHARED_BINS[:one])
-        fn = kernel(gc.binned_name(I, TA, TB, numeric, mode, True))
-        if smem > 32 * 1024:
-            fn.max_dynamic_shared_size_bytes = smem
+        fn = opted(gc.binned_name(I, TA, TB, numeric, mode, True), smem)
         fn((max(1, min(m, _BLOCKS_PER_SM * sms)),), (256,), (rows, meta) + args, shared_mem=smem)
         for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
-            fn = kernel(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode, True))
             smem = _shared_bytes(S, rpb, numeric, work)
-            if smem > 32 * 1024:
-                fn.max_dynamic_shared_size_bytes = smem
+            fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode, True), smem)
             fn((max(1, min(m, 2 * sms)),), (32 * wpr * rpb,), (rows, np.int64(0), boffs[b:]) + args,
                shared_mem=smem)
 

@@ -91,13 +91,15 @@ def _list_size(k: int) -> int:
     raise ValueError(k)
 
 
-def _check(D):
+def _check(D, contiguous: bool = True):
+    """D as the selection kernels read it: a 2-D CuPy array of float32 or float64 (other
+    dtypes as float64), C-contiguous unless ``contiguous`` is False."""
     import cupy
     if not isinstance(D, cupy.ndarray) or D.ndim != 2:
         raise InputError("select_k needs a 2-D CuPy array", got=type(D).__name__)
     if D.dtype not in _TYPES:
         D = D.astype(np.float64)
-    return cupy.ascontiguousarray(D)
+    return cupy.ascontiguousarray(D) if contiguous else D
 
 
 def select_k(D, k: int, offset: int = 0):
@@ -159,10 +161,7 @@ def select_k_columns(D, k: int, offset: int = 0):
     ``gb_topk_cols`` where :data:`COLUMN_SELECT` is on and k <= :data:`COLS_MAX_K`, else
     ``select_k`` of :func:`transpose`'s copy."""
     import cupy
-    if not isinstance(D, cupy.ndarray) or D.ndim != 2:
-        raise InputError("select_k_columns needs a 2-D CuPy array", got=type(D).__name__)
-    if D.dtype not in _TYPES:
-        D = D.astype(np.float64)
+    D = _check(D, contiguous=False)  # transpose reads strided rows in place
     rows, width = D.shape
     kk = min(int(k), rows)
     if not COLUMN_SELECT or kk > COLS_MAX_K or rows >= 2**31 - 1:
