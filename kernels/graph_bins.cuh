@@ -74,30 +74,86 @@ extern "C" __global__ void gb_spgemm_meta(const long long* __restrict__ ends, lo
   meta[2 * nb + 1] = blocks;
 }
 
-// SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the mask row's size when Mp
-// is not null) — a warp per row.
+// Each row's smallest and largest column (lo = n, hi = -1 when empty), a warp a row, in any
+// column order: the SpGEMM's bound by the columns a product row can reach (gb_spgemm_bound).
+template <typename I>
+__global__ void __launch_bounds__(256) gb_row_span(
+    const I* __restrict__ Bp, const I* __restrict__ Bj, long long k, long long n,
+    int* __restrict__ lo, int* __restrict__ hi) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long row = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (row >= k) return;  // a whole warp: rows are warp-aligned
+  long long a = n, b = -1;
+  const long long q1 = (long long)Bp[row + 1];
+  for (long long q = (long long)Bp[row] + lane; q < q1; q += 32) {
+    const long long j = (long long)Bj[q];
+    a = j < a ? j : a;
+    b = j > b ? j : b;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
+    a = a2 < a ? a2 : a;
+    b = b2 > b ? b2 : b;
+  }
+  if (lane == 0) { lo[row] = (int)a; hi[row] = (int)b; }
+}
+
+// SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the columns between the
+// smallest and the largest one of those B rows (lo/hi of gb_row_span; a band's product row
+// is bounded by its width), the mask row's size when Mp is not null) — a warp per row.
 template <typename I>
 __global__ void __launch_bounds__(256) gb_spgemm_bound(
     const I* __restrict__ Ap, const I* __restrict__ Aj, const I* __restrict__ Bp,
+    const int* __restrict__ blo, const int* __restrict__ bhi,
     const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long row = tid / 32;
   const int lane = (int)(tid % 32);
   if (row >= m) return;  // a whole warp: rows are warp-aligned
-  long long s = 0;
+  long long s = 0, a = n, b = -1;
   const long long a1 = (long long)Ap[row + 1];
   for (long long p = (long long)Ap[row] + lane; p < a1; p += 32) {
     const long long k = (long long)Aj[p];
     s += (long long)Bp[k + 1] - (long long)Bp[k];
+    const long long l = (long long)blo[k], h = (long long)bhi[k];
+    a = l < a ? l : a;
+    b = h > b ? h : b;
   }
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  for (int off = 16; off > 0; off >>= 1) {
+    s += __shfl_xor_sync(0xffffffffu, s, off);
+    const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
+    a = a2 < a ? a2 : a;
+    b = b2 > b ? b2 : b;
+  }
   if (lane == 0) {
     if (s > n) s = n;
+    if (b >= a && s > b - a + 1) s = b - a + 1;
     if (Mp != nullptr) {
       const long long mm = (long long)Mp[row + 1] - (long long)Mp[row];
       if (s > mm) s = mm;
     }
     ub[row] = s;
+  }
+}
+
+// The one-pass SpGEMM's compaction (issue 30): row i's counts[i] entries moved from
+// from[i] (its place by its bound) to to[i] (its place in the result), a warp a row; values
+// moved as raw words V of their size.
+template <typename V>
+__global__ void __launch_bounds__(256) gb_compact_rows(
+    const long long* __restrict__ from, const long long* __restrict__ to,
+    const long long* __restrict__ counts, long long m, const int* __restrict__ sj,
+    const V* __restrict__ sx, int* __restrict__ dj, V* __restrict__ dx) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long row = tid / 32;
+  const int lane = (int)(tid % 32);
+  if (row >= m) return;
+  const long long c = counts[row], a = from[row], b = to[row];
+  for (long long p = lane; p < c; p += 32) {
+    dj[b + p] = sj[a + p];
+    dx[b + p] = sx[a + p];
   }
 }

@@ -154,7 +154,8 @@ __device__ __forceinline__ long long gb_row_products(
 // rows: the bin's row ids. The tables are dynamic shared memory: RPB * S * (4 + sizeof(W))
 // bytes in the numeric pass (values first, for alignment), RPB * S * 4 in the symbolic pass.
 // Symbolic (NUMERIC false): counts[row] += distinct columns.  Numeric: the row's entries
-// written at Cp[row] in column order (gb_sorted_write).
+// written at Cp[row] in column order (gb_sorted_write) and counts[row] set to their number
+// (the one-pass product: Cp[row] is then the row's place by its bound, compacted after).
 // ---------------------------------------------------------------------------
 template <int RPB>
 __device__ __forceinline__ void gb_group_sync() {
@@ -322,6 +323,7 @@ __device__ __forceinline__ void gb_spgemm_shared_rows(
   } else {
     gb_group_sync<RPB>();
     gb_sorted_write<S, T, RPB, W>(keys, vals, scr, t, Cp[row], Cj, Cx);
+    if (t == 0) counts[row] = scr[32];  // the one-pass product compacts rows by it
   }
 }
 
@@ -478,6 +480,7 @@ __global__ void __launch_bounds__(512) gb_spgemm_global(
       }
       __syncthreads();
     }
+    if (threadIdx.x == 0) counts[row] = (long long)cursor;
   } else {
     __syncthreads();
     const long long base = Cp[row];
@@ -488,6 +491,8 @@ __global__ void __launch_bounds__(512) gb_spgemm_global(
       Cj[base + pos] = k;
       Cx[base + pos] = vals[s];
     }
+    __syncthreads();
+    if (threadIdx.x == 0) counts[row] = (long long)cursor;
   }
 }
 

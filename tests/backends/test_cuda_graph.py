@@ -118,10 +118,21 @@ def check_csr(C, ref, dtype, rtol=0.0):
 K = CudaGraphKernels()
 
 
-@pytest.mark.parametrize("async_symbolic", [False, True])
-def test_spgemm_plus_times_matches_scipy_every_bin(monkeypatch, async_symbolic):
+def _passes(monkeypatch, form):
+    """The SpGEMM's form: "one" (the default: one numeric pass on the bounds' bins, then
+    compacted), "two" (symbolic then numeric) or "async" (two, the symbolic pass launched
+    from device offsets)."""
     from gbdist.backends.cuda import graph_spgemm
-    monkeypatch.setattr(graph_spgemm, "ASYNC_SYMBOLIC", async_symbolic)
+    monkeypatch.setattr(graph_spgemm, "ONE_PASS", form == "one")
+    monkeypatch.setattr(graph_spgemm, "ASYNC_SYMBOLIC", form == "async")
+
+
+FORMS = ["one", "two", "async"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_spgemm_plus_times_matches_scipy_every_bin(monkeypatch, form):
+    _passes(monkeypatch, form)
     # a long row (global-memory table), hubs (large shared tables), empty rows, stored zeros
     A = powerlaw(1500, 6000, 1, long_row=900, avg=10)
     B = powerlaw(6000, 6000, 2, avg=10)
@@ -144,8 +155,8 @@ def test_spgemm_plus_times_matches_scipy_every_bin(monkeypatch, async_symbolic):
 @pytest.mark.parametrize("tables,chunk_slots", [("dense", None), ("hashed", None),
                                                 ("hashed", 1 << 15), ("wide", None)])
 @pytest.mark.parametrize("mask", [None, "mask", "complement"])
-@pytest.mark.parametrize("async_symbolic", [False, True])
-def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask, async_symbolic):
+@pytest.mark.parametrize("form", FORMS)
+def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, mask, form):
     """Rows whose bound passes the largest shared table (8,192 columns) take a global-memory
     table; the rest of the rows the shared bins. Dense tables (the default while rows x n
     columns fit _DENSE_SLOTS): a column its own slot, rows written in order, no sort.
@@ -153,9 +164,10 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
     tables fit one chunk, with a small one (_GLOBAL_SLOTS) they are split into several, and a
     row whose table alone passes the limit gets a chunk of its own. Plain, masked and
     complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide"). With
-    ASYNC_SYMBOLIC the symbolic pass's shared bins run from device offsets."""
+    ASYNC_SYMBOLIC the symbolic pass's shared bins run from device offsets; in one pass the
+    global rows are those whose bound passes the shared tables."""
     from gbdist.backends.cuda import graph_spgemm as cuda_graph
-    monkeypatch.setattr(cuda_graph, "ASYNC_SYMBOLIC", async_symbolic)
+    _passes(monkeypatch, form)
     if tables == "hashed":
         monkeypatch.setattr(cuda_graph, "_DENSE_SLOTS", 0)
     elif tables == "wide":  # n past the dense tables' width: hashed whatever rows x n
@@ -194,6 +206,46 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
         assert not sorts  # rows written in column order
     elif mask is None:  # the mask may leave no numeric row above the shared tables
         assert sorts
+
+
+@pytest.mark.parametrize("form", ["one", "two"])
+@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory"])
+def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case):
+    """The one-pass product's edges against SciPy: a 27-point stencil squared (a row's 729
+    products make 125 entries: rows compacted far), A with one entry a row (no product
+    combines: every row fills its bound and nothing moves), and a memory share of 0 (the
+    bounds never fit: the two-pass product runs)."""
+    from gbdist.backends.cuda import graph_spgemm
+    _passes(monkeypatch, form)
+    compacts = []
+    real = graph_spgemm._bin_module
+    def spy():
+        mod = real()
+        class M:
+            def get_function(self, name):
+                if name.startswith("gb_compact_rows"):
+                    compacts.append(name)
+                return mod.get_function(name)
+        return M()
+    monkeypatch.setattr(graph_spgemm, "_bin_module", spy)
+    if case == "stencil":
+        g = 12
+        T = sps.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(g, g))
+        I = sps.identity(g)
+        A = sps.csr_matrix(sps.kron(sps.kron(T, T), T) + 0.5 * sps.kron(sps.kron(I, I), I))
+        B = A
+    elif case == "no_combining":
+        B = powerlaw(3000, 3000, 12, avg=12)
+        rng = np.random.default_rng(3)
+        A = sps.csr_matrix((rng.random(2000) + 0.5, rng.integers(0, 3000, 2000), np.arange(2001)),
+                           shape=(2000, 3000))
+    else:
+        monkeypatch.setattr(graph_spgemm, "_ONE_PASS_FRACTION", 0.0)
+        A = powerlaw(800, 4000, 13, long_row=600)
+        B = powerlaw(4000, 4000, 14)
+    C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64)
+    check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
+    assert bool(compacts) == (form == "one" and case == "stencil")
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])

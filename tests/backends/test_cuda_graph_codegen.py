@@ -125,5 +125,7 @@ def test_bins_cover_every_bound_once():
 def test_bin_kernels_compile():
     from gbdist.resources import read
     r = _nvcc(read("kernels", "graph_bins.cuh") + "\n[[maybe_unused]] void* const gb_b[] = "
-              "{(void*)&gb_spgemm_bound<int>, (void*)&gb_spgemm_bound<long long>};\n")
+              "{(void*)&gb_spgemm_bound<int>, (void*)&gb_spgemm_bound<long long>, "
+              "(void*)&gb_compact_rows<unsigned int>, (void*)&gb_compact_rows<unsigned long long>, "
+              "(void*)&gb_row_span<int>, (void*)&gb_row_span<long long>};\n")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -185,8 +185,8 @@ def test_a_write_out_that_skips_the_warps_before_fails(tmp_path):
 # from the rows and launch shapes the test computes (below) from graphs' own bins.
 DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
 int main() {
-  long long m, n; int dense, mode, numeric, stride;
-  if (scanf("%lld %lld %d %d %d %d", &m, &n, &dense, &mode, &numeric, &stride) != 6) return 1;
+  long long m, n; int dense, mode, numeric, stride, onepass;
+  if (scanf("%lld %lld %d %d %d %d %d", &m, &n, &dense, &mode, &numeric, &stride, &onepass) != 7) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
   auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
@@ -247,6 +247,18 @@ int main() {
   if (numeric) { if (stride) by_mask(std::true_type{}, std::true_type{}); else by_mask(std::true_type{}, std::false_type{}); }
   else { if (stride) by_mask(std::false_type{}, std::true_type{}); else by_mask(std::false_type{}, std::false_type{}); }
   if (!numeric) { for (auto c : counts) printf("%lld\n", c); return 0; }
+  if (onepass) {  // Cp held the rows' places by their bounds: compact by the counts written
+    std::vector<long long> to(m + 1, 0);
+    for (long long i = 0; i < m; ++i) to[i + 1] = to[i] + counts[i];
+    std::vector<int> dj(to[m] + 1, -1); std::vector<double> dx(dj.size(), 0.0);
+    gb_launch2((unsigned)((m * 32 + 255) / 256), 1, 256, [&] {
+      gb_compact_rows<unsigned long long>(Cp.data(), to.data(), counts.data(), m, Cj.data(),
+          reinterpret_cast<const unsigned long long*>(Cx.data()), dj.data(),
+          reinterpret_cast<unsigned long long*>(dx.data())); });
+    for (auto c : counts) printf("%lld\n", c);
+    for (long long p = 0; p < to[m]; ++p) printf("%d %.17g\n", dj[p], dx[p]);
+    return 0;
+  }
   for (long long p = 0; p < Cp[m]; ++p) printf("%d %.17g\n", Cj[p], Cx[p]);
   return 0;
 }
@@ -277,7 +289,7 @@ def _meta(offsets):
     return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
 
 
-def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False):
+def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False, onepass=False):
     """One pass (symbolic without ``Cp``, numeric with it). ``stride``: the rows binned by the
     device's kernels in the driver and the shared bins launched from device offsets (as
     ASYNC_SYMBOLIC launches them); else binned here, as spgemm's host offsets give them."""
@@ -286,7 +298,7 @@ def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False):
     numeric = Cp is not None
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     rpb = [r for _, _, r in gc.SHARED_BINS[:gc.ONE_LAUNCH]]
-    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(stride)}",
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(stride)} {int(onepass)}",
                       number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
                       number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
                       number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(offsets),
@@ -371,3 +383,117 @@ def test_a_one_launch_kernel_that_misplaces_a_bins_first_block_fails(tmp_path):
                 + DRIVER_ALL)
     out = _pass(exe, A, B, None, 0, True, _bounds(A, B))
     assert not np.array_equal(np.array(out, dtype=np.int64), np.diff(pattern.indptr))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_one_pass_on_the_bounds_bins_then_compacted_gives_scipy(exe_all, mode):
+    """The one-pass product (graph_spgemm.ONE_PASS): no symbolic pass; the numeric pass on the
+    rows' bins by their bounds, row i written at the sum of the bounds before it with its size
+    counted by the kernel, then gb_compact_rows moves the rows together. Against SciPy, every
+    bin and both global tables; the sizes the kernels count are the rows' sizes."""
+    A, B = _every_bin_graph()
+    ub = _bounds(A, B)
+    M = None
+    if mode:
+        M = sps.random(A.shape[0], B.shape[1], density=0.3, random_state=2, format="csr")
+        M.data[:] = 1.0
+        M.sort_indices()
+        ub = np.minimum(ub, np.diff(M.indptr)) if mode == 1 else ub
+    pattern, values = _want(A, B, M, mode)
+    want_counts = np.diff(pattern.indptr)
+    assert (want_counts < ub).sum() > 5  # rows whose products combine: compaction moves them
+    Up = np.concatenate([[0], np.cumsum(ub)])
+    for dense in (True, False):
+        out = _pass(exe_all, A, B, M, mode, dense, ub, Up, onepass=True)
+        m = A.shape[0]
+        counts = np.array(out[:m], dtype=np.int64)
+        np.testing.assert_array_equal(counts, want_counts)
+        Cp = np.concatenate([[0], np.cumsum(counts)])
+        cols = np.array(out[m::2], dtype=np.int64)
+        vals = np.array(out[m + 1::2], dtype=np.float64)
+        if not dense:
+            for i in np.flatnonzero(ub > gc.SHARED_BINS[-1][0] // 2):
+                s = slice(Cp[i], Cp[i + 1])
+                o = np.argsort(cols[s])
+                cols[s], vals[s] = cols[s][o], vals[s][o]
+        np.testing.assert_array_equal(cols, pattern.indices)
+        want = np.asarray(values[np.repeat(np.arange(m), counts), cols]).ravel()
+        np.testing.assert_allclose(vals, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_compaction_that_ignores_the_rows_places_fails(tmp_path):
+    """gb_compact_rows reading every row from the destination's place instead of its bound's
+    place: rows land shifted and the answer differs."""
+    A, B = _every_bin_graph()
+    ub = _bounds(A, B)
+    pattern, _ = _want(A, B, None, 0)
+    old = "const long long c = counts[row], a = from[row], b = to[row];"
+    src = _bins_source()
+    assert src.count(old) == 1
+    exe = build(tmp_path, "spgemm_compact_mutant", GRAPH_PRELUDE + graph_source()
+                + src.replace(old, old.replace("a = from[row]", "a = to[row]")) + DRIVER_ALL)
+    out = _pass(exe, A, B, None, 0, True, ub, np.concatenate([[0], np.cumsum(ub)]), onepass=True)
+    cols = np.array(out[A.shape[0]::2], dtype=np.int64)
+    assert not np.array_equal(cols, pattern.indices)
+
+
+DRIVER_BOUND = r"""
+int main() {
+  long long m, k, n; int masked;
+  if (scanf("%lld %lld %lld %d", &m, &k, &n, &masked) != 4) return 1;
+  auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints());
+  auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()), Mp = gb_narrow(gb_read_ints());
+  std::vector<int> lo(k + 1), hi(k + 1); std::vector<long long> ub(m + 1, -7);
+  gb_launch2((unsigned)((k * 32 + 255) / 256 + 1), 1, 256, [&] {
+    gb_row_span<int>(Bp.data(), Bj.data(), k, n, lo.data(), hi.data()); });
+  gb_launch2((unsigned)((m * 32 + 255) / 256 + 1), 1, 256, [&] {
+    gb_spgemm_bound<int>(Ap.data(), Aj.data(), Bp.data(), lo.data(), hi.data(),
+                         masked ? Mp.data() : nullptr, m, n, ub.data()); });
+  for (long long i = 0; i < m; ++i) printf("%lld\n", ub[i]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["band", "scattered", "masked"])
+def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
+    """gb_row_span + gb_spgemm_bound: each row's bound is min(its products, n, the span
+    between the smallest and largest column of the B rows it reaches, the mask row's size),
+    with B's columns in any order; never below the row's true size. On a band the span is
+    the product row's width, far below its products."""
+    rng = np.random.default_rng(5)
+    if case == "band":
+        n = 400
+        A = sps.diags([np.ones(n - abs(d)) for d in range(-6, 7)], list(range(-6, 7)), format="csr")
+        B = A.copy()
+    else:
+        A = sps.random(90, 300, density=0.04, random_state=3, format="csr")
+        B = sps.random(300, 500, density=0.05, random_state=4, format="csr")
+        n = 500
+    B = sps.csr_matrix(B)
+    for r in range(B.shape[0]):  # columns in a shuffled order inside each row
+        s = slice(B.indptr[r], B.indptr[r + 1])
+        B.indices[s] = rng.permutation(B.indices[s])
+    M = sps.random(A.shape[0], n, density=0.03, random_state=9, format="csr") if case == "masked" else None
+    exe = build(tmp_path, "spgemm_bound", GRAPH_PRELUDE + _bins_source() + DRIVER_BOUND)
+    Mp = M.indptr if M is not None else np.zeros(A.shape[0] + 1, dtype=np.int64)
+    text = "\n".join([f"{A.shape[0]} {B.shape[0]} {n} {int(M is not None)}", number_line(A.indptr),
+                      number_line(A.indices), number_line(B.indptr), number_line(B.indices), number_line(Mp)])
+    ub = np.array(subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                                 timeout=300).stdout.split(), dtype=np.int64)
+    deg = np.diff(B.indptr)
+    want = []
+    for i in range(A.shape[0]):
+        ks = A.indices[A.indptr[i]:A.indptr[i + 1]]
+        u = min(int(deg[ks].sum()), n)
+        cols = np.concatenate([B.indices[B.indptr[q]:B.indptr[q + 1]] for q in ks]) if ks.size else np.array([], int)
+        if cols.size:
+            u = min(u, int(cols.max() - cols.min() + 1))
+        if M is not None:
+            u = min(u, int(M.indptr[i + 1] - M.indptr[i]))
+        want.append(u)
+    np.testing.assert_array_equal(ub, want)
+    size = np.diff(sps.csr_matrix(abs(A) @ abs(B)).indptr)
+    assert (ub >= (size if M is None else 0)).all()
+    if case == "band":  # interior rows: 13 x 13 products, 25 columns reachable
+        assert ub[200] == 25 and deg[A.indices[A.indptr[200]:A.indptr[201]]].sum() == 169

@@ -11,9 +11,18 @@ from . import graph_codegen as gc
 
 
 def make_csr(data, indices, indptr, shape):
-    """cupyx CSR where cupyx supports the dtype, else :class:`DeviceCSR`."""
+    """cupyx CSR where cupyx supports the dtype, else :class:`DeviceCSR`.
+
+    The kernels' results are valid by construction (``indptr[-1] == data.size``, indices
+    in range), so where the installed CuPy has the pre-validated constructor
+    (``_from_parts``, CuPy >= 14.1) and the indices are int32 (the dtype cupyx would keep),
+    the result skips the tuple constructor's checks: a read of ``indptr``'s ends that waits
+    for the kernels, and an index-dtype scan. Else the public constructor."""
     if data.dtype.char in "?fd":
         import cupyx.scipy.sparse as cps
+        parts = getattr(cps.csr_matrix, "_from_parts", None)
+        if parts is not None and indices.dtype == indptr.dtype == np.int32:
+            return parts(data, indices, indptr, tuple(int(s) for s in shape))
         return cps.csr_matrix((data, indices, indptr), shape=shape)
     return DeviceCSR(data, indices, indptr, tuple(int(s) for s in shape))
 

@@ -18,7 +18,8 @@ _BIN_SOURCE = None
 
 
 _BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>",
-              "gb_spgemm_meta")
+              "gb_spgemm_meta", "gb_compact_rows<unsigned int>", "gb_compact_rows<unsigned long long>",
+              "gb_row_span<int>", "gb_row_span<long long>")
 
 
 def _bin_module():

@@ -13,7 +13,12 @@ row's bound (one more host read), sorted afterwards by one CuPy sort (another re
 
 A pass is one launch for the bins up to 2048 slots (256-thread blocks) and one a larger
 non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes with the
-output's size) unless hashed global tables add theirs. With :data:`ASYNC_SYMBOLIC` the
+output's size) unless hashed global tables add theirs. With :data:`ONE_PASS` (on), where the
+bounds' slots fit a share of the free device memory, there is no symbolic pass: the numeric
+pass runs on the bounds' bins, each row written at the sum of the bounds before it with its
+size counted, and ``gb_compact_rows`` moves the rows together (two reads: the bins' sizes with
+the bounds' sum, then the output's size); on power-law graphs the bounds are within 1-4% of the
+rows' sizes, so the symbolic pass was almost all overhead. With :data:`ASYNC_SYMBOLIC` the
 symbolic pass launches its shared bins before any read: the bins' offsets and the one-launch
 kernel's blocks are computed on the device (``gb_spgemm_meta``) and grids of a fixed size
 step over them; the offsets are read while those kernels run, for the global rows only.
@@ -44,6 +49,12 @@ ASYNC_SYMBOLIC = False
 """The symbolic pass without the host read of its bins (module docstring). Off: written
 2026-11-28 (e) and checked on the host (tests/backends/test_cuda_spgemm_host.py), not yet
 timed on a GPU (its GPU test: tests/backends/test_cuda_graph.py)."""
+ONE_PASS = True
+"""The product in one numeric pass where the rows' bounds fit: each row written at its place
+by its bound (the sum of the bounds before it), its size counted, then the rows compacted:
+no symbolic pass, one binning, one read fewer (module docstring)."""
+_ONE_PASS_FRACTION = 0.25  # the bounds' slots may take this share of the device's free memory
+_WORDS = {4: "unsigned int", 8: "unsigned long long"}  # gb_compact_rows moves values as words
 _BLOCKS_PER_SM = 8  # the one-launch kernel's grid with ASYNC_SYMBOLIC: 8 blocks of 256 an SM
 
 
@@ -56,6 +67,20 @@ def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
 def _sm_count(device: int) -> int:
     import cupy
     return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
+
+
+@functools.lru_cache(maxsize=None)
+def _device_bytes(device: int) -> int:
+    import cupy
+    return int(cupy.cuda.runtime.getDeviceProperties(device)["totalGlobalMem"])
+
+
+def _one_pass_fits(slots: int, work: np.dtype) -> bool:
+    """Whether ``slots`` keys and values (the rows' bounds summed) fit the one-pass product's
+    share of the device's memory (no driver query: an allocation that fails falls back to
+    two passes)."""
+    import cupy
+    return slots * (4 + work.itemsize) <= _ONE_PASS_FRACTION * _device_bytes(cupy.cuda.Device().id)
 
 
 def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
@@ -82,12 +107,18 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         mode = 2 if complement else 1
     out = np.dtype(out_dtype)
     work = gc.work_dtype(out, K.acc64)
-    # Upper bound of each row's distinct columns (one kernel, a warp a row).
+    # Upper bound of each row's distinct columns (a warp a row): its products, n, the span
+    # of the B rows it reaches (each B row's column range first), the mask row's size.
     ub = cupy.empty(m, dtype=cupy.int64)
     if m:
-        bound = _bin_module().get_function(f"gb_spgemm_bound<{gc.index_ctype(it)}>")
-        bound((_grid(m * 32, 256),), (256,),
-              (Ap, Aj, Bp, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub))
+        mod, ic = _bin_module(), gc.index_ctype(it)
+        blo, bhi = cupy.empty(max(k, 1), dtype=cupy.int32), cupy.empty(max(k, 1), dtype=cupy.int32)
+        if k:
+            mod.get_function(f"gb_row_span<{ic}>")((_grid(k * 32, 256),), (256,),
+                                                   (Bp, Bj, np.int64(k), np.int64(n), blo, bhi))
+        mod.get_function(f"gb_spgemm_bound<{ic}>")(
+            (_grid(m * 32, 256),), (256,),
+            (Ap, Aj, Bp, blo, bhi, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub))
     # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
@@ -104,9 +135,10 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
                  for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
         return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
 
-    def operands(Cj, Cx):
-        """Every SpGEMM kernel's arguments after its launch-specific ones."""
-        return Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
+    def operands(Cj, Cx, base=None):
+        """Every SpGEMM kernel's arguments after its launch-specific ones (``base``: the rows'
+        places in Cj/Cx, Cp unless given)."""
+        return Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp if base is None else base, Cj, Cx
 
     def opted(name: str, smem: int):
         """The kernel ``name``, opted in to ``smem`` bytes of dynamic shared memory (above
@@ -116,9 +148,9 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             fn.max_dynamic_shared_size_bytes = smem
         return fn
 
-    def launch(rows, offsets, chunks, numeric: bool, Cj, Cx):
+    def launch(rows, offsets, chunks, numeric: bool, Cj, Cx, base=None):
         sizes = np.diff(offsets)
-        args = operands(Cj, Cx)
+        args = operands(Cj, Cx, base)
         if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
             rpb = np.array([b[2] for b in gc.SHARED_BINS[:one]], dtype=np.int64)
             blocks = -(-sizes[:one] // rpb)
@@ -135,10 +167,10 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
                (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b]), _ptr(None)) + args,
                shared_mem=smem)
-        launch_global(chunks, numeric, Cj, Cx)
+        launch_global(chunks, numeric, Cj, Cx, base)
 
-    def launch_global(chunks, numeric: bool, Cj, Cx):
-        args = operands(Cj, Cx)
+    def launch_global(chunks, numeric: bool, Cj, Cx, base=None):
+        args = operands(Cj, Cx, base)
         for grows, toff, total, dense in chunks:
             fn = kernel(gc.global_name(I, TA, TB, numeric, mode, dense))
             keys = cupy.empty(total, dtype=cupy.int32)
@@ -160,7 +192,12 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             fn((max(1, min(m, 2 * sms)),), (32 * wpr * rpb,), (rows, np.int64(0), boffs[b:]) + args,
                shared_mem=smem)
 
-    # Symbolic: rows binned by their bound; each row's distinct columns counted.
+    def result(Cj, Cx):
+        indptr = Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp
+        return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
+
+    # Symbolic: rows binned by their bound; each row's distinct columns counted (or, in one
+    # pass, the numeric pass straight away).
     nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
     if ASYNC_SYMBOLIC and m:
         rpb = [r for _, _, r in gc.SHARED_BINS[:one]]
@@ -174,8 +211,37 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         offsets = boffs.get()  # while the shared bins run: the global rows
         launch_global(global_chunks(rows[offsets[-2]:offsets[-1]], ub, n), False, *nothing)
     else:
-        rows, offsets = _binned_rows(ub, edges, skip_zero=True)
-        chunks = global_chunks(rows[offsets[-2]:], ub, n)
+        rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=ub.sum(keepdims=True))
+        grows = rows[offsets[-2]:]
+        chunks = global_chunks(grows, ub, n)
+        Tx = None
+        if ONE_PASS and total and _one_pass_fits(total, work):
+            # One pass: the numeric pass on the bounds' bins, row i written at the sum of the
+            # bounds before it (Up) and its size counted; then the rows compacted.
+            try:
+                Tj = cupy.empty(total, dtype=cupy.int32)
+                Tx = cupy.empty(total, dtype=work)
+            except cupy.cuda.memory.OutOfMemoryError:
+                Tj = Tx = None
+        if Tx is not None:
+            Up = cupy.zeros(m + 1, dtype=cupy.int64)
+            Up[1:] = cupy.cumsum(ub)
+            kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
+            launch(rows, offsets, chunks, True, Tj, Tx, Up)
+            del rows
+            Cp[1:] = cupy.cumsum(counts)
+            nnz = int(Cp[-1].get())
+            if nnz == total:  # no row's products combined: every row fills its bound
+                Cj, Cx = Tj, Tx
+            else:
+                Cj = cupy.empty(nnz, dtype=cupy.int32)
+                Cx = cupy.empty(nnz, dtype=work)
+                compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
+                compact((_grid(m * 32, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx))
+            del Tj, Tx
+            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
+                sort_rows(Cp, Cj, Cx, grows, n)
+            return result(Cj, Cx)
         kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
         launch(rows, offsets, chunks, False, *nothing)
     del rows
@@ -193,8 +259,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         launch(rows, offsets, chunks, True, Cj, Cx)
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
-    indptr = Cp.astype(cupy.int32) if nnz < 2**31 else Cp
-    return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
+    return result(Cj, Cx)
 
 
 def global_chunks(rows, ub, n: int):
