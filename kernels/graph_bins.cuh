@@ -53,27 +53,6 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
   }
 }
 
-// The one-launch SpGEMM's launch shape on the device (issue 30: no host read before the
-// symbolic pass): from gb_bin_count's blocks' counts summed bin-major (`ends`, nblocks a
-// bin: bin q ends at ends[(q + 1) * nblocks - 1]), boffs = [0, the bins' ends...] and meta for the first NB bins with `rpb[q]` rows
-// a block: their first rows (boffs[0 .. NB]), their first blocks, then the blocks of all
-// NB bins (meta[2 * NB + 1]). One thread.
-extern "C" __global__ void gb_spgemm_meta(const long long* __restrict__ ends, long long nblocks, int ne,
-                                          const long long* __restrict__ rpb, int nb,
-                                          long long* __restrict__ boffs, long long* __restrict__ meta) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  boffs[0] = 0;
-  for (int q = 0; q <= ne; ++q) boffs[q + 1] = ends[(q + 1) * nblocks - 1];
-  long long blocks = 0;
-  for (int q = 0; q < nb; ++q) {
-    meta[q] = boffs[q];
-    meta[nb + 1 + q] = blocks;
-    blocks += (boffs[q + 1] - boffs[q] + rpb[q] - 1) / rpb[q];
-  }
-  meta[nb] = boffs[nb];
-  meta[2 * nb + 1] = blocks;
-}
-
 // Each row's smallest and largest column (lo = n, hi = -1 when empty), a warp a row, in any
 // column order: the SpGEMM's bound by the columns a product row can reach (gb_spgemm_bound).
 template <typename I>

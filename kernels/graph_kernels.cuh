@@ -327,40 +327,26 @@ __device__ __forceinline__ void gb_spgemm_shared_rows(
   }
 }
 
-// STRIDE: the bin's rows are rows[span[0], span[1]) (device offsets, not read by the host
-// first; nrows unused) and a grid of any size steps over its blocks.
-template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK,
-          bool STRIDE>
+// One block's rows of a larger shared bin: rows[RPB * blockIdx.x ...] of the bin's nrows.
+template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
 __global__ void __launch_bounds__(32 * WPR * RPB) gb_spgemm_shared(
-    const long long* __restrict__ rows, long long nrows, const long long* __restrict__ span,
+    const long long* __restrict__ rows, long long nrows,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
     const I* __restrict__ Mp, const I* __restrict__ Mj,
     long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
     typename F::W* __restrict__ Cx) {
   __shared__ int scratch[RPB * 36];  // per row: scan partials [0, 32), count, min, max
-  if constexpr (STRIDE) {
-    const long long* rb = rows + span[0];
-    const long long nr = span[1] - span[0];
-    for (long long blk = blockIdx.x; blk * RPB < nr; blk += gridDim.x) {
-      gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>(
-          rb, nr, blk, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx);
-      __syncthreads();
-    }
-  } else {
-    gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>(
-        rows, nrows, blockIdx.x, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx);
-  }
+  gb_spgemm_shared_rows<F, I, TA, TB, S, WPR, RPB, NUMERIC, MASK>(
+      rows, nrows, blockIdx.x, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx);
 }
 
-// The bin of block `blk` (this block by default) in a one-launch binned kernel (meta as
-// gb_spmv_binned), the bin's first row in `rows`, its row count and the block's index
-// inside the bin.
+// The bin of this block in a one-launch binned kernel (meta as gb_spmv_binned), the bin's
+// first row in `rows`, its row count and the block's index inside the bin.
 template <int NB>
 __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, long long& r0,
-                                            long long& nrows, long long& block,
-                                            long long blk = -1) {
-  if (blk < 0) blk = blockIdx.x;
+                                            long long& nrows, long long& block) {
+  const long long blk = blockIdx.x;
   int b = 0;
 #pragma unroll
   for (int q = 1; q < NB; ++q) b += blk >= meta[NB + 1 + q] ? 1 : 0;
@@ -376,10 +362,7 @@ __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, 
 // bins' first rows, then their first blocks). Dynamic shared memory: the largest table
 // of the bins this launch holds rows of, at most 24 KiB (8-byte values), so that the
 // smallest bins keep a full SM of threads.
-// STRIDE (the bins' sizes not read by the host first): meta[2 * NB + 1] holds the blocks of
-// all bins (gb_spgemm_meta writes meta on the device) and a grid of any size steps over
-// them, the blocks' tables reused after a barrier.
-template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK, bool STRIDE>
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
 __global__ void __launch_bounds__(256) gb_spgemm_binned(
     const long long* __restrict__ rows, const long long* __restrict__ meta,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
@@ -389,32 +372,19 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
     typename F::W* __restrict__ Cx) {
   constexpr int NB = 7;
   __shared__ int scratch[8 * 36];
-#define GB_BINS(RET)                                                                          \
-  switch (b) {                                                                                \
-    case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;       \
-    case 1: gb_spgemm_shared_rows<F, I, TA, TB, 64, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;       \
-    case 2: gb_spgemm_shared_rows<F, I, TA, TB, 128, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;      \
-    case 3: gb_spgemm_shared_rows<F, I, TA, TB, 256, 1, 8, NUMERIC, MASK>(GB_ROWS); RET;      \
-    case 4: gb_spgemm_shared_rows<F, I, TA, TB, 512, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;      \
-    case 5: gb_spgemm_shared_rows<F, I, TA, TB, 1024, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;     \
-    default: gb_spgemm_shared_rows<F, I, TA, TB, 2048, 8, 1, NUMERIC, MASK>(GB_ROWS); RET;    \
-  }
+  long long r0, nrows, block;
+  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
 #define GB_ROWS rows + r0, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
-  if constexpr (STRIDE) {
-    const long long total = meta[2 * NB + 1];
-    for (long long vb = blockIdx.x; vb < total; vb += gridDim.x) {
-      long long r0, nrows, block;
-      const int b = gb_block_bin<NB>(meta, r0, nrows, block, vb);
-      GB_BINS(break)
-      __syncthreads();  // the next block's rows reuse the tables
-    }
-  } else {
-    long long r0, nrows, block;
-    const int b = gb_block_bin<NB>(meta, r0, nrows, block);
-    GB_BINS(return)
+  switch (b) {
+    case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
+    case 1: gb_spgemm_shared_rows<F, I, TA, TB, 64, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
+    case 2: gb_spgemm_shared_rows<F, I, TA, TB, 128, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
+    case 3: gb_spgemm_shared_rows<F, I, TA, TB, 256, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
+    case 4: gb_spgemm_shared_rows<F, I, TA, TB, 512, 8, 1, NUMERIC, MASK>(GB_ROWS); return;
+    case 5: gb_spgemm_shared_rows<F, I, TA, TB, 1024, 8, 1, NUMERIC, MASK>(GB_ROWS); return;
+    default: gb_spgemm_shared_rows<F, I, TA, TB, 2048, 8, 1, NUMERIC, MASK>(GB_ROWS); return;
   }
 #undef GB_ROWS
-#undef GB_BINS
 }
 
 // ---------------------------------------------------------------------------

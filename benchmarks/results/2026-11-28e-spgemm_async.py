@@ -4,6 +4,10 @@ checked against cuSPARSE first, then the three interleaved (``cupyx.profiler.ben
 medians, two rounds, the second kept). Written 2026-11-28 (e) for the next GPU session.
 
     PYTHONPATH=$PWD python benchmarks/results/2026-11-28e-spgemm_async.py 10000 100000 1000000
+
+``ASYNC_SYMBOLIC`` was measured slower than the default at every size (2026-11-28 (f), call 1:
+h200x2-2026-11-28f-call1-spgemm_ab.jsonl) and removed afterwards; this script ran on the tree
+at 0d4908d. On a later tree the switch no longer exists and its form runs the default.
 """
 import json
 import os

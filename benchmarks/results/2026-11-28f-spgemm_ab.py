@@ -6,6 +6,10 @@ checked against cuSPARSE first; then the four run interleaved (``cupyx.profiler.
 GPU and host medians, two rounds, the second kept).
 
     PYTHONPATH=$PWD python benchmarks/results/2026-11-28f-spgemm_ab.py 10000 100000 1000000
+
+``ASYNC_SYMBOLIC`` was measured slower than the default at every size (2026-11-28 (f), call 1:
+h200x2-2026-11-28f-call1-spgemm_ab.jsonl) and removed afterwards; this script ran on the tree
+at 0d4908d plus the _from_parts constructor (4603546). On a later tree the switch no longer exists and its form runs the default.
 """
 import json
 import os

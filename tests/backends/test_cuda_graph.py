@@ -120,14 +120,12 @@ K = CudaGraphKernels()
 
 def _passes(monkeypatch, form):
     """The SpGEMM's form: "one" (the default: one numeric pass on the bounds' bins, then
-    compacted), "two" (symbolic then numeric) or "async" (two, the symbolic pass launched
-    from device offsets)."""
+    compacted) or "two" (symbolic then numeric)."""
     from gbdist.backends.cuda import graph_spgemm
     monkeypatch.setattr(graph_spgemm, "ONE_PASS", form == "one")
-    monkeypatch.setattr(graph_spgemm, "ASYNC_SYMBOLIC", form == "async")
 
 
-FORMS = ["one", "two", "async"]
+FORMS = ["one", "two"]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -163,9 +161,8 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
     Hashed (_DENSE_SLOTS 0): the sort afterwards; with the default limit the global rows'
     tables fit one chunk, with a small one (_GLOBAL_SLOTS) they are split into several, and a
     row whose table alone passes the limit gets a chunk of its own. Plain, masked and
-    complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide"). With
-    ASYNC_SYMBOLIC the symbolic pass's shared bins run from device offsets; in one pass the
-    global rows are those whose bound passes the shared tables."""
+    complemented, against SciPy; hashed also where n passes _DENSE_COLUMNS ("wide"). In one
+    pass the global rows are those whose bound passes the shared tables."""
     from gbdist.backends.cuda import graph_spgemm as cuda_graph
     _passes(monkeypatch, form)
     if tables == "hashed":

@@ -78,7 +78,7 @@ int main() {
 
 
 def _bins_source() -> str:
-    """kernels/graph_bins.cuh (the binning and gb_spgemm_meta) for the driver's device mode."""
+    """kernels/graph_bins.cuh (the bounds, the compaction) for the drivers."""
     return read("kernels", "graph_bins.cuh").replace('extern "C" ', "")
 
 
@@ -185,29 +185,15 @@ def test_a_write_out_that_skips_the_warps_before_fails(tmp_path):
 # from the rows and launch shapes the test computes (below) from graphs' own bins.
 DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
 int main() {
-  long long m, n; int dense, mode, numeric, stride, onepass;
-  if (scanf("%lld %lld %d %d %d %d %d", &m, &n, &dense, &mode, &numeric, &stride, &onepass) != 7) return 1;
+  long long m, n; int dense, mode, numeric, onepass;
+  if (scanf("%lld %lld %d %d %d %d", &m, &n, &dense, &mode, &numeric, &onepass) != 6) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
   auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
   auto rows = gb_read_ints(), offsets = gb_read_ints(), meta = gb_read_ints(), ub = gb_read_ints();
-  auto Cp = gb_read_ints(), keys_in = gb_read_ints(), edges = gb_read_ints(), rpb = gb_read_ints();
-  const int ne = (int)edges.size();
-  std::vector<long long> boffs(ne + 2, 0), dmeta(2 * 7 + 2, 0);
-  if (stride) {  // the device's binning (graph_bins.cuh), then gb_spgemm_meta: no host offsets
-    const long long nb = (m + 255) / 256;
-    std::vector<int> bin(m + 1); std::vector<long long> bc((ne + 1) * nb, 0), ends, starts;
-    gb_launch2((unsigned)nb, 1, 256, [&] { gb_bin_count(keys_in.data(), m, edges.data(), ne, 1,
-                                                         bin.data(), bc.data()); });
-    long long acc = 0; for (auto c : bc) { acc += c; ends.push_back(acc); }
-    for (size_t q = 0; q < bc.size(); ++q) starts.push_back(ends[q] - bc[q]);
-    rows.assign(m + 1, -1);
-    gb_launch2((unsigned)nb, 1, 256, [&] { gb_bin_scatter(bin.data(), m, ne, starts.data(), rows.data()); });
-    gb_launch2(1, 1, 32, [&] { gb_spgemm_meta(ends.data(), nb, ne, rpb.data(), 7, boffs.data(), dmeta.data()); });
-    offsets = boffs;
-  }
-  const long long grid = stride ? 3 : meta.back();  // stride: fewer blocks than the bins hold
-  if (!stride) meta.pop_back();
+  auto Cp = gb_read_ints();
+  const long long grid = meta.back();
+  meta.pop_back();
   std::vector<long long> counts(m, 0);
   std::vector<int> Cj(numeric ? Cp[m] + 1 : 1, -1); std::vector<double> Cx(Cj.size(), 0.0);
   const long long g0 = offsets[offsets.size() - 2], G = offsets.back() - g0;
@@ -215,20 +201,17 @@ int main() {
   for (long long r = 0; r < G; ++r) {
     long long s = 1; while (s < 2 * ub[rows[g0 + r]]) s <<= 1; toff[r + 1] = toff[r] + s; }
   std::vector<int> keys(dense ? G * n + 1 : toff[G] + 1); std::vector<double> vals(keys.size());
-  auto run = [&](auto NUM, auto MASK, auto STR) {
+  auto run = [&](auto NUM, auto MASK) {
     constexpr bool U = decltype(NUM)::value; constexpr int K = decltype(MASK)::value;
-    constexpr bool ST = decltype(STR)::value;
     auto args = [&](auto f) { f(Ap.data(), Aj.data(), Ax.data(), Bp.data(), Bj.data(), Bx.data(),
                                 Mp.data(), Mj.data(), counts.data(), Cp.data(), Cj.data(), Cx.data()); };
-    const long long* mt = ST ? dmeta.data() : meta.data();
     if (grid) gb_launch2((unsigned)grid, 1, 256, [&] { args([&](auto... a) {
-      gb_spgemm_binned<GbF, int, double, double, U, K, ST>(rows.data(), mt, a...); }); });
+      gb_spgemm_binned<GbF, int, double, double, U, K>(rows.data(), meta.data(), a...); }); });
     auto shared = [&](auto S, auto WPR, int b) {
       const long long size = offsets[b + 1] - offsets[b];
-      const unsigned blocks = ST ? 2u : (unsigned)size;
-      if (ST || size) gb_launch2(blocks, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
-        gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K, ST>(
-            ST ? rows.data() : rows.data() + offsets[b], size, ST ? boffs.data() + b : nullptr, a...); }); });
+      if (size) gb_launch2((unsigned)size, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
+        gb_spgemm_shared<GbF, int, double, double, decltype(S)::value, decltype(WPR)::value, 1, U, K>(
+            rows.data() + offsets[b], size, a...); }); });
     };
     shared(gb_int<4096>{}, gb_int<16>{}, 7);
     shared(gb_int<8192>{}, gb_int<16>{}, 8);
@@ -239,13 +222,12 @@ int main() {
       else gb_spgemm_global<GbF, int, double, double, U, K, false>(
           rows.data() + g0, G, toff.data(), 0, keys.data(), vals.data(), a...); }); });
   };
-  auto by_mask = [&](auto NUM, auto STR) {
-    if (mode == 0) run(NUM, gb_int<0>{}, STR);
-    else if (mode == 1) run(NUM, gb_int<1>{}, STR);
-    else run(NUM, gb_int<2>{}, STR);
+  auto by_mask = [&](auto NUM) {
+    if (mode == 0) run(NUM, gb_int<0>{});
+    else if (mode == 1) run(NUM, gb_int<1>{});
+    else run(NUM, gb_int<2>{});
   };
-  if (numeric) { if (stride) by_mask(std::true_type{}, std::true_type{}); else by_mask(std::true_type{}, std::false_type{}); }
-  else { if (stride) by_mask(std::false_type{}, std::true_type{}); else by_mask(std::false_type{}, std::false_type{}); }
+  if (numeric) by_mask(std::true_type{}); else by_mask(std::false_type{});
   if (!numeric) { for (auto c : counts) printf("%lld\n", c); return 0; }
   if (onepass) {  // Cp held the rows' places by their bounds: compact by the counts written
     std::vector<long long> to(m + 1, 0);
@@ -289,22 +271,19 @@ def _meta(offsets):
     return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
 
 
-def _pass(exe, A, B, M, mode, dense, keys, Cp=None, stride=False, onepass=False):
-    """One pass (symbolic without ``Cp``, numeric with it). ``stride``: the rows binned by the
-    device's kernels in the driver and the shared bins launched from device offsets (as
-    ASYNC_SYMBOLIC launches them); else binned here, as spgemm's host offsets give them."""
+def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False):
+    """One pass (symbolic without ``Cp``, numeric with it), the rows binned by ``keys`` here
+    as spgemm's host offsets give them. ``onepass``: ``Cp`` holds the rows' places by their
+    bounds, and the driver compacts the rows by the sizes the kernels counted."""
     rows, offsets = _bins(keys)
     M = sps.csr_matrix((1, 1)) if M is None else M
     numeric = Cp is not None
-    edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
-    rpb = [r for _, _, r in gc.SHARED_BINS[:gc.ONE_LAUNCH]]
-    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(stride)} {int(onepass)}",
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(onepass)}",
                       number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
                       number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
                       number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(offsets),
                       number_line(_meta(offsets)), number_line(np.maximum(_bounds(A, B), 1)),
-                      number_line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp),
-                      number_line(np.asarray(keys, dtype=np.int64)), number_line(np.array(edges)), number_line(np.array(rpb))])
+                      number_line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp)])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
     return out
@@ -335,9 +314,8 @@ def _every_bin_graph():
     return A, B
 
 
-@pytest.mark.parametrize("stride", [False, True])
 @pytest.mark.parametrize("mode", [0, 2])
-def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode, stride):
+def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
     """The whole product on the host: the one-launch bins, the three large shared bins and
     the global tables (dense and hashed), symbolic then numeric, against SciPy's pattern and
     values, every row sorted."""
@@ -353,12 +331,12 @@ def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode, stride):
     pattern, values = _want(A, B, M, mode)
     exe = exe_all
     for dense in (True, False):
-        counts = np.array(_pass(exe, A, B, M, mode, dense, ub, stride=stride), dtype=np.int64)
+        counts = np.array(_pass(exe, A, B, M, mode, dense, ub), dtype=np.int64)
         np.testing.assert_array_equal(counts, np.diff(pattern.indptr))
         if mode == 0:  # the numeric pass's bins: every one of them too
             assert len(set(np.searchsorted(edges, counts[counts > 0], side="left"))) == len(edges) + 1
         Cp = np.concatenate([[0], np.cumsum(counts)])
-        out = _pass(exe, A, B, M, mode, dense, counts, Cp, stride=stride)
+        out = _pass(exe, A, B, M, mode, dense, counts, Cp)
         cols = np.array(out[0::2], dtype=np.int64)
         vals = np.array(out[1::2], dtype=np.float64)
         if not dense:  # the hashed global rows are written unsorted: sort them as spgemm does

@@ -18,7 +18,7 @@ _BIN_SOURCE = None
 
 
 _BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>",
-              "gb_spgemm_meta", "gb_compact_rows<unsigned int>", "gb_compact_rows<unsigned long long>",
+              "gb_compact_rows<unsigned int>", "gb_compact_rows<unsigned long long>",
               "gb_row_span<int>", "gb_row_span<long long>")
 
 
@@ -83,29 +83,6 @@ def _binned_rows(keys, edges, skip_zero: bool, extra=None):
     if out.size:
         _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
     return (out, offsets) if extra is None else (out, offsets, int(host[-1]))
-
-
-_RPB: dict = {}
-
-
-def _binned_rows_device(keys, edges, skip_zero: bool, rpb):
-    """:func:`_binned_rows` without the host read (issue 30): (row ids bin after bin, in an
-    array of m; the bins' offsets [0, ends...] and the one-launch kernel's meta for the first
-    ``len(rpb)`` bins of ``rpb`` rows a block, both on the device: gb_spgemm_meta)."""
-    import cupy
-    m, ne, nblocks, bin_, blockcounts, ends, _ = _bin_count(keys, edges, skip_zero)
-    out = cupy.empty(max(m, 1), dtype=cupy.int64)
-    if m:
-        _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
-    key = (tuple(int(r) for r in rpb), cupy.cuda.Device().id)
-    r = _RPB.get(key)
-    if r is None:
-        r = _RPB[key] = cupy.asarray(np.asarray(rpb, dtype=np.int64))
-    boffs = cupy.empty(ne + 2, dtype=cupy.int64)
-    meta = cupy.empty(2 * len(rpb) + 2, dtype=cupy.int64)
-    _bin_module().get_function("gb_spgemm_meta")((1,), (32,), (ends, np.int64(nblocks), np.int32(ne),
-                                                                r, np.int32(len(rpb)), boffs, meta))
-    return out, boffs, meta
 
 
 def _spmv_bins(A, Ap):

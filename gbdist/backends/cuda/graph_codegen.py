@@ -344,10 +344,9 @@ def spgemm_names(I: str, TA: str, TB: str, mask: int) -> tuple[str, ...]:
     """Every SpGEMM kernel for one (index, A value, B value, mask mode) combination."""
     out = []
     for numeric in ("false", "true"):
-        for stride in (False, True):
-            out.append(binned_name(I, TA, TB, numeric == "true", mask, stride))
-            for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
-                out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask, stride))
+        out.append(binned_name(I, TA, TB, numeric == "true", mask))
+        for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
+            out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask))
         out += [global_name(I, TA, TB, numeric == "true", mask, dense) for dense in (False, True)]
     return tuple(out)
 
@@ -356,16 +355,14 @@ def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
 
-def binned_name(I, TA, TB, numeric: bool, mask: int, stride: bool = False) -> str:
-    """The one-launch kernel of the first ONE_LAUNCH shared bins; ``stride``: its launch
-    shape from the device (any grid steps over the blocks meta counts)."""
-    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {_b(numeric)}, {mask}, {_b(stride)}>"
+def binned_name(I, TA, TB, numeric: bool, mask: int) -> str:
+    """The one-launch kernel of the first ONE_LAUNCH shared bins."""
+    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {_b(numeric)}, {mask}>"
 
 
-def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int, stride: bool = False) -> str:
-    """A larger shared bin's kernel; ``stride``: its rows from device offsets."""
-    return (f"gb_spgemm_shared<GbF, {I}, {TA}, {TB}, {S}, {wpr}, {rpb}, {_b(numeric)}, {mask}, "
-            f"{_b(stride)}>")
+def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int) -> str:
+    """A larger shared bin's kernel."""
+    return f"gb_spgemm_shared<GbF, {I}, {TA}, {TB}, {S}, {wpr}, {rpb}, {_b(numeric)}, {mask}>"
 
 
 def global_name(I, TA, TB, numeric: bool, mask: int, dense: bool = False) -> str:

@@ -1,27 +1,26 @@
 """The CUDA SpGEMM (issue 12, issue 30): row-binned shared-memory hash tables
 (``kernels/graph_kernels.cuh``), for :meth:`gbdist.backends.cuda.graph.CudaGraphKernels.spgemm`.
 
-Per row an upper bound of its distinct columns (Σ over A(i,k) of deg_B(k), at most n, at most
-the mask row's size for a plain mask); rows binned by it into shared-memory tables of
-32 … 16384 slots (at least twice the bound: short probe sequences) and a global-memory table
-for larger rows; a symbolic pass (distinct columns per row) → exclusive scan → rows binned
-again by their exact sizes → a numeric pass (insert-or-combine, atomic ⊕; each shared row
-sorted in the kernel, written in order). The global-table rows of a pass get dense tables (n
-slots a row, a column its own slot, written in column order by a block scan) while n and
-rows x n are small (``_DENSE_COLUMNS``, ``_DENSE_SLOTS``); else hashed tables sized from each
-row's bound (one more host read), sorted afterwards by one CuPy sort (another read).
+Per row an upper bound of its distinct columns: the smallest of its products (Σ over A(i,k)
+of deg_B(k)), n, the span of columns those B rows reach (``gb_row_span``: a band's product row
+is its width) and, for a plain mask, the mask row's size. Rows are binned by it into
+shared-memory tables of 32 … 16384 slots (at least twice the bound: short probe sequences)
+and global-memory tables for larger rows. Each table takes its row's products
+(insert-or-combine, atomic ⊕); a shared row is sorted in the kernel and written in order.
+The global-table rows get dense tables (n slots a row, a column its own slot, written in
+column order by a block scan) while n and rows x n are small (``_DENSE_COLUMNS``,
+``_DENSE_SLOTS``); else hashed tables sized from each row's bound (one more host read),
+sorted afterwards by one CuPy sort (another read).
 
-A pass is one launch for the bins up to 2048 slots (256-thread blocks) and one a larger
-non-empty bin; two host reads a call (the bins' sizes; the numeric bins' sizes with the
-output's size) unless hashed global tables add theirs. With :data:`ONE_PASS` (on), where the
-bounds' slots fit a share of the free device memory, there is no symbolic pass: the numeric
-pass runs on the bounds' bins, each row written at the sum of the bounds before it with its
-size counted, and ``gb_compact_rows`` moves the rows together (two reads: the bins' sizes with
-the bounds' sum, then the output's size); on power-law graphs the bounds are within 1-4% of the
-rows' sizes, so the symbolic pass was almost all overhead. With :data:`ASYNC_SYMBOLIC` the
-symbolic pass launches its shared bins before any read: the bins' offsets and the one-launch
-kernel's blocks are computed on the device (``gb_spgemm_meta``) and grids of a fixed size
-step over them; the offsets are read while those kernels run, for the global rows only.
+One pass (:data:`ONE_PASS`, where the bounds' slots fit a share of the device's memory): the
+numeric pass runs on the bounds' bins, each row written at the sum of the bounds before it
+with its size counted, and ``gb_compact_rows`` moves the rows together. On power-law graphs the
+bounds are within 1-4% of the rows' sizes, so a symbolic pass was almost all overhead
+(2026-11-28 (f), one H200: 10⁵ vertices 1.12× → 1.01× cuSPARSE, 10⁶ 0.99× → 0.90×). Else two
+passes: a symbolic pass counts each row's distinct columns, the rows are binned again by those
+exact sizes and the numeric pass writes them at their exclusive scan. A pass is one launch for
+the bins up to 2048 slots (256-thread blocks) and one a larger non-empty bin; two host reads
+a call either way (the bins' sizes; the output's size) unless hashed global tables add theirs.
 Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
 """
 from __future__ import annotations
@@ -33,7 +32,7 @@ import numpy as np
 from ...errors import BackendError, InputError
 from . import graph_codegen as gc
 from .graph_arrays import _csr_parts, _ptr, make_csr
-from .graph_bins import _binned_rows, _binned_rows_device, _bin_module, _grid
+from .graph_bins import _binned_rows, _bin_module, _grid
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 # The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
@@ -45,28 +44,17 @@ _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of 
 # H200: the global kernels 0.64 ms with dense tables, 0.67 with hashed ones).
 _DENSE_SLOTS = 1 << 23
 _DENSE_COLUMNS = 1 << 17
-ASYNC_SYMBOLIC = False
-"""The symbolic pass without the host read of its bins (module docstring). Off: written
-2026-11-28 (e) and checked on the host (tests/backends/test_cuda_spgemm_host.py), not yet
-timed on a GPU (its GPU test: tests/backends/test_cuda_graph.py)."""
 ONE_PASS = True
 """The product in one numeric pass where the rows' bounds fit: each row written at its place
 by its bound (the sum of the bounds before it), its size counted, then the rows compacted:
 no symbolic pass, one binning, one read fewer (module docstring)."""
-_ONE_PASS_FRACTION = 0.25  # the bounds' slots may take this share of the device's free memory
+_ONE_PASS_FRACTION = 0.25  # the bounds' slots may take this share of the device's memory
 _WORDS = {4: "unsigned int", 8: "unsigned long long"}  # gb_compact_rows moves values as words
-_BLOCKS_PER_SM = 8  # the one-launch kernel's grid with ASYNC_SYMBOLIC: 8 blocks of 256 an SM
 
 
 def _shared_bytes(S: int, rpb: int, numeric: bool, work: np.dtype) -> int:
     """Dynamic shared memory of one block of the shared-table SpGEMM kernel."""
     return rpb * S * (4 + (work.itemsize if numeric else 0))
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(device: int) -> int:
-    import cupy
-    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -165,7 +153,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             smem = _shared_bytes(S, rpb, numeric, work)
             fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode), smem)
             fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
-               (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b]), _ptr(None)) + args,
+               (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args,
                shared_mem=smem)
         launch_global(chunks, numeric, Cj, Cx, base)
 
@@ -179,71 +167,44 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
                                        np.int64(n if dense else 0), keys, vals) + args)
             del keys, vals
 
-    def launch_stride(rows, boffs, meta, numeric: bool, Cj, Cx):
-        """The shared bins from device offsets (ASYNC_SYMBOLIC): grids of a fixed size."""
-        args = operands(Cj, Cx)
-        sms = _sm_count(cupy.cuda.Device().id)
-        smem = max(_shared_bytes(S, r, numeric, work) for S, _, r in gc.SHARED_BINS[:one])
-        fn = opted(gc.binned_name(I, TA, TB, numeric, mode, True), smem)
-        fn((max(1, min(m, _BLOCKS_PER_SM * sms)),), (256,), (rows, meta) + args, shared_mem=smem)
-        for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
-            smem = _shared_bytes(S, rpb, numeric, work)
-            fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode, True), smem)
-            fn((max(1, min(m, 2 * sms)),), (32 * wpr * rpb,), (rows, np.int64(0), boffs[b:]) + args,
-               shared_mem=smem)
-
     def result(Cj, Cx):
         indptr = Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp
         return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
 
-    # Symbolic: rows binned by their bound; each row's distinct columns counted (or, in one
-    # pass, the numeric pass straight away).
+    # Rows binned by their bound; in one pass the numeric pass straight away, else the
+    # symbolic pass counts each row's distinct columns.
+    rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=ub.sum(keepdims=True))
+    grows = rows[offsets[-2]:]
+    chunks = global_chunks(grows, ub, n)
+    Tx = None
+    if ONE_PASS and total and _one_pass_fits(total, work):
+        try:
+            Tj = cupy.empty(total, dtype=cupy.int32)
+            Tx = cupy.empty(total, dtype=work)
+        except cupy.cuda.memory.OutOfMemoryError:
+            Tj = Tx = None
+    if Tx is not None:  # one pass: row i written at the sum of the bounds before it (Up)
+        Up = cupy.zeros(m + 1, dtype=cupy.int64)
+        Up[1:] = cupy.cumsum(ub)
+        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
+        launch(rows, offsets, chunks, True, Tj, Tx, Up)
+        del rows
+        Cp[1:] = cupy.cumsum(counts)  # the numeric kernels counted each row's entries
+        nnz = int(Cp[-1].get())
+        if nnz == total:  # no row's products combined: every row fills its bound
+            Cj, Cx = Tj, Tx
+        else:
+            Cj = cupy.empty(nnz, dtype=cupy.int32)
+            Cx = cupy.empty(nnz, dtype=work)
+            compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
+            compact((_grid(m * 32, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx))
+        del Tj, Tx
+        if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
+            sort_rows(Cp, Cj, Cx, grows, n)
+        return result(Cj, Cx)
     nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
-    if ASYNC_SYMBOLIC and m:
-        rpb = [r for _, _, r in gc.SHARED_BINS[:one]]
-        rows, boffs, meta = _binned_rows_device(ub, edges, True, rpb)
-        used = [gc.binned_name(I, TA, TB, False, mode, True)]
-        used += [gc.shared_name(I, TA, TB, S, wpr, r, False, mode, True)
-                 for S, wpr, r in gc.SHARED_BINS[one:]]
-        used += [gc.global_name(I, TA, TB, False, mode, d) for d in (False, True)]
-        kernel = K._kernels(sr.mul, sr.add, out, used).__getitem__
-        launch_stride(rows, boffs, meta, False, *nothing)
-        offsets = boffs.get()  # while the shared bins run: the global rows
-        launch_global(global_chunks(rows[offsets[-2]:offsets[-1]], ub, n), False, *nothing)
-    else:
-        rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=ub.sum(keepdims=True))
-        grows = rows[offsets[-2]:]
-        chunks = global_chunks(grows, ub, n)
-        Tx = None
-        if ONE_PASS and total and _one_pass_fits(total, work):
-            # One pass: the numeric pass on the bounds' bins, row i written at the sum of the
-            # bounds before it (Up) and its size counted; then the rows compacted.
-            try:
-                Tj = cupy.empty(total, dtype=cupy.int32)
-                Tx = cupy.empty(total, dtype=work)
-            except cupy.cuda.memory.OutOfMemoryError:
-                Tj = Tx = None
-        if Tx is not None:
-            Up = cupy.zeros(m + 1, dtype=cupy.int64)
-            Up[1:] = cupy.cumsum(ub)
-            kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
-            launch(rows, offsets, chunks, True, Tj, Tx, Up)
-            del rows
-            Cp[1:] = cupy.cumsum(counts)
-            nnz = int(Cp[-1].get())
-            if nnz == total:  # no row's products combined: every row fills its bound
-                Cj, Cx = Tj, Tx
-            else:
-                Cj = cupy.empty(nnz, dtype=cupy.int32)
-                Cx = cupy.empty(nnz, dtype=work)
-                compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
-                compact((_grid(m * 32, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx))
-            del Tj, Tx
-            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
-                sort_rows(Cp, Cj, Cx, grows, n)
-            return result(Cj, Cx)
-        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
-        launch(rows, offsets, chunks, False, *nothing)
+    kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
+    launch(rows, offsets, chunks, False, *nothing)
     del rows
     Cp[1:] = cupy.cumsum(counts)
     # Numeric: rows binned again by their exact size, so a row whose products mostly
