@@ -286,9 +286,153 @@ __device__ __forceinline__ void gb_sorted_write(int* keys, W* vals, int* scr, in
   }
 }
 
+// ---------------------------------------------------------------------------
+// SpGEMM, short rows without a table (issue 30): a row of at most GB_ESC_MAX products, one
+// warp. Each lane expands two of the row's products into registers (column and ⊗ value; an
+// absent one, or one outside the mask, has column INT_MAX), a bitonic sort of the 64 by
+// column across the warp, then equal columns combined by a segmented scan with ⊕, and each
+// run's last entry written at the run's rank (Cp[row] on): no shared memory, no atomics, no
+// barrier beyond the warp's. counts[row] = the row's entries. Returns false, having done
+// nothing, when the row has more products (the caller's table takes it).
+// ---------------------------------------------------------------------------
+constexpr int GB_ESC_MAX = 64;
+
+template <class F, int MASK, typename I, typename TA, typename TB>
+__device__ __forceinline__ bool gb_esc_row(
+    long long row, int lane,
+    const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
+    const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
+    const I* __restrict__ Mp, const I* __restrict__ Mj,
+    long long* __restrict__ counts, long long base, int* __restrict__ Cj,
+    typename F::W* __restrict__ Cx) {
+  typedef typename F::W W;
+  typedef typename F::M M;
+  const unsigned full = 0xffffffffu;
+  const long long a0 = (long long)Ap[row], a1 = (long long)Ap[row + 1];
+  long long P = 0;
+  for (long long p = a0 + lane; p < a1; p += 32) {
+    const long long k = (long long)Aj[p];
+    P += (long long)Bp[k + 1] - (long long)Bp[k];
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) P += __shfl_xor_sync(full, P, o);
+  if (P > GB_ESC_MAX) return false;
+  long long m0 = 0, m1 = 0;
+  if constexpr (MASK != 0) { m0 = (long long)Mp[row]; m1 = (long long)Mp[row + 1]; }
+  int key[2] = {0x7fffffff, 0x7fffffff};
+  W val[2] = {F::identity(), F::identity()};
+  long long before = 0;  // the products of the A entries before this chunk of 32
+  for (long long c = a0; c < a1; c += 32) {
+    const long long p = c + lane;
+    long long k = 0, d = 0;
+    M av = (M)0;
+    if (p < a1) {
+      k = (long long)Aj[p];
+      d = (long long)Bp[k + 1] - (long long)Bp[k];
+      av = F::load(Ax[p]);
+    }
+    long long s = d;  // inclusive scan of the lanes' product counts
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long y = __shfl_up_sync(full, s, o);
+      if (lane >= o) s += y;
+    }
+    const long long start = before + s - d;  // this lane's first product
+    const long long total = __shfl_sync(full, s, 31);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long q = r * 32 + lane;  // the product this lane holds in register r
+      int lo = 0;                          // the last lane whose products start at or before q
+#pragma unroll
+      for (int step = 16; step > 0; step >>= 1) {
+        const long long sj = __shfl_sync(full, start, lo + step);
+        if (sj <= q) lo += step;
+      }
+      const long long sj = __shfl_sync(full, start, lo);
+      const long long kk = __shfl_sync(full, k, lo);
+      const M a = __shfl_sync(full, av, lo);
+      if (q >= before && q < before + total) {
+        const long long bq = (long long)Bp[kk] + (q - sj);
+        const int j = (int)Bj[bq];
+        if (gb_allowed<MASK>(Mj, m0, m1, (long long)j)) {
+          key[r] = j;
+          val[r] = F::mul(a, F::load(Bx[bq]));
+        }
+      }
+    }
+    before += total;
+  }
+  // Bitonic sort of the 64 (column, value) pairs, element e = r * 32 + lane.
+#pragma unroll
+  for (int kb = 2; kb <= 64; kb <<= 1) {
+#pragma unroll
+    for (int j = kb >> 1; j > 0; j >>= 1) {
+      if (j == 32) {  // kb == 64: the pair is this lane's two registers, ascending
+        if (key[1] < key[0]) {
+          const int tk = key[0]; key[0] = key[1]; key[1] = tk;
+          const W tv = val[0]; val[0] = val[1]; val[1] = tv;
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int e = r * 32 + lane;
+          const int ok = __shfl_xor_sync(full, key[r], j);
+          const W ov = __shfl_xor_sync(full, val[r], j);
+          const bool up = (e & kb) == 0, lower = (e & j) == 0;
+          if (lower == up ? ok < key[r] : ok > key[r]) { key[r] = ok; val[r] = ov; }
+        }
+      }
+    }
+  }
+  // Runs of equal columns: a head starts one; each register's segmented inclusive ⊕-scan,
+  // the run crossing from register 0 into register 1 carried over.
+  const int last0 = __shfl_sync(full, key[0], 31);
+  int prev0 = __shfl_up_sync(full, key[0], 1), prev1 = __shfl_up_sync(full, key[1], 1);
+  if (lane == 0) prev1 = last0;
+  const bool head0 = lane == 0 || key[0] != prev0, head1 = key[1] != prev1;
+  W s0 = val[0], s1 = val[1];
+  bool f0 = head0, f1 = head1;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const W y0 = __shfl_up_sync(full, s0, o), y1 = __shfl_up_sync(full, s1, o);
+    const int g0 = __shfl_up_sync(full, (int)f0, o), g1 = __shfl_up_sync(full, (int)f1, o);
+    if (lane >= o) {
+      if (!f0) s0 = F::add(y0, s0);
+      if (!f1) s1 = F::add(y1, s1);
+      f0 = f0 || g0;
+      f1 = f1 || g1;
+    }
+  }
+  const W carry = __shfl_sync(full, s0, 31);
+  if (!f1) s1 = F::add(carry, s1);
+  const int nxt0 = __shfl_sync(full, (int)head0, (lane + 1) & 31);
+  const int nxt1 = __shfl_sync(full, (int)head1, (lane + 1) & 31);
+  const int first1 = __shfl_sync(full, (int)head1, 0);
+  const bool tail0 = lane < 31 ? nxt0 != 0 : first1 != 0;
+  const bool tail1 = lane < 31 ? nxt1 != 0 : true;
+  const bool ok0 = key[0] != 0x7fffffff, ok1 = key[1] != 0x7fffffff;
+  const unsigned hb0 = __ballot_sync(full, head0 && ok0), hb1 = __ballot_sync(full, head1 && ok1);
+  const unsigned le = lane == 31 ? full : ((2u << lane) - 1u);
+  if (tail0 && ok0) {
+    const long long at = base + __popc(hb0 & le) - 1;
+    Cj[at] = key[0];
+    Cx[at] = s0;
+  }
+  if (tail1 && ok1) {
+    const long long at = base + __popc(hb0) + __popc(hb1 & le) - 1;
+    Cj[at] = key[1];
+    Cx[at] = s1;
+  }
+  if (lane == 0) counts[row] = __popc(hb0) + __popc(hb1);
+  return true;
+}
+
 // One block's rows of a shared-table bin: `rows` the bin's row ids, `block` the block's index
 // inside the bin; scratch: RPB * 36 ints of static shared memory.
-template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK>
+// ESC: a numeric row of at most GB_ESC_MAX products in a warp-a-row bin of at most 128 slots
+// takes gb_esc_row instead of the table.
+template <class F, typename I, typename TA, typename TB, int S, int WPR, int RPB, bool NUMERIC, int MASK,
+          bool ESC = false>
 __device__ __forceinline__ void gb_spgemm_shared_rows(
     const long long* __restrict__ rows, long long nrows, long long block, int* scratch,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
@@ -307,6 +451,9 @@ __device__ __forceinline__ void gb_spgemm_shared_rows(
   const long long r = block * RPB + g;
   if (r >= nrows) return;  // RPB > 1: a whole warp leaves; RPB == 1: the whole block
   const long long row = rows[r];
+  if constexpr (ESC && NUMERIC && WPR == 1 && S <= 2 * GB_ESC_MAX) {
+    if (gb_esc_row<F, MASK>(row, t, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp[row], Cj, Cx)) return;
+  }
   int* scr = scratch + g * 36;
   if (NUMERIC && t == 0) { scr[32] = 0; scr[33] = 0x7fffffff; scr[34] = -1; }
   int* keys = skeys + g * S;
@@ -361,8 +508,8 @@ __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, 
 // warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
 // bins' first rows, then their first blocks). Dynamic shared memory: the largest table
 // of the bins this launch holds rows of, at most 24 KiB (8-byte values), so that the
-// smallest bins keep a full SM of threads.
-template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK>
+// smallest bins keep a full SM of threads. ESC: short rows without a table (gb_esc_row).
+template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK, bool ESC>
 __global__ void __launch_bounds__(256) gb_spgemm_binned(
     const long long* __restrict__ rows, const long long* __restrict__ meta,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
@@ -376,9 +523,9 @@ __global__ void __launch_bounds__(256) gb_spgemm_binned(
   const int b = gb_block_bin<NB>(meta, r0, nrows, block);
 #define GB_ROWS rows + r0, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
   switch (b) {
-    case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
-    case 1: gb_spgemm_shared_rows<F, I, TA, TB, 64, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
-    case 2: gb_spgemm_shared_rows<F, I, TA, TB, 128, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
+    case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK, ESC>(GB_ROWS); return;
+    case 1: gb_spgemm_shared_rows<F, I, TA, TB, 64, 1, 8, NUMERIC, MASK, ESC>(GB_ROWS); return;
+    case 2: gb_spgemm_shared_rows<F, I, TA, TB, 128, 1, 8, NUMERIC, MASK, ESC>(GB_ROWS); return;
     case 3: gb_spgemm_shared_rows<F, I, TA, TB, 256, 1, 8, NUMERIC, MASK>(GB_ROWS); return;
     case 4: gb_spgemm_shared_rows<F, I, TA, TB, 512, 8, 1, NUMERIC, MASK>(GB_ROWS); return;
     case 5: gb_spgemm_shared_rows<F, I, TA, TB, 1024, 8, 1, NUMERIC, MASK>(GB_ROWS); return;

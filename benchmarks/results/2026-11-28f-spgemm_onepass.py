@@ -5,6 +5,8 @@ numeric), against cuSPARSE (cupyx ``A @ A``), in one process: graph_gpu's power-
 (``poisson:G``: 7-point Poisson 3D on G³; ``fem27:G``: the 27-point stencil; ``band:N:B``).
 Every answer is checked against cuSPARSE first; then the three run interleaved
 (``cupyx.profiler.benchmark``, GPU and host medians, two rounds, the second kept).
+``SHORT_AB=1``: one pass with the short rows sorted in registers (``graph_spgemm.SHORT_ROWS``,
+the default since 2026-11-28 (f)) against one pass with every row in a table.
 
     PYTHONPATH=$PWD python benchmarks/results/2026-11-28f-spgemm_onepass.py pl:10000 pl:100000 \\
         pl:1000000 poisson:128 fem27:64 fem27:96 band:4000000:8
@@ -39,29 +41,36 @@ def matrix(spec):
     raise SystemExit(f"unknown matrix {spec}")
 
 
-def ours(one):
+def ours(one, short=True):
     def f():
         graph_spgemm.ONE_PASS = one
+        graph_spgemm.SHORT_ROWS = short
         return K.spgemm(A, A, gb.semirings.plus_times, out_dtype=np.float64)
     return f
+
+
+FORMS = {"one": ours(True), "two": ours(False)}
+if os.environ.get("SHORT_AB"):  # the short rows in registers (gb_esc_row) against tables
+    FORMS = {"one": ours(True), "one_tables": ours(True, False)}
 
 
 rows = []
 for spec in sys.argv[1:]:
     A = matrix(spec)
     R = A @ A
-    for one in (True, False):
-        _same_csr(ours(one)(), R)
+    for f in FORMS.values():
+        _same_csr(f(), R)
     deg = cupy.diff(A.indptr).astype(cupy.int64)
     r = {"matrix": spec, "n": int(A.shape[0]), "nnz": int(A.nnz), "out": int(R.nnz),
          "products": int(deg[A.indices].sum())}
     reps = 30 if A.nnz < 10**7 else 10
     for _ in range(2):
-        for name, fn in (("one", ours(True)), ("two", ours(False)), ("cusparse", lambda: A @ A)):
+        for name, fn in list(FORMS.items()) + [("cusparse", lambda: A @ A)]:
             b = benchmark(fn, n_repeat=reps, n_warmup=3)
             r[name] = float(np.median(b.gpu_times[0])) * 1e3
             r[name + "_host"] = float(np.median(b.cpu_times)) * 1e3
-    r["one_ratio"], r["two_ratio"] = r["one"] / r["cusparse"], r["two"] / r["cusparse"]
+    for name in FORMS:
+        r[name + "_ratio"] = r[name] / r["cusparse"]
     if os.environ.get("PROFILE") and A.nnz < 10**6:  # host time by function, 30 calls a form
         import cProfile
         import io
@@ -80,5 +89,5 @@ for spec in sys.argv[1:]:
     print(json.dumps(r), flush=True)
     A = R = None
     cupy.get_default_memory_pool().free_all_blocks()
-graph_spgemm.ONE_PASS = True
+graph_spgemm.ONE_PASS = graph_spgemm.SHORT_ROWS = True
 json.dump(rows, open(os.path.join(os.environ.get("OUT", "/tmp"), "spgemm-onepass.json"), "w"), indent=1)

@@ -206,7 +206,7 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
 
 
 @pytest.mark.parametrize("form", ["one", "two"])
-@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory"])
+@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson"])
 def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case):
     """The one-pass product's edges against SciPy: a 27-point stencil squared (a row's 729
     products make 125 entries: rows compacted far), A with one entry a row (no product
@@ -231,6 +231,13 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         I = sps.identity(g)
         A = sps.csr_matrix(sps.kron(sps.kron(T, T), T) + 0.5 * sps.kron(sps.kron(I, I), I))
         B = A
+    elif case == "poisson":  # 7-point: 49 products a row, 25 entries: short rows in registers
+        g = 14
+        T = sps.diags([-1.0, 6.0, -1.5], [-1, 0, 1], shape=(g, g))
+        I = sps.identity(g)
+        A = sps.csr_matrix(sps.kron(sps.kron(I, I), T) + sps.kron(sps.kron(I, T), I) * 0.5
+                           + sps.kron(sps.kron(T, I), I) * 0.25)
+        B = A
     elif case == "no_combining":
         B = powerlaw(3000, 3000, 12, avg=12)
         rng = np.random.default_rng(3)
@@ -242,7 +249,7 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         B = powerlaw(4000, 4000, 14)
     C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64)
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
-    assert bool(compacts) == (form == "one" and case == "stencil")
+    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson"))
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])
@@ -271,8 +278,13 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("short_rows", [True, False])
 @pytest.mark.parametrize("dtype,name", CASES, ids=[f"{np.dtype(d).name}-{n}" for d, n in CASES])
-def test_spgemm_semirings_and_dtypes(dtype, name):
+def test_spgemm_semirings_and_dtypes(monkeypatch, dtype, name, short_rows):
+    """Every semiring and domain, with the short rows sorted in registers (gb_esc_row) and
+    without (every row in a table)."""
+    from gbdist.backends.cuda import graph_spgemm
+    monkeypatch.setattr(graph_spgemm, "SHORT_ROWS", short_rows)
     A = powerlaw(700, 5000, 3, dtype, long_row=800)
     B = powerlaw(5000, 5000, 4, dtype)
     sr = SR[name]

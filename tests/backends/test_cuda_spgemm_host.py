@@ -185,8 +185,8 @@ def test_a_write_out_that_skips_the_warps_before_fails(tmp_path):
 # from the rows and launch shapes the test computes (below) from graphs' own bins.
 DRIVER_ALL = DRIVER[:DRIVER.index("int main() {")] + r"""
 int main() {
-  long long m, n; int dense, mode, numeric, onepass;
-  if (scanf("%lld %lld %d %d %d %d", &m, &n, &dense, &mode, &numeric, &onepass) != 6) return 1;
+  long long m, n; int dense, mode, numeric, onepass, esc;
+  if (scanf("%lld %lld %d %d %d %d %d", &m, &n, &dense, &mode, &numeric, &onepass, &esc) != 7) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
   auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
@@ -201,12 +201,13 @@ int main() {
   for (long long r = 0; r < G; ++r) {
     long long s = 1; while (s < 2 * ub[rows[g0 + r]]) s <<= 1; toff[r + 1] = toff[r] + s; }
   std::vector<int> keys(dense ? G * n + 1 : toff[G] + 1); std::vector<double> vals(keys.size());
-  auto run = [&](auto NUM, auto MASK) {
+  auto run = [&](auto NUM, auto MASK, auto ESC) {
     constexpr bool U = decltype(NUM)::value; constexpr int K = decltype(MASK)::value;
+    constexpr bool E = decltype(ESC)::value;
     auto args = [&](auto f) { f(Ap.data(), Aj.data(), Ax.data(), Bp.data(), Bj.data(), Bx.data(),
                                 Mp.data(), Mj.data(), counts.data(), Cp.data(), Cj.data(), Cx.data()); };
     if (grid) gb_launch2((unsigned)grid, 1, 256, [&] { args([&](auto... a) {
-      gb_spgemm_binned<GbF, int, double, double, U, K>(rows.data(), meta.data(), a...); }); });
+      gb_spgemm_binned<GbF, int, double, double, U, K, E>(rows.data(), meta.data(), a...); }); });
     auto shared = [&](auto S, auto WPR, int b) {
       const long long size = offsets[b + 1] - offsets[b];
       if (size) gb_launch2((unsigned)size, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
@@ -222,12 +223,14 @@ int main() {
       else gb_spgemm_global<GbF, int, double, double, U, K, false>(
           rows.data() + g0, G, toff.data(), 0, keys.data(), vals.data(), a...); }); });
   };
-  auto by_mask = [&](auto NUM) {
-    if (mode == 0) run(NUM, gb_int<0>{});
-    else if (mode == 1) run(NUM, gb_int<1>{});
-    else run(NUM, gb_int<2>{});
+  auto by_mask = [&](auto NUM, auto ESC) {
+    if (mode == 0) run(NUM, gb_int<0>{}, ESC);
+    else if (mode == 1) run(NUM, gb_int<1>{}, ESC);
+    else run(NUM, gb_int<2>{}, ESC);
   };
-  if (numeric) by_mask(std::true_type{}); else by_mask(std::false_type{});
+  if (numeric) { if (esc) by_mask(std::true_type{}, std::true_type{});
+                 else by_mask(std::true_type{}, std::false_type{}); }
+  else by_mask(std::false_type{}, std::false_type{});
   if (!numeric) { for (auto c : counts) printf("%lld\n", c); return 0; }
   if (onepass) {  // Cp held the rows' places by their bounds: compact by the counts written
     std::vector<long long> to(m + 1, 0);
@@ -271,14 +274,15 @@ def _meta(offsets):
     return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
 
 
-def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False):
+def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False, esc=False):
     """One pass (symbolic without ``Cp``, numeric with it), the rows binned by ``keys`` here
     as spgemm's host offsets give them. ``onepass``: ``Cp`` holds the rows' places by their
-    bounds, and the driver compacts the rows by the sizes the kernels counted."""
+    bounds, and the driver compacts the rows by the sizes the kernels counted. ``esc``: the
+    one-launch kernel's short rows sorted in registers (gb_esc_row)."""
     rows, offsets = _bins(keys)
     M = sps.csr_matrix((1, 1)) if M is None else M
     numeric = Cp is not None
-    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(onepass)}",
+    text = "\n".join([f"{A.shape[0]} {B.shape[1]} {int(dense)} {mode} {int(numeric)} {int(onepass)} {int(esc)}",
                       number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
                       number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
                       number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(offsets),
@@ -381,8 +385,8 @@ def test_one_pass_on_the_bounds_bins_then_compacted_gives_scipy(exe_all, mode):
     want_counts = np.diff(pattern.indptr)
     assert (want_counts < ub).sum() > 5  # rows whose products combine: compaction moves them
     Up = np.concatenate([[0], np.cumsum(ub)])
-    for dense in (True, False):
-        out = _pass(exe_all, A, B, M, mode, dense, ub, Up, onepass=True)
+    for dense, esc in ((True, False), (False, False), (True, True)):
+        out = _pass(exe_all, A, B, M, mode, dense, ub, Up, onepass=True, esc=esc)
         m = A.shape[0]
         counts = np.array(out[:m], dtype=np.int64)
         np.testing.assert_array_equal(counts, want_counts)
@@ -475,3 +479,79 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     assert (ub >= (size if M is None else 0)).all()
     if case == "band":  # interior rows: 13 x 13 products, 25 columns reachable
         assert ub[200] == 25 and deg[A.indices[A.indptr[200]:A.indptr[201]]].sum() == 169
+
+
+def _short_rows_graph(seed):
+    """Rows of 1-64 products over a few columns, so most products combine: runs of equal
+    columns of every length, crossing the warp's two registers (products 32 | 33); rows of
+    65+ products (the table's) beside them, and empty ones."""
+    rng = np.random.default_rng(seed)
+    k, n = 60, 48
+    degB = rng.integers(0, 9, k)
+    B = sps.csr_matrix((rng.integers(-2, 4, degB.sum()).astype(np.float64),
+                        np.concatenate([np.sort(rng.choice(n, d, replace=False)) for d in degB]),
+                        np.concatenate([[0], np.cumsum(degB)])), shape=(k, n))
+    rows = []
+    while len(rows) < 120:
+        r = np.sort(rng.choice(k, rng.integers(0, 14), replace=False))
+        rows.append(r)
+    A = sps.csr_matrix((rng.integers(1, 4, sum(r.size for r in rows)).astype(np.float64),
+                        np.concatenate(rows), np.concatenate([[0], np.cumsum([r.size for r in rows])])),
+                       shape=(len(rows), k))
+    return A, B
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_short_rows_sorted_in_registers_give_scipy(exe_all, mode):
+    """gb_esc_row (the one-launch kernel with ESC): rows of at most 64 products expanded two a
+    lane, sorted by a warp's bitonic network, equal columns combined by a segmented scan and
+    written at their runs' ranks; with its table-less rows counted. In one pass and in two,
+    plain, masked and complemented, against SciPy; the products per row cover 1 to 64 and
+    beyond, and most rows' products combine."""
+    A, B = _short_rows_graph(21)
+    deg = np.diff(B.indptr)
+    P = np.array([deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(A.shape[0])])
+    assert ((P > 32) & (P <= 64)).sum() >= 10 and (P > 64).any() and (P == 0).any()
+    M = None
+    if mode:
+        M = sps.random(A.shape[0], B.shape[1], density=0.4, random_state=3, format="csr")
+        M.data[:] = 1.0
+        M.sort_indices()
+    pattern, values = _want(A, B, M, mode)
+    want_counts = np.diff(pattern.indptr)
+    assert (want_counts < np.minimum(P, B.shape[1])).sum() > 30  # products combine
+    ub = _bounds(A, B)
+    if mode == 1:
+        ub = np.minimum(ub, np.diff(M.indptr))
+    m = A.shape[0]
+    # one pass: the bounds' bins, rows at the bounds' places, compacted by the counts
+    out = _pass(exe_all, A, B, M, mode, True, ub, np.concatenate([[0], np.cumsum(ub)]), onepass=True,
+                esc=True)
+    np.testing.assert_array_equal(np.array(out[:m], dtype=np.int64), want_counts)
+    cols = np.array(out[m::2], dtype=np.int64)
+    vals = np.array(out[m + 1::2], dtype=np.float64)
+    np.testing.assert_array_equal(cols, pattern.indices)
+    want = np.asarray(values[np.repeat(np.arange(m), want_counts), cols]).ravel()
+    np.testing.assert_allclose(vals, want, rtol=1e-12, atol=1e-12)
+    # two passes: the numeric pass on the exact sizes' bins
+    Cp = np.concatenate([[0], np.cumsum(want_counts)])
+    out = _pass(exe_all, A, B, M, mode, True, want_counts, Cp, esc=True)
+    np.testing.assert_array_equal(np.array(out[0::2], dtype=np.int64), pattern.indices)
+    np.testing.assert_allclose(np.array(out[1::2], dtype=np.float64), want, rtol=1e-12, atol=1e-12)
+
+
+def test_short_rows_without_the_carry_across_registers_fail(tmp_path):
+    """gb_esc_row without the run carried from the warp's first register into its second:
+    a column whose products straddle products 32 and 33 loses the first part's sum."""
+    A, B = _short_rows_graph(21)
+    pattern, values = _want(A, B, None, 0)
+    src = graph_source()
+    old = "if (!f1) s1 = F::add(carry, s1);"
+    assert src.count(old) == 1
+    exe = build(tmp_path, "spgemm_esc_mutant", GRAPH_PRELUDE + src.replace(old, "") + _bins_source() + DRIVER_ALL)
+    counts = np.diff(pattern.indptr)
+    Cp = np.concatenate([[0], np.cumsum(counts)])
+    out = _pass(exe, A, B, None, 0, True, counts, Cp, esc=True)
+    vals = np.array(out[1::2], dtype=np.float64)
+    want = np.asarray(values[np.repeat(np.arange(A.shape[0]), counts), pattern.indices]).ravel()
+    assert not np.allclose(vals, want, rtol=1e-12, atol=1e-12)

@@ -345,6 +345,8 @@ def spgemm_names(I: str, TA: str, TB: str, mask: int) -> tuple[str, ...]:
     out = []
     for numeric in ("false", "true"):
         out.append(binned_name(I, TA, TB, numeric == "true", mask))
+        if numeric == "true":
+            out.append(binned_name(I, TA, TB, True, mask, esc=True))
         for S, wpr, rpb in SHARED_BINS[ONE_LAUNCH:]:
             out.append(shared_name(I, TA, TB, S, wpr, rpb, numeric == "true", mask))
         out += [global_name(I, TA, TB, numeric == "true", mask, dense) for dense in (False, True)]
@@ -355,9 +357,11 @@ def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
 
-def binned_name(I, TA, TB, numeric: bool, mask: int) -> str:
-    """The one-launch kernel of the first ONE_LAUNCH shared bins."""
-    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {_b(numeric)}, {mask}>"
+def binned_name(I, TA, TB, numeric: bool, mask: int, esc: bool = False) -> str:
+    """The one-launch kernel of the first ONE_LAUNCH shared bins; ``esc``: a numeric row of
+    at most 64 products in a bin of at most 128 slots sorted in a warp's registers
+    (``gb_esc_row``) instead of a table."""
+    return f"gb_spgemm_binned<GbF, {I}, {TA}, {TB}, {_b(numeric)}, {mask}, {_b(esc)}>"
 
 
 def shared_name(I, TA, TB, S, wpr, rpb, numeric: bool, mask: int) -> str:

@@ -48,6 +48,9 @@ ONE_PASS = True
 """The product in one numeric pass where the rows' bounds fit: each row written at its place
 by its bound (the sum of the bounds before it), its size counted, then the rows compacted:
 no symbolic pass, one binning, one read fewer (module docstring)."""
+SHORT_ROWS = True
+"""A numeric row of at most 64 products (in the bins of at most 128 slots) sorted in a warp's
+registers and its equal columns combined by a segmented scan (``gb_esc_row``), no table."""
 _ONE_PASS_FRACTION = 0.25  # the bounds' slots may take this share of the device's memory
 _WORDS = {4: "unsigned int", 8: "unsigned long long"}  # gb_compact_rows moves values as words
 
@@ -118,7 +121,8 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
 
     def names(offsets, numeric, chunks):
         sizes = np.diff(offsets)
-        used = [gc.binned_name(I, TA, TB, numeric, mode)] if sizes[:one].any() else []
+        esc = numeric and SHORT_ROWS
+        used = [gc.binned_name(I, TA, TB, numeric, mode, esc)] if sizes[:one].any() else []
         used += [gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode)
                  for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
         return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
@@ -145,7 +149,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             meta = np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1]])
             smem = max(_shared_bytes(S, r, numeric, work)
                        for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
-            fn = opted(gc.binned_name(I, TA, TB, numeric, mode), smem)
+            fn = opted(gc.binned_name(I, TA, TB, numeric, mode, numeric and SHORT_ROWS), smem)
             fn((int(blocks.sum()),), (256,), (rows, cupy.asarray(meta)) + args, shared_mem=smem)
         for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
             if sizes[b] == 0:

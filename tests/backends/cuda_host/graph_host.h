@@ -22,6 +22,16 @@ template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 3
   gb_warp_bar[w]->arrive_and_wait();
   return r;
 }
+// lane `src`'s value (of this warp)
+template <class T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
+  static_assert(sizeof(T) <= 8, "one slot per lane");
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  std::memcpy(&gb_warp_slot[w][l], &v, sizeof(T));
+  gb_warp_bar[w]->arrive_and_wait();
+  T r; std::memcpy(&r, &gb_warp_slot[w][(l / width) * width + src % width], sizeof(T));
+  gb_warp_bar[w]->arrive_and_wait();
+  return r;
+}
 // the lanes of this warp whose value equals this lane's
 template <class T> unsigned __match_any_sync(unsigned, T v) {
   static_assert(sizeof(T) <= 8, "one slot per lane");
