@@ -7,6 +7,10 @@ is its width) and, for a plain mask, the mask row's size. Rows are binned by it 
 shared-memory tables of 32 … 16384 slots (at least twice the bound: short probe sequences)
 and global-memory tables for larger rows. Each table takes its row's products
 (insert-or-combine, atomic ⊕); a shared row is sorted in the kernel and written in order.
+Short rows skip the table (:data:`SHORT_ROWS`): a numeric row of at most 64 products in the
+bins of at most 128 slots is expanded two products a lane, sorted by a warp's bitonic network
+and its equal columns combined by a segmented scan (``gb_esc_row``; 7-point Poisson 128³ on one
+H200: 8.82 → 5.46 ms).
 The global-table rows get dense tables (n slots a row, a column its own slot, written in
 column order by a block scan) while n and rows x n are small (``_DENSE_COLUMNS``,
 ``_DENSE_SLOTS``); else hashed tables sized from each row's bound (one more host read),
