@@ -293,6 +293,16 @@ def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False, esc=False):
     return out
 
 
+def _mask(A, B, mode, density, seed):
+    """A random pattern of the result's shape for mask modes 1 and 2 (sorted rows); None for 0."""
+    if not mode:
+        return None
+    M = sps.random(A.shape[0], B.shape[1], density=density, random_state=seed, format="csr")
+    M.data[:] = 1.0
+    M.sort_indices()
+    return M
+
+
 def _bounds(A, B):
     deg = np.diff(B.indptr)
     return np.array([min(int(deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum()), B.shape[1])
@@ -327,11 +337,7 @@ def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
     ub = _bounds(A, B)
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     assert len(set(np.searchsorted(edges, ub[ub > 0], side="left"))) == len(edges) + 1  # every bin
-    M = None
-    if mode:
-        M = sps.random(A.shape[0], B.shape[1], density=0.3, random_state=2, format="csr")
-        M.data[:] = 1.0
-        M.sort_indices()
+    M = _mask(A, B, mode, 0.3, 2)
     pattern, values = _want(A, B, M, mode)
     exe = exe_all
     for dense in (True, False):
@@ -375,12 +381,9 @@ def test_one_pass_on_the_bounds_bins_then_compacted_gives_scipy(exe_all, mode):
     bin and both global tables; the sizes the kernels count are the rows' sizes."""
     A, B = _every_bin_graph()
     ub = _bounds(A, B)
-    M = None
-    if mode:
-        M = sps.random(A.shape[0], B.shape[1], density=0.3, random_state=2, format="csr")
-        M.data[:] = 1.0
-        M.sort_indices()
-        ub = np.minimum(ub, np.diff(M.indptr)) if mode == 1 else ub
+    M = _mask(A, B, mode, 0.3, 2)
+    if mode == 1:
+        ub = np.minimum(ub, np.diff(M.indptr))
     pattern, values = _want(A, B, M, mode)
     want_counts = np.diff(pattern.indptr)
     assert (want_counts < ub).sum() > 5  # rows whose products combine: compaction moves them
@@ -512,11 +515,7 @@ def test_short_rows_sorted_in_registers_give_scipy(exe_all, mode):
     deg = np.diff(B.indptr)
     P = np.array([deg[A.indices[A.indptr[i]:A.indptr[i + 1]]].sum() for i in range(A.shape[0])])
     assert ((P > 32) & (P <= 64)).sum() >= 10 and (P > 64).any() and (P == 0).any()
-    M = None
-    if mode:
-        M = sps.random(A.shape[0], B.shape[1], density=0.4, random_state=3, format="csr")
-        M.data[:] = 1.0
-        M.sort_indices()
+    M = _mask(A, B, mode, 0.4, 3)
     pattern, values = _want(A, B, M, mode)
     want_counts = np.diff(pattern.indptr)
     assert (want_counts < np.minimum(P, B.shape[1])).sum() > 30  # products combine
