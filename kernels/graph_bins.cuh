@@ -53,6 +53,16 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
   }
 }
 
+// The warp's smallest a and largest b, in every lane.
+__device__ __forceinline__ void gb_warp_min_max(long long& a, long long& b) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
+    a = a2 < a ? a2 : a;
+    b = b2 > b ? b2 : b;
+  }
+}
+
 // Each row's smallest and largest column (lo = n, hi = -1 when empty), a warp a row, in any
 // column order: the SpGEMM's bound by the columns a product row can reach (gb_spgemm_bound).
 template <typename I>
@@ -70,12 +80,7 @@ __global__ void __launch_bounds__(256) gb_row_span(
     a = j < a ? j : a;
     b = j > b ? j : b;
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
-    a = a2 < a ? a2 : a;
-    b = b2 > b ? b2 : b;
-  }
+  gb_warp_min_max(a, b);
   if (lane == 0) { lo[row] = (int)a; hi[row] = (int)b; }
 }
 
@@ -101,12 +106,8 @@ __global__ void __launch_bounds__(256) gb_spgemm_bound(
     b = h > b ? h : b;
   }
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    s += __shfl_xor_sync(0xffffffffu, s, off);
-    const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
-    a = a2 < a ? a2 : a;
-    b = b2 > b ? b2 : b;
-  }
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  gb_warp_min_max(a, b);
   if (lane == 0) {
     if (s > n) s = n;
     if (b >= a && s > b - a + 1) s = b - a + 1;
