@@ -16,7 +16,8 @@ pytestmark = pytest.mark.gpu  # needs CuPy and an NVIDIA GPU (skipped without: t
 cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 
-from gbdist.backends.cuda.graph import CudaGraphKernels, DeviceCSR  # noqa: E402
+from gbdist.backends.base import DeviceCSR  # noqa: E402
+from gbdist.backends.cuda.graph import CudaGraphKernels  # noqa: E402
 
 SR = gb.semirings
 PROBOR = make_op("probor", X + Y - X * Y)
@@ -256,7 +257,7 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
 def test_row_bins_are_a_stable_partition(skip_zero):
     """_bins: every row (but the zero-key ones when skipped) in exactly one bin, the bin its key
     falls in, rows ascending inside each bin (the order the kernels read memory in)."""
-    from gbdist.backends.cuda.graph import _bins
+    from gbdist.backends.cuda.graph_bins import _bins
     rng = np.random.default_rng(7)
     keys = (rng.pareto(1.1, 100_003) * 20).astype(np.int64)
     keys[::7] = 0

@@ -18,7 +18,8 @@ cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 
 from gbdist.backends.cuda import graph_symmetric as gs  # noqa: E402
-from gbdist.backends.cuda.graph import CudaGraphKernels, DeviceCSR  # noqa: E402
+from gbdist.backends.base import DeviceCSR  # noqa: E402
+from gbdist.backends.cuda.graph import CudaGraphKernels  # noqa: E402
 
 K = CudaGraphKernels()
 SR = gb.semirings

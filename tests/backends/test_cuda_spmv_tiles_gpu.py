@@ -15,7 +15,8 @@ cupy = pytest.importorskip("cupy")
 cps = pytest.importorskip("cupyx.scipy.sparse")
 
 from gbdist.backends.cuda import graph_codegen as gc  # noqa: E402
-from gbdist.backends.cuda.graph import CudaGraphKernels, DeviceCSR  # noqa: E402
+from gbdist.backends.base import DeviceCSR  # noqa: E402
+from gbdist.backends.cuda.graph import CudaGraphKernels  # noqa: E402
 from gbdist.backends.cuda.graph_tiles import spmv_tiles  # noqa: E402
 
 SR = gb.semirings

@@ -29,13 +29,13 @@ import numpy as np
 
 from ...compiler.spmv_choice import lanes_for
 from ...errors import InputError
-from ..base import DeviceCSR  # noqa: F401 (tests: DeviceCSR beside the kernels)
 from . import cache
 from . import graph_codegen as gc
 from . import graph_spgemm
 from .graph_arrays import _csr_parts, _ptr
-from .graph_bins import _bins, _grid, _spmv_bins  # noqa: F401 (tests: _bins)
+from .graph_bins import _grid, _spmv_bins
 from .graph_tiles import full_choice, spmv_tiles
+
 
 class CudaGraphKernels:
     """GraphKernels on CuPy data. ``acc64``: float32 results accumulate in float64."""
