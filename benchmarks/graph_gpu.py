@@ -46,6 +46,25 @@ def median_ms(fn, reps: int) -> float:
     return float(np.median(times))
 
 
+def host_profile(fn, calls: int = 30, top: int = 18) -> list:
+    """cProfile of ``calls`` calls of ``fn`` (the device synchronised after them): the
+    ``top`` functions by their own time, as the report's non-empty lines (at most 30)."""
+    import cProfile
+    import io
+    import pstats
+
+    import cupy
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(calls):
+        fn()
+    cupy.cuda.Device().synchronize()
+    pr.disable()
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(top)
+    return [ln for ln in buf.getvalue().splitlines() if ln.strip()][:30]
+
+
 def _same_csr(C, R, rtol=1e-9):
     import cupy
     R = R.copy()

@@ -12,10 +12,7 @@ host functions by own time.
 """
 from __future__ import annotations
 
-import cProfile
-import io
 import json
-import pstats
 import sys
 import time
 
@@ -24,7 +21,7 @@ import numpy as np
 from cupyx.profiler import benchmark
 
 import gbdist as gb
-from benchmarks.graph_gpu import _same_csr, powerlaw_device
+from benchmarks.graph_gpu import _same_csr, host_profile, powerlaw_device
 from gbdist.backends.cuda import graph as G
 from gbdist.backends.cuda import graph_bins as GB
 
@@ -152,15 +149,7 @@ def main():
             "bins": rec["bins"],
             "steps_host_ms": [[k, round((a - t0) * 1e3, 3), round((b - t0) * 1e3, 3)]
                               for k, a, b in rec["steps"]]}
-        pr = cProfile.Profile()
-        pr.enable()
-        for _ in range(30):
-            f()
-        cupy.cuda.Device().synchronize()
-        pr.disable()
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
-        r["profile_top"] = [ln for ln in s.getvalue().splitlines() if ln.strip()][:30]
+        r["profile_top"] = host_profile(f, 30, 18)
         print(json.dumps(r), flush=True)
         A = None
         cupy.get_default_memory_pool().free_all_blocks()

@@ -21,7 +21,7 @@ from cupyx.profiler import benchmark
 
 import gbdist as gb
 from benchmarks import stencils
-from benchmarks.graph_gpu import _same_csr, powerlaw_device
+from benchmarks.graph_gpu import _same_csr, host_profile, powerlaw_device
 from gbdist.backends.cuda import graph_spgemm
 from gbdist.backends.cuda.graph import CudaGraphKernels
 
@@ -72,19 +72,8 @@ for spec in sys.argv[1:]:
     for name in FORMS:
         r[name + "_ratio"] = r[name] / r["cusparse"]
     if os.environ.get("PROFILE") and A.nnz < 10**6:  # host time by function, 30 calls a form
-        import cProfile
-        import io
-        import pstats
         for name, fn in (("one", ours(True)), ("two", ours(False))):
-            pr = cProfile.Profile()
-            pr.enable()
-            for _ in range(30):
-                fn()
-            cupy.cuda.Device().synchronize()
-            pr.disable()
-            buf = io.StringIO()
-            pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(14)
-            r["profile_" + name] = buf.getvalue().splitlines()[:30]
+            r["profile_" + name] = host_profile(fn, 30, 14)
     rows.append(r)
     print(json.dumps(r), flush=True)
     A = R = None
