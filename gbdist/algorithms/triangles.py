@@ -18,7 +18,8 @@ The count is the same, the work is not: on a skewed (power-law) graph ranking by
 bounds the rows (or columns) a hub contributes. :func:`choose_order` (the planner rule) picks
 no ranking on graphs with even degrees, else increasing or decreasing degree by the cost of
 the cheaper masked-product form (dot or Gustavson, the kernels' own choice) counted from L's
-row and column counts; :func:`lower` builds L by comparing ranks on the entries, without
+row and column counts (on the GPU: the cheaper form's products plus a weight of L's rows
+squared, :func:`device_costs`); :func:`lower` builds L by comparing ranks on the entries, without
 renumbering the graph. :func:`choose_product` picks L·Lᵀ or L·L (no transpose to build) from
 the same counts.
 
@@ -148,14 +149,50 @@ def _skewed(deg) -> bool:
     return bool(deg.size) and float(deg.max()) > PRESORT_SKEW * max(float(deg.mean()), 1.0)
 
 
-def choose_order(deg, below) -> str:
+def choose_order(deg, below, *, on_device: bool = False, xp=np) -> str:
     """The planner rule for the ordering: ``"none"`` when the degrees are not skewed
     (max <= PRESORT_SKEW · mean: a grid, a mesh); else the degree ordering whose L has the
-    smaller :func:`masked_cost`. ``below``: {order: L's row counts under it}."""
+    smaller cost: :func:`masked_cost` on the host, :func:`device_costs` on the device.
+    ``below``: {order: L's row counts under it}; ``xp``: their array module."""
     if not _skewed(deg):
         return "none"
+    if on_device:
+        costs = device_costs(deg, below, xp)
+        return min(costs, key=costs.get)
     d = deg.astype(np.float64)
     return min(("increasing", "decreasing"), key=lambda o: masked_cost(d, below[o]))
+
+
+# The masked product's time on the GPU grows with its products and, beyond them, with
+# Σ row² of L (each row's mask is its table: long rows take the large, slow tables and
+# unbalance the bins). Fitted on one H200 (2026-11-28 (g), power-law graphs of 3.2·10⁶ to
+# 3.2·10⁸ entries): under decreasing and increasing degree L·L has the same products (one
+# ordering's L is the other's transpose) but took 4.5 against 8.5 ms and 46 against 73 ms;
+# the weight between the two fits was 0.2-0.37 of a product.
+DEVICE_ROW_WEIGHT = 0.3
+
+
+def device_costs(deg, below, xp=np) -> dict:
+    """{ordering: the masked product's cost on the GPU}: the cheaper form's products
+    (L·L: Σ col·row; L·Lᵀ: Σ col² plus :data:`DEVICE_TRANSPOSE_COST` a stored entry, for
+    building Lᵀ) plus :data:`DEVICE_ROW_WEIGHT` · Σ row². ``row``: L's row counts under the
+    ordering, ``col = deg - row``. The sums are integers, read from the device (``xp``:
+    CuPy) at once."""
+    orders = tuple(below)
+    d = deg.astype(np.int64)
+    sums = []
+    for o in orders:
+        row = below[o].astype(np.int64)
+        col = d - row
+        sums += [col.dot(row), col.dot(col), row.dot(row), row.sum()]
+    got = xp.stack(sums)
+    got = [int(v) for v in (got.get() if hasattr(got, "get") else got)]
+    out = {}
+    for i, o in enumerate(orders):
+        colrow, col2, row2, nvals = got[4 * i:4 * i + 4]
+        out[o] = (min(colrow, col2 + DEVICE_TRANSPOSE_COST * nvals)
+                  + DEVICE_ROW_WEIGHT * row2)
+    return out
 
 
 MODES = {"none": 0, "increasing": 1, "decreasing": 2}  # the kernels' ordering codes
@@ -192,7 +229,8 @@ def _lower_csr(M, order: str, backend: str, values: bool):
         order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
     counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
     if order == "auto":
-        order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")})
+        order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")},
+                             on_device=M.on_device, xp=xp)
     lp = xp.zeros(n + 1, dtype=np.int64)
     lp[1:] = xp.cumsum(counts[MODES[order]], dtype=np.int64)
     cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values)

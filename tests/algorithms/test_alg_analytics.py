@@ -273,6 +273,38 @@ def test_triangle_count_on_a_skewed_graph_in_every_order(backend, monkeypatch):
         alg.triangle_count(A, order="random")
 
 
+def test_device_ordering_rule_counts_the_masked_products_and_row_squares():
+    """The GPU's ordering rule (triangles.device_costs) on a skewed graph: its sums equal a
+    brute-force count of L's products per form and of its rows' squares, under both degree
+    orderings; the two L·L orderings have about equal products (one L is nearly the other's
+    transpose: ties go by index in both), so the rule takes the one with the shorter rows
+    (decreasing degree, hubs first)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    keep = rng.random((n, n)) < 0.01
+    keep[:3] |= rng.random((3, n)) < 0.6  # three hubs
+    keep = np.triu(keep | keep.T, 1)
+    r, c = np.nonzero(keep)
+    A = sps.csr_matrix((np.ones(2 * r.size), (np.r_[r, c], np.r_[c, r])), shape=(n, n))
+    deg = np.diff(A.indptr)
+    assert tri._skewed(deg)
+    below, want = {}, {}
+    for o in ("increasing", "decreasing"):
+        L = tri.lower(gb.Matrix(A), o).to_scipy().tocsr()
+        row = np.diff(L.indptr)
+        below[o] = row
+        Lb = (L != 0).astype(np.int64)
+        ll = int((Lb @ Lb).sum())
+        llt = int((Lb @ Lb.T).sum())
+        assert ll == int((deg - row) @ row) and llt == int((deg - row) @ (deg - row))
+        want[o] = min(ll, llt + tri.DEVICE_TRANSPOSE_COST * L.nnz) + tri.DEVICE_ROW_WEIGHT * int(row @ row)
+    got = tri.device_costs(deg, below)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert (below["decreasing"] ** 2).sum() < (below["increasing"] ** 2).sum() / 4
+    assert tri.choose_order(deg, below, on_device=True) == min(want, key=want.get) == "decreasing"
+    assert tri.choose_order(np.full(9, 4), {}, on_device=True) == "none"
+
+
 @pytest.mark.parametrize("backend", ["reference", "compiled",
                                      pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
