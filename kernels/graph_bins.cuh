@@ -53,62 +53,65 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
   }
 }
 
-// The warp's smallest a and largest b, in every lane.
-__device__ __forceinline__ void gb_warp_min_max(long long& a, long long& b) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
+// The smallest a and largest b over each group of g lanes (g a power of two <= 32), in
+// every lane of the group.
+__device__ __forceinline__ void gb_group_min_max(long long& a, long long& b, int g) {
+  for (int off = g >> 1; off > 0; off >>= 1) {
     const long long a2 = __shfl_xor_sync(0xffffffffu, a, off), b2 = __shfl_xor_sync(0xffffffffu, b, off);
     a = a2 < a ? a2 : a;
     b = b2 > b ? b2 : b;
   }
 }
 
-// Each row's smallest and largest column (lo = n, hi = -1 when empty), a warp a row, in any
-// column order: the SpGEMM's bound by the columns a product row can reach (gb_spgemm_bound).
+// Each row's smallest and largest column (lo = n, hi = -1 when empty), g lanes a row (g a
+// power of two <= 32, about the rows' mean length: a 7-entry row does not hold a warp), in
+// any column order: the SpGEMM's bound by the columns a product row can reach
+// (gb_spgemm_bound).
 template <typename I>
 __global__ void __launch_bounds__(256) gb_row_span(
     const I* __restrict__ Bp, const I* __restrict__ Bj, long long k, long long n,
-    int* __restrict__ lo, int* __restrict__ hi) {
+    int* __restrict__ lo, int* __restrict__ hi, int g) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long row = tid / 32;
-  const int lane = (int)(tid % 32);
-  if (row >= k) return;  // a whole warp: rows are warp-aligned
+  const long long row = tid / g;
+  const int lane = (int)(tid % g);
   long long a = n, b = -1;
-  const long long q1 = (long long)Bp[row + 1];
-  for (long long q = (long long)Bp[row] + lane; q < q1; q += 32) {
-    const long long j = (long long)Bj[q];
-    a = j < a ? j : a;
-    b = j > b ? j : b;
+  if (row < k) {  // no early return: the whole warp shuffles
+    const long long q1 = (long long)Bp[row + 1];
+    for (long long q = (long long)Bp[row] + lane; q < q1; q += g) {
+      const long long j = (long long)Bj[q];
+      a = j < a ? j : a;
+      b = j > b ? j : b;
+    }
   }
-  gb_warp_min_max(a, b);
-  if (lane == 0) { lo[row] = (int)a; hi[row] = (int)b; }
+  gb_group_min_max(a, b, g);
+  if (row < k && lane == 0) { lo[row] = (int)a; hi[row] = (int)b; }
 }
 
 // SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the columns between the
 // smallest and the largest one of those B rows (lo/hi of gb_row_span; a band's product row
-// is bounded by its width), the mask row's size when Mp is not null) — a warp per row.
+// is bounded by its width), the mask row's size when Mp is not null) — g lanes a row.
 template <typename I>
 __global__ void __launch_bounds__(256) gb_spgemm_bound(
     const I* __restrict__ Ap, const I* __restrict__ Aj, const I* __restrict__ Bp,
     const int* __restrict__ blo, const int* __restrict__ bhi,
-    const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub) {
+    const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub, int g) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long row = tid / 32;
-  const int lane = (int)(tid % 32);
-  if (row >= m) return;  // a whole warp: rows are warp-aligned
+  const long long row = tid / g;
+  const int lane = (int)(tid % g);
   long long s = 0, a = n, b = -1;
-  const long long a1 = (long long)Ap[row + 1];
-  for (long long p = (long long)Ap[row] + lane; p < a1; p += 32) {
-    const long long k = (long long)Aj[p];
-    s += (long long)Bp[k + 1] - (long long)Bp[k];
-    const long long l = (long long)blo[k], h = (long long)bhi[k];
-    a = l < a ? l : a;
-    b = h > b ? h : b;
+  if (row < m) {  // no early return: the whole warp shuffles
+    const long long a1 = (long long)Ap[row + 1];
+    for (long long p = (long long)Ap[row] + lane; p < a1; p += g) {
+      const long long k = (long long)Aj[p];
+      s += (long long)Bp[k + 1] - (long long)Bp[k];
+      const long long l = (long long)blo[k], h = (long long)bhi[k];
+      a = l < a ? l : a;
+      b = h > b ? h : b;
+    }
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-  gb_warp_min_max(a, b);
-  if (lane == 0) {
+  for (int off = g >> 1; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  gb_group_min_max(a, b, g);
+  if (row < m && lane == 0) {
     if (s > n) s = n;
     if (b >= a && s > b - a + 1) s = b - a + 1;
     if (Mp != nullptr) {
@@ -120,19 +123,19 @@ __global__ void __launch_bounds__(256) gb_spgemm_bound(
 }
 
 // The one-pass SpGEMM's compaction (issue 30): row i's counts[i] entries moved from
-// from[i] (its place by its bound) to to[i] (its place in the result), a warp a row; values
-// moved as raw words V of their size.
+// from[i] (its place by its bound) to to[i] (its place in the result), g lanes a row (no
+// shuffle: rows past m leave); values moved as raw words V of their size.
 template <typename V>
 __global__ void __launch_bounds__(256) gb_compact_rows(
     const long long* __restrict__ from, const long long* __restrict__ to,
     const long long* __restrict__ counts, long long m, const int* __restrict__ sj,
-    const V* __restrict__ sx, int* __restrict__ dj, V* __restrict__ dx) {
+    const V* __restrict__ sx, int* __restrict__ dj, V* __restrict__ dx, int g) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long row = tid / 32;
-  const int lane = (int)(tid % 32);
+  const long long row = tid / g;
+  const int lane = (int)(tid % g);
   if (row >= m) return;
   const long long c = counts[row], a = from[row], b = to[row];
-  for (long long p = lane; p < c; p += 32) {
+  for (long long p = lane; p < c; p += g) {
     dj[b + p] = sj[a + p];
     dx[b + p] = sx[a + p];
   }

@@ -297,6 +297,38 @@ __device__ __forceinline__ void gb_sorted_write(int* keys, W* vals, int* scr, in
 // ---------------------------------------------------------------------------
 constexpr int GB_ESC_MAX = 64;
 
+// Bitonic sort of a warp's 64 keys, element e = r * 32 + lane, ascending; VALS: each value
+// moves with its key (else `val` is not touched).
+template <bool VALS, typename K, typename W>
+__device__ __forceinline__ void gb_warp_sort64(K (&key)[2], W (&val)[2], int lane) {
+  const unsigned full = 0xffffffffu;
+#pragma unroll
+  for (int kb = 2; kb <= 64; kb <<= 1) {
+#pragma unroll
+    for (int j = kb >> 1; j > 0; j >>= 1) {
+      if (j == 32) {  // kb == 64: the pair is this lane's two registers, ascending
+        if (key[1] < key[0]) {
+          const K tk = key[0]; key[0] = key[1]; key[1] = tk;
+          if constexpr (VALS) { const W tv = val[0]; val[0] = val[1]; val[1] = tv; }
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int e = r * 32 + lane;
+          const K ok = __shfl_xor_sync(full, key[r], j);
+          const bool up = (e & kb) == 0, lower = (e & j) == 0;
+          const bool take = lower == up ? ok < key[r] : ok > key[r];
+          if constexpr (VALS) {
+            const W ov = __shfl_xor_sync(full, val[r], j);
+            if (take) val[r] = ov;
+          }
+          if (take) key[r] = ok;
+        }
+      }
+    }
+  }
+}
+
 template <class F, int MASK, typename I, typename TA, typename TB>
 __device__ __forceinline__ bool gb_esc_row(
     long long row, int lane,
@@ -308,51 +340,55 @@ __device__ __forceinline__ bool gb_esc_row(
   typedef typename F::W W;
   typedef typename F::M M;
   const unsigned full = 0xffffffffu;
+  const int NONE = 0x7fffffff;  // an absent product's column: sorts last, never written
   const long long a0 = (long long)Ap[row], a1 = (long long)Ap[row + 1];
-  long long P = 0;
+  int P = 0;  // the row's products, saturated past GB_ESC_MAX (ints from here on)
   for (long long p = a0 + lane; p < a1; p += 32) {
     const long long k = (long long)Aj[p];
-    P += (long long)Bp[k + 1] - (long long)Bp[k];
+    const long long d = (long long)Bp[k + 1] - (long long)Bp[k];
+    P = (int)(P + (d > GB_ESC_MAX ? GB_ESC_MAX + 1 : d));
+    P = P > GB_ESC_MAX ? GB_ESC_MAX + 1 : P;
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) P += __shfl_xor_sync(full, P, o);
   if (P > GB_ESC_MAX) return false;
   long long m0 = 0, m1 = 0;
   if constexpr (MASK != 0) { m0 = (long long)Mp[row]; m1 = (long long)Mp[row + 1]; }
-  int key[2] = {0x7fffffff, 0x7fffffff};
+  int key[2] = {NONE, NONE};
   W val[2] = {F::identity(), F::identity()};
-  long long before = 0;  // the products of the A entries before this chunk of 32
+  int before = 0;  // the products of the A entries before this chunk of 32
   for (long long c = a0; c < a1; c += 32) {
     const long long p = c + lane;
-    long long k = 0, d = 0;
+    int d = 0;
+    long long bstart = 0;  // this lane's B row start, less its first product's number
     M av = (M)0;
     if (p < a1) {
-      k = (long long)Aj[p];
-      d = (long long)Bp[k + 1] - (long long)Bp[k];
+      const long long k = (long long)Aj[p];
+      bstart = (long long)Bp[k];
+      d = (int)((long long)Bp[k + 1] - bstart);
       av = F::load(Ax[p]);
     }
-    long long s = d;  // inclusive scan of the lanes' product counts
+    int s = d;  // inclusive scan of the lanes' product counts
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-      const long long y = __shfl_up_sync(full, s, o);
+      const int y = __shfl_up_sync(full, s, o);
       if (lane >= o) s += y;
     }
-    const long long start = before + s - d;  // this lane's first product
-    const long long total = __shfl_sync(full, s, 31);
+    const int start = before + s - d;  // this lane's first product
+    bstart -= start;
+    const int total = __shfl_sync(full, s, 31);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const long long q = r * 32 + lane;  // the product this lane holds in register r
-      int lo = 0;                          // the last lane whose products start at or before q
+      const int q = r * 32 + lane;  // the product this lane holds in register r
+      int lo = 0;                   // the last lane whose products start at or before q
 #pragma unroll
       for (int step = 16; step > 0; step >>= 1) {
-        const long long sj = __shfl_sync(full, start, lo + step);
+        const int sj = __shfl_sync(full, start, lo + step);
         if (sj <= q) lo += step;
       }
-      const long long sj = __shfl_sync(full, start, lo);
-      const long long kk = __shfl_sync(full, k, lo);
+      const long long bq = __shfl_sync(full, bstart, lo) + q;
       const M a = __shfl_sync(full, av, lo);
       if (q >= before && q < before + total) {
-        const long long bq = (long long)Bp[kk] + (q - sj);
         const int j = (int)Bj[bq];
         if (gb_allowed<MASK>(Mj, m0, m1, (long long)j)) {
           key[r] = j;
@@ -362,57 +398,53 @@ __device__ __forceinline__ bool gb_esc_row(
     }
     before += total;
   }
-  // Bitonic sort of the 64 (column, value) pairs, element e = r * 32 + lane.
+  // Sort the 64 by column. Columns below 2^25 (every lane's): 32-bit keys (column << 6 | the
+  // product's element), the values left in place and fetched once after the sort; else the
+  // (column, value) pairs sorted together.
+  const bool narrow = __ballot_sync(full, ((unsigned)key[0] < (1u << 25) || key[0] == NONE)
+                                          && ((unsigned)key[1] < (1u << 25) || key[1] == NONE)) == full;
+  if (narrow) {
+    unsigned pk[2];
 #pragma unroll
-  for (int kb = 2; kb <= 64; kb <<= 1) {
+    for (int r = 0; r < 2; ++r)
+      pk[r] = key[r] == NONE ? 0xffffffffu : ((unsigned)key[r] << 6) | (unsigned)(r * 32 + lane);
+    gb_warp_sort64<false>(pk, val, lane);
+    const W v0 = val[0], v1 = val[1];
 #pragma unroll
-    for (int j = kb >> 1; j > 0; j >>= 1) {
-      if (j == 32) {  // kb == 64: the pair is this lane's two registers, ascending
-        if (key[1] < key[0]) {
-          const int tk = key[0]; key[0] = key[1]; key[1] = tk;
-          const W tv = val[0]; val[0] = val[1]; val[1] = tv;
-        }
-      } else {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int e = r * 32 + lane;
-          const int ok = __shfl_xor_sync(full, key[r], j);
-          const W ov = __shfl_xor_sync(full, val[r], j);
-          const bool up = (e & kb) == 0, lower = (e & j) == 0;
-          if (lower == up ? ok < key[r] : ok > key[r]) { key[r] = ok; val[r] = ov; }
-        }
-      }
+    for (int r = 0; r < 2; ++r) {
+      const int src = (int)(pk[r] & 63u);
+      const W x0 = __shfl_sync(full, v0, src & 31), x1 = __shfl_sync(full, v1, src & 31);
+      val[r] = src >= 32 ? x1 : x0;
+      key[r] = pk[r] == 0xffffffffu ? NONE : (int)(pk[r] >> 6);
     }
+  } else {
+    gb_warp_sort64<true>(key, val, lane);
   }
-  // Runs of equal columns: a head starts one; each register's segmented inclusive ⊕-scan,
-  // the run crossing from register 0 into register 1 carried over.
+  // Runs of equal columns: a head starts one (the ballots hm0, hm1); each register's
+  // segmented inclusive ⊕-scan takes a lane o back while it lies in the same run (at or
+  // after the run's head, st0 / st1), the run crossing from register 0 into register 1
+  // carried over.
   const int last0 = __shfl_sync(full, key[0], 31);
   int prev0 = __shfl_up_sync(full, key[0], 1), prev1 = __shfl_up_sync(full, key[1], 1);
   if (lane == 0) prev1 = last0;
   const bool head0 = lane == 0 || key[0] != prev0, head1 = key[1] != prev1;
+  const unsigned hm0 = __ballot_sync(full, head0), hm1 = __ballot_sync(full, head1);
+  const unsigned le = lane == 31 ? full : ((2u << lane) - 1u);
+  const int st0 = 31 - __clz((int)(hm0 & le));            // lane 0 is a head: >= 0
+  const int st1 = (hm1 & le) ? 31 - __clz((int)(hm1 & le)) : -1;  // -1: from register 0
   W s0 = val[0], s1 = val[1];
-  bool f0 = head0, f1 = head1;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
     const W y0 = __shfl_up_sync(full, s0, o), y1 = __shfl_up_sync(full, s1, o);
-    const int g0 = __shfl_up_sync(full, (int)f0, o), g1 = __shfl_up_sync(full, (int)f1, o);
-    if (lane >= o) {
-      if (!f0) s0 = F::add(y0, s0);
-      if (!f1) s1 = F::add(y1, s1);
-      f0 = f0 || g0;
-      f1 = f1 || g1;
-    }
+    if (lane - o >= st0) s0 = F::add(y0, s0);
+    if (lane - o >= (st1 < 0 ? 0 : st1)) s1 = F::add(y1, s1);
   }
   const W carry = __shfl_sync(full, s0, 31);
-  if (!f1) s1 = F::add(carry, s1);
-  const int nxt0 = __shfl_sync(full, (int)head0, (lane + 1) & 31);
-  const int nxt1 = __shfl_sync(full, (int)head1, (lane + 1) & 31);
-  const int first1 = __shfl_sync(full, (int)head1, 0);
-  const bool tail0 = lane < 31 ? nxt0 != 0 : first1 != 0;
-  const bool tail1 = lane < 31 ? nxt1 != 0 : true;
-  const bool ok0 = key[0] != 0x7fffffff, ok1 = key[1] != 0x7fffffff;
+  if (st1 < 0) s1 = F::add(carry, s1);
+  const bool tail0 = lane < 31 ? ((hm0 >> (lane + 1)) & 1u) != 0 : (hm1 & 1u) != 0;
+  const bool tail1 = lane < 31 ? ((hm1 >> (lane + 1)) & 1u) != 0 : true;
+  const bool ok0 = key[0] != NONE, ok1 = key[1] != NONE;
   const unsigned hb0 = __ballot_sync(full, head0 && ok0), hb1 = __ballot_sync(full, head1 && ok1);
-  const unsigned le = lane == 31 ? full : ((2u << lane) - 1u);
   if (tail0 && ok0) {
     const long long at = base + __popc(hb0 & le) - 1;
     Cj[at] = key[0];

@@ -207,12 +207,13 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
 
 
 @pytest.mark.parametrize("form", ["one", "two"])
-@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson"])
+@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson", "wide"])
 def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case):
     """The one-pass product's edges against SciPy: a 27-point stencil squared (a row's 729
     products make 125 entries: rows compacted far), A with one entry a row (no product
     combines: every row fills its bound and nothing moves), and a memory share of 0 (the
-    bounds never fit: the two-pass product runs)."""
+    bounds never fit: the two-pass product runs); 7-point Poisson squared (short rows in
+    registers), and with its columns spread past 2^25 (their pairs sorted, not 32-bit keys)."""
     from gbdist.backends.cuda import graph_spgemm
     _passes(monkeypatch, form)
     compacts = []
@@ -232,13 +233,16 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         I = sps.identity(g)
         A = sps.csr_matrix(sps.kron(sps.kron(T, T), T) + 0.5 * sps.kron(sps.kron(I, I), I))
         B = A
-    elif case == "poisson":  # 7-point: 49 products a row, 25 entries: short rows in registers
+    elif case in ("poisson", "wide"):  # 7-point: 49 products a row, 25 entries: short rows in registers
         g = 14
         T = sps.diags([-1.0, 6.0, -1.5], [-1, 0, 1], shape=(g, g))
         I = sps.identity(g)
         A = sps.csr_matrix(sps.kron(sps.kron(I, I), T) + sps.kron(sps.kron(I, T), I) * 0.5
                            + sps.kron(sps.kron(T, I), I) * 0.25)
         B = A
+        if case == "wide":  # columns past 2^25: gb_esc_row sorts (column, value) pairs
+            B = sps.csr_matrix((A.data, A.indices.astype(np.int64) << 14, A.indptr),
+                               shape=(A.shape[0], A.shape[1] << 14))
     elif case == "no_combining":
         B = powerlaw(3000, 3000, 12, avg=12)
         rng = np.random.default_rng(3)
@@ -250,7 +254,7 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         B = powerlaw(4000, 4000, 14)
     C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64)
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
-    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson"))
+    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson", "wide"))
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])

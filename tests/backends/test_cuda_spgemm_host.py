@@ -236,10 +236,10 @@ int main() {
     std::vector<long long> to(m + 1, 0);
     for (long long i = 0; i < m; ++i) to[i + 1] = to[i] + counts[i];
     std::vector<int> dj(to[m] + 1, -1); std::vector<double> dx(dj.size(), 0.0);
-    gb_launch2((unsigned)((m * 32 + 255) / 256), 1, 256, [&] {
+    gb_launch2((unsigned)((m * 4 + 255) / 256), 1, 256, [&] {  // 4 lanes a row
       gb_compact_rows<unsigned long long>(Cp.data(), to.data(), counts.data(), m, Cj.data(),
           reinterpret_cast<const unsigned long long*>(Cx.data()), dj.data(),
-          reinterpret_cast<unsigned long long*>(dx.data())); });
+          reinterpret_cast<unsigned long long*>(dx.data()), 4); });
     for (auto c : counts) printf("%lld\n", c);
     for (long long p = 0; p < to[m]; ++p) printf("%d %.17g\n", dj[p], dx[p]);
     return 0;
@@ -424,16 +424,16 @@ def test_a_compaction_that_ignores_the_rows_places_fails(tmp_path):
 
 DRIVER_BOUND = r"""
 int main() {
-  long long m, k, n; int masked;
-  if (scanf("%lld %lld %lld %d", &m, &k, &n, &masked) != 4) return 1;
+  long long m, k, n; int masked, g;
+  if (scanf("%lld %lld %lld %d %d", &m, &k, &n, &masked, &g) != 5) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints());
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()), Mp = gb_narrow(gb_read_ints());
   std::vector<int> lo(k + 1), hi(k + 1); std::vector<long long> ub(m + 1, -7);
-  gb_launch2((unsigned)((k * 32 + 255) / 256 + 1), 1, 256, [&] {
-    gb_row_span<int>(Bp.data(), Bj.data(), k, n, lo.data(), hi.data()); });
-  gb_launch2((unsigned)((m * 32 + 255) / 256 + 1), 1, 256, [&] {
+  gb_launch2((unsigned)((k * g + 255) / 256 + 1), 1, 256, [&] {
+    gb_row_span<int>(Bp.data(), Bj.data(), k, n, lo.data(), hi.data(), g); });
+  gb_launch2((unsigned)((m * g + 255) / 256 + 1), 1, 256, [&] {
     gb_spgemm_bound<int>(Ap.data(), Aj.data(), Bp.data(), lo.data(), hi.data(),
-                         masked ? Mp.data() : nullptr, m, n, ub.data()); });
+                         masked ? Mp.data() : nullptr, m, n, ub.data(), g); });
   for (long long i = 0; i < m; ++i) printf("%lld\n", ub[i]);
   return 0;
 }
@@ -444,7 +444,8 @@ int main() {
 def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     """gb_row_span + gb_spgemm_bound: each row's bound is min(its products, n, the span
     between the smallest and largest column of the B rows it reaches, the mask row's size),
-    with B's columns in any order; never below the row's true size. On a band the span is
+    with B's columns in any order, at 1, 4, 8 and 32 lanes a row; never below the row's true
+    size. On a band the span is
     the product row's width, far below its products."""
     rng = np.random.default_rng(5)
     if case == "band":
@@ -462,10 +463,12 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     M = sps.random(A.shape[0], n, density=0.03, random_state=9, format="csr") if case == "masked" else None
     exe = build(tmp_path, "spgemm_bound", GRAPH_PRELUDE + _bins_source() + DRIVER_BOUND)
     Mp = M.indptr if M is not None else np.zeros(A.shape[0] + 1, dtype=np.int64)
-    text = "\n".join([f"{A.shape[0]} {B.shape[0]} {n} {int(M is not None)}", number_line(A.indptr),
-                      number_line(A.indices), number_line(B.indptr), number_line(B.indices), number_line(Mp)])
-    ub = np.array(subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
-                                 timeout=300).stdout.split(), dtype=np.int64)
+    data = "\n".join([number_line(A.indptr), number_line(A.indices), number_line(B.indptr),
+                      number_line(B.indices), number_line(Mp)])
+    ubs = [np.array(subprocess.run([exe], input=f"{A.shape[0]} {B.shape[0]} {n} {int(M is not None)} {g}\n"
+                                   + data + "\n", capture_output=True, text=True, check=True,
+                                   timeout=300).stdout.split(), dtype=np.int64)
+           for g in (1, 4, 8, 32)]  # lanes a row (graph_spgemm.lanes: the rows' mean length)
     deg = np.diff(B.indptr)
     want = []
     for i in range(A.shape[0]):
@@ -477,7 +480,8 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
         if M is not None:
             u = min(u, int(M.indptr[i + 1] - M.indptr[i]))
         want.append(u)
-    np.testing.assert_array_equal(ub, want)
+    for ub in ubs:
+        np.testing.assert_array_equal(ub, want)
     size = np.diff(sps.csr_matrix(abs(A) @ abs(B)).indptr)
     assert (ub >= (size if M is None else 0)).all()
     if case == "band":  # interior rows: 13 x 13 products, 25 columns reachable
@@ -502,6 +506,26 @@ def _short_rows_graph(seed):
                         np.concatenate(rows), np.concatenate([[0], np.cumsum([r.size for r in rows])])),
                        shape=(len(rows), k))
     return A, B
+
+
+def test_short_rows_past_2_25_columns_sort_their_pairs(exe_all):
+    """gb_esc_row's rows with a column at or past 2^25 sort (column, value) pairs (the 32-bit
+    keys hold a column below 2^25 and the product's place); the rows below it in the same
+    launch take the 32-bit keys: both against SciPy, in one pass."""
+    A, B = _short_rows_graph(22)
+    B = sps.csr_matrix((B.data, B.indices.astype(np.int64) << 21, B.indptr), shape=(B.shape[0], B.shape[1] << 21))
+    assert B.shape[1] > 2**25 and (B.indices < 2**25).any() and (B.indices >= 2**25).any()
+    pattern, values = _want(A, B, None, 0)
+    counts = np.diff(pattern.indptr)
+    ub = _bounds(A, B)
+    out = _pass(exe_all, A, B, None, 0, True, ub, np.concatenate([[0], np.cumsum(ub)]), onepass=True,
+                esc=True)
+    m = A.shape[0]
+    np.testing.assert_array_equal(np.array(out[:m], dtype=np.int64), counts)
+    cols = np.array(out[m::2], dtype=np.int64)
+    np.testing.assert_array_equal(cols, pattern.indices)
+    want = np.asarray(values[np.repeat(np.arange(m), counts), cols]).ravel()
+    np.testing.assert_allclose(np.array(out[m + 1::2], dtype=np.float64), want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2])
@@ -539,15 +563,27 @@ def test_short_rows_sorted_in_registers_give_scipy(exe_all, mode):
     np.testing.assert_allclose(np.array(out[1::2], dtype=np.float64), want, rtol=1e-12, atol=1e-12)
 
 
-def test_short_rows_without_the_carry_across_registers_fail(tmp_path):
-    """gb_esc_row without the run carried from the warp's first register into its second:
-    a column whose products straddle products 32 and 33 loses the first part's sum."""
+ESC_MUTANTS = {
+    # the run crossing from the warp's first register into its second loses the first sum
+    "no_carry": ("if (st1 < 0) s1 = F::add(carry, s1);", ""),
+    # after the 32-bit key sort, every value fetched from the first register
+    "first_register": ("val[r] = src >= 32 ? x1 : x0;", "val[r] = x0;"),
+    # the scan's steps cross a run's head
+    "runs_ignored": ("if (lane - o >= st0) s0", "if (lane >= o) s0"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(ESC_MUTANTS))
+def test_short_rows_mutants_fail(tmp_path, mutant):
+    """gb_esc_row's mutants give wrong sums on rows whose runs straddle the registers: without
+    the run carried from the first register into the second, fetching every value from the
+    first register after the 32-bit sort, or scanning across the runs' heads."""
     A, B = _short_rows_graph(21)
     pattern, values = _want(A, B, None, 0)
     src = graph_source()
-    old = "if (!f1) s1 = F::add(carry, s1);"
+    old, new = ESC_MUTANTS[mutant]
     assert src.count(old) == 1
-    exe = build(tmp_path, "spgemm_esc_mutant", GRAPH_PRELUDE + src.replace(old, "") + _bins_source() + DRIVER_ALL)
+    exe = build(tmp_path, "spgemm_esc_mutant", GRAPH_PRELUDE + src.replace(old, new) + _bins_source() + DRIVER_ALL)
     counts = np.diff(pattern.indptr)
     Cp = np.concatenate([[0], np.cumsum(counts)])
     out = _pass(exe, A, B, None, 0, True, counts, Cp, esc=True)

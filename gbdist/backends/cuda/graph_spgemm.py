@@ -109,11 +109,14 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         mod, ic = _bin_module(), gc.index_ctype(it)
         blo, bhi = cupy.empty(max(k, 1), dtype=cupy.int32), cupy.empty(max(k, 1), dtype=cupy.int32)
         if k:
-            mod.get_function(f"gb_row_span<{ic}>")((_grid(k * 32, 256),), (256,),
-                                                   (Bp, Bj, np.int64(k), np.int64(n), blo, bhi))
+            g = lanes(Bj.size, k)
+            mod.get_function(f"gb_row_span<{ic}>")((_grid(k * g, 256),), (256,),
+                                                   (Bp, Bj, np.int64(k), np.int64(n), blo, bhi, np.int32(g)))
+        g = lanes(Aj.size, m)
         mod.get_function(f"gb_spgemm_bound<{ic}>")(
-            (_grid(m * 32, 256),), (256,),
-            (Ap, Aj, Bp, blo, bhi, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub))
+            (_grid(m * g, 256),), (256,),
+            (Ap, Aj, Bp, blo, bhi, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub,
+             np.int32(g)))
     # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
@@ -205,7 +208,8 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             Cj = cupy.empty(nnz, dtype=cupy.int32)
             Cx = cupy.empty(nnz, dtype=work)
             compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
-            compact((_grid(m * 32, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx))
+            g = lanes(nnz, m)
+            compact((_grid(m * g, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx, np.int32(g)))
         del Tj, Tx
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
@@ -229,6 +233,15 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
     return result(Cj, Cx)
+
+
+def lanes(entries: int, rows: int) -> int:
+    """Lanes a row for the bounds' and the compaction's kernels: the power of two at or above
+    the rows' mean length, 1 to 32 (a warp a 7-entry row left 25 lanes idle: on 7-point
+    Poisson 128³ the span and bound kernels took 0.42 and 0.63 ms of a 5.7 ms product, one
+    H200, 2026-11-28 (g))."""
+    mean = -(-int(entries) // max(int(rows), 1))
+    return 1 << min(5, max(0, (mean - 1).bit_length()))
 
 
 def global_chunks(rows, ub, n: int):

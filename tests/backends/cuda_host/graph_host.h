@@ -55,3 +55,4 @@ inline std::vector<double> gb_read_reals() {
   std::vector<double> v(n); for (auto& x : v) if (scanf("%lf", &x) != 1) exit(1); return v; }
 inline std::vector<int> gb_narrow(const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); }
 template <int N> using gb_int = std::integral_constant<int, N>;
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
