@@ -6,7 +6,8 @@ numeric), against cuSPARSE (cupyx ``A @ A``), in one process: graph_gpu's power-
 Every answer is checked against cuSPARSE first; then the three run interleaved
 (``cupyx.profiler.benchmark``, GPU and host medians, two rounds, the second kept).
 ``SHORT_AB=1``: one pass with the short rows sorted in registers (``graph_spgemm.SHORT_ROWS``,
-the default since 2026-11-28 (f)) against one pass with every row in a table.
+the default since 2026-11-28 (f)) against one pass with every row in a table. ``ONE_ONLY=1``:
+the default (one pass) alone against cuSPARSE, for A/B runs of two trees in separate processes.
 
     PYTHONPATH=$PWD python benchmarks/results/2026-11-28f-spgemm_onepass.py pl:10000 pl:100000 \\
         pl:1000000 poisson:128 fem27:64 fem27:96 band:4000000:8
@@ -52,6 +53,8 @@ def ours(one, short=True):
 FORMS = {"one": ours(True), "two": ours(False)}
 if os.environ.get("SHORT_AB"):  # the short rows in registers (gb_esc_row) against tables
     FORMS = {"one": ours(True), "one_tables": ours(True, False)}
+if os.environ.get("ONE_ONLY"):  # the default alone (two trees A/B'd in separate processes)
+    FORMS = {"one": ours(True)}
 
 
 rows = []
