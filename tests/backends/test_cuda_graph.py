@@ -276,6 +276,25 @@ def test_row_bins_are_a_stable_partition(skip_zero):
         assert np.all(want_bin[rows] == b)
 
 
+@pytest.mark.parametrize("size", [0, 1, 1000, 1_000_003])
+@pytest.mark.parametrize("cub", [True, False])
+def test_inclusive_sum_into_a_view(monkeypatch, size, cub):
+    """graph_bins.inclusive_sum: the running sums of int64 keys into a view past a leading
+    zero (the SpGEMM's row pointers), by CUB's device scan and by CuPy's cumsum where CUB is
+    missing, against NumPy; the leading zero untouched and the source unchanged."""
+    from gbdist.backends.cuda import graph_bins
+    if not cub:
+        import cupy.cuda.cub as cubmod
+        monkeypatch.delattr(cubmod, "device_scan")
+    rng = np.random.default_rng(size)
+    keys = rng.integers(0, 1 << 40, size)
+    src = cupy.asarray(keys)
+    out = cupy.zeros(size + 1, dtype=cupy.int64)
+    graph_bins.inclusive_sum(src, out[1:])
+    np.testing.assert_array_equal(out.get(), np.concatenate([[0], np.cumsum(keys)]))
+    np.testing.assert_array_equal(src.get(), keys)
+
+
 CASES = [
     (np.float64, "min_plus"), (np.float32, "plus_times"), (np.int32, "plus_times"),
     (np.int64, "min_plus"), (np.int64, "max_times"), (np.bool_, "lor_land"),

@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import BackendError, InputError
 from . import graph_codegen as gc
 from .graph_arrays import _csr_parts, _ptr, make_csr
-from .graph_bins import _binned_rows, _bin_module, _grid
+from .graph_bins import _binned_rows, _bin_module, _grid, inclusive_sum
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 # The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
@@ -120,7 +120,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
     # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
-    Mp, Mj = (cupy.zeros(1, dtype=it),) * 2 if Mp is None else (Mp, Mj)
+    Mp, Mj = (_zero(it),) * 2 if Mp is None else (Mp, Mj)
     counts = cupy.zeros(m, dtype=cupy.int64)
     Cp = cupy.zeros(m + 1, dtype=cupy.int64)
 
@@ -183,8 +183,11 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
 
     # Rows binned by their bound; in one pass the numeric pass straight away, else the
-    # symbolic pass counts each row's distinct columns.
-    rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=ub.sum(keepdims=True))
+    # symbolic pass counts each row's distinct columns. Up: row i's place by the bounds
+    # before it (one pass), its last entry the bounds' sum, read with the bins' sizes.
+    Up = cupy.zeros(m + 1, dtype=cupy.int64)
+    inclusive_sum(ub, Up[1:])
+    rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=Up[-1:])
     grows = rows[offsets[-2]:]
     chunks = global_chunks(grows, ub, n)
     Tx = None
@@ -195,12 +198,10 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         except cupy.cuda.memory.OutOfMemoryError:
             Tj = Tx = None
     if Tx is not None:  # one pass: row i written at the sum of the bounds before it (Up)
-        Up = cupy.zeros(m + 1, dtype=cupy.int64)
-        Up[1:] = cupy.cumsum(ub)
         kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
         launch(rows, offsets, chunks, True, Tj, Tx, Up)
         del rows
-        Cp[1:] = cupy.cumsum(counts)  # the numeric kernels counted each row's entries
+        inclusive_sum(counts, Cp[1:])  # the numeric kernels counted each row's entries
         nnz = int(Cp[-1].get())
         if nnz == total:  # no row's products combined: every row fills its bound
             Cj, Cx = Tj, Tx
@@ -218,7 +219,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
     kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
     launch(rows, offsets, chunks, False, *nothing)
     del rows
-    Cp[1:] = cupy.cumsum(counts)
+    inclusive_sum(counts, Cp[1:])
     # Numeric: rows binned again by their exact size, so a row whose products mostly
     # combine (or fall outside the mask) gets the smaller table its result needs; the
     # bins' sizes and the output's size come back in one read.
@@ -233,6 +234,20 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
     return result(Cj, Cx)
+
+
+_ZEROS: dict = {}
+
+
+def _zero(dtype):
+    """A one-element zero index array of ``dtype`` on the current device (an absent mask's
+    pointers: read by no kernel), made once."""
+    import cupy
+    key = (np.dtype(dtype).str, cupy.cuda.Device().id)
+    z = _ZEROS.get(key)
+    if z is None:
+        z = _ZEROS[key] = cupy.zeros(1, dtype=dtype)
+    return z
 
 
 def lanes(entries: int, rows: int) -> int:
