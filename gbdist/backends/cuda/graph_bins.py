@@ -48,17 +48,24 @@ def inclusive_sum(src, out) -> None:
     import cupy
     if out.size == 0:
         return
-    try:
-        from cupy.cuda import cub
-        scan = cub.device_scan
-    except (ImportError, AttributeError):
-        scan = None
+    scan = _cub_scan()
     if scan is None or out.size > 0x7fffffff or not out.flags.c_contiguous:  # CUB scans a copy
         cupy.cumsum(src, out=out)
         return
     if src is not out:
         out[...] = src
-    scan(out, cub.CUPY_CUB_CUMSUM)
+    scan(out)
+
+
+def _cub_scan():
+    """CuPy's in-place CUB inclusive sum (``cupy.cuda.cub.device_scan``), or None where this
+    CuPy has none."""
+    try:
+        from cupy.cuda import cub
+        scan, op = cub.device_scan, cub.CUPY_CUB_CUMSUM
+    except (ImportError, AttributeError):
+        return None
+    return lambda x: scan(x, op)
 
 
 def _bins(keys, edges, skip_zero: bool):
