@@ -207,13 +207,16 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
 
 
 @pytest.mark.parametrize("form", ["one", "two"])
-@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson", "wide"])
+@pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson", "wide", "free",
+                                  "no_room"])
 def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case):
     """The one-pass product's edges against SciPy: a 27-point stencil squared (a row's 729
     products make 125 entries: rows compacted far), A with one entry a row (no product
     combines: every row fills its bound and nothing moves), and a memory share of 0 (the
     bounds never fit: the two-pass product runs); 7-point Poisson squared (short rows in
-    registers), and with its columns spread past 2^25 (their pairs sorted, not 32-bit keys)."""
+    registers), and with its columns spread past 2^25 (their pairs sorted, not 32-bit keys);
+    past the memory share with room free (one pass) and no room for the compacted copy (the
+    numeric step on the exact counts instead)."""
     from gbdist.backends.cuda import graph_spgemm
     _passes(monkeypatch, form)
     compacts = []
@@ -248,13 +251,17 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         rng = np.random.default_rng(3)
         A = sps.csr_matrix((rng.random(2000) + 0.5, rng.integers(0, 3000, 2000), np.arange(2001)),
                            shape=(2000, 3000))
-    else:
+    else:  # past the memory share: the free memory decides ("free": room; "memory": none)
         monkeypatch.setattr(graph_spgemm, "_ONE_PASS_FRACTION", 0.0)
+        if case == "memory":
+            monkeypatch.setattr(graph_spgemm, "_ONE_PASS_FREE", 0.0)
+        if case == "no_room":  # one pass, but the compacted copy does not fit: exact numeric
+            monkeypatch.setattr(graph_spgemm, "_compacted", lambda nnz, work: (None, None))
         A = powerlaw(800, 4000, 13, long_row=600)
         B = powerlaw(4000, 4000, 14)
     C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64)
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
-    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson", "wide"))
+    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson", "wide", "free"))
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])

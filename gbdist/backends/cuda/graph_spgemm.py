@@ -56,6 +56,10 @@ SHORT_ROWS = True
 """A numeric row of at most 64 products (in the bins of at most 128 slots) sorted in a warp's
 registers and its equal columns combined by a segmented scan (``gb_esc_row``), no table."""
 _ONE_PASS_FRACTION = 0.25  # the bounds' slots may take this share of the device's memory
+# ... or, past it, with the compacted copy this share of the memory free: 10^7 power-law
+# vertices (4·10^9 products, 48 GB of slots) on one H200 then took one pass, 550 -> 500 ms
+# (cuSPARSE by row panels 507 ms), 2026-11-28 (g)
+_ONE_PASS_FREE = 0.9
 _WORDS = {4: "unsigned int", 8: "unsigned long long"}  # gb_compact_rows moves values as words
 
 
@@ -72,10 +76,26 @@ def _device_bytes(device: int) -> int:
 
 def _one_pass_fits(slots: int, work: np.dtype) -> bool:
     """Whether ``slots`` keys and values (the rows' bounds summed) fit the one-pass product's
-    share of the device's memory (no driver query: an allocation that fails falls back to
-    two passes)."""
+    share of the device's memory (no driver query), or, past it, whether they and the
+    compacted copy beside them (as large, at worst) fit :data:`_ONE_PASS_FREE` of the memory
+    free now (the driver's and the pool's: one query, for products this large only). An
+    allocation that fails falls back to two passes."""
     import cupy
-    return slots * (4 + work.itemsize) <= _ONE_PASS_FRACTION * _device_bytes(cupy.cuda.Device().id)
+    need = slots * (4 + work.itemsize)
+    if need <= _ONE_PASS_FRACTION * _device_bytes(cupy.cuda.Device().id):
+        return True
+    free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+    return 2 * need <= _ONE_PASS_FREE * free
+
+
+def _compacted(nnz: int, work: np.dtype):
+    """The one-pass result's (columns, values) buffers, or (None, None) where they do not
+    fit beside the bounds' slots."""
+    import cupy
+    try:
+        return cupy.empty(nnz, dtype=cupy.int32), cupy.empty(nnz, dtype=work)
+    except cupy.cuda.memory.OutOfMemoryError:
+        return None, None
 
 
 def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
@@ -206,20 +226,25 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if nnz == total:  # no row's products combined: every row fills its bound
             Cj, Cx = Tj, Tx
         else:
-            Cj = cupy.empty(nnz, dtype=cupy.int32)
-            Cx = cupy.empty(nnz, dtype=work)
-            compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
-            g = lanes(nnz, m)
-            compact((_grid(m * g, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx, np.int32(g)))
+            Cj, Cx = _compacted(nnz, work)
+            if Cj is not None:
+                compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
+                g = lanes(nnz, m)
+                compact((_grid(m * g, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx,
+                                                       np.int32(g)))
         del Tj, Tx
-        if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
-            sort_rows(Cp, Cj, Cx, grows, n)
-        return result(Cj, Cx)
-    nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
-    kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
-    launch(rows, offsets, chunks, False, *nothing)
-    del rows
-    inclusive_sum(counts, Cp[1:])
+        if Cj is not None:
+            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
+                sort_rows(Cp, Cj, Cx, grows, n)
+            return result(Cj, Cx)
+        # the compacted copy did not fit beside the bounds' slots: the counts are exact now,
+        # so the two passes' numeric step runs (no symbolic pass)
+    else:
+        nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
+        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
+        launch(rows, offsets, chunks, False, *nothing)
+        del rows
+        inclusive_sum(counts, Cp[1:])
     # Numeric: rows binned again by their exact size, so a row whose products mostly
     # combine (or fall outside the mask) gets the smaller table its result needs; the
     # bins' sizes and the output's size come back in one read.
