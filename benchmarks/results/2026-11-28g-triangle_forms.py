@@ -44,7 +44,7 @@ for n in [int(a) for a in sys.argv[1:]]:
     reps = 10 if n < 10**7 else 3
     count = alg.triangle_count(G)
     deg = cupy.diff(S.indptr).astype(cupy.int64)
-    r = {"n": n, "entries": int(S.nnz), "triangles": count, "skewed": tri._skewed(deg)}
+    r = {"n": n, "entries": int(S.nnz), "triangles": count, "skewed": tri._skewed(deg, cupy)}
     below = K.rank_lower_counts(S, deg.astype(cupy.int32))
     r["rule_order"] = "none" if not r["skewed"] else tri.choose_order(  # the device rule
         deg.get(), {o: below[tri.MODES[o]].get() for o in ("increasing", "decreasing")}, on_device=True)

@@ -84,14 +84,18 @@ def triangle_count(A, *, order: str = "auto", method: str = "auto",
                               hint="host data with Numba (the compiled kernels), device data "
                                    "(the CUDA kernels), or method='auto'")
     if (method == "auto" and not M.on_device and K.name == "compiled"
-            and (order == "none" or order == "auto" and not _skewed(M.xp.diff(M.csr.indptr)))):
+            and (order == "none" or order == "auto" and not _skewed(M.xp.diff(M.csr.indptr), M.xp))):
         return int(K.count_triangles(M.csr, below=True))  # the index order: L read in A
     # L as the kernels wrote it (a Matrix of it only for the product: no copy for the count)
-    Lcsr = _lower_csr(M, order, backend, False)
-    L, nvals = None, int(Lcsr.indptr[-1])
+    Lcsr, sums = _lower_csr(M, order, backend, False)
+    L, nvals = None, int(Lcsr.indices.shape[0])
     if not nvals:
         return 0
-    form = _form(M.xp.diff(M.csr.indptr), M.xp.diff(Lcsr.indptr), nvals, M.on_device)
+    if sums is not None:  # the device rule's sums for this ordering: _form's, without a read
+        colrow, col2, _, _ = sums
+        form = "L.LT" if col2 + DEVICE_TRANSPOSE_COST * nvals < colrow else "L.L"
+    else:
+        form = _form(M.xp.diff(M.csr.indptr), M.xp.diff(Lcsr.indptr), nvals, M.on_device)
     if method == "auto":
         method = choose_method(K, form)
     if method == "intersect":
@@ -145,8 +149,13 @@ def _form(deg, row, nvals: int, on_device: bool) -> str:
     return "L.LT" if llt < float(col.dot(row.astype(np.int64, copy=False))) else "L.L"
 
 
-def _skewed(deg) -> bool:
-    return bool(deg.size) and float(deg.max()) > PRESORT_SKEW * max(float(deg.mean()), 1.0)
+def _skewed(deg, xp=np) -> bool:
+    """max(deg) > PRESORT_SKEW · max(mean(deg), 1), the max and the sum read at once."""
+    if not deg.size:
+        return False
+    got = xp.stack([deg.max().astype(np.int64), deg.sum(dtype=np.int64)])
+    top, total = (int(v) for v in (got.get() if hasattr(got, "get") else got))
+    return top > PRESORT_SKEW * max(total / deg.size, 1.0)
 
 
 def choose_order(deg, below, *, on_device: bool = False, xp=np) -> str:
@@ -154,7 +163,7 @@ def choose_order(deg, below, *, on_device: bool = False, xp=np) -> str:
     (max <= PRESORT_SKEW · mean: a grid, a mesh); else the degree ordering whose L has the
     smaller cost: :func:`masked_cost` on the host, :func:`device_costs` on the device.
     ``below``: {order: L's row counts under it}; ``xp``: their array module."""
-    if not _skewed(deg):
+    if not _skewed(deg, xp):
         return "none"
     if on_device:
         costs = device_costs(deg, below, xp)
@@ -172,12 +181,10 @@ def choose_order(deg, below, *, on_device: bool = False, xp=np) -> str:
 DEVICE_ROW_WEIGHT = 0.3
 
 
-def device_costs(deg, below, xp=np) -> dict:
-    """{ordering: the masked product's cost on the GPU}: the cheaper form's products
-    (L·L: Σ col·row; L·Lᵀ: Σ col² plus :data:`DEVICE_TRANSPOSE_COST` a stored entry, for
-    building Lᵀ) plus :data:`DEVICE_ROW_WEIGHT` · Σ row². ``row``: L's row counts under the
-    ordering, ``col = deg - row``. The sums are integers, read from the device (``xp``:
-    CuPy) at once."""
+def device_sums(deg, below, xp=np) -> dict:
+    """{ordering: (Σ col·row, Σ col², Σ row², Σ row)} of L under each ordering of ``below``
+    (L's row counts; ``col = deg - row``), integers read from the device (``xp``: CuPy) at
+    once."""
     orders = tuple(below)
     d = deg.astype(np.int64)
     sums = []
@@ -187,12 +194,19 @@ def device_costs(deg, below, xp=np) -> dict:
         sums += [col.dot(row), col.dot(col), row.dot(row), row.sum()]
     got = xp.stack(sums)
     got = [int(v) for v in (got.get() if hasattr(got, "get") else got)]
-    out = {}
-    for i, o in enumerate(orders):
-        colrow, col2, row2, nvals = got[4 * i:4 * i + 4]
-        out[o] = (min(colrow, col2 + DEVICE_TRANSPOSE_COST * nvals)
-                  + DEVICE_ROW_WEIGHT * row2)
-    return out
+    return {o: tuple(got[4 * i:4 * i + 4]) for i, o in enumerate(orders)}
+
+
+def device_cost(colrow: int, col2: int, row2: int, nvals: int) -> float:
+    """The masked product's cost on the GPU from :func:`device_sums`: the cheaper form's
+    products (L·L: Σ col·row; L·Lᵀ: Σ col² plus :data:`DEVICE_TRANSPOSE_COST` a stored
+    entry, for building Lᵀ) plus :data:`DEVICE_ROW_WEIGHT` · Σ row²."""
+    return min(colrow, col2 + DEVICE_TRANSPOSE_COST * nvals) + DEVICE_ROW_WEIGHT * row2
+
+
+def device_costs(deg, below, xp=np) -> dict:
+    """{ordering: :func:`device_cost`} (one read of the sums)."""
+    return {o: device_cost(*v) for o, v in device_sums(deg, below, xp).items()}
 
 
 MODES = {"none": 0, "increasing": 1, "decreasing": 2}  # the kernels' ordering codes
@@ -210,7 +224,7 @@ def lower(M, order: str = "auto", backend: str = "auto", *, values: bool = True)
     ``values=False``: L holds True (bool) instead of M's values (a pattern for
     ``plus_pair``: 1/8 the memory)."""
     _check_order(order)
-    return gb.Matrix(_lower_csr(M, order, backend, values))
+    return gb.Matrix(_lower_csr(M, order, backend, values)[0])
 
 
 def _check_order(order: str) -> None:
@@ -220,17 +234,24 @@ def _check_order(order: str) -> None:
 
 
 def _lower_csr(M, order: str, backend: str, values: bool):
-    """:func:`lower`'s CSR as the kernels wrote it (SciPy on the host, cupyx on the device:
-    host and device data take this one path, the CUDA set's kernels a warp a row)."""
+    """(:func:`lower`'s CSR as the kernels wrote it (SciPy on the host, cupyx on the device:
+    host and device data take this one path, the CUDA set's kernels a warp a row), the
+    chosen ordering's :func:`device_sums` where the device rule read them, else None)."""
     xp, csr, n = M.xp, M.csr, M.nrows
     deg = xp.diff(csr.indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
-    if order == "auto" and not _skewed(deg):
+    if order == "auto" and not _skewed(deg, xp):
         order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
     counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
+    sums = None
     if order == "auto":
-        order = choose_order(deg, {o: counts[MODES[o]] for o in ("increasing", "decreasing")},
-                             on_device=M.on_device, xp=xp)
+        below = {o: counts[MODES[o]] for o in ("increasing", "decreasing")}
+        if M.on_device:  # choose_order's device rule, its sums kept for the product's form
+            every = device_sums(deg, below, xp)
+            order = min(every, key=lambda o: device_cost(*every[o]))
+            sums = every[order]
+        else:
+            order = choose_order(deg, below)
     lp = xp.zeros(n + 1, dtype=np.int64)
     lp[1:] = xp.cumsum(counts[MODES[order]], dtype=np.int64)
     cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values)
@@ -242,7 +263,7 @@ def _lower_csr(M, order: str, backend: str, values: bool):
     else:
         L = sps.csr_matrix((data, cols, lp), shape=M.shape)
     L.has_canonical_format = True  # kept entries of sorted unique rows: no check needed
-    return L
+    return L, sums
 
 
 def ktruss(A, k: int, *, backend: str = "auto"):
