@@ -254,23 +254,20 @@ def _device_direct_union(plan=None) -> bool:
     rule's direct plan): its code generator's switch, and, for ``plan``, whether every
     step of ``plan``'s direct plan is one it generates (a corner f(0, 0) it cannot absorb
     is refused there: the rule then keeps the rewrite, with its warning)."""
-    from ..backends.cuda import codegen
+    from ..backends.cuda import genstore  # the generator's switches, without sympy
     if plan is None:
-        return bool(codegen.DIRECT_UNION)
+        return bool(genstore.DIRECT_UNION)
     from ..compiler.accuracy import direct_plan
-    return bool(codegen.DIRECT_UNION) and codegen.sums_as_written(direct_plan(plan))
+    return bool(genstore.DIRECT_UNION) and genstore.sums_as_written(direct_plan(plan))
 
 
 def device_sums_as_written(plan) -> bool:
     """Whether the CUDA backend generates every plus-over-the-union step of ``plan`` as it
     stands (a plan direct from the start: steep ops, or the rule's direct plan given by
-    gbdist.dask); where it does not, ``backend="auto"`` runs the plan on the CPU. A plan
-    without such a step answers without importing the code generator (sympy's printer)."""
-    if not any(isinstance(s.node, ir.TwoPassUnion) and not s.node.add.idempotent
-               and s.node.weight is None for s in plan.steps):
-        return True
-    from ..backends.cuda import codegen
-    return codegen.sums_as_written(plan)
+    gbdist.dask); where it does not, ``backend="auto"`` runs the plan on the CPU. Answered
+    without importing the code generator (sympy's printer): :mod:`.genstore` holds the rule."""
+    from ..backends.cuda import genstore
+    return genstore.sums_as_written(plan)
 
 
 def _scale_columns(needed: dict, inputs: dict, base: dict, raw: dict, labels: dict,

@@ -48,7 +48,7 @@ from .kept import Kept
 from .operands import DevCSR, index_type, upload
 
 if TYPE_CHECKING:
-    from .codegen import Generated
+    from .genstore import Generated
 from .strategies import STRATEGIES, Job
 
 ACCUMULATE = ("auto", "float32", "float64")
@@ -139,12 +139,19 @@ def _generated(plan: Plan, dtype_name: str, acc_name: str | None = None,
     """Generated source, cached by the plan's structural key, the dtype, the
     accumulator type (default: :func:`accumulator_dtype` of the dtype) and whether
     float splits are used (``codegen.generate``)."""
-    from . import codegen  # sympy: imported when a kernel is first generated
+    from . import genstore
     acc_name = acc_name or accumulator_dtype(dtype_name).name
     key = (plan.expr.key, plan.lowered.key, tuple(sorted(plan.roles.items())), dtype_name,
-           acc_name, split, codegen.knobs())  # the lowering too: a direct plan shares expr
-    return cache.generated(key, lambda: codegen.generate(plan, np.dtype(dtype_name), np.dtype(acc_name),
-                                                 split))
+           acc_name, split, genstore.knobs())  # the lowering too: a direct plan shares expr
+
+    def make():
+        gen = genstore.load(key, plan)  # made by an earlier process: no sympy imported
+        if gen is None:
+            from . import codegen  # sympy: imported when a kernel is first generated
+            gen = codegen.generate(plan, np.dtype(dtype_name), np.dtype(acc_name), split)
+            genstore.store(key, gen)
+        return gen
+    return cache.generated(key, make)
 
 
 generated = _generated  # the public name

@@ -19,7 +19,7 @@ half refer to the other's private helpers.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
@@ -33,6 +33,8 @@ from ...algebra.ops import Op
 from ...compiler.plan import Plan, Step
 from ...resources import read
 from ...compiler.typecheck import row_operand
+from . import genstore as _sw
+from .genstore import Generated, knobs, sums_as_written  # noqa: F401 (codegen's names)
 
 _A = sp.Symbol("a", real=True)
 _B = sp.Symbol("b", real=True)
@@ -210,6 +212,31 @@ class Accumulator:
     # a weighted step (TwoPassUnion.weight, ⊕ = plus): its row of the weight matrix the
     # kernel reads, each column's term multiplied by κ(w) at its column; None: unweighted
     weight: int | None = None
+    # ⊗'s formula counted for the strategy models (a stored Generated keeps these, not mul):
+    # sympy's count_ops, its divisions and its transcendentals (:func:`mul_counts`)
+    ops: int = 0
+    divs: int = 0
+    trans: int = 0
+
+    def __post_init__(self):
+        self.ops, self.divs, self.trans = mul_counts(self.mul)
+
+
+def mul_counts(mul) -> tuple[int, int, int]:
+    """(sympy's count_ops, divisions, transcendentals) of a ⊗ formula: divisions are negative
+    powers, transcendentals non-integer powers and functions other than Abs, Max, Min,
+    Piecewise and sign (exp, log, trigonometric ...)."""
+    div = trans = 0
+    for e in sp.preorder_traversal(mul):
+        if isinstance(e, sp.Pow):
+            if e.exp.is_negative:
+                div += 1
+            if not e.exp.is_Integer:
+                trans += 1
+        elif isinstance(e, sp.Function) and not isinstance(e, (sp.Abs, sp.Max, sp.Min,
+                                                               sp.Piecewise, sp.sign)):
+            trans += 1
+    return int(sp.count_ops(mul)), div, trans
 
 
 @dataclass
@@ -234,54 +261,6 @@ class Reduction:
     fill: float
     idempotent: bool
     kind: str  # col / row
-
-
-@dataclass
-class Generated:
-    source: str
-    gather: str | None  # Spec struct name, or None when the plan has no product step
-    union: bool
-    structural: bool
-    accumulators: list
-    reductions: list
-    key: str = field(default="")
-    # "dense": per accumulator, ((left map struct, fill), (right map struct, fill)) per rank term
-    dense_maps: tuple | None = None
-    # "sorted": "desc" (max) or "asc" (min) when the plan is one max/min two-pass union
-    sorted_order: str | None = None
-    acc_itemsize: int = 4  # bytes of the accumulator type (gb_acc)
-    # E when some ⊗ runs a float split: valid where every stored value of the product's
-    # operands is 0 or within 2^±E (the backend checks, else runs the source without it)
-    split_exponent: int | None = None
-    float_split: bool = False  # some ⊗ runs a float split (with or without a range)
-    direct_union: bool = False  # a plus over the union: pass 2 skips shared columns
-    # the keys of the weighted steps' κ(w) (Bound.weights), in the rows of the weight
-    # matrix (NW × K, accumulator type) the gather kernel reads: () for an unweighted plan
-    weights: tuple = ()
-    # "dense_union" (kernels/dense_union.cuh) can run the plan: see _dense_union_ok
-    dense_union: bool = False
-
-    @property
-    def masked(self) -> bool:
-        """Whether the gather kernel keeps a stored-entry mask of the dense rows (shared
-        memory: one byte per column)."""
-        return self.structural or self.direct_union
-
-    @property
-    def strategies(self) -> tuple[str, ...]:
-        """The CUDA strategies this plan can run with."""
-        if not self.gather:
-            return ()
-        out = ["gather"]
-        if not self.union:
-            out.append("scatter")
-        if self.dense_maps is not None:
-            out.append("dense")
-        if self.sorted_order is not None:
-            out.append("sorted")
-        if self.dense_union:
-            out.append("dense_union")
-        return tuple(out)
 
 
 def _monoid_kind(add) -> str:
@@ -346,7 +325,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
                                hint="use backend='cpu'")
         # a weighted step is a plus over the union too (gather's SKIP_SHARED pass), run
         # whatever DIRECT_UNION says: its tests are its own (test_weighted_gpu.py)
-        if union and not n.add.idempotent and not (n.add.invertible and (DIRECT_UNION or weighted)):
+        if union and not n.add.idempotent and not (n.add.invertible and (_sw.DIRECT_UNION or weighted)):
             raise BackendError("the CUDA backend has no direct-union kernel for a ⊕ that is "
                                "not idempotent", got=f"⊕ = {n.add.name} over the union of stored columns "
                                "(chosen because the union correction would cancel)",
@@ -363,7 +342,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
                                   for phi, psi in n.expansion)
         fsplit = None
         fs = getattr(n, "float_split", None)
-        if fs is not None and split and FLOAT_SPLIT and storage == "float" and not pr.single:
+        if fs is not None and split and _sw.FLOAT_SPLIT and storage == "float" and not pr.single:
             kernel = getattr(fs[2], "kernel", None)
             if kernel is not None:  # a stable kernel on the stored values (plan: no chain maps them)
                 fsplit = Split(None, fs[1].formula, fs[2].exponent, kernel.name, fs[2].swapped)
@@ -385,7 +364,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         reds.append(Reduction(s, chain, m.op, m.identity_value, fill, m.idempotent, s.kind))
 
     parts = [read("kernels", "gbdist.cuh")]
-    if not SCATTER_FULL_OCCUPANCY:
+    if not _sw.SCATTER_FULL_OCCUPANCY:
         parts.append("#define GB_SCATTER_MIN_BLOCKS(TPB) 1\n")
     parts.append(f"typedef {storage} gb_real;\ntypedef {T} gb_acc;\n")
     structural = any(getattr(s.node, "structural", False) for s in acc_steps)
@@ -402,7 +381,7 @@ def generate(plan: Plan, dtype, accumulate=None, split: bool = True) -> Generate
         gather = "Spec"
         # ⊗ runs once per pair of stored entries: over float data evaluated in double,
         # its divisions are gb_div (relative error < 2^-45, far below the 1e-6 bound).
-        mul_pr = CudaPrinter(acc_dt, fast_div=FAST_DIV and storage == "float")
+        mul_pr = CudaPrinter(acc_dt, fast_div=_sw.FAST_DIV and storage == "float")
         parts.append(_spec(gather, accs, reds, plan, pr, structural, mul_pr, direct_union))
         if all(a.expansion for a in accs):
             dense_maps = []
@@ -538,60 +517,13 @@ def _monoid_kind_op(red: Reduction) -> str:
     return "other"
 
 
-# Experiment (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md): evaluate all of ⊗ in the storage type
-# (float) under float64 accumulation. Not a supported mode: it breaks the accuracy
-# bound where a sum cancels before a square root (docs/benchmarks.md).
-MUL_IN_STORAGE = False
-# ⊗ over float data evaluated in double prints its divisions as gb_div (see CudaPrinter).
-# False prints IEEE double divisions (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md compares the two).
-# A plus summed over the union (the accuracy rule's direct plan) as gather's SKIP_SHARED
-# second pass: once wrong on an H200 (minkowski p = 3 off by 1e5 relative), since right
-# there (2026-11-27: SciPy's answers for p = 3, 4, 5.8, 8, 30 at offsets 0 to 1e6, and the
-# whole GPU suite with the device rule on; the weighted metrics use the pass always). The
-# accuracy rule runs on device operands (runtime/accuracy.DEVICE_RULE); a plan this pass
-# does not generate (sums_as_written) runs on the CPU under backend="auto" (runtime/core.py).
-DIRECT_UNION = True
-
-
-def sums_as_written(plan) -> bool:
-    """Whether :func:`generate` takes every plus-over-the-union step of ``plan`` (the
-    accuracy rule's direct plan): the pass is on (:data:`DIRECT_UNION`) and each such
-    step's corner f(0, 0) is absorbed (else the refusals in :func:`generate`)."""
-    for s in plan.steps:
-        n = s.node
-        if not isinstance(n, ir.TwoPassUnion) or n.add.idempotent or n.weight is not None:
-            continue
-        if not (DIRECT_UNION and n.add.invertible):
-            return False
-        if not n.corner_absorbed and n.corner != n.add.identity_value:
-            return False
-    return True
-FAST_DIV = True
-# The dense union's (TM, TN, BK) instantiations: (8, 8, 16) where the accumulators are
-# float and one step (a 128 × 128 output tile, 64 registers of accumulators a thread), else
-# (4, 4, 32) (dense_strategies._dense_union_tile). Untuned (it measured slower than gather and stays off: dense_strategies.DU_RATES).
-DENSE_UNION_TILES = ((8, 8, 16), (4, 4, 32))
-# Scatter's registers capped so that 2048 threads (four 512-thread blocks) fit on an SM:
-# its kernels are latency-bound on shared-memory atomics, and on an H100 the cap made
-# them 3-9% faster in float32 and up to 20% in float64 (which had 40-50 registers),
-# a few spilled bytes notwithstanding (benchmarks/accumulate_probe.py, retired: docs/benchmarks.md, 2026-11-24).
-SCATTER_FULL_OCCUPANCY = True
-# Evaluate the f of a float split (compiler/plan.float_split) in float.
-FLOAT_SPLIT = True
-
-
-def knobs() -> tuple:
-    """The code generator's switches (part of the generated-source cache key)."""
-    return (MUL_IN_STORAGE, FAST_DIV, SCATTER_FULL_OCCUPANCY, FLOAT_SPLIT)
-
-
 def _mul(a, pr: CudaPrinter, xs: str, ys: str) -> str:
     """⊗ of one pair as a C expression over x, y (accumulator type; xs, ys: the stored
     float values). With a float split, f runs in float (the backend has checked that
     every input lies in the range its rounding bound covers), or in its stable kernel,
     and f + h is summed in the accumulator type; h too is evaluated in float where it
     is exact there."""
-    if MUL_IN_STORAGE and not pr.single:
+    if _sw.MUL_IN_STORAGE and not pr.single:
         return f"((A)({scalar(a.mul, CudaPrinter(np.float32), {'x': xs, 'y': ys})}))"
     sp_ = a.split
     if sp_ is not None and sp_.kernel is not None:  # on the stored float values
@@ -745,7 +677,7 @@ def kernel_names(gen: Generated, rows: int = 4, itype: str = "int",
             names += (f"gb_union_sorted<Spec, {itype}>", "gb_map_values<UKeyL>", "gb_map_values<UKeyR>")
         if "dense_union" in gen.strategies:
             names += (f"gb_densify<gb_raw_map<Spec>, {itype}>", "gb_dense_union_finish<Spec>")
-            names += tuple(f"gb_dense_union<Spec, {tm}, {tn}, {bk}>" for tm, tn, bk in DENSE_UNION_TILES)
+            names += tuple(f"gb_dense_union<Spec, {tm}, {tn}, {bk}>" for tm, tn, bk in _sw.DENSE_UNION_TILES)
     return names
 
 
@@ -753,3 +685,31 @@ def standalone_source(gen: Generated, rows: int = 4, itype: str = "int") -> str:
     """The source plus explicit instantiations, so ``nvcc --ptx`` compiles every kernel."""
     keep = ", ".join(f"(const void*)&{n}" for n in kernel_names(gen, rows, itype)) or "0"
     return gen.source + f"\nconst void* gb_instantiate[] = {{ {keep} }};\n"
+
+
+class _Codegen(type(sp)):
+    """This module, its switches forwarded to :mod:`.genstore` (where the runtime reads them
+    without sympy): ``codegen.DIRECT_UNION = False`` (or monkeypatch) sets them there, and
+    deleting one (monkeypatch's undo: the module's own dict never holds them) restores its
+    default."""
+
+    def __getattr__(self, name):
+        if name in _sw.SWITCHES:
+            return getattr(_sw, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        if name in _sw.SWITCHES:
+            setattr(_sw, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def __delattr__(self, name):  # pytest's monkeypatch undoes a switch by deleting it
+        if name in _sw.SWITCHES:
+            setattr(_sw, name, _sw.DEFAULTS[name])
+        else:
+            super().__delattr__(name)
+
+
+import sys as _sys  # noqa: E402
+_sys.modules[__name__].__class__ = _Codegen

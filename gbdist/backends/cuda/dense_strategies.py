@@ -113,7 +113,7 @@ DU_SPLIT_BYTES = 256 << 20  # most bytes of split-K partial accumulators
 def _dense_union_tile(job: Job) -> tuple[int, int, int]:
     """(TM, TN, BK) of gb_dense_union: 8 × 8 outputs a thread for one float accumulator,
     else 4 × 4 (registers: TM·TN·NACC accumulators, 8-byte in double)."""
-    from .codegen import DENSE_UNION_TILES
+    from .genstore import DENSE_UNION_TILES
     one_float = len(job.gen.accumulators) == 1 and np.dtype(job.at).itemsize == 4
     return DENSE_UNION_TILES[0] if one_float else DENSE_UNION_TILES[1]
 
@@ -173,22 +173,9 @@ def _dense_union_launch(mod, job: Job):
 
 def _mul_cost(gen) -> float:
     """Each step's ⊗ cost over a cheap one, from its formula: divisions (negative powers) and
-    transcendentals (non-integer powers, exp, log, trigonometric ...) counted in the IR."""
-    import sympy as sp
-    total = 0.0
-    for a in gen.accumulators:
-        div = trans = 0
-        for e in sp.preorder_traversal(a.mul):
-            if isinstance(e, sp.Pow):
-                if e.exp.is_negative:
-                    div += 1
-                if not e.exp.is_Integer:
-                    trans += 1
-            elif isinstance(e, sp.Function) and not isinstance(e, (sp.Abs, sp.Max, sp.Min,
-                                                                   sp.Piecewise, sp.sign)):
-                trans += 1
-        total += 1.0 + DU_DIV * div + DU_TRANSCENDENTAL * trans
-    return total
+    transcendentals (non-integer powers, exp, log, trigonometric ...) counted in the IR when
+    the code was generated (``Accumulator.divs``, ``.trans``: ``codegen.mul_counts``)."""
+    return sum(1.0 + DU_DIV * a.divs + DU_TRANSCENDENTAL * a.trans for a in gen.accumulators)
 
 
 def _dense_union_estimate(job: Job):

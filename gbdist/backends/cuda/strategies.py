@@ -45,8 +45,9 @@ ATOMIC64 = 1.33
 
 
 def _op_weights(gen, per: float) -> float:
-    import sympy as sp
-    return sum(1.0 + max(0, sp.count_ops(a.mul) - 6) / per for a in gen.accumulators)
+    """Each accumulator's ⊗ weighed by its formula's operations past six (sympy's count_ops,
+    counted when the code was generated: ``Accumulator.ops``)."""
+    return sum(1.0 + max(0, a.ops - 6) / per for a in gen.accumulators)
 
 
 def _pairs(job: Job) -> float:
