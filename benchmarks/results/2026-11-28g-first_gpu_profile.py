@@ -34,7 +34,8 @@ for _ in range(20):
     cp.cuda.Device().synchronize()
     ts.append(time.perf_counter() - a)
 print(f"{sys.argv[1]} import={1e3 * (t1 - t0):.0f} ms, operand (context) {1e3 * (t2 - t1):.0f} ms, "
-      f"first distance {1e3 * (t3 - t2):.0f} ms, warm median {1e3 * sorted(ts)[10]:.3f} ms")
+      f"first distance {1e3 * (t3 - t2):.0f} ms, warm median {1e3 * sorted(ts)[10]:.3f} ms, "
+      f"sympy imported: {'sympy' in sys.modules}")
 for key in ("cumulative", "tottime"):
     buf = io.StringIO()
     pstats.Stats(pr, stream=buf).sort_stats(key).print_stats(28)
