@@ -65,6 +65,50 @@ def host_profile(fn, calls: int = 30, top: int = 18) -> list:
     return [ln for ln in buf.getvalue().splitlines() if ln.strip()][:30]
 
 
+class TimedKernel:
+    """A compiled kernel whose launches, while ``record()`` returns a dict, append (name, host
+    time, start event, end event) to its ``"launches"`` (the SpGEMM phase scripts)."""
+
+    def __init__(self, name, fn, record):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_fn", fn)
+        object.__setattr__(self, "_record", record)
+
+    def __setattr__(self, k, v):  # kernel attributes (shared memory) go to the kernel
+        setattr(self._fn, k, v)
+
+    def __call__(self, *a, **kw):
+        import time
+
+        import cupy
+        rec = self._record()
+        if rec is None:
+            return self._fn(*a, **kw)
+        s, e = cupy.cuda.Event(), cupy.cuda.Event()
+        t = time.perf_counter()
+        s.record()
+        self._fn(*a, **kw)
+        e.record()
+        rec["launches"].append((self._name, t, s, e))
+
+
+def spanned(fn):
+    """One call of ``fn`` after a device sync, between two CUDA events: (host start, host
+    end, start event, end event)."""
+    import time
+
+    import cupy
+    cupy.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    s0 = cupy.cuda.Event()
+    s0.record()
+    fn()
+    s1 = cupy.cuda.Event()
+    s1.record()
+    s1.synchronize()
+    return t0, time.perf_counter(), s0, s1
+
+
 def _same_csr(C, R, rtol=1e-9):
     import cupy
     R = R.copy()

@@ -21,32 +21,16 @@ import numpy as np
 from cupyx.profiler import benchmark
 
 import gbdist as gb
-from benchmarks.graph_gpu import _same_csr, host_profile, powerlaw_device
+from benchmarks.graph_gpu import TimedKernel, _same_csr, host_profile, spanned, powerlaw_device
 from gbdist.backends.cuda import graph as G
 from gbdist.backends.cuda import graph_bins as GB
 
 REC = None
 
 
-class _Timed:
-    """A compiled kernel whose launches record (name, host time, start, end events)."""
-
-    def __init__(self, name, fn):
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_fn", fn)
-
-    def __setattr__(self, k, v):
-        setattr(self._fn, k, v)
-
-    def __call__(self, *a, **kw):
-        if REC is None:
-            return self._fn(*a, **kw)
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        t = time.perf_counter()
-        s.record()
-        self._fn(*a, **kw)
-        e.record()
-        REC["launches"].append((self._name, t, s, e))
+def _Timed(name, fn):
+    """A kernel whose launches are timed while REC is set (benchmarks.graph_gpu.TimedKernel)."""
+    return TimedKernel(name, fn, lambda: REC)
 
 
 _kernels = G.CudaGraphKernels._kernels
@@ -123,16 +107,8 @@ def main():
                 r[name] = {"cpu_ms": float(np.median(b.cpu_times)) * 1e3,
                            "gpu_ms": float(np.median(b.gpu_times[0])) * 1e3}
         r["ratio"] = r["gbdist"]["gpu_ms"] / r["cusparse"]["gpu_ms"]
-        cupy.cuda.Device().synchronize()
         REC = {"launches": [], "reads": [], "bins": [], "steps": []}
-        t0 = time.perf_counter()
-        s0 = cupy.cuda.Event()
-        s0.record()
-        f()
-        s1 = cupy.cuda.Event()
-        s1.record()
-        s1.synchronize()
-        t1 = time.perf_counter()
+        t0, t1, s0, s1 = spanned(f)
         rec, REC = REC, None
         per = {}
         for name, t, s, e in rec["launches"]:

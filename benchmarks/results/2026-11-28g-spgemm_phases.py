@@ -19,7 +19,7 @@ import numpy as np
 from cupyx.profiler import benchmark
 
 import gbdist as gb
-from benchmarks.graph_gpu import _same_csr, host_profile
+from benchmarks.graph_gpu import TimedKernel, _same_csr, host_profile, spanned
 from gbdist.backends.cuda import graph as G
 from gbdist.backends.cuda import graph_bins as GB
 from gbdist.backends.cuda import graph_spgemm as SG
@@ -27,25 +27,9 @@ from gbdist.backends.cuda import graph_spgemm as SG
 REC = None
 
 
-class _Timed:
-    """A compiled kernel whose launches record (name, host time, start, end events)."""
-
-    def __init__(self, name, fn):
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_fn", fn)
-
-    def __setattr__(self, k, v):
-        setattr(self._fn, k, v)
-
-    def __call__(self, *a, **kw):
-        if REC is None:
-            return self._fn(*a, **kw)
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        t = time.perf_counter()
-        s.record()
-        self._fn(*a, **kw)
-        e.record()
-        REC["launches"].append((self._name, t, s, e))
+def _Timed(name, fn):
+    """A kernel whose launches are timed while REC is set (benchmarks.graph_gpu.TimedKernel)."""
+    return TimedKernel(name, fn, lambda: REC)
 
 
 class _Mod:
@@ -100,16 +84,8 @@ def main():
                            "gpu_ms": float(np.median(b.gpu_times[0])) * 1e3}
         r["ratio"] = r["gbdist"]["gpu_ms"] / r["cusparse"]["gpu_ms"]
         for _ in range(2):  # the second instrumented call kept (the first builds events)
-            cupy.cuda.Device().synchronize()
             REC = {"launches": [], "reads": [], "bins": []}
-            t0 = time.perf_counter()
-            s0 = cupy.cuda.Event()
-            s0.record()
-            f()
-            s1 = cupy.cuda.Event()
-            s1.record()
-            s1.synchronize()
-            t1 = time.perf_counter()
+            t0, t1, s0, s1 = spanned(f)
             rec, REC = REC, None
         timeline = []
         for name, t, s, e in rec["launches"]:
