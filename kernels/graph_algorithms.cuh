@@ -198,7 +198,9 @@ extern "C" __global__ void __launch_bounds__(256) gb_rank_update(
 // 0 .. modes - 1 (modes 1: the index order only, no degree read; 3: all three);
 // gb_tri_fill writes one mode's kept columns in their order at Lp[v], and their positions
 // in A (for the values, gathered by the caller) when `pos` is not null. P: A's row-pointer
-// type, J: its column type (L's columns are written in it).
+// type, J: its column type (L's columns are written in it), D: the degrees' and the
+// counts' type (int where they fit: every entry reads its column's degree at random, and
+// 4-byte degrees of 10^7 vertices stay in an H200's L2 where 8-byte ones did not).
 __device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, long long dv,
                                             long long du) {
   if (mode == 0) return u < v;
@@ -206,9 +208,9 @@ __device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, 
   return mode == 1 ? (du < dv || tie) : (du > dv || tie);
 }
 
-template <typename P, typename J>
+template <typename P, typename J, typename D>
 __global__ void __launch_bounds__(256) gb_tri_count(const P* __restrict__ Ap, const J* __restrict__ Aj,
-    const long long* __restrict__ deg, long long n, int modes, long long* __restrict__ count) {
+    const D* __restrict__ deg, long long n, int modes, D* __restrict__ count) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long v = tid / 32;
   const int lane = (int)(tid % 32);
@@ -231,13 +233,13 @@ __global__ void __launch_bounds__(256) gb_tri_count(const P* __restrict__ Ap, co
     for (int off = 16; off > 0; off >>= 1) c[m] += __shfl_xor_sync(0xffffffffu, c[m], off);
   }
   if (lane == 0) {
-    for (int m = 0; m < modes; ++m) count[m * n + v] = c[m];
+    for (int m = 0; m < modes; ++m) count[m * n + v] = (D)c[m];
   }
 }
 
-template <typename P, typename J>
+template <typename P, typename J, typename D>
 __global__ void __launch_bounds__(256) gb_tri_fill(const P* __restrict__ Ap, const J* __restrict__ Aj,
-    const long long* __restrict__ deg, long long n, int mode, const long long* __restrict__ Lp,
+    const D* __restrict__ deg, long long n, int mode, const long long* __restrict__ Lp,
     J* __restrict__ Lj, long long* __restrict__ pos) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long v = tid / 32;

@@ -32,6 +32,7 @@ def test_every_launched_kernel_is_loaded():
     for i in ("int", "long long"):
         assert f"gb_tri_intersect<{i}>" in names
         for v in ("int", "long long"):
-            assert {f"gb_cc_init<{i}, {v}>", f"gb_cc_hook<{i}, {v}>", f"gb_tri_count<{i}, {v}>",
-                    f"gb_tri_fill<{i}, {v}>"} <= names
+            assert {f"gb_cc_init<{i}, {v}>", f"gb_cc_hook<{i}, {v}>"} <= names
+            for d in ("int", "long long"):  # the degrees' and counts' type
+                assert {f"gb_tri_count<{i}, {v}, {d}>", f"gb_tri_fill<{i}, {v}, {d}>"} <= names
     assert {"gb_cc_label<int>", "gb_cc_label<long long>", "gb_rank_update"} <= names

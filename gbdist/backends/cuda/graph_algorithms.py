@@ -26,8 +26,8 @@ from ...errors import InputError
 from . import cache
 
 _NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>") + tuple(
-    f"{k}<{p}, {j}>" for k in ("gb_tri_count", "gb_tri_fill") for p in ("int", "long long")
-    for j in ("int", "long long")) + tuple(
+    f"{k}<{p}, {j}, {d}>" for k in ("gb_tri_count", "gb_tri_fill") for p in ("int", "long long")
+    for j in ("int", "long long") for d in ("int", "long long")) + tuple(
     f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
     for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
 _SOURCE: list = []
@@ -153,16 +153,18 @@ def _ctype(a) -> str:
 
 
 def _rank_parts(A, deg):
-    """(Ap, Aj, their C types, deg as contiguous int64, n) for the L kernels: A's arrays
-    in their own index types (L's columns keep Aj's)."""
+    """(Ap, Aj, their and the degrees' C types, deg as contiguous int32 where it is int32,
+    else int64, n) for the L kernels: A's arrays in their own index types (L's columns keep
+    Aj's)."""
     import cupy
     n = int(A.shape[0])
     Ap, Aj = cupy.ascontiguousarray(A.indptr), cupy.ascontiguousarray(A.indices)
-    d = cupy.ascontiguousarray(cupy.asarray(deg), dtype=cupy.int64)
+    deg = cupy.asarray(deg)
+    d = cupy.ascontiguousarray(deg, dtype=cupy.int32 if deg.dtype == np.int32 else cupy.int64)
     if d.shape != (n,):
         raise InputError("rank_lower: deg must hold one degree per row", expected=f"({n},)",
                          got=str(d.shape))
-    return Ap, Aj, f"{_ctype(Ap)}, {_ctype(Aj)}", d, n
+    return Ap, Aj, f"{_ctype(Ap)}, {_ctype(Aj)}, {_ctype(d)}", d, n
 
 
 def rank_lower_counts(A, deg, *, only_none: bool = False):
@@ -172,7 +174,7 @@ def rank_lower_counts(A, deg, *, only_none: bool = False):
     read). One launch, a warp a row (``gb_tri_count``)."""
     import cupy
     Ap, Aj, T, d, n = _rank_parts(A, deg)
-    counts = cupy.zeros((3, n), dtype=cupy.int64)
+    counts = cupy.zeros((3, n), dtype=d.dtype)  # a row's count is at most its degree
     if n:
         module().get_function(f"gb_tri_count<{T}>")((_grid(32 * n),), (256,), (
             Ap, Aj, d, np.int64(n), np.int32(1 if only_none else 3), counts))

@@ -10,18 +10,19 @@ int main(int argc, char** argv) {
     std::vector<int> Ap(n + 1), Aj(nnz);
     for (auto& v : Ap) scanf("%d", &v);
     for (auto& v : Aj) scanf("%d", &v);
-    std::vector<long long> deg(n), count(3 * n), only(3 * n), Lp(n + 1);
+    std::vector<int> deg(n), count(3 * n), only(3 * n);  // int degrees and counts (D = int)
+    std::vector<long long> Lp(n + 1);
     for (long long v = 0; v < n; ++v) deg[v] = Ap[v + 1] - Ap[v];
     const unsigned grid = (unsigned)((32 * n + 255) / 256);
-    gb_launch(grid, 256, [&] { gb_tri_count<int, int>(Ap.data(), Aj.data(), deg.data(), n, 3, count.data()); });
-    gb_launch(grid, 256, [&] { gb_tri_count<int, int>(Ap.data(), Aj.data(), deg.data(), n, 1, only.data()); });
+    gb_launch(grid, 256, [&] { gb_tri_count<int, int, int>(Ap.data(), Aj.data(), deg.data(), n, 3, count.data()); });
+    gb_launch(grid, 256, [&] { gb_tri_count<int, int, int>(Ap.data(), Aj.data(), deg.data(), n, 1, only.data()); });
     for (long long v = 0; v < n; ++v) Lp[v + 1] = Lp[v] + count[mode * n + v];
     std::vector<int> Lj(Lp[n] + 1);
     std::vector<long long> pos(Lp[n] + 1);
-    gb_launch(grid, 256, [&] { gb_tri_fill<int, int>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
-    for (auto c : count) printf("%lld ", c);
+    gb_launch(grid, 256, [&] { gb_tri_fill<int, int, int>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
+    for (auto c : count) printf("%d ", c);
     printf("\n");
-    for (auto c : only) printf("%lld ", c);
+    for (auto c : only) printf("%d ", c);
     printf("\n");
     for (long long p = 0; p < Lp[n]; ++p) printf("%d ", Lj[p]);
     printf("\n");
