@@ -108,3 +108,23 @@ def test_a_warm_process_generates_without_sympy(tmp_path):
     first, second = (r.stdout.splitlines() for r in runs)
     assert first[:-1] == second[:-1]  # the same keys, accumulators and strategies
     assert first[-1] == "True" and second[-1] == "False"
+
+
+def test_a_changed_kernel_template_changes_the_key(tmp_path, monkeypatch):
+    """The record's key digests the kernel templates (kernels/*.cuh) the stored source
+    includes: one edited template, and no record made before is read."""
+    import shutil
+
+    import gbdist.resources as resources
+    before = genstore.record_key(("plan", 1))
+    copy = tmp_path / "kernels"
+    shutil.copytree(resources.folder("kernels"), copy)
+    with open(copy / "gather.cuh", "a") as f:
+        f.write("\n// edited\n")
+    monkeypatch.setattr(resources, "folder", lambda name: copy if name == "kernels" else None)
+    monkeypatch.setattr(genstore, "_DIGEST", [])
+    assert genstore.record_key(("plan", 1)) != before
+    monkeypatch.undo()
+    genstore._DIGEST.clear()
+    assert genstore.record_key(("plan", 1)) == before
+
