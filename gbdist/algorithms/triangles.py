@@ -92,8 +92,7 @@ def triangle_count(A, *, order: str = "auto", method: str = "auto",
     if not nvals:
         return 0
     if sums is not None:  # the device rule's sums for this ordering: _form's, without a read
-        colrow, col2, _, _ = sums
-        form = "L.LT" if col2 + DEVICE_TRANSPOSE_COST * nvals < colrow else "L.L"
+        form = _form_of(sums[0], sums[1], nvals, True)
     else:
         form = _form(M.xp.diff(M.csr.indptr), M.xp.diff(Lcsr.indptr), nvals, M.on_device)
     if method == "auto":
@@ -144,9 +143,15 @@ def _form(deg, row, nvals: int, on_device: bool) -> str:
     """:func:`choose_product` from the degrees and L's row counts (integer arrays: the sums
     in int64, no float copies)."""
     col = deg.astype(np.int64) - row
+    return _form_of(float(col.dot(row.astype(np.int64, copy=False))), float(col.dot(col)), nvals,
+                    on_device)
+
+
+def _form_of(colrow: float, col2: float, nvals: int, on_device: bool) -> str:
+    """L·Lᵀ where Σ col² plus building Lᵀ (a transpose cost a stored entry) is below L·L's
+    Σ col·row, else L·L."""
     cost = DEVICE_TRANSPOSE_COST if on_device else TRANSPOSE_COST
-    llt = float(col.dot(col)) + cost * nvals
-    return "L.LT" if llt < float(col.dot(row.astype(np.int64, copy=False))) else "L.L"
+    return "L.LT" if col2 + cost * nvals < colrow else "L.L"
 
 
 def _skewed(deg, xp=np) -> bool:
