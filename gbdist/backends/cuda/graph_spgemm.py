@@ -88,12 +88,12 @@ def _one_pass_fits(slots: int, work: np.dtype) -> bool:
     return 2 * need <= _ONE_PASS_FREE * free
 
 
-def _compacted(nnz: int, work: np.dtype):
-    """The one-pass result's (columns, values) buffers, or (None, None) where they do not
-    fit beside the bounds' slots."""
+def _buffers(size: int, work: np.dtype):
+    """(columns, values) buffers of ``size`` entries for the one-pass product (the bounds'
+    slots, then the compacted result), or (None, None) where they do not fit."""
     import cupy
     try:
-        return cupy.empty(nnz, dtype=cupy.int32), cupy.empty(nnz, dtype=work)
+        return cupy.empty(size, dtype=cupy.int32), cupy.empty(size, dtype=work)
     except cupy.cuda.memory.OutOfMemoryError:
         return None, None
 
@@ -212,11 +212,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
     chunks = global_chunks(grows, ub, n)
     Tx = None
     if ONE_PASS and total and _one_pass_fits(total, work):
-        try:
-            Tj = cupy.empty(total, dtype=cupy.int32)
-            Tx = cupy.empty(total, dtype=work)
-        except cupy.cuda.memory.OutOfMemoryError:
-            Tj = Tx = None
+        Tj, Tx = _buffers(total, work)
     if Tx is not None:  # one pass: row i written at the sum of the bounds before it (Up)
         kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
         launch(rows, offsets, chunks, True, Tj, Tx, Up)
@@ -226,7 +222,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if nnz == total:  # no row's products combined: every row fills its bound
             Cj, Cx = Tj, Tx
         else:
-            Cj, Cx = _compacted(nnz, work)
+            Cj, Cx = _buffers(nnz, work)
             if Cj is not None:
                 compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
                 g = lanes(nnz, m)
