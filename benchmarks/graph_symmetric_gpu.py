@@ -7,7 +7,9 @@ checked warm-up).
 Variants: cuSPARSE full CSR; the seed's plain kernel (a thread a row over U, row sum in a
 register, every term an atomic; y zeroed in the timing); gbdist ``spmv_symmetric`` (rows in
 order, with and without the shared-memory tile; the offsets kernel without atomics, plain
-and compensated); its reproducible fixed-point variant (with and without the tile);
+and compensated; the same on U by diagonals, whose one-time build is timed too, and whose
+results must be the offsets kernel's bits); its reproducible fixed-point variant (with and
+without the tile); ``gr.mxv(symmetric="upper")`` plain and compensated (the user's path);
 gbdist's full-CSR ``spmv`` (the planner rule's kernel), the row-tile kernel and the in-order
 kernel at 2 … 32 lanes a row by name, and ``gr.mxv`` through the front end; a plain in-order
 full-CSR kernel written here (no bins) as the reference for gbdist's. Every result is
@@ -132,9 +134,20 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
 
     ref = A @ x
     nrm = float(cupy.linalg.norm(ref))
+    # U by diagonals: its one-time build (the first product pays it; cached on U)
+    info = gs.structure(U, U.indptr, U.indices, U.data)
+    gs.diagonals(K, U, U.indptr, U.indices, U.data, sr, np.dtype(np.float64))
+    builds = []
+    for _ in range(3):
+        info.pop("dia", None)
+        builds.append(_events(lambda: gs.diagonals(K, U, U.indptr, U.indices, U.data, sr,
+                                                   np.dtype(np.float64))))
+    rec["dia_build_ms"] = sorted(builds)[1]
+    rec["dia_bytes"] = int(info["dia"].nbytes) if info["dia"] is not None else None
     fns = {"cusparse": lambda: A @ x, "seed": seed, "sym_tile": sym(True), "sym_plain": sym(False),
            "sym_offsets": sym(False, False, "offsets"), "sym_offsets_comp": sym(False, True, "offsets"),
            "sym_exact_tile": sym(True, True), "sym_exact_plain": sym(False, True),
+           "sym_dia": sym(False, False, "dia"), "sym_dia_comp": sym(False, True, "dia"),
            "spmv_full": lambda: K.spmv(A, x, None, sr, out_dtype=np.float64),
            "inorder_full": inord}
     # gbdist's full-CSR kernels by name: the row tiles, and the in-order kernel at each lane
@@ -164,18 +177,21 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
         errs[k] = float(cupy.linalg.norm(r - ref)) / nrm
         assert errs[k] < 1e-12, (k, errs[k])
     # reproducibility: bit-equal across runs (a different x in between moves the atomics' order)
-    for k in ("sym_exact_tile", "sym_exact_plain", "sym_offsets_comp", "sym_offsets"):
+    for k in ("sym_exact_tile", "sym_exact_plain", "sym_offsets_comp", "sym_offsets", "sym_dia_comp"):
         again = fns[k]().copy()
         rec[f"{k}_bitwise_equal"] = bool(cupy.all(again.view(cupy.int64) == outs[k].view(cupy.int64)))
     rec["exact_tile_vs_plain_bitwise_equal"] = bool(
         cupy.all(outs["sym_exact_tile"].view(cupy.int64) == outs["sym_exact_plain"].view(cupy.int64)))
+    for a_, b_ in (("sym_dia_comp", "sym_offsets_comp"), ("sym_dia", "sym_offsets")):
+        rec[f"{a_}_vs_{b_}_bitwise_equal"] = bool(cupy.all(outs[a_].view(cupy.int64) == outs[b_].view(cupy.int64)))
     rec["plain_runs_bitwise_equal"] = bool(cupy.all(fns["sym_tile"]().view(cupy.int64)
                                                     == outs["sym_tile"].view(cupy.int64)))
     # exact host sums of sampled rows (fsum over the full matrix row)
     rows = np.random.default_rng(3).choice(n, 500, replace=False)
     Ap, Aj, Ax = A.indptr, A.indices, A.data
     xh = x.get()
-    worst = {"cusparse": 0.0, "sym_exact_tile": 0.0, "sym_tile": 0.0, "sym_offsets_comp": 0.0}
+    worst = {"cusparse": 0.0, "sym_exact_tile": 0.0, "sym_tile": 0.0, "sym_offsets_comp": 0.0,
+             "sym_dia_comp": 0.0}
     for i in rows:
         lo, hi = int(Ap[int(i)]), int(Ap[int(i) + 1])
         a, j = Ax[lo:hi].get(), Aj[lo:hi].get()
@@ -200,7 +216,16 @@ def one(kind: str, size, reps: int, bw: float) -> dict:
         if got is not None:
             assert float(cupy.linalg.norm(cupy.asarray(got) - ref)) / nrm < 1e-12
         rec["ms"]["gr_mxv"] = interleaved({"m": lambda: gr.mxv(M, u, sr)}, max(3, reps // 2))["m"]
-        del M, u
+        # the user who holds the upper triangle: gr.mxv(symmetric="upper"), plain and compensated
+        MU = gb.Matrix(U)
+        for tag, comp in (("gr_mxv_upper", False), ("gr_mxv_upper_comp", True)):
+            yu = gr.mxv(MU, u, sr, symmetric="upper", compensated=comp)
+            rec[f"{tag}_kernel"] = yu.spmv_choice.kernel
+            err = float(cupy.linalg.norm(cupy.asarray(yu.dense_parts()[0]) - ref)) / nrm
+            assert err < 1e-12, (tag, err)
+            rec["ms"][tag] = interleaved({"m": lambda c=comp: gr.mxv(MU, u, sr, symmetric="upper", compensated=c)},
+                                         max(3, reps // 2))["m"]
+        del M, u, MU
     except Exception as e:  # noqa: BLE001 - report, do not lose the run
         rec["gr_mxv_error"] = f"{type(e).__name__}: {e}"[:300]
     del A, U
@@ -339,6 +364,7 @@ def main(argv=None):
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
     print("\nmatrix size nnz cuSP | seed tile atomic offsets offsets+comp fixedT fixedP spmv inorder grmxv"
+          " dia dia+comp grmxv_upper grmxv_upper+comp"
           " (ms (ratio to cuSPARSE))")
     for r in res["rows"]:
         if "ms" not in r:
@@ -349,14 +375,16 @@ def main(argv=None):
         cells = [f"{t[k]:.3f}({t[k] / c:.2f})" if k in t else "-" for k in
                  ("seed", "sym_tile", "sym_plain", "sym_offsets", "sym_offsets_comp", "sym_exact_tile",
                   "sym_exact_plain", "spmv_full",
-                  "inorder_full", "gr_mxv")]
+                  "inorder_full", "gr_mxv", "sym_dia", "sym_dia_comp", "gr_mxv_upper", "gr_mxv_upper_comp")]
         rows_best = min((k for k in t if k.startswith("spmv_rows")), key=t.get, default=None)
         if rows_best:
             cells.append(f"rule={r.get('rule')} stream={t['spmv_stream'] / c:.2f} "
                          f"best_rows={rows_best}:{t[rows_best] / c:.2f}")
         print(r["matrix"], r["size"], r["nnz"], f"{c:.3f}", " ".join(cells),
               "repro", r["sym_exact_tile_bitwise_equal"], r["sym_exact_plain_bitwise_equal"],
-              r["sym_offsets_comp_bitwise_equal"],
+              r["sym_offsets_comp_bitwise_equal"], r.get("sym_dia_comp_bitwise_equal"),
+              "dia=offsets", r.get("sym_dia_comp_vs_sym_offsets_comp_bitwise_equal"),
+              f"dia_build {r.get('dia_build_ms', float('nan')):.2f}ms",
               "bound_up/full", f"{r['bound_ms_upper']:.3f}/{r['bound_ms_full']:.3f}")
     print("\n| matrix | entries | CPU compiled | SciPy | GPU gbdist | cuSPARSE | GPU gbdist, x moved "
           "| cuSPARSE, x moved | gr.mxv CPU | gr.mxv GPU |  (ms, host wall-clock medians)")

@@ -268,3 +268,79 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_offsets(long long n,
     y[j] = has ? acc : F::identity();
   }
 }
+
+// gb_spmv_sym_dia: the offsets kernel on U stored by diagonals (built once per matrix by
+// gb_sym_dia_build): dia[k * n + i] holds U(i, i + offs[k]) as its bits, or the hole bits
+// gb_dia_hole<TA>::bits where U has no such entry (a signalling NaN no stored value may equal:
+// the host checks before it builds). A thread per row j, the same terms in the same order as
+// gb_spmv_sym_offsets (its own row by ascending offset, then U(j - d, j) for each d > 0
+// ascending), so the results are those bits; but every load is coalesced and independent (no
+// row pointers, columns or searches): a stencil's U costs its values and x once.
+template <typename T> struct gb_dia_hole;
+template <> struct gb_dia_hole<double> {
+  typedef unsigned long long B;
+  static constexpr B bits = 0x7ff4d1a90e5f0001ULL;
+  __device__ static __forceinline__ double value(B b) { return __longlong_as_double((long long)b); }
+};
+template <> struct gb_dia_hole<float> {
+  typedef unsigned int B;
+  static constexpr B bits = 0x7fa1d1a9u;
+  __device__ static __forceinline__ float value(B b) { return __uint_as_float(b); }
+};
+
+template <typename I, typename TA>
+__global__ void __launch_bounds__(256) gb_sym_dia_build(long long n, const I* __restrict__ Up,
+    const I* __restrict__ Uj, const TA* __restrict__ Ux, const long long* __restrict__ offs,
+    typename gb_dia_hole<TA>::B* __restrict__ dia) {
+  typedef typename gb_dia_hole<TA>::B B;
+  for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) {
+    int k = 0;
+    const long long a1 = (long long)Up[i + 1];
+    for (long long p = (long long)Up[i]; p < a1; ++p) {
+      const long long d = (long long)Uj[p] - i;
+      while (offs[k] < d) ++k;  // every d is among offs, rows ascend (the host checked)
+      const TA v = Ux[p];
+      dia[(long long)k * n + i] = *reinterpret_cast<const B*>(&v);
+    }
+  }
+}
+
+template <class F, typename TA, typename TX, bool CSUM>
+__global__ void __launch_bounds__(256) gb_spmv_sym_dia(long long n,
+    const typename gb_dia_hole<TA>::B* __restrict__ dia, const long long* __restrict__ offs, int K,
+    const TX* __restrict__ x, typename F::W* __restrict__ y) {
+  typedef typename F::W W;
+  typedef gb_dia_hole<TA> H;
+  constexpr bool CS = gb_csum<F, CSUM>::on;
+  __shared__ long long so[128];
+  for (int k = threadIdx.x; k < K; k += 256) so[k] = offs[k];
+  __syncthreads();
+  for (long long j = (long long)blockIdx.x * 256 + threadIdx.x; j < n; j += (long long)gridDim.x * 256) {
+    W acc = F::identity(), comp = (W)0;
+    int has = 0;
+#pragma unroll 4
+    for (int k = 0; k < K; ++k) {
+      const typename H::B b = dia[(long long)k * n + j];
+      if (b == H::bits) continue;
+      const W v = F::mul(F::load(H::value(b)), F::load(x[j + so[k]]));
+      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
+      else acc = has ? F::add(acc, v) : v;
+      has = 1;
+    }
+#pragma unroll 4
+    for (int k = 0; k < K; ++k) {
+      const long long d = so[k];
+      if (d == 0) continue;
+      const long long i = j - d;
+      if (i < 0) break;  // offsets ascend
+      const typename H::B b = dia[(long long)k * n + i];
+      if (b == H::bits) continue;
+      const W v = F::mul(F::load(H::value(b)), F::load(x[i]));
+      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
+      else acc = has ? F::add(acc, v) : v;
+      has = 1;
+    }
+    if constexpr (CS) acc = acc + comp;
+    y[j] = has ? acc : F::identity();
+  }
+}

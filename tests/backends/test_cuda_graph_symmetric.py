@@ -1,8 +1,9 @@
 """The in-order symmetric SpMV (issue 30, kernels/graph_symmetric.cuh) against SciPy on the
 seed's matrix classes (7-point Poisson 3D, 27-point stencil, bands; values perturbed
-symmetrically), with and without the shared-memory tile, every lane count; the
-reproducible fixed-point variant bit-equal across runs and tiles and within about one
-rounding of an exact host sum (math.fsum); Inf/NaN in x fall back to float sums."""
+symmetrically), with and without the shared-memory tile, every lane count; U by diagonals
+(its slots, its holes, its refusals) bit-equal to the offsets kernel; the reproducible
+fixed-point variant bit-equal across runs and tiles and within about one rounding of an
+exact host sum (math.fsum); Inf/NaN in x fall back to float sums."""
 import math
 
 import numpy as np
@@ -44,16 +45,101 @@ def dev(M):
 
 
 @pytest.mark.parametrize("name", sorted(MATRICES))
-@pytest.mark.parametrize("method", ["atomic", "tile", "offsets"])
+@pytest.mark.parametrize("method", ["atomic", "tile", "offsets", "dia"])
 def test_rows_kernel_matches_scipy(name, method):
     A, U = pair(name)
     x = np.random.default_rng(1).random(A.shape[0]) - 0.5
     dU = cps.csr_matrix(U)
     y, present = gs.spmv_rows(K, dU, dU.indptr, dU.indices, dU.data, cupy.asarray(x), SR.plus_times,
                               np.dtype(np.float64), np.dtype(np.float64), tile=method == "tile",
-                              method="offsets" if method == "offsets" else "atomic")
+                              method=method if method in ("offsets", "dia") else "atomic")
     np.testing.assert_allclose(y.get(), A @ x, rtol=1e-12, atol=1e-12)
     assert present.get().all()
+
+
+def _dU(U):
+    dU = cps.csr_matrix(U)
+    return dU, (dU, dU.indptr, dU.indices, dU.data)
+
+
+def test_diagonals_form_layout_and_holes():
+    """U by diagonals: each slot holds U(i, i + d) or the hole bits; the default product takes
+    it (plain and compensated), its results bit-equal to the offsets kernel's (same terms, same
+    order); an Inf in x next to a hole stays out of the row (0 * Inf is not summed)."""
+    A, U = pair("poisson")
+    dU, parts = _dU(U)
+    dia = gs.diagonals(K, *parts, SR.plus_times, np.dtype(np.float64))
+    offs = gs.structure(*parts)["offsets"].get()
+    n = U.shape[0]
+    got = dia.get().reshape(offs.size, n)
+    hole = gs.DIA_HOLE[np.dtype(np.float64)]
+    D = U.todok()
+    for k, d in enumerate(offs):
+        for i in range(0, n, 7):
+            want = D.get((i, i + d)) if (i + d < n and (i, i + d) in D) else None
+            assert (got[k, i] == hole) if want is None else got[k, i] == np.float64(want).view(np.uint64)
+    rng = np.random.default_rng(11)
+    x = rng.random(n) - 0.5
+    x[[10, 100, 200]] = [np.inf, -np.inf, np.nan]
+    dx = cupy.asarray(x)
+    for comp in (False, True):
+        run = lambda **kw: gs.spmv_rows(K, *parts, dx, SR.plus_times, np.dtype(np.float64),  # noqa: E731
+                                        np.dtype(np.float64), compensated=comp, **kw)[0].get()
+        a, b = run(), run(method="offsets")
+        assert np.array_equal(a.view(np.int64), b.view(np.int64))
+        ref = A @ x
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(ref))
+        fin = np.isfinite(ref)
+        np.testing.assert_array_equal(a[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)])
+        np.testing.assert_allclose(a[fin], ref[fin], rtol=1e-12, atol=1e-12)
+
+
+def test_diagonals_under_min_plus_and_float32():
+    """A hole is no term under any semiring: min_plus over U by diagonals equals the full
+    CSR's product (an absent entry is not a 0 + x[j]); float32 values and x."""
+    A, U = pair("band20")
+    x = np.random.default_rng(12).random(A.shape[0]) * 4 - 2
+    y, yp = K.spmv(dev(A), cupy.asarray(x), None, SR.min_plus, out_dtype=np.float64)
+    dU, parts = _dU(U)
+    assert gs.diagonals(K, *parts, SR.min_plus, np.dtype(np.float64)) is not None
+    ys, _ = gs.spmv_rows(K, *parts, cupy.asarray(x), SR.min_plus, np.dtype(np.float64),
+                         np.dtype(np.float64), method="dia")
+    np.testing.assert_array_equal(ys.get(), y.get())
+    A32, U32 = pair("fem27", np.float32)
+    x32 = np.random.default_rng(13).random(A32.shape[0]).astype(np.float32)
+    d32, p32 = _dU(U32)
+    y32, _ = gs.spmv_rows(K, *p32, cupy.asarray(x32), SR.plus_times, np.dtype(np.float32),
+                          np.dtype(np.float32), method="dia")
+    ref = A32.astype(np.float64) @ x32.astype(np.float64)
+    np.testing.assert_allclose(y32.get(), ref, rtol=2e-6, atol=1e-6 * np.abs(ref).max())
+
+
+def test_diagonals_refused_where_they_do_not_pay_or_collide():
+    """No diagonals form (the offsets / fixed kernels run, same answers) when U's diagonals
+    are mostly holes (past DIA_FILL), when a stored value has the hole's bits, or for integer
+    values."""
+    n = 400
+    rows = np.r_[np.arange(n), 0, 1, 2]
+    cols = np.r_[np.arange(n), 150, 251, 352]  # three diagonals of one entry each
+    sparse_diags = sps.csr_matrix((np.random.default_rng(1).random(rows.size) + 1, (rows, cols)), shape=(n, n))
+    hole = gs.DIA_HOLE[np.dtype(np.float64)].view(np.float64)
+    _, U = pair("band2")
+    clash = U.copy()
+    clash.data[5] = hole
+    for M in (sparse_diags, clash, (U * 8).astype(np.int64)):
+        dU, parts = _dU(M) if M.dtype.kind == "f" else (dev(M), (dev(M), *(cupy.asarray(a) for a in (M.indptr, M.indices, M.data))))
+        out = np.dtype(M.dtype)
+        assert gs.diagonals(K, *parts, SR.plus_times, out) is None
+        full = (M + sps.triu(M, 1).T).tocsr()
+        x = np.random.default_rng(2).integers(-3, 4, n if M is sparse_diags else M.shape[0]).astype(M.dtype)
+        y, _ = K.spmv_symmetric(parts[0], cupy.asarray(x), None, SR.plus_times, out_dtype=out)
+        ref = full @ x
+        if M is clash:  # the NaN is a value like any other: it reaches its row and its column
+            np.testing.assert_array_equal(np.isnan(y.get()), np.isnan(ref))
+            keep = ~np.isnan(ref)
+            np.testing.assert_allclose(y.get()[keep], ref[keep], rtol=1e-12)
+        else:
+            np.testing.assert_allclose(y.get(), ref, rtol=1e-12)
 
 
 def test_offsets_kernel_needs_few_sorted_diagonals():

@@ -1,6 +1,7 @@
 """CI guard for the in-order symmetric SpMV (issue 30, kernels/graph_symmetric.cuh): every
 instantiation the host launches (each lane count, tiled or not; the fixed-point kernel, its
-finish and max|x|) compiles for sm_90 with nvcc for several semirings and types (no GPU)."""
+finish and max|x|; U by diagonals and its kernel) compiles for sm_90 with nvcc for several
+semirings and types (no GPU)."""
 import os
 import shutil
 import subprocess
@@ -35,6 +36,8 @@ def test_symmetric_rows_kernels_compile(out, name, itype):
     names = [gc.sym_rows_name(itype, tv, "double", g, t, 4 if t else 1) for g in (1, 2, 4, 8, 16, 32)
              for t in (False, True)]
     names += [gc.sym_offsets_name(itype, tv, "double", c) for c in (False, True)]
+    if np.dtype(out).kind == "f":  # U by diagonals: float values only (the holes are NaN bits)
+        names += [n for c in (False, True) for n in gc.sym_dia_names(itype, tv, "double", c)]
     if exact_eligible(sr, out):
         work = gc.CTYPES[gc.work_dtype(out)]
         names += [n for g in (1, 4) for t in (False, True)

@@ -423,6 +423,13 @@ def sym_offsets_name(I: str, TA: str, TX: str, csum: bool) -> str:
     return f"gb_spmv_sym_offsets<GbF, {I}, {TA}, {TX}, {'true' if csum else 'false'}>"
 
 
+def sym_dia_names(I: str, TA: str, TX: str, csum: bool) -> tuple[str, str]:
+    """U by diagonals (``kernels/graph_symmetric.cuh``): its build from the CSR, and the
+    symmetric SpMV on it (the offsets kernel's order, coalesced loads)."""
+    return (f"gb_sym_dia_build<{I}, {TA}>",
+            f"gb_spmv_sym_dia<GbF, {TA}, {TX}, {'true' if csum else 'false'}>")
+
+
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:
     return f"gb_spmspv<GbF, {I}, {TA}, {TU}, {TI}, {'true' if comp else 'false'}>"
 

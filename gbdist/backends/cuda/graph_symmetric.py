@@ -9,10 +9,15 @@ every x entry present (the general case stays ``gb_spmv_symmetric``).
 * offsets (``method="offsets"``): where U lies on at most :data:`MAX_OFFSETS` diagonals
   (a stencil, a band) and its rows are sorted: no atomics, a thread per row in a fixed
   order (its own row, then U(j - d, j) for each diagonal d found in the row above).
-* reproducible (``compensated=True``, plus_times on floats): the offsets kernel with
-  compensated (Neumaier) sums where it applies; else every term summed exactly in fixed
-  point with integer atomics (associative: the same bits whatever order the atomics land
-  in), then rounded once; see the kernel file for the bound.
+* diagonals (``method="dia"``, the default where it applies, plain and reproducible): the
+  offsets kernel's terms in its order on U stored by diagonals (:func:`diagonals`, built once
+  per matrix and cached on it): float values on at most :data:`MAX_OFFSETS` diagonals
+  filling at least 1 / :data:`DIA_FILL` of their slots. No row pointers, columns or
+  searches: each load coalesced and independent, the same bits as the offsets kernel.
+* reproducible (``compensated=True``, plus_times on floats): the diagonals or the offsets
+  kernel with compensated (Neumaier) sums where they apply; else every term summed exactly
+  in fixed point with integer atomics (associative: the same bits whatever order the
+  atomics land in), then rounded once; see the kernel file for the bound.
 
 Per matrix (cached on U, keyed by its buffers): which rows of A have entries (U's row or
 column non-empty: the result's presence without a mask), the longest row of A (bounds the
@@ -37,6 +42,15 @@ OFFSETS_WIN = 8
 offsets kernel rather than fixed-point atomics: measured on one H200, 2026-11-27, the
 offsets kernel was 0.62-0.82x cuSPARSE on 7-point Poisson (4 diagonals) and 1.8-2.4x on a
 27-point stencil (14 diagonals, each a dependent walk), where fixed-point took 1.01-1.05x."""
+DIA = True
+"""Take the diagonals kernel (``method="dia"``) where it applies (plain and reproducible)."""
+DIA_FILL = 2.0
+"""Most slots of U's diagonals (n a diagonal) per stored entry for the diagonals kernel: past
+this the holes cost more bytes than the CSR's columns save."""
+DIA_HOLE = {np.dtype(np.float64): np.uint64(0x7ff4d1a90e5f0001),
+            np.dtype(np.float32): np.uint32(0x7fa1d1a9)}
+"""The bits of an absent slot (``gb_dia_hole``): a signalling NaN; a U storing those bits
+keeps the offsets kernel."""
 PLAIN = "tile"
 """Default kernel of a plain product: "tile" / "atomic" (:func:`spmv_rows`'s ``tile``) or
 "offsets" (no atomics; where U lies on few diagonals)."""
@@ -108,18 +122,32 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
     """(y in the accumulator dtype, presence) of the symmetric product. ``compensated``
     (the caller checked :func:`exact_eligible`): reproducible, by the offsets kernel with
     compensated sums where U lies on few diagonals, else by fixed-point atomics.
-    ``method``: "offsets", "atomic" or "fixed" forces one (None: :data:`PLAIN` or the rule
-    above)."""
+    ``method``: "dia", "offsets", "atomic" or "fixed" forces one (None: :data:`DIA` where
+    it applies, else :data:`PLAIN` or the rule above)."""
     import cupy
     n = int(U.shape[0])
     info = structure(U, Up, Uj, Ux)
     offs = info["offsets"]
     if method is None:
         few = offs is not None and len(offs) <= OFFSETS_WIN
-        method = ("offsets" if few else "fixed") if compensated else \
-            ("offsets" if PLAIN == "offsets" and offs is not None else "atomic")
+        if DIA and diagonals(K, U, Up, Uj, Ux, sr, out) is not None:
+            method = "dia"
+        else:
+            method = ("offsets" if few else "fixed") if compensated else \
+                ("offsets" if PLAIN == "offsets" and offs is not None else "atomic")
         if method == "atomic" and tile is None:
             tile = PLAIN == "tile"
+    if method == "dia":
+        dia = diagonals(K, U, Up, Uj, Ux, sr, out)
+        if dia is None:
+            raise ValueError("the diagonals kernel needs float values on few diagonals, rows sorted")
+        name = gc.sym_dia_names(gc.index_ctype(Up.dtype), gc.ctype(Ux.dtype),
+                                gc.ctype(x.dtype, "values of x"), bool(compensated))[1]
+        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+        y = cupy.empty(n, dtype=work)
+        if n:
+            fn((-(-n // 256),), (256,), (np.int64(n), dia, offs, np.int32(offs.size), x, y))
+        return y, info["present"]
     if method == "offsets":
         if offs is None:
             raise ValueError("the offsets kernel needs U on few diagonals, rows sorted")
@@ -165,6 +193,27 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
         kern[names[1]]((min(2048, -(-n // 256)),), (256,), (np.int64(n), info["maxabs"], bx,
                                                            np.int32(S), np.int32(L), hi, lo, y))
     return y, info["present"]
+
+
+def diagonals(K, U, Up, Uj, Ux, sr, out):
+    """U by diagonals for the diagonals kernel (the module docstring), or None where it does
+    not apply: built on the first call (a thread a row writes its entries' bits into the
+    slots of their diagonals, the rest left as holes) and kept with :func:`structure`'s facts."""
+    import cupy
+    info = structure(U, Up, Uj, Ux)
+    if "dia" in info:
+        return info["dia"]
+    offs, n = info["offsets"], int(U.shape[0])
+    vt = np.dtype(Ux.dtype)
+    dia = None
+    if (offs is not None and vt in DIA_HOLE and n and offs.size * n <= DIA_FILL * max(int(Ux.size), 1)
+            and not bool((Ux.view(DIA_HOLE[vt].dtype) == DIA_HOLE[vt]).any())):
+        dia = cupy.full(int(offs.size) * n, DIA_HOLE[vt], dtype=DIA_HOLE[vt].dtype)
+        name = gc.sym_dia_names(gc.index_ctype(Up.dtype), gc.ctype(vt), "double", False)[0]
+        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+        fn((min(4096, -(-n // 256)),), (256,), (np.int64(n), Up, Uj, Ux, offs, dia))
+    info["dia"] = dia
+    return dia
 
 
 def _identity(monoid, work: np.dtype, out: np.dtype):
