@@ -196,8 +196,9 @@ extern "C" __global__ void __launch_bounds__(256) gb_rank_update(
 // `deg` is the caller's degree of every vertex (its row length). A warp per row;
 // gb_tri_count counts the kept entries of each row (count[mode * n + v]) for modes
 // 0 .. modes - 1 (modes 1: the index order only, no degree read; 3: all three);
-// gb_tri_fill writes one mode's kept columns in their order at Lp[v], and their positions
-// in A (for the values, gathered by the caller) when `pos` is not null. P: A's row-pointer
+// gb_tri_fill writes one mode's kept columns in their order at Lp[v] (Q: L's row-pointer
+// type), and their positions in A (for the values, gathered by the caller) when `pos` is
+// not null. P: A's row-pointer
 // type, J: its column type (L's columns are written in it), D: the degrees' and the
 // counts' type (int where they fit: every entry reads its column's degree at random, and
 // 4-byte degrees of 10^7 vertices stay in an H200's L2 where 8-byte ones did not).
@@ -237,9 +238,33 @@ __global__ void __launch_bounds__(256) gb_tri_count(const P* __restrict__ Ap, co
   }
 }
 
-template <typename P, typename J, typename D>
+// gb_tri_sums: the device ordering rule's integers in one pass (triangles.device_sums): for
+// modes 1 and 2 (count rows 1 and 2), with row = the count and col = deg - row: Σ col·row,
+// Σ col², Σ row², Σ row, into out[0..8) (zeroed by the caller).
+template <typename D>
+__global__ void __launch_bounds__(256) gb_tri_sums(const D* __restrict__ deg, const D* __restrict__ count,
+    long long n, unsigned long long* __restrict__ out) {
+  unsigned long long s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (long long v = (long long)blockIdx.x * 256 + threadIdx.x; v < n; v += (long long)gridDim.x * 256) {
+    const unsigned long long d = (unsigned long long)deg[v];
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      const unsigned long long r = (unsigned long long)count[(m + 1) * n + v];
+      const unsigned long long c = d - r;
+      s[4 * m] += c * r; s[4 * m + 1] += c * c; s[4 * m + 2] += r * r; s[4 * m + 3] += r;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s[i] += __shfl_xor_sync(0xffffffffu, s[i], off);
+    if (threadIdx.x % 32 == 0 && s[i]) atomicAdd(out + i, s[i]);
+  }
+}
+
+template <typename P, typename J, typename D, typename Q>
 __global__ void __launch_bounds__(256) gb_tri_fill(const P* __restrict__ Ap, const J* __restrict__ Aj,
-    const D* __restrict__ deg, long long n, int mode, const long long* __restrict__ Lp,
+    const D* __restrict__ deg, long long n, int mode, const Q* __restrict__ Lp,
     J* __restrict__ Lj, long long* __restrict__ pos) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long v = tid / 32;
@@ -247,7 +272,7 @@ __global__ void __launch_bounds__(256) gb_tri_fill(const P* __restrict__ Ap, con
   if (v >= n) return;  // a whole warp
   const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1];
   const long long dv = mode ? deg[v] : 0;
-  long long at = Lp[v];
+  long long at = (long long)Lp[v];
   for (long long base = a0; base < a1; base += 32) {
     const long long p = base + lane;
     bool k = false;

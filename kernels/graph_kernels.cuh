@@ -671,10 +671,17 @@ template <> struct gb_is_float<double> { static constexpr bool value = true; };
 template <class F, bool CSUM>
 struct gb_csum { static constexpr bool on = CSUM && F::KIND == 1 && gb_is_float<typename F::W>::value; };
 
+// The additions are the intrinsics nvcc never contracts into a multiply-add: each term is the
+// product as rounded in W, the same value in the sum and in its correction.
+__device__ __forceinline__ double gb_add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float gb_add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double gb_sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float gb_sub_rn(float a, float b) { return __fsub_rn(a, b); }
+
 template <typename W>
 __device__ __forceinline__ void gb_neumaier(W& s, W& c, W v) {
-  const W t = s + v;
-  c += (fabs(s) >= fabs(v)) ? ((s - t) + v) : ((v - t) + s);
+  const W t = gb_add_rn(s, v);
+  c = gb_add_rn(c, (fabs(s) >= fabs(v)) ? gb_add_rn(gb_sub_rn(s, t), v) : gb_add_rn(gb_sub_rn(v, t), s));
   s = t;
 }
 

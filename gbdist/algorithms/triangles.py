@@ -252,19 +252,23 @@ def _lower_csr(M, order: str, backend: str, values: bool):
     if order == "auto":
         below = {o: counts[MODES[o]] for o in ("increasing", "decreasing")}
         if M.on_device:  # choose_order's device rule, its sums kept for the product's form
-            every = device_sums(deg, below, xp)
+            fused = getattr(K, "rank_lower_sums", None)  # one launch, where the set has it
+            every = fused(deg, counts) if callable(fused) else device_sums(deg, below, xp)
             order = min(every, key=lambda o: device_cost(*every[o]))
             sums = every[order]
         else:
             order = choose_order(deg, below)
-    lp = xp.zeros(n + 1, dtype=np.int64)
-    lp[1:] = xp.cumsum(counts[MODES[order]], dtype=np.int64)
-    cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values)
+    # L's entries: known from the rule's sums (Σ row), so neither the fill nor the index type
+    # reads them; the row pointers are built in L's index type (no copy after)
+    nnz = None if sums is None else int(sums[3])
+    it = gs.index_dtype(n, M.ncols, M.nvals if nnz is None else nnz) if M.on_device else np.int64
+    lp = xp.zeros(n + 1, dtype=it)
+    lp[1:] = xp.cumsum(counts[MODES[order]], dtype=it)
+    cols, data = K.rank_lower_fill(csr, deg, MODES[order], lp, with_values=values, nnz=nnz)
     if not values:
         data = xp.ones(cols.shape[0], dtype=bool)
     if M.on_device:  # cupyx's index type where it fits (the device kernels read int32 L)
-        it = gs.index_dtype(n, M.ncols, int(cols.shape[0]))
-        L = gs.make_csr(data, cols.astype(it, copy=False), lp.astype(it, copy=False), M.shape, True)
+        L = gs.make_csr(data, cols.astype(it, copy=False), lp, M.shape, True)
     else:
         L = sps.csr_matrix((data, cols, lp), shape=M.shape)
     L.has_canonical_format = True  # kept entries of sorted unique rows: no check needed

@@ -286,10 +286,11 @@ class GraphKernels(Protocol):
         index). Self loops rank below nothing. ``only_none``: the first row only (the
         others 0): no degree is read."""
 
-    def rank_lower_fill(self, A, deg, mode: int, lp, *, with_values: bool) -> tuple:
+    def rank_lower_fill(self, A, deg, mode: int, lp, *, with_values: bool, nnz=None) -> tuple:
         """``(columns, values or None)`` of L, the entries kept under ordering ``mode`` (0
         none, 1 increasing, 2 decreasing degree), each row's in A's order at the row
-        pointers ``lp`` (the cumulative sum of that ordering's counts)."""
+        pointers ``lp`` (the cumulative sum of that ordering's counts; ``nnz``: its last
+        entry where the caller knows it, so a device set need not read it)."""
 
     def pattern_symmetric(self, A) -> bool:
         """Whether the square canonical CSR ``A``'s pattern is symmetric ((i, j) stored

@@ -167,7 +167,7 @@ class ReferenceGraphKernels:
     def rank_lower_counts(self, A, deg, *, only_none=False):
         return rank_lower_counts(A.indptr, A.indices, deg, only_none=only_none)
 
-    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values, nnz=None):
         return rank_lower_fill(A.indptr, A.indices, A.data, deg, mode, with_values)
 
     def pattern_symmetric(self, A):

@@ -351,5 +351,15 @@ def test_rank_lower_kernels_against_brute_force(backend, monkeypatch):
         assert_array_equal(lx, A.data[k])
         lc2, lx2 = K.rank_lower_fill(On, on(deg), mode, on(lp), with_values=False)
         assert_array_equal(host(lc2), cols[k]) and lx2 is None
+        # int32 row pointers, L's size given (no read on the device)
+        lc3, _ = K.rank_lower_fill(On, on(deg), mode, on(lp.astype(np.int32)), with_values=False,
+                                   nnz=int(k.sum()))
+        assert_array_equal(host(lc3), cols[k])
     only = host(K.rank_lower_counts(On, on(deg), only_none=True))
     assert_array_equal(only[0], counts[0]) and not only[1:].any()
+    fused = getattr(K, "rank_lower_sums", None)
+    if fused is not None:  # the device rule's sums in one launch, as device_sums' array work
+        from gbdist.algorithms import triangles as tri
+        for dt in (np.int32, np.int64):
+            want_sums = tri.device_sums(deg, {o: counts[tri.MODES[o]] for o in ("increasing", "decreasing")})
+            assert fused(on(deg.astype(dt)), on(counts.astype(dt))) == want_sums

@@ -256,11 +256,11 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         if case == "memory":
             monkeypatch.setattr(graph_spgemm, "_ONE_PASS_FREE", 0.0)
         if case == "no_room":  # one pass, but the compacted copy does not fit: exact numeric
-            real, calls = graph_spgemm._buffers, []
+            real_buffers, calls = graph_spgemm._buffers, []  # (not `real`: spy reads that name)
 
             def buffers(size, work):  # the bounds' slots fit, the compacted copy does not
                 calls.append(size)
-                return real(size, work) if len(calls) == 1 else (None, None)
+                return real_buffers(size, work) if len(calls) == 1 else (None, None)
             monkeypatch.setattr(graph_spgemm, "_buffers", buffers)
         A = powerlaw(800, 4000, 13, long_row=600)
         B = powerlaw(4000, 4000, 14)

@@ -123,6 +123,10 @@ def test_lower_and_intersect_kernels_every_order(threads):
             np.testing.assert_array_equal(A.data[pos], L.data)
             np.testing.assert_array_equal(A.indices[pos], L.indices)
             assert int(out[4]) == ref  # gb_tri_intersect over this L
+            got = [int(v) for v in out[5].split()]  # gb_tri_sums: the device rule's sums
+            want = tri.device_sums(np.diff(A.indptr),
+                                   {o: counts[tri.MODES[o]] for o in ("increasing", "decreasing")})
+            assert got == [*want["increasing"], *want["decreasing"]]
 
 
 def test_fused_rank_step(threads):

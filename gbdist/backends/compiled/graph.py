@@ -456,7 +456,7 @@ class CompiledGraphKernels:
         return graph_rank.counts(A.indptr, A.indices, deg, only_none,
                                  _ranges(deg, m, float(A.nnz) + m), _run)
 
-    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values, nnz=None):
         from . import graph_rank
         m = A.shape[0]
         return graph_rank.fill(A.indptr, A.indices, A.data, deg, mode, lp, with_values,

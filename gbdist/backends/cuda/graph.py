@@ -202,9 +202,15 @@ class CudaGraphKernels:
         from .graph_algorithms import rank_lower_counts
         return rank_lower_counts(A, deg, only_none=only_none)
 
-    def rank_lower_fill(self, A, deg, mode, lp, *, with_values):
+    def rank_lower_fill(self, A, deg, mode, lp, *, with_values, nnz=None):
         from .graph_algorithms import rank_lower_fill
-        return rank_lower_fill(A, deg, mode, lp, with_values=with_values)
+        return rank_lower_fill(A, deg, mode, lp, with_values=with_values, nnz=nnz)
+
+    def rank_lower_sums(self, deg, counts):
+        """Triangle counting's device ordering rule's sums (``triangles.device_sums``) in
+        one launch; an optional method of the set (the rule falls back to array work)."""
+        from .graph_algorithms import rank_lower_sums
+        return rank_lower_sums(deg, counts)
 
     # -- eWiseUnion's merge: the NumPy form on CuPy arrays -------------------------------
 

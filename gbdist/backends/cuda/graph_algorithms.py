@@ -14,7 +14,8 @@ one module per process).
   change's geometric decay predicts convergence.
 * :func:`rank_lower_counts` / :func:`rank_lower_fill`: triangle counting's L on the device
   under an index or degree ranking, without renumbering the graph (the kernel-set protocol's
-  methods of the same names, ``gbdist.backends.base``); :func:`count_triangles`: the
+  methods of the same names, ``gbdist.backends.base``); :func:`rank_lower_sums`: the
+  ordering rule's sums in one launch; :func:`count_triangles`: the
   masked product L·L<L> summed without forming it (a warp a row, a lane an entry, each
   two-hop neighbour looked up in the row by bisection).
 """
@@ -25,9 +26,12 @@ import numpy as np
 from ...errors import InputError
 from . import cache
 
-_NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>") + tuple(
-    f"{k}<{p}, {j}, {d}>" for k in ("gb_tri_count", "gb_tri_fill") for p in ("int", "long long")
+_NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>",
+          "gb_tri_sums<int>", "gb_tri_sums<long long>") + tuple(
+    f"gb_tri_count<{p}, {j}, {d}>" for p in ("int", "long long")
     for j in ("int", "long long") for d in ("int", "long long")) + tuple(
+    f"gb_tri_fill<{p}, {j}, {d}, {q}>" for p in ("int", "long long") for j in ("int", "long long")
+    for d in ("int", "long long") for q in ("int", "long long")) + tuple(
     f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
     for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
 _SOURCE: list = []
@@ -181,21 +185,44 @@ def rank_lower_counts(A, deg, *, only_none: bool = False):
     return counts.astype(cupy.asarray(deg).dtype, copy=False)
 
 
-def rank_lower_fill(A, deg, mode: int, lp, *, with_values: bool):
+def rank_lower_sums(deg, counts) -> dict:
+    """{"increasing" / "decreasing": (Σ col·row, Σ col², Σ row², Σ row)} of L's row counts
+    under modes 1 and 2 (``counts``: :func:`rank_lower_counts`'s, col = deg - row): the
+    device ordering rule's integers (``gbdist.algorithms.triangles.device_sums``) in one
+    launch and one read."""
+    import cupy
+    d = cupy.ascontiguousarray(cupy.asarray(deg))
+    c = cupy.ascontiguousarray(cupy.asarray(counts), dtype=d.dtype)
+    n = int(d.shape[0])
+    if d.dtype not in (np.int32, np.int64) or c.shape != (3, n):
+        raise InputError("rank_lower_sums: int degrees and (3, n) counts of their type",
+                         got=f"{d.dtype} {d.shape}, {c.shape}")
+    out = cupy.zeros(8, dtype=cupy.uint64)
+    if n:
+        module().get_function(f"gb_tri_sums<{_ctype(d)}>")((min(1024, _grid(n)),), (256,),
+                                                            (d, c, np.int64(n), out))
+    got = [int(v) for v in out.get()]
+    return {"increasing": tuple(got[:4]), "decreasing": tuple(got[4:])}
+
+
+def rank_lower_fill(A, deg, mode: int, lp, *, with_values: bool, nnz=None):
     """(columns in A's index type, values or None) of L: the entries ranked below their
     row under ``mode`` (:func:`rank_lower_counts`), each row's in A's order at the row
-    pointers ``lp`` (n + 1, the cumulative sum of that mode's counts). One launch
+    pointers ``lp`` (n + 1, int32 or int64, the cumulative sum of that mode's counts;
+    ``nnz``: its last entry where the caller knows it, else read). One launch
     (``gb_tri_fill``); the values are A's, gathered at the positions it writes."""
     import cupy
     if mode not in (0, 1, 2):
         raise InputError("rank_lower_fill: mode is 0, 1 or 2", got=repr(mode))
     Ap, Aj, T, d, n = _rank_parts(A, deg)
-    Lp = cupy.ascontiguousarray(cupy.asarray(lp), dtype=cupy.int64)
-    nnz = int(Lp[-1]) if n else 0
+    Lp = cupy.asarray(lp)
+    if Lp.dtype not in (np.int32, np.int64) or not Lp.flags.c_contiguous:
+        Lp = cupy.ascontiguousarray(Lp, dtype=cupy.int64)
+    nnz = (int(Lp[-1]) if n else 0) if nnz is None else int(nnz)
     Lj = cupy.empty(nnz, dtype=Aj.dtype)
     pos = cupy.empty(nnz, dtype=cupy.int64) if with_values else None
     if nnz:
-        module().get_function(f"gb_tri_fill<{T}>")((_grid(32 * n),), (256,), (
+        module().get_function(f"gb_tri_fill<{T}, {_ctype(Lp)}>")((_grid(32 * n),), (256,), (
             Ap, Aj, d, np.int64(n), np.int32(mode), Lp, Lj,
             np.uint64(0) if pos is None else pos))
     return Lj, (A.data[pos] if with_values else None)
