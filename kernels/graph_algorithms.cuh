@@ -194,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(256) gb_rank_update(
 // ranks below v — mode 0: u < v; mode 1 (increasing degree): deg u < deg v, ties by index;
 // mode 2 (decreasing degree): deg u > deg v, ties by index. A self loop ranks below nothing.
 // `deg` is the caller's degree of every vertex (its row length). A warp per row;
-// gb_tri_count counts the kept entries of each row (count[mode * n + v]) for modes
+// gb_tri_count counts the kept entries of each row (count[mode * n + v], by ballots) for modes
 // 0 .. modes - 1 (modes 1: the index order only, no degree read; 3: all three);
 // gb_tri_fill writes one mode's kept columns in their order at Lp[v] (Q: L's row-pointer
 // type), and their positions in A (for the values, gathered by the caller) when `pos` is
@@ -209,32 +209,59 @@ __device__ __forceinline__ bool gb_tri_keep(int mode, long long v, long long u, 
   return mode == 1 ? (du < dv || tie) : (du > dv || tie);
 }
 
-template <typename P, typename J, typename D>
+// G lanes a row (G divides 32): a warp holds 32 / G rows and runs as many rounds as its
+// longest row needs (the warp's maximum, by shuffles), every lane in every ballot; a lane's
+// group is its G bits of the ballot. Short rows (most of a power law's) then fill the lanes.
+template <int G>
+__device__ __forceinline__ unsigned gb_tri_group_mask() {
+  return G == 32 ? 0xffffffffu : (((1u << G) - 1u) << ((threadIdx.x % 32) / G * G));
+}
+
+__device__ __forceinline__ long long gb_tri_warp_max(long long v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const long long o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+template <typename P, typename J, typename D, int G>
 __global__ void __launch_bounds__(256) gb_tri_count(const P* __restrict__ Ap, const J* __restrict__ Aj,
     const D* __restrict__ deg, long long n, int modes, D* __restrict__ count) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long v = tid / 32;
-  const int lane = (int)(tid % 32);
-  if (v >= n) return;  // a whole warp
-  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1];
-  const long long dv = modes > 1 ? deg[v] : 0;
-  long long c[3] = {0, 0, 0};
-  for (long long p = a0 + lane; p < a1; p += 32) {
-    const long long u = (long long)Aj[p];
-    c[0] += u < v ? 1 : 0;
+  if ((tid - (long long)(threadIdx.x % 32)) / G >= n) return;  // a whole warp past the rows
+  const long long v = tid / G;
+  const int lane = (int)(tid % G);
+  const unsigned gm = gb_tri_group_mask<G>();
+  long long a0 = 0, a1 = 0, dv = 0;
+  if (v < n) {
+    a0 = (long long)Ap[v]; a1 = (long long)Ap[v + 1];
+    dv = modes > 1 ? (long long)deg[v] : 0;
+  }
+  const long long rounds = gb_tri_warp_max((a1 - a0 + G - 1) / G);
+  long long c0 = 0, c1 = 0, c2 = 0;
+  for (long long r = 0; r < rounds; ++r) {
+    const long long p = a0 + r * G + lane;
+    bool k0 = false, k1 = false, k2 = false;
+    if (p < a1) {
+      const long long u = (long long)Aj[p];
+      k0 = u < v;
+      if (modes > 1) {
+        const long long du = (long long)deg[u];
+        k1 = gb_tri_keep(1, v, u, dv, du);
+        k2 = gb_tri_keep(2, v, u, dv, du);
+      }
+    }
+    c0 += __popc(__ballot_sync(0xffffffffu, k0) & gm);
     if (modes > 1) {
-      const long long du = deg[u];
-      c[1] += gb_tri_keep(1, v, u, dv, du) ? 1 : 0;
-      c[2] += gb_tri_keep(2, v, u, dv, du) ? 1 : 0;
+      c1 += __popc(__ballot_sync(0xffffffffu, k1) & gm);
+      c2 += __popc(__ballot_sync(0xffffffffu, k2) & gm);
     }
   }
-#pragma unroll
-  for (int m = 0; m < 3; ++m) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) c[m] += __shfl_xor_sync(0xffffffffu, c[m], off);
-  }
-  if (lane == 0) {
-    for (int m = 0; m < modes; ++m) count[m * n + v] = (D)c[m];
+  if (lane == 0 && v < n) {
+    count[v] = (D)c0;
+    if (modes > 1) { count[n + v] = (D)c1; count[2 * n + v] = (D)c2; }
   }
 }
 
@@ -262,32 +289,38 @@ __global__ void __launch_bounds__(256) gb_tri_sums(const D* __restrict__ deg, co
   }
 }
 
-template <typename P, typename J, typename D, typename Q>
+template <typename P, typename J, typename D, typename Q, int G>
 __global__ void __launch_bounds__(256) gb_tri_fill(const P* __restrict__ Ap, const J* __restrict__ Aj,
     const D* __restrict__ deg, long long n, int mode, const Q* __restrict__ Lp,
     J* __restrict__ Lj, long long* __restrict__ pos) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long v = tid / 32;
-  const int lane = (int)(tid % 32);
-  if (v >= n) return;  // a whole warp
-  const long long a0 = (long long)Ap[v], a1 = (long long)Ap[v + 1];
-  const long long dv = mode ? deg[v] : 0;
-  long long at = (long long)Lp[v];
-  for (long long base = a0; base < a1; base += 32) {
-    const long long p = base + lane;
+  if ((tid - (long long)(threadIdx.x % 32)) / G >= n) return;  // a whole warp past the rows
+  const long long v = tid / G;
+  const int lane = (int)(tid % G);
+  const unsigned gm = gb_tri_group_mask<G>();
+  const unsigned below = gm & ((1u << (threadIdx.x % 32)) - 1u);  // the group's lanes before this one
+  long long a0 = 0, a1 = 0, dv = 0, at = 0;
+  if (v < n) {
+    a0 = (long long)Ap[v]; a1 = (long long)Ap[v + 1];
+    dv = mode ? (long long)deg[v] : 0;
+    at = (long long)Lp[v];
+  }
+  const long long rounds = gb_tri_warp_max((a1 - a0 + G - 1) / G);
+  for (long long r = 0; r < rounds; ++r) {
+    const long long p = a0 + r * G + lane;
     bool k = false;
     long long u = 0;
     if (p < a1) {
       u = (long long)Aj[p];
-      k = gb_tri_keep(mode, v, u, dv, mode ? deg[u] : 0);
+      k = gb_tri_keep(mode, v, u, dv, mode ? (long long)deg[u] : 0);
     }
     const unsigned ballot = __ballot_sync(0xffffffffu, k);
     if (k) {
-      const long long q = at + __popc(ballot & ((1u << lane) - 1u));
+      const long long q = at + __popc(ballot & below);
       Lj[q] = (J)u;
       if (pos != nullptr) pos[q] = p;
     }
-    at += __popc(ballot);
+    at += __popc(ballot & gm);
   }
 }
 

@@ -678,6 +678,11 @@ __device__ __forceinline__ float gb_add_rn(float a, float b) { return __fadd_rn(
 __device__ __forceinline__ double gb_sub_rn(double a, double b) { return __dsub_rn(a, b); }
 __device__ __forceinline__ float gb_sub_rn(float a, float b) { return __fsub_rn(a, b); }
 
+// The compensated sum's value: s + c, or s where s is infinite or NaN (Inf - Inf in the
+// correction would turn an infinite sum into NaN).
+template <typename W>
+__device__ __forceinline__ W gb_csum_total(W s, W c) { return isfinite(s) ? s + c : s; }
+
 template <typename W>
 __device__ __forceinline__ void gb_neumaier(W& s, W& c, W v) {
   const W t = gb_add_rn(s, v);
@@ -746,7 +751,7 @@ __device__ __forceinline__ void gb_spmv_binned_group(const long long* __restrict
   if (keep) gb_spmv_lane<F, CS>(row, lane, G, Ap, Aj, Ax, x, xp, acc, comp, has);
   if constexpr (G > 1) gb_combine<F, G, CS>(acc, comp, has);
   if (lane == 0 && row >= 0) {
-    if constexpr (CS) acc = acc + comp;
+    if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[row] = has ? acc : F::identity();
     yp[row] = has != 0;
   }
@@ -783,7 +788,7 @@ __device__ __forceinline__ void gb_spmv_block_row(long long row, bool keep,
       }
       h = 1;
     }
-    if constexpr (CS) a = a + c;
+    if constexpr (CS) a = gb_csum_total(a, c);
     y[row] = h ? a : F::identity();
     if (yp != nullptr) yp[row] = h != 0;
   }
@@ -886,7 +891,7 @@ __global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restric
     W acc = F::identity(), comp = (W)0;
     int has = 0;
     if (keep) gb_staged_reduce<F, CS>(sv, sf, flags, a, b, 0, 1, acc, comp, has);
-    if constexpr (CS) acc = acc + comp;
+    if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[r] = has ? acc : F::identity();
     if (yp != nullptr) yp[r] = has != 0;
   }
@@ -901,7 +906,7 @@ __global__ void __launch_bounds__(256) gb_spmv_stream(const long long* __restric
     gb_staged_reduce<F, CS>(sv, sf, flags, a, b, lane, 32, acc, comp, has);
     gb_combine<F, 32, CS>(acc, comp, has);
     if (lane == 0) {
-      if constexpr (CS) acc = acc + comp;
+      if constexpr (CS) acc = gb_csum_total(acc, comp);
       y[r] = has ? acc : F::identity();
       if (yp != nullptr) yp[r] = has != 0;
     }
@@ -940,7 +945,7 @@ __global__ void __launch_bounds__(256) gb_spmv_rows(long long m,
   if (keep) gb_spmv_lane<F, CS>(row, lane, G, Ap, Aj, Ax, x, xp, acc, comp, has);
   gb_combine<F, G, CS>(acc, comp, has);
   if (lane == 0 && inside) {
-    if constexpr (CS) acc = acc + comp;
+    if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[row] = has ? acc : F::identity();
     if (yp != nullptr) yp[row] = has != 0;
   }

@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_offsets(long long n,
       else acc = has ? F::add(acc, v) : v;
       has = 1;
     }
-    if constexpr (CS) acc = acc + comp;
+    if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[j] = has ? acc : F::identity();
   }
 }
@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_dia(long long n,
       else acc = has ? F::add(acc, v) : v;
       has = 1;
     }
-    if constexpr (CS) acc = acc + comp;
+    if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[j] = has ? acc : F::identity();
   }
 }

@@ -6,6 +6,8 @@ graph_gpu's undirected power-law graphs (S = pattern of A + Aᵀ, float64 ones):
 * ``lower_ms``: ``triangles.lower(G, rule's order, values=False)`` alone;
 * ``product_ms``: the masked product of the rule's form on that L and its sum
   (``K.spgemm(L, L or Lᵀ, plus_pair, mask=L)``, Lᵀ prebuilt), the count checked first;
+* with ``TRI_SWEEP=1`` (a tree with ``graph_algorithms.TRI_LANES``): ``lower_ms`` and
+  ``whole_ms`` with the L kernels at 4, 8, 16 and 32 lanes a row;
 * one instrumented call: every step of the count (the functions below, wrapped) between
   CUDA events, with its host start: where the device waits for the host.
 
@@ -95,6 +97,15 @@ for n in [int(a) for a in sys.argv[1:]]:
         r["product_ms"] = gpu_ms(product, reps)
         r["lower_ms"] = gpu_ms(lambda: tri.lower(G, order, values=False), reps)
     r["whole_over_product"] = r["whole_ms"] / r["product_ms"]
+    from gbdist.backends.cuda import graph_algorithms as ga
+    if hasattr(ga, "TRI_LANES") and os.environ.get("TRI_SWEEP"):  # the L kernels' lanes a row
+        r["sweep"] = {}
+        for g in (4, 8, 16, 32):
+            ga.TRI_LANES = g
+            assert alg.triangle_count(G) == count
+            r["sweep"][g] = {"lower_ms": gpu_ms(lambda: tri.lower(G, order, values=False), reps),
+                             "whole_ms": gpu_ms(lambda: alg.triangle_count(G), reps)}
+        ga.TRI_LANES = None
     # one instrumented call: steps between events, the device timeline against the host's
     cupy.cuda.Device().synchronize()
     REC.append([])

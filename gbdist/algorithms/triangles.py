@@ -154,12 +154,17 @@ def _form_of(colrow: float, col2: float, nvals: int, on_device: bool) -> str:
     return "L.LT" if col2 + cost * nvals < colrow else "L.L"
 
 
-def _skewed(deg, xp=np) -> bool:
-    """max(deg) > PRESORT_SKEW · max(mean(deg), 1), the max and the sum read at once."""
+def _skewed(deg, xp=np, total=None) -> bool:
+    """max(deg) > PRESORT_SKEW · max(mean(deg), 1), the max and the sum read at once
+    (``total``: the degrees' sum where the caller knows it, a CSR's stored entries: then
+    only the max is reduced and read)."""
     if not deg.size:
         return False
-    got = xp.stack([deg.max().astype(np.int64), deg.sum(dtype=np.int64)])
-    top, total = (int(v) for v in (got.get() if hasattr(got, "get") else got))
+    if total is None:
+        got = xp.stack([deg.max().astype(np.int64), deg.sum(dtype=np.int64)])
+        top, total = (int(v) for v in (got.get() if hasattr(got, "get") else got))
+    else:
+        top = int(deg.max())
     return top > PRESORT_SKEW * max(total / deg.size, 1.0)
 
 
@@ -245,7 +250,7 @@ def _lower_csr(M, order: str, backend: str, values: bool):
     xp, csr, n = M.xp, M.csr, M.nrows
     deg = xp.diff(csr.indptr).astype(np.int32 if M.nvals < 2**31 - 1 else np.int64)  # counts too
     K = gr.get_kernels(backend, M.on_device, work=M.nvals)
-    if order == "auto" and not _skewed(deg, xp):
+    if order == "auto" and not _skewed(deg, xp, total=M.nvals):
         order = "none"  # even degrees (a grid, a mesh): no ranking, no degree compared
     counts = K.rank_lower_counts(csr, deg, only_none=order == "none")
     sums = None
@@ -268,7 +273,7 @@ def _lower_csr(M, order: str, backend: str, values: bool):
     if not values:
         data = xp.ones(cols.shape[0], dtype=bool)
     if M.on_device:  # cupyx's index type where it fits (the device kernels read int32 L)
-        L = gs.make_csr(data, cols.astype(it, copy=False), lp, M.shape, True)
+        L = gs.make_csr(data, cols.astype(it, copy=False), lp, M.shape, True, valid=True)
     else:
         L = sps.csr_matrix((data, cols, lp), shape=M.shape)
     L.has_canonical_format = True  # kept entries of sorted unique rows: no check needed

@@ -164,6 +164,19 @@ class Backend(Protocol):
     def to_host(self, x) -> np.ndarray: ...
 
 
+def cupyx_csr(data, indices, indptr, shape, *, valid: bool = False):
+    """A cupyx CSR of device arrays. ``valid``: the parts are a canonical CSR by construction
+    (a kernel's output: ``indptr[-1] == data.size``, indices in range): where the installed
+    CuPy has the pre-validated constructor (``_from_parts``, CuPy >= 14.1) and the indices
+    are int32 (the dtype cupyx would keep), no checks run; the tuple constructor's read of
+    ``indptr``'s ends waits for the kernels and scans the indices' dtype."""
+    import cupyx.scipy.sparse as cps
+    parts = getattr(cps.csr_matrix, "_from_parts", None) if valid else None
+    if parts is not None and indices.dtype == indptr.dtype == np.int32:
+        return parts(data, indices, indptr, (int(shape[0]), int(shape[1])))
+    return cps.csr_matrix((data, indices, indptr), shape=shape)
+
+
 class DeviceCSR:
     """A canonical CSR of CuPy arrays for the integer result types (cupyx.scipy.sparse holds
     bool, float32/64 and complex only). Read like a cupyx CSR: ``data``, ``indices``,

@@ -141,7 +141,11 @@ class ReferenceGraphKernels:
             ends = np.searchsorted(seg, np.arange(m), side="right")
             terms = prod.astype(np.float64)
             for i in np.flatnonzero(present):
-                folded[i] = math.fsum(terms[starts[i]:ends[i]])
+                t = terms[starts[i]:ends[i]]
+                try:
+                    folded[i] = math.fsum(t)
+                except (ValueError, OverflowError):  # Inf - Inf, or past the float range: the
+                    folded[i] = t.sum()  # plain sum's Inf or NaN is the answer
         folded[~present] = identity_value(sr.add, out_dtype)
         return folded, present
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from ..backends.base import DeviceCSR
+from ..backends.base import DeviceCSR, cupyx_csr
 from ..backends.graph_fast import owners
 from ..errors import InputError
 
@@ -48,12 +48,14 @@ def check_dtype(dtype, label: str) -> np.dtype:
                      hint=f"cast it first, e.g. {label}.astype(np.float64)")
 
 
-def make_csr(data, indices, indptr, shape, on_device: bool):
-    """SciPy CSR on the host; on the device cupyx CSR, or :class:`DeviceCSR` for integers."""
+def make_csr(data, indices, indptr, shape, on_device: bool, *, valid: bool = False):
+    """SciPy CSR on the host; on the device cupyx CSR, or :class:`DeviceCSR` for integers.
+    ``valid``: a canonical CSR by construction (a kernel wrote it): on the device, no checks
+    (:func:`gbdist.backends.base.cupyx_csr`)."""
     if on_device:
         if np.dtype(data.dtype).kind in "iu":
             return DeviceCSR(data, indices, indptr, shape)
-        return cupyx_sparse().csr_matrix((data, indices, indptr), shape=shape)
+        return cupyx_csr(data, indices, indptr, shape, valid=valid)
     return sps.csr_matrix((data, indices, indptr), shape=shape)
 
 

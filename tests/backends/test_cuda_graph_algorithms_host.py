@@ -109,9 +109,10 @@ def test_lower_and_intersect_kernels_every_order(threads):
         A = sps.csr_matrix(A)
         A.sort_indices()
         n = A.shape[0]
-        for mode, order in enumerate(("none", "increasing", "decreasing")):
+        for (mode, order), G in zip(enumerate(("none", "increasing", "decreasing", "none")), (32, 4, 32, 4)):
+            mode %= 3
             out = _run(threads, ["tri"],
-                       [(n, A.nnz, mode), A.indptr, A.indices]).split("\n")
+                       [(n, A.nnz, mode, G), A.indptr, A.indices]).split("\n")
             counts = np.array(out[0].split(), dtype=np.int64).reshape(3, n)
             only = np.array(out[1].split(), dtype=np.int64).reshape(3, n)
             L = tri.lower(gb.Matrix(A), order).to_scipy()  # the host kernels' L, with values

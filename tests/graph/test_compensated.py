@@ -94,3 +94,37 @@ def test_compensated_leaves_other_monoids_and_integers_alone(backend):
     xi = gb.Vector(np.arange(60), dtype=np.int64)
     a = gr.mxv(Ai, xi, SR.plus_times, compensated=True, backend=backend)
     assert a.dtype == np.int64 and a.isequal(gr.mxv(Ai, xi, SR.plus_times, backend=backend))
+
+
+@pytest.mark.parametrize("backend", SETS + [pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_compensated_infinite_and_nan_terms(backend):
+    """An infinite term makes its row infinite, not NaN (the correction's Inf - Inf is not
+    the answer); +Inf with -Inf, or a NaN, make it NaN; finite terms whose sum passes the
+    float range give Inf: each as the plain sum (SciPy's)."""
+    if backend != "cuda" and not gr.available(backend):
+        pytest.skip(f"{backend} kernels not available")
+    A = sps.random(60, 80, density=0.25, random_state=5, format="csr")
+    A.data += 0.5
+    A = A.tolil()
+    A[0, :] = 0
+    A[0, [1, 2, 5]] = 1e308  # overflows: Inf
+    A = A.tocsr()
+    A.sort_indices()
+    x = np.random.default_rng(6).random(80) + 0.5
+    x[[3, 10, 20]] = [np.inf, -np.inf, np.nan]
+    ref = A @ x
+    assert np.isinf(ref).any() and np.isnan(ref).any() and np.isfinite(ref).any()
+    M, u = gb.Matrix(A), gb.Vector(x)
+    if backend == "cuda":
+        cupy = pytest.importorskip("cupy")
+        import cupyx.scipy.sparse as cps
+        M, u = gb.Matrix(cps.csr_matrix(A)), gb.Vector(cupy.asarray(x))
+    w = gr.mxv(M, u, SR.plus_times, compensated=True, backend=backend)
+    got = np.zeros(A.shape[0])
+    idx, vals = w.indices, w.values
+    got[np.asarray(getattr(idx, "get", lambda: idx)())] = np.asarray(getattr(vals, "get", lambda: vals)())
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    inf = np.isinf(ref)
+    np.testing.assert_array_equal(got[inf], ref[inf])
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-12)

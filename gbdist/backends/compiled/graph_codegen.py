@@ -37,7 +37,7 @@ from .graph_helpers import VERSION as HELPERS_VERSION
 from .graph_printer import print_op
 from .graph_spgemm import KERNELS as SPGEMM_KERNELS
 
-GENERATOR_VERSION = "12"
+GENERATOR_VERSION = "13"
 DOMAINS = ("bool", "int32", "int64", "float32", "float64")
 
 _TEMPLATE = '''\
@@ -292,7 +292,8 @@ def spmv_csum(ap, ai, ax, x, xp, has_xp, mask, mmode, ident, y, yp, r0, r1):
             else:
                 s = v
                 found = True
-        y[i] = WT(s + c) if found else ident
+        # an infinite or NaN sum is the plain one (the correction of Inf - Inf would be NaN)
+        y[i] = WT((s + c) if np.isfinite(s) else s) if found else ident
         yp[i] = found
 
 

@@ -28,23 +28,34 @@ from . import cache
 
 _NAMES = ("gb_rank_update", "gb_tri_intersect<int>", "gb_tri_intersect<long long>",
           "gb_tri_sums<int>", "gb_tri_sums<long long>") + tuple(
-    f"gb_tri_count<{p}, {j}, {d}>" for p in ("int", "long long")
-    for j in ("int", "long long") for d in ("int", "long long")) + tuple(
-    f"gb_tri_fill<{p}, {j}, {d}, {q}>" for p in ("int", "long long") for j in ("int", "long long")
-    for d in ("int", "long long") for q in ("int", "long long")) + tuple(
     f"{k}<{i}, {v}>" for k in ("gb_cc_init", "gb_cc_hook") for i in ("int", "long long")
     for v in ("int", "long long")) + ("gb_cc_label<int>", "gb_cc_label<long long>")
 _SOURCE: list = []
 
 
-def module():
+TRI_LANES = None
+"""Lanes a row of triangle counting's L kernels (``gb_tri_count`` / ``gb_tri_fill``: 4, 8,
+16 or 32); None: :func:`tri_lanes` from the mean row length."""
+
+
+def tri_lanes(mean: float) -> int:
+    """The L kernels' lanes a row for rows of ``mean`` entries (:data:`TRI_LANES` where set)."""
+    if TRI_LANES is not None:
+        return int(TRI_LANES)
+    return 32
+
+
+def module(names=None):
+    """The compiled kernels: :data:`_NAMES`, or ``names`` (a module of its own, compiled
+    on first use: the L kernels' one instantiation a call needs)."""
     if not _SOURCE:
+        import hashlib
+
         from ...resources import read
-        from .graph_codegen import key
-        src = read("kernels", "graph_algorithms.cuh")
-        _SOURCE.append((src, "graph-algorithms-" + key(src)))
+        src = read("kernels", "graph_algorithms.cuh")  # (no graph_codegen: it imports sympy)
+        _SOURCE.append((src, "graph-algorithms-" + hashlib.sha256(src.encode()).hexdigest()[:24]))
     src, k = _SOURCE[0]
-    return cache.module(k, src, _NAMES)
+    return cache.module(k, src, _NAMES if names is None else tuple(names))
 
 
 def _grid(n: int, per_block: int = 256) -> int:
@@ -180,7 +191,9 @@ def rank_lower_counts(A, deg, *, only_none: bool = False):
     Ap, Aj, T, d, n = _rank_parts(A, deg)
     counts = cupy.zeros((3, n), dtype=d.dtype)  # a row's count is at most its degree
     if n:
-        module().get_function(f"gb_tri_count<{T}>")((_grid(32 * n),), (256,), (
+        G = tri_lanes(int(Aj.size) / n)
+        name = f"gb_tri_count<{T}, {G}>"
+        module((name,)).get_function(name)((_grid(G * n),), (256,), (
             Ap, Aj, d, np.int64(n), np.int32(1 if only_none else 3), counts))
     return counts.astype(cupy.asarray(deg).dtype, copy=False)
 
@@ -222,7 +235,9 @@ def rank_lower_fill(A, deg, mode: int, lp, *, with_values: bool, nnz=None):
     Lj = cupy.empty(nnz, dtype=Aj.dtype)
     pos = cupy.empty(nnz, dtype=cupy.int64) if with_values else None
     if nnz:
-        module().get_function(f"gb_tri_fill<{T}, {_ctype(Lp)}>")((_grid(32 * n),), (256,), (
+        G = tri_lanes(int(Aj.size) / n)
+        name = f"gb_tri_fill<{T}, {_ctype(Lp)}, {G}>"
+        module((name,)).get_function(name)((_grid(G * n),), (256,), (
             Ap, Aj, d, np.int64(n), np.int32(mode), Lp, Lj,
             np.uint64(0) if pos is None else pos))
     return Lj, (A.data[pos] if with_values else None)

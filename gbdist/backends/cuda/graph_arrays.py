@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from ..base import DeviceCSR
+from ..base import DeviceCSR, cupyx_csr
 from . import graph_codegen as gc
 
 
@@ -19,11 +19,7 @@ def make_csr(data, indices, indptr, shape):
     the result skips the tuple constructor's checks: a read of ``indptr``'s ends that waits
     for the kernels, and an index-dtype scan. Else the public constructor."""
     if data.dtype.char in "?fd":
-        import cupyx.scipy.sparse as cps
-        parts = getattr(cps.csr_matrix, "_from_parts", None)
-        if parts is not None and indices.dtype == indptr.dtype == np.int32:
-            return parts(data, indices, indptr, tuple(int(s) for s in shape))
-        return cps.csr_matrix((data, indices, indptr), shape=shape)
+        return cupyx_csr(data, indices, indptr, shape, valid=True)
     return DeviceCSR(data, indices, indptr, tuple(int(s) for s in shape))
 
 
