@@ -39,10 +39,18 @@ TRI_LANES = None
 
 
 def tri_lanes(mean: float) -> int:
-    """The L kernels' lanes a row for rows of ``mean`` entries (:data:`TRI_LANES` where set)."""
+    """The L kernels' lanes a row for rows of ``mean`` entries (:data:`TRI_LANES` where set):
+    the power of two at or below half the mean, 4 to 32. Swept on one H200 (2026-11-28 (h),
+    ``benchmarks/results/2026-11-28h-triangle_phases.py``, power-law graphs of mean degree
+    32 at 10⁵-10⁷ vertices): L's build took 0.277 / 1.026 / 11.69 ms at 16 lanes against
+    0.296 / 1.081 / 11.84 at 32, 0.354 / 1.216 / 12.07 at 8 and 0.482 / 1.560 / 13.40 at 4
+    (one mean degree only: the rule's scaling with it is not measured)."""
     if TRI_LANES is not None:
         return int(TRI_LANES)
-    return 32
+    g = 4
+    while g < 32 and 2 * g <= mean / 2:
+        g *= 2
+    return g
 
 
 def module(names=None):

@@ -39,9 +39,11 @@ MAX_OFFSETS = 128
 """Most distinct diagonals of U for the offsets kernel (its rows look up each one)."""
 OFFSETS_WIN = 8
 """Most diagonals of U (the main one included) for which the reproducible product takes the
-offsets kernel rather than fixed-point atomics: measured on one H200, 2026-11-27, the
-offsets kernel was 0.62-0.82x cuSPARSE on 7-point Poisson (4 diagonals) and 1.8-2.4x on a
-27-point stencil (14 diagonals, each a dependent walk), where fixed-point took 1.01-1.05x."""
+offsets kernel rather than fixed-point atomics, where U by diagonals does not apply (integer
+values, holes past :data:`DIA_FILL`): measured on one H200, 2026-11-27, the offsets kernel
+was 0.62-0.82x cuSPARSE on 7-point Poisson (4 diagonals) and 1.8-2.4x on a 27-point stencil
+(14 diagonals, each a dependent walk), where fixed-point took 1.01-1.05x. By diagonals the
+same sums took 0.43-0.44x and 0.39-0.42x (2026-11-28 (h))."""
 DIA = True
 """Take the diagonals kernel (``method="dia"``) where it applies (plain and reproducible)."""
 DIA_FILL = 2.0
