@@ -19,6 +19,7 @@ import numpy as np
 
 _ARANGE: dict = {}  # xp's name -> the last 0..n-1 keys made (shared, never written)
 _LAST_PRESENT: list = [None, None]  # (weak reference to a presence array, its keys)
+_LAST_COUNT: list = [None, 0]  # (weakref to a presence array, its count)
 
 
 def form_of(y, present, xp) -> tuple:
@@ -30,7 +31,7 @@ def form_of(y, present, xp) -> tuple:
     ``size`` · (itemsize + 1), e.g. over 9/16 of the positions for float64); else sparse
     (the present positions' keys and values gathered)."""
     size = int(y.size)
-    nvals = size if present is None else int(xp.count_nonzero(present))
+    nvals = size if present is None else count_of(present, xp)
     if nvals == size:
         return None, None, y, None, size, size
     item = y.dtype.itemsize
@@ -39,6 +40,21 @@ def form_of(y, present, xp) -> tuple:
         return None, None, y, present, size, nvals
     keys = keys_of(present, size, xp)
     return keys, y[keys], None, None, size, nvals
+
+
+def count_of(present, xp) -> int:
+    """The positions flagged in ``present``, counted (a read that waits for the kernel that
+    made it), or the count found last time for the same (cached, read-only) presence array:
+    a kernel that returns its matrix's non-empty rows again is not waited for."""
+    ref, n = _LAST_COUNT
+    if ref is not None and ref() is present:
+        return n
+    n = int(xp.count_nonzero(present))
+    try:
+        _LAST_COUNT[:] = [weakref.ref(present), n]
+    except TypeError:
+        pass
+    return n
 
 
 def keys_of(present, size: int, xp):
