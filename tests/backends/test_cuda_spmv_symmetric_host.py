@@ -10,6 +10,8 @@ with the full symmetric matrix and ``math.fsum``.
   ``math.fsum`` of each row's terms to the last bit but for the dropped tail, and bit-equal
   across runs whose threads' atomics land in other orders.
 * ``gb_spmv_sym_offsets``, plain and with compensated sums.
+* ``gb_sym_dia_build`` and ``gb_spmv_sym_dia`` (U by diagonals, holes where U has no entry):
+  plain, and compensated to the offsets kernel's bits.
 
 On a band (the tile's near diagonals), a Poisson-like stencil and a U with a long row and
 empty rows. A mutant whose tile skips the transposed terms fails.
@@ -62,7 +64,15 @@ int main() {
     }
   };
   auto by_tile = [&](auto g) { if (tile) rows(g, gb_int<1>{}); else rows(g, gb_int<0>{}); };
-  if (method == 2) {
+  if (method == 3) {  // U by diagonals: built, then the product (plain or compensated)
+    const long long K = (long long)offs.size();
+    std::vector<unsigned long long> dia((size_t)(K * n), gb_dia_hole<double>::bits);
+    gb_launch2((unsigned)((n + 255) / 256), 1, 256, [&] {
+      gb_sym_dia_build<int, double>(n, Up.data(), Uj.data(), Ux.data(), offs.data(), dia.data()); });
+    gb_launch2((unsigned)((n + 255) / 256), 1, 256, [&] {
+      if (csum) gb_spmv_sym_dia<GbF, double, double, true>(n, dia.data(), offs.data(), (int)K, x.data(), y.data());
+      else gb_spmv_sym_dia<GbF, double, double, false>(n, dia.data(), offs.data(), (int)K, x.data(), y.data()); });
+  } else if (method == 2) {
     gb_launch2((unsigned)((n + 255) / 256), 1, 256, [&] {
       if (csum) gb_spmv_sym_offsets<GbF, int, double, double, true>(n, Up.data(), Uj.data(), Ux.data(),
           x.data(), offs.data(), (int)offs.size(), y.data());
@@ -136,9 +146,40 @@ def test_symmetric_kernels_give_the_full_products(exe, name):
     np.testing.assert_allclose(first, want, rtol=1e-15, atol=1e-15)
     for G, tile in ((2, False), (4, True), (32, True)):  # same bits whatever the atomics' order
         np.testing.assert_array_equal(_run(exe, U, x, 1, G, tile).view(np.uint64), first.view(np.uint64))
-    if name != "scattered":  # the offsets kernel: U on few diagonals
+    if name != "scattered":  # the offsets kernel: U on few diagonals; and U by diagonals
         np.testing.assert_allclose(_run(exe, U, x, 2), want, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(_run(exe, U, x, 2, csum=True), want, rtol=1e-15, atol=1e-15)
+        offs = _run(exe, U, x, 2, csum=True)
+        np.testing.assert_allclose(offs, want, rtol=1e-15, atol=1e-15)
+        np.testing.assert_allclose(_run(exe, U, x, 3), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(_run(exe, U, x, 3, csum=True).view(np.uint64), offs.view(np.uint64))
+
+
+def test_diagonals_with_holes_and_an_infinite_x(exe):
+    """U by diagonals on a 2-D grid's stencil whose row ends lack their right neighbour (holes
+    in diagonal 1): the holes add no term, so an Inf in x reaches only its row and its
+    neighbours (as SciPy's full product), and the compensated sums equal the offsets kernel's
+    bits, infinite rows infinite (not NaN)."""
+    rng = np.random.default_rng(9)
+    k, rows = 9, 60
+    n = k * rows
+    right = -(rng.random(n - 1) + 0.1)
+    right[np.arange(k - 1, n - 1, k)] = 0.0  # the grid's row ends: holes, not stored zeros
+    U = sps.diags([rng.random(n) + 4, right, -rng.random(n - k)], [0, 1, k], format="csr")
+    U.eliminate_zeros()
+    assert U.nnz < 3 * n - 1 - k
+    x = rng.random(n) - 0.5
+    x[[k - 1 + 5 * k, 200]] = [np.inf, -np.inf]  # one at a row end, beside a hole
+    A = sps.csr_matrix(U + sps.triu(U, 1).T)
+    with np.errstate(invalid="ignore"):
+        want = A @ x
+    for csum in (False, True):
+        got = _run(exe, U, x, 3, csum=csum)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(_run(exe, U, x, 3, csum=True).view(np.uint64),
+                                  _run(exe, U, x, 2, csum=True).view(np.uint64))
 
 
 def test_a_tile_that_drops_the_near_transposed_terms_fails(tmp_path):

@@ -8,6 +8,11 @@
 #include <type_traits>
 #include "gather_host.h"
 #define __host__
+// the additions nvcc never contracts into a multiply-add (the host build targets no FMA)
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline int atomicCAS(int* a, int e, int d) {
   std::lock_guard<std::mutex> g(gb_atomic_mu); int o = *a; if (o == e) *a = d; return o; }
 template <class T> T __shfl_xor_sync(unsigned m, T v, int off, int) { return __shfl_xor_sync(m, v, off); }
