@@ -117,6 +117,25 @@ def test_diagonals_under_min_plus_and_float32():
     np.testing.assert_allclose(y32.get(), ref, rtol=2e-6, atol=1e-6 * np.abs(ref).max())
 
 
+def test_diagonals_without_room_keep_the_csr_kernels(monkeypatch):
+    """No device memory for the diagonals: the product runs on the CSR kernels (the same
+    answer), and the refusal is kept for the matrix."""
+    A, U = pair("poisson")
+    dU, parts = _dU(U)
+
+    def no_room(*a, **k):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 0)
+    with monkeypatch.context() as mp:
+        mp.setattr(cupy, "full", no_room)
+        assert gs.diagonals(K, *parts, SR.plus_times, np.dtype(np.float64)) is None
+    x = np.random.default_rng(3).random(A.shape[0])
+    for comp in (False, True):
+        y, _ = K.spmv_symmetric(dU, cupy.asarray(x), None, SR.plus_times, out_dtype=np.float64,
+                                compensated=comp)
+        np.testing.assert_allclose(y.get(), A @ x, rtol=1e-12)
+    assert gs.structure(*parts)["dia"] is None
+
+
 def test_diagonals_refused_where_they_do_not_pay_or_collide():
     """No diagonals form (the offsets / fixed kernels run, same answers) when U's diagonals
     are mostly holes (past DIA_FILL), when a stored value has the hole's bits, or for integer

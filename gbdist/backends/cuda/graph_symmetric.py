@@ -199,8 +199,9 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
 
 def diagonals(K, U, Up, Uj, Ux, sr, out):
     """U by diagonals for the diagonals kernel (the module docstring), or None where it does
-    not apply: built on the first call (a thread a row writes its entries' bits into the
-    slots of their diagonals, the rest left as holes) and kept with :func:`structure`'s facts."""
+    not apply (or no device memory is left for it): built on the first call (a thread a row
+    writes its entries' bits into the slots of their diagonals, the rest left as holes) and
+    kept with :func:`structure`'s facts."""
     import cupy
     info = structure(U, Up, Uj, Ux)
     if "dia" in info:
@@ -210,10 +211,14 @@ def diagonals(K, U, Up, Uj, Ux, sr, out):
     dia = None
     if (offs is not None and vt in DIA_HOLE and n and offs.size * n <= DIA_FILL * max(int(Ux.size), 1)
             and not bool((Ux.view(DIA_HOLE[vt].dtype) == DIA_HOLE[vt]).any())):
-        dia = cupy.full(int(offs.size) * n, DIA_HOLE[vt], dtype=DIA_HOLE[vt].dtype)
-        name = gc.sym_dia_names(gc.index_ctype(Up.dtype), gc.ctype(vt), "double", False)[0]
-        fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
-        fn((min(4096, -(-n // 256)),), (256,), (np.int64(n), Up, Uj, Ux, offs, dia))
+        try:
+            dia = cupy.full(int(offs.size) * n, DIA_HOLE[vt], dtype=DIA_HOLE[vt].dtype)
+        except cupy.cuda.memory.OutOfMemoryError:  # no room beside U: the CSR kernels run
+            dia = None
+        if dia is not None:
+            name = gc.sym_dia_names(gc.index_ctype(Up.dtype), gc.ctype(vt), "double", False)[0]
+            fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
+            fn((min(4096, -(-n // 256)),), (256,), (np.int64(n), Up, Uj, Ux, offs, dia))
     info["dia"] = dia
     return dia
 
