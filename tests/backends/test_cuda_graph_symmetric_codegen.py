@@ -38,6 +38,7 @@ def test_symmetric_rows_kernels_compile(out, name, itype):
     names += [gc.sym_offsets_name(itype, tv, "double", c) for c in (False, True)]
     if np.dtype(out).kind == "f":  # U by diagonals: float values only (the holes are NaN bits)
         names += [n for c in (False, True) for n in gc.sym_dia_names(itype, tv, "double", c)]
+        names += [n for ta in ("float", "double") for n in gc.spgemm_dia_names(ta, "double")]
     if exact_eligible(sr, out):
         work = gc.CTYPES[gc.work_dtype(out)]
         names += [n for g in (1, 4) for t in (False, True)

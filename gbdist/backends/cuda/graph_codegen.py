@@ -430,6 +430,12 @@ def sym_dia_names(I: str, TA: str, TX: str, csum: bool) -> tuple[str, str]:
             f"gb_spmv_sym_dia<GbF, {TA}, {TX}, {'true' if csum else 'false'}>")
 
 
+def spgemm_dia_names(TA: str, TB: str) -> tuple[str, str]:
+    """The SpGEMM of two matrices stored by diagonals (``kernels/graph_symmetric.cuh``): its
+    counting pass and its filling pass."""
+    return (f"gb_spgemm_dia<GbF, {TA}, {TB}, false>", f"gb_spgemm_dia<GbF, {TA}, {TB}, true>")
+
+
 def spmspv_name(I: str, TA: str, TU: str, TI: str, comp: bool) -> str:
     return f"gb_spmspv<GbF, {I}, {TA}, {TU}, {TI}, {'true' if comp else 'false'}>"
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from ...errors import BackendError, InputError
 from . import graph_codegen as gc
+from . import graph_dia
 from .graph_arrays import _csr_parts, _ptr, make_csr
 from .graph_bins import _binned_rows, _bin_module, _grid, inclusive_sum
 
@@ -122,6 +123,11 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         mode = 2 if complement else 1
     out = np.dtype(out_dtype)
     work = gc.work_dtype(out, K.acc64)
+    if graph_dia.applies(A, B, mask):  # both operands on few diagonals: their offsets' sums
+        got = graph_dia.spgemm(K, A, B, sr, out, work)
+        if got is not None:
+            Cx, Cj, Cp = got
+            return make_csr(K._finish(Cx, out), Cj, Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp, (m, n))
     # Upper bound of each row's distinct columns (a warp a row): its products, n, the span
     # of the B rows it reaches (each B row's column range first), the mask row's size.
     ub = cupy.empty(m, dtype=cupy.int64)

@@ -100,24 +100,9 @@ def structure(U, Up, Uj, Ux) -> dict:
 def _diagonals(Up, Uj):
     """The distinct j - i of U's entries (device int64, ascending) when there are at most
     :data:`MAX_OFFSETS`, none negative, and every row's columns strictly ascend (the
-    offsets kernel's binary search); else None."""
-    import cupy
-    if Uj.size == 0:
-        return None
-    # each entry's row: the last row starting at or before it (empty rows start there too)
-    rows = cupy.searchsorted(Up, cupy.arange(Uj.size, dtype=cupy.int64), side="right") - 1
-    d = Uj.astype(cupy.int64) - rows
-    if int(d.min()) < 0:
-        return None
-    same_row = rows[1:] == rows[:-1]
-    if bool(cupy.any(same_row & (d[1:] <= d[:-1]))):
-        return None
-    top = int(d.max())
-    if top < 1 << 24:
-        offs = cupy.flatnonzero(cupy.bincount(d, minlength=top + 1)).astype(cupy.int64)
-    else:
-        offs = cupy.unique(d)
-    return offs if offs.size <= MAX_OFFSETS else None
+    offsets kernel's binary search); else None (:func:`.graph_dia.offsets`)."""
+    from .graph_dia import offsets
+    return offsets(Up, Uj, lowest=0)
 
 
 def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=False, method=None):
@@ -199,28 +184,14 @@ def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=Fals
 
 def diagonals(K, U, Up, Uj, Ux, sr, out):
     """U by diagonals for the diagonals kernel (the module docstring), or None where it does
-    not apply (or no device memory is left for it): built on the first call (a thread a row
-    writes its entries' bits into the slots of their diagonals, the rest left as holes) and
-    kept with :func:`structure`'s facts."""
-    import cupy
+    not apply (or no device memory is left for it): :func:`.graph_dia.form` (built on the
+    first call, cached on U), kept with :func:`structure`'s facts."""
     info = structure(U, Up, Uj, Ux)
-    if "dia" in info:
-        return info["dia"]
-    offs, n = info["offsets"], int(U.shape[0])
-    vt = np.dtype(Ux.dtype)
-    dia = None
-    if (offs is not None and vt in DIA_HOLE and n and offs.size * n <= DIA_FILL * max(int(Ux.size), 1)
-            and not bool((Ux.view(DIA_HOLE[vt].dtype) == DIA_HOLE[vt]).any())):
-        try:
-            dia = cupy.full(int(offs.size) * n, DIA_HOLE[vt], dtype=DIA_HOLE[vt].dtype)
-        except cupy.cuda.memory.OutOfMemoryError:  # no room beside U: the CSR kernels run
-            dia = None
-        if dia is not None:
-            name = gc.sym_dia_names(gc.index_ctype(Up.dtype), gc.ctype(vt), "double", False)[0]
-            fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
-            fn((min(4096, -(-n // 256)),), (256,), (np.int64(n), Up, Uj, Ux, offs, dia))
-    info["dia"] = dia
-    return dia
+    if "dia" not in info:
+        from .graph_dia import form
+        got = form(K, U, sr, out, lowest=0) if info["offsets"] is not None else None
+        info["dia"] = None if got is None else got[2]
+    return info["dia"]
 
 
 def _identity(monoid, work: np.dtype, out: np.dtype):
