@@ -191,3 +191,86 @@ def test_a_tile_that_drops_the_near_transposed_terms_fails(tmp_path):
     x = np.random.default_rng(1).random(U.shape[0]) + 0.5
     got = _run(exe, U, x, 0, 1, True)
     assert not np.allclose(got, _fsum_rows(U, x), rtol=1e-12)
+
+
+DIA_GEMM = r"""
+int main() {
+  long long m, kd, n;
+  if (scanf("%lld %lld %lld", &m, &kd, &n) != 3) return 1;
+  auto Ap64 = gb_read_ints(), Aj64 = gb_read_ints(); auto Ax = gb_read_reals(); auto ao = gb_read_ints();
+  auto Bp64 = gb_read_ints(), Bj64 = gb_read_ints(); auto Bx = gb_read_reals(); auto bo = gb_read_ints();
+  auto co = gb_read_ints(), ps64 = gb_read_ints(), pa64 = gb_read_ints(), pb64 = gb_read_ints();
+  std::vector<int> Ap(Ap64.begin(), Ap64.end()), Aj(Aj64.begin(), Aj64.end());
+  std::vector<int> Bp(Bp64.begin(), Bp64.end()), Bj(Bj64.begin(), Bj64.end());
+  std::vector<int> ps(ps64.begin(), ps64.end()), pa(pa64.begin(), pa64.end()), pb(pb64.begin(), pb64.end());
+  std::vector<unsigned long long> da(ao.size() * m, gb_dia_hole<double>::bits), db(bo.size() * kd, gb_dia_hole<double>::bits);
+  gb_launch2((unsigned)((m + 255) / 256), 1, 256, [&] {
+    gb_sym_dia_build<int, double>(m, Ap.data(), Aj.data(), Ax.data(), ao.data(), da.data()); });
+  gb_launch2((unsigned)((kd + 255) / 256), 1, 256, [&] {
+    gb_sym_dia_build<int, double>(kd, Bp.data(), Bj.data(), Bx.data(), bo.data(), db.data()); });
+  const int KC = (int)co.size();
+  std::vector<long long> counts(m), Cp(m + 1, 0);
+  std::vector<int> none_j(1); std::vector<double> none_x(1);
+  const unsigned grid = (unsigned)((m + 7) / 8 < 3 ? (m + 7) / 8 : 3);  // a grid-stride over the rows
+  gb_launch2(grid, 1, 256, [&] {
+    gb_spgemm_dia<GbF, double, double, false>(m, kd, n, da.data(), ao.data(), db.data(), bo.data(), co.data(),
+        ps.data(), pa.data(), pb.data(), KC, counts.data(), Cp.data(), none_j.data(), none_x.data()); });
+  for (long long i = 0; i < m; ++i) Cp[i + 1] = Cp[i] + counts[i];
+  std::vector<int> Cj(Cp[m] + 1); std::vector<double> Cx(Cp[m] + 1);
+  gb_launch2(grid, 1, 256, [&] {
+    gb_spgemm_dia<GbF, double, double, true>(m, kd, n, da.data(), ao.data(), db.data(), bo.data(), co.data(),
+        ps.data(), pa.data(), pb.data(), KC, counts.data(), Cp.data(), Cj.data(), Cx.data()); });
+  for (long long i = 0; i <= m; ++i) printf("%lld ", Cp[i]);
+  printf("\n");
+  for (long long p = 0; p < Cp[m]; ++p) printf("%d ", Cj[p]);
+  printf("\n");
+  for (long long p = 0; p < Cp[m]; ++p) printf("%a ", Cx[p]);
+  printf("\n");
+  return 0;
+}
+"""
+
+
+def _offsets(M):
+    coo = M.tocoo()
+    return np.unique(coo.col.astype(np.int64) - coo.row)
+
+
+def test_dia_spgemm_kernel_gives_the_structural_product(tmp_path):
+    """gb_spgemm_dia's two passes (a warp a row, a lane a result diagonal, grid-stride) on two
+    different banded operands with holes and stored zeros, rectangular: Cp, the columns in
+    order and the values against every pair of stored entries summed in float64."""
+    from gbdist.backends.cuda import graph_dia
+    exe = build(tmp_path, "spgemm_dia", GRAPH_PRELUDE + graph_source() + DIA_GEMM)
+    rng = np.random.default_rng(12)
+    m, kd, n = 70, 90, 80
+    A = sps.diags([rng.random(70) + 0.5, rng.random(70) - 0.5, rng.random(60)], [0, 3, 30], shape=(m, kd), format="lil")
+    A[9, 12] = 0  # (lil: assigning 0 removes it) a hole in diagonal 3
+    A = sps.csr_matrix(A)
+    A.data[(np.repeat(np.arange(m), np.diff(A.indptr)) == 5) & (A.indices == 8)] = 0.0  # a stored zero
+    B = sps.diags([rng.random(80) + 1, rng.random(88), rng.random(79)], [-10, 0, 1], shape=(kd, n), format="csr")
+    for M in (A, B):
+        M.sort_indices()
+    a, b = _offsets(A), _offsets(B)
+    plan = graph_dia.pair_plan(a, b)
+    text = "\n".join([f"{m} {kd} {n}", number_line(A.indptr), number_line(A.indices), number_line(A.data),
+                      number_line(a), number_line(B.indptr), number_line(B.indices), number_line(B.data),
+                      number_line(b)] + [number_line(v) for v in plan])
+    out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
+                         timeout=600).stdout.split("\n")
+    Cp = np.array(out[0].split(), dtype=np.int64)
+    Cj = np.array(out[1].split(), dtype=np.int64)
+    Cx = np.array([float.fromhex(t) for t in out[2].split()])
+    # the structural product: every (i, k, j) with A(i,k) and B(k,j) stored
+    P = {}
+    for i in range(m):
+        for p in range(A.indptr[i], A.indptr[i + 1]):
+            k = A.indices[p]
+            for q in range(B.indptr[k], B.indptr[k + 1]):
+                P[(i, B.indices[q])] = P.get((i, B.indices[q]), 0.0) + A.data[p] * B.data[q]
+    keys = sorted(P)
+    want_p = np.searchsorted([i for i, _ in keys], np.arange(m + 1), side="left")
+    np.testing.assert_array_equal(Cp, want_p)
+    np.testing.assert_array_equal(Cj, [j for _, j in keys])
+    np.testing.assert_allclose(Cx, [P[k] for k in keys], rtol=1e-14, atol=1e-15)
+    assert (A.data == 0).any() and len(keys) > 100

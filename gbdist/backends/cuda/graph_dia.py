@@ -12,9 +12,9 @@ the device.
 
 The SpGEMM (:func:`spgemm`, the planner rule :func:`applies`): C's diagonals are the sums of
 A's and B's offsets, C(i, i + c) = ⊕ over a + b = c of A(i, i + a) ⊗ B(i + a, i + c), summed in
-ascending a. One pass counts each row's entries, one writes them in column order: the
-products of a 7-point stencil (7 × 7 pairs, 25 result diagonals) cost a few loads a pair from
-the caches and the result's bytes.
+ascending a. One pass counts each row's entries, one writes them in column order (a warp a
+row, a lane a result diagonal): the products of a 7-point stencil (7 × 7 pairs, 25 result
+diagonals) cost a few loads a pair from the caches and the result's bytes.
 """
 from __future__ import annotations
 
@@ -94,31 +94,35 @@ def form(K, M, sr, out, *, lowest=None):
     return got
 
 
+def pair_plan(a, b):
+    """(result offsets int64, each one's first pair int32 (one more: the end), the pairs' A
+    and B diagonals int32) for A's offsets ``a`` and B's ``b`` (host arrays, ascending): the
+    pairs grouped by a + b ascending, each group in ascending a. None past
+    :data:`MAX_PAIRS` or :data:`MAX_RESULT_DIAGONALS`."""
+    if a.size * b.size > MAX_PAIRS:
+        return None
+    ka, kb = np.meshgrid(np.arange(a.size), np.arange(b.size), indexing="ij")
+    ka, kb = ka.ravel(), kb.ravel()
+    c = a[ka] + b[kb]
+    order = np.lexsort((a[ka], c))  # by result offset, then ascending a: a fixed order
+    c, ka, kb = c[order], ka[order], kb[order]
+    cofs, first = np.unique(c, return_index=True)
+    if cofs.size > MAX_RESULT_DIAGONALS:
+        return None
+    return (cofs.astype(np.int64), np.append(first, c.size).astype(np.int32), ka.astype(np.int32),
+            kb.astype(np.int32))
+
+
 def _pairs(fa, fb):
-    """(result offsets, each one's first pair, the pairs' A and B diagonals) on the device,
-    and the number of result diagonals; None past :data:`MAX_RESULT_DIAGONALS` or
-    :data:`MAX_PAIRS`. Cached per pair of forms."""
+    """:func:`pair_plan` of two forms on the device, with the number of result diagonals;
+    cached per pair of forms."""
     import cupy
     key = (id(fa[2]), id(fb[2]), cupy.cuda.Device().id)
     hit = _PAIRS.get(key)
     if hit is not None and hit[0] is fa[2] and hit[1] is fb[2]:
         return hit[2]
-    a, b = fa[1], fb[1]
-    if a.size * b.size > MAX_PAIRS:
-        got = None
-    else:
-        ka, kb = np.meshgrid(np.arange(a.size), np.arange(b.size), indexing="ij")
-        ka, kb = ka.ravel(), kb.ravel()
-        c = a[ka] + b[kb]
-        order = np.lexsort((a[ka], c))  # by result offset, then ascending a: a fixed order
-        c, ka, kb = c[order], ka[order], kb[order]
-        cofs, first = np.unique(c, return_index=True)
-        if cofs.size > MAX_RESULT_DIAGONALS:
-            got = None
-        else:
-            pstart = np.append(first, c.size).astype(np.int32)
-            got = (cupy.asarray(cofs.astype(np.int64)), cupy.asarray(pstart),
-                   cupy.asarray(ka.astype(np.int32)), cupy.asarray(kb.astype(np.int32)), int(cofs.size))
+    plan = pair_plan(fa[1], fb[1])
+    got = None if plan is None else tuple(cupy.asarray(v) for v in plan) + (int(plan[0].size),)
     if len(_PAIRS) > 64:
         _PAIRS.clear()
     _PAIRS[key] = (fa[2], fb[2], got)
@@ -149,7 +153,7 @@ def spgemm(K, A, B, sr, out, work):
     m, kd, n = int(A.shape[0]), int(B.shape[0]), int(B.shape[1])
     names = gc.spgemm_dia_names(gc.ctype(np.dtype(A.dtype)), gc.ctype(np.dtype(B.dtype)))
     kern = K._kernels(sr.mul, sr.add, out, names)
-    grid = (min(65535, -(-m // 256)),)
+    grid = (min(1 << 20, -(-m // 8)),)  # a warp a row, eight a block
     counts = cupy.empty(m, dtype=cupy.int64)
     Cp = cupy.zeros(m + 1, dtype=cupy.int64)
     head = (np.int64(m), np.int64(kd), np.int64(n), fa[2], fa[0], fb[2], fb[0], cofs, pstart, pa, pb,
