@@ -38,9 +38,11 @@ _PAIRS: dict = {}  # (A's form id, B's form id, device) -> the pairs' device arr
 def offsets(Mp, Mj, lowest=None):
     """The distinct column - row of a CSR's entries (device int64, ascending) when there are
     at most :data:`MAX_OFFSETS`, none below ``lowest`` (None: any), and every row's columns
-    strictly ascend (the build's walk); else None. Three reads."""
+    strictly ascend (the build's walk); else None. The longest row first (one read: a row
+    longer than :data:`MAX_OFFSETS` cannot lie on so few diagonals, so a power law's hubs
+    end it there), then two reads more."""
     import cupy
-    if Mj.size == 0:
+    if Mj.size == 0 or int(cupy.diff(Mp).max()) > MAX_OFFSETS:
         return None
     # each entry's row: the last row starting at or before it (empty rows start there too)
     rows = cupy.searchsorted(Mp, cupy.arange(Mj.size, dtype=cupy.int64), side="right") - 1
