@@ -3,11 +3,11 @@ matrices in it (``kernels/graph_symmetric.cuh``: ``gb_sym_dia_build``, ``gb_spge
 
 A stencil's or a band's CSR spends most of its bytes on columns and row pointers that its
 diagonals say once. Stored by diagonals, ``dia[k * m + i]`` is M(i, i + offs[k]) as its bits,
-or a signalling NaN's bits where M has no entry (:data:`graph_symmetric.DIA_HOLE`), so every
+or a signalling NaN's bits where M has no entry (:data:`DIA_HOLE`), so every
 kernel reads shifted contiguous runs: coalesced, no searches. :func:`form` builds it once per
 matrix (cached on the CSR object, keyed by its buffers; its arrays must not be written in
 place after) where it applies: float values, rows sorted, at most :data:`MAX_OFFSETS`
-diagonals at least 1 / ``DIA_FILL`` filled, no stored value with the hole's bits, room on
+diagonals at least 1 / :data:`DIA_FILL` filled, no stored value with the hole's bits, room on
 the device.
 
 The SpGEMM (:func:`spgemm`, the planner rule :func:`applies`): C's diagonals are the sums of
@@ -24,6 +24,13 @@ from . import graph_codegen as gc
 
 MAX_OFFSETS = 128
 """Most distinct diagonals of a matrix stored by diagonals."""
+DIA_FILL = 2.0
+"""Most slots of a matrix's diagonals (m a diagonal) per stored entry for the form: past this
+the holes cost more bytes than the CSR's columns save."""
+DIA_HOLE = {np.dtype(np.float64): np.uint64(0x7ff4d1a90e5f0001),
+            np.dtype(np.float32): np.uint32(0x7fa1d1a9)}
+"""The bits of an absent slot (``gb_dia_hole``): a signalling NaN; a matrix storing those
+bits has no form."""
 SPGEMM = True
 """The SpGEMM of two matrices by diagonals where :func:`applies` (else the binned SpGEMM)."""
 SPGEMM_MIN_ROWS = 1 << 16
@@ -67,7 +74,6 @@ def form(K, M, sr, out, *, lowest=None):
     import cupy
 
     from .graph_arrays import _csr_parts
-    from .graph_symmetric import DIA_FILL, DIA_HOLE
     key = (int(M.indptr.data.ptr), int(M.indices.data.ptr), int(M.data.data.ptr), int(M.indices.size),
            tuple(M.shape), lowest)  # M's own buffers (its parts below may be converted copies)
     memo = getattr(M, "_gbdist_dia", None)

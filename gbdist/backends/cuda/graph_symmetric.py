@@ -29,14 +29,17 @@ import numpy as np
 
 from ...algebra.formulas import X, Y
 from . import graph_codegen as gc
+from . import graph_dia
+from .graph_dia import form, offsets
 
 TILE = True
 """Default of :func:`spmv_rows`'s ``tile``."""
 PASSES = 4
 """Passes a block makes over its lanes' rows with ``tile``: 256 / G * PASSES rows a block."""
 
-MAX_OFFSETS = 128
-"""Most distinct diagonals of U for the offsets kernel (its rows look up each one)."""
+MAX_OFFSETS, DIA_FILL, DIA_HOLE = graph_dia.MAX_OFFSETS, graph_dia.DIA_FILL, graph_dia.DIA_HOLE
+"""The form's limits (:mod:`.graph_dia`): most distinct diagonals of U for the offsets and
+diagonals kernels, most slots a stored entry, the hole's bits."""
 OFFSETS_WIN = 8
 """Most diagonals of U (the main one included) for which the reproducible product takes the
 offsets kernel rather than fixed-point atomics, where U by diagonals does not apply (integer
@@ -46,13 +49,6 @@ was 0.62-0.82x cuSPARSE on 7-point Poisson (4 diagonals) and 1.8-2.4x on a 27-po
 same sums took 0.43-0.44x and 0.39-0.42x (2026-11-28 (h))."""
 DIA = True
 """Take the diagonals kernel (``method="dia"``) where it applies (plain and reproducible)."""
-DIA_FILL = 2.0
-"""Most slots of U's diagonals (n a diagonal) per stored entry for the diagonals kernel: past
-this the holes cost more bytes than the CSR's columns save."""
-DIA_HOLE = {np.dtype(np.float64): np.uint64(0x7ff4d1a90e5f0001),
-            np.dtype(np.float32): np.uint32(0x7fa1d1a9)}
-"""The bits of an absent slot (``gb_dia_hole``): a signalling NaN; a U storing those bits
-keeps the offsets kernel."""
 PLAIN = "tile"
 """Default kernel of a plain product: "tile" / "atomic" (:func:`spmv_rows`'s ``tile``) or
 "offsets" (no atomics; where U lies on few diagonals)."""
@@ -101,7 +97,6 @@ def _diagonals(Up, Uj):
     """The distinct j - i of U's entries (device int64, ascending) when there are at most
     :data:`MAX_OFFSETS`, none negative, and every row's columns strictly ascend (the
     offsets kernel's binary search); else None (:func:`.graph_dia.offsets`)."""
-    from .graph_dia import offsets
     return offsets(Up, Uj, lowest=0)
 
 
@@ -188,7 +183,6 @@ def diagonals(K, U, Up, Uj, Ux, sr, out):
     first call, cached on U), kept with :func:`structure`'s facts."""
     info = structure(U, Up, Uj, Ux)
     if "dia" not in info:
-        from .graph_dia import form
         got = form(K, U, sr, out, lowest=0) if info["offsets"] is not None else None
         info["dia"] = None if got is None else got[2]
     return info["dia"]
