@@ -164,6 +164,27 @@ class Backend(Protocol):
     def to_host(self, x) -> np.ndarray: ...
 
 
+MISS = object()
+"""What :func:`recall` returns when nothing is kept (a kept value may be None)."""
+
+
+def recall(obj, attr: str, key):
+    """The per-matrix fact :func:`keep` left on ``obj`` (a CSR object) under ``attr`` for
+    ``key`` (its buffers' addresses and shape), else :data:`MISS`."""
+    memo = getattr(obj, attr, None)
+    return memo[1] if memo is not None and memo[0] == key else MISS
+
+
+def keep(obj, attr: str, key, value):
+    """``value`` kept on ``obj`` under ``attr`` for ``key`` (an object without attributes
+    keeps nothing); returns ``value``. The facts assume the buffers are not written in place."""
+    try:
+        setattr(obj, attr, (key, value))
+    except AttributeError:
+        pass
+    return value
+
+
 def cupyx_csr(data, indices, indptr, shape, *, valid: bool = False):
     """A cupyx CSR of device arrays. ``valid``: the parts are a canonical CSR by construction
     (a kernel's output: ``indptr[-1] == data.size``, indices in range): where the installed

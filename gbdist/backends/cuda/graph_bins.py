@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base import MISS, keep, recall
 from . import cache
 from . import graph_codegen as gc
 
@@ -120,18 +121,13 @@ def _spmv_bins(A, Ap):
     object (keyed by its indptr buffer and shape) so repeated products reuse them."""
     import cupy
     key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
-    memo = getattr(A, "_gbdist_spmv_bins", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
+    hit = recall(A, "_gbdist_spmv_bins", key)
+    if hit is not MISS:
+        return hit
     deg = cupy.diff(Ap).astype(cupy.int64)
     rows, offsets = _binned_rows(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
     sizes = np.diff(offsets).astype(np.int64)
     per_block = np.array([256 // g for _, g in gc.SPMV_BINS] + [1], dtype=np.int64)
     blocks = -(-sizes // per_block)
     meta = np.concatenate([[0], np.cumsum(sizes), [0], np.cumsum(blocks)]).astype(np.int64)
-    memo = (rows, cupy.asarray(meta), int(blocks.sum()))
-    try:
-        A._gbdist_spmv_bins = (key, memo)
-    except AttributeError:
-        pass
-    return memo
+    return keep(A, "_gbdist_spmv_bins", key, (rows, cupy.asarray(meta), int(blocks.sum())))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base import MISS, keep, recall
 from . import graph_codegen as gc
 
 MAX_OFFSETS = 128
@@ -76,9 +77,9 @@ def form(K, M, sr, out, *, lowest=None):
     from .graph_arrays import _csr_parts
     key = (int(M.indptr.data.ptr), int(M.indices.data.ptr), int(M.data.data.ptr), int(M.indices.size),
            tuple(M.shape), lowest)  # M's own buffers (its parts below may be converted copies)
-    memo = getattr(M, "_gbdist_dia", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
+    hit = recall(M, "_gbdist_dia", key)
+    if hit is not MISS:
+        return hit
     Mp, Mj, Mx = _csr_parts(M, "M")
     got = None
     m = int(M.shape[0])
@@ -95,11 +96,7 @@ def form(K, M, sr, out, *, lowest=None):
             fn = K._kernels(sr.mul, sr.add, out, (name,))[name]
             fn((min(4096, -(-m // 256)),), (256,), (np.int64(m), Mp, Mj, Mx, offs, dia))
             got = (offs, offs.get(), dia)
-    try:
-        M._gbdist_dia = (key, got)
-    except AttributeError:
-        pass
-    return got
+    return keep(M, "_gbdist_dia", key, got)
 
 
 def pair_plan(a, b):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...algebra.formulas import X, Y
+from ..base import MISS, keep, recall
 from . import graph_codegen as gc
 from . import graph_dia
 from .graph_dia import form, offsets
@@ -74,9 +75,9 @@ def structure(U, Up, Uj, Ux) -> dict:
     """The per-matrix facts (module docstring), computed once and cached on ``U``."""
     import cupy
     key = (int(Up.data.ptr), int(Uj.data.ptr), int(Ux.data.ptr), int(Uj.size), tuple(U.shape))
-    memo = getattr(U, "_gbdist_sym_rows", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
+    hit = recall(U, "_gbdist_sym_rows", key)
+    if hit is not MISS:
+        return hit
     n = int(U.shape[0])
     deg = cupy.diff(Up).astype(cupy.int64)
     col = cupy.bincount(Uj.astype(cupy.int64), minlength=n)[:n] if Uj.size else cupy.zeros(n, cupy.int64)
@@ -86,11 +87,7 @@ def structure(U, Up, Uj, Ux) -> dict:
             "G": lanes(Uj.size / max(n, 1)),
             "maxabs": cupy.ascontiguousarray(ma.reshape(1)).view(cupy.uint64),
             "offsets": _diagonals(Up, Uj)}
-    try:
-        U._gbdist_sym_rows = (key, info)
-    except AttributeError:
-        pass
-    return info
+    return keep(U, "_gbdist_sym_rows", key, info)
 
 
 def _diagonals(Up, Uj):

@@ -6,6 +6,7 @@ rule's pick between them and the in-order kernel (``gb_spmv_rows``) for one matr
 from __future__ import annotations
 
 from ...compiler import spmv_choice as rule
+from ..base import MISS, keep, recall
 
 
 def tile_starts(Ap, tile: int, xp):
@@ -61,9 +62,9 @@ def full_choice(A, Ap):
     reads, once per matrix: cached on the matrix object as :func:`spmv_tiles` is."""
     import cupy
     key = (int(Ap.data.ptr), int(Ap.size), tuple(A.shape))
-    memo = getattr(A, "_gbdist_spmv_choice", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
+    hit = recall(A, "_gbdist_spmv_choice", key)
+    if hit is not MISS:
+        return hit
     choice = rule.choose_full(rule.row_statistics(cupy.diff(Ap), cupy))
     rows_present = []
 
@@ -72,9 +73,4 @@ def full_choice(A, Ap):
             rows_present.append(cupy.diff(Ap) > 0)
         return rows_present[0]
 
-    out = (choice, nonempty)
-    try:
-        A._gbdist_spmv_choice = (key, out)
-    except AttributeError:
-        pass
-    return out
+    return keep(A, "_gbdist_spmv_choice", key, (choice, nonempty))
