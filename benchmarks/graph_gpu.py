@@ -255,6 +255,25 @@ def powerlaw_device(n: int, avg: int = 16, seed: int = 0, skew: float = 1.6):
     return cps.csr_matrix((val, (key % n).astype(cupy.int32), indptr.astype(cupy.int32)), shape=(n, n))
 
 
+def spec_matrix(spec: str):
+    """A device CSR from a short spec: ``pl:N`` (:func:`powerlaw_device`), ``poisson:G``
+    (7-point Poisson 3D on G³), ``fem27:G`` (the 27-point stencil), ``band:N:B`` (a band of
+    half-width B); values from seed 1 (benchmarks/stencils.py)."""
+    import cupy
+
+    from benchmarks import stencils
+    kind, *a = spec.split(":")
+    if kind == "pl":
+        return powerlaw_device(int(a[0]))
+    if kind == "poisson":
+        return stencils.as_cupyx(stencils.poisson3d(int(a[0]), xp=cupy, seed=1))
+    if kind == "fem27":
+        return stencils.as_cupyx(stencils.fem27(int(a[0]), xp=cupy, seed=1))
+    if kind == "band":
+        return stencils.as_cupyx(stencils.band(int(a[0]), int(a[1]), xp=cupy, seed=1))
+    raise SystemExit(f"unknown matrix {spec}")
+
+
 def interleaved(fns: dict, reps: int) -> dict:
     """{name: median ms}: every fn warmed up, then timed with CUDA events round-robin
     (one call of each per round), so the peers share the card's state."""

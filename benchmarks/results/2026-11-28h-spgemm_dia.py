@@ -19,25 +19,11 @@ import numpy as np
 from cupyx.profiler import benchmark
 
 import gbdist as gb
-from benchmarks import stencils
-from benchmarks.graph_gpu import _same_csr, powerlaw_device
+from benchmarks.graph_gpu import _same_csr, spec_matrix
 from gbdist.backends.cuda import graph_dia
 from gbdist.backends.cuda.graph import CudaGraphKernels
 
 K = CudaGraphKernels()
-
-
-def matrix(spec):
-    kind, *a = spec.split(":")
-    if kind == "pl":
-        return powerlaw_device(int(a[0]))
-    if kind == "poisson":
-        return stencils.as_cupyx(stencils.poisson3d(int(a[0]), xp=cupy, seed=1))
-    if kind == "fem27":
-        return stencils.as_cupyx(stencils.fem27(int(a[0]), xp=cupy, seed=1))
-    if kind == "band":
-        return stencils.as_cupyx(stencils.band(int(a[0]), int(a[1]), xp=cupy, seed=1))
-    raise SystemExit(f"unknown matrix {spec}")
 
 
 def ours(dia):
@@ -59,7 +45,7 @@ def events(fn):
 
 rows = []
 for spec in sys.argv[1:]:
-    A = matrix(spec)
+    A = spec_matrix(spec)
     R = A @ A
     forms = {"dia": ours(True), "binned": ours(False)}
     for f in forms.values():
