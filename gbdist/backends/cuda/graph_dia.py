@@ -40,7 +40,7 @@ each matrix would pay the form's check (reads) where the binned product is host-
 MAX_RESULT_DIAGONALS = 1024
 MAX_PAIRS = 16384
 
-_PAIRS: dict = {}  # (A's form id, B's form id, device) -> the pairs' device arrays
+_PAIRS: dict = {}  # (A's offsets, B's offsets, device) -> the pairs' device arrays
 
 
 def offsets(Mp, Mj, lowest=None):
@@ -120,18 +120,15 @@ def pair_plan(a, b):
 
 def _pairs(fa, fb):
     """:func:`pair_plan` of two forms on the device, with the number of result diagonals;
-    cached per pair of forms."""
+    cached by the two offset lists (the plan depends on nothing else: no form is held)."""
     import cupy
-    key = (id(fa[2]), id(fb[2]), cupy.cuda.Device().id)
-    hit = _PAIRS.get(key)
-    if hit is not None and hit[0] is fa[2] and hit[1] is fb[2]:
-        return hit[2]
-    plan = pair_plan(fa[1], fb[1])
-    got = None if plan is None else tuple(cupy.asarray(v) for v in plan) + (int(plan[0].size),)
-    if len(_PAIRS) > 64:
-        _PAIRS.clear()
-    _PAIRS[key] = (fa[2], fb[2], got)
-    return got
+    key = (fa[1].tobytes(), fb[1].tobytes(), cupy.cuda.Device().id)
+    if key not in _PAIRS:
+        plan = pair_plan(fa[1], fb[1])
+        if len(_PAIRS) > 64:
+            _PAIRS.clear()
+        _PAIRS[key] = None if plan is None else tuple(cupy.asarray(v) for v in plan) + (int(plan[0].size),)
+    return _PAIRS[key]
 
 
 def applies(A, B, mask) -> bool:
