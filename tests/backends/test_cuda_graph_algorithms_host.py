@@ -109,7 +109,8 @@ def test_lower_and_intersect_kernels_every_order(threads):
         A = sps.csr_matrix(A)
         A.sort_indices()
         n = A.shape[0]
-        for (mode, order), G in zip(enumerate(("none", "increasing", "decreasing", "none")), (32, 4, 32, 4)):
+        for (mode, order), G in zip(enumerate(("none", "increasing", "decreasing", "none", "increasing",
+                                               "decreasing")), (32, 4, 32, 4, 16, 16)):
             mode %= 3
             out = _run(threads, ["tri"],
                        [(n, A.nnz, mode, G), A.indptr, A.indices]).split("\n")

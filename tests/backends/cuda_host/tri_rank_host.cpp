@@ -1,6 +1,6 @@
 #include "threads.h"
 #include "graph_algorithms.cuh"
-// mode "tri": stdin n nnz mode G (lanes a row: 4 or 32), Ap, Aj -> counts (3n), counts under the index order only (3n),
+// mode "tri": stdin n nnz mode G (lanes a row: 4, 16 or 32), Ap, Aj -> counts (3n), counts under the index order only (3n),
 // then Lj and the entries' positions in A of `mode` (after a host scan), then the triangle count,
 // then gb_tri_sums' eight sums (2 blocks: grid-stride and atomics)
 // mode "rank": stdin n alpha teleport t nblocks, y, x, inv_s, dangling, lost -> xnew, w, err, lost'
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     const unsigned grid = (unsigned)((G * n + 255) / 256), grid32 = (unsigned)((32 * n + 255) / 256);
     auto count_k = [&](int modes, int* out) {  // G lanes a row: 4 or 32
       if (G == 4) gb_launch(grid, 256, [&] { gb_tri_count<int, int, int, 4>(Ap.data(), Aj.data(), deg.data(), n, modes, out); });
+      else if (G == 16) gb_launch(grid, 256, [&] { gb_tri_count<int, int, int, 16>(Ap.data(), Aj.data(), deg.data(), n, modes, out); });
       else gb_launch(grid, 256, [&] { gb_tri_count<int, int, int, 32>(Ap.data(), Aj.data(), deg.data(), n, modes, out); });
     };
     count_k(3, count.data());
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     std::vector<int> Lj(Lp[n] + 1);
     std::vector<long long> pos(Lp[n] + 1);
     if (G == 4) gb_launch(grid, 256, [&] { gb_tri_fill<int, int, int, int, 4>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
+    else if (G == 16) gb_launch(grid, 256, [&] { gb_tri_fill<int, int, int, int, 16>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
     else gb_launch(grid, 256, [&] { gb_tri_fill<int, int, int, int, 32>(Ap.data(), Aj.data(), deg.data(), n, mode, Lp.data(), Lj.data(), pos.data()); });
     std::vector<unsigned long long> sums(8, 0);
     gb_launch(2, 256, [&] { gb_tri_sums<int>(deg.data(), count.data(), n, sums.data()); });
