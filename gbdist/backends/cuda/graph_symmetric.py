@@ -99,8 +99,8 @@ def _diagonals(Up, Uj):
 
 def spmv_rows(K, U, Up, Uj, Ux, x, sr, out, work, *, tile=None, compensated=False, method=None):
     """(y in the accumulator dtype, presence) of the symmetric product. ``compensated``
-    (the caller checked :func:`exact_eligible`): reproducible, by the offsets kernel with
-    compensated sums where U lies on few diagonals, else by fixed-point atomics.
+    (the caller checked :func:`exact_eligible`): reproducible, by the diagonals or the offsets
+    kernel with compensated sums where U lies on few diagonals, else by fixed-point atomics.
     ``method``: "dia", "offsets", "atomic" or "fixed" forces one (None: :data:`DIA` where
     it applies, else :data:`PLAIN` or the rule above)."""
     import cupy
