@@ -690,6 +690,19 @@ __device__ __forceinline__ void gb_neumaier(W& s, W& c, W v) {
   s = t;
 }
 
+// One term into a row's sum: compensated (CS, gb_neumaier) or by ⊕; the first term (has = 0)
+// starts it.
+template <class F, bool CS>
+__device__ __forceinline__ void gb_fold(typename F::W& acc, typename F::W& comp, int& has,
+                                        typename F::W v) {
+  if constexpr (CS) {
+    if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
+  } else {
+    acc = has ? F::add(acc, v) : v;
+  }
+  has = 1;
+}
+
 // The group's partial sums combined, compensated: (s, c) of every lane into lane 0's.
 template <class F, int G>
 __device__ __forceinline__ void gb_group_combine_csum(typename F::W& s, typename F::W& c, int& has) {
@@ -715,13 +728,7 @@ __device__ __forceinline__ void gb_spmv_lane(long long row, int lane, int step,
   for (long long p = (long long)Ap[row] + lane; p < a1; p += step) {
     const long long k = (long long)Aj[p];
     if (xp != nullptr && !xp[k]) continue;
-    const typename F::W v = F::mul(F::load(Ax[p]), F::load(x[k]));
-    if constexpr (CS) {
-      if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
-    } else {
-      acc = has ? F::add(acc, v) : v;
-    }
-    has = 1;
+    gb_fold<F, CS>(acc, comp, has, F::mul(F::load(Ax[p]), F::load(x[k])));
   }
 }
 
@@ -837,13 +844,7 @@ __device__ __forceinline__ void gb_staged_reduce(const typename F::W* sv, const 
     bool flags, int a, int b, int lane, int step, typename F::W& acc, typename F::W& comp, int& has) {
   for (int i = a + lane; i < b; i += step) {
     if (flags && !sf[i]) continue;
-    const typename F::W v = sv[i];
-    if constexpr (CS) {
-      if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (typename F::W)0; }
-    } else {
-      acc = has ? F::add(acc, v) : v;
-    }
-    has = 1;
+    gb_fold<F, CS>(acc, comp, has, sv[i]);
   }
 }
 

@@ -238,9 +238,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_offsets(long long n,
     const long long a1 = (long long)Up[j + 1];
     for (long long p = (long long)Up[j]; p < a1; ++p) {
       const W v = F::mul(F::load(Ux[p]), F::load(x[(long long)Uj[p]]));
-      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
-      else acc = has ? F::add(acc, v) : v;
-      has = 1;
+      gb_fold<F, CS>(acc, comp, has, v);
     }
     for (int k = 0; k < K; ++k) {
       const long long d = offs[k];
@@ -260,9 +258,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_offsets(long long n,
         if (p < 0) continue;
       }
       const W v = F::mul(F::load(Ux[p]), F::load(x[i]));
-      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
-      else acc = has ? F::add(acc, v) : v;
-      has = 1;
+      gb_fold<F, CS>(acc, comp, has, v);
     }
     if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[j] = has ? acc : F::identity();
@@ -323,9 +319,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_dia(long long n,
       const typename H::B b = dia[(long long)k * n + j];
       if (b == H::bits) continue;
       const W v = F::mul(F::load(H::value(b)), F::load(x[j + so[k]]));
-      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
-      else acc = has ? F::add(acc, v) : v;
-      has = 1;
+      gb_fold<F, CS>(acc, comp, has, v);
     }
 #pragma unroll 4
     for (int k = 0; k < K; ++k) {
@@ -336,9 +330,7 @@ __global__ void __launch_bounds__(256) gb_spmv_sym_dia(long long n,
       const typename H::B b = dia[(long long)k * n + i];
       if (b == H::bits) continue;
       const W v = F::mul(F::load(H::value(b)), F::load(x[i]));
-      if constexpr (CS) { if (has) gb_neumaier(acc, comp, v); else { acc = v; comp = (W)0; } }
-      else acc = has ? F::add(acc, v) : v;
-      has = 1;
+      gb_fold<F, CS>(acc, comp, has, v);
     }
     if constexpr (CS) acc = gb_csum_total(acc, comp);
     y[j] = has ? acc : F::identity();
