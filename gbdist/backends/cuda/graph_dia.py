@@ -68,10 +68,11 @@ def offsets(Mp, Mj, lowest=None):
     return offs if offs.size <= MAX_OFFSETS else None
 
 
-def form(K, M, sr, out, *, lowest=None):
+def form(K, M, sr, out, *, lowest=None, offs=None):
     """``(offsets on the device, offsets on the host, the diagonals)`` of the CSR ``M``, or
     None where the form does not apply (module docstring); built on the first call and
-    cached on ``M``."""
+    cached on ``M``. ``offs``: :func:`offsets` of M (with ``lowest``) where the caller has
+    them already."""
     import cupy
 
     from .graph_arrays import _csr_parts
@@ -84,7 +85,10 @@ def form(K, M, sr, out, *, lowest=None):
     got = None
     m = int(M.shape[0])
     vt = np.dtype(Mx.dtype)
-    offs = offsets(Mp, Mj, lowest) if (vt in DIA_HOLE and m and Mj.size) else None
+    if not (vt in DIA_HOLE and m and Mj.size):
+        offs = None
+    elif offs is None:
+        offs = offsets(Mp, Mj, lowest)
     if (offs is not None and offs.size * m <= DIA_FILL * int(Mj.size)
             and not bool((Mx.view(DIA_HOLE[vt].dtype) == DIA_HOLE[vt]).any())):
         try:

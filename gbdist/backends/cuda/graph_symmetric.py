@@ -180,7 +180,7 @@ def diagonals(K, U, Up, Uj, Ux, sr, out):
     first call, cached on U), kept with :func:`structure`'s facts."""
     info = structure(U, Up, Uj, Ux)
     if "dia" not in info:
-        got = form(K, U, sr, out, lowest=0) if info["offsets"] is not None else None
+        got = form(K, U, sr, out, lowest=0, offs=info["offsets"]) if info["offsets"] is not None else None
         info["dia"] = None if got is None else got[2]
     return info["dia"]
 
