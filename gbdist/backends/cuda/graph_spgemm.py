@@ -127,7 +127,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         got = graph_dia.spgemm(K, A, B, sr, out, work)
         if got is not None:
             Cx, Cj, Cp = got
-            return make_csr(K._finish(Cx, out), Cj, Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp, (m, n))
+            return _result(K, Cx, Cj, Cp, out, (m, n))
     # Upper bound of each row's distinct columns (a warp a row): its products, n, the span
     # of the B rows it reaches (each B row's column range first), the mask row's size.
     ub = cupy.empty(m, dtype=cupy.int64)
@@ -204,10 +204,6 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
                                        np.int64(n if dense else 0), keys, vals) + args)
             del keys, vals
 
-    def result(Cj, Cx):
-        indptr = Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp
-        return make_csr(K._finish(Cx, out), Cj, indptr, (m, n))
-
     # Rows binned by their bound; in one pass the numeric pass straight away, else the
     # symbolic pass counts each row's distinct columns. Up: row i's place by the bounds
     # before it (one pass), its last entry the bounds' sum, read with the bins' sizes.
@@ -238,7 +234,7 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if Cj is not None:
             if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
                 sort_rows(Cp, Cj, Cx, grows, n)
-            return result(Cj, Cx)
+            return _result(K, Cx, Cj, Cp, out, (m, n))
         # the compacted copy did not fit beside the bounds' slots: the counts are exact now,
         # so the two passes' numeric step runs (no symbolic pass)
     else:
@@ -260,7 +256,14 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         launch(rows, offsets, chunks, True, Cj, Cx)
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
-    return result(Cj, Cx)
+    return _result(K, Cx, Cj, Cp, out, (m, n))
+
+
+def _result(K, Cx, Cj, Cp, out, shape):
+    """The product as a CSR: values in ``out`` (from the accumulator's), int32 row pointers
+    where the entries fit."""
+    import cupy
+    return make_csr(K._finish(Cx, out), Cj, Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp, shape)
 
 
 _ZEROS: dict = {}
