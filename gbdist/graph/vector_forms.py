@@ -46,15 +46,21 @@ def count_of(present, xp) -> int:
     """The positions flagged in ``present``, counted (a read that waits for the kernel that
     made it), or the count found last time for the same (cached, read-only) presence array:
     a kernel that returns its matrix's non-empty rows again is not waited for."""
-    ref, n = _LAST_COUNT
+    return _last(_LAST_COUNT, present, lambda: int(xp.count_nonzero(present)))
+
+
+def _last(slot: list, present, make):
+    """``slot`` ([weak reference to a presence array, a value]): its value when it holds this
+    very array (alive, so never a reused address), else ``make()`` kept there."""
+    ref, value = slot
     if ref is not None and ref() is present:
-        return n
-    n = int(xp.count_nonzero(present))
+        return value
+    value = make()
     try:
-        _LAST_COUNT[:] = [weakref.ref(present), n]
+        slot[:] = [weakref.ref(present), value]
     except TypeError:
         pass
-    return n
+    return value
 
 
 def keys_of(present, size: int, xp):
@@ -68,12 +74,4 @@ def keys_of(present, size: int, xp):
         if keys is None or keys.size != size:
             keys = _ARANGE[name] = xp.arange(size, dtype=np.int64)
         return keys
-    ref, keys = _LAST_PRESENT
-    if ref is not None and ref() is present:
-        return keys
-    keys = xp.flatnonzero(present).astype(np.int64, copy=False)
-    try:
-        _LAST_PRESENT[:] = [weakref.ref(present), keys]
-    except TypeError:
-        pass
-    return keys
+    return _last(_LAST_PRESENT, present, lambda: xp.flatnonzero(present).astype(np.int64, copy=False))
