@@ -49,10 +49,20 @@ class Replicated:
         return tuple(f.key for f in self.futures)
 
 
+WAIT_FOR_WORKERS_S = 10.0
+"""How long :func:`replicate` waits for a worker when the client lists none."""
+
+
 def _workers(client, workers) -> list:
     if workers is not None:
         return list(workers)
     found = sorted(client.scheduler_info()["workers"])
+    if not found:  # a cluster just started (or a lost worker being replaced) may not list
+        try:  # its workers yet: wait for one before saying there is none
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_S)
+        except TimeoutError:
+            pass
+        found = sorted(client.scheduler_info()["workers"])
     if not found:
         raise InputError("the cluster has no worker", hint="start the workers first")
     return found

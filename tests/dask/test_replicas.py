@@ -338,3 +338,32 @@ def test_a_row_block_runs_the_whole_replicas_decision():
     d, i = tasks.rows_knn(X, 6, 10, 40, 5, True, "manhattan", {}, "cpu", None, False, choice)
     ref = gb.knn(X, k=5, metric="manhattan")
     _same((d, i.astype(np.int64)), (ref[0][10:40], ref[1][10:40]), exact=False)
+
+
+def test_replicate_waits_for_workers_a_client_does_not_list_yet(monkeypatch):
+    """A client that lists no worker yet (a cluster just started, a lost worker being
+    replaced; one full CI run failed so) is waited on for one; one that stays empty is an
+    InputError after the wait."""
+    from gbdist.dask import replicas
+
+    class Client:
+        def __init__(self, arrives):
+            self.arrives, self.waited, self.seen = arrives, [], {}
+
+        def scheduler_info(self):
+            return {"workers": self.seen}
+
+        def wait_for_workers(self, n, timeout):
+            self.waited.append((n, timeout))
+            if not self.arrives:
+                raise TimeoutError
+            self.seen = {"inproc://w1": {}, "inproc://w0": {}}
+
+    c = Client(arrives=True)
+    assert replicas._workers(c, None) == ["inproc://w0", "inproc://w1"]
+    assert c.waited == [(1, replicas.WAIT_FOR_WORKERS_S)]
+    c = Client(arrives=False)
+    with pytest.raises(gb.InputError, match="no worker"):
+        replicas._workers(c, None)
+    assert len(c.waited) == 1
+    assert replicas._workers(Client(arrives=False), ["tcp://x"]) == ["tcp://x"]  # named: no wait
