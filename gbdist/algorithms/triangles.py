@@ -84,7 +84,7 @@ def triangle_count(A, *, order: str = "auto", method: str = "auto",
                               hint="host data with Numba (the compiled kernels), device data "
                                    "(the CUDA kernels), or method='auto'")
     if (method == "auto" and not M.on_device and K.name == "compiled"
-            and (order == "none" or order == "auto" and not _skewed(M.xp.diff(M.csr.indptr), M.xp))):
+            and (order == "none" or order == "auto" and not _skewed(M.xp.diff(M.csr.indptr), M.xp, total=M.nvals))):
         return int(K.count_triangles(M.csr, below=True))  # the index order: L read in A
     # L as the kernels wrote it (a Matrix of it only for the product: no copy for the count)
     Lcsr, sums = _lower_csr(M, order, backend, False)
