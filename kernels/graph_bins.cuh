@@ -7,7 +7,10 @@
 // -1 when skip_zero and keys[i] == 0; blockcounts[b * gridDim.x + block] = rows of bin b in
 // the block.
 // gb_bin_scatter: out[starts[b * gridDim.x + block] + (earlier rows of bin b in the block)] = i,
-// starts being the exclusive prefix sums of blockcounts (bin-major).
+// starts being the exclusive prefix sums of blockcounts (bin-major): ends (their inclusive sums,
+// scanned in place of the counts) less the block's own count of bin b, counted again here.
+// gb_bin_tails: the bins' cumulative ends (ends[(b + 1) * nb - 1], b = 0 .. ne) and, after them,
+// one more value (extra[0], 0 without it), gathered for the host's one read.
 
 extern "C" __global__ void __launch_bounds__(256) gb_bin_count(
     const long long* __restrict__ keys, long long m, const long long* __restrict__ edges, int ne,
@@ -33,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_count(
 }
 
 extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
-    const int* __restrict__ bin, long long m, int ne, const long long* __restrict__ starts,
+    const int* __restrict__ bin, long long m, int ne, const long long* __restrict__ ends,
     long long* __restrict__ out) {
   __shared__ unsigned int warpcount[8][32];  // rows of each bin in each warp of the block
   const int lane = threadIdx.x & 31;
@@ -47,10 +50,16 @@ extern "C" __global__ void __launch_bounds__(256) gb_bin_scatter(
   if (b >= 0 && rank == 0) warpcount[w][b] = __popc(peers);
   __syncthreads();
   if (b >= 0) {
-    long long pos = starts[(long long)b * gridDim.x + blockIdx.x] + rank;
-    for (int v = 0; v < w; ++v) pos += warpcount[v][b];
+    long long pos = ends[(long long)b * gridDim.x + blockIdx.x] + rank;
+    for (int v = 0; v < 8; ++v) pos -= v < w ? 0 : warpcount[v][b];  // less this warp's and later
     out[pos] = i;
   }
+}
+
+extern "C" __global__ void gb_bin_tails(const long long* __restrict__ ends, long long nb, int ne,
+                                        const long long* __restrict__ extra, long long* __restrict__ out) {
+  for (int q = threadIdx.x; q <= ne + 1; q += blockDim.x)
+    out[q] = q <= ne ? ends[(long long)(q + 1) * nb - 1] : (extra != nullptr ? extra[0] : 0);
 }
 
 // The smallest a and largest b over each group of g lanes (g a power of two <= 32), in
@@ -89,12 +98,15 @@ __global__ void __launch_bounds__(256) gb_row_span(
 
 // SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the columns between the
 // smallest and the largest one of those B rows (lo/hi of gb_row_span; a band's product row
-// is bounded by its width), the mask row's size when Mp is not null) — g lanes a row.
+// is bounded by its width), the mask row's size when Mp is not null) — g lanes a row. up
+// (when not null, m + 1 values): up[i + 1] = ub[i] and up[0] = 0 as well, for the running
+// sum's scan in place.
 template <typename I>
 __global__ void __launch_bounds__(256) gb_spgemm_bound(
     const I* __restrict__ Ap, const I* __restrict__ Aj, const I* __restrict__ Bp,
     const int* __restrict__ blo, const int* __restrict__ bhi,
-    const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub, int g) {
+    const I* __restrict__ Mp, long long m, long long n, long long* __restrict__ ub,
+    long long* __restrict__ up, int g) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long row = tid / g;
   const int lane = (int)(tid % g);
@@ -119,22 +131,26 @@ __global__ void __launch_bounds__(256) gb_spgemm_bound(
       if (s > mm) s = mm;
     }
     ub[row] = s;
+    if (up != nullptr) {
+      up[row + 1] = s;
+      if (row == 0) up[0] = 0;
+    }
   }
 }
 
-// The one-pass SpGEMM's compaction (issue 30): row i's counts[i] entries moved from
-// from[i] (its place by its bound) to to[i] (its place in the result), g lanes a row (no
-// shuffle: rows past m leave); values moved as raw words V of their size.
+// The one-pass SpGEMM's compaction (issue 30): row i's entries (to[i + 1] - to[i], the
+// result's row pointers) moved from from[i] (its place by its bound) to to[i], g lanes a row
+// (no shuffle: rows past m leave); values moved as raw words V of their size.
 template <typename V>
 __global__ void __launch_bounds__(256) gb_compact_rows(
-    const long long* __restrict__ from, const long long* __restrict__ to,
-    const long long* __restrict__ counts, long long m, const int* __restrict__ sj,
-    const V* __restrict__ sx, int* __restrict__ dj, V* __restrict__ dx, int g) {
+    const long long* __restrict__ from, const long long* __restrict__ to, long long m,
+    const int* __restrict__ sj, const V* __restrict__ sx, int* __restrict__ dj,
+    V* __restrict__ dx, int g) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long row = tid / g;
   const int lane = (int)(tid % g);
   if (row >= m) return;
-  const long long c = counts[row], a = from[row], b = to[row];
+  const long long a = from[row], b = to[row], c = to[row + 1] - b;
   for (long long p = lane; p < c; p += g) {
     dj[b + p] = sj[a + p];
     dx[b + p] = sx[a + p];

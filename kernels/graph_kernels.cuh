@@ -535,6 +535,31 @@ __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, 
   return b;
 }
 
+// The bin of this block in gb_spgemm_binned, its first row in `rows`, its row count and the
+// block's index inside the bin, from the binning's own running sums (graph_bins.cuh,
+// gb_bin_count: `ends` bin-major over `nb` blocks, bin b's cumulative end at
+// ends[(b + 1) * nb - 1]): bin b's blocks follow bin b - 1's, RPB[b] rows a block. Read on
+// the device, so the host launches without building the bins' table (issue 30).
+template <int NB>
+__device__ __forceinline__ int gb_spgemm_block_bin(const long long* __restrict__ ends, long long nb,
+                                                   const int (&rpb)[NB], long long& r0, long long& nrows,
+                                                   long long& block) {
+  const long long blk = blockIdx.x;
+  long long start = 0, first = 0;
+  int b = 0;
+  for (; b < NB - 1; ++b) {
+    const long long end = ends[(long long)(b + 1) * nb - 1];
+    const long long blocks = (end - start + rpb[b] - 1) / rpb[b];
+    if (blk < first + blocks) break;
+    start = end;
+    first += blocks;
+  }
+  r0 = start;
+  nrows = ends[(long long)(b + 1) * nb - 1] - start;
+  block = blk - first;
+  return b;
+}
+
 // Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 6 of SHARED_BINS
 // (graph_codegen.py: 32 … 256 slots, a warp a row, 8 rows a block; 512 … 2,048 slots, 8
 // warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
@@ -543,16 +568,17 @@ __device__ __forceinline__ int gb_block_bin(const long long* __restrict__ meta, 
 // smallest bins keep a full SM of threads. ESC: short rows without a table (gb_esc_row).
 template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK, bool ESC>
 __global__ void __launch_bounds__(256) gb_spgemm_binned(
-    const long long* __restrict__ rows, const long long* __restrict__ meta,
+    const long long* __restrict__ rows, const long long* __restrict__ ends, long long nb,
     const I* __restrict__ Ap, const I* __restrict__ Aj, const TA* __restrict__ Ax,
     const I* __restrict__ Bp, const I* __restrict__ Bj, const TB* __restrict__ Bx,
     const I* __restrict__ Mp, const I* __restrict__ Mj,
     long long* __restrict__ counts, const long long* __restrict__ Cp, int* __restrict__ Cj,
     typename F::W* __restrict__ Cx) {
   constexpr int NB = 7;
+  constexpr int rpb[NB] = {8, 8, 8, 8, 1, 1, 1};  // the cases below
   __shared__ int scratch[8 * 36];
   long long r0, nrows, block;
-  const int b = gb_block_bin<NB>(meta, r0, nrows, block);
+  const int b = gb_spgemm_block_bin<NB>(ends, nb, rpb, r0, nrows, block);
 #define GB_ROWS rows + r0, nrows, block, scratch, Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp, Cj, Cx
   switch (b) {
     case 0: gb_spgemm_shared_rows<F, I, TA, TB, 32, 1, 8, NUMERIC, MASK, ESC>(GB_ROWS); return;

@@ -120,13 +120,17 @@ K = CudaGraphKernels()
 
 
 def _passes(monkeypatch, form):
-    """The SpGEMM's form: "one" (the default: one numeric pass on the bounds' bins, then
-    compacted) or "two" (symbolic then numeric)."""
+    """The SpGEMM's form: "one" (the default: one numeric pass on the bounds' bins, compacted
+    into a copy allocated with them, the result's size read last), "late" (one pass, the size
+    read before the compacted copy is allocated: the larger products') or "two" (symbolic then
+    numeric)."""
     from gbdist.backends.cuda import graph_spgemm
-    monkeypatch.setattr(graph_spgemm, "ONE_PASS", form == "one")
+    monkeypatch.setattr(graph_spgemm, "ONE_PASS", form != "two")
+    if form == "late":
+        monkeypatch.setattr(graph_spgemm, "_EARLY_BYTES", 0)
 
 
-FORMS = ["one", "two"]
+FORMS = ["one", "late", "two"]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -206,13 +210,14 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
         assert sorts
 
 
-@pytest.mark.parametrize("form", ["one", "two"])
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson", "wide", "free",
                                   "no_room"])
 def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case):
     """The one-pass product's edges against SciPy: a 27-point stencil squared (a row's 729
     products make 125 entries: rows compacted far), A with one entry a row (no product
-    combines: every row fills its bound and nothing moves), and a memory share of 0 (the
+    combines: every row fills its bound, and with the size read first nothing moves), and a
+    memory share of 0 (the
     bounds never fit: the two-pass product runs); 7-point Poisson squared (short rows in
     registers), and with its columns spread past 2^25 (their pairs sorted, not 32-bit keys);
     past the memory share with room free (one pass) and no room for the compacted copy (the
@@ -266,7 +271,61 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         B = powerlaw(4000, 4000, 14)
     C = K.spgemm(dev(A), dev(B), SR.plus_times, out_dtype=np.float64)
     check_csr(C, brute_spgemm(A, B, SR.plus_times, np.float64), np.float64, rtol=1e-12)
-    assert bool(compacts) == (form == "one" and case in ("stencil", "poisson", "wide", "free"))
+    combined = case in ("stencil", "poisson", "wide", "free")
+    assert bool(compacts) == (form == "late" and combined or form == "one" and (combined or case == "no_combining"))
+
+
+def test_spgemm_on_the_callers_stream_with_side_streams():
+    """The larger bins' kernels run on side streams after the work the caller queued: A built
+    on a non-blocking stream of the caller's just before the product (its values written
+    there), every bin used, the answer read after that stream alone is synchronised."""
+    A = powerlaw(1500, 6000, 1, long_row=900, avg=10)
+    B = powerlaw(6000, 6000, 2, avg=10)
+    want = brute_spgemm(A, B, SR.plus_times, np.float64)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        Ad = dev(A)
+        Ad.data *= 1.0  # the operand's last write: queued on this stream only
+        Ad.data += 0.0
+        C = K.spgemm(Ad, dev(B), SR.plus_times, out_dtype=np.float64)
+        C = cps.csr_matrix((C.data.copy(), C.indices.copy(), C.indptr.copy()), shape=C.shape)
+    stream.synchronize()
+    check_csr(C, want, np.float64, rtol=1e-12)
+
+
+def test_spgemm_keeps_b_row_spans_and_holds_no_slack(monkeypatch):
+    """Each B row's column span (gb_row_span) is computed once per B object: a second product
+    with the same B launches no span kernel and gives the same answer. A product whose rows
+    combine far (27-point stencil squared: 729 products a row, 125 entries) returns arrays of
+    its own size, not views of the bounds' larger copy."""
+    from gbdist.backends.cuda import graph_spgemm
+    spans = []
+    real = graph_spgemm._bin_module
+
+    def spy():
+        mod = real()
+
+        class M:
+            def get_function(self, name):
+                if name.startswith("gb_row_span"):
+                    spans.append(name)
+                return mod.get_function(name)
+        return M()
+    monkeypatch.setattr(graph_spgemm, "_bin_module", spy)
+    A = powerlaw(900, 3000, 5, long_row=500)
+    B = powerlaw(3000, 3000, 6)
+    Bd = dev(B)
+    want = brute_spgemm(A, B, SR.plus_times, np.float64)
+    for i in range(2):
+        check_csr(K.spgemm(dev(A), Bd, SR.plus_times, out_dtype=np.float64), want, np.float64, rtol=1e-12)
+        assert len(spans) == 1
+    g = 12
+    T = sps.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(g, g))
+    S = sps.csr_matrix(sps.kron(sps.kron(T, T), T))
+    C = K.spgemm(dev(S), dev(S), SR.plus_times, out_dtype=np.float64)
+    check_csr(C, brute_spgemm(S, S, SR.plus_times, np.float64), np.float64, rtol=1e-12)
+    for a in (C.indices, C.data):
+        assert a.size == C.nnz and a.data.mem.size <= a.nbytes + max(a.nbytes // 8, 1 << 20) + 1024
 
 
 @pytest.mark.parametrize("skip_zero", [False, True])

@@ -190,10 +190,10 @@ int main() {
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints()); auto Ax = gb_read_reals();
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()); auto Bx = gb_read_reals();
   auto Mp = gb_narrow(gb_read_ints()), Mj = gb_narrow(gb_read_ints());
-  auto rows = gb_read_ints(), offsets = gb_read_ints(), meta = gb_read_ints(), ub = gb_read_ints();
+  auto rows = gb_read_ints(), offsets = gb_read_ints(), ends = gb_read_ints(), ub = gb_read_ints();
   auto Cp = gb_read_ints();
-  const long long grid = meta.back();
-  meta.pop_back();
+  const long long grid = ends.back(), nb = ends[ends.size() - 2];  // then the blocks' count
+  ends.resize(ends.size() - 2);
   std::vector<long long> counts(m, 0);
   std::vector<int> Cj(numeric ? Cp[m] + 1 : 1, -1); std::vector<double> Cx(Cj.size(), 0.0);
   const long long g0 = offsets[offsets.size() - 2], G = offsets.back() - g0;
@@ -207,7 +207,7 @@ int main() {
     auto args = [&](auto f) { f(Ap.data(), Aj.data(), Ax.data(), Bp.data(), Bj.data(), Bx.data(),
                                 Mp.data(), Mj.data(), counts.data(), Cp.data(), Cj.data(), Cx.data()); };
     if (grid) gb_launch2((unsigned)grid, 1, 256, [&] { args([&](auto... a) {
-      gb_spgemm_binned<GbF, int, double, double, U, K, E>(rows.data(), meta.data(), a...); }); });
+      gb_spgemm_binned<GbF, int, double, double, U, K, E>(rows.data(), ends.data(), nb, a...); }); });
     auto shared = [&](auto S, auto WPR, int b) {
       const long long size = offsets[b + 1] - offsets[b];
       if (size) gb_launch2((unsigned)size, 1, 32 * decltype(WPR)::value, [&] { args([&](auto... a) {
@@ -237,7 +237,7 @@ int main() {
     for (long long i = 0; i < m; ++i) to[i + 1] = to[i] + counts[i];
     std::vector<int> dj(to[m] + 1, -1); std::vector<double> dx(dj.size(), 0.0);
     gb_launch2((unsigned)((m * 4 + 255) / 256), 1, 256, [&] {  // 4 lanes a row
-      gb_compact_rows<unsigned long long>(Cp.data(), to.data(), counts.data(), m, Cj.data(),
+      gb_compact_rows<unsigned long long>(Cp.data(), to.data(), m, Cj.data(),
           reinterpret_cast<const unsigned long long*>(Cx.data()), dj.data(),
           reinterpret_cast<unsigned long long*>(dx.data()), 4); });
     for (auto c : counts) printf("%lld\n", c);
@@ -265,13 +265,16 @@ def _bins(keys):
     return np.concatenate(rows), np.array(offsets)
 
 
-def _meta(offsets):
-    """The one-launch kernel's meta and grid, as spgemm's launch() computes them."""
+def _ends(offsets, nb: int = 3):
+    """The binning's bin-major running sums as gb_bin_count's scan leaves them for ``nb``
+    blocks (bin b's cumulative end at [(b + 1) * nb - 1]; the other entries -7, which the
+    one-launch kernel must not read), then nb and the grid spgemm's launch() computes."""
     one = gc.ONE_LAUNCH
     sizes = np.diff(offsets)
+    ends = np.full(len(sizes) * nb, -7, dtype=np.int64)
+    ends[nb - 1::nb] = offsets[1:]
     rpb = np.array([r for _, _, r in gc.SHARED_BINS[:one]])
-    blocks = -(-sizes[:one] // rpb)
-    return np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1], [blocks.sum()]])
+    return np.concatenate([ends, [nb], [(-(-sizes[:one] // rpb)).sum()]])
 
 
 def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False, esc=False):
@@ -286,7 +289,7 @@ def _pass(exe, A, B, M, mode, dense, keys, Cp=None, onepass=False, esc=False):
                       number_line(A.indptr), number_line(A.indices), number_line(A.data.astype(np.float64)),
                       number_line(B.indptr), number_line(B.indices), number_line(B.data.astype(np.float64)),
                       number_line(M.indptr), number_line(M.indices), number_line(rows), number_line(offsets),
-                      number_line(_meta(offsets)), number_line(np.maximum(_bounds(A, B), 1)),
+                      number_line(_ends(offsets)), number_line(np.maximum(_bounds(A, B), 1)),
                       number_line(np.zeros(A.shape[0] + 1, np.int64) if Cp is None else Cp)])
     out = subprocess.run([exe], input=text + "\n", capture_output=True, text=True, check=True,
                          timeout=900).stdout.split()
@@ -360,14 +363,14 @@ def test_every_kernel_of_both_passes_gives_scipy(exe_all, mode):
 
 
 def test_a_one_launch_kernel_that_misplaces_a_bins_first_block_fails(tmp_path):
-    """The same product with gb_block_bin's bin test off by one block: the first block of
-    each bin runs as the previous bin's, and the answer differs."""
+    """The same product with gb_spgemm_block_bin's bin test off by one block: the first block
+    of each bin runs as the previous bin's, and the answer differs."""
     A, B = _every_bin_graph()
     pattern, _ = _want(A, B, None, 0)
     src = graph_source()
-    old = "b += blk >= meta[NB + 1 + q] ? 1 : 0;"
+    old = "if (blk < first + blocks) break;"
     assert src.count(old) == 1
-    exe = build(tmp_path, "spgemm_mutant", GRAPH_PRELUDE + src.replace(old, old.replace(">=", ">")) + _bins_source()
+    exe = build(tmp_path, "spgemm_mutant", GRAPH_PRELUDE + src.replace(old, old.replace("<", "<=")) + _bins_source()
                 + DRIVER_ALL)
     out = _pass(exe, A, B, None, 0, True, _bounds(A, B))
     assert not np.array_equal(np.array(out, dtype=np.int64), np.diff(pattern.indptr))
@@ -412,7 +415,7 @@ def test_a_compaction_that_ignores_the_rows_places_fails(tmp_path):
     A, B = _every_bin_graph()
     ub = _bounds(A, B)
     pattern, _ = _want(A, B, None, 0)
-    old = "const long long c = counts[row], a = from[row], b = to[row];"
+    old = "const long long a = from[row], b = to[row], c = to[row + 1] - b;"
     src = _bins_source()
     assert src.count(old) == 1
     exe = build(tmp_path, "spgemm_compact_mutant", GRAPH_PRELUDE + graph_source()
@@ -428,13 +431,14 @@ int main() {
   if (scanf("%lld %lld %lld %d %d", &m, &k, &n, &masked, &g) != 5) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints());
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()), Mp = gb_narrow(gb_read_ints());
-  std::vector<int> lo(k + 1), hi(k + 1); std::vector<long long> ub(m + 1, -7);
+  std::vector<int> lo(k + 1), hi(k + 1); std::vector<long long> ub(m + 1, -7), up(m + 2, -7);
   gb_launch2((unsigned)((k * g + 255) / 256 + 1), 1, 256, [&] {
     gb_row_span<int>(Bp.data(), Bj.data(), k, n, lo.data(), hi.data(), g); });
   gb_launch2((unsigned)((m * g + 255) / 256 + 1), 1, 256, [&] {
     gb_spgemm_bound<int>(Ap.data(), Aj.data(), Bp.data(), lo.data(), hi.data(),
-                         masked ? Mp.data() : nullptr, m, n, ub.data(), g); });
+                         masked ? Mp.data() : nullptr, m, n, ub.data(), up.data(), g); });
   for (long long i = 0; i < m; ++i) printf("%lld\n", ub[i]);
+  for (long long i = 0; i <= m + 1; ++i) printf("%lld\n", up[i]);  // 0, ub, then the guard
   return 0;
 }
 """
@@ -465,10 +469,14 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     Mp = M.indptr if M is not None else np.zeros(A.shape[0] + 1, dtype=np.int64)
     data = "\n".join([number_line(A.indptr), number_line(A.indices), number_line(B.indptr),
                       number_line(B.indices), number_line(Mp)])
-    ubs = [np.array(subprocess.run([exe], input=f"{A.shape[0]} {B.shape[0]} {n} {int(M is not None)} {g}\n"
-                                   + data + "\n", capture_output=True, text=True, check=True,
-                                   timeout=300).stdout.split(), dtype=np.int64)
-           for g in (1, 4, 8, 32)]  # lanes a row (graph_spgemm.lanes: the rows' mean length)
+    m = A.shape[0]
+    outs = [np.array(subprocess.run([exe], input=f"{m} {B.shape[0]} {n} {int(M is not None)} {g}\n"
+                                    + data + "\n", capture_output=True, text=True, check=True,
+                                    timeout=300).stdout.split(), dtype=np.int64)
+            for g in (1, 4, 8, 32)]  # lanes a row (graph_spgemm.lanes: the rows' mean length)
+    ubs = [o[:m] for o in outs]
+    for o in outs:  # the copy for the running sum in place: 0, then the bounds, nothing past
+        np.testing.assert_array_equal(o[m:], np.concatenate([[0], o[:m], [-7]]))
     deg = np.diff(B.indptr)
     want = []
     for i in range(A.shape[0]):
@@ -590,3 +598,58 @@ def test_short_rows_mutants_fail(tmp_path, mutant):
     vals = np.array(out[1::2], dtype=np.float64)
     want = np.asarray(values[np.repeat(np.arange(A.shape[0]), counts), pattern.indices]).ravel()
     assert not np.allclose(vals, want, rtol=1e-12, atol=1e-12)
+
+
+DRIVER_BINS = r"""
+int main() {
+  long long m; int skip;
+  if (scanf("%lld %d", &m, &skip) != 2) return 1;
+  auto keys = gb_read_ints(), edges = gb_read_ints();
+  const int ne = (int)edges.size();
+  const long long nb = (m + 255) / 256;
+  std::vector<int> bin(m + 1);
+  std::vector<long long> ends((ne + 1) * nb, -7), tails(ne + 2, -7), extra = {12345};
+  gb_launch2((unsigned)nb, 1, 256, [&] {
+    gb_bin_count(keys.data(), m, edges.data(), ne, skip, bin.data(), ends.data()); });
+  for (size_t q = 1; q < ends.size(); ++q) ends[q] += ends[q - 1];  // the scan in place
+  gb_launch2(1, 1, 32, [&] { gb_bin_tails(ends.data(), nb, ne, extra.data(), tails.data()); });
+  std::vector<long long> out(tails[ne], -1);
+  gb_launch2((unsigned)nb, 1, 256, [&] { gb_bin_scatter(bin.data(), m, ne, ends.data(), out.data()); });
+  for (auto t : tails) printf("%lld\n", t);
+  for (auto r : out) printf("%lld\n", r);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("skip_zero", [0, 1])
+def test_bins_from_counts_scanned_in_place(tmp_path, skip_zero):
+    """gb_bin_count, the counts' scan in place, gb_bin_tails and gb_bin_scatter (each block's
+    start found from the scanned counts less its own count, counted again from its warps) as
+    graph_bins.binned runs them: every row in its key's bin, ascending inside each bin, the
+    tails the bins' cumulative ends then the extra value; over several blocks and bins whose
+    rows share warps. A scatter that does not take its block's own count back fails."""
+    rng = np.random.default_rng(4 + skip_zero)
+    m = 1500
+    keys = (rng.pareto(1.2, m) * 30).astype(np.int64)
+    keys[::9] = 0
+    edges = np.array([2, 8, 32, 128, 512])
+    src = _bins_source()
+    old = "for (int v = 0; v < 8; ++v) pos -= v < w ? 0 : warpcount[v][b];"
+    assert src.count(old) == 1
+    text = f"{m} {skip_zero}\n{number_line(keys)}\n{number_line(edges)}\n"
+    want_bin = np.searchsorted(edges, keys, side="left")
+    rows = np.flatnonzero(keys > 0) if skip_zero else np.arange(m)
+    want = np.concatenate([rows[want_bin[rows] == b] for b in range(edges.size + 1)])
+    tails = np.cumsum([np.sum(want_bin[rows] == b) for b in range(edges.size + 1)])
+    for mutant in (False, True):
+        exe = build(tmp_path, f"bins{int(mutant)}", GRAPH_PRELUDE + (src.replace(old, "") if mutant else src)
+                    + DRIVER_BINS)
+        r = subprocess.run([exe], input=text, capture_output=True, text=True, check=not mutant, timeout=300)
+        got = np.array(r.stdout.split(), dtype=np.int64)
+        if mutant:  # rows written past their bins (past the array's end: the driver may abort)
+            assert r.returncode != 0 or not np.array_equal(got[edges.size + 2:], want)
+            continue
+        np.testing.assert_array_equal(got[:edges.size + 1], tails)
+        assert got[edges.size + 1] == 12345
+        np.testing.assert_array_equal(got[edges.size + 2:], want)

@@ -4,6 +4,8 @@ kernels of ``kernels/graph_bins.cuh``, a scan and one host read; the SpMV's bins
 the matrix."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..base import MISS, keep, recall
@@ -18,8 +20,8 @@ def _grid(n: int, per_block: int) -> int:
 _BIN_SOURCE = None
 
 
-_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_spgemm_bound<int>", "gb_spgemm_bound<long long>",
-              "gb_compact_rows<unsigned int>", "gb_compact_rows<unsigned long long>",
+_BIN_NAMES = ("gb_bin_count", "gb_bin_scatter", "gb_bin_tails", "gb_spgemm_bound<int>",
+              "gb_spgemm_bound<long long>", "gb_compact_rows<unsigned int>", "gb_compact_rows<unsigned long long>",
               "gb_row_span<int>", "gb_row_span<long long>")
 
 
@@ -34,8 +36,9 @@ def _bin_module():
 
 
 def _bin_kernels():
+    """(gb_bin_count, gb_bin_scatter, gb_bin_tails)."""
     mod = _bin_module()
-    return mod.get_function("gb_bin_count"), mod.get_function("gb_bin_scatter")
+    return tuple(mod.get_function(n) for n in ("gb_bin_count", "gb_bin_scatter", "gb_bin_tails"))
 
 
 _EDGES: dict = {}
@@ -79,40 +82,61 @@ def _bins(keys, edges, skip_zero: bool):
 
 
 def _bin_count(keys, edges, skip_zero: bool):
-    """gb_bin_count's pass: (m, ne, blocks, each row's bin, the blocks' counts bin-major,
-    their inclusive sums ``ends``, the bins' cumulative ends ``tails`` (ne + 1, a strided view
-    of ``ends``)), all on the device."""
+    """gb_bin_count's pass: (m, ne, blocks, each row's bin, ``ends``: the blocks' counts
+    bin-major, scanned in place into their inclusive sums), all on the device."""
     import cupy
-    keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
+    if keys.dtype != cupy.int64 or not keys.flags.c_contiguous:
+        keys = cupy.ascontiguousarray(keys, dtype=cupy.int64)
     m, ne = int(keys.size), len(edges)
     dev = cupy.cuda.Device().id
     ekey = (tuple(int(e) for e in edges), dev)
     e = _EDGES.get(ekey)
     if e is None:
         e = _EDGES[ekey] = cupy.asarray(np.asarray(edges, dtype=np.int64))
-    count, _ = _bin_kernels()
     nblocks = _grid(m, 256)
     bin_ = cupy.empty(max(m, 1), dtype=cupy.int32)
-    blockcounts = cupy.zeros((ne + 1) * nblocks, dtype=cupy.int64)
-    if m:
-        count((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne), np.int32(bool(skip_zero)),
-                                   bin_, blockcounts))
-    ends = cupy.empty_like(blockcounts)
-    inclusive_sum(blockcounts, ends)  # bin-major: bin 0's blocks, then bin 1's ...
-    return m, ne, nblocks, bin_, blockcounts, ends, ends[nblocks - 1::nblocks]
+    if m:  # every block writes its ne + 1 counts
+        ends = cupy.empty((ne + 1) * nblocks, dtype=cupy.int64)
+        _bin_kernels()[0]((nblocks,), (256,), (keys, np.int64(m), e, np.int32(ne),
+                                               np.int32(bool(skip_zero)), bin_, ends))
+    else:
+        ends = cupy.zeros((ne + 1) * nblocks, dtype=cupy.int64)
+    inclusive_sum(ends, ends)  # bin-major: bin 0's blocks, then bin 1's ...
+    return m, ne, nblocks, bin_, ends
+
+
+class Binned(NamedTuple):
+    """Rows grouped by bin (:func:`binned`)."""
+    rows: object      # every binned row id (CuPy int64), bin after bin, ascending inside a bin
+    offsets: object   # the bins' offsets in ``rows`` (host int64, bins + 1)
+    extra: object     # the value of ``extra`` read with the offsets (an int), or None
+    ends: object      # the bin-major running sums of the blocks' counts (device): bin b ends at
+    nblocks: int      # ends[(b + 1) * nblocks - 1] (gb_spgemm_binned reads its bins there)
+
+
+def binned(keys, edges, skip_zero: bool, extra=None) -> Binned:
+    """Rows grouped by their keys' bins, as :func:`_bins`; ``extra``: a one-element int64 device
+    array whose value comes back in the same read as the bins' sizes (gathered on the device
+    by gb_bin_tails: one launch and one read)."""
+    import cupy
+    m, ne, nblocks, bin_, ends = _bin_count(keys, edges, skip_zero)
+    _, scatter, tails = _bin_kernels()
+    got = cupy.empty(ne + 2, dtype=cupy.int64)
+    tails((1,), (32,), (ends, np.int64(nblocks), np.int32(ne),
+                        np.uint64(0) if extra is None else extra, got))
+    host = got.get()
+    offsets = np.concatenate([[0], host[:ne + 1]]).astype(np.int64)
+    out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
+    if out.size:
+        scatter((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends, out))
+    return Binned(out, offsets, None if extra is None else int(host[-1]), ends, nblocks)
 
 
 def _binned_rows(keys, edges, skip_zero: bool, extra=None):
     """(every binned row id, bin after bin; the host offsets of the bins in it), and with
     ``extra`` (a one-element int64 device array) its value, read with the offsets."""
-    import cupy
-    m, ne, nblocks, bin_, blockcounts, ends, tails = _bin_count(keys, edges, skip_zero)
-    host = (tails if extra is None else cupy.concatenate([tails, extra.astype(cupy.int64, copy=False)])).get()
-    offsets = np.concatenate([[0], host[:ne + 1]]).astype(np.int64)
-    out = cupy.empty(int(offsets[-1]), dtype=cupy.int64)
-    if out.size:
-        _bin_kernels()[1]((nblocks,), (256,), (bin_, np.int64(m), np.int32(ne), ends - blockcounts, out))
-    return (out, offsets) if extra is None else (out, offsets, int(host[-1]))
+    b = binned(keys, edges, skip_zero, extra)
+    return (b.rows, b.offsets) if extra is None else (b.rows, b.offsets, b.extra)
 
 
 def _spmv_bins(A, Ap):

@@ -22,9 +22,17 @@ with its size counted, and ``gb_compact_rows`` moves the rows together. On power
 bounds are within 1-4% of the rows' sizes, so a symbolic pass was almost all overhead
 (2026-11-28 (f), one H200: 10⁵ vertices 1.12× → 1.01× cuSPARSE, 10⁶ 0.99× → 0.90×). Else two
 passes: a symbolic pass counts each row's distinct columns, the rows are binned again by those
-exact sizes and the numeric pass writes them at their exclusive scan. A pass is one launch for
-the bins up to 2048 slots (256-thread blocks) and one a larger non-empty bin; two host reads
-a call either way (the bins' sizes; the output's size) unless hashed global tables add theirs.
+exact sizes and the numeric pass writes them at their exclusive scan.
+
+A pass is one launch for the bins up to 2048 slots (256-thread blocks), which finds each
+block's bin from the binning's running sums on the device, and one a larger non-empty bin or
+global-table chunk. Those few-row launches go first, on side streams (:func:`_fork`), and run
+beside the one launch. Two host reads a call either way (the bins' sizes with the bounds' sum;
+the output's size) unless hashed global tables add theirs. A one-pass product of at most
+:data:`_EARLY_BYTES` of slots allocates its compacted copy with them, so its compaction follows
+the numeric kernels and the output's size is read last (the result's arrays are views of that
+copy, or copies where it would hold much more than the result). Each B row's column span is
+kept on B (a fact of the operand, DESIGN section 6).
 Masks are patterns (CSR); ``complement`` keeps only the (i, j) NOT in the mask.
 """
 from __future__ import annotations
@@ -37,7 +45,8 @@ from ...errors import BackendError, InputError
 from . import graph_codegen as gc
 from . import graph_dia
 from .graph_arrays import _csr_parts, _ptr, make_csr
-from .graph_bins import _binned_rows, _bin_module, _grid, inclusive_sum
+from ..base import MISS, keep, recall
+from .graph_bins import _bin_module, _grid, binned, inclusive_sum
 
 _GLOBAL_SLOTS = 1 << 27  # most global-table slots allocated at once (chunks of rows)
 # The global-table rows of a pass get dense tables (n slots each: a column its own slot, rows
@@ -128,26 +137,24 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         if got is not None:
             Cx, Cj, Cp = got
             return _result(K, Cx, Cj, Cp, out, (m, n))
-    # Upper bound of each row's distinct columns (a warp a row): its products, n, the span
-    # of the B rows it reaches (each B row's column range first), the mask row's size.
-    ub = cupy.empty(m, dtype=cupy.int64)
+    # Upper bound of each row's distinct columns (g lanes a row): its products, n, the span
+    # of the B rows it reaches (each B row's column range, kept on B), the mask row's size;
+    # written twice: the keys of the bins (ub) and, for the running sum in place, Up[1:].
+    both = cupy.empty(2 * m + 1, dtype=cupy.int64) if m else cupy.zeros(1, dtype=cupy.int64)
+    ub, Up = both[:m], both[m:]
     if m:
-        mod, ic = _bin_module(), gc.index_ctype(it)
-        blo, bhi = cupy.empty(max(k, 1), dtype=cupy.int32), cupy.empty(max(k, 1), dtype=cupy.int32)
-        if k:
-            g = lanes(Bj.size, k)
-            mod.get_function(f"gb_row_span<{ic}>")((_grid(k * g, 256),), (256,),
-                                                   (Bp, Bj, np.int64(k), np.int64(n), blo, bhi, np.int32(g)))
+        blo, bhi = _spans(B, Bp, Bj, k, n)
         g = lanes(Aj.size, m)
-        mod.get_function(f"gb_spgemm_bound<{ic}>")(
+        _bin_module().get_function(f"gb_spgemm_bound<{gc.index_ctype(it)}>")(
             (_grid(m * g, 256),), (256,),
-            (Ap, Aj, Bp, blo, bhi, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub,
+            (Ap, Aj, Bp, blo, bhi, Mp if mode == 1 else _ptr(None), np.int64(m), np.int64(n), ub, Up,
              np.int32(g)))
+        up = Up[1:]
+        inclusive_sum(up, up)
     # A bin's table has S slots for rows of at most S / 2 columns (short probe sequences).
     edges = [S // 2 for S, _, _ in gc.SHARED_BINS]
     I, TA, TB = gc.index_ctype(it), gc.ctype(Ax.dtype), gc.ctype(Bx.dtype)
     Mp, Mj = (_zero(it),) * 2 if Mp is None else (Mp, Mj)
-    counts = cupy.zeros(m, dtype=cupy.int64)
     Cp = cupy.zeros(m + 1, dtype=cupy.int64)
 
     one = gc.ONE_LAUNCH
@@ -160,10 +167,47 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
                  for (S, wpr, rpb), c in zip(gc.SHARED_BINS[one:], sizes[one:-1]) if c]
         return used + sorted({gc.global_name(I, TA, TB, numeric, mode, c[3]) for c in chunks})
 
-    def operands(Cj, Cx, base=None):
-        """Every SpGEMM kernel's arguments after its launch-specific ones (``base``: the rows'
-        places in Cj/Cx, Cp unless given)."""
-        return Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, Cp if base is None else base, Cj, Cx
+    def launch(bins, chunks, numeric: bool, Cj, Cx, base, counts):
+        """Every kernel of a pass on the rows ``bins``: the one launch of the 256-thread bins
+        on the caller's stream, and beside it the larger bins' and the global tables' rows on
+        side streams of a higher priority (their blocks taken first as SMs free up), which the
+        caller's stream then waits for (a bin of a few long rows holds a few SMs: alone after
+        the others it left the device idle, 0.31 of 0.70 ms of kernels at 10^4 vertices).
+        ``base``: the rows' places in Cj/Cx; ``counts``: each row's size, counted."""
+        sizes = np.diff(bins.offsets)
+        args = (Ap, Aj, Ax, Bp, Bj, Bx, Mp, Mj, counts, base, Cj, Cx)
+        rows, offsets = bins.rows, bins.offsets
+        big = []  # (side stream, launch) of the larger bins, the slowest rows first
+
+        def tables(grows, toff, total, dense):  # the global tables' chunks, one after another
+            def go():  # allocated on the side stream (its pool's memory, freed in its order)
+                keys = cupy.empty(total, dtype=cupy.int32)
+                vals = cupy.empty(total if numeric else 1, dtype=work)
+                kernel(gc.global_name(I, TA, TB, numeric, mode, dense))(
+                    (grows.size,), (512,),
+                    (grows, np.int64(grows.size), _ptr(toff), np.int64(n if dense else 0), keys, vals) + args)
+            return go
+        big += [(0, tables(*c)) for c in chunks]
+        for b in range(len(gc.SHARED_BINS) - 1, one - 1, -1):
+            if sizes[b] == 0:
+                continue
+            S, wpr, rpb = gc.SHARED_BINS[b]
+            smem = _shared_bytes(S, rpb, numeric, work)
+            fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode), smem)
+            big.append((1 + (b - one) % (_SIDE_STREAMS - 1), functools.partial(
+                fn, (_grid(sizes[b], rpb),), (32 * wpr * rpb,),
+                (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args, shared_mem=smem)))
+        fork = _Fork() if big else None  # the side streams start after the work queued so far
+        if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
+            rpb = [b[2] for b in gc.SHARED_BINS[:one]]
+            blocks = sum(-(-int(c) // r) for c, r in zip(sizes[:one], rpb))
+            smem = max(_shared_bytes(S, r, numeric, work)
+                       for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
+            fn = opted(gc.binned_name(I, TA, TB, numeric, mode, numeric and SHORT_ROWS), smem)
+            fn((blocks,), (256,), (rows, bins.ends, np.int64(bins.nblocks)) + args, shared_mem=smem)
+        if fork is not None:
+            fork.run(big)
+            fork.join()
 
     def opted(name: str, smem: int):
         """The kernel ``name``, opted in to ``smem`` bytes of dynamic shared memory (above
@@ -173,63 +217,46 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             fn.max_dynamic_shared_size_bytes = smem
         return fn
 
-    def launch(rows, offsets, chunks, numeric: bool, Cj, Cx, base=None):
-        sizes = np.diff(offsets)
-        args = operands(Cj, Cx, base)
-        if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
-            rpb = np.array([b[2] for b in gc.SHARED_BINS[:one]], dtype=np.int64)
-            blocks = -(-sizes[:one] // rpb)
-            meta = np.concatenate([offsets[:one + 1], [0], np.cumsum(blocks)[:-1]])
-            smem = max(_shared_bytes(S, r, numeric, work)
-                       for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
-            fn = opted(gc.binned_name(I, TA, TB, numeric, mode, numeric and SHORT_ROWS), smem)
-            fn((int(blocks.sum()),), (256,), (rows, cupy.asarray(meta)) + args, shared_mem=smem)
-        for b, (S, wpr, rpb) in enumerate(gc.SHARED_BINS[one:], one):
-            if sizes[b] == 0:
-                continue
-            smem = _shared_bytes(S, rpb, numeric, work)
-            fn = opted(gc.shared_name(I, TA, TB, S, wpr, rpb, numeric, mode), smem)
-            fn((_grid(sizes[b], rpb),), (32 * wpr * rpb,),
-               (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args,
-               shared_mem=smem)
-        launch_global(chunks, numeric, Cj, Cx, base)
-
-    def launch_global(chunks, numeric: bool, Cj, Cx, base=None):
-        args = operands(Cj, Cx, base)
-        for grows, toff, total, dense in chunks:
-            fn = kernel(gc.global_name(I, TA, TB, numeric, mode, dense))
-            keys = cupy.empty(total, dtype=cupy.int32)
-            vals = cupy.empty(total if numeric else 1, dtype=work)
-            fn((grows.size,), (512,), (grows, np.int64(grows.size), _ptr(toff),
-                                       np.int64(n if dense else 0), keys, vals) + args)
-            del keys, vals
-
     # Rows binned by their bound; in one pass the numeric pass straight away, else the
-    # symbolic pass counts each row's distinct columns. Up: row i's place by the bounds
-    # before it (one pass), its last entry the bounds' sum, read with the bins' sizes.
-    Up = cupy.zeros(m + 1, dtype=cupy.int64)
-    inclusive_sum(ub, Up[1:])
-    rows, offsets, total = _binned_rows(ub, edges, skip_zero=True, extra=Up[-1:])
-    grows = rows[offsets[-2]:]
+    # symbolic pass counts each row's distinct columns. The bins' sizes and the bounds' sum
+    # (Up's last entry) come back in one read.
+    bins = binned(ub, edges, skip_zero=True, extra=Up[-1:])
+    total = bins.extra
+    grows = bins.rows[bins.offsets[-2]:]
     chunks = global_chunks(grows, ub, n)
     Tx = None
     if ONE_PASS and total and _one_pass_fits(total, work):
         Tj, Tx = _buffers(total, work)
     if Tx is not None:  # one pass: row i written at the sum of the bounds before it (Up)
-        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
-        launch(rows, offsets, chunks, True, Tj, Tx, Up)
-        del rows
-        inclusive_sum(counts, Cp[1:])  # the numeric kernels counted each row's entries
+        # Small products: the compacted copy allocated now, at the bounds' size, so the
+        # compaction follows the numeric kernels with no read between (the result's size is
+        # read at the end); larger ones read the size first and allocate it exactly.
+        early = total * (4 + work.itemsize) <= _EARLY_BYTES and _one_pass_fits(2 * total, work)
+        Cj, Cx = _buffers(total, work) if early else (None, None)
+        kernel = K._kernels(sr.mul, sr.add, out, names(bins.offsets, True, chunks)).__getitem__
+        counts = Cp[1:]  # the kernels count each row's entries into Cp[1:], scanned in place
+        launch(bins, chunks, True, Tj, Tx, Up, counts)
+        del bins
+        inclusive_sum(counts, counts)
+
+        def compact(Cj, Cx, g):  # each row from its bound's place (Up) to its place (Cp)
+            _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")(
+                (_grid(m * g, 256),), (256,), (Up, Cp, np.int64(m), Tj, Tx, Cj, Cx, np.int32(g)))
+        if Cx is not None:
+            compact(Cj, Cx, lanes(total, m))
+            ptr = Cp.astype(cupy.int32) if total < 2**31 else Cp  # the result's, queued before the read
+            nnz = int(Cp[-1].get())
+            Cj, Cx = _trimmed(Cj, nnz), _trimmed(Cx, nnz)
+            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
+                sort_rows(Cp, Cj, Cx, grows, n)
+            return make_csr(K._finish(Cx, out), Cj, ptr, (m, n))
         nnz = int(Cp[-1].get())
         if nnz == total:  # no row's products combined: every row fills its bound
             Cj, Cx = Tj, Tx
         else:
             Cj, Cx = _buffers(nnz, work)
             if Cj is not None:
-                compact = _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")
-                g = lanes(nnz, m)
-                compact((_grid(m * g, 256),), (256,), (Up, Cp, counts, np.int64(m), Tj, Tx, Cj, Cx,
-                                                       np.int32(g)))
+                compact(Cj, Cx, lanes(nnz, m))
         del Tj, Tx
         if Cj is not None:
             if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
@@ -237,26 +264,110 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             return _result(K, Cx, Cj, Cp, out, (m, n))
         # the compacted copy did not fit beside the bounds' slots: the counts are exact now,
         # so the two passes' numeric step runs (no symbolic pass)
+        counts = cupy.diff(Cp)
     else:
         nothing = cupy.zeros(0, dtype=cupy.int32), cupy.zeros(0, dtype=work)
-        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, False, chunks)).__getitem__
-        launch(rows, offsets, chunks, False, *nothing)
-        del rows
+        kernel = K._kernels(sr.mul, sr.add, out, names(bins.offsets, False, chunks)).__getitem__
+        counts = cupy.zeros(m, dtype=cupy.int64)
+        launch(bins, chunks, False, *nothing, Cp, counts)
+        del bins
         inclusive_sum(counts, Cp[1:])
     # Numeric: rows binned again by their exact size, so a row whose products mostly
     # combine (or fall outside the mask) gets the smaller table its result needs; the
     # bins' sizes and the output's size come back in one read.
-    rows, offsets, nnz = _binned_rows(counts, edges, skip_zero=True, extra=Cp[-1:])
+    bins = binned(counts, edges, skip_zero=True, extra=Cp[-1:])
+    nnz = bins.extra
     Cj = cupy.empty(nnz, dtype=cupy.int32)
     Cx = cupy.empty(nnz, dtype=work)
     if nnz:
-        grows = rows[offsets[-2]:]
+        grows = bins.rows[bins.offsets[-2]:]
         chunks = global_chunks(grows, counts, n)
-        kernel = K._kernels(sr.mul, sr.add, out, names(offsets, True, chunks)).__getitem__
-        launch(rows, offsets, chunks, True, Cj, Cx)
+        kernel = K._kernels(sr.mul, sr.add, out, names(bins.offsets, True, chunks)).__getitem__
+        launch(bins, chunks, True, Cj, Cx, Cp, counts)
         if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
             sort_rows(Cp, Cj, Cx, grows, n)
     return _result(K, Cx, Cj, Cp, out, (m, n))
+
+
+class _Fork:
+    """Side streams that start after the work queued on the caller's stream so far (an event
+    recorded at construction): :meth:`run` launches [(side stream number, launch())] on them,
+    :meth:`join` makes the caller's stream wait for them. The launches' arrays stay referenced
+    until join() (the pool hands memory freed on the caller's stream to its later work only)."""
+
+    def __init__(self):
+        import cupy
+        self.main = cupy.cuda.get_current_stream()
+        self.ready = cupy.cuda.Event(disable_timing=True)
+        self.ready.record(self.main)
+        self.held, self.used = [], []
+
+    def run(self, big) -> None:
+        streams = _side_streams(1 + max(i for i, _ in big))
+        self.used = [streams[i] for i in sorted({i for i, _ in big})]
+        for s in self.used:
+            s.wait_event(self.ready)
+        for i, go in big:
+            with streams[i]:
+                go()
+        self.held.append(big)
+
+    def join(self) -> None:
+        import cupy
+        for s in self.used:
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(s)
+            self.main.wait_event(done)
+        self.held.clear()
+
+
+_SIDE_STREAMS = 4
+_STREAMS: dict = {}
+
+
+def _side_streams(count: int):
+    """``count`` (at most :data:`_SIDE_STREAMS`) non-blocking streams of the current device at
+    its highest priority, made once: the global tables' chunks take the first, the larger
+    shared bins the others."""
+    import cupy
+    dev = cupy.cuda.Device().id
+    have = _STREAMS.setdefault(dev, [])
+    while len(have) < count:
+        try:
+            high = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]
+            have.append(cupy.cuda.Stream(non_blocking=True, priority=high))
+        except (AttributeError, TypeError):  # a CuPy without stream priorities
+            have.append(cupy.cuda.Stream(non_blocking=True))
+    return have[:count]
+
+
+def _spans(B, Bp, Bj, k: int, n: int):
+    """(lo, hi): each B row's smallest and largest column (``gb_row_span``; lo = n, hi = -1 for
+    an empty row), kept on B (a fact of B alone, reused by every product with it)."""
+    import cupy
+    key = (int(Bp.data.ptr), int(Bj.data.ptr), int(Bj.size), k, n)
+    hit = recall(B, "_gbdist_row_span", key)
+    if hit is not MISS:
+        return hit
+    blo, bhi = cupy.empty(max(k, 1), dtype=cupy.int32), cupy.empty(max(k, 1), dtype=cupy.int32)
+    if k:
+        g = lanes(Bj.size, k)
+        _bin_module().get_function(f"gb_row_span<{gc.index_ctype(Bp.dtype)}>")(
+            (_grid(k * g, 256),), (256,), (Bp, Bj, np.int64(k), np.int64(n), blo, bhi, np.int32(g)))
+    return keep(B, "_gbdist_row_span", key, (blo, bhi))
+
+
+_EARLY_BYTES = 1 << 30
+"""One-pass products whose bounds' slots take at most this many bytes allocate the compacted
+copy with them (:func:`spgemm`): no read between the numeric kernels and the compaction."""
+
+
+def _trimmed(a, size: int):
+    """``a[:size]``: a view while the slack past it is at most an eighth of it (or 1 MiB),
+    else a copy (a result should not hold much more memory than its entries)."""
+    if (a.size - size) * a.itemsize * 8 <= max(size * a.itemsize, 1 << 23):
+        return a[:size]
+    return a[:size].copy()
 
 
 def _result(K, Cx, Cj, Cp, out, shape):
