@@ -63,6 +63,34 @@ def _binned_timed(*a, **kw):
 SG.binned = _binned_timed
 
 
+def host_steps(fn, depth: int = 4, top: int = 45):
+    """One uninstrumented call (REC unset) traced with sys.setprofile: every call at most
+    ``depth`` levels below ``fn`` (fn -> CudaGraphKernels.spgemm -> spgemm -> its calls -> theirs),
+    as (host ms at its return from the call's start, ms inside it, caller, callee), the
+    ``top`` longest kept in call order. The tracer adds ~1 µs a call."""
+    import sys as _sys
+    cupy.cuda.Device().synchronize()
+    events, stack = [], []
+    t0 = time.perf_counter()
+
+    def prof(frame, event, arg):
+        now = time.perf_counter()
+        if event in ("call", "c_call"):
+            name = arg.__qualname__ if event == "c_call" else frame.f_code.co_name
+            caller = frame.f_code.co_name if event == "c_call" else (frame.f_back.f_code.co_name if frame.f_back else "?")
+            stack.append((name, caller, now))
+        elif event in ("return", "c_return", "c_exception") and stack:
+            name, caller, start = stack.pop()
+            if len(stack) <= depth:  # 0: fn itself; fn -> K.spgemm -> spgemm -> its calls: 3
+                events.append((round((now - t0) * 1e3, 4), round((now - start) * 1e3, 4), caller, name))
+    _sys.setprofile(prof)
+    fn()
+    _sys.setprofile(None)
+    cupy.cuda.Device().synchronize()
+    keep = sorted(sorted(events, key=lambda e: -e[1])[:top])
+    return keep
+
+
 def main():
     global REC
     from benchmarks import stencils
@@ -101,6 +129,7 @@ def main():
             "bin_reads_host_ms": [round((t - t0) * 1e3, 3) for t in rec["reads"]],
             "bins": rec["bins"]}
         r["profile_top"] = host_profile(f, 30, 14)
+        r["host_steps [ms at return, ms inside, caller, callee]"] = host_steps(f)
         print(json.dumps(r), flush=True)
         A = None
         cupy.get_default_memory_pool().free_all_blocks()

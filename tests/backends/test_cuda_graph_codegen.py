@@ -116,6 +116,9 @@ def test_bins_cover_every_bound_once():
         assert (f"case {b}: {call}{esc}" in src
                 or (b == gc.ONE_LAUNCH - 1 and f"default: {call}{esc}" in src))
     assert f"constexpr int NB = {gc.ONE_LAUNCH};" in src
+    # ... and finds a block's bin from these rows a block (gb_spgemm_block_bin)
+    rpb = ", ".join(str(r) for _, _, r in gc.SHARED_BINS[:gc.ONE_LAUNCH])
+    assert f"constexpr int rpb[NB] = {{{rpb}}};" in src
     bounds = [b for b, _ in gc.SPMV_BINS]
     assert bounds == sorted(bounds)
     # gb_spmv_binned switches on exactly these lane counts, then the block bin (NB = 5)
@@ -131,3 +134,41 @@ def test_bin_kernels_compile():
               "(void*)&gb_compact_rows<unsigned int>, (void*)&gb_compact_rows<unsigned long long>, "
               "(void*)&gb_row_span<int>, (void*)&gb_row_span<long long>};\n")
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_stored_functor_is_the_printed_one_read_back(monkeypatch, tmp_path):
+    """graph_codegen.stored_functor: the first call prints the functor and stores it; a later
+    one (this process's printer made to fail) reads the same text back from the record; a
+    record damaged to other text, or other ops, print again. Keys: the ops and the domain."""
+    from gbdist.backends.cuda import graph_printer
+    monkeypatch.setenv("GBDIST_CACHE_DIR", str(tmp_path))
+    cases = [(SR.plus_times, np.float64, False), (SR.min_plus, np.int32, False),
+             (SR.plus_times, np.float32, False), (SR.lor_land, np.bool_, False)]
+    first = [gc.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
+    assert first == [gc.functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
+    assert len(set(first)) == len(cases)
+    printed = []
+    real = graph_printer.functor
+
+    def spy(*a):
+        printed.append(a)
+        return real(*a)
+    monkeypatch.setattr(graph_printer, "functor", spy)
+    assert [gc.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases] == first
+    assert not printed
+    for f in (tmp_path / "programs").glob("*.json"):  # damaged: a record that is not a functor
+        f.write_text(f.read_text().replace("struct GbF {", "int main() {"))
+    assert gc.stored_functor(SR.plus_times.mul, SR.plus_times.add, np.float64) == first[0]
+    assert len(printed) == 1
+
+
+def test_monoid_kinds_without_sympy():
+    """monoid_kind reads min and max from the formula's structural text: a user op written
+    min(y, x) is min, a max written over (y, x) is max, a near miss is neither."""
+    import sympy as sp
+    mn = as_monoid(make_op("mymin", sp.Min(Y, X)))
+    mx = as_monoid(make_op("mymax", sp.Max(Y, X)))
+    assert gc.monoid_kind(mn) == 2 and gc.monoid_kind(mx) == 3
+    assert gc.monoid_kind(gb.semirings.min_plus.add) == 2 and gc.monoid_kind(gb.semirings.max_plus.add) == 3
+    assert gc.monoid_kind(as_monoid(PROBOR)) == 0
+    assert gc.monoid_kind(gb.semirings.plus_times.add) == 1

@@ -67,7 +67,7 @@ class CudaGraphKernels:
             fkey = ("graph", None if mul is None else mul.key, monoid.key, out.str, self.acc64)
 
             def make():
-                src = gc.source(gc.functor(mul, monoid, out, self.acc64))
+                src = gc.source(gc.stored_functor(mul, monoid, out, self.acc64))
                 return src, gc.key(src)
 
             hit = self._sources[fast] = (mul, monoid) + cache.generated(fkey, make)
