@@ -98,7 +98,8 @@ __global__ void __launch_bounds__(256) gb_row_span(
 
 // SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the columns between the
 // smallest and the largest one of those B rows (lo/hi of gb_row_span; a band's product row
-// is bounded by its width), the mask row's size when Mp is not null) — g lanes a row. up
+// is bounded by its width; blo null: no span), the mask row's size when Mp is not null) — g
+// lanes a row. up
 // (when not null, m + 1 values): up[i + 1] = ub[i] and up[0] = 0 as well, for the running
 // sum's scan in place.
 template <typename I>
@@ -116,9 +117,11 @@ __global__ void __launch_bounds__(256) gb_spgemm_bound(
     for (long long p = (long long)Ap[row] + lane; p < a1; p += g) {
       const long long k = (long long)Aj[p];
       s += (long long)Bp[k + 1] - (long long)Bp[k];
-      const long long l = (long long)blo[k], h = (long long)bhi[k];
-      a = l < a ? l : a;
-      b = h > b ? h : b;
+      if (blo != nullptr) {  // null: no span cut (a masked product: its mask row bounds it)
+        const long long l = (long long)blo[k], h = (long long)bhi[k];
+        a = l < a ? l : a;
+        b = h > b ? h : b;
+      }
     }
   }
   for (int off = g >> 1; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);

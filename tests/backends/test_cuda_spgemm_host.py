@@ -427,15 +427,15 @@ def test_a_compaction_that_ignores_the_rows_places_fails(tmp_path):
 
 DRIVER_BOUND = r"""
 int main() {
-  long long m, k, n; int masked, g;
-  if (scanf("%lld %lld %lld %d %d", &m, &k, &n, &masked, &g) != 5) return 1;
+  long long m, k, n; int masked, g, nospan;
+  if (scanf("%lld %lld %lld %d %d %d", &m, &k, &n, &masked, &g, &nospan) != 6) return 1;
   auto Ap = gb_narrow(gb_read_ints()), Aj = gb_narrow(gb_read_ints());
   auto Bp = gb_narrow(gb_read_ints()), Bj = gb_narrow(gb_read_ints()), Mp = gb_narrow(gb_read_ints());
   std::vector<int> lo(k + 1), hi(k + 1); std::vector<long long> ub(m + 1, -7), up(m + 2, -7);
   gb_launch2((unsigned)((k * g + 255) / 256 + 1), 1, 256, [&] {
     gb_row_span<int>(Bp.data(), Bj.data(), k, n, lo.data(), hi.data(), g); });
   gb_launch2((unsigned)((m * g + 255) / 256 + 1), 1, 256, [&] {
-    gb_spgemm_bound<int>(Ap.data(), Aj.data(), Bp.data(), lo.data(), hi.data(),
+    gb_spgemm_bound<int>(Ap.data(), Aj.data(), Bp.data(), nospan ? nullptr : lo.data(), nospan ? nullptr : hi.data(),
                          masked ? Mp.data() : nullptr, m, n, ub.data(), up.data(), g); });
   for (long long i = 0; i < m; ++i) printf("%lld\n", ub[i]);
   for (long long i = 0; i <= m + 1; ++i) printf("%lld\n", up[i]);  // 0, ub, then the guard
@@ -444,13 +444,14 @@ int main() {
 """
 
 
-@pytest.mark.parametrize("case", ["band", "scattered", "masked"])
+@pytest.mark.parametrize("case", ["band", "scattered", "masked", "masked_nospan"])
 def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     """gb_row_span + gb_spgemm_bound: each row's bound is min(its products, n, the span
     between the smallest and largest column of the B rows it reaches, the mask row's size),
     with B's columns in any order, at 1, 4, 8 and 32 lanes a row; never below the row's true
-    size. On a band the span is
-    the product row's width, far below its products."""
+    size. On a band the span is the product row's width, far below its products. Without the
+    spans (null: what a plainly masked product passes) the span takes no part."""
+    nospan = case == "masked_nospan"
     rng = np.random.default_rng(5)
     if case == "band":
         n = 400
@@ -464,13 +465,13 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
     for r in range(B.shape[0]):  # columns in a shuffled order inside each row
         s = slice(B.indptr[r], B.indptr[r + 1])
         B.indices[s] = rng.permutation(B.indices[s])
-    M = sps.random(A.shape[0], n, density=0.03, random_state=9, format="csr") if case == "masked" else None
+    M = sps.random(A.shape[0], n, density=0.03, random_state=9, format="csr") if "masked" in case else None
     exe = build(tmp_path, "spgemm_bound", GRAPH_PRELUDE + _bins_source() + DRIVER_BOUND)
     Mp = M.indptr if M is not None else np.zeros(A.shape[0] + 1, dtype=np.int64)
     data = "\n".join([number_line(A.indptr), number_line(A.indices), number_line(B.indptr),
                       number_line(B.indices), number_line(Mp)])
     m = A.shape[0]
-    outs = [np.array(subprocess.run([exe], input=f"{m} {B.shape[0]} {n} {int(M is not None)} {g}\n"
+    outs = [np.array(subprocess.run([exe], input=f"{m} {B.shape[0]} {n} {int(M is not None)} {g} {int(nospan)}\n"
                                     + data + "\n", capture_output=True, text=True, check=True,
                                     timeout=300).stdout.split(), dtype=np.int64)
             for g in (1, 4, 8, 32)]  # lanes a row (graph_spgemm.lanes: the rows' mean length)
@@ -483,7 +484,7 @@ def test_row_bounds_take_the_reachable_columns_span(tmp_path, case):
         ks = A.indices[A.indptr[i]:A.indptr[i + 1]]
         u = min(int(deg[ks].sum()), n)
         cols = np.concatenate([B.indices[B.indptr[q]:B.indptr[q + 1]] for q in ks]) if ks.size else np.array([], int)
-        if cols.size:
+        if cols.size and not nospan:
             u = min(u, int(cols.max() - cols.min() + 1))
         if M is not None:
             u = min(u, int(M.indptr[i + 1] - M.indptr[i]))
