@@ -45,8 +45,9 @@ def graph_source(mutate=None) -> str:
 
     import gbdist as gb
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     sr = gb.semirings.plus_times
-    src = gc.source(gc.functor(sr.mul, sr.add, np.dtype(np.float64)))
+    src = gc.source(gf.functor(sr.mul, sr.add, np.dtype(np.float64)))
     src = src.replace("extern __shared__", "extern")
     if mutate:
         assert src.count(mutate[0]) == 1, mutate[0]

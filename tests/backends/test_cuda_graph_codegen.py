@@ -13,6 +13,7 @@ import gbdist as gb
 from gbdist.algebra.formulas import X, Y
 from gbdist.algebra.ops import as_monoid, make_op
 from gbdist.backends.cuda import graph_codegen as gc
+from gbdist.backends.cuda import graph_functor as gf
 
 NVCC = shutil.which("nvcc")
 SR = gb.semirings
@@ -53,7 +54,7 @@ COMPILE = [
 @pytest.mark.parametrize("out,name,mask", COMPILE, ids=[f"{np.dtype(o).name}-{n}-m{m}" for o, n, m in COMPILE])
 def test_graph_kernels_compile(out, name, mask):
     sr = gb.semiring(gb.ops.times, PROBOR) if name == "probor" else SR[name]
-    src = gc.standalone(gc.functor(sr.mul, sr.add, out), _all_names(out, mask, "int" if mask != 1 else "long long"))
+    src = gc.standalone(gf.functor(sr.mul, sr.add, out), _all_names(out, mask, "int" if mask != 1 else "long long"))
     r = _nvcc(src)
     assert r.returncode == 0, r.stderr[-3000:]
 
@@ -63,35 +64,35 @@ def test_widest_tables_fit_shared_memory():
     """Every SpGEMM instantiation with 8-byte accumulators (the tables are dynamic shared
     memory, sized at launch) builds to a cubin, with float32 accumulating in float64 too."""
     for out, acc64 in ((np.int64, False), (np.float32, True)):
-        src = gc.standalone(gc.functor(SR.plus_times.mul, SR.plus_times.add, out, acc64),
+        src = gc.standalone(gf.functor(SR.plus_times.mul, SR.plus_times.add, out, acc64),
                             gc.spgemm_names("long long", "double", "float", 2))
         r = _nvcc(src, "-cubin")
         assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_functor_types_and_atomics():
-    f = gc.functor(SR.min_plus.mul, SR.min_plus.add, np.int32)
+    f = gf.functor(SR.min_plus.mul, SR.min_plus.add, np.int32)
     # evaluated in the int32 domain: wrapping addition, saturating casts on load
     assert "typedef int W;" in f and "typedef int M;" in f and "KIND = 2;" in f
     assert "gb_wadd<W>(x, y)" in f and "gb_to_int<M>(v)" in f
     assert "return ((int)2147483647LL);" in f  # +inf identity of min as the int32 maximum
-    f = gc.functor(SR.max_plus.mul, SR.max_plus.add, np.int64)
+    f = gf.functor(SR.max_plus.mul, SR.max_plus.add, np.int64)
     assert "KIND = 3;" in f and "(-9223372036854775807LL - 1LL)" in f
-    f = gc.functor(SR.lor_land.mul, SR.lor_land.add, np.bool_)
+    f = gf.functor(SR.lor_land.mul, SR.lor_land.add, np.bool_)
     assert "typedef int W;" in f and "(W)((v) != (M)0)" in f and "KIND = 0;" in f
-    f = gc.functor(SR.plus_times.mul, SR.plus_times.add, np.float32)
+    f = gf.functor(SR.plus_times.mul, SR.plus_times.add, np.float32)
     assert "typedef float W;" in f and "typedef float M;" in f and "KIND = 1;" in f
-    f = gc.functor(SR.plus_times.mul, SR.plus_times.add, np.float32, acc64=True)
+    f = gf.functor(SR.plus_times.mul, SR.plus_times.add, np.float32, acc64=True)
     assert "typedef double W;" in f and "typedef double M;" in f
-    f = gc.functor(SR.any_pair.mul, SR.any_pair.add, np.float64)
+    f = gf.functor(SR.any_pair.mul, SR.any_pair.add, np.float64)
     assert "KIND = 4;" in f and "return b;" in f
-    f = gc.functor(gb.ops.times, as_monoid(PROBOR), np.float64)
+    f = gf.functor(gb.ops.times, as_monoid(PROBOR), np.float64)
     assert "KIND = 0;" in f and "x*y" in f and "return cast(-x*y + x + y);" in f.replace("\n", " ").replace("    ", "")
 
 
 def test_unsupported_types_are_typed_errors():
     with pytest.raises(gb.InputError):
-        gc.functor(SR.plus_times.mul, SR.plus_times.add, np.complex64)
+        gf.functor(SR.plus_times.mul, SR.plus_times.add, np.complex64)
     with pytest.raises(gb.InputError):
         gc.index_ctype(np.int16)
     with pytest.raises(gb.InputError):
@@ -144,8 +145,8 @@ def test_stored_functor_is_the_printed_one_read_back(monkeypatch, tmp_path):
     monkeypatch.setenv("GBDIST_CACHE_DIR", str(tmp_path))
     cases = [(SR.plus_times, np.float64, False), (SR.min_plus, np.int32, False),
              (SR.plus_times, np.float32, False), (SR.lor_land, np.bool_, False)]
-    first = [gc.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
-    assert first == [gc.functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
+    first = [gf.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
+    assert first == [gf.functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases]
     assert len(set(first)) == len(cases)
     printed = []
     real = graph_printer.functor
@@ -154,11 +155,11 @@ def test_stored_functor_is_the_printed_one_read_back(monkeypatch, tmp_path):
         printed.append(a)
         return real(*a)
     monkeypatch.setattr(graph_printer, "functor", spy)
-    assert [gc.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases] == first
+    assert [gf.stored_functor(sr.mul, sr.add, dt, acc) for sr, dt, acc in cases] == first
     assert not printed
     for f in (tmp_path / "programs").glob("*.json"):  # damaged: a record that is not a functor
         f.write_text(f.read_text().replace("struct GbF {", "int main() {"))
-    assert gc.stored_functor(SR.plus_times.mul, SR.plus_times.add, np.float64) == first[0]
+    assert gf.stored_functor(SR.plus_times.mul, SR.plus_times.add, np.float64) == first[0]
     assert len(printed) == 1
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import gbdist as gb
 from gbdist.backends.cuda import graph_codegen as gc
+from gbdist.backends.cuda import graph_functor as gf
 from gbdist.backends.cuda.graph_symmetric import exact_eligible, lanes
 
 NVCC = shutil.which("nvcc")
@@ -43,7 +44,7 @@ def test_symmetric_rows_kernels_compile(out, name, itype):
         work = gc.CTYPES[gc.work_dtype(out)]
         names += [n for g in (1, 4) for t in (False, True)
                   for n in gc.sym_fixed_names(itype, tv, tv, g, t, 4 if t else 1, work)]
-    src = gc.standalone(gc.functor(sr.mul, sr.add, out), list(dict.fromkeys(names)))
+    src = gc.standalone(gf.functor(sr.mul, sr.add, out), list(dict.fromkeys(names)))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.cu")
         with open(path, "w") as f:

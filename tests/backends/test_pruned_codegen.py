@@ -81,6 +81,7 @@ def test_overlap_spgemm_compiles_for_every_prunable_metric():
     if NVCC is None:
         pytest.skip("nvcc not found")
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     cases = _prunable_intersects()
     assert {"cosine", "manhattan", "euclidean", "canberra", "jaccard"} <= {n for n, _ in cases}
     if os.environ.get("GBDIST_SLOW_TESTS") != "1":  # ~3 s a compile: a few by default
@@ -93,7 +94,7 @@ def test_overlap_spgemm_compiles_for_every_prunable_metric():
             import numpy as np
             names = [gc.shared_name("int", "double", "double", 32, 1, 8, True, 0),
                      gc.global_name("int", "double", "double", True, 0)]
-            src = gc.standalone(gc.functor(node.mul, node.add, np.float64), names)
+            src = gc.standalone(gf.functor(node.mul, node.add, np.float64), names)
             path = os.path.join(d, f"s{t}.cu")
             with open(path, "w") as f:
                 f.write(src)

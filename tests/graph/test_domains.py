@@ -990,9 +990,10 @@ def _nvcc(src: str, mode: str, exe: bool = False):
 @pytest.mark.nvcc
 def test_cuda_functors_of_every_domain_compile():
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     parts = []
     for k, (dt, mul, mon) in enumerate(_functor_cases()):
-        f = gc.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
+        f = gf.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
         t = gc.CTYPES[np.dtype(dt)]
         parts.append(f + f"__global__ void k{k}(const double* a, const {t}* b, int* o) {{\n"
                      f"  GbF{k}::W w = GbF{k}::mul(GbF{k}::load(a[0]), GbF{k}::load(b[0]));\n"
@@ -1042,6 +1043,7 @@ def test_cuda_functor_arithmetic_matches_the_reference_on_the_host(dt):
     if NVCC is None:
         pytest.skip("needs nvcc")
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     from gbdist.backends.graph_reference import binary
     from gbdist.resources import read
     rng = np.random.default_rng(5)
@@ -1053,7 +1055,7 @@ def test_cuda_functor_arithmetic_matches_the_reference_on_the_host(dt):
     t = gc.CTYPES[np.dtype(dt)]
     structs, body, want = [], [], []
     for k, (_, mul, mon) in enumerate(c for c in _functor_cases() if c[0] == dt):
-        f = gc.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
+        f = gf.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
         structs.append(f.replace("__device__ static", "__host__ __device__ static"))
         F = f"GbF{k}"
         ab_mul, ab_add = binary(mul, a, b, dt), binary(mon.op, a, b, dt)
@@ -1098,6 +1100,7 @@ def test_cuda_functor_min_max_ignore_nan_on_the_host(dt):
     if NVCC is None:
         pytest.skip("needs nvcc")
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     from gbdist.backends.graph_reference import binary
     from gbdist.resources import read
     cap = gb.op("nan_cap_c", lambda x, y: gb.minimum(gb.maximum(x, y - 1.0), 100.0))
@@ -1111,7 +1114,7 @@ def test_cuda_functor_min_max_ignore_nan_on_the_host(dt):
     structs, body, want = [], [], []
     run = [np.nan, 2.0, np.nan, -1.0, 5.0, np.nan]
     for k, (mul, mon) in enumerate(cases):
-        f = gc.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
+        f = gf.functor(mul, mon, dt).replace("struct GbF", f"struct GbF{k}")
         structs.append(f.replace("__device__ static", "__host__ __device__ static"))
         F = f"GbF{k}"
         ab_mul, ab_add = binary(mul, a, b, dt), binary(mon.op, a, b, dt)

@@ -45,10 +45,11 @@ def _names(gc, tv, mask, itype="int"):
 def test_lowered_positional_semirings_compile(name, mask):
     """Each ⊕ once, with ⊗ lowered to first or second (what the functor depends on)."""
     from gbdist.backends.cuda import graph_codegen as gc
+    from gbdist.backends.cuda import graph_functor as gf
     sr = gb.semirings[name]
     low = P.lower(sr.mul)
     value = Semiring.stored(low.value_mul, sr.add, None)
-    r = _compile(gc.standalone(gc.functor(value.mul, value.add, np.int64),
+    r = _compile(gc.standalone(gf.functor(value.mul, value.add, np.int64),
                                _names(gc, "long long", mask)))
     assert r.returncode == 0, r.stderr[-3000:]
 

@@ -234,7 +234,7 @@ A = ((A + A.T) > 0).astype(np.float64)
 M = gb.Matrix(cps.csr_matrix(A))
 out = dict(tri=int(alg.triangle_count(M)),
            mxm=int(gr.mxm(M, M, gb.semirings.min_plus).nvals),
-           mxv=gr.mxv(M, gb.Vector(np.arange(60.0)), gb.semirings.plus_times).to_dense(0.0).tolist())
+           mxv=gr.mxv(M, gb.Vector(np.arange(60.0)).to_device(), gb.semirings.plus_times).to_dense(0.0).tolist())
 print(repr(dict(out=out, loaded=loaded())))
 """
 

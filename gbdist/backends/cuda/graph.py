@@ -31,6 +31,7 @@ from ...compiler.spmv_choice import lanes_for
 from ...errors import InputError
 from . import cache
 from . import graph_codegen as gc
+from .graph_functor import stored_functor
 from . import graph_spgemm
 from .graph_arrays import _csr_parts, _ptr
 from .graph_bins import _grid, _spmv_bins
@@ -67,7 +68,7 @@ class CudaGraphKernels:
             fkey = ("graph", None if mul is None else mul.key, monoid.key, out.str, self.acc64)
 
             def make():
-                src = gc.source(gc.stored_functor(mul, monoid, out, self.acc64))
+                src = gc.source(stored_functor(mul, monoid, out, self.acc64))
                 return src, gc.key(src)
 
             hit = self._sources[fast] = (mul, monoid) + cache.generated(fkey, make)

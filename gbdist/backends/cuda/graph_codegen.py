@@ -136,41 +136,6 @@ def nan_identity(monoid, work: np.dtype) -> bool:
     return np.dtype(work).kind == "f" and monoid_kind(monoid) in (2, 3)
 
 
-def functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
-    """The ``GbF`` struct: ⊗ = ``mul`` (an op, or None for reductions), ⊕ = ``monoid``,
-    both evaluated in the domain ``out_dtype`` (module docstring), printed from the ops'
-    sympy formulas (:mod:`.graph_printer`, imported here: the sizes, names and bins of this
-    module need no sympy)."""
-    from .graph_printer import functor as printed
-    return printed(mul, monoid, out_dtype, acc64)
-
-
-FUNCTOR_CODE = tuple(f"backends/{f}.py" for f in (
-    "cuda/graph_codegen", "cuda/graph_printer", "cuda/codegen", "graph_reference"))
-"""The files that print a functor from its recipe (:func:`stored_functor`)."""
-
-
-def stored_functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
-    """:func:`functor`'s text, found from a stored record when an earlier process printed it
-    (DESIGN.md section 6, as the compiled backend's modules: printing imports sympy, and a
-    process that only runs kernels printed before must not; a GPU triangle count's first call
-    in a fresh process spent 3.4 of 3.6 s importing sympy, one H200, 2026-11-28 (i)). The
-    record is keyed by the ops' structural keys, the domain and this printer's files
-    (:data:`FUNCTOR_CODE`), digest-checked like every record; a miss prints it again and
-    stores it. The text is compiled as the printed one would be: the cache folder's trust."""
-    from ...algebra import records
-    out = np.dtype(out_dtype)
-    rkey = records.key_of("cuda-graph-functor", records.code_digest(*FUNCTOR_CODE),
-                          None if mul is None else mul.key, monoid.key, out.str, bool(acc64))
-    found = records.load(rkey, "programs")
-    text = found.get("functor") if found is not None else None
-    if isinstance(text, str) and text.startswith("struct GbF {"):
-        return text
-    text = functor(mul, monoid, out, acc64)
-    records.store(rkey, {"functor": text}, "programs")
-    return text
-
-
 def source(functor_src: str) -> str:
     """One translation unit: the prelude, the domain helpers, the functor, the graph
     kernel templates."""

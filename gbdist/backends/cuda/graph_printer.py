@@ -1,7 +1,7 @@
 """The CUDA graph kernels' functor printer (issue 12): ``GbF`` printed from the ops' sympy
 formulas (:func:`functor`; the types and kinds: :mod:`.graph_codegen`'s docstring). Imported
 only where a functor is printed: a process that finds the functor's stored record
-(:func:`.graph_codegen.stored_functor`) imports no sympy."""
+(:func:`.graph_functor.stored_functor`) imports no sympy."""
 from __future__ import annotations
 
 import numpy as np
