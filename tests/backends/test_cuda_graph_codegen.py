@@ -138,7 +138,7 @@ def test_bin_kernels_compile():
 
 
 def test_stored_functor_is_the_printed_one_read_back(monkeypatch, tmp_path):
-    """graph_codegen.stored_functor: the first call prints the functor and stores it; a later
+    """graph_functor.stored_functor: the first call prints the functor and stores it; a later
     one (this process's printer made to fail) reads the same text back from the record; a
     record damaged to other text, or other ops, print again. Keys: the ops and the domain."""
     from gbdist.backends.cuda import graph_printer

@@ -242,7 +242,7 @@ print(repr(dict(out=out, loaded=loaded())))
 @pytest.mark.gpu
 def test_a_warm_process_runs_cuda_graph_kernels_without_sympy(tmp_path):
     """The CUDA graph kernels' functor is printed from sympy formulas; a later process finds
-    its text from the stored record (gbdist.backends.cuda.graph_codegen.stored_functor) and
+    its text from the stored record (gbdist.backends.cuda.graph_functor.stored_functor) and
     the compiled modules on disk: a GPU triangle count, mxm and mxv import no sympy (the
     first triangle count of a fresh process spent 3.4 of 3.6 s importing it, 2026-11-28 (i)).
     Answers against SciPy and networkx."""

@@ -2,7 +2,8 @@
 the kernel templates of ``kernels/graph_kernels.cuh``, and the instantiation names.
 
 The functor ``GbF`` holds ⊗ (``mul``, over x = the left value and y = the right value),
-⊕ (``add``) and ⊕'s identity, printed from the ops' sympy formulas. ``out_dtype`` is the
+⊕ (``add``) and ⊕'s identity, printed from the ops' sympy formulas by :mod:`.graph_printer`
+(found from a stored record by :mod:`.graph_functor`: this module imports no sympy). ``out_dtype`` is the
 op's domain D; the types follow the reference (:mod:`gbdist.backends.graph_reference`,
 docs/graph_api.md "Types"):
 
@@ -10,10 +11,10 @@ docs/graph_api.md "Types"):
   exist) and float32 with ``acc64`` (double: the one documented departure);
 * ``M``, the type operands are loaded into (``load``: GraphBLAS's typecast into D first)
   and formulas see: D itself for int32/int64 — formulas printed by
-  :class:`IntCudaPrinter` (integer nodes wrap like C through ``kernels/graph_types.cuh``,
+  :class:`.graph_printer.IntCudaPrinter` (integer nodes wrap like C through ``kernels/graph_types.cuh``,
   division and other float nodes in double, a float result cast saturating); ``float``
   for float32 work, else ``double``, with formulas printed by
-  :class:`GraphCudaPrinter`. On bool the formula runs on 0/1 in
+  :class:`.graph_printer.GraphCudaPrinter`. On bool the formula runs on 0/1 in
   double and a result is ``value != 0``, so plus is or, minus xor.
 
 ``KIND`` selects the atomic ⊕: 1 plus (atomicAdd, wrapping on integers), 2 min and 3 max
@@ -23,7 +24,7 @@ on 0/1), 4 any (a plain store), 0 any other monoid (compare-and-swap loop with `
 Max and min on floats are C's fmax/fmin (``gb_fmax``/``gb_fmin`` of
 ``kernels/graph_types.cuh``: fmaxf/fmax, fminf/fmin), as SuiteSparse's MAX/MIN and the
 reference: a NaN argument is ignored. So is every ``Max``/``Min`` node of a printed
-formula (:class:`GraphCudaPrinter`). The float atomic max/min is the CAS loop over
+formula (:class:`.graph_printer.GraphCudaPrinter`). The float atomic max/min is the CAS loop over
 ``add``: a NaN in the accumulator gives way to the first number, a NaN candidate leaves
 a number in place (``fmax(acc, NaN) = acc``: the loop returns without a swap).
 """
