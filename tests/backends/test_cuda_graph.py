@@ -210,6 +210,25 @@ def test_spgemm_global_table_rows_match_scipy(monkeypatch, tables, chunk_slots, 
         assert sorts
 
 
+def _fetched(monkeypatch, prefix: str) -> list:
+    """The names of graph_spgemm's bin-module kernels fetched from now on that start with
+    ``prefix`` (a spy on graph_spgemm._bin_module): which kernels a product launched."""
+    from gbdist.backends.cuda import graph_spgemm
+    got, real = [], graph_spgemm._bin_module
+
+    def spy():
+        mod = real()
+
+        class M:
+            def get_function(self, name):
+                if name.startswith(prefix):
+                    got.append(name)
+                return mod.get_function(name)
+        return M()
+    monkeypatch.setattr(graph_spgemm, "_bin_module", spy)
+    return got
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("case", ["stencil", "no_combining", "memory", "poisson", "wide", "free",
                                   "no_room"])
@@ -224,17 +243,7 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
     numeric step on the exact counts instead)."""
     from gbdist.backends.cuda import graph_spgemm
     _passes(monkeypatch, form)
-    compacts = []
-    real = graph_spgemm._bin_module
-    def spy():
-        mod = real()
-        class M:
-            def get_function(self, name):
-                if name.startswith("gb_compact_rows"):
-                    compacts.append(name)
-                return mod.get_function(name)
-        return M()
-    monkeypatch.setattr(graph_spgemm, "_bin_module", spy)
+    compacts = _fetched(monkeypatch, "gb_compact_rows")
     if case == "stencil":
         g = 12
         T = sps.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(g, g))
@@ -261,7 +270,7 @@ def test_spgemm_one_pass_where_bounds_overshoot_or_match(monkeypatch, form, case
         if case == "memory":
             monkeypatch.setattr(graph_spgemm, "_ONE_PASS_FREE", 0.0)
         if case == "no_room":  # one pass, but the compacted copy does not fit: exact numeric
-            real_buffers, calls = graph_spgemm._buffers, []  # (not `real`: spy reads that name)
+            real_buffers, calls = graph_spgemm._buffers, []
 
             def buffers(size, work):  # the bounds' slots fit, the compacted copy does not
                 calls.append(size)
@@ -298,20 +307,7 @@ def test_spgemm_keeps_b_row_spans_and_holds_no_slack(monkeypatch):
     with the same B launches no span kernel and gives the same answer. A product whose rows
     combine far (27-point stencil squared: 729 products a row, 125 entries) returns arrays of
     its own size, not views of the bounds' larger copy."""
-    from gbdist.backends.cuda import graph_spgemm
-    spans = []
-    real = graph_spgemm._bin_module
-
-    def spy():
-        mod = real()
-
-        class M:
-            def get_function(self, name):
-                if name.startswith("gb_row_span"):
-                    spans.append(name)
-                return mod.get_function(name)
-        return M()
-    monkeypatch.setattr(graph_spgemm, "_bin_module", spy)
+    spans = _fetched(monkeypatch, "gb_row_span")
     A = powerlaw(900, 3000, 5, long_row=500)
     B = powerlaw(3000, 3000, 6)
     Bd = dev(B)
