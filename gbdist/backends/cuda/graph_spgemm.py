@@ -346,9 +346,11 @@ def _side_streams(count: int):
 
 def _spans(B, Bp, Bj, k: int, n: int):
     """(lo, hi): each B row's smallest and largest column (``gb_row_span``; lo = n, hi = -1 for
-    an empty row), kept on B (a fact of B alone, reused by every product with it)."""
+    an empty row), kept on B (a fact of B alone, reused by every product with it). Keyed by B's
+    own buffers: ``Bp``/``Bj`` may be index-type copies made for this call, whose addresses
+    the memory pool hands out again."""
     import cupy
-    key = (int(Bp.data.ptr), int(Bj.data.ptr), int(Bj.size), k, n)
+    key = (int(B.indptr.data.ptr), int(B.indices.data.ptr), int(B.indices.size), k, n)
     hit = recall(B, "_gbdist_row_span", key)
     if hit is not MISS:
         return hit
