@@ -302,6 +302,34 @@ def test_spgemm_on_the_callers_stream_with_side_streams():
     check_csr(C, want, np.float64, rtol=1e-12)
 
 
+def test_spgemm_kept_spans_follow_b_s_own_buffers():
+    """B's kept row spans are keyed by B's own buffers, not by the index-type copies a call
+    makes: an int64-indexed A times an int32-indexed B (B's indices copied to int64 each call),
+    then B given another matrix's arrays of the same sizes, whose rows reach far wider columns.
+    The second product is the new one (its spans computed again), not one bounded by the first
+    B's spans of at most 11 columns (its rows far longer). Integer values: DeviceCSR keeps the
+    index types as given."""
+    rng = np.random.default_rng(21)
+    k, n = 400, 5000
+    deg = rng.integers(1, 12, k)
+    ptr = np.concatenate([[0], np.cumsum(deg)])
+    narrow = np.concatenate([np.arange(d) for d in deg])  # every row within columns 0-10: spans of <= 11
+    wide = np.concatenate([np.sort(rng.choice(n, d, replace=False)) for d in deg])
+    vals = rng.integers(1, 4, ptr[-1]).astype(np.int64)
+    B1 = sps.csr_matrix((vals, narrow, ptr), shape=(k, n))
+    B2 = sps.csr_matrix((vals, wide, ptr), shape=(k, n))
+    A = powerlaw(300, k, 22, np.int64, avg=20)
+    Ad = DeviceCSR(cupy.asarray(A.data), cupy.asarray(A.indices.astype(np.int64)),
+                   cupy.asarray(A.indptr.astype(np.int64)), A.shape)
+    first = [cupy.asarray(B1.data), cupy.asarray(B1.indices.astype(np.int32)), cupy.asarray(B1.indptr.astype(np.int32))]
+    Bd = DeviceCSR(*first, B1.shape)
+    check_csr(K.spgemm(Ad, Bd, SR.plus_times, out_dtype=np.int64), brute_spgemm(A, B1, SR.plus_times, np.int64),
+              np.int64)
+    Bd.indices = cupy.asarray(B2.indices.astype(np.int32))  # `first` keeps B1's arrays alive
+    check_csr(K.spgemm(Ad, Bd, SR.plus_times, out_dtype=np.int64), brute_spgemm(A, B2, SR.plus_times, np.int64),
+              np.int64)
+
+
 def test_spgemm_keeps_b_row_spans_and_holds_no_slack(monkeypatch):
     """Each B row's column span (gb_row_span) is computed once per B object: a second product
     with the same B launches no span kernel and gives the same answer. A product whose rows
