@@ -99,9 +99,8 @@ __global__ void __launch_bounds__(256) gb_row_span(
 // SpGEMM row bounds: ub[i] = min(Σ over A(i,k) of deg_B(k), n, the columns between the
 // smallest and the largest one of those B rows (lo/hi of gb_row_span; a band's product row
 // is bounded by its width; blo null: no span), the mask row's size when Mp is not null) — g
-// lanes a row. up
-// (when not null, m + 1 values): up[i + 1] = ub[i] and up[0] = 0 as well, for the running
-// sum's scan in place.
+// lanes a row. up (when not null, m + 1 values): up[i + 1] = ub[i] and up[0] = 0 as well, for
+// the running sum's scan in place.
 template <typename I>
 __global__ void __launch_bounds__(256) gb_spgemm_bound(
     const I* __restrict__ Ap, const I* __restrict__ Aj, const I* __restrict__ Bp,

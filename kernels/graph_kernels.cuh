@@ -562,10 +562,11 @@ __device__ __forceinline__ int gb_spgemm_block_bin(const long long* __restrict__
 
 // Every bin of 256-thread blocks in one launch (issue 30): bins 0 .. 6 of SHARED_BINS
 // (graph_codegen.py: 32 … 256 slots, a warp a row, 8 rows a block; 512 … 2,048 slots, 8
-// warps a row). rows: the bins' row ids one after another; meta as gb_spmv_binned (the
-// bins' first rows, then their first blocks). Dynamic shared memory: the largest table
-// of the bins this launch holds rows of, at most 24 KiB (8-byte values), so that the
-// smallest bins keep a full SM of threads. ESC: short rows without a table (gb_esc_row).
+// warps a row). rows: the bins' row ids one after another; ends, nb: the binning's running
+// sums, where each block finds its bin (gb_spgemm_block_bin). Dynamic shared memory: the
+// largest table of the bins this launch holds rows of, at most 24 KiB (8-byte values), so
+// that the smallest bins keep a full SM of threads. ESC: short rows without a table
+// (gb_esc_row).
 template <class F, typename I, typename TA, typename TB, bool NUMERIC, int MASK, bool ESC>
 __global__ void __launch_bounds__(256) gb_spgemm_binned(
     const long long* __restrict__ rows, const long long* __restrict__ ends, long long nb,

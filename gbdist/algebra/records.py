@@ -235,18 +235,20 @@ def store(key: str, record: dict, kind: str = "analyses", since: int | None = No
                 pass
 
 
-def remembered(memo: dict, name: str, fmt: int, key, decode, compute, encode):
+def remembered(memo: dict, name: str, fmt: int, key, decode, compute, encode,
+               kind: str = "analyses"):
     """The value for ``key``: from the process-wide ``memo``, else decoded from its on-disk
-    record (``name``, ``fmt``, ``key``), else computed and written to both. ``decode``
-    raises TypeError, KeyError or ValueError on a missing or malformed record (a miss)."""
+    record (``name``, ``fmt``, ``key``; a ``kind`` of record), else computed and written to
+    both. ``decode`` raises TypeError, KeyError or ValueError on a missing or malformed record
+    (a miss)."""
     value = memo.get(key)
     if value is None:
         disk = key_of(name, fmt, key)
         try:
-            value = decode(load(disk))
+            value = decode(load(disk, kind))
         except (TypeError, KeyError, ValueError):
             mark = cut_short()
             value = compute()
-            store(disk, encode(value), since=mark)
+            store(disk, encode(value), kind, since=mark)
         memo[key] = value
     return value

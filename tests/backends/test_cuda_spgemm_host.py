@@ -251,7 +251,7 @@ int main() {
 
 
 def _bins(keys):
-    """(rows bin after bin, the bins' offsets) as graph_bins._binned_rows makes them: bin b
+    """(rows bin after bin, the bins' offsets) as graph_bins.binned makes them: bin b
     holds the rows with edges[b-1] < key <= edges[b] (edges: half of each shared table), the
     last the rows above; rows of key 0 in none; rows ascending inside a bin."""
     edges = np.array([S // 2 for S, _, _ in gc.SHARED_BINS])

@@ -77,8 +77,8 @@ def _bins(keys, edges, skip_zero: bool):
     bin the rows above edges[-1]. ``skip_zero``: rows with key 0 are in no bin. Two kernel
     launches, a scan and one read of the counts; rows ascending inside each bin.
     Returns a list of CuPy int64 arrays (one per bin)."""
-    out, offsets = _binned_rows(keys, edges, skip_zero)
-    return [out[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
+    b = binned(keys, edges, skip_zero)
+    return [b.rows[b.offsets[q]:b.offsets[q + 1]] for q in range(len(b.offsets) - 1)]
 
 
 def _bin_count(keys, edges, skip_zero: bool):
@@ -132,13 +132,6 @@ def binned(keys, edges, skip_zero: bool, extra=None) -> Binned:
     return Binned(out, offsets, None if extra is None else int(host[-1]), ends, nblocks)
 
 
-def _binned_rows(keys, edges, skip_zero: bool, extra=None):
-    """(every binned row id, bin after bin; the host offsets of the bins in it), and with
-    ``extra`` (a one-element int64 device array) its value, read with the offsets."""
-    b = binned(keys, edges, skip_zero, extra)
-    return (b.rows, b.offsets) if extra is None else (b.rows, b.offsets, b.extra)
-
-
 def _spmv_bins(A, Ap):
     """(row ids by degree bin, one after another; meta: the bins' first rows then first
     blocks, on the device; total blocks) for the one-launch SpMV kernel, cached on the matrix
@@ -149,9 +142,9 @@ def _spmv_bins(A, Ap):
     if hit is not MISS:
         return hit
     deg = cupy.diff(Ap).astype(cupy.int64)
-    rows, offsets = _binned_rows(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
-    sizes = np.diff(offsets).astype(np.int64)
+    bins = binned(deg, [b for b, _ in gc.SPMV_BINS], skip_zero=False)
+    sizes = np.diff(bins.offsets).astype(np.int64)
     per_block = np.array([256 // g for _, g in gc.SPMV_BINS] + [1], dtype=np.int64)
     blocks = -(-sizes // per_block)
     meta = np.concatenate([[0], np.cumsum(sizes), [0], np.cumsum(blocks)]).astype(np.int64)
-    return keep(A, "_gbdist_spmv_bins", key, (rows, cupy.asarray(meta), int(blocks.sum())))
+    return keep(A, "_gbdist_spmv_bins", key, (bins.rows, cupy.asarray(meta), int(blocks.sum())))

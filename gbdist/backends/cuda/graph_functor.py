@@ -24,17 +24,23 @@ def stored_functor(mul, monoid, out_dtype, acc64: bool = False) -> str:
     (DESIGN.md section 6, as the compiled backend's modules: printing imports sympy, and a
     process that only runs kernels printed before must not; a GPU triangle count's first call
     in a fresh process spent 3.4 of 3.6 s importing sympy, one H200, 2026-11-28 (i)). The
-    record is keyed by the ops' structural keys, the domain and this printer's files
+    record (``records.remembered``, a program record: a functor may pass an analysis's
+    string limit) is keyed by the ops' structural keys, the domain and this printer's files
     (:data:`FUNCTOR_CODE`), digest-checked like every record; a miss prints it again and
-    stores it. The text is compiled as the printed one would be: the cache folder's trust."""
+    stores it. The text is compiled as the printed one would be: the cache folder's trust.
+    No process-wide memo here: ``CudaGraphKernels._kernels`` keeps the source it makes."""
     from ...algebra import records
     out = np.dtype(out_dtype)
-    rkey = records.key_of("cuda-graph-functor", records.code_digest(*FUNCTOR_CODE),
-                          None if mul is None else mul.key, monoid.key, out.str, bool(acc64))
-    found = records.load(rkey, "programs")
-    text = found.get("functor") if found is not None else None
-    if isinstance(text, str) and text.startswith("struct GbF {"):
-        return text
-    text = functor(mul, monoid, out, acc64)
-    records.store(rkey, {"functor": text}, "programs")
+    key = (records.code_digest(*FUNCTOR_CODE), None if mul is None else mul.key, monoid.key,
+           out.str, bool(acc64))
+    return records.remembered({}, "cuda-graph-functor", 1, key, _text,
+                              lambda: functor(mul, monoid, out, acc64), lambda t: {"functor": t},
+                              kind="programs")
+
+
+def _text(record) -> str:
+    """A stored functor's text (KeyError/TypeError: a miss, ValueError: not a functor)."""
+    text = record["functor"]
+    if not isinstance(text, str) or not text.startswith("struct GbF {"):
+        raise ValueError("not a functor's text")
     return text

@@ -26,8 +26,8 @@ exact sizes and the numeric pass writes them at their exclusive scan.
 
 A pass is one launch for the bins up to 2048 slots (256-thread blocks), which finds each
 block's bin from the binning's running sums on the device, and one a larger non-empty bin or
-global-table chunk. Those few-row launches go first, on side streams (:func:`_fork`), and run
-beside the one launch. Two host reads a call either way (the bins' sizes with the bounds' sum;
+global-table chunk. Those few-row launches run on side streams beside the one launch
+(:func:`_beside`). Two host reads a call either way (the bins' sizes with the bounds' sum;
 the output's size) unless hashed global tables add theirs. A one-pass product of at most
 :data:`_EARLY_BYTES` of slots allocates its compacted copy with them, so its compaction follows
 the numeric kernels and the output's size is read last (the result's arrays are views of that
@@ -200,17 +200,17 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
             big.append((1 + (b - one) % (_SIDE_STREAMS - 1), functools.partial(
                 fn, (_grid(sizes[b], rpb),), (32 * wpr * rpb,),
                 (rows[offsets[b]:offsets[b + 1]], np.int64(sizes[b])) + args, shared_mem=smem)))
-        fork = _Fork() if big else None  # the side streams start after the work queued so far
-        if sizes[:one].any():  # the 256-thread bins: one launch (gb_spgemm_binned)
+
+        def binned_launch():  # the 256-thread bins: one launch (gb_spgemm_binned)
+            if not sizes[:one].any():
+                return
             rpb = [b[2] for b in gc.SHARED_BINS[:one]]
             blocks = sum(-(-int(c) // r) for c, r in zip(sizes[:one], rpb))
             smem = max(_shared_bytes(S, r, numeric, work)
                        for (S, _, r), c in zip(gc.SHARED_BINS[:one], sizes) if c)
             fn = opted(gc.binned_name(I, TA, TB, numeric, mode, numeric and SHORT_ROWS), smem)
             fn((blocks,), (256,), (rows, bins.ends, np.int64(bins.nblocks)) + args, shared_mem=smem)
-        if fork is not None:
-            fork.run(big)
-            fork.join()
+        _beside(binned_launch, big)
 
     def opted(name: str, smem: int):
         """The kernel ``name``, opted in to ``smem`` bytes of dynamic shared memory (above
@@ -245,26 +245,25 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
         def compact(Cj, Cx, g):  # each row from its bound's place (Up) to its place (Cp)
             _bin_module().get_function(f"gb_compact_rows<{_WORDS[work.itemsize]}>")(
                 (_grid(m * g, 256),), (256,), (Up, Cp, np.int64(m), Tj, Tx, Cj, Cx, np.int32(g)))
+        ptr = None
         if Cx is not None:
             compact(Cj, Cx, lanes(total, m))
             ptr = Cp.astype(cupy.int32) if total < 2**31 else Cp  # the result's, queued before the read
             nnz = int(Cp[-1].get())
             Cj, Cx = _trimmed(Cj, nnz), _trimmed(Cx, nnz)
-            if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
-                sort_rows(Cp, Cj, Cx, grows, n)
-            return make_csr(K._finish(Cx, out), Cj, ptr, (m, n))
-        nnz = int(Cp[-1].get())
-        if nnz == total:  # no row's products combined: every row fills its bound
-            Cj, Cx = Tj, Tx
         else:
-            Cj, Cx = _buffers(nnz, work)
-            if Cj is not None:
-                compact(Cj, Cx, lanes(nnz, m))
+            nnz = int(Cp[-1].get())
+            if nnz == total:  # no row's products combined: every row fills its bound
+                Cj, Cx = Tj, Tx
+            else:
+                Cj, Cx = _buffers(nnz, work)
+                if Cj is not None:
+                    compact(Cj, Cx, lanes(nnz, m))
         del Tj, Tx
         if Cj is not None:
             if grows.size and not chunks[0][3]:  # hashed tables write their rows unsorted
                 sort_rows(Cp, Cj, Cx, grows, n)
-            return _result(K, Cx, Cj, Cp, out, (m, n))
+            return _result(K, Cx, Cj, Cp, out, (m, n), ptr)
         # the compacted copy did not fit beside the bounds' slots: the counts are exact now,
         # so the two passes' numeric step runs (no symbolic pass)
         counts = cupy.diff(Cp)
@@ -292,36 +291,31 @@ def spgemm(K, A, B, sr, *, mask=None, complement=False, out_dtype):
     return _result(K, Cx, Cj, Cp, out, (m, n))
 
 
-class _Fork:
-    """Side streams that start after the work queued on the caller's stream so far (an event
-    recorded at construction): :meth:`run` launches [(side stream number, launch())] on them,
-    :meth:`join` makes the caller's stream wait for them. The launches' arrays stay referenced
-    until join() (the pool hands memory freed on the caller's stream to its later work only)."""
-
-    def __init__(self):
-        import cupy
-        self.main = cupy.cuda.get_current_stream()
-        self.ready = cupy.cuda.Event(disable_timing=True)
-        self.ready.record(self.main)
-        self.held, self.used = [], []
-
-    def run(self, big) -> None:
-        streams = _side_streams(1 + max(i for i, _ in big))
-        self.used = [streams[i] for i in sorted({i for i, _ in big})]
-        for s in self.used:
-            s.wait_event(self.ready)
-        for i, go in big:
-            with streams[i]:
-                go()
-        self.held.append(big)
-
-    def join(self) -> None:
-        import cupy
-        for s in self.used:
-            done = cupy.cuda.Event(disable_timing=True)
-            done.record(s)
-            self.main.wait_event(done)
-        self.held.clear()
+def _beside(main, big) -> None:
+    """``main()`` (its launches on the caller's stream) and, beside it, ``big`` [(side stream
+    number, launch())] on side streams that start after the work the caller's stream held
+    before ``main``; then the caller's stream waits for them. ``big``'s arrays are the caller's
+    until this returns (the pool hands memory freed on the caller's stream to its later work
+    only, which the wait orders after the side streams')."""
+    if not big:
+        main()
+        return
+    import cupy
+    caller = cupy.cuda.get_current_stream()
+    ready = cupy.cuda.Event(disable_timing=True)
+    ready.record(caller)
+    main()
+    streams = _side_streams(1 + max(i for i, _ in big))
+    used = [streams[i] for i in sorted({i for i, _ in big})]
+    for s in used:
+        s.wait_event(ready)
+    for i, go in big:
+        with streams[i]:
+            go()
+    for s in used:
+        done = cupy.cuda.Event(disable_timing=True)
+        done.record(s)
+        caller.wait_event(done)
 
 
 _SIDE_STREAMS = 4
@@ -375,11 +369,13 @@ def _trimmed(a, size: int):
     return a[:size].copy()
 
 
-def _result(K, Cx, Cj, Cp, out, shape):
+def _result(K, Cx, Cj, Cp, out, shape, indptr=None):
     """The product as a CSR: values in ``out`` (from the accumulator's), int32 row pointers
-    where the entries fit."""
+    where the entries fit (``indptr``: those pointers, made already)."""
     import cupy
-    return make_csr(K._finish(Cx, out), Cj, Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp, shape)
+    if indptr is None:
+        indptr = Cp.astype(cupy.int32) if Cj.size < 2**31 else Cp
+    return make_csr(K._finish(Cx, out), Cj, indptr, shape)
 
 
 _ZEROS: dict = {}
